@@ -1,0 +1,29 @@
+# tunefleet_library(NAME SRCS a.cc b.cc DEPS x y [PUBLIC_INCLUDE dir])
+# Declares a static library and its tunefleet::NAME alias. Sources include
+# their headers relative to the repository root ("common/status.h").
+function(tunefleet_library name)
+  cmake_parse_arguments(ARG "" "PUBLIC_INCLUDE" "SRCS;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SRCS})
+  add_library(tunefleet::${name} ALIAS ${name})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  if(ARG_PUBLIC_INCLUDE)
+    target_include_directories(${name} PUBLIC ${ARG_PUBLIC_INCLUDE})
+  endif()
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# tunefleet_test(NAME LABEL unit|service|integration|gpu SRCS ... DEPS ...)
+# One GoogleTest binary; every test in it becomes a ctest test with the label.
+function(tunefleet_test name)
+  cmake_parse_arguments(ARG "" "LABEL;TIMEOUT" "SRCS;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SRCS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} tunefleet::test_support
+                        GTest::gmock GTest::gtest_main)
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  gtest_discover_tests(${name}
+    PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT}
+    ENVIRONMENT "TUNEFLEET_BUILD_DIR=${PROJECT_BINARY_DIR};TUNEFLEET_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
+    DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,358 @@
+#include "common/config_space.h"
+
+#include <cmath>
+#include <limits>
+
+#include <muParser.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace tunefleet {
+namespace {
+
+double Floor(double x) { return std::floor(x); }
+double Ceil(double x) { return std::ceil(x); }
+double CeilDiv(double a, double b) { return std::ceil(a / b); }
+double Mod(double a, double b) { return std::fmod(a, b); }
+double IsPow2(double x) {
+  if (x < 1 || x != std::floor(x)) return 0;
+  auto v = static_cast<uint64_t>(x);
+  return (v & (v - 1)) == 0 ? 1 : 0;
+}
+
+uint64_t SaturatingMul(uint64_t a, uint64_t b) {
+  if (a != 0 && b > std::numeric_limits<uint64_t>::max() / a) {
+    return std::numeric_limits<uint64_t>::max();
+  }
+  return a * b;
+}
+
+}  // namespace
+
+// One expression compiled against the space's symbol table.
+class CompiledExpr {
+ public:
+  CompiledExpr(std::string text, std::string what)
+      : text_(std::move(text)), what_(std::move(what)) {}
+  mu::Parser& parser() { return parser_; }
+  const std::string& text() const { return text_; }
+  const std::string& what() const { return what_; }
+  absl::StatusOr<double> Eval() {
+    try {
+      return parser_.Eval();
+    } catch (const mu::Parser::exception_type& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what_, " \"", text_, "\": ", e.GetMsg()));
+    }
+  }
+
+ private:
+  std::string text_;
+  std::string what_;
+  mu::Parser parser_;
+};
+
+DeviceLimits PlaceholderLimits(v1::Backend backend) {
+  if (backend == v1::BACKEND_CUDA) {
+    return {{"max_threads_per_block", 1024},
+            {"max_smem_per_block", 49152},
+            {"max_smem_per_block_optin", 232448},
+            {"smem_per_sm", 233472},
+            {"regs_per_block", 65536},
+            {"regs_per_sm", 65536},
+            {"max_threads_per_sm", 2048},
+            {"sm_count", 132},
+            {"l2_bytes", 52428800},
+            {"warp_size", 32},
+            {"cc_major", 9},
+            {"cc_minor", 0}};
+  }
+  return {{"cores", 64},
+          {"l1d_bytes", 49152},
+          {"l2_bytes", 2097152},
+          {"l3_bytes", 33554432}};
+}
+
+DeviceLimits LimitsFromDevice(const v1::Device& device) {
+  DeviceLimits limits;
+  for (const v1::DeviceLimit& limit : device.limits()) {
+    limits[limit.name()] = limit.value();
+  }
+  return limits;
+}
+
+absl::StatusOr<std::unique_ptr<ConfigSpace>> ConfigSpace::Create(
+    const v1::KernelSpec& spec, const v1::Shape& shape,
+    const DeviceLimits& limits) {
+  std::unique_ptr<ConfigSpace> space(new ConfigSpace());
+  space->spec_ = spec;
+  space->shape_ = shape;
+  space->full_size_ = 1;
+  for (const v1::Parameter& param : spec.params()) {
+    space->full_size_ =
+        SaturatingMul(space->full_size_, static_cast<uint64_t>(param.values_size()));
+  }
+  RETURN_IF_ERROR(space->Compile(limits));
+  return space;
+}
+
+ConfigSpace::~ConfigSpace() = default;
+
+absl::Status ConfigSpace::Compile(const DeviceLimits& limits) {
+  for (const auto& [name, value] : limits) {
+    symbol_names_.push_back(name);
+    symbols_.push_back(value);
+  }
+  for (const v1::DimValue& dim : shape_.dims()) {
+    symbol_names_.push_back(dim.name());
+    symbols_.push_back(static_cast<double>(dim.value()));
+  }
+  param_base_ = symbols_.size();
+  for (const v1::Parameter& param : spec_.params()) {
+    symbol_names_.push_back(param.name());
+    symbols_.push_back(static_cast<double>(param.values(0)));
+  }
+  derived_base_ = symbols_.size();
+  for (const v1::Derived& derived : spec_.derived()) {
+    symbol_names_.push_back(derived.name());
+    symbols_.push_back(0);
+  }
+  seconds_slot_ = symbols_.size();
+  symbol_names_.push_back("seconds");
+  symbols_.push_back(1);
+
+  // Derived values see only the names before them, so compile and evaluate
+  // them in order with the symbol table growing.
+  for (int i = 0; i < spec_.derived_size(); ++i) {
+    ASSIGN_OR_RETURN(derived_.emplace_back(),
+                     CompileExpr(spec_.derived(i).expr(),
+                                 absl::StrCat("derived ", spec_.derived(i).name())));
+  }
+  for (int i = 0; i < spec_.constraints_size(); ++i) {
+    ASSIGN_OR_RETURN(constraints_.emplace_back(),
+                     CompileExpr(spec_.constraints(i).expr(),
+                                 absl::StrCat("constraint #", i + 1)));
+  }
+  const v1::Launch& launch = spec_.launch();
+  const std::array<std::pair<const std::string*, const char*>, 7> fields = {{
+      {&launch.grid_x(), "launch.grid_x"},
+      {&launch.grid_y(), "launch.grid_y"},
+      {&launch.grid_z(), "launch.grid_z"},
+      {&launch.block_x(), "launch.block_x"},
+      {&launch.block_y(), "launch.block_y"},
+      {&launch.block_z(), "launch.block_z"},
+      {&launch.shared_mem_bytes(), "launch.shared_mem_bytes"},
+  }};
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (fields[i].first->empty()) continue;
+    ASSIGN_OR_RETURN(launch_[i], CompileExpr(*fields[i].first, fields[i].second));
+  }
+  tensor_shapes_.resize(spec_.args_size());
+  scalars_.resize(spec_.args_size());
+  for (int i = 0; i < spec_.args_size(); ++i) {
+    const v1::Argument& arg = spec_.args(i);
+    if (arg.has_tensor()) {
+      for (int d = 0; d < arg.tensor().shape_size(); ++d) {
+        ASSIGN_OR_RETURN(
+            tensor_shapes_[i].emplace_back(),
+            CompileExpr(arg.tensor().shape(d),
+                        absl::StrCat("argument ", arg.name(), " shape[", d, "]")));
+      }
+    } else {
+      ASSIGN_OR_RETURN(scalars_[i],
+                       CompileExpr(arg.scalar().expr(),
+                                   absl::StrCat("argument ", arg.name())));
+    }
+  }
+  for (const v1::Metric& metric : spec_.metrics()) {
+    ASSIGN_OR_RETURN(metrics_.emplace_back(),
+                     CompileExpr(metric.expr(), absl::StrCat("metric ", metric.name())));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<CompiledExpr>> ConfigSpace::CompileExpr(
+    const std::string& text, const std::string& what) {
+  auto expr = std::make_unique<CompiledExpr>(text, what);
+  mu::Parser& parser = expr->parser();
+  try {
+    parser.DefineFun("floor", Floor);
+    parser.DefineFun("ceil", Ceil);
+    parser.DefineFun("cdiv", CeilDiv);
+    parser.DefineFun("is_pow2", IsPow2);
+    parser.DefineOprt("%", Mod, mu::prMUL_DIV, mu::oaLEFT);
+    // A derived value may use only the derived values defined before it.
+    size_t visible = symbols_.size();
+    if (what.rfind("derived ", 0) == 0) visible = derived_base_ + derived_.size();
+    for (size_t i = 0; i < visible; ++i) {
+      if (i >= derived_base_ + derived_.size() && i < seconds_slot_) continue;
+      if (i == seconds_slot_ && what.rfind("metric ", 0) != 0) continue;
+      parser.DefineVar(symbol_names_[i], &symbols_[i]);
+    }
+    parser.SetExpr(text);
+  } catch (const mu::Parser::exception_type& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " \"", text, "\": ", e.GetMsg()));
+  }
+  if (text.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
+  // muParser parses lazily; evaluate once so unknown names surface here.
+  RETURN_IF_ERROR(expr->Eval().status());
+  return expr;
+}
+
+v1::Config ConfigSpace::ConfigAt(uint64_t ordinal) const {
+  v1::Config config;
+  std::vector<int64_t> values(spec_.params_size());
+  for (int i = spec_.params_size() - 1; i >= 0; --i) {
+    const auto& param = spec_.params(i);
+    values[i] = param.values(static_cast<int>(ordinal % param.values_size()));
+    ordinal /= param.values_size();
+  }
+  for (int i = 0; i < spec_.params_size(); ++i) {
+    v1::ParamValue* pv = config.add_values();
+    pv->set_name(spec_.params(i).name());
+    pv->set_value(values[i]);
+  }
+  return config;
+}
+
+absl::StatusOr<uint64_t> ConfigSpace::OrdinalOf(const v1::Config& config) const {
+  if (config.values_size() != spec_.params_size()) {
+    return absl::InvalidArgumentError("config does not name every param");
+  }
+  uint64_t ordinal = 0;
+  for (int i = 0; i < spec_.params_size(); ++i) {
+    const auto& values = spec_.params(i).values();
+    auto it = std::find(values.begin(), values.end(), config.values(i).value());
+    if (config.values(i).name() != spec_.params(i).name() || it == values.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "param ", spec_.params(i).name(), " has no listed value ",
+          config.values(i).value()));
+    }
+    ordinal = ordinal * values.size() + static_cast<uint64_t>(it - values.begin());
+  }
+  return ordinal;
+}
+
+void ConfigSpace::Bind(uint64_t ordinal) {
+  for (int i = spec_.params_size() - 1; i >= 0; --i) {
+    const auto& param = spec_.params(i);
+    symbols_[param_base_ + i] =
+        static_cast<double>(param.values(static_cast<int>(ordinal % param.values_size())));
+    ordinal /= param.values_size();
+  }
+  for (size_t i = 0; i < derived_.size(); ++i) {
+    absl::StatusOr<double> value = derived_[i]->Eval();
+    symbols_[derived_base_ + i] = value.ok() ? *value : std::nan("");
+  }
+}
+
+absl::Status ConfigSpace::Bind(const v1::Config& config) {
+  ASSIGN_OR_RETURN(uint64_t ordinal, OrdinalOf(config));
+  Bind(ordinal);
+  return absl::OkStatus();
+}
+
+bool ConfigSpace::Valid() { return CheckConstraints().ok(); }
+
+absl::Status ConfigSpace::CheckConstraints() {
+  for (size_t i = 0; i < constraints_.size(); ++i) {
+    absl::StatusOr<double> value = constraints_[i]->Eval();
+    if (!value.ok()) return value.status();
+    if (*value == 0 || std::isnan(*value)) {
+      const v1::Constraint& c = spec_.constraints(static_cast<int>(i));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "breaks constraint \"", c.expr(), "\"",
+          c.reason().empty() ? "" : absl::StrCat(" (", c.reason(), ")")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> ConfigSpace::EvalSize(CompiledExpr* expr,
+                                              int64_t fallback) {
+  if (expr == nullptr) return fallback;
+  ASSIGN_OR_RETURN(double value, expr->Eval());
+  if (!(value >= 0) || value > 9.0e18) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        expr->what(), " \"", expr->text(), "\" gives ", value,
+        ", not a size"));
+  }
+  return static_cast<int64_t>(std::llround(value));
+}
+
+absl::StatusOr<std::array<int64_t, 3>> ConfigSpace::Grid() {
+  std::array<int64_t, 3> out;
+  for (int i = 0; i < 3; ++i) {
+    ASSIGN_OR_RETURN(out[i], EvalSize(launch_[i].get(), 1));
+  }
+  return out;
+}
+
+absl::StatusOr<std::array<int64_t, 3>> ConfigSpace::Block() {
+  std::array<int64_t, 3> out;
+  for (int i = 0; i < 3; ++i) {
+    ASSIGN_OR_RETURN(out[i], EvalSize(launch_[3 + i].get(), 1));
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> ConfigSpace::SharedMemBytes() {
+  return EvalSize(launch_[6].get(), 0);
+}
+
+absl::StatusOr<int64_t> ConfigSpace::TensorElements(int arg_index) {
+  if (arg_index < 0 || arg_index >= static_cast<int>(tensor_shapes_.size()) ||
+      tensor_shapes_[arg_index].empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("argument #", arg_index, " is not a tensor"));
+  }
+  int64_t elements = 1;
+  for (const auto& dim : tensor_shapes_[arg_index]) {
+    ASSIGN_OR_RETURN(int64_t size, EvalSize(dim.get(), 1));
+    if (size != 0 && elements > std::numeric_limits<int64_t>::max() / size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(dim->what(), ": tensor size overflows"));
+    }
+    elements *= size;
+  }
+  return elements;
+}
+
+absl::StatusOr<double> ConfigSpace::ScalarValue(int arg_index) {
+  if (arg_index < 0 || arg_index >= static_cast<int>(scalars_.size()) ||
+      scalars_[arg_index] == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("argument #", arg_index, " is not a scalar"));
+  }
+  return scalars_[arg_index]->Eval();
+}
+
+absl::StatusOr<double> ConfigSpace::Metric(int index, double seconds) {
+  if (index < 0 || index >= static_cast<int>(metrics_.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("no metric #", index));
+  }
+  symbols_[seconds_slot_] = seconds;
+  return metrics_[index]->Eval();
+}
+
+absl::StatusOr<double> ConfigSpace::Evaluate(const std::string& expr) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CompiledExpr> compiled,
+                   CompileExpr(expr, "expression"));
+  return compiled->Eval();
+}
+
+bool ConfigEnumerator::Next(uint64_t* ordinal) {
+  while (next_ < space_->full_size()) {
+    uint64_t candidate = next_++;
+    space_->Bind(candidate);
+    if (space_->Valid()) {
+      *ordinal = candidate;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace tunefleet

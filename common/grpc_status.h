@@ -1,0 +1,17 @@
+// Conversion between absl::Status and grpc::Status, one canonical code to the
+// same code. Nothing else in tunefleet converts statuses.
+#ifndef TUNEFLEET_COMMON_GRPC_STATUS_H_
+#define TUNEFLEET_COMMON_GRPC_STATUS_H_
+
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+
+namespace tunefleet {
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+}  // namespace tunefleet
+
+#endif  // TUNEFLEET_COMMON_GRPC_STATUS_H_

@@ -1,0 +1,272 @@
+#include "common/spec_loader.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "common/config_text.h"
+#include "common/sha256.h"
+#include "common/status_macros.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace tunefleet {
+namespace {
+
+class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit FirstErrorCollector(absl::string_view filename)
+      : filename_(filename) {}
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (!error_.empty()) return;
+    error_ = absl::StrCat(filename_, ":", line + 1, ":", column + 1, ": ",
+                          message);
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string filename_;
+  std::string error_;
+};
+
+bool IsIdentifier(absl::string_view name) {
+  if (name.empty() || !(std::isalpha(name[0]) || name[0] == '_')) return false;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+absl::Status CheckNames(const v1::KernelSpec& spec) {
+  absl::flat_hash_set<std::string> names;
+  auto add = [&](const std::string& name,
+                 absl::string_view what) -> absl::Status {
+    if (!IsIdentifier(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " name \"", name, "\" is not an identifier"));
+    }
+    if (!names.insert(name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " name \"", name, "\" is used twice"));
+    }
+    return absl::OkStatus();
+  };
+  for (const auto& dim : spec.problem()) RETURN_IF_ERROR(add(dim.name(), "dim"));
+  for (const auto& param : spec.params()) {
+    RETURN_IF_ERROR(add(param.name(), "param"));
+    if (param.values().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("param ", param.name(), " lists no values"));
+    }
+  }
+  for (const auto& derived : spec.derived()) {
+    RETURN_IF_ERROR(add(derived.name(), "derived"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckArgs(const v1::KernelSpec& spec) {
+  bool has_output = false;
+  for (const v1::Argument& arg : spec.args()) {
+    if (!IsIdentifier(arg.name())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("argument name \"", arg.name(), "\" is not an identifier"));
+    }
+    if (arg.has_tensor()) {
+      const v1::TensorArg& t = arg.tensor();
+      if (t.dtype() == v1::DTYPE_UNSPECIFIED) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("argument ", arg.name(), " has no dtype"));
+      }
+      if (t.shape().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("argument ", arg.name(), " has no shape"));
+      }
+      if (t.role() == v1::ROLE_UNSPECIFIED) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("argument ", arg.name(), " has no role"));
+      }
+      has_output |= t.role() != v1::ROLE_IN;
+    } else if (arg.has_scalar()) {
+      if (arg.scalar().expr().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("scalar argument ", arg.name(), " has no expr"));
+      }
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "argument ", arg.name(), " is neither a tensor nor a scalar"));
+    }
+  }
+  if (!has_output) {
+    return absl::InvalidArgumentError(
+        "spec has no output argument (role ROLE_OUT or ROLE_INOUT)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::KernelSpec> ParseKernelSpec(absl::string_view text,
+                                               absl::string_view filename) {
+  google::protobuf::TextFormat::Parser parser;
+  FirstErrorCollector errors(filename);
+  parser.RecordErrorsTo(&errors);
+  v1::KernelSpec spec;
+  if (!parser.ParseFromString(std::string(text), &spec)) {
+    return absl::InvalidArgumentError(
+        errors.error().empty() ? absl::StrCat(filename, ": cannot parse")
+                               : errors.error());
+  }
+  return spec;
+}
+
+std::vector<std::string> SpecFilePaths(const v1::KernelSpec& spec) {
+  std::vector<std::string> paths(spec.sources().begin(), spec.sources().end());
+  for (const std::string& path : spec.reference().sources()) {
+    if (std::find(paths.begin(), paths.end(), path) == paths.end()) {
+      paths.push_back(path);
+    }
+  }
+  return paths;
+}
+
+absl::StatusOr<KernelBundle> LoadKernelDir(const std::string& dir) {
+  const std::string spec_path = absl::StrCat(dir, "/", kSpecFileName);
+  ASSIGN_OR_RETURN(std::string text, ReadFile(spec_path));
+  KernelBundle bundle;
+  ASSIGN_OR_RETURN(bundle.spec, ParseKernelSpec(text, spec_path));
+  absl::Status valid = ValidateKernelSpec(bundle.spec);
+  if (!valid.ok()) {
+    return absl::Status(valid.code(),
+                        absl::StrCat(spec_path, ": ", valid.message()));
+  }
+  for (const std::string& path : SpecFilePaths(bundle.spec)) {
+    if (path.empty() || path[0] == '/' || path.find("..") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          spec_path, ": source path \"", path, "\" must stay inside ", dir));
+    }
+    ASSIGN_OR_RETURN(std::string content, ReadFile(absl::StrCat(dir, "/", path)));
+    v1::SourceFile& file = bundle.sources.emplace_back();
+    file.set_path(path);
+    file.set_digest(Sha256Hex(content));
+    file.set_content(std::move(content));
+  }
+  return bundle;
+}
+
+absl::Status ValidateKernelSpec(const v1::KernelSpec& spec) {
+  if (!IsIdentifier(spec.name())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel name \"", spec.name(), "\" is not an identifier"));
+  }
+  if (spec.backend() == v1::BACKEND_UNSPECIFIED) {
+    return absl::InvalidArgumentError("backend is not set (BACKEND_CPU or BACKEND_CUDA)");
+  }
+  if (spec.entry().empty()) return absl::InvalidArgumentError("entry is not set");
+  if (spec.sources().empty()) return absl::InvalidArgumentError("no sources named");
+  if (spec.problem().empty()) return absl::InvalidArgumentError("problem names no dims");
+  if (spec.params().empty()) return absl::InvalidArgumentError("no params to tune");
+  RETURN_IF_ERROR(CheckNames(spec));
+  RETURN_IF_ERROR(CheckArgs(spec));
+  if (spec.reference().library().empty() && spec.reference().entry().empty()) {
+    return absl::InvalidArgumentError(
+        "reference names neither a library routine nor an entry");
+  }
+  ASSIGN_OR_RETURN(v1::Config def, ParseConfig(spec.default_config()));
+  absl::StatusOr<v1::Config> normalized = NormalizeConfig(spec, def);
+  if (!normalized.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("default_config: ", normalized.status().message()));
+  }
+  for (const v1::ConfigSet& set : spec.config_sets()) {
+    for (const std::string& text : set.configs()) {
+      ASSIGN_OR_RETURN(v1::Config config, ParseConfig(text));
+      absl::StatusOr<v1::Config> ok = NormalizeConfig(spec, config);
+      if (!ok.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "config_sets ", set.name(), ": ", ok.status().message()));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Shape> NormalizeShape(const v1::KernelSpec& spec,
+                                         const v1::Shape& shape) {
+  absl::flat_hash_set<std::string> known;
+  for (const auto& dim : spec.problem()) known.insert(dim.name());
+  for (const auto& dv : shape.dims()) {
+    if (!known.contains(dv.name())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shape names dim ", dv.name(), ", which kernel ", spec.name(),
+          " does not have"));
+    }
+  }
+  v1::Shape out;
+  for (const auto& dim : spec.problem()) {
+    int count = 0;
+    int64_t value = 0;
+    for (const auto& dv : shape.dims()) {
+      if (dv.name() == dim.name()) ++count, value = dv.value();
+    }
+    if (count == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape is missing dim ", dim.name()));
+    }
+    if (count > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape gives dim ", dim.name(), " twice"));
+    }
+    if (value <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shape dim ", dim.name(), "=", value, " must be positive"));
+    }
+    v1::DimValue* added = out.add_dims();
+    added->set_name(dim.name());
+    added->set_value(value);
+  }
+  return out;
+}
+
+absl::StatusOr<v1::Config> NormalizeConfig(const v1::KernelSpec& spec,
+                                           const v1::Config& config) {
+  absl::flat_hash_set<std::string> known;
+  for (const auto& param : spec.params()) known.insert(param.name());
+  for (const auto& pv : config.values()) {
+    if (!known.contains(pv.name())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown param ", pv.name()));
+    }
+  }
+  v1::Config out;
+  for (const auto& param : spec.params()) {
+    std::optional<int64_t> value = FindParam(config, param.name());
+    if (!value.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("param ", param.name(), " has no value"));
+    }
+    if (std::find(param.values().begin(), param.values().end(), *value) ==
+        param.values().end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "param ", param.name(), "=", *value, " is not one of its values"));
+    }
+    v1::ParamValue* added = out.add_values();
+    added->set_name(param.name());
+    added->set_value(*value);
+  }
+  return out;
+}
+
+}  // namespace tunefleet

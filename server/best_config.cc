@@ -1,0 +1,86 @@
+#include "server/best_config.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "common/config_text.h"
+#include "common/spec_loader.h"
+#include "common/status_macros.h"
+#include "common/tuning_key.h"
+
+namespace tunefleet::server {
+namespace {
+
+// Sum over dims of |log(a / b)|: shapes that differ by the same factor in
+// any dimension are equally near.
+double ShapeDistance(const v1::Shape& a, const v1::Shape& b) {
+  double distance = 0;
+  for (const v1::DimValue& dim : a.dims()) {
+    std::optional<int64_t> other = FindDim(b, dim.name());
+    if (!other.has_value() || *other <= 0) return std::numeric_limits<double>::infinity();
+    distance += std::abs(std::log(static_cast<double>(dim.value()) / *other));
+  }
+  return distance;
+}
+
+bool KeyIsCurrent(const v1::JobSpec& latest, const BestRecord& row,
+                  const v1::Shape& row_shape) {
+  std::vector<v1::SourceFile> sources(latest.sources().begin(), latest.sources().end());
+  return ComputeTuningKey({&latest.kernel(), &sources, row_shape, row.device_model,
+                           row.toolkit}) == row.tuning_key;
+}
+
+absl::StatusOr<v1::GetBestConfigResponse> Answer(
+    const BestRecord& row, const v1::Shape& row_shape,
+    v1::GetBestConfigResponse::Source source) {
+  v1::GetBestConfigResponse response;
+  response.set_source(source);
+  ASSIGN_OR_RETURN(*response.mutable_config(), ParseConfig(row.config));
+  response.set_config_text(row.config);
+  response.set_median_seconds(row.median_seconds);
+  response.set_tuning_key(row.tuning_key);
+  response.set_job_id(row.job_id);
+  *response.mutable_tuned_shape() = row_shape;
+  response.set_device_model(row.device_model);
+  response.set_toolkit(row.toolkit);
+  return response;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::GetBestConfigResponse> ResolveBestConfig(
+    Store* store, const v1::JobSpec& latest,
+    const v1::GetBestConfigRequest& request) {
+  ASSIGN_OR_RETURN(v1::Shape shape, NormalizeShape(latest.kernel(), request.shape()));
+  ASSIGN_OR_RETURN(std::vector<BestRecord> rows,
+                   store->ListBest(request.kernel_name(), request.device_model(),
+                                   request.toolkit()));
+  const BestRecord* nearest = nullptr;
+  v1::Shape nearest_shape;
+  double nearest_distance = std::numeric_limits<double>::infinity();
+  for (const BestRecord& row : rows) {
+    absl::StatusOr<v1::Shape> row_shape = ParseShape(row.shape);
+    if (!row_shape.ok() || !KeyIsCurrent(latest, row, *row_shape)) continue;
+    const double distance = ShapeDistance(shape, *row_shape);
+    if (distance == 0) return Answer(row, *row_shape, v1::GetBestConfigResponse::SOURCE_EXACT);
+    if (distance < nearest_distance) {
+      nearest = &row;
+      nearest_shape = *row_shape;
+      nearest_distance = distance;
+    }
+  }
+  if (nearest != nullptr) {
+    return Answer(*nearest, nearest_shape, v1::GetBestConfigResponse::SOURCE_NEAREST_SHAPE);
+  }
+  v1::GetBestConfigResponse response;
+  response.set_source(v1::GetBestConfigResponse::SOURCE_DEFAULT);
+  ASSIGN_OR_RETURN(v1::Config config, ParseConfig(latest.kernel().default_config()));
+  ASSIGN_OR_RETURN(*response.mutable_config(), NormalizeConfig(latest.kernel(), config));
+  response.set_config_text(ConfigToString(response.config()));
+  response.set_device_model(request.device_model());
+  response.set_toolkit(request.toolkit());
+  return response;
+}
+
+}  // namespace tunefleet::server

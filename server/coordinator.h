@@ -1,0 +1,80 @@
+// The Coordinator: the store, worker registry, job manager and the gRPC
+// server (TuningService, WorkerService, health, reflection) of one
+// coordinator process, built in dependency order.
+#ifndef TUNEFLEET_SERVER_COORDINATOR_H_
+#define TUNEFLEET_SERVER_COORDINATOR_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/job_manager.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace tunefleet::server {
+
+class Store;
+class WorkerRegistry;
+class PrometheusMetrics;
+class TuningServiceImpl;
+class WorkerServiceImpl;
+
+struct CoordinatorOptions {
+  // host:port to listen on; port 0 picks a free port. Default 127.0.0.1:7070.
+  std::string listen = "127.0.0.1:7070";
+  // Store URL (see OpenStore). Empty: sqlite:///<data_dir>/tunefleet.db.
+  std::string database_url;
+  // Where the embedded SQLite database lives. Default "./tunefleet-data".
+  std::string data_dir = "tunefleet-data";
+  // Workers heartbeat this often; one silent for 3 intervals is not alive.
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // host:port of the Prometheus /metrics endpoint; empty turns it off.
+  // Default empty.
+  std::string metrics_listen;
+  // Largest request or response message. Default 32 MiB.
+  int max_message_bytes = 32 << 20;
+  JobManagerOptions jobs;
+};
+
+// Thread-safety: Start, port and Shutdown may be called from any thread.
+class Coordinator {
+ public:
+  // Opens the store (applying migrations), reloads unfinished jobs and
+  // starts serving. Unavailable when the port cannot be bound.
+  static absl::StatusOr<std::unique_ptr<Coordinator>> Start(
+      const CoordinatorOptions& options);
+  ~Coordinator();
+
+  // The bound port (useful with port 0).
+  int port() const { return port_; }
+  // The bound metrics port, 0 when metrics are off.
+  int metrics_port() const;
+  // Marks health NOT_SERVING, lets in-flight calls finish until `deadline`,
+  // then stops. Idempotent.
+  void Shutdown(absl::Duration deadline);
+
+ private:
+  Coordinator() = default;
+  absl::Status Init(const CoordinatorOptions& options);
+
+  std::unique_ptr<PrometheusMetrics> metrics_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<WorkerRegistry> workers_;
+  std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<TuningServiceImpl> tuning_service_;
+  std::unique_ptr<WorkerServiceImpl> worker_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::thread ticker_;
+  std::atomic<bool> stopping_{false};
+  int port_ = 0;
+};
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_COORDINATOR_H_

@@ -1,0 +1,109 @@
+// tunefleet-coordinator: the composition root. Flags are read here only and
+// copied into CoordinatorOptions.
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "absl/time/time.h"
+#include "server/coordinator.h"
+
+namespace {
+
+struct Flags {
+  std::string listen = "127.0.0.1:7070";
+  std::string database;
+  std::string data_dir = "tunefleet-data";
+  std::string address_file;
+  std::string metrics_listen = "127.0.0.1:9464";
+  int64_t lease_ttl_ms = 10000;
+  int64_t heartbeat_ms = 1000;
+  int batch_size = 4;
+  int64_t max_space_points = 10'000'000;
+  int64_t max_trials = 100'000;
+};
+
+void AddFlags(CLI::App& app, Flags& flags) {
+  app.add_option("--listen", flags.listen, "host:port to serve on; port 0 picks a free port")
+      ->capture_default_str();
+  app.add_option("--database", flags.database,
+                 "store URL: sqlite:///path.db or postgresql://user:pass@host:port/db "
+                 "(default: SQLite under --data-dir)");
+  app.add_option("--data-dir", flags.data_dir, "directory of the embedded SQLite store")
+      ->capture_default_str();
+  app.add_option("--address-file", flags.address_file,
+                 "write the bound host:port to this file once serving");
+  app.add_option("--metrics-listen", flags.metrics_listen,
+                 "host:port of the Prometheus /metrics endpoint; empty turns it off")
+      ->capture_default_str();
+  app.add_option("--lease-ttl-ms", flags.lease_ttl_ms,
+                 "a lease not renewed for this long expires")->capture_default_str();
+  app.add_option("--heartbeat-ms", flags.heartbeat_ms, "worker heartbeat interval")
+      ->capture_default_str();
+  app.add_option("--batch-size", flags.batch_size, "trials per lease")->capture_default_str();
+  app.add_option("--max-space-points", flags.max_space_points,
+                 "largest config space accepted")->capture_default_str();
+  app.add_option("--max-trials", flags.max_trials,
+                 "most configs one job measures per device model")->capture_default_str();
+}
+
+tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags) {
+  tunefleet::server::CoordinatorOptions options;
+  options.listen = flags.listen;
+  options.database_url = flags.database;
+  options.data_dir = flags.data_dir;
+  options.metrics_listen = flags.metrics_listen;
+  options.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
+  options.jobs.lease_ttl = absl::Milliseconds(flags.lease_ttl_ms);
+  options.jobs.batch_size = flags.batch_size;
+  options.jobs.max_space_points = flags.max_space_points;
+  options.jobs.max_trials = flags.max_trials;
+  return options;
+}
+
+std::string HostOf(const std::string& listen) {
+  std::string host = listen.substr(0, listen.rfind(':'));
+  return host.empty() || host == "0.0.0.0" || host == "[::]" ? "127.0.0.1" : host;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tunefleet-coordinator: receives tuning jobs, leases trials to "
+               "workers, keeps every result and the best configs"};
+  Flags flags;
+  AddFlags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+  // Block the stop signals before any thread starts; main waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  const tunefleet::server::CoordinatorOptions options = OptionsFromFlags(flags);
+  auto coordinator = tunefleet::server::Coordinator::Start(options);
+  if (!coordinator.ok()) {
+    std::cerr << "tunefleet-coordinator: " << coordinator.status() << "\n";
+    return 1;
+  }
+  const std::string address =
+      HostOf(options.listen) + ":" + std::to_string((*coordinator)->port());
+  std::cout << "tunefleet-coordinator listening on " << address;
+  if ((*coordinator)->metrics_port() != 0) {
+    std::cout << ", metrics on " << HostOf(options.metrics_listen) << ":"
+              << (*coordinator)->metrics_port() << "/metrics";
+  }
+  std::cout << std::endl;
+  if (!flags.address_file.empty()) {
+    const std::string& path = flags.address_file;
+    std::ofstream(path + ".tmp") << address << "\n";
+    std::rename((path + ".tmp").c_str(), path.c_str());
+  }
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  std::cerr << "tunefleet-coordinator: signal " << signal << ", draining" << std::endl;
+  (*coordinator)->Shutdown(absl::Seconds(5));
+  return 0;
+}

@@ -1,0 +1,45 @@
+// What the coordinator counts, behind an interface so that the core classes
+// stay free of any metrics library. PrometheusMetrics is the real sink;
+// NullMetrics counts nothing.
+#ifndef TUNEFLEET_SERVER_METRICS_H_
+#define TUNEFLEET_SERVER_METRICS_H_
+
+#include "absl/time/time.h"
+#include "tunefleet/v1/tuning_service.pb.h"
+
+namespace tunefleet::server {
+
+// Thread-safety: implementations are safe for concurrent use.
+class CoordinatorMetrics {
+ public:
+  enum class Submission { kAccepted, kCached, kRejected };
+
+  virtual ~CoordinatorMetrics() = default;
+  virtual void JobSubmitted(Submission submission) = 0;
+  // A job moved from `from` (JOB_STATE_UNSPECIFIED for a new or reloaded
+  // job) to `to`.
+  virtual void JobStateChanged(v1::JobState from, v1::JobState to) = 0;
+  virtual void TrialRecorded(v1::TrialStatus status) = 0;
+  virtual void LeaseGranted(int trials) = 0;
+  virtual void LeaseExpired() = 0;
+  virtual void WorkersAlive(int count) = 0;
+  // Best-vs-default speed-up of a finished job target.
+  virtual void SpeedupObserved(double speedup) = 0;
+  virtual void StoreCall(absl::Duration elapsed) = 0;
+};
+
+class NullMetrics final : public CoordinatorMetrics {
+ public:
+  void JobSubmitted(Submission) override {}
+  void JobStateChanged(v1::JobState, v1::JobState) override {}
+  void TrialRecorded(v1::TrialStatus) override {}
+  void LeaseGranted(int) override {}
+  void LeaseExpired() override {}
+  void WorkersAlive(int) override {}
+  void SpeedupObserved(double) override {}
+  void StoreCall(absl::Duration) override {}
+};
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_METRICS_H_

@@ -1,0 +1,148 @@
+#include "server/prometheus_metrics.h"
+
+#include <array>
+#include <exception>
+
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace tunefleet::server {
+namespace {
+
+constexpr int kJobStates = v1::JobState_ARRAYSIZE;
+constexpr int kTrialStatuses = v1::TrialStatus_ARRAYSIZE;
+
+// "JOB_STATE_RUNNING" -> "running".
+std::string Label(const std::string& enum_name, const std::string& prefix) {
+  return absl::AsciiStrToLower(enum_name.substr(prefix.size()));
+}
+
+}  // namespace
+
+struct PrometheusMetrics::Families {
+  std::array<prometheus::Counter*, 3> submitted{};
+  std::array<prometheus::Gauge*, kJobStates> jobs{};
+  std::array<prometheus::Counter*, kTrialStatuses> trials{};
+  prometheus::Counter* leases = nullptr;
+  prometheus::Counter* leased_trials = nullptr;
+  prometheus::Counter* expirations = nullptr;
+  prometheus::Gauge* workers = nullptr;
+  prometheus::Histogram* speedup = nullptr;
+  prometheus::Histogram* store_seconds = nullptr;
+};
+
+PrometheusMetrics::PrometheusMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      families_(std::make_unique<Families>()) {}
+
+PrometheusMetrics::~PrometheusMetrics() = default;
+
+absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
+    const std::string& listen, const std::string& version) {
+  std::unique_ptr<PrometheusMetrics> metrics(new PrometheusMetrics());
+  prometheus::Registry& registry = *metrics->registry_;
+  Families& f = *metrics->families_;
+  prometheus::BuildGauge()
+      .Name("tunefleet_coordinator_info")
+      .Help("Build information of the coordinator; always 1")
+      .Register(registry)
+      .Add({{"version", version}})
+      .Set(1);
+  auto& submitted = prometheus::BuildCounter()
+                        .Name("tunefleet_coordinator_jobs_submitted_total")
+                        .Help("Jobs submitted, by result")
+                        .Register(registry);
+  f.submitted = {&submitted.Add({{"result", "accepted"}}), &submitted.Add({{"result", "cached"}}),
+                 &submitted.Add({{"result", "rejected"}})};
+  auto& jobs = prometheus::BuildGauge()
+                   .Name("tunefleet_coordinator_jobs")
+                   .Help("Jobs known to the coordinator, by state")
+                   .Register(registry);
+  for (int s = 1; s < kJobStates; ++s) {
+    f.jobs[s] = &jobs.Add({{"state", Label(v1::JobState_Name(s), "JOB_STATE_")}});
+  }
+  auto& trials = prometheus::BuildCounter()
+                     .Name("tunefleet_coordinator_trials_total")
+                     .Help("Trials recorded, by outcome")
+                     .Register(registry);
+  for (int s = 1; s < kTrialStatuses; ++s) {
+    f.trials[s] = &trials.Add({{"outcome", Label(v1::TrialStatus_Name(s), "TRIAL_STATUS_")}});
+  }
+  f.leases = &prometheus::BuildCounter()
+                  .Name("tunefleet_coordinator_leases_total")
+                  .Help("Leases granted to workers")
+                  .Register(registry)
+                  .Add({});
+  f.leased_trials = &prometheus::BuildCounter()
+                         .Name("tunefleet_coordinator_leased_trials_total")
+                         .Help("Trials handed out in leases (re-leases included)")
+                         .Register(registry)
+                         .Add({});
+  f.expirations = &prometheus::BuildCounter()
+                       .Name("tunefleet_coordinator_lease_expirations_total")
+                       .Help("Leases that expired before their trials were reported")
+                       .Register(registry)
+                       .Add({});
+  f.workers = &prometheus::BuildGauge()
+                   .Name("tunefleet_coordinator_workers_alive")
+                   .Help("Workers that heartbeated recently")
+                   .Register(registry)
+                   .Add({});
+  f.speedup = &prometheus::BuildHistogram()
+                   .Name("tunefleet_coordinator_best_speedup_ratio")
+                   .Help("Best config's speed-up over the default config, per finished target")
+                   .Register(registry)
+                   .Add({}, prometheus::Histogram::BucketBoundaries{1, 1.1, 1.25, 1.5, 2, 3, 5, 10, 30});
+  f.store_seconds = &prometheus::BuildHistogram()
+                         .Name("tunefleet_coordinator_store_write_seconds")
+                         .Help("Time of trial writes to the store")
+                         .Register(registry)
+                         .Add({}, prometheus::Histogram::BucketBoundaries{
+                                      0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1});
+  try {
+    metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", listen, ": ", e.what()));
+  }
+  metrics->exposer_->RegisterCollectable(metrics->registry_);
+  std::vector<int> ports = metrics->exposer_->GetListeningPorts();
+  metrics->port_ = ports.empty() ? 0 : ports[0];
+  return metrics;
+}
+
+void PrometheusMetrics::JobSubmitted(Submission submission) {
+  families_->submitted[static_cast<int>(submission)]->Increment();
+}
+
+void PrometheusMetrics::JobStateChanged(v1::JobState from, v1::JobState to) {
+  if (from > 0 && from < kJobStates) families_->jobs[from]->Decrement();
+  if (to > 0 && to < kJobStates) families_->jobs[to]->Increment();
+}
+
+void PrometheusMetrics::TrialRecorded(v1::TrialStatus status) {
+  if (status > 0 && status < kTrialStatuses) families_->trials[status]->Increment();
+}
+
+void PrometheusMetrics::LeaseGranted(int trials) {
+  families_->leases->Increment();
+  families_->leased_trials->Increment(trials);
+}
+
+void PrometheusMetrics::LeaseExpired() { families_->expirations->Increment(); }
+
+void PrometheusMetrics::WorkersAlive(int count) { families_->workers->Set(count); }
+
+void PrometheusMetrics::SpeedupObserved(double speedup) { families_->speedup->Observe(speedup); }
+
+void PrometheusMetrics::StoreCall(absl::Duration elapsed) {
+  families_->store_seconds->Observe(absl::ToDoubleSeconds(elapsed));
+}
+
+}  // namespace tunefleet::server

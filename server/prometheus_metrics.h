@@ -1,0 +1,52 @@
+// CoordinatorMetrics exported for Prometheus over HTTP (/metrics), families
+// built once at start-up. Names follow tunefleet_coordinator_<what>_<unit>;
+// labels come from small enums only (states, outcomes), never ids or keys.
+#ifndef TUNEFLEET_SERVER_PROMETHEUS_METRICS_H_
+#define TUNEFLEET_SERVER_PROMETHEUS_METRICS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/metrics.h"
+
+namespace prometheus {
+class Exposer;
+class Registry;
+}  // namespace prometheus
+
+namespace tunefleet::server {
+
+// Thread-safety: safe for concurrent use.
+class PrometheusMetrics final : public CoordinatorMetrics {
+ public:
+  // Serves /metrics on `listen` ("host:port"; port 0 picks one).
+  // Unavailable when it cannot listen.
+  static absl::StatusOr<std::unique_ptr<PrometheusMetrics>> Start(
+      const std::string& listen, const std::string& version);
+  ~PrometheusMetrics() override;
+
+  int port() const { return port_; }
+
+  void JobSubmitted(Submission submission) override;
+  void JobStateChanged(v1::JobState from, v1::JobState to) override;
+  void TrialRecorded(v1::TrialStatus status) override;
+  void LeaseGranted(int trials) override;
+  void LeaseExpired() override;
+  void WorkersAlive(int count) override;
+  void SpeedupObserved(double speedup) override;
+  void StoreCall(absl::Duration elapsed) override;
+
+ private:
+  struct Families;
+  PrometheusMetrics();
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<Families> families_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_ = 0;
+};
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_PROMETHEUS_METRICS_H_

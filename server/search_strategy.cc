@@ -1,0 +1,149 @@
+#include "server/search_strategy.h"
+
+#include <algorithm>
+#include <random>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+
+namespace tunefleet::server {
+namespace {
+
+// Proposes a fixed list of configs in order.
+class ListStrategy : public SearchStrategy {
+ public:
+  explicit ListStrategy(std::vector<uint64_t> ordinals)
+      : ordinals_(std::move(ordinals)) {}
+  std::vector<uint64_t> Propose(int max) override {
+    std::vector<uint64_t> out;
+    while (next_ < ordinals_.size() && static_cast<int>(out.size()) < max) {
+      out.push_back(ordinals_[next_++]);
+    }
+    return out;
+  }
+  void Observe(uint64_t, const v1::TrialResult&) override {}
+  bool Exhausted() const override { return next_ >= ordinals_.size(); }
+  int64_t planned_total() const override {
+    return static_cast<int64_t>(ordinals_.size());
+  }
+
+ private:
+  std::vector<uint64_t> ordinals_;
+  size_t next_ = 0;
+};
+
+// Every valid config, the default first, then in ordinal order; enumerated
+// lazily so the space is never held in memory.
+class ExhaustiveStrategy : public SearchStrategy {
+ public:
+  ExhaustiveStrategy(ConfigSpace* space, int64_t valid_count,
+                     std::optional<uint64_t> first)
+      : enumerator_(space), total_(valid_count), first_(first), skip_(first) {}
+  std::vector<uint64_t> Propose(int max) override {
+    std::vector<uint64_t> out;
+    if (first_.has_value() && max > 0) {
+      out.push_back(*first_);
+      ++proposed_;
+    }
+    uint64_t ordinal = 0;
+    while (static_cast<int>(out.size()) < max && enumerator_.Next(&ordinal)) {
+      if (skip_.has_value() && ordinal == *skip_) continue;
+      out.push_back(ordinal);
+      ++proposed_;
+    }
+    if (max > 0) first_.reset();
+    return out;
+  }
+  void Observe(uint64_t, const v1::TrialResult&) override {}
+  bool Exhausted() const override { return proposed_ >= total_; }
+  int64_t planned_total() const override { return total_; }
+
+ private:
+  ConfigEnumerator enumerator_;
+  int64_t total_;
+  int64_t proposed_ = 0;
+  std::optional<uint64_t> first_;  // still to propose
+  std::optional<uint64_t> skip_;   // proposed first; skipped in the walk
+};
+
+int64_t CountValid(ConfigSpace* space, int64_t stop_after) {
+  ConfigEnumerator enumerator(space);
+  int64_t count = 0;
+  uint64_t ordinal = 0;
+  while (count <= stop_after && enumerator.Next(&ordinal)) ++count;
+  return count;
+}
+
+// A uniform sample of `budget` valid configs (reservoir sampling in one lazy
+// pass), the default first.
+std::vector<uint64_t> SampleValid(ConfigSpace* space, int64_t budget,
+                                  uint64_t seed,
+                                  std::optional<uint64_t> first) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> reservoir;
+  ConfigEnumerator enumerator(space);
+  uint64_t ordinal = 0;
+  int64_t seen = 0;
+  const int64_t slots = budget - (first.has_value() ? 1 : 0);
+  while (enumerator.Next(&ordinal)) {
+    if (first.has_value() && ordinal == *first) continue;
+    ++seen;
+    if (static_cast<int64_t>(reservoir.size()) < slots) {
+      reservoir.push_back(ordinal);
+    } else if (slots > 0) {
+      std::uniform_int_distribution<int64_t> pick(0, seen - 1);
+      int64_t j = pick(rng);
+      if (j < slots) reservoir[j] = ordinal;
+    }
+  }
+  std::shuffle(reservoir.begin(), reservoir.end(), rng);
+  if (first.has_value()) reservoir.insert(reservoir.begin(), *first);
+  return reservoir;
+}
+
+std::optional<uint64_t> ValidDefault(ConfigSpace* space,
+                                     std::optional<uint64_t> ordinal) {
+  if (!ordinal.has_value()) return std::nullopt;
+  space->Bind(*ordinal);
+  return space->Valid() ? ordinal : std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
+    ConfigSpace* space, const StrategyOptions& options) {
+  if (!options.only.empty()) {
+    return std::make_unique<ListStrategy>(options.only);
+  }
+  std::optional<uint64_t> first = ValidDefault(space, options.default_ordinal);
+  if (options.name == "exhaustive" || options.name.empty()) {
+    int64_t valid = CountValid(space, options.max_trials);
+    if (valid == 0) {
+      return absl::InvalidArgumentError(
+          "the config space is empty: no config satisfies every constraint");
+    }
+    if (valid > options.max_trials) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the space has more than ", options.max_trials,
+          " valid configs, over the exhaustive cap; use --strategy random "
+          "with a --budget"));
+    }
+    return std::make_unique<ExhaustiveStrategy>(space, valid, first);
+  }
+  if (options.name == "random") {
+    if (options.budget <= 0) {
+      return absl::InvalidArgumentError("random strategy needs a budget > 0");
+    }
+    std::vector<uint64_t> sample =
+        SampleValid(space, options.budget, options.seed, first);
+    if (sample.empty()) {
+      return absl::InvalidArgumentError(
+          "the config space is empty: no config satisfies every constraint");
+    }
+    return std::make_unique<ListStrategy>(std::move(sample));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown strategy \"", options.name, "\" (exhaustive or random)"));
+}
+
+}  // namespace tunefleet::server

@@ -1,0 +1,53 @@
+// Search strategies: which configs of a space a job target measures, proposed
+// in batches and told every result. Configs are ordinals of a ConfigSpace.
+#ifndef TUNEFLEET_SERVER_SEARCH_STRATEGY_H_
+#define TUNEFLEET_SERVER_SEARCH_STRATEGY_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/config_space.h"
+#include "tunefleet/v1/types.pb.h"
+
+namespace tunefleet::server {
+
+// Thread-safety: not thread-safe; the JobManager calls it under its lock.
+class SearchStrategy {
+ public:
+  virtual ~SearchStrategy() = default;
+  // Up to `max` configs never proposed before; fewer (or none) when the
+  // strategy has nothing more now.
+  virtual std::vector<uint64_t> Propose(int max) = 0;
+  // The result of a proposed config (any status).
+  virtual void Observe(uint64_t ordinal, const v1::TrialResult& result) = 0;
+  // True when Propose will never return anything again.
+  virtual bool Exhausted() const = 0;
+  // How many configs the strategy will have proposed in the end.
+  virtual int64_t planned_total() const = 0;
+};
+
+struct StrategyOptions {
+  std::string name = "exhaustive";  // "exhaustive" or "random"
+  int64_t budget = 64;              // random: configs to try
+  uint64_t seed = 0;
+  // Exhaustive: refuse spaces with more valid configs (ResourceExhausted).
+  int64_t max_trials = 100000;
+  // Measured first when valid, so every job knows the default's time.
+  std::optional<uint64_t> default_ordinal;
+  // When set, exactly these configs (a named config set), in order.
+  std::vector<uint64_t> only;
+};
+
+// Builds a strategy over `space` (which it reads while counting and
+// enumerating; the caller keeps it alive). InvalidArgument for an unknown
+// name or an empty space, ResourceExhausted over `max_trials`.
+absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
+    ConfigSpace* space, const StrategyOptions& options);
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_SEARCH_STRATEGY_H_

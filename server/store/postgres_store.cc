@@ -1,0 +1,488 @@
+#include "server/store/postgres_store.h"
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <pqxx/pqxx>
+#include <utility>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace tunefleet::server {
+namespace {
+
+// Numbered migrations, applied in order, each exactly once per database.
+// Never edit one that has shipped: append a new one.
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+// Free-form fields (reason, spec, targets, error) are BYTEA: TEXT would
+// reject bytes that are not UTF-8, and NUL bytes.
+constexpr Migration kMigrations[] = {
+    {1, R"sql(
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY,
+  kernel_name TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  reason BYTEA NOT NULL,
+  spec BYTEA NOT NULL,
+  targets BYTEA NOT NULL,
+  created_unix_ms BIGINT NOT NULL,
+  updated_unix_ms BIGINT NOT NULL);
+CREATE INDEX jobs_by_created ON jobs (created_unix_ms DESC, id DESC);
+CREATE TABLE trials (
+  seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  tuning_key TEXT NOT NULL,
+  config TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  median_seconds DOUBLE PRECISION NOT NULL,
+  p20_seconds DOUBLE PRECISION NOT NULL,
+  p80_seconds DOUBLE PRECISION NOT NULL,
+  samples BIGINT NOT NULL,
+  compile_seconds DOUBLE PRECISION NOT NULL,
+  worker_id TEXT NOT NULL,
+  device_id TEXT NOT NULL,
+  error BYTEA NOT NULL,
+  finished_unix_ms BIGINT NOT NULL,
+  UNIQUE (job_id, tuning_key, config));
+CREATE TABLE best_configs (
+  tuning_key TEXT PRIMARY KEY,
+  kernel_name TEXT NOT NULL,
+  shape TEXT NOT NULL,
+  device_model TEXT NOT NULL,
+  toolkit TEXT NOT NULL,
+  config TEXT NOT NULL,
+  median_seconds DOUBLE PRECISION NOT NULL,
+  job_id TEXT NOT NULL,
+  updated_unix_ms BIGINT NOT NULL);
+CREATE INDEX best_configs_by_kernel ON best_configs (kernel_name);
+)sql"},
+};
+
+// Advisory lock key that serializes migrations of one database ("tunefleet"
+// in ASCII). Advisory locks are per database, so other databases never wait.
+constexpr int64_t kMigrationLockKey = 0x74756e65666c6565;
+
+#define TF_JOB_COLUMNS                                               \
+  "id, kernel_name, state, reason, spec, targets, created_unix_ms, " \
+  "updated_unix_ms"
+#define TF_TRIAL_COLUMNS                                                 \
+  "job_id, tuning_key, config, status, median_seconds, p20_seconds, "    \
+  "p80_seconds, samples, compile_seconds, worker_id, device_id, error, " \
+  "finished_unix_ms"
+#define TF_BEST_COLUMNS                                             \
+  "tuning_key, kernel_name, shape, device_model, toolkit, config, " \
+  "median_seconds, job_id, updated_unix_ms"
+
+struct Query {
+  const char* name;
+  const char* sql;
+};
+
+constexpr Query kPutJob = {
+    "put_job",
+    "INSERT INTO jobs (" TF_JOB_COLUMNS
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+    "ON CONFLICT (id) DO UPDATE SET kernel_name = EXCLUDED.kernel_name, "
+    "state = EXCLUDED.state, reason = EXCLUDED.reason, spec = EXCLUDED.spec, "
+    "targets = EXCLUDED.targets, created_unix_ms = EXCLUDED.created_unix_ms, "
+    "updated_unix_ms = EXCLUDED.updated_unix_ms"};
+constexpr Query kGetJob = {"get_job",
+                           "SELECT " TF_JOB_COLUMNS " FROM jobs WHERE id = $1"};
+constexpr Query kListJobs = {"list_jobs",
+                             "SELECT " TF_JOB_COLUMNS
+                             " FROM jobs WHERE (NOT $1 OR state IN (1, 2)) "
+                             "ORDER BY created_unix_ms DESC, id DESC LIMIT $2"};
+constexpr Query kInsertTrial = {
+    "insert_trial", "INSERT INTO trials (" TF_TRIAL_COLUMNS
+                    ") VALUES "
+                    "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
+                    "ON CONFLICT (job_id, tuning_key, config) DO NOTHING"};
+constexpr Query kListTrials = {"list_trials",
+                               "SELECT " TF_TRIAL_COLUMNS
+                               " FROM trials WHERE job_id = $1 ORDER BY seq"};
+constexpr Query kUpsertBest = {
+    "upsert_best",
+    "INSERT INTO best_configs (" TF_BEST_COLUMNS
+    ") VALUES "
+    "($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+    "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = "
+    "EXCLUDED.kernel_name, "
+    "shape = EXCLUDED.shape, device_model = EXCLUDED.device_model, "
+    "toolkit = EXCLUDED.toolkit, config = EXCLUDED.config, "
+    "median_seconds = EXCLUDED.median_seconds, job_id = EXCLUDED.job_id, "
+    "updated_unix_ms = EXCLUDED.updated_unix_ms "
+    "WHERE best_configs.median_seconds > EXCLUDED.median_seconds"};
+constexpr Query kGetBest = {"get_best",
+                            "SELECT " TF_BEST_COLUMNS
+                            " FROM best_configs WHERE tuning_key = $1"};
+constexpr Query kListBest = {
+    "list_best",
+    "SELECT " TF_BEST_COLUMNS
+    " FROM best_configs WHERE kernel_name = $1 "
+    "AND ($2 = '' OR device_model = $2) AND ($3 = '' OR toolkit = $3) "
+    "ORDER BY tuning_key"};
+
+#undef TF_JOB_COLUMNS
+#undef TF_TRIAL_COLUMNS
+#undef TF_BEST_COLUMNS
+
+constexpr Query kAllQueries[] = {kPutJob,      kGetJob,     kListJobs,
+                                 kInsertTrial, kListTrials, kUpsertBest,
+                                 kGetBest,     kListBest};
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// libpq sends text parameters as C strings: a NUL byte would silently cut
+// the value short, so refuse it instead.
+absl::Status CheckText(std::initializer_list<absl::string_view> fields) {
+  for (absl::string_view field : fields) {
+    if (field.find('\0') != absl::string_view::npos) {
+      return absl::InvalidArgumentError("text field contains a NUL byte");
+    }
+  }
+  return absl::OkStatus();
+}
+
+pqxx::binarystring Bytes(const std::string& value) {
+  return pqxx::binarystring(value);
+}
+
+std::string ReadBytes(const pqxx::field& field) {
+  return pqxx::binarystring(field).str();
+}
+
+JobRecord ReadJob(const pqxx::row& row) {
+  JobRecord job;
+  job.id = row[0].as<std::string>();
+  job.kernel_name = row[1].as<std::string>();
+  job.state = row[2].as<int>();
+  job.reason = ReadBytes(row[3]);
+  job.spec = ReadBytes(row[4]);
+  job.targets = ReadBytes(row[5]);
+  job.created_unix_ms = row[6].as<int64_t>();
+  job.updated_unix_ms = row[7].as<int64_t>();
+  return job;
+}
+
+TrialRecord ReadTrial(const pqxx::row& row) {
+  TrialRecord trial;
+  trial.job_id = row[0].as<std::string>();
+  trial.tuning_key = row[1].as<std::string>();
+  trial.config = row[2].as<std::string>();
+  trial.status = row[3].as<int>();
+  trial.median_seconds = row[4].as<double>();
+  trial.p20_seconds = row[5].as<double>();
+  trial.p80_seconds = row[6].as<double>();
+  trial.samples = row[7].as<int64_t>();
+  trial.compile_seconds = row[8].as<double>();
+  trial.worker_id = row[9].as<std::string>();
+  trial.device_id = row[10].as<std::string>();
+  trial.error = ReadBytes(row[11]);
+  trial.finished_unix_ms = row[12].as<int64_t>();
+  return trial;
+}
+
+BestRecord ReadBest(const pqxx::row& row) {
+  BestRecord best;
+  best.tuning_key = row[0].as<std::string>();
+  best.kernel_name = row[1].as<std::string>();
+  best.shape = row[2].as<std::string>();
+  best.device_model = row[3].as<std::string>();
+  best.toolkit = row[4].as<std::string>();
+  best.config = row[5].as<std::string>();
+  best.median_seconds = row[6].as<double>();
+  best.job_id = row[7].as<std::string>();
+  best.updated_unix_ms = row[8].as<int64_t>();
+  return best;
+}
+
+template <typename Record>
+std::vector<Record> ReadAll(const pqxx::result& result,
+                            Record (*read)(const pqxx::row&)) {
+  std::vector<Record> records;
+  records.reserve(result.size());
+  for (const pqxx::row& row : result) records.push_back(read(row));
+  return records;
+}
+
+template <typename Record>
+std::optional<Record> ReadOne(const pqxx::result& result,
+                              Record (*read)(const pqxx::row&)) {
+  if (result.empty()) return std::nullopt;
+  return read(result[0]);
+}
+
+// What to do about an exception thrown while talking to the server.
+struct Failure {
+  absl::Status status;
+  bool retry = false;            // worth one more attempt
+  bool connection_lost = false;  // the connection must not be reused
+};
+
+// Converts the exception being handled. REQUIRES: called inside a catch.
+// A commit in doubt may have happened, so it is never retried.
+Failure ClassifyCurrentException(absl::string_view what) {
+  auto message = [&](const std::exception& e) {
+    return absl::StrCat("postgres: ", what, ": ", e.what());
+  };
+  try {
+    throw;
+  } catch (const pqxx::in_doubt_error& e) {
+    return {.status = absl::InternalError(message(e)), .connection_lost = true};
+  } catch (const pqxx::broken_connection& e) {
+    return {.status = absl::UnavailableError(message(e)),
+            .retry = true,
+            .connection_lost = true};
+  } catch (const pqxx::serialization_failure& e) {
+    return {.status = absl::AbortedError(message(e)), .retry = true};
+  } catch (const pqxx::deadlock_detected& e) {
+    return {.status = absl::AbortedError(message(e)), .retry = true};
+  } catch (const pqxx::data_exception& e) {
+    return {.status = absl::InvalidArgumentError(message(e))};
+  } catch (const std::exception& e) {
+    return {.status = absl::InternalError(message(e))};
+  } catch (...) {
+    return {.status = absl::InternalError(
+                absl::StrCat("postgres: ", what, ": unknown exception"))};
+  }
+}
+
+void ApplyPendingMigrations(pqxx::work& txn) {
+  txn.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLockKey);
+  txn.exec(
+      "CREATE TABLE IF NOT EXISTS schema_migrations ("
+      "version INTEGER PRIMARY KEY, applied_unix_ms BIGINT NOT NULL)");
+  auto applied =
+      txn.exec1("SELECT coalesce(max(version), 0) FROM schema_migrations")[0]
+          .as<int>();
+  for (const Migration& migration : kMigrations) {
+    if (migration.version <= applied) continue;
+    txn.exec(migration.sql);
+    txn.exec_params(
+        "INSERT INTO schema_migrations (version, applied_unix_ms) "
+        "VALUES ($1, $2)",
+        migration.version, NowUnixMs());
+  }
+}
+
+}  // namespace
+
+class PostgresStore::Connection {
+ public:
+  // Throws what pqxx throws when the server cannot be reached.
+  explicit Connection(const std::string& conninfo) : connection_(conninfo) {
+    for (const Query& query : kAllQueries) {
+      connection_.prepare(query.name, query.sql);
+    }
+  }
+  pqxx::connection& get() { return connection_; }
+
+ private:
+  pqxx::connection connection_;
+};
+
+class PostgresStore::Lease {
+ public:
+  Lease(PostgresStore* store, std::unique_ptr<Connection> connection)
+      : store_(store), connection_(std::move(connection)) {}
+  Lease(Lease&& other)
+      : store_(std::exchange(other.store_, nullptr)),
+        connection_(std::move(other.connection_)) {}
+  Lease& operator=(Lease&&) = delete;
+  ~Lease() {
+    if (store_ != nullptr) store_->Release(std::move(connection_));
+  }
+
+  pqxx::connection& get() { return connection_->get(); }
+  // Closes the connection instead of returning it to the pool.
+  void Discard() { connection_.reset(); }
+
+ private:
+  PostgresStore* store_;
+  std::unique_ptr<Connection> connection_;
+};
+
+absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(
+    const std::string& conninfo, const Options& options) {
+  auto store = absl::WrapUnique(new PostgresStore(conninfo, options));
+  RETURN_IF_ERROR(store->Migrate());
+  return store;
+}
+
+absl::Status PostgresStore::Migrate() {
+  return Transact<bool>("migrate",
+                        [](pqxx::work& txn) {
+                          ApplyPendingMigrations(txn);
+                          return true;
+                        })
+      .status();
+}
+
+PostgresStore::PostgresStore(std::string conninfo, const Options& options)
+    : conninfo_(std::move(conninfo)), options_(options) {}
+
+PostgresStore::~PostgresStore() = default;
+
+bool PostgresStore::CanAcquire() const {
+  return !idle_.empty() || open_ < options_.max_connections;
+}
+
+absl::StatusOr<PostgresStore::Lease> PostgresStore::Acquire() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!mu_.AwaitWithTimeout(absl::Condition(this, &PostgresStore::CanAcquire),
+                              options_.acquire_timeout)) {
+      return absl::UnavailableError("postgres: no free connection in the pool");
+    }
+    if (!idle_.empty()) {
+      std::unique_ptr<Connection> connection = std::move(idle_.back());
+      idle_.pop_back();
+      return Lease(this, std::move(connection));
+    }
+    ++open_;  // Reserve the slot; connect outside the lock.
+  }
+  try {
+    return Lease(this, std::make_unique<Connection>(conninfo_));
+  } catch (...) {
+    Release(nullptr);
+    return ClassifyCurrentException("connect").status;
+  }
+}
+
+void PostgresStore::Release(std::unique_ptr<Connection> connection) {
+  absl::MutexLock lock(&mu_);
+  if (connection != nullptr && connection->get().is_open()) {
+    idle_.push_back(std::move(connection));
+  } else {
+    --open_;
+  }
+}
+
+// Each attempt borrows a connection; a broken one is discarded, so the retry
+// reconnects and prepares the statements afresh.
+template <typename T, typename Body>
+absl::StatusOr<T> PostgresStore::Transact(absl::string_view what, Body body) {
+  constexpr int kAttempts = 2;
+  for (int attempt = 1;; ++attempt) {
+    ASSIGN_OR_RETURN(Lease lease, Acquire());
+    try {
+      pqxx::work txn(lease.get());
+      T result = body(txn);
+      txn.commit();
+      return result;
+    } catch (...) {
+      Failure failure = ClassifyCurrentException(what);
+      if (failure.connection_lost) lease.Discard();
+      if (!failure.retry || attempt == kAttempts) return failure.status;
+    }
+  }
+}
+
+absl::Status PostgresStore::PutJob(const JobRecord& job) {
+  RETURN_IF_ERROR(CheckText({job.id, job.kernel_name}));
+  return Transact<bool>("PutJob",
+                        [&](pqxx::work& txn) {
+                          txn.exec_prepared(
+                              kPutJob.name, job.id, job.kernel_name, job.state,
+                              Bytes(job.reason), Bytes(job.spec),
+                              Bytes(job.targets), job.created_unix_ms,
+                              job.updated_unix_ms);
+                          return true;
+                        })
+      .status();
+}
+
+absl::StatusOr<JobRecord> PostgresStore::GetJob(const std::string& id) {
+  RETURN_IF_ERROR(CheckText({id}));
+  ASSIGN_OR_RETURN(
+      std::optional<JobRecord> job,
+      Transact<std::optional<JobRecord>>("GetJob", [&](pqxx::work& txn) {
+        return ReadOne(txn.exec_prepared(kGetJob.name, id), &ReadJob);
+      }));
+  if (!job.has_value()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  return *std::move(job);
+}
+
+absl::StatusOr<std::vector<JobRecord>> PostgresStore::ListJobs(
+    bool unfinished_only, int limit) {
+  const int64_t rows = limit > 0 ? limit : std::numeric_limits<int64_t>::max();
+  return Transact<std::vector<JobRecord>>("ListJobs", [&](pqxx::work& txn) {
+    return ReadAll(txn.exec_prepared(kListJobs.name, unfinished_only, rows),
+                   &ReadJob);
+  });
+}
+
+absl::StatusOr<bool> PostgresStore::InsertTrial(const TrialRecord& trial) {
+  RETURN_IF_ERROR(CheckText({trial.job_id, trial.tuning_key, trial.config,
+                             trial.worker_id, trial.device_id}));
+  return Transact<bool>("InsertTrial", [&](pqxx::work& txn) {
+    pqxx::result result = txn.exec_prepared(
+        kInsertTrial.name, trial.job_id, trial.tuning_key, trial.config,
+        trial.status, trial.median_seconds, trial.p20_seconds,
+        trial.p80_seconds, trial.samples, trial.compile_seconds,
+        trial.worker_id, trial.device_id, Bytes(trial.error),
+        trial.finished_unix_ms);
+    return result.affected_rows() > 0;
+  });
+}
+
+absl::StatusOr<std::vector<TrialRecord>> PostgresStore::ListTrials(
+    const std::string& job_id) {
+  RETURN_IF_ERROR(CheckText({job_id}));
+  return Transact<std::vector<TrialRecord>>("ListTrials", [&](pqxx::work& txn) {
+    return ReadAll(txn.exec_prepared(kListTrials.name, job_id), &ReadTrial);
+  });
+}
+
+absl::StatusOr<bool> PostgresStore::UpsertBest(const BestRecord& best) {
+  RETURN_IF_ERROR(
+      CheckText({best.tuning_key, best.kernel_name, best.shape,
+                 best.device_model, best.toolkit, best.config, best.job_id}));
+  return Transact<bool>("UpsertBest", [&](pqxx::work& txn) {
+    pqxx::result result = txn.exec_prepared(
+        kUpsertBest.name, best.tuning_key, best.kernel_name, best.shape,
+        best.device_model, best.toolkit, best.config, best.median_seconds,
+        best.job_id, best.updated_unix_ms);
+    return result.affected_rows() > 0;
+  });
+}
+
+absl::StatusOr<BestRecord> PostgresStore::GetBest(
+    const std::string& tuning_key) {
+  RETURN_IF_ERROR(CheckText({tuning_key}));
+  ASSIGN_OR_RETURN(
+      std::optional<BestRecord> best,
+      Transact<std::optional<BestRecord>>("GetBest", [&](pqxx::work& txn) {
+        return ReadOne(txn.exec_prepared(kGetBest.name, tuning_key), &ReadBest);
+      }));
+  if (!best.has_value()) {
+    return absl::NotFoundError(absl::StrCat("no best for ", tuning_key));
+  }
+  return *std::move(best);
+}
+
+absl::StatusOr<std::vector<BestRecord>> PostgresStore::ListBest(
+    const std::string& kernel_name, const std::string& device_model,
+    const std::string& toolkit) {
+  RETURN_IF_ERROR(CheckText({kernel_name, device_model, toolkit}));
+  return Transact<std::vector<BestRecord>>("ListBest", [&](pqxx::work& txn) {
+    return ReadAll(
+        txn.exec_prepared(kListBest.name, kernel_name, device_model, toolkit),
+        &ReadBest);
+  });
+}
+
+}  // namespace tunefleet::server

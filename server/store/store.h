@@ -1,0 +1,113 @@
+// The Store: every job, every trial and the best config per tuning key, kept
+// in a database. Two implementations share one contract test suite: SQLite
+// (embedded default) and PostgreSQL (fleet-wide).
+#ifndef TUNEFLEET_SERVER_STORE_STORE_H_
+#define TUNEFLEET_SERVER_STORE_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tunefleet::server {
+
+// One job row. `spec` is the serialized v1::JobSpec as submitted;
+// `state` is the v1::JobState number; `targets` the serialized job targets.
+struct JobRecord {
+  std::string id;
+  std::string kernel_name;
+  int state = 0;
+  std::string reason;
+  std::string spec;     // bytes of v1::JobSpec
+  std::string targets;  // bytes of a v1::Job carrying only its targets
+  int64_t created_unix_ms = 0;
+  int64_t updated_unix_ms = 0;
+};
+
+// One measured (or failed) config. The natural key is
+// (job_id, tuning_key, config): writing it twice keeps the first row.
+struct TrialRecord {
+  std::string job_id;
+  std::string tuning_key;
+  std::string config;  // short form, params in spec order
+  int status = 0;      // v1::TrialStatus number
+  double median_seconds = 0;
+  double p20_seconds = 0;
+  double p80_seconds = 0;
+  int64_t samples = 0;
+  double compile_seconds = 0;
+  std::string worker_id;
+  std::string device_id;
+  std::string error;
+  int64_t finished_unix_ms = 0;
+};
+
+// The best config of one tuning key.
+struct BestRecord {
+  std::string tuning_key;
+  std::string kernel_name;
+  std::string shape;  // short form, dims in spec order
+  std::string device_model;
+  std::string toolkit;
+  std::string config;  // short form
+  double median_seconds = 0;
+  std::string job_id;
+  int64_t updated_unix_ms = 0;
+};
+
+// Thread-safety: every method may be called from any thread concurrently.
+// Errors: Unavailable when the database cannot be reached or is locked
+// (retry later), Aborted when a transaction conflict persisted through the
+// store's own retry, Internal for anything else the database reports.
+// Strings are stored verbatim (parameterized SQL only). Free-form fields
+// (JobRecord::reason, spec, targets; TrialRecord::error) may hold any bytes.
+// REQUIRES: every other string field is valid UTF-8 without NUL bytes
+// (PostgreSQL TEXT; the PostgreSQL store answers InvalidArgument otherwise).
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Inserts the job or replaces every field of the job with the same id.
+  virtual absl::Status PutJob(const JobRecord& job) = 0;
+  // NotFound when no job has that id.
+  virtual absl::StatusOr<JobRecord> GetJob(const std::string& id) = 0;
+  // Newest first (by created_unix_ms, then id descending); `unfinished_only`
+  // keeps QUEUED and RUNNING jobs (states 1, 2); at most `limit` jobs, every
+  // job when `limit` <= 0.
+  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(bool unfinished_only,
+                                                          int limit) = 0;
+
+  // Returns true when the row was new, false when (job_id, tuning_key,
+  // config) was already stored (the stored row is left unchanged).
+  virtual absl::StatusOr<bool> InsertTrial(const TrialRecord& trial) = 0;
+  // Every trial of a job, in insertion order.
+  virtual absl::StatusOr<std::vector<TrialRecord>> ListTrials(
+      const std::string& job_id) = 0;
+
+  // Keep-faster upsert: writes `best` when its key has no row or the stored
+  // median is larger. Returns true when the row was written.
+  virtual absl::StatusOr<bool> UpsertBest(const BestRecord& best) = 0;
+  // NotFound when the key was never tuned.
+  virtual absl::StatusOr<BestRecord> GetBest(const std::string& tuning_key) = 0;
+  // Every best row of a kernel, by tuning_key; empty device_model/toolkit
+  // match any.
+  virtual absl::StatusOr<std::vector<BestRecord>> ListBest(
+      const std::string& kernel_name, const std::string& device_model,
+      const std::string& toolkit) = 0;
+};
+
+// Opens the database named by `url` and applies pending migrations:
+//   sqlite:///abs/path/to/file.db   (created when missing, as are its
+//                                    parent directories)
+//   postgresql://user:pass@host:port/db  (or postgres://, or a libpq
+//   key=value string prefixed with "postgresql:")
+// InvalidArgument for an unknown scheme, Unavailable when it cannot connect.
+absl::StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url);
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_STORE_STORE_H_

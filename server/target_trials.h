@@ -1,0 +1,97 @@
+// The trials of one job target (one device model and toolkit): which configs
+// wait, which are leased (by which lease and epoch), which are done, and the
+// fastest results so far.
+#ifndef TUNEFLEET_SERVER_TARGET_TRIALS_H_
+#define TUNEFLEET_SERVER_TARGET_TRIALS_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "common/config_space.h"
+#include "server/search_strategy.h"
+#include "tunefleet/v1/types.pb.h"
+
+namespace tunefleet::server {
+
+// A finished trial as kept for summaries.
+struct TrialOutcome {
+  uint64_t ordinal = 0;
+  v1::TrialResult result;
+};
+
+// Thread-safety: not thread-safe; owned and locked by the JobManager.
+class TargetTrials {
+ public:
+  // `max_attempts`: leases a config may lose (expiry) before it is recorded
+  // as WORKER_LOST, so that a config that kills workers cannot stall a job.
+  TargetTrials(std::unique_ptr<ConfigSpace> space,
+               std::unique_ptr<SearchStrategy> strategy, int max_attempts,
+               std::optional<uint64_t> default_ordinal);
+
+  // Hands out up to `max` configs to (lease_id, epoch): re-queued configs
+  // first, then new proposals of the strategy.
+  std::vector<uint64_t> Take(int max, const std::string& lease_id,
+                             int64_t epoch);
+
+  // Records `result` when `ordinal` is still held by (lease_id, epoch).
+  // Returns false, changing nothing, for a stale or duplicate report.
+  bool Complete(uint64_t ordinal, const std::string& lease_id, int64_t epoch,
+                const v1::TrialResult& result);
+
+  // Gives back a config held by (lease_id, epoch). When the config has lost
+  // `max_attempts` leases, it is completed as WORKER_LOST and that result is
+  // returned so the caller can store it.
+  std::optional<v1::TrialResult> Release(uint64_t ordinal,
+                                         const std::string& lease_id,
+                                         int64_t epoch, bool expired);
+
+  // Marks a config done from a stored trial (coordinator restart).
+  void Restore(uint64_t ordinal, const v1::TrialResult& result);
+
+  // Nothing waits, nothing is leased, and the strategy has nothing more.
+  bool Finished() const;
+  bool HasWork() const;
+  int64_t total() const;
+  int64_t done() const { return done_; }
+  // Fastest OK results, fastest first (at most `n`).
+  std::vector<TrialOutcome> Fastest(size_t n) const;
+  std::optional<double> default_seconds() const { return default_seconds_; }
+  const absl::flat_hash_map<int, int64_t>& outcome_counts() const {
+    return outcome_counts_;
+  }
+  // The first error of a non-OK trial, for a job that found no good config.
+  const std::string& first_error() const { return first_error_; }
+  ConfigSpace* space() { return space_.get(); }
+
+ private:
+  enum class SlotState { kWaiting, kLeased, kDone };
+  struct Slot {
+    SlotState state = SlotState::kWaiting;
+    std::string lease_id;
+    int64_t epoch = 0;
+    int lost_leases = 0;
+  };
+  void Record(uint64_t ordinal, const v1::TrialResult& result);
+
+  std::unique_ptr<ConfigSpace> space_;
+  std::unique_ptr<SearchStrategy> strategy_;
+  int max_attempts_;
+  std::optional<uint64_t> default_ordinal_;
+  absl::flat_hash_map<uint64_t, Slot> slots_;
+  std::deque<uint64_t> requeued_;
+  int64_t leased_ = 0;
+  int64_t done_ = 0;
+  std::vector<TrialOutcome> fastest_;  // sorted, capped
+  absl::flat_hash_map<int, int64_t> outcome_counts_;
+  std::optional<double> default_seconds_;
+  std::string first_error_;
+};
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_TARGET_TRIALS_H_

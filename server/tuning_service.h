@@ -1,0 +1,42 @@
+// The gRPC adapter of TuningService: proto in, one JobManager (or store)
+// call, proto out. No logic of its own beyond request-shape checks.
+#ifndef TUNEFLEET_SERVER_TUNING_SERVICE_H_
+#define TUNEFLEET_SERVER_TUNING_SERVICE_H_
+
+#include "server/job_manager.h"
+#include "server/store/store.h"
+#include "server/worker_registry.h"
+#include "tunefleet/v1/tuning_service.grpc.pb.h"
+
+namespace tunefleet::server {
+
+// Thread-safety: safe for concurrent use (gRPC's sync server threads).
+class TuningServiceImpl final : public v1::TuningService::Service {
+ public:
+  TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers, Store* store);
+
+  grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
+                         v1::SubmitJobResponse* response) override;
+  grpc::Status GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
+                      v1::GetJobResponse* response) override;
+  grpc::Status WatchJob(grpc::ServerContext* context, const v1::WatchJobRequest* request,
+                        grpc::ServerWriter<v1::WatchJobEvent>* writer) override;
+  grpc::Status CancelJob(grpc::ServerContext* context, const v1::CancelJobRequest* request,
+                         v1::CancelJobResponse* response) override;
+  grpc::Status ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest* request,
+                        v1::ListJobsResponse* response) override;
+  grpc::Status GetBestConfig(grpc::ServerContext* context,
+                             const v1::GetBestConfigRequest* request,
+                             v1::GetBestConfigResponse* response) override;
+  grpc::Status ListWorkers(grpc::ServerContext* context, const v1::ListWorkersRequest* request,
+                           v1::ListWorkersResponse* response) override;
+
+ private:
+  JobManager* const jobs_;
+  WorkerRegistry* const workers_;
+  Store* const store_;
+};
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_TUNING_SERVICE_H_

@@ -1,0 +1,104 @@
+#include "server/worker_registry.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace tunefleet::server {
+
+WorkerRegistry::WorkerRegistry(absl::Duration timeout, Clock clock)
+    : timeout_(timeout), clock_(std::move(clock)) {}
+
+absl::StatusOr<std::string> WorkerRegistry::Register(
+    const v1::RegisterWorkerRequest& request) {
+  if (request.devices().empty()) {
+    return absl::InvalidArgumentError("worker registers no devices");
+  }
+  for (const v1::Device& device : request.devices()) {
+    if (device.id().empty() || device.model().empty() ||
+        device.backend() == v1::BACKEND_UNSPECIFIED) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device \"", device.id(), "\" needs an id, a model and a backend"));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  // The time makes ids unique across coordinator restarts.
+  std::string id = absl::StrCat("w", absl::ToUnixMillis(clock_()) % 100000000,
+                                "-", next_id_++);
+  Entry& entry = workers_[id];
+  entry.info.set_worker_id(id);
+  entry.info.set_host(request.host());
+  *entry.info.mutable_devices() = request.devices();
+  entry.info.set_toolkit(request.toolkit());
+  entry.last_seen = clock_();
+  return id;
+}
+
+bool WorkerRegistry::Touch(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) return false;
+  it->second.last_seen = clock_();
+  return true;
+}
+
+bool WorkerRegistry::IsAlive(const Entry& entry) const {
+  return clock_() - entry.last_seen <= timeout_;
+}
+
+bool WorkerRegistry::Alive(const std::string& worker_id) {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = workers_.find(worker_id);
+  return it != workers_.end() && IsAlive(it->second);
+}
+
+absl::StatusOr<WorkerDevice> WorkerRegistry::FindDevice(
+    const std::string& worker_id, const std::string& device_id) {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id,
+                                            "; register again"));
+  }
+  for (const v1::Device& device : it->second.info.devices()) {
+    if (device_id.empty() || device.id() == device_id) {
+      return WorkerDevice{worker_id, device, it->second.info.toolkit()};
+    }
+  }
+  return absl::NotFoundError(
+      absl::StrCat("worker ", worker_id, " has no device ", device_id));
+}
+
+std::vector<WorkerDevice> WorkerRegistry::LiveModels(v1::Backend backend) {
+  absl::ReaderMutexLock lock(&mu_);
+  std::set<std::pair<std::string, std::string>> seen;
+  std::vector<WorkerDevice> out;
+  for (const auto& [id, entry] : workers_) {
+    if (!IsAlive(entry)) continue;
+    for (const v1::Device& device : entry.info.devices()) {
+      if (device.backend() != backend) continue;
+      if (seen.emplace(device.model(), entry.info.toolkit()).second) {
+        out.push_back(WorkerDevice{id, device, entry.info.toolkit()});
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<v1::WorkerInfo> WorkerRegistry::List() {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<v1::WorkerInfo> out;
+  for (const auto& [id, entry] : workers_) {
+    v1::WorkerInfo info = entry.info;
+    info.set_last_seen_unix_ms(absl::ToUnixMillis(entry.last_seen));
+    info.set_alive(IsAlive(entry));
+    out.push_back(std::move(info));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.worker_id() < b.worker_id();
+  });
+  return out;
+}
+
+}  // namespace tunefleet::server

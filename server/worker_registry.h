@@ -1,0 +1,65 @@
+// The WorkerRegistry: the workers the coordinator knows, their devices and
+// when each was last heard from.
+#ifndef TUNEFLEET_SERVER_WORKER_REGISTRY_H_
+#define TUNEFLEET_SERVER_WORKER_REGISTRY_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "tunefleet/v1/tuning_service.pb.h"
+#include "tunefleet/v1/worker_service.pb.h"
+
+namespace tunefleet::server {
+
+// A device of a live worker, with what tuning needs to know about it.
+struct WorkerDevice {
+  std::string worker_id;
+  v1::Device device;
+  std::string toolkit;
+};
+
+// Thread-safety: safe for concurrent use.
+class WorkerRegistry {
+ public:
+  using Clock = std::function<absl::Time()>;
+  // A worker not heard from for `timeout` is no longer alive.
+  WorkerRegistry(absl::Duration timeout, Clock clock);
+
+  // InvalidArgument when the request names no device or a device without a
+  // model or backend. Returns the new worker id.
+  absl::StatusOr<std::string> Register(const v1::RegisterWorkerRequest& request);
+  // False when the worker is unknown (e.g. the coordinator restarted).
+  bool Touch(const std::string& worker_id);
+  // The device `device_id` of a live worker; NotFound otherwise (an empty
+  // id picks the worker's first device).
+  absl::StatusOr<WorkerDevice> FindDevice(const std::string& worker_id,
+                                          const std::string& device_id);
+  // One device per (model, toolkit) among live workers of `backend`.
+  std::vector<WorkerDevice> LiveModels(v1::Backend backend);
+  std::vector<v1::WorkerInfo> List();
+  bool Alive(const std::string& worker_id);
+
+ private:
+  struct Entry {
+    v1::WorkerInfo info;
+    absl::Time last_seen;
+  };
+  bool IsAlive(const Entry& entry) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  const absl::Duration timeout_;
+  const Clock clock_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Entry> workers_ ABSL_GUARDED_BY(mu_);
+  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+};
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_WORKER_REGISTRY_H_

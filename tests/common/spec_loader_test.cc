@@ -1,0 +1,108 @@
+#include "common/spec_loader.h"
+
+#include <fstream>
+
+#include "common/config_text.h"
+#include "common/sha256.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_support.h"
+
+namespace tunefleet {
+namespace {
+
+using ::tunefleet::testing::SourceDir;
+using ::tunefleet::testing::StatusIs;
+using ::tunefleet::testing::StatusIsWith;
+using ::tunefleet::testing::TempDir;
+
+v1::KernelSpec MatmulSpec() {
+  absl::StatusOr<KernelBundle> bundle = LoadKernelDir(SourceDir() + "/kernels/cpu/matmul");
+  EXPECT_TRUE(bundle.ok()) << bundle.status();
+  return bundle->spec;
+}
+
+TEST(SpecLoaderTest, LoadsMatmulWithSourcesAndDigests) {
+  absl::StatusOr<KernelBundle> bundle = LoadKernelDir(SourceDir() + "/kernels/cpu/matmul");
+  ASSERT_OK(bundle);
+  EXPECT_EQ(bundle->spec.name(), "matmul");
+  EXPECT_EQ(bundle->spec.backend(), v1::BACKEND_CPU);
+  ASSERT_EQ(bundle->sources.size(), 2u);  // kernel source and reference
+  for (const v1::SourceFile& file : bundle->sources) {
+    EXPECT_FALSE(file.content().empty());
+    EXPECT_EQ(file.digest(), Sha256Hex(file.content()));
+  }
+}
+
+TEST(SpecLoaderTest, MalformedTextNamesFileAndLine) {
+  absl::StatusOr<v1::KernelSpec> spec =
+      ParseKernelSpec("name: \"x\"\nbackend: BACKEND_CPU\nparams { name: \"A\" values: [1, }\n",
+                      "k/kernel.textproto");
+  EXPECT_THAT(spec, StatusIsWith(absl::StatusCode::kInvalidArgument, "k/kernel.textproto:3:"));
+}
+
+TEST(SpecLoaderTest, UnknownFieldNamesIt) {
+  EXPECT_THAT(ParseKernelSpec("name: \"x\"\nbogus_field: 3\n", "f"),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "bogus_field"));
+}
+
+TEST(SpecLoaderTest, MissingDirectoryIsNotFound) {
+  EXPECT_THAT(LoadKernelDir("/nonexistent/kernel"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST(SpecLoaderTest, LoadDirReportsMissingSource) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/kernel.textproto") << R"(
+    name: "k" backend: BACKEND_CPU sources: "k.cc" entry: "k"
+    problem { name: "N" } params { name: "P" values: [1] }
+    args { name: "x" tensor { dtype: DTYPE_F32 shape: "N" role: ROLE_OUT } }
+    reference { sources: "k.cc" entry: "ref" } default_config: "P=1")";
+  EXPECT_THAT(LoadKernelDir(dir.path()), StatusIsWith(absl::StatusCode::kNotFound, "k.cc"));
+}
+
+TEST(SpecLoaderTest, ValidationNamesTheProblem) {
+  v1::KernelSpec spec = MatmulSpec();
+  v1::KernelSpec dup = spec;
+  dup.mutable_params(1)->set_name("BLOCK_M");
+  EXPECT_THAT(ValidateKernelSpec(dup),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "BLOCK_M\" is used twice"));
+  v1::KernelSpec empty_values = spec;
+  empty_values.mutable_params(0)->clear_values();
+  EXPECT_THAT(ValidateKernelSpec(empty_values),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "lists no values"));
+  v1::KernelSpec bad_default = spec;
+  bad_default.set_default_config("BLOCK_M=32");
+  EXPECT_THAT(ValidateKernelSpec(bad_default),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "default_config"));
+  v1::KernelSpec no_output = spec;
+  no_output.mutable_args(2)->mutable_tensor()->set_role(v1::ROLE_IN);
+  EXPECT_THAT(ValidateKernelSpec(no_output),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "no output"));
+  v1::KernelSpec bad_name = spec;
+  bad_name.set_name("mat mul");
+  EXPECT_THAT(ValidateKernelSpec(bad_name), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(SpecLoaderTest, NormalizeShapeOrdersAndChecksDims) {
+  v1::KernelSpec spec = MatmulSpec();
+  absl::StatusOr<v1::Shape> shape = NormalizeShape(spec, *ParseShape("K=3,N=2,M=1"));
+  ASSERT_OK(shape);
+  EXPECT_EQ(ShapeToString(*shape), "M=1,N=2,K=3");
+  EXPECT_THAT(NormalizeShape(spec, *ParseShape("M=1,N=2")),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "missing dim K"));
+  EXPECT_THAT(NormalizeShape(spec, *ParseShape("M=1,N=0,K=3")),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "N=0 must be positive"));
+  EXPECT_THAT(NormalizeShape(spec, *ParseShape("M=-4,N=2,K=3")),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "M=-4"));
+  EXPECT_THAT(NormalizeShape(spec, *ParseShape("M=1,N=2,K=3,Q=4")),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "dim Q"));
+}
+
+TEST(SpecLoaderTest, NormalizeConfigRejectsUnlistedValues) {
+  v1::KernelSpec spec = MatmulSpec();
+  EXPECT_THAT(NormalizeConfig(spec, *ParseConfig(
+                  "BLOCK_M=33,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=0")),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "BLOCK_M=33"));
+}
+
+}  // namespace
+}  // namespace tunefleet

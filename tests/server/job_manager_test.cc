@@ -1,0 +1,342 @@
+#include "server/job_manager.h"
+
+#include "common/config_text.h"
+#include "common/spec_loader.h"
+#include "gtest/gtest.h"
+#include "server/best_config.h"
+#include "tests/support/test_support.h"
+
+namespace tunefleet::server {
+namespace {
+
+using ::tunefleet::testing::SourceDir;
+using ::tunefleet::testing::StatusIs;
+using ::tunefleet::testing::StatusIsWith;
+using ::tunefleet::testing::TempDir;
+
+class JobManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<Store>> store =
+        OpenStore("sqlite://" + dir_.path() + "/store.db");
+    ASSERT_OK(store);
+    store_ = *std::move(store);
+    options_.lease_ttl = absl::Seconds(10);
+    options_.batch_size = 3;
+    options_.max_lease_attempts = 2;
+    Restart();
+    absl::StatusOr<KernelBundle> bundle = LoadKernelDir(SourceDir() + "/kernels/cpu/matmul");
+    ASSERT_OK(bundle);
+    bundle_ = *std::move(bundle);
+  }
+
+  // A fresh registry and manager over the same store: a coordinator restart.
+  void Restart() {
+    auto clock = [this] { return now_; };
+    workers_ = std::make_unique<WorkerRegistry>(absl::Seconds(30), clock);
+    jobs_ = std::make_unique<JobManager>(options_, store_.get(), workers_.get(), clock);
+  }
+
+  v1::JobSpec Spec(const std::string& shape = "M=256,N=256,K=256") {
+    v1::JobSpec spec;
+    *spec.mutable_kernel() = bundle_.spec;
+    for (const auto& file : bundle_.sources) *spec.add_sources() = file;
+    *spec.mutable_shape() = *ParseShape(shape);
+    spec.set_config_set("quick");
+    return spec;
+  }
+
+  std::string AddWorker(const std::string& model = "test-cpu") {
+    v1::RegisterWorkerRequest request;
+    request.set_host("localhost");
+    request.set_toolkit("g++ test");
+    v1::Device* device = request.add_devices();
+    device->set_id("cpu0");
+    device->set_model(model);
+    device->set_backend(v1::BACKEND_CPU);
+    for (const auto& [name, value] : PlaceholderLimits(v1::BACKEND_CPU)) {
+      v1::DeviceLimit* limit = device->add_limits();
+      limit->set_name(name);
+      limit->set_value(value);
+    }
+    absl::StatusOr<std::string> id = workers_->Register(request);
+    EXPECT_TRUE(id.ok()) << id.status();
+    jobs_->OnWorkerRegistered();
+    return *id;
+  }
+
+  std::optional<v1::Lease> Lease(const std::string& worker) {
+    v1::LeaseWorkRequest request;
+    request.set_worker_id(worker);
+    absl::StatusOr<std::optional<v1::Lease>> lease = jobs_->LeaseWork(request);
+    EXPECT_TRUE(lease.ok()) << lease.status();
+    return lease.ok() ? *lease : std::nullopt;
+  }
+
+  // Reports every trial of `lease` OK, with a time that depends on the config.
+  v1::ReportResultsResponse ReportAll(const std::string& worker, const v1::Lease& lease,
+                                      bool release = false) {
+    v1::ReportResultsRequest request;
+    request.set_worker_id(worker);
+    request.set_lease_id(lease.lease_id());
+    request.set_epoch(lease.epoch());
+    request.set_release(release);
+    for (const v1::Trial& trial : lease.trials()) {
+      v1::ReportedTrial* reported = request.add_trials();
+      reported->set_index(trial.index());
+      *reported->mutable_result()->mutable_config() = trial.config();
+      reported->mutable_result()->set_status(v1::TRIAL_STATUS_OK);
+      reported->mutable_result()->mutable_measurement()->set_median_seconds(
+          1e-3 * (1 + trial.index() % 7));
+      reported->mutable_result()->mutable_measurement()->set_samples(5);
+    }
+    absl::StatusOr<v1::ReportResultsResponse> response = jobs_->ReportResults(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response.ok() ? *response : v1::ReportResultsResponse();
+  }
+
+  // Leases and reports until nothing is left; returns the number of trials.
+  int RunToCompletion(const std::string& worker) {
+    int trials = 0;
+    while (std::optional<v1::Lease> lease = Lease(worker)) {
+      trials += lease->trials_size();
+      ReportAll(worker, *lease);
+    }
+    return trials;
+  }
+
+  TempDir dir_;
+  absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
+  JobManagerOptions options_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<WorkerRegistry> workers_;
+  std::unique_ptr<JobManager> jobs_;
+  KernelBundle bundle_;
+};
+
+TEST_F(JobManagerTest, JobWithoutMatchingWorkerWaitsQueuedAndSaysWhy) {
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  EXPECT_EQ(job->state(), v1::JOB_STATE_QUEUED);
+  EXPECT_THAT(job->reason(), ::testing::HasSubstr("waiting for a worker with a BACKEND_CPU"));
+  AddWorker();
+  EXPECT_EQ(jobs_->Get(job->id())->targets_size(), 1);
+  EXPECT_EQ(jobs_->Get(job->id())->reason(), "");
+}
+
+TEST_F(JobManagerTest, RunsJobToSuccessAndStoresTheFastestAsBest) {
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  EXPECT_EQ(RunToCompletion(worker), 3);
+  v1::Job done = *jobs_->Get(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.trials_done(), 3);
+  std::vector<TrialRecord> trials = *store_->ListTrials(job->id());
+  ASSERT_EQ(trials.size(), 3u);
+  const TrialRecord fastest = *std::min_element(
+      trials.begin(), trials.end(),
+      [](const auto& a, const auto& b) { return a.median_seconds < b.median_seconds; });
+  absl::StatusOr<BestRecord> best = store_->GetBest(done.targets(0).tuning_key());
+  ASSERT_OK(best);
+  EXPECT_EQ(best->config, fastest.config);
+  EXPECT_EQ(best->median_seconds, fastest.median_seconds);
+  EXPECT_EQ(done.targets(0).best().config_text(), fastest.config);
+  EXPECT_GT(done.targets(0).default_seconds(), 0);  // the default is in the quick set
+  ASSERT_EQ(done.top_trials_size(), 3);
+  EXPECT_LE(done.top_trials(0).median_seconds(), done.top_trials(1).median_seconds());
+}
+
+TEST_F(JobManagerTest, DuplicateReportChangesNothing) {
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  std::optional<v1::Lease> lease = Lease(worker);
+  ASSERT_TRUE(lease.has_value());
+  v1::Lease partial = *lease;
+  partial.mutable_trials()->DeleteSubrange(1, partial.trials_size() - 1);
+  ReportAll(worker, partial);
+  ReportAll(worker, partial);  // delivered twice
+  EXPECT_EQ(store_->ListTrials(job->id())->size(), 1u);
+  EXPECT_EQ(jobs_->Get(job->id())->trials_done(), 1);
+}
+
+TEST_F(JobManagerTest, ExpiredLeaseIsRequeuedWithNewEpochAndLateReportIsIgnored) {
+  std::string slow = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  std::optional<v1::Lease> first = Lease(slow);
+  ASSERT_TRUE(first.has_value());
+  now_ += absl::Seconds(11);
+  jobs_->Tick();
+  std::string fast = AddWorker();
+  std::optional<v1::Lease> second = Lease(fast);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_GT(second->epoch(), first->epoch());
+  ASSERT_EQ(second->trials_size(), first->trials_size());
+  EXPECT_EQ(second->trials(0).index(), first->trials(0).index());
+  EXPECT_TRUE(ReportAll(slow, *first).cancelled());  // late: changes nothing
+  EXPECT_EQ(store_->ListTrials(job->id())->size(), 0u);
+  EXPECT_FALSE(ReportAll(fast, *second).cancelled());
+  EXPECT_EQ(store_->ListTrials(job->id())->size(), 3u);
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(JobManagerTest, HeartbeatRenewalKeepsLeaseAlive) {
+  std::string worker = AddWorker();
+  ASSERT_OK(jobs_->Submit(Spec()));
+  std::optional<v1::Lease> lease = Lease(worker);
+  for (int i = 0; i < 5; ++i) {
+    now_ += absl::Seconds(6);
+    workers_->Touch(worker);
+    jobs_->RenewLeases(worker);
+    jobs_->Tick();
+  }
+  EXPECT_FALSE(ReportAll(worker, *lease).cancelled());
+}
+
+TEST_F(JobManagerTest, ConfigThatLosesEveryLeaseIsRecordedWorkerLost) {
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  for (int attempt = 0; attempt < options_.max_lease_attempts; ++attempt) {
+    ASSERT_TRUE(Lease(worker).has_value());
+    now_ += absl::Seconds(11);
+    jobs_->Tick();
+    workers_->Touch(worker);
+  }
+  v1::Job failed = *jobs_->Get(job->id());
+  EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(failed.reason(), ::testing::HasSubstr("WORKER_LOST"));
+  std::vector<TrialRecord> trials = *store_->ListTrials(job->id());
+  ASSERT_EQ(trials.size(), 3u);
+  for (const TrialRecord& trial : trials) EXPECT_EQ(trial.status, v1::TRIAL_STATUS_WORKER_LOST);
+}
+
+TEST_F(JobManagerTest, ReleasedTrialsGoBackToTheQueue) {
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  std::optional<v1::Lease> lease = Lease(worker);
+  v1::Lease none = *lease;
+  none.clear_trials();
+  ReportAll(worker, none, /*release=*/true);
+  EXPECT_EQ(RunToCompletion(worker), 3);
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(JobManagerTest, TunedKeyIsAnsweredFromStoreUnlessForced) {
+  std::string worker = AddWorker();
+  ASSERT_OK(jobs_->Submit(Spec()));
+  RunToCompletion(worker);
+  absl::StatusOr<v1::Job> cached = jobs_->Submit(Spec());
+  ASSERT_OK(cached);
+  EXPECT_EQ(cached->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_TRUE(cached->targets(0).cached());
+  EXPECT_FALSE(Lease(worker).has_value());
+  v1::JobSpec forced = Spec();
+  forced.set_force_retune(true);
+  absl::StatusOr<v1::Job> again = jobs_->Submit(forced);
+  ASSERT_OK(again);
+  EXPECT_FALSE(again->targets(0).cached());
+  EXPECT_EQ(RunToCompletion(worker), 3);
+}
+
+TEST_F(JobManagerTest, CancelledJobLeasesNothingAndCancelsReports) {
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  std::optional<v1::Lease> lease = Lease(worker);
+  EXPECT_EQ(jobs_->Cancel(job->id())->state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_TRUE(ReportAll(worker, *lease).cancelled());
+  EXPECT_FALSE(Lease(worker).has_value());
+  EXPECT_EQ(store_->GetJob(job->id())->state, v1::JOB_STATE_CANCELLED);
+}
+
+TEST_F(JobManagerTest, RestartResumesAnUnfinishedJobWithoutRemeasuring) {
+  std::string worker = AddWorker();
+  v1::JobSpec spec = Spec();
+  spec.clear_config_set();
+  spec.set_strategy("random");
+  spec.set_budget(9);
+  absl::StatusOr<v1::Job> job = jobs_->Submit(spec);
+  ReportAll(worker, *Lease(worker));  // 3 of 9
+  Restart();
+  ASSERT_OK(jobs_->Recover());
+  v1::Job resumed = *jobs_->Get(job->id());
+  EXPECT_EQ(resumed.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(resumed.trials_done(), 3);
+  worker = AddWorker();
+  EXPECT_EQ(RunToCompletion(worker), 6);
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(store_->ListTrials(job->id())->size(), 9u);
+}
+
+TEST_F(JobManagerTest, FinishedJobsSurviveRestart) {
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  RunToCompletion(worker);
+  Restart();
+  ASSERT_OK(jobs_->Recover());
+  v1::Job reloaded = *jobs_->Get(job->id());
+  EXPECT_EQ(reloaded.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(reloaded.trials_done(), 3);
+  EXPECT_EQ(reloaded.top_trials_size(), 3);
+}
+
+TEST_F(JobManagerTest, BadJobsAreRefusedWithTheFieldNamed) {
+  v1::JobSpec no_dim = Spec("M=256,N=256");
+  EXPECT_THAT(jobs_->Submit(no_dim), StatusIsWith(absl::StatusCode::kInvalidArgument, "K"));
+  v1::JobSpec unknown_strategy = Spec();
+  unknown_strategy.clear_config_set();
+  unknown_strategy.set_strategy("annealing");
+  EXPECT_THAT(jobs_->Submit(unknown_strategy),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "annealing"));
+  v1::JobSpec empty = Spec();
+  empty.clear_config_set();
+  empty.mutable_kernel()->add_constraints()->set_expr("BLOCK_M > 100000");
+  EXPECT_THAT(jobs_->Submit(empty), StatusIsWith(absl::StatusCode::kInvalidArgument, "empty"));
+  v1::JobSpec bad_expr = Spec();
+  bad_expr.mutable_kernel()->add_constraints()->set_expr("BLOCK_M < NO_SUCH_NAME");
+  EXPECT_THAT(jobs_->Submit(bad_expr),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "NO_SUCH_NAME"));
+  v1::JobSpec no_source = Spec();
+  no_source.mutable_sources()->RemoveLast();
+  EXPECT_THAT(jobs_->Submit(no_source),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "reference.cc"));
+  v1::JobSpec bad_set = Spec();
+  bad_set.set_config_set("nope");
+  EXPECT_THAT(jobs_->Submit(bad_set), StatusIsWith(absl::StatusCode::kInvalidArgument, "nope"));
+  EXPECT_THAT(jobs_->Get("j-unknown"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(jobs_->Cancel("j-unknown"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_TRUE(jobs_->List(10).empty());
+}
+
+TEST_F(JobManagerTest, SpaceOverTheCapIsResourceExhausted) {
+  options_.max_space_points = 100;
+  Restart();
+  v1::JobSpec spec = Spec();
+  EXPECT_THAT(jobs_->Submit(spec),
+              StatusIsWith(absl::StatusCode::kResourceExhausted, "256 points, over the cap of 100"));
+}
+
+TEST_F(JobManagerTest, BestConfigIsExactThenNearestThenDefault) {
+  std::string worker = AddWorker();
+  ASSERT_OK(jobs_->Submit(Spec("M=256,N=256,K=256")));
+  RunToCompletion(worker);
+  v1::JobSpec latest = *jobs_->LatestSpec("matmul");
+  v1::GetBestConfigRequest request;
+  request.set_kernel_name("matmul");
+  *request.mutable_shape() = *ParseShape("K=256,N=256,M=256");
+  v1::GetBestConfigResponse exact = *ResolveBestConfig(store_.get(), latest, request);
+  EXPECT_EQ(exact.source(), v1::GetBestConfigResponse::SOURCE_EXACT);
+  EXPECT_EQ(exact.device_model(), "test-cpu");
+  *request.mutable_shape() = *ParseShape("M=512,N=256,K=256");
+  v1::GetBestConfigResponse nearest = *ResolveBestConfig(store_.get(), latest, request);
+  EXPECT_EQ(nearest.source(), v1::GetBestConfigResponse::SOURCE_NEAREST_SHAPE);
+  EXPECT_EQ(nearest.config_text(), exact.config_text());
+  EXPECT_EQ(ShapeToString(nearest.tuned_shape()), "M=256,N=256,K=256");
+  request.set_device_model("another-cpu");
+  v1::GetBestConfigResponse fallback = *ResolveBestConfig(store_.get(), latest, request);
+  EXPECT_EQ(fallback.source(), v1::GetBestConfigResponse::SOURCE_DEFAULT);
+  EXPECT_EQ(fallback.config_text(), bundle_.spec.default_config());
+  EXPECT_THAT(jobs_->LatestSpec("nope"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+}  // namespace
+}  // namespace tunefleet::server

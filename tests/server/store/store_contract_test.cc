@@ -1,0 +1,518 @@
+// The Store contract, run against every database: SQLite always, PostgreSQL
+// when TUNEFLEET_TEST_POSTGRES_URL names a server (else those instances skip,
+// or fail when TUNEFLEET_REQUIRE_POSTGRES=1).
+#include <atomic>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/store/store.h"
+#include "tests/server/store/test_database.h"
+#include "tests/support/test_support.h"
+
+namespace tunefleet::server {
+
+// Field-by-field equality and printing, for EXPECT_EQ on records.
+bool operator==(const JobRecord& a, const JobRecord& b) {
+  return std::tie(a.id, a.kernel_name, a.state, a.reason, a.spec, a.targets,
+                  a.created_unix_ms, a.updated_unix_ms) ==
+         std::tie(b.id, b.kernel_name, b.state, b.reason, b.spec, b.targets,
+                  b.created_unix_ms, b.updated_unix_ms);
+}
+bool operator==(const TrialRecord& a, const TrialRecord& b) {
+  return std::tie(a.job_id, a.tuning_key, a.config, a.status, a.median_seconds,
+                  a.p20_seconds, a.p80_seconds, a.samples, a.compile_seconds,
+                  a.worker_id, a.device_id, a.error, a.finished_unix_ms) ==
+         std::tie(b.job_id, b.tuning_key, b.config, b.status, b.median_seconds,
+                  b.p20_seconds, b.p80_seconds, b.samples, b.compile_seconds,
+                  b.worker_id, b.device_id, b.error, b.finished_unix_ms);
+}
+bool operator==(const BestRecord& a, const BestRecord& b) {
+  return std::tie(a.tuning_key, a.kernel_name, a.shape, a.device_model,
+                  a.toolkit, a.config, a.median_seconds, a.job_id,
+                  a.updated_unix_ms) ==
+         std::tie(b.tuning_key, b.kernel_name, b.shape, b.device_model,
+                  b.toolkit, b.config, b.median_seconds, b.job_id,
+                  b.updated_unix_ms);
+}
+void PrintTo(const JobRecord& job, std::ostream* os) {
+  *os << "job " << job.id << " state " << job.state << " created "
+      << job.created_unix_ms;
+}
+void PrintTo(const TrialRecord& trial, std::ostream* os) {
+  *os << "trial " << trial.job_id << "/" << trial.tuning_key << "/"
+      << trial.config << " median " << trial.median_seconds;
+}
+void PrintTo(const BestRecord& best, std::ostream* os) {
+  *os << "best " << best.tuning_key << " " << best.config << " median "
+      << best.median_seconds;
+}
+
+namespace testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+using ::tunefleet::testing::StatusIs;
+
+JobRecord MakeJob(const std::string& id, int64_t created_unix_ms,
+                  int state = 1) {
+  JobRecord job;
+  job.id = id;
+  job.kernel_name = "matmul";
+  job.state = state;
+  job.reason = "";
+  job.spec = "spec of " + id;
+  job.targets = "targets of " + id;
+  job.created_unix_ms = created_unix_ms;
+  job.updated_unix_ms = created_unix_ms + 5;
+  return job;
+}
+
+TrialRecord MakeTrial(const std::string& job_id, const std::string& config,
+                      double median_seconds) {
+  TrialRecord trial;
+  trial.job_id = job_id;
+  trial.tuning_key = "key-1";
+  trial.config = config;
+  trial.status = 1;
+  trial.median_seconds = median_seconds;
+  trial.p20_seconds = median_seconds * 0.9;
+  trial.p80_seconds = median_seconds * 1.1;
+  trial.samples = 30;
+  trial.compile_seconds = 1.0 / 3.0;
+  trial.worker_id = "worker-a";
+  trial.device_id = "gpu-0";
+  trial.error = "";
+  trial.finished_unix_ms = 1700000000123;
+  return trial;
+}
+
+BestRecord MakeBest(const std::string& tuning_key, const std::string& config,
+                    double median_seconds) {
+  BestRecord best;
+  best.tuning_key = tuning_key;
+  best.kernel_name = "matmul";
+  best.shape = "M=1024,N=1024,K=1024";
+  best.device_model = "H100";
+  best.toolkit = "cuda-13.0";
+  best.config = config;
+  best.median_seconds = median_seconds;
+  best.job_id = "job-1";
+  best.updated_unix_ms = 1700000000456;
+  return best;
+}
+
+std::vector<std::string> JobIds(const std::vector<JobRecord>& jobs) {
+  std::vector<std::string> ids;
+  for (const JobRecord& job : jobs) ids.push_back(job.id);
+  return ids;
+}
+
+// Runs `body(thread_index)` on `threads` threads at once and joins them.
+template <typename Body>
+void RunOnThreads(int threads, Body body) {
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) workers.emplace_back(body, t);
+  for (std::thread& worker : workers) worker.join();
+}
+
+class StoreContractTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Backend::kPostgres) {
+      SkipOrFailWithoutPostgres();
+      if (IsSkipped() || HasFatalFailure()) return;
+    }
+    absl::StatusOr<std::unique_ptr<TestDatabase>> database =
+        TestDatabase::Create(GetParam());
+    ASSERT_TRUE(database.ok()) << database.status();
+    database_ = std::move(database).value();
+    ASSERT_NO_FATAL_FAILURE(Reopen());
+  }
+
+  // Closes the store (if open) and opens the same database again.
+  void Reopen() {
+    store_.reset();
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(database_->url());
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(store).value();
+  }
+
+  void PutJobs(const std::vector<JobRecord>& jobs) {
+    for (const JobRecord& job : jobs) ASSERT_OK(store_->PutJob(job));
+  }
+
+  std::unique_ptr<TestDatabase> database_;
+  std::unique_ptr<Store> store_;  // declared last: closed before the drop
+};
+
+TEST_P(StoreContractTest, GetJobReturnsEveryFieldPut) {
+  JobRecord job = MakeJob("job-1", 1000, /*state=*/2);
+  job.reason = "running";
+  ASSERT_OK(store_->PutJob(job));
+
+  absl::StatusOr<JobRecord> stored = store_->GetJob("job-1");
+  ASSERT_OK(stored);
+  EXPECT_EQ(*stored, job);
+}
+
+TEST_P(StoreContractTest, PutJobWithSameIdReplacesEveryField) {
+  ASSERT_OK(store_->PutJob(MakeJob("job-1", 1000)));
+  JobRecord replacement = MakeJob("job-1", 2000, /*state=*/4);
+  replacement.kernel_name = "conv2d";
+  replacement.reason = "compile failed";
+  replacement.spec = "new spec";
+  replacement.targets = "";
+  ASSERT_OK(store_->PutJob(replacement));
+
+  absl::StatusOr<JobRecord> stored = store_->GetJob("job-1");
+  ASSERT_OK(stored);
+  EXPECT_EQ(*stored, replacement);
+  absl::StatusOr<std::vector<JobRecord>> all = store_->ListJobs(false, 0);
+  ASSERT_OK(all);
+  EXPECT_THAT(*all, SizeIs(1));
+}
+
+TEST_P(StoreContractTest, GetJobOfUnknownIdIsNotFound) {
+  ASSERT_OK(store_->PutJob(MakeJob("job-1", 1000)));
+  EXPECT_THAT(store_->GetJob("job-2"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_P(StoreContractTest, ListJobsReturnsNewestFirst) {
+  PutJobs({MakeJob("a", 100), MakeJob("c", 300), MakeJob("b", 200)});
+
+  absl::StatusOr<std::vector<JobRecord>> jobs =
+      store_->ListJobs(/*unfinished_only=*/false, /*limit=*/10);
+  ASSERT_OK(jobs);
+  EXPECT_THAT(JobIds(*jobs), ElementsAre("c", "b", "a"));
+  EXPECT_EQ(jobs->front(), MakeJob("c", 300));
+}
+
+TEST_P(StoreContractTest, ListJobsUnfinishedOnlyKeepsQueuedAndRunning) {
+  PutJobs({MakeJob("queued", 100, /*state=*/1),
+           MakeJob("running", 200, /*state=*/2),
+           MakeJob("done", 300, /*state=*/3),
+           MakeJob("failed", 400, /*state=*/4),
+           MakeJob("unknown", 500, /*state=*/0)});
+
+  absl::StatusOr<std::vector<JobRecord>> jobs =
+      store_->ListJobs(/*unfinished_only=*/true, /*limit=*/10);
+  ASSERT_OK(jobs);
+  EXPECT_THAT(JobIds(*jobs), ElementsAre("running", "queued"));
+}
+
+TEST_P(StoreContractTest, ListJobsReturnsAtMostLimitNewestJobs) {
+  PutJobs({MakeJob("a", 100), MakeJob("b", 200), MakeJob("c", 300),
+           MakeJob("d", 400, /*state=*/3)});
+
+  absl::StatusOr<std::vector<JobRecord>> two = store_->ListJobs(false, 2);
+  ASSERT_OK(two);
+  EXPECT_THAT(JobIds(*two), ElementsAre("d", "c"));
+  absl::StatusOr<std::vector<JobRecord>> unfinished = store_->ListJobs(true, 2);
+  ASSERT_OK(unfinished);
+  EXPECT_THAT(JobIds(*unfinished), ElementsAre("c", "b"));
+  absl::StatusOr<std::vector<JobRecord>> all = store_->ListJobs(false, 0);
+  ASSERT_OK(all);
+  EXPECT_THAT(*all, SizeIs(4)) << "limit 0 means no limit";
+}
+
+TEST_P(StoreContractTest, ListJobsOfEmptyStoreIsEmpty) {
+  absl::StatusOr<std::vector<JobRecord>> jobs = store_->ListJobs(false, 10);
+  ASSERT_OK(jobs);
+  EXPECT_THAT(*jobs, IsEmpty());
+}
+
+TEST_P(StoreContractTest, InsertTrialTwiceKeepsTheFirstRow) {
+  TrialRecord first = MakeTrial("job-1", "BM=64,BN=64", 0.25);
+  TrialRecord second = first;
+  second.median_seconds = 0.125;
+  second.worker_id = "worker-b";
+
+  absl::StatusOr<bool> inserted = store_->InsertTrial(first);
+  ASSERT_OK(inserted);
+  EXPECT_TRUE(*inserted);
+  absl::StatusOr<bool> again = store_->InsertTrial(second);
+  ASSERT_OK(again);
+  EXPECT_FALSE(*again);
+
+  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials("job-1");
+  ASSERT_OK(trials);
+  EXPECT_THAT(*trials, ElementsAre(first));
+}
+
+TEST_P(StoreContractTest, SameConfigUnderAnotherKeyOrJobIsANewTrial) {
+  TrialRecord trial = MakeTrial("job-1", "BM=64", 0.25);
+  TrialRecord other_key = trial;
+  other_key.tuning_key = "key-2";
+  TrialRecord other_job = trial;
+  other_job.job_id = "job-2";
+
+  for (const TrialRecord& t : {trial, other_key, other_job}) {
+    absl::StatusOr<bool> inserted = store_->InsertTrial(t);
+    ASSERT_OK(inserted);
+    EXPECT_TRUE(*inserted) << t.job_id << " " << t.tuning_key;
+  }
+}
+
+TEST_P(StoreContractTest, ListTrialsReturnsTheJobsTrialsInInsertionOrder) {
+  std::vector<TrialRecord> job1 = {MakeTrial("job-1", "c", 0.3),
+                                   MakeTrial("job-1", "a", 0.1),
+                                   MakeTrial("job-1", "b", 0.2)};
+  ASSERT_OK(store_->InsertTrial(job1[0]));
+  ASSERT_OK(store_->InsertTrial(MakeTrial("job-2", "z", 0.5)));
+  ASSERT_OK(store_->InsertTrial(job1[1]));
+  ASSERT_OK(store_->InsertTrial(job1[2]));
+
+  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials("job-1");
+  ASSERT_OK(trials);
+  EXPECT_EQ(*trials, job1);
+  absl::StatusOr<std::vector<TrialRecord>> none = store_->ListTrials("job-3");
+  ASSERT_OK(none);
+  EXPECT_THAT(*none, IsEmpty());
+}
+
+TEST_P(StoreContractTest, UpsertBestWritesAKeyNeverTuned) {
+  BestRecord best = MakeBest("key-1", "BM=64", 1.0 / 3.0);
+  absl::StatusOr<bool> written = store_->UpsertBest(best);
+  ASSERT_OK(written);
+  EXPECT_TRUE(*written);
+
+  absl::StatusOr<BestRecord> stored = store_->GetBest("key-1");
+  ASSERT_OK(stored);
+  EXPECT_EQ(*stored, best);
+}
+
+TEST_P(StoreContractTest, UpsertBestReplacesOnlyWithAFasterConfig) {
+  BestRecord first = MakeBest("key-1", "BM=64", 0.5);
+  BestRecord slower = MakeBest("key-1", "BM=32", 0.75);
+  BestRecord equal = MakeBest("key-1", "BM=16", 0.5);
+  BestRecord faster = MakeBest("key-1", "BM=128", 0.25);
+  faster.job_id = "job-2";
+  faster.device_model = "H200";
+  ASSERT_OK(store_->UpsertBest(first));
+
+  absl::StatusOr<bool> written = store_->UpsertBest(slower);
+  ASSERT_OK(written);
+  EXPECT_FALSE(*written) << "slower";
+  written = store_->UpsertBest(equal);
+  ASSERT_OK(written);
+  EXPECT_FALSE(*written) << "equal";
+  absl::StatusOr<BestRecord> stored = store_->GetBest("key-1");
+  ASSERT_OK(stored);
+  EXPECT_EQ(*stored, first);
+
+  written = store_->UpsertBest(faster);
+  ASSERT_OK(written);
+  EXPECT_TRUE(*written) << "faster";
+  stored = store_->GetBest("key-1");
+  ASSERT_OK(stored);
+  EXPECT_EQ(*stored, faster);
+}
+
+TEST_P(StoreContractTest, GetBestOfKeyNeverTunedIsNotFound) {
+  ASSERT_OK(store_->UpsertBest(MakeBest("key-1", "BM=64", 0.5)));
+  EXPECT_THAT(store_->GetBest("key-2"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_P(StoreContractTest, ListBestFiltersByKernelDeviceModelAndToolkit) {
+  BestRecord h100 = MakeBest("k-h100", "a", 0.1);
+  BestRecord h200 = MakeBest("k-h200", "b", 0.2);
+  h200.device_model = "H200";
+  BestRecord old_toolkit = MakeBest("k-old", "c", 0.3);
+  old_toolkit.toolkit = "cuda-12.4";
+  BestRecord other_kernel = MakeBest("k-conv", "d", 0.4);
+  other_kernel.kernel_name = "conv2d";
+  for (const BestRecord& best : {h100, h200, old_toolkit, other_kernel}) {
+    ASSERT_OK(store_->UpsertBest(best));
+  }
+
+  auto list = [&](const std::string& device, const std::string& toolkit) {
+    absl::StatusOr<std::vector<BestRecord>> rows =
+        store_->ListBest("matmul", device, toolkit);
+    EXPECT_OK(rows);
+    std::vector<std::string> keys;
+    if (!rows.ok()) return keys;
+    for (const BestRecord& row : *rows) keys.push_back(row.tuning_key);
+    return keys;
+  };
+  EXPECT_THAT(list("", ""), ElementsAre("k-h100", "k-h200", "k-old"));
+  EXPECT_THAT(list("H100", ""), ElementsAre("k-h100", "k-old"));
+  EXPECT_THAT(list("", "cuda-13.0"), ElementsAre("k-h100", "k-h200"));
+  EXPECT_THAT(list("H200", "cuda-13.0"), ElementsAre("k-h200"));
+  EXPECT_THAT(list("A100", ""), IsEmpty());
+}
+
+TEST_P(StoreContractTest, ConcurrentUpsertsOfOneKeyKeepTheMinimum) {
+  constexpr int kThreads = 8;
+  constexpr int kUpsertsPerThread = 50;
+  constexpr int kTotal = kThreads * kUpsertsPerThread;
+  // A permutation of 0..kTotal-1, so every median differs and the fastest
+  // config is written somewhere in the middle of one thread's run.
+  auto rank = [](int n) { return (n * 319 + 123) % kTotal; };
+  std::atomic<int> written{0};
+  std::atomic<int> failed{0};
+
+  RunOnThreads(kThreads, [&](int thread) {
+    for (int i = 0; i < kUpsertsPerThread; ++i) {
+      int n = thread * kUpsertsPerThread + i;
+      BestRecord best =
+          MakeBest("key-1", absl::StrCat("n=", n), 1.0 + rank(n) / 1000.0);
+      absl::StatusOr<bool> result = store_->UpsertBest(best);
+      if (!result.ok()) ++failed;
+      if (result.ok() && *result) ++written;
+    }
+  });
+
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_GE(written.load(), 1);
+  int fastest = 0;
+  while (rank(fastest) != 0) ++fastest;
+  absl::StatusOr<BestRecord> stored = store_->GetBest("key-1");
+  ASSERT_OK(stored);
+  EXPECT_EQ(stored->median_seconds, 1.0);
+  EXPECT_EQ(stored->config, absl::StrCat("n=", fastest));
+  absl::StatusOr<std::vector<BestRecord>> rows =
+      store_->ListBest("matmul", "", "");
+  ASSERT_OK(rows);
+  EXPECT_THAT(*rows, SizeIs(1));
+}
+
+TEST_P(StoreContractTest, ConcurrentInsertsOfOneTrialInsertItOnce) {
+  constexpr int kThreads = 8;
+  constexpr int kTrials = 20;
+  std::atomic<int> inserted{0};
+  std::atomic<int> failed{0};
+
+  RunOnThreads(kThreads, [&](int thread) {
+    for (int i = 0; i < kTrials; ++i) {
+      TrialRecord trial = MakeTrial("job-1", absl::StrCat("c=", i), 0.5);
+      trial.worker_id = absl::StrCat("worker-", thread);
+      absl::StatusOr<bool> result = store_->InsertTrial(trial);
+      if (!result.ok()) ++failed;
+      if (result.ok() && *result) ++inserted;
+    }
+  });
+
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(inserted.load(), kTrials);
+  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials("job-1");
+  ASSERT_OK(trials);
+  EXPECT_THAT(*trials, SizeIs(kTrials));
+}
+
+TEST_P(StoreContractTest, HostileTextRoundTripsVerbatim) {
+  const std::vector<std::string> hostile = {
+      "it's \"quoted\"",        "back\\slash \\x00 \\\\", "new\nline\r\ttab",
+      "'; DROP TABLE jobs; --", "$1 ? ?1 :name %s",       "ünïcødé ✓ 日本"};
+  for (size_t i = 0; i < hostile.size(); ++i) {
+    const std::string& text = hostile[i];
+    JobRecord job = MakeJob(text, 100 + i);
+    job.kernel_name = text;
+    job.reason = text;
+    ASSERT_OK(store_->PutJob(job));
+    absl::StatusOr<JobRecord> stored = store_->GetJob(text);
+    ASSERT_OK(stored);
+    EXPECT_EQ(*stored, job) << text;
+
+    TrialRecord trial = MakeTrial(text, text, 0.5);
+    trial.tuning_key = trial.worker_id = trial.device_id = trial.error = text;
+    ASSERT_OK(store_->InsertTrial(trial));
+    absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials(text);
+    ASSERT_OK(trials);
+    EXPECT_THAT(*trials, ElementsAre(trial)) << text;
+
+    BestRecord best = MakeBest(text, text, 0.5);
+    best.shape = best.device_model = best.toolkit = best.job_id = text;
+    ASSERT_OK(store_->UpsertBest(best));
+    absl::StatusOr<BestRecord> stored_best = store_->GetBest(text);
+    ASSERT_OK(stored_best);
+    EXPECT_EQ(*stored_best, best) << text;
+  }
+  absl::StatusOr<std::vector<JobRecord>> jobs = store_->ListJobs(false, 0);
+  ASSERT_OK(jobs);
+  EXPECT_THAT(*jobs, SizeIs(hostile.size())) << "the jobs table survived";
+}
+
+TEST_P(StoreContractTest, ArbitraryBytesRoundTripVerbatim) {
+  std::string bytes;
+  for (int c = 0; c < 256; ++c) bytes.push_back(static_cast<char>(c));
+  const std::string not_utf8("\xff\xfe\xc3\x28 \x00\x01 '\\x41' \x80", 16);
+  JobRecord job = MakeJob("job-1", 100);
+  job.spec = bytes + not_utf8;
+  job.targets = not_utf8;
+  job.reason = not_utf8;
+  ASSERT_OK(store_->PutJob(job));
+  TrialRecord trial = MakeTrial("job-1", "BM=64", 0.5);
+  trial.error = "nvrtc: error: " + not_utf8 + "\n" + bytes;
+  ASSERT_OK(store_->InsertTrial(trial));
+
+  absl::StatusOr<JobRecord> stored = store_->GetJob("job-1");
+  ASSERT_OK(stored);
+  EXPECT_EQ(stored->spec, job.spec);
+  EXPECT_EQ(*stored, job);
+  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials("job-1");
+  ASSERT_OK(trials);
+  EXPECT_THAT(*trials, ElementsAre(trial));
+}
+
+TEST_P(StoreContractTest, ReopeningKeepsDataAndAppliesNoMigrationTwice) {
+  ASSERT_OK(store_->PutJob(MakeJob("job-1", 100)));
+  ASSERT_OK(store_->UpsertBest(MakeBest("key-1", "BM=64", 0.5)));
+  absl::StatusOr<int64_t> migrations = database_->MigrationRows();
+  ASSERT_OK(migrations);
+  EXPECT_GE(*migrations, 1);
+
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+
+  absl::StatusOr<JobRecord> job = store_->GetJob("job-1");
+  ASSERT_OK(job);
+  EXPECT_EQ(*job, MakeJob("job-1", 100));
+  absl::StatusOr<BestRecord> best = store_->GetBest("key-1");
+  ASSERT_OK(best);
+  EXPECT_EQ(best->config, "BM=64");
+  absl::StatusOr<int64_t> after = database_->MigrationRows();
+  ASSERT_OK(after);
+  EXPECT_EQ(*after, *migrations);
+}
+
+TEST_P(StoreContractTest, StoresOpeningOneFreshDatabaseAtOnceAllSucceed) {
+  absl::StatusOr<std::unique_ptr<TestDatabase>> fresh =
+      TestDatabase::Create(GetParam());
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  const std::string url = (*fresh)->url();
+  constexpr int kStores = 4;
+  std::vector<absl::StatusOr<std::unique_ptr<Store>>> stores(kStores);
+
+  RunOnThreads(kStores, [&](int i) { stores[i] = OpenStore(url); });
+
+  for (auto& store : stores) {
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_OK((*store)->PutJob(MakeJob("job-1", 100)));
+  }
+  stores.clear();
+  absl::StatusOr<int64_t> migrations = (*fresh)->MigrationRows();
+  ASSERT_OK(migrations);
+  absl::StatusOr<int64_t> expected = database_->MigrationRows();
+  ASSERT_OK(expected);
+  EXPECT_EQ(*migrations, *expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest,
+                         ::testing::Values(Backend::kSqlite,
+                                           Backend::kPostgres),
+                         [](const ::testing::TestParamInfo<Backend>& info) {
+                           return BackendName(info.param);
+                         });
+
+}  // namespace
+}  // namespace testing
+}  // namespace tunefleet::server
