@@ -1,0 +1,180 @@
+// The trial executor with the real compiler and real benchmark children, over
+// the faulty CPU space and a few configs of the shipped kernels.
+#include "worker/trial_executor.h"
+
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_support.h"
+#include "tests/worker/worker_test_util.h"
+#include "worker/cpu/cpu_compiler.h"
+#include "worker/cpu/cpu_device.h"
+
+namespace tunefleet::worker {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tunefleet::worker::testing::CpuChild;
+using ::tunefleet::worker::testing::FastOptions;
+using ::tunefleet::worker::testing::LoadJob;
+using ::tunefleet::worker::testing::MakeTrial;
+
+constexpr char kFaulty[] = "tests/worker/faulty_cpu";
+
+class TrialExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Rebuild(); }
+
+  // A fresh compiler, pool and executor over the same cache directory.
+  void Rebuild() {
+    executor_.reset();
+    pool_.reset();
+    CompilerOptions options;
+    options.cache_dir = cache_.path();
+    absl::StatusOr<std::unique_ptr<CpuCompiler>> compiler = CpuCompiler::Create(options);
+    ASSERT_OK(compiler);
+    compiler_ = std::move(*compiler);
+    pool_ = std::make_unique<CompilePool>(compiler_.get(), /*threads=*/2);
+    executor_ = std::make_unique<TrialExecutor>(pool_.get(), DiscoverCpuDevice(), CpuChild(),
+                                                FastOptions());
+  }
+
+  // Runs `configs` as trials 0..n-1; results by index.
+  std::map<int64_t, v1::TrialResult> RunTrials(const JobContext& job,
+                                               const std::vector<std::string>& configs,
+                                               int64_t first_index = 0) {
+    std::vector<v1::Trial> trials;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      trials.push_back(MakeTrial(first_index + static_cast<int64_t>(i), configs[i]));
+    }
+    std::map<int64_t, v1::TrialResult> results;
+    EXPECT_OK(executor_->Run(
+        job, trials, [&](int64_t index, const v1::TrialResult& r) { results[index] = r; },
+        /*should_stop=*/nullptr));
+    return results;
+  }
+
+  static void ExpectMeasured(const v1::TrialResult& result) {
+    EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << result.error();
+    EXPECT_GT(result.measurement().median_seconds(), 0);
+    EXPECT_GE(result.measurement().samples(), 3);
+    EXPECT_LE(result.measurement().p20_seconds(), result.measurement().median_seconds());
+    EXPECT_GE(result.measurement().p80_seconds(), result.measurement().median_seconds());
+    EXPECT_EQ(result.device_id(), "cpu0");
+  }
+
+  ::tunefleet::testing::TempDir cache_;
+  std::unique_ptr<CpuCompiler> compiler_;
+  std::unique_ptr<CompilePool> pool_;
+  std::unique_ptr<TrialExecutor> executor_;
+};
+
+TEST_F(TrialExecutorTest, ClassifiesEveryFaultAndKeepsMeasuringGoodConfigs) {
+  JobContext job = LoadJob(kFaulty, "N=4096");
+  auto results = RunTrials(job, {
+      "FAULT=0,UNROLL=1",  // 0 good
+      "FAULT=1,UNROLL=1",  // 1 segfault
+      "FAULT=0,UNROLL=4",  // 2 good, right after a crash
+      "FAULT=2,UNROLL=1",  // 3 infinite loop
+      "FAULT=3,UNROLL=1",  // 4 wrong result
+      "FAULT=4,UNROLL=1",  // 5 compile error
+      "FAULT=5,UNROLL=1",  // 6 abort
+      "FAULT=9,UNROLL=1",  // 7 not a listed value
+      "UNROLL=1,FAULT=0",  // 8 good again, params out of order
+  });
+  ASSERT_EQ(results.size(), 9u);
+  ExpectMeasured(results[0]);
+  EXPECT_EQ(results[1].status(), v1::TRIAL_STATUS_CRASHED);
+  EXPECT_THAT(results[1].error(), HasSubstr("SIGSEGV"));
+  ExpectMeasured(results[2]);
+  EXPECT_EQ(results[3].status(), v1::TRIAL_STATUS_TIMEOUT);
+  EXPECT_EQ(results[4].status(), v1::TRIAL_STATUS_WRONG_RESULT);
+  EXPECT_THAT(results[4].error(), HasSubstr("y: 4096 of 4096 elements differ"));
+  EXPECT_EQ(results[5].status(), v1::TRIAL_STATUS_COMPILE_ERROR);
+  EXPECT_THAT(results[5].error(), HasSubstr("FAULT=4: this config does not compile"));
+  EXPECT_EQ(results[6].status(), v1::TRIAL_STATUS_CRASHED);
+  EXPECT_THAT(results[6].error(), HasSubstr("SIGABRT"));
+  EXPECT_EQ(results[7].status(), v1::TRIAL_STATUS_INVALID_CONFIG);
+  ExpectMeasured(results[8]);
+  EXPECT_EQ(ConfigToString(results[8].config()), "FAULT=0,UNROLL=1");  // normalized
+  EXPECT_GT(results[0].compile_seconds(), 0);
+  // The first child, then one after each of the segfault, the hang, the abort.
+  EXPECT_EQ(executor_->child_starts(), 4);
+}
+
+TEST_F(TrialExecutorTest, QuarantinesAConfigThatKillsTheChildTwice) {
+  JobContext job = LoadJob(kFaulty, "N=1024");
+  auto first = RunTrials(job, {"FAULT=1,UNROLL=1", "FAULT=0,UNROLL=1", "FAULT=1,UNROLL=1"});
+  EXPECT_EQ(first[0].status(), v1::TRIAL_STATUS_CRASHED);
+  ExpectMeasured(first[1]);
+  EXPECT_EQ(first[2].status(), v1::TRIAL_STATUS_QUARANTINED);
+  EXPECT_THAT(first[2].error(), HasSubstr("SIGSEGV"));
+  const int starts = executor_->child_starts();
+  // No third try: the config is not run again, so no child starts for it.
+  auto second = RunTrials(job, {"FAULT=1,UNROLL=1"}, /*first_index=*/3);
+  EXPECT_EQ(second[3].status(), v1::TRIAL_STATUS_QUARANTINED);
+  EXPECT_THAT(second[3].error(), HasSubstr("killed the benchmark child 2 times"));
+  EXPECT_EQ(executor_->child_starts(), starts);
+  ExpectMeasured(RunTrials(job, {"FAULT=0,UNROLL=4"}, /*first_index=*/4)[4]);
+}
+
+TEST_F(TrialExecutorTest, ReusesCachedArtifactsOnRerun) {
+  JobContext job = LoadJob(kFaulty, "N=1024");
+  auto first = RunTrials(job, {"FAULT=0,UNROLL=4"});
+  ExpectMeasured(first[0]);
+  EXPECT_GT(first[0].compile_seconds(), 0);
+  Rebuild();  // a restarted worker: new compiler, pool, child
+  auto again = RunTrials(job, {"FAULT=0,UNROLL=4"});
+  ExpectMeasured(again[0]);
+  EXPECT_EQ(again[0].compile_seconds(), 0);  // served from the artifact cache
+  int artifacts = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(cache_.path())) {
+    if (entry.path().extension() == ".so") ++artifacts;
+  }
+  EXPECT_EQ(artifacts, 2);  // the config and the reference, once each
+}
+
+TEST_F(TrialExecutorTest, StopsBetweenTrialsWhenAsked) {
+  JobContext job = LoadJob(kFaulty, "N=1024");
+  std::vector<v1::Trial> trials = {MakeTrial(0, "FAULT=0,UNROLL=1"),
+                                   MakeTrial(1, "FAULT=0,UNROLL=4"),
+                                   MakeTrial(2, "FAULT=3,UNROLL=4")};
+  int reported = 0;
+  ASSERT_OK(executor_->Run(
+      job, trials, [&](int64_t, const v1::TrialResult&) { ++reported; },
+      [&] { return reported >= 1; }));
+  EXPECT_EQ(reported, 1);
+}
+
+TEST_F(TrialExecutorTest, FailsEveryTrialWhenTheShapeIsBad) {
+  JobContext job = LoadJob(kFaulty, "N=0");
+  auto results = RunTrials(job, {"FAULT=0,UNROLL=1", "FAULT=0,UNROLL=4"});
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].status(), v1::TRIAL_STATUS_INVALID_CONFIG);
+  EXPECT_EQ(results[1].status(), v1::TRIAL_STATUS_INVALID_CONFIG);
+}
+
+TEST_F(TrialExecutorTest, MeasuresMatmulConfigs) {
+  JobContext job = LoadJob("kernels/cpu/matmul", "M=64,N=64,K=64");
+  auto results = RunTrials(job, {"BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=1",
+                                 "BLOCK_M=32,BLOCK_N=64,BLOCK_K=32,UNROLL=4,LOOP_ORDER=0",
+                                 "BLOCK_M=64,BLOCK_N=64,BLOCK_K=64,UNROLL=4,LOOP_ORDER=0"});
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& [index, result] : results) ExpectMeasured(result);
+}
+
+TEST_F(TrialExecutorTest, MeasuresTransposeConfigs) {
+  // Odd sizes: full tiles take the micro-block path, edges the plain loop.
+  JobContext job = LoadJob("kernels/cpu/transpose", "M=100,N=72");
+  auto results = RunTrials(job, {"TILE_R=8,TILE_C=8,MICRO=1,ORDER=0",
+                                 "TILE_R=32,TILE_C=32,MICRO=8,ORDER=0",
+                                 "TILE_R=16,TILE_C=64,MICRO=4,ORDER=1"});
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& [index, result] : results) ExpectMeasured(result);
+}
+
+}  // namespace
+}  // namespace tunefleet::worker

@@ -1,0 +1,261 @@
+// The daemon against an in-process fake coordinator, with the real compiler
+// and benchmark children.
+#include "worker/worker_daemon.h"
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_support.h"
+#include "tests/worker/worker_test_util.h"
+#include "worker/cpu/cpu_compiler.h"
+#include "worker/cpu/cpu_device.h"
+
+namespace tunefleet::worker {
+namespace {
+
+using ::tunefleet::worker::testing::CpuChild;
+using ::tunefleet::worker::testing::FastOptions;
+using ::tunefleet::worker::testing::LoadJob;
+using ::tunefleet::worker::testing::MakeTrial;
+
+// Serves queued leases and records every call. Thread-safe.
+class FakeCoordinator : public Coordinator {
+ public:
+  absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
+      const v1::RegisterWorkerRequest& request) override {
+    absl::MutexLock lock(&mu_);
+    if (register_failures_ > 0) {
+      --register_failures_;
+      return absl::UnavailableError("coordinator down");
+    }
+    registered_ = request;
+    v1::RegisterWorkerResponse response;
+    response.set_worker_id(absl::StrCat("w", ++registrations_));
+    response.set_heartbeat_interval_ms(50);
+    response.set_lease_ttl_ms(3000);
+    return response;
+  }
+
+  absl::StatusOr<v1::LeaseWorkResponse> LeaseWork(const v1::LeaseWorkRequest& request) override {
+    absl::MutexLock lock(&mu_);
+    v1::LeaseWorkResponse response;
+    if (!leases_.empty()) {
+      *response.mutable_lease() = leases_.front();
+      leases_.pop_front();
+      return response;
+    }
+    auto has_lease = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return !leases_.empty() || interrupted_;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&has_lease), absl::Milliseconds(request.wait_ms()));
+    if (interrupted_) return absl::CancelledError("interrupted");
+    return response;
+  }
+
+  absl::StatusOr<v1::ReportResultsResponse> ReportResults(
+      const v1::ReportResultsRequest& request) override {
+    absl::MutexLock lock(&mu_);
+    reports_.push_back(request);
+    for (const v1::ReportedTrial& trial : request.trials()) results_[trial.index()] = trial.result();
+    v1::ReportResultsResponse response;
+    response.set_cancelled(cancel_after_ > 0 && static_cast<int>(results_.size()) >= cancel_after_);
+    return response;
+  }
+
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request) override {
+    absl::MutexLock lock(&mu_);
+    ++heartbeats_;
+    v1::HeartbeatResponse response;
+    if (forget_worker_once_ && request.worker_id() == "w1") {
+      forget_worker_once_ = false;
+      response.set_reregister(true);
+    }
+    return response;
+  }
+
+  absl::StatusOr<std::string> GetBlob(const std::string& digest) override {
+    absl::MutexLock lock(&mu_);
+    ++blob_fetches_;
+    auto it = blobs_.find(digest);
+    if (it == blobs_.end()) return absl::NotFoundError(digest);
+    return it->second;
+  }
+
+  void InterruptLeaseWaits() override {
+    absl::MutexLock lock(&mu_);
+    interrupted_ = true;
+  }
+
+  // Queues a lease of `job`'s trials, with sources by digest only.
+  void AddLease(const JobContext& job, const std::vector<v1::Trial>& trials) {
+    absl::MutexLock lock(&mu_);
+    v1::Lease& lease = leases_.emplace_back();
+    lease.set_lease_id(absl::StrCat("lease-", leases_.size()));
+    lease.set_epoch(1);
+    lease.set_job_id(job.job_id);
+    *lease.mutable_kernel() = job.spec;
+    *lease.mutable_shape() = job.shape;
+    lease.set_seed(job.seed);
+    for (const v1::SourceFile& file : job.sources) {
+      blobs_[file.digest()] = file.content();
+      v1::SourceFile* ref = lease.add_sources();
+      ref->set_path(file.path());
+      ref->set_digest(file.digest());
+    }
+    for (const v1::Trial& trial : trials) *lease.add_trials() = trial;
+  }
+
+  // Waits until `n` distinct trials were reported (or 60 s).
+  bool AwaitResults(int n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return static_cast<int>(results_.size()) >= n;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(60));
+  }
+
+  mutable absl::Mutex mu_;
+  std::deque<v1::Lease> leases_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> blobs_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::ReportResultsRequest> reports_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, v1::TrialResult> results_ ABSL_GUARDED_BY(mu_);
+  v1::RegisterWorkerRequest registered_ ABSL_GUARDED_BY(mu_);
+  int registrations_ ABSL_GUARDED_BY(mu_) = 0;
+  int register_failures_ ABSL_GUARDED_BY(mu_) = 0;
+  int heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
+  int blob_fetches_ ABSL_GUARDED_BY(mu_) = 0;
+  int cancel_after_ ABSL_GUARDED_BY(mu_) = 0;
+  bool forget_worker_once_ ABSL_GUARDED_BY(mu_) = false;
+  bool interrupted_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+class WorkerDaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CompilerOptions options;
+    options.cache_dir = cache_.path();
+    absl::StatusOr<std::unique_ptr<CpuCompiler>> compiler = CpuCompiler::Create(options);
+    ASSERT_OK(compiler);
+    compiler_ = std::move(*compiler);
+    pool_ = std::make_unique<CompilePool>(compiler_.get(), /*threads=*/2);
+    sources_ = std::make_unique<SourceCache>(
+        cache_.path() + "/blobs",
+        [this](const std::string& digest) { return coordinator_.GetBlob(digest); });
+  }
+
+  void StartDaemon() {
+    std::vector<std::unique_ptr<TrialExecutor>> executors;
+    executors.push_back(std::make_unique<TrialExecutor>(pool_.get(), DiscoverCpuDevice(),
+                                                        CpuChild(), FastOptions()));
+    WorkerOptions options;
+    options.host = "test-host";
+    options.toolkit = compiler_->toolkit();
+    options.lease_wait = absl::Milliseconds(100);
+    options.min_backoff = absl::Milliseconds(10);
+    options.max_backoff = absl::Milliseconds(50);
+    options.report_interval = absl::Milliseconds(50);
+    daemon_ = std::make_unique<WorkerDaemon>(options, &coordinator_, sources_.get(),
+                                             std::move(executors));
+    thread_ = std::thread([this] { daemon_->Run(); });
+  }
+
+  void StopDaemon() {
+    if (daemon_ == nullptr) return;
+    daemon_->Stop();
+    thread_.join();
+    daemon_.reset();
+  }
+
+  void TearDown() override { StopDaemon(); }
+
+  ::tunefleet::testing::TempDir cache_;
+  FakeCoordinator coordinator_;
+  std::unique_ptr<CpuCompiler> compiler_;
+  std::unique_ptr<CompilePool> pool_;
+  std::unique_ptr<SourceCache> sources_;
+  std::unique_ptr<WorkerDaemon> daemon_;
+  std::thread thread_;
+};
+
+TEST_F(WorkerDaemonTest, ServesALeaseAndReportsEveryTrial) {
+  JobContext job = LoadJob("tests/worker/faulty_cpu", "N=1024");
+  coordinator_.AddLease(job, {MakeTrial(0, "FAULT=0,UNROLL=1"), MakeTrial(1, "FAULT=1,UNROLL=1"),
+                              MakeTrial(2, "FAULT=3,UNROLL=1"), MakeTrial(3, "FAULT=0,UNROLL=4")});
+  StartDaemon();
+  ASSERT_TRUE(coordinator_.AwaitResults(4));
+  StopDaemon();
+  absl::MutexLock lock(&coordinator_.mu_);
+  EXPECT_EQ(coordinator_.results_[0].status(), v1::TRIAL_STATUS_OK);
+  EXPECT_EQ(coordinator_.results_[1].status(), v1::TRIAL_STATUS_CRASHED);
+  EXPECT_EQ(coordinator_.results_[2].status(), v1::TRIAL_STATUS_WRONG_RESULT);
+  EXPECT_EQ(coordinator_.results_[3].status(), v1::TRIAL_STATUS_OK);
+  EXPECT_EQ(coordinator_.registered_.host(), "test-host");
+  ASSERT_EQ(coordinator_.registered_.devices_size(), 1);
+  EXPECT_EQ(coordinator_.registered_.devices(0).backend(), v1::BACKEND_CPU);
+  EXPECT_THAT(coordinator_.registered_.toolkit(), ::testing::StartsWith("g++ "));
+  EXPECT_EQ(coordinator_.blob_fetches_, 2);  // faulty.cc and reference.cc, once each
+  for (const v1::ReportResultsRequest& report : coordinator_.reports_) {
+    EXPECT_EQ(report.worker_id(), "w1");
+    EXPECT_EQ(report.lease_id(), "lease-1");
+    EXPECT_FALSE(report.release());  // everything was reported
+  }
+}
+
+TEST_F(WorkerDaemonTest, HandsBackTheRestOfTheLeaseOnStop) {
+  JobContext job = LoadJob("tests/worker/faulty_cpu", "N=1024");
+  std::vector<v1::Trial> trials;
+  for (int i = 0; i < 12; ++i) trials.push_back(MakeTrial(i, i % 2 ? "FAULT=0,UNROLL=1" : "FAULT=0,UNROLL=4"));
+  coordinator_.AddLease(job, trials);
+  StartDaemon();
+  ASSERT_TRUE(coordinator_.AwaitResults(1));
+  StopDaemon();
+  absl::MutexLock lock(&coordinator_.mu_);
+  ASSERT_FALSE(coordinator_.reports_.empty());
+  EXPECT_TRUE(coordinator_.reports_.back().release());
+  EXPECT_LT(coordinator_.results_.size(), 12u);
+}
+
+TEST_F(WorkerDaemonTest, DropsALeaseTheCoordinatorCancelled) {
+  JobContext job = LoadJob("tests/worker/faulty_cpu", "N=1024");
+  std::vector<v1::Trial> trials;
+  for (int i = 0; i < 30; ++i) trials.push_back(MakeTrial(i, "FAULT=0,UNROLL=4"));
+  {
+    absl::MutexLock lock(&coordinator_.mu_);
+    coordinator_.cancel_after_ = 1;
+  }
+  coordinator_.AddLease(job, trials);
+  job.job_id = "second-job";
+  coordinator_.AddLease(job, {MakeTrial(100, "FAULT=0,UNROLL=1")});
+  StartDaemon();
+  ASSERT_TRUE(coordinator_.AwaitResults(1));
+  // The worker moves on to the next lease instead of finishing the first.
+  absl::MutexLock lock(&coordinator_.mu_);
+  auto served_second = [&]() ABSL_SHARED_LOCKS_REQUIRED(coordinator_.mu_) {
+    return coordinator_.results_.count(100) > 0;
+  };
+  ASSERT_TRUE(coordinator_.mu_.AwaitWithTimeout(absl::Condition(&served_second), absl::Seconds(60)));
+  EXPECT_LT(coordinator_.results_.size(), 20u);
+}
+
+TEST_F(WorkerDaemonTest, RetriesRegistrationAndRegistersAgainWhenForgotten) {
+  {
+    absl::MutexLock lock(&coordinator_.mu_);
+    coordinator_.register_failures_ = 3;
+    coordinator_.forget_worker_once_ = true;
+  }
+  StartDaemon();
+  absl::MutexLock lock(&coordinator_.mu_);
+  auto reregistered = [&]() ABSL_SHARED_LOCKS_REQUIRED(coordinator_.mu_) {
+    return coordinator_.registrations_ >= 2;
+  };
+  ASSERT_TRUE(coordinator_.mu_.AwaitWithTimeout(absl::Condition(&reregistered), absl::Seconds(10)));
+  EXPECT_EQ(coordinator_.register_failures_, 0);
+}
+
+}  // namespace
+}  // namespace tunefleet::worker

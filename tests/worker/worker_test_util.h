@@ -1,0 +1,59 @@
+// Helpers shared by the worker's integration tests: the worker binary, jobs
+// loaded from kernel dirs, fast measurement settings.
+#ifndef TUNEFLEET_TESTS_WORKER_WORKER_TEST_UTIL_H_
+#define TUNEFLEET_TESTS_WORKER_WORKER_TEST_UTIL_H_
+
+#include <string>
+#include <vector>
+
+#include "common/config_text.h"
+#include "common/spec_loader.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_support.h"
+#include "worker/child_process.h"
+#include "worker/trial_executor.h"
+
+namespace tunefleet::worker::testing {
+
+inline std::string WorkerBinary() {
+  return ::tunefleet::testing::BuildDir() + "/bin/tunefleet-worker";
+}
+
+inline ChildOptions CpuChild() { return {{WorkerBinary(), "--child", "--backend", "cpu"}, {}}; }
+
+// `dir` relative to the repository root.
+inline JobContext LoadJob(const std::string& dir, const std::string& shape,
+                          uint64_t seed = 1) {
+  absl::StatusOr<KernelBundle> bundle = LoadKernelDir(::tunefleet::testing::SourceDir() + "/" + dir);
+  EXPECT_TRUE(bundle.ok()) << bundle.status();
+  JobContext job;
+  job.job_id = "job-" + dir;
+  job.spec = bundle->spec;
+  job.sources = bundle->sources;
+  job.shape = *ParseShape(shape);
+  job.seed = seed;
+  return job;
+}
+
+inline v1::Trial MakeTrial(int64_t index, const std::string& config) {
+  v1::Trial trial;
+  trial.set_index(index);
+  *trial.mutable_config() = *ParseConfig(config);
+  return trial;
+}
+
+// Short budgets: the whole worker test set runs in seconds.
+inline ExecutorOptions FastOptions() {
+  ExecutorOptions options;
+  options.measure.set_warmup_seconds(0.002);
+  options.measure.set_budget_seconds(0.01);
+  options.measure.set_min_samples(3);
+  options.measure.set_max_samples(200);
+  options.trial_deadline = absl::Milliseconds(1500);
+  options.prepare_deadline = absl::Seconds(20);
+  return options;
+}
+
+}  // namespace tunefleet::worker::testing
+
+#endif  // TUNEFLEET_TESTS_WORKER_WORKER_TEST_UTIL_H_

@@ -1,0 +1,80 @@
+// The narrow seams between the worker daemon and a compute backend (CPU,
+// CUDA): a Compiler that turns one config into an artifact on disk, and a
+// KernelRunner that, inside a benchmark child, checks and times artifacts.
+#ifndef TUNEFLEET_WORKER_BACKEND_H_
+#define TUNEFLEET_WORKER_BACKEND_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tunefleet/v1/bench_child.pb.h"
+#include "tunefleet/v1/kernel_spec.pb.h"
+#include "tunefleet/v1/types.pb.h"
+
+namespace tunefleet::worker {
+
+// One compilation: a config of a spec for a device, or the spec's reference.
+struct CompileJob {
+  const v1::KernelSpec* spec = nullptr;
+  // Every file the spec names, with content.
+  const std::vector<v1::SourceFile>* sources = nullptr;
+  v1::Config config;  // normalized; for the reference, the default config
+  v1::Device device;  // the target; its limits give e.g. the CUDA arch
+  bool reference = false;  // compile reference.sources/reference.entry
+};
+
+// Settings every Compiler takes.
+struct CompilerOptions {
+  // Root of the on-disk caches (artifacts, staged sources). REQUIRES: set.
+  std::string cache_dir;
+  // A compile running longer is killed: outcome.timed_out.
+  absl::Duration timeout = absl::Seconds(60);
+  // The compiler program; empty = the backend's default (CPU: the first of
+  // c++, g++, clang++ found in PATH).
+  std::string program;
+};
+
+struct CompileOutcome {
+  bool ok = false;
+  std::string artifact;  // path of the shared object / cubin when ok
+  std::string log;       // compiler output; the whole story when !ok
+  double seconds = 0;    // wall time spent compiling (0 on a cache hit)
+  bool cached = false;   // served from the on-disk artifact cache
+  bool timed_out = false;
+};
+
+// Compiles configs of one backend. Thread-safe: the daemon's compile pool
+// calls Compile from several threads at once. A config that does not compile
+// is an OK status with outcome.ok == false; a non-OK status means the
+// compiler itself could not be run.
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  virtual absl::StatusOr<CompileOutcome> Compile(const CompileJob& job) = 0;
+  // Name and version, part of the tuning key: "g++ 12.2.0", "nvrtc 13.0".
+  virtual std::string toolkit() const = 0;
+};
+
+// Lives in a benchmark child, one per device. Not thread-safe.
+class KernelRunner {
+ public:
+  virtual ~KernelRunner() = default;
+  // Generates the inputs (seeded) and the expected output of a job. Non-OK
+  // when the job cannot be served at all (bad reference, out of memory).
+  virtual absl::Status Prepare(const v1::PrepareRequest& request) = 0;
+  // Checks one artifact against the expected output, then times it. Every
+  // outcome, good or bad, is a TrialResult status (never a crash of the
+  // runner for a bad kernel that the backend can detect). CRASHED or TIMEOUT
+  // means this process is poisoned (a sticky CUDA error, a kernel still
+  // spinning): the benchmark child answers, then exits, and the daemon
+  // respawns it. A child killed by a signal or by the daemon's deadline is
+  // classified by the daemon itself. `request.config` is normalized.
+  virtual v1::TrialResult Run(const v1::RunRequest& request) = 0;
+};
+
+}  // namespace tunefleet::worker
+
+#endif  // TUNEFLEET_WORKER_BACKEND_H_

@@ -1,0 +1,61 @@
+#include "worker/bench_child.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include "spdlog/spdlog.h"
+#include "worker/backends.h"
+#include "worker/child_protocol.h"
+
+namespace tunefleet::worker {
+
+int ServeBenchChild(KernelRunner* runner, int in_fd, int out_fd) {
+  MessageReader reader(in_fd);
+  while (true) {
+    v1::ChildRequest request;
+    absl::Status read = reader.Read(&request);
+    if (absl::IsUnavailable(read)) return kChildExitOk;
+    if (!read.ok()) {
+      spdlog::error("bench child: {}", read.ToString());
+      return kChildExitProtocol;
+    }
+    v1::ChildResponse response;
+    if (request.has_prepare()) {
+      absl::Status prepared = runner->Prepare(request.prepare());
+      if (!prepared.ok()) response.set_error(prepared.ToString());
+    } else if (request.has_run()) {
+      response.set_index(request.run().index());
+      *response.mutable_result() = runner->Run(request.run());
+      const v1::TrialStatus status = response.result().status();
+      response.set_exiting(status == v1::TRIAL_STATUS_CRASHED ||
+                           status == v1::TRIAL_STATUS_TIMEOUT);
+    } else {
+      response.set_error("empty request");
+    }
+    if (!WriteMessage(out_fd, response).ok()) return kChildExitOk;  // daemon gone
+    if (response.exiting()) return kChildExitPoisoned;
+  }
+}
+
+int BenchChildMain(v1::Backend backend) {
+  // Die with the daemon, even one killed by SIGKILL, rather than linger.
+  const pid_t parent = getppid();
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) return kChildExitOk;
+  const int protocol_out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (protocol_out < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    return kChildExitProtocol;
+  }
+  absl::StatusOr<std::unique_ptr<KernelRunner>> runner = CreateKernelRunner(backend);
+  if (!runner.ok()) {
+    spdlog::error("bench child: {}", runner.status().ToString());
+    return kChildExitNoBackend;
+  }
+  return ServeBenchChild(runner->get(), STDIN_FILENO, protocol_out);
+}
+
+}  // namespace tunefleet::worker

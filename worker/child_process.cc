@@ -1,0 +1,75 @@
+#include "worker/child_process.h"
+
+#include <signal.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace tunefleet::worker {
+
+BenchChildProcess::~BenchChildProcess() { Stop(); }
+
+absl::Status BenchChildProcess::Start() {
+  SubprocessOptions options;
+  options.argv = options_.argv;
+  options.env = options_.env;
+  options.pipe_stdin = true;
+  options.stdout_mode = SubprocessOptions::Output::kPipe;
+  options.new_process_group = true;
+  ASSIGN_OR_RETURN(process_, Subprocess::Start(options));
+  reader_ = std::make_unique<MessageReader>(process_->stdout_fd());
+  ++starts_;
+  spdlog::debug("benchmark child started, pid {}", process_->pid());
+  return absl::OkStatus();
+}
+
+ChildReply BenchChildProcess::Died(std::string detail) {
+  ChildReply reply;
+  reply.kind = ChildReply::Kind::kDied;
+  // The pipe closed: the process is on its way out; give it a moment.
+  absl::StatusOr<ExitInfo> exit = process_->Wait(absl::Seconds(2));
+  reply.exit = exit.ok() ? *exit : process_->KillAndWait();
+  reply.detail = detail.empty() ? reply.exit.ToString()
+                                : absl::StrCat(detail, " (", reply.exit.ToString(), ")");
+  process_.reset();
+  reader_.reset();
+  return reply;
+}
+
+absl::StatusOr<ChildReply> BenchChildProcess::Call(const v1::ChildRequest& request,
+                                                   absl::Duration deadline) {
+  if (process_ == nullptr) RETURN_IF_ERROR(Start());
+  absl::Status written = WriteMessage(process_->stdin_fd(), request);
+  if (!written.ok()) {
+    return Died(absl::IsUnavailable(written) ? "" : std::string(written.message()));
+  }
+  ChildReply reply;
+  absl::Status read = reader_->Read(&reply.response, absl::Now() + deadline);
+  if (absl::IsDeadlineExceeded(read)) {
+    reply.kind = ChildReply::Kind::kTimedOut;
+    reply.exit = process_->KillAndWait();
+    reply.detail = absl::StrCat("no answer within ", absl::FormatDuration(deadline),
+                                "; child killed");
+    process_.reset();
+    reader_.reset();
+    return reply;
+  }
+  if (absl::IsUnavailable(read)) return Died("");
+  if (!read.ok()) {
+    process_->Kill(SIGKILL);
+    return Died(absl::StrCat("protocol error: ", read.message()));
+  }
+  if (reply.response.exiting()) Stop();
+  return reply;
+}
+
+void BenchChildProcess::Stop(absl::Duration grace) {
+  if (process_ == nullptr) return;
+  process_->CloseStdin();
+  if (!process_->Wait(grace).ok()) process_->KillAndWait();
+  process_.reset();
+  reader_.reset();
+}
+
+}  // namespace tunefleet::worker

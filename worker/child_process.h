@@ -1,0 +1,76 @@
+// The daemon's handle on one benchmark child process: starts it on demand,
+// sends one request at a time and tells an answer from a death or a hang.
+#ifndef TUNEFLEET_WORKER_CHILD_PROCESS_H_
+#define TUNEFLEET_WORKER_CHILD_PROCESS_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/subprocess.h"
+#include "tunefleet/v1/bench_child.pb.h"
+#include "worker/child_protocol.h"
+
+namespace tunefleet::worker {
+
+struct ChildOptions {
+  // The child's command line: `<worker binary> --child --backend=<name>`.
+  // REQUIRES: non-empty.
+  std::vector<std::string> argv;
+  // Added to the child's environment (ChildEnvironment(device)).
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+// How one request ended.
+struct ChildReply {
+  enum class Kind {
+    kAnswered,  // `response` holds the child's answer
+    kDied,      // the child ended before answering: `exit` says how
+    kTimedOut,  // no answer by the deadline: the child was SIGKILLed
+  };
+  Kind kind = Kind::kAnswered;
+  v1::ChildResponse response;
+  ExitInfo exit;
+  std::string detail;  // for kDied: "killed by SIGSEGV", a protocol error...
+};
+
+// Thread-safety: not thread-safe; one executor thread owns it. The child
+// leads its own process group (a terminal's Ctrl-C reaches only the daemon,
+// which then finishes its trial) and dies with the daemon (PDEATHSIG).
+class BenchChildProcess {
+ public:
+  explicit BenchChildProcess(ChildOptions options) : options_(std::move(options)) {}
+  // Stop().
+  ~BenchChildProcess();
+
+  // Sends `request`, starting the child first when none runs, and waits for
+  // the answer until `deadline`. After kDied or kTimedOut, or an answer
+  // with `exiting`, the child is gone and the next Call starts a fresh one.
+  // Non-OK only when the child cannot be started at all.
+  absl::StatusOr<ChildReply> Call(const v1::ChildRequest& request, absl::Duration deadline);
+
+  // Closes the child's stdin (it exits at EOF), waits up to `grace`, then
+  // kills it.
+  void Stop(absl::Duration grace = absl::Seconds(2));
+
+  bool running() const { return process_ != nullptr; }
+  // How many children were started so far.
+  int starts() const { return starts_; }
+
+ private:
+  absl::Status Start();
+  // Reaps the child after it closed its pipe (or failed a write).
+  ChildReply Died(std::string detail);
+
+  const ChildOptions options_;
+  std::unique_ptr<Subprocess> process_;
+  std::unique_ptr<MessageReader> reader_;
+  int starts_ = 0;
+};
+
+}  // namespace tunefleet::worker
+
+#endif  // TUNEFLEET_WORKER_CHILD_PROCESS_H_

@@ -1,0 +1,108 @@
+#include "worker/coordinator_link.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "common/grpc_status.h"
+#include "tunefleet/v1/worker_service.grpc.pb.h"
+
+namespace tunefleet::worker {
+namespace {
+
+class GrpcCoordinator : public Coordinator {
+ public:
+  GrpcCoordinator(const std::string& target, const CoordinatorLinkOptions& options)
+      : options_(options) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(options.max_message_bytes);
+    args.SetMaxSendMessageSize(options.max_message_bytes);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+                static_cast<int>(absl::ToInt64Milliseconds(options.max_reconnect_backoff)));
+    stub_ = v1::WorkerService::NewStub(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+  }
+
+  absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
+      const v1::RegisterWorkerRequest& request) override {
+    return Unary(&v1::WorkerService::Stub::RegisterWorker, request, options_.call_timeout);
+  }
+
+  absl::StatusOr<v1::LeaseWorkResponse> LeaseWork(
+      const v1::LeaseWorkRequest& request) override {
+    grpc::ClientContext context;
+    context.set_deadline(Deadline(options_.call_timeout + absl::Milliseconds(request.wait_ms())));
+    {
+      absl::MutexLock lock(&mu_);
+      if (interrupted_) return absl::CancelledError("lease waits interrupted");
+      waiting_.insert(&context);
+    }
+    v1::LeaseWorkResponse response;
+    grpc::Status status = stub_->LeaseWork(&context, request, &response);
+    {
+      absl::MutexLock lock(&mu_);
+      waiting_.erase(&context);
+    }
+    if (!status.ok()) return FromGrpcStatus(status);
+    return response;
+  }
+
+  absl::StatusOr<v1::ReportResultsResponse> ReportResults(
+      const v1::ReportResultsRequest& request) override {
+    return Unary(&v1::WorkerService::Stub::ReportResults, request, options_.call_timeout);
+  }
+
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& request) override {
+    return Unary(&v1::WorkerService::Stub::Heartbeat, request, options_.call_timeout);
+  }
+
+  absl::StatusOr<std::string> GetBlob(const std::string& digest) override {
+    v1::GetBlobRequest request;
+    request.set_digest(digest);
+    absl::StatusOr<v1::GetBlobResponse> response =
+        Unary(&v1::WorkerService::Stub::GetBlob, request, options_.call_timeout);
+    if (!response.ok()) return response.status();
+    return std::move(*response->mutable_content());
+  }
+
+  void InterruptLeaseWaits() override {
+    absl::MutexLock lock(&mu_);
+    interrupted_ = true;
+    for (grpc::ClientContext* context : waiting_) context->TryCancel();
+  }
+
+ private:
+  static std::chrono::system_clock::time_point Deadline(absl::Duration timeout) {
+    return absl::ToChronoTime(absl::Now() + timeout);
+  }
+
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Unary(
+      grpc::Status (v1::WorkerService::Stub::*method)(grpc::ClientContext*, const Request&,
+                                                       Response*),
+      const Request& request, absl::Duration timeout) {
+    grpc::ClientContext context;
+    context.set_deadline(Deadline(timeout));
+    Response response;
+    grpc::Status status = (stub_.get()->*method)(&context, request, &response);
+    if (!status.ok()) return FromGrpcStatus(status);
+    return response;
+  }
+
+  const CoordinatorLinkOptions options_;
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  absl::Mutex mu_;
+  bool interrupted_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_set<grpc::ClientContext*> waiting_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+std::unique_ptr<Coordinator> CreateGrpcCoordinator(const std::string& target,
+                                                   const CoordinatorLinkOptions& options) {
+  return std::make_unique<GrpcCoordinator>(target, options);
+}
+
+}  // namespace tunefleet::worker

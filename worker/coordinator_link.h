@@ -1,0 +1,33 @@
+// The worker's gRPC link to the coordinator's WorkerService: the only code of
+// the worker that touches gRPC.
+#ifndef TUNEFLEET_WORKER_COORDINATOR_LINK_H_
+#define TUNEFLEET_WORKER_COORDINATOR_LINK_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "worker/coordinator.h"
+
+namespace tunefleet::worker {
+
+struct CoordinatorLinkOptions {
+  // Deadline of every call but LeaseWork, whose deadline is its wait_ms plus
+  // this. Default 10 s.
+  absl::Duration call_timeout = absl::Seconds(10);
+  // Largest message accepted (blobs, leases). Default 64 MiB.
+  int max_message_bytes = 64 << 20;
+  // Cap on gRPC's reconnect backoff, so a restarted coordinator is found
+  // soon. Default 5 s.
+  absl::Duration max_reconnect_backoff = absl::Seconds(5);
+};
+
+// A Coordinator over an insecure channel to `target` ("host:port"). The
+// channel connects lazily: an unreachable coordinator shows as Unavailable
+// calls, never as a failure here.
+std::unique_ptr<Coordinator> CreateGrpcCoordinator(const std::string& target,
+                                                   const CoordinatorLinkOptions& options);
+
+}  // namespace tunefleet::worker
+
+#endif  // TUNEFLEET_WORKER_COORDINATOR_LINK_H_

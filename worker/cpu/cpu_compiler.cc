@@ -1,0 +1,225 @@
+#include "worker/cpu/cpu_compiler.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/sha256.h"
+#include "common/status_macros.h"
+#include "common/subprocess.h"
+
+namespace tunefleet::worker {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& BaseFlags() {
+  static const auto* flags = new std::vector<std::string>{
+      "-O3", "-march=native", "-fPIC", "-shared", "-std=c++17"};
+  return *flags;
+}
+
+bool IsTranslationUnit(const std::string& path) {
+  for (const char* ext : {".cc", ".cpp", ".cxx", ".c", ".C"}) {
+    if (absl::EndsWith(path, ext)) return true;
+  }
+  return false;
+}
+
+// "g++ 12.2.0" / "clang++ 14.0.6" from the compiler's own reports.
+absl::StatusOr<std::string> ToolkitOf(const std::string& program) {
+  ASSIGN_OR_RETURN(CommandResult version, RunCommand({program, "--version"},
+                                                     absl::Seconds(30)));
+  if (!version.exit.success()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(program, " --version failed: ", version.exit.ToString()));
+  }
+  std::string first_line(version.output.substr(0, version.output.find('\n')));
+  size_t clang = first_line.find("clang version ");
+  if (clang != std::string::npos) {
+    std::string rest = first_line.substr(clang + 14);
+    return absl::StrCat("clang++ ", rest.substr(0, rest.find(' ')));
+  }
+  ASSIGN_OR_RETURN(CommandResult full,
+                   RunCommand({program, "-dumpfullversion"}, absl::Seconds(30)));
+  std::string number(absl::StripAsciiWhitespace(full.output));
+  if (!full.exit.success() || number.empty()) {
+    number = first_line.substr(first_line.rfind(' ') + 1);
+  }
+  return absl::StrCat("g++ ", number);
+}
+
+absl::StatusOr<std::string> FindCompiler(const std::string& requested) {
+  if (!requested.empty()) return FindProgram(requested);
+  for (const char* name : {"c++", "g++", "clang++"}) {
+    absl::StatusOr<std::string> path = FindProgram(name);
+    if (path.ok()) return path;
+  }
+  return absl::NotFoundError("no C++ compiler (c++, g++, clang++) in PATH");
+}
+
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+absl::Status WriteFile(const fs::path& path, const std::string& content) {
+  std::error_code error;
+  fs::create_directories(path.parent_path(), error);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
+  return absl::OkStatus();
+}
+
+struct CommandLine {
+  std::vector<std::string> argv;
+  ArtifactKeyInputs key;
+};
+
+absl::StatusOr<CommandLine> BuildCommand(const CompileJob& job,
+                                         const std::string& program,
+                                         const std::string& toolkit) {
+  const v1::KernelSpec& spec = *job.spec;
+  CommandLine cmd;
+  cmd.key.backend = "cpu";
+  cmd.key.toolkit = toolkit;
+  cmd.key.target = job.device.model();
+  cmd.key.reference = job.reference;
+  cmd.key.entry = job.reference ? spec.reference().entry() : spec.entry();
+  for (const v1::SourceFile& file : *job.sources) {
+    cmd.key.sources.emplace_back(file.path(), file.digest());
+  }
+  const auto& files = job.reference ? spec.reference().sources() : spec.sources();
+  for (const std::string& file : files) {
+    if (IsTranslationUnit(file)) cmd.key.compile_files.push_back(file);
+  }
+  if (cmd.key.compile_files.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no C++ translation unit among the ", job.reference ? "reference " : "",
+        "sources"));
+  }
+  cmd.key.options = BaseFlags();
+  cmd.key.options.insert(cmd.key.options.end(), spec.compile_options().begin(),
+                         spec.compile_options().end());
+  for (const v1::ParamValue& param : job.config.values()) {
+    cmd.key.macros.emplace_back(param.name(), param.value());
+  }
+  cmd.argv.push_back(program);
+  cmd.argv.insert(cmd.argv.end(), cmd.key.options.begin(), cmd.key.options.end());
+  for (const auto& [name, value] : cmd.key.macros) {
+    cmd.argv.push_back(absl::StrCat("-D", name, "=", value));
+  }
+  return cmd;
+}
+
+}  // namespace
+
+std::string TrimLog(const std::string& log, size_t max_bytes) {
+  if (log.size() <= max_bytes) return log;
+  const size_t head = max_bytes * 3 / 4;
+  const size_t tail = max_bytes - head;
+  return absl::StrCat(log.substr(0, head), "\n... [", log.size() - head - tail,
+                      " bytes trimmed] ...\n", log.substr(log.size() - tail));
+}
+
+absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::Create(
+    const CompilerOptions& options) {
+  if (options.cache_dir.empty()) {
+    return absl::InvalidArgumentError("CpuCompiler: cache_dir is not set");
+  }
+  ASSIGN_OR_RETURN(std::string program, FindCompiler(options.program));
+  ASSIGN_OR_RETURN(std::string toolkit, ToolkitOf(program));
+  return std::unique_ptr<CpuCompiler>(
+      new CpuCompiler(options, std::move(program), std::move(toolkit)));
+}
+
+CpuCompiler::CpuCompiler(CompilerOptions options, std::string program,
+                         std::string toolkit)
+    : options_(std::move(options)),
+      program_(std::move(program)),
+      toolkit_(std::move(toolkit)),
+      cache_(options_.cache_dir + "/artifacts/cpu") {}
+
+absl::StatusOr<std::string> CpuCompiler::StageSources(const CompileJob& job) const {
+  std::string listing;
+  for (const v1::SourceFile& file : *job.sources) {
+    absl::StrAppend(&listing, file.path(), ":", file.digest(), "\n");
+  }
+  const fs::path dir = fs::path(options_.cache_dir) / "sources" / Sha256Hex(listing);
+  std::error_code error;
+  if (fs::is_directory(dir, error)) return dir.string();
+  ASSIGN_OR_RETURN(std::string temp, cache_.TempPathFor(dir.string()));
+  for (const v1::SourceFile& file : *job.sources) {
+    if (file.path().empty() || file.path()[0] == '/' ||
+        file.path().find("..") != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("source path \"", file.path(), "\" leaves the kernel dir"));
+    }
+    RETURN_IF_ERROR(WriteFile(fs::path(temp) / file.path(), file.content()));
+  }
+  fs::rename(temp, dir, error);
+  if (error) fs::remove_all(temp, error);  // another thread staged it first
+  return dir.string();
+}
+
+absl::StatusOr<CompileOutcome> CpuCompiler::Compile(const CompileJob& job) {
+  if (job.spec == nullptr || job.sources == nullptr) {
+    return absl::InvalidArgumentError("CompileJob without spec or sources");
+  }
+  ASSIGN_OR_RETURN(CommandLine cmd, BuildCommand(job, program_, toolkit_));
+  CompileOutcome outcome;
+  const std::string artifact = cache_.PathFor(ArtifactKey(cmd.key), ".so");
+  if (cache_.Contains(artifact)) {
+    outcome.ok = outcome.cached = true;
+    outcome.artifact = artifact;
+    return outcome;
+  }
+  ASSIGN_OR_RETURN(std::string source_dir, StageSources(job));
+  ASSIGN_OR_RETURN(std::string temp, cache_.TempPathFor(artifact));
+  const std::string log_path = temp + ".log";
+  cmd.argv.insert(cmd.argv.end(), {"-I", source_dir, "-o", temp});
+  for (const std::string& file : cmd.key.compile_files) {
+    cmd.argv.push_back(source_dir + "/" + file);
+  }
+  SubprocessOptions options;
+  options.argv = cmd.argv;
+  options.stdout_mode = SubprocessOptions::Output::kFile;
+  options.stdout_path = log_path;
+  options.stderr_mode = SubprocessOptions::Output::kStdout;
+  options.new_process_group = true;  // a timeout kills cc1plus/as/ld too
+  const absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> proc, Subprocess::Start(options));
+  absl::StatusOr<ExitInfo> exit = proc->Wait(options_.timeout);
+  if (absl::IsDeadlineExceeded(exit.status())) {
+    proc->KillAndWait();
+    outcome.timed_out = true;
+  } else if (!exit.ok()) {
+    return exit.status();
+  }
+  outcome.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  outcome.log = TrimLog(ReadFileOrEmpty(log_path));
+  std::error_code ignored;
+  fs::remove(log_path, ignored);
+  if (outcome.timed_out || !exit->success()) {
+    fs::remove(temp, ignored);
+    const std::string why = outcome.timed_out
+        ? absl::StrCat("compile timed out after ", absl::FormatDuration(options_.timeout))
+        : absl::StrCat("compiler ", exit->ToString());
+    outcome.log = outcome.log.empty() ? why : absl::StrCat(why, "\n", outcome.log);
+    return outcome;
+  }
+  RETURN_IF_ERROR(cache_.Publish(temp, artifact));
+  outcome.ok = true;
+  outcome.artifact = artifact;
+  return outcome;
+}
+
+}  // namespace tunefleet::worker

@@ -1,0 +1,67 @@
+// The CPU backend's KernelRunner: inside a benchmark child, loads compiled
+// configs with dlopen, checks each against the reference's output and times
+// it with std::chrono::steady_clock.
+//
+// A CPU kernel is `extern "C" void ENTRY(void** args)` where args[i] points
+// to the i-th argument's value, as cuLaunchKernel's kernelParams: for a
+// tensor, to a variable holding the data pointer; for a scalar, to an
+// int64_t / int32_t / double / float of the scalar's dtype.
+//
+// Protocol per Run: inputs restored from pristine copies (a kernel that
+// scribbles on its inputs cannot poison the next config), outputs poisoned
+// with all-ones bytes (NaN for float dtypes), one checked run, warm-up by
+// time, then samples until the budget (fewer for a kernel too slow for the
+// daemon's deadline: FitToDeadline). Kernels under ~20 us are timed in
+// batches of calls (not when an argument is INOUT, which must be restored
+// before every call). Caches are not flushed: CPU kernels are timed warm.
+#ifndef TUNEFLEET_WORKER_CPU_CPU_RUNNER_H_
+#define TUNEFLEET_WORKER_CPU_CPU_RUNNER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/config_space.h"
+#include "worker/backend.h"
+
+namespace tunefleet::worker {
+
+// Thread-safety: not thread-safe (one per benchmark child).
+class CpuKernelRunner : public KernelRunner {
+ public:
+  CpuKernelRunner();
+  ~CpuKernelRunner() override;
+
+  absl::Status Prepare(const v1::PrepareRequest& request) override;
+  v1::TrialResult Run(const v1::RunRequest& request) override;
+
+ private:
+  struct Buffer;
+  struct Arg;
+  using KernelFn = void (*)(void**);
+
+  // Allocates and fills every argument of the prepared spec.
+  absl::Status AllocateArgs();
+  // Binds `config`'s scalar values into the argument slots.
+  absl::Status BindScalars(const v1::Config& config);
+  // Copies pristine inputs back and poisons outputs.
+  void ResetArgs();
+  void RestoreInouts();
+  // OK, or FailedPrecondition naming the first argument that differs.
+  absl::Status CheckOutputs();
+  // Times `fn` whose checked run took `call_seconds`.
+  v1::Measurement Time(KernelFn fn, double call_seconds);
+
+  v1::KernelSpec spec_;
+  v1::MeasureOptions measure_;
+  uint64_t seed_ = 0;
+  std::unique_ptr<ConfigSpace> space_;
+  std::vector<Arg> args_;
+  std::vector<void*> arg_ptrs_;  // args_[i]'s value slot, what kernels receive
+  bool has_inout_ = false;
+  bool prepared_ = false;
+};
+
+}  // namespace tunefleet::worker
+
+#endif  // TUNEFLEET_WORKER_CPU_CPU_RUNNER_H_

@@ -1,0 +1,40 @@
+// Host-side tensor helpers shared by every backend: dtype sizes, fp16/bf16
+// conversion, seeded generation from a spec's Distribution, and comparison
+// with a tolerance.
+#ifndef TUNEFLEET_WORKER_HOST_TENSORS_H_
+#define TUNEFLEET_WORKER_HOST_TENSORS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "tunefleet/v1/kernel_spec.pb.h"
+
+namespace tunefleet::worker {
+
+// Bytes per element; 0 for DTYPE_UNSPECIFIED.
+size_t DTypeSize(v1::DType dtype);
+
+float HalfToFloat(uint16_t bits);
+uint16_t FloatToHalf(float value);  // round to nearest even
+float Bf16ToFloat(uint16_t bits);
+uint16_t FloatToBf16(float value);  // round to nearest even
+
+// Reads element `i` of a buffer of `dtype` as double.
+double LoadAsDouble(v1::DType dtype, const void* data, int64_t i);
+
+// Fills `count` elements of `dtype` at `out` from `init`, deterministically
+// for a given `seed` (the same bytes on every machine).
+void FillTensor(v1::DType dtype, const v1::Distribution& init, uint64_t seed,
+                int64_t count, void* out);
+
+// OK when at most max_mismatch_ratio of the elements differ by more than
+// atol + rtol * |expected| (NaN never matches). Otherwise FailedPrecondition
+// whose message gives the mismatch count and the first bad element.
+absl::Status CompareTensors(v1::DType dtype, const void* actual,
+                            const void* expected, int64_t count,
+                            const v1::Tolerance& tolerance);
+
+}  // namespace tunefleet::worker
+
+#endif  // TUNEFLEET_WORKER_HOST_TENSORS_H_

@@ -1,0 +1,100 @@
+#include "worker/lease_reporter.h"
+
+#include "spdlog/spdlog.h"
+
+namespace tunefleet::worker {
+
+LeaseReporter::LeaseReporter(Coordinator* coordinator, std::string worker_id,
+                             const v1::Lease& lease, LeaseReporterOptions options)
+    : coordinator_(coordinator),
+      worker_id_(std::move(worker_id)),
+      lease_id_(lease.lease_id()),
+      epoch_(lease.epoch()),
+      options_(options),
+      last_report_(absl::Now()) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+LeaseReporter::~LeaseReporter() {
+  if (!finished_) Finish(/*release=*/true).IgnoreError();
+}
+
+void LeaseReporter::Add(int64_t index, const v1::TrialResult& result) {
+  absl::MutexLock lock(&mu_);
+  v1::ReportedTrial& trial = pending_.emplace_back();
+  trial.set_index(index);
+  *trial.mutable_result() = result;
+}
+
+void LeaseReporter::Loop() {
+  while (true) {
+    bool due = false;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&stopping_), options_.interval);
+      if (stopping_) return;
+      due = !pending_.empty() || absl::Now() - last_report_ >= options_.renew_every;
+    }
+    if (due && !cancelled()) Send(/*release=*/false).IgnoreError();
+  }
+}
+
+absl::Status LeaseReporter::Send(bool release) {
+  absl::MutexLock send_lock(&send_mu_);
+  v1::ReportResultsRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_lease_id(lease_id_);
+  request.set_epoch(epoch_);
+  request.set_release(release);
+  size_t sent = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    sent = pending_.size();
+    for (const v1::ReportedTrial& trial : pending_) *request.add_trials() = trial;
+  }
+  absl::StatusOr<v1::ReportResultsResponse> response = coordinator_->ReportResults(request);
+  absl::MutexLock lock(&mu_);
+  if (!response.ok()) {
+    const bool retryable = absl::IsUnavailable(response.status()) ||
+                           absl::IsDeadlineExceeded(response.status()) ||
+                           absl::IsResourceExhausted(response.status()) ||
+                           absl::IsAborted(response.status());
+    spdlog::warn("report for lease {} failed: {}", lease_id_, response.status().ToString());
+    if (retryable) return response.status();
+    // NotFound / FailedPrecondition: the lease is gone (expired, or the
+    // coordinator restarted); its trials are someone else's now.
+    cancelled_.store(true);
+    pending_.clear();
+    return absl::OkStatus();
+  }
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(sent));
+  last_report_ = absl::Now();
+  if (response->cancelled()) {
+    spdlog::info("lease {} cancelled by the coordinator", lease_id_);
+    cancelled_.store(true);
+    pending_.clear();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LeaseReporter::Finish(bool release) {
+  finished_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  if (cancelled()) return absl::OkStatus();
+  absl::Status status;
+  absl::Duration backoff = absl::Milliseconds(200);
+  for (int attempt = 0; attempt < options_.final_attempts; ++attempt) {
+    status = Send(release);
+    if (status.ok()) return status;
+    absl::SleepFor(backoff);
+    backoff *= 2;
+  }
+  spdlog::error("lease {}: giving up the final report: {}", lease_id_, status.ToString());
+  return status;
+}
+
+}  // namespace tunefleet::worker

@@ -1,0 +1,190 @@
+// tunefleet-worker: the worker daemon's composition root.
+//
+//   tunefleet-worker --coordinator HOST:PORT [--cache-dir DIR] [--max-trials N]
+//                    [--name NAME] [--measure-budget SECONDS] [--backend cpu|cuda]
+//
+// Child mode (started by the daemon itself, one per device):
+//   tunefleet-worker --child --backend cpu|cuda
+// speaks the bench_child.proto pipe protocol on stdin/stdout.
+#include <limits.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "spdlog/sinks/stdout_sinks.h"
+#include "spdlog/spdlog.h"
+#include "worker/backends.h"
+#include "worker/bench_child.h"
+#include "worker/compile_pool.h"
+#include "worker/coordinator_link.h"
+#include "worker/source_cache.h"
+#include "worker/trial_executor.h"
+#include "worker/worker_daemon.h"
+
+namespace tunefleet::worker {
+namespace {
+
+// Everything the command line sets.
+struct Flags {
+  std::string coordinator;
+  std::string cache_dir;
+  std::string name;
+  std::string backend = "cpu";
+  std::string log_level = "info";
+  int max_trials = 0;
+  int compile_threads = 0;  // 0 = the device's cores
+  double measure_budget = 0.2;
+  double compile_timeout = 60;
+  double trial_deadline = 0;  // 0 = max(10 s, 20 x budget)
+  bool child = false;
+};
+
+std::string DefaultCacheDir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return absl::StrCat(xdg, "/tunefleet-worker");
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return absl::StrCat(home, "/.cache/tunefleet-worker");
+  }
+  return absl::StrCat("/tmp/tunefleet-worker-", getuid());
+}
+
+std::string HostName() {
+  char name[HOST_NAME_MAX + 1] = {};
+  return gethostname(name, sizeof(name)) == 0 ? name : "unknown-host";
+}
+
+std::string SelfExecutable() {
+  char path[PATH_MAX] = {};
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : "tunefleet-worker";
+}
+
+int Cores(const v1::Device& device) {
+  for (const v1::DeviceLimit& limit : device.limits()) {
+    if (limit.name() == "cores") return std::max(1, static_cast<int>(limit.value()));
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// SIGINT/SIGTERM are blocked in every thread and taken by one thread with
+// sigwait: the first asks the daemon to stop, a second exits at once.
+void BlockStopSignals(sigset_t* set) {
+  sigemptyset(set);
+  sigaddset(set, SIGINT);
+  sigaddset(set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int RunDaemon(const Flags& flags, v1::Backend backend) {
+  sigset_t stop_signals;
+  BlockStopSignals(&stop_signals);
+
+  absl::StatusOr<std::vector<v1::Device>> devices = DiscoverDevices(backend);
+  if (!devices.ok() || devices->empty()) {
+    spdlog::critical("no {} device: {}", BackendName(backend),
+                     devices.ok() ? "none found" : devices.status().ToString());
+    return 1;
+  }
+  CompilerOptions compiler_options;
+  compiler_options.cache_dir = flags.cache_dir;
+  compiler_options.timeout = absl::Seconds(flags.compile_timeout);
+  absl::StatusOr<std::unique_ptr<Compiler>> compiler = CreateCompiler(backend, compiler_options);
+  if (!compiler.ok()) {
+    spdlog::critical("no compiler: {}", compiler.status().ToString());
+    return 1;
+  }
+  const int threads = flags.compile_threads > 0 ? flags.compile_threads : Cores(devices->front());
+  CompilePool pool(compiler->get(), threads);
+
+  ExecutorOptions executor_options;
+  executor_options.measure.set_budget_seconds(flags.measure_budget);
+  executor_options.trial_deadline = absl::Seconds(flags.trial_deadline);
+  std::vector<std::unique_ptr<TrialExecutor>> executors;
+  for (const v1::Device& device : *devices) {
+    ChildOptions child{{SelfExecutable(), "--child", "--backend", BackendName(backend)},
+                       ChildEnvironment(device)};
+    executors.push_back(
+        std::make_unique<TrialExecutor>(&pool, device, std::move(child), executor_options));
+    spdlog::info("device {}: {}", device.id(), device.model());
+  }
+
+  std::unique_ptr<Coordinator> coordinator =
+      CreateGrpcCoordinator(flags.coordinator, CoordinatorLinkOptions{});
+  SourceCache sources(flags.cache_dir + "/blobs", [&](const std::string& digest) {
+    return coordinator->GetBlob(digest);
+  });
+  WorkerOptions options;
+  options.host = flags.name.empty() ? HostName() : flags.name;
+  options.toolkit = (*compiler)->toolkit();
+  options.max_trials = flags.max_trials;
+  WorkerDaemon daemon(options, coordinator.get(), &sources, std::move(executors));
+
+  std::thread([&daemon, stop_signals] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    spdlog::info("received {}", strsignal(signal_number));
+    daemon.Stop();
+    sigwait(&stop_signals, &signal_number);
+    spdlog::warn("second signal: exiting now");
+    std::_Exit(128 + signal_number);
+  }).detach();
+
+  spdlog::info("tunefleet-worker {} serving {} for {}", options.host, options.toolkit,
+               flags.coordinator);
+  daemon.Run();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace tunefleet::worker
+
+int main(int argc, char** argv) {
+  using tunefleet::worker::Flags;
+  Flags flags;
+  CLI::App app{"tunefleet worker daemon: compiles and benchmarks kernel configs "
+               "leased from a tunefleet coordinator"};
+  app.add_option("--coordinator", flags.coordinator, "coordinator address HOST:PORT");
+  app.add_option("--cache-dir", flags.cache_dir,
+                 "artifact and source cache (default ~/.cache/tunefleet-worker)");
+  app.add_option("--max-trials", flags.max_trials, "trials per lease (0 = coordinator's)");
+  app.add_option("--name", flags.name, "name reported to the coordinator (default hostname)");
+  app.add_option("--measure-budget", flags.measure_budget,
+                 "seconds of timing samples per config")->check(CLI::PositiveNumber);
+  app.add_option("--backend", flags.backend, "cpu or cuda")->capture_default_str();
+  app.add_option("--compile-timeout", flags.compile_timeout, "seconds per compile")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--compile-threads", flags.compile_threads, "compile pool size (0 = cores)");
+  app.add_option("--trial-deadline", flags.trial_deadline,
+                 "seconds before a silent benchmark child is killed (0 = max(10, 20 x budget))");
+  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
+  app.add_flag("--child", flags.child, "internal: run as a benchmark child")->group("");
+  CLI11_PARSE(app, argc, argv);
+
+  auto logger = spdlog::stderr_logger_mt(flags.child ? "bench-child" : "worker");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+
+  absl::StatusOr<tunefleet::v1::Backend> backend =
+      tunefleet::worker::ParseBackendName(flags.backend);
+  if (!backend.ok()) {
+    spdlog::critical("{}", backend.status().ToString());
+    return 2;
+  }
+  if (flags.child) return tunefleet::worker::BenchChildMain(*backend);
+  if (flags.coordinator.empty()) {
+    spdlog::critical("--coordinator HOST:PORT is required");
+    return 2;
+  }
+  if (flags.cache_dir.empty()) flags.cache_dir = tunefleet::worker::DefaultCacheDir();
+  return tunefleet::worker::RunDaemon(flags, *backend);
+}

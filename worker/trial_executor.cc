@@ -1,0 +1,245 @@
+#include "worker/trial_executor.h"
+
+#include <atomic>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "common/config_space.h"
+#include "common/config_text.h"
+#include "common/spec_loader.h"
+#include "common/status_macros.h"
+#include "common/tuning_key.h"
+#include "spdlog/spdlog.h"
+#include "worker/measurement.h"
+
+namespace tunefleet::worker {
+namespace {
+
+v1::TrialResult Outcome(v1::TrialStatus status, std::string error) {
+  v1::TrialResult result;
+  result.set_status(status);
+  result.set_error(std::move(error));
+  return result;
+}
+
+}  // namespace
+
+struct TrialExecutor::PendingTrial {
+  v1::Trial trial;  // config normalized when it could be
+  std::optional<v1::TrialResult> early;  // known without compiling
+  std::shared_future<CompilePool::Result> compile;
+};
+
+struct TrialExecutor::Batch {
+  const JobContext* job = nullptr;
+  v1::Shape shape;         // normalized
+  std::string kernel_key;  // kernel digest and shape: what a config runs as
+  std::optional<v1::TrialResult> job_failure;  // fails every trial
+  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+  std::shared_future<CompilePool::Result> reference;
+  std::vector<PendingTrial> pending;
+};
+
+TrialExecutor::TrialExecutor(CompilePool* pool, v1::Device device, ChildOptions child,
+                             ExecutorOptions options)
+    : pool_(pool),
+      device_(std::move(device)),
+      options_(std::move(options)),
+      child_(std::move(child)) {}
+
+absl::Duration TrialExecutor::TrialDeadline() const {
+  if (options_.trial_deadline > absl::ZeroDuration()) return options_.trial_deadline;
+  const double budget = WithMeasureDefaults(options_.measure).budget_seconds();
+  return std::max(absl::Seconds(10), absl::Seconds(20 * budget));
+}
+
+void TrialExecutor::Plan(Batch* batch, const std::vector<v1::Trial>& trials) {
+  const JobContext& job = *batch->job;
+  absl::StatusOr<std::unique_ptr<ConfigSpace>> space =
+      batch->job_failure.has_value()
+          ? absl::FailedPreconditionError("job failed")
+          : ConfigSpace::Create(job.spec, batch->shape, LimitsFromDevice(device_));
+  for (const v1::Trial& trial : trials) {
+    PendingTrial& p = batch->pending.emplace_back();
+    p.trial = trial;
+    if (!space.ok()) {
+      if (!batch->job_failure.has_value()) {
+        batch->job_failure = Outcome(v1::TRIAL_STATUS_INVALID_CONFIG,
+                                     std::string(space.status().message()));
+      }
+      continue;
+    }
+    absl::StatusOr<v1::Config> config = NormalizeConfig(job.spec, trial.config());
+    absl::Status valid = config.ok() ? (*space)->Bind(*config) : config.status();
+    if (valid.ok()) valid = (*space)->CheckConstraints();
+    if (!valid.ok()) {
+      p.early = Outcome(v1::TRIAL_STATUS_INVALID_CONFIG, std::string(valid.message()));
+      continue;
+    }
+    *p.trial.mutable_config() = *config;
+    auto kills = kills_.find(ConfigKey(*batch, *config));
+    if (kills != kills_.end() && kills->second >= options_.kills_to_quarantine) {
+      p.early = Outcome(v1::TRIAL_STATUS_QUARANTINED,
+                        absl::StrCat("quarantined: killed the benchmark child ",
+                                     kills->second, " times before"));
+      continue;
+    }
+    CompileJob compile{&job.spec, &job.sources, *config, device_, /*reference=*/false};
+    p.compile = pool_->Submit(std::move(compile), batch->cancel);
+  }
+}
+
+absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failure) {
+  ASSIGN_OR_RETURN(CompileOutcome reference, batch->reference.get());
+  if (!reference.ok) {
+    *failure = Outcome(v1::TRIAL_STATUS_COMPILE_ERROR,
+                       absl::StrCat("the reference does not compile:\n", reference.log));
+    return absl::OkStatus();
+  }
+  const JobContext& job = *batch->job;
+  // The same job in the same child process needs no second Prepare.
+  const std::string key = absl::StrCat(job.job_id, "|", batch->kernel_key, "|", job.seed,
+                                       "|", reference.artifact);
+  if (child_.running() && prepared_for_ == key && prepared_in_ == child_.starts()) {
+    return absl::OkStatus();
+  }
+  v1::ChildRequest request;
+  v1::PrepareRequest* prepare = request.mutable_prepare();
+  *prepare->mutable_kernel() = job.spec;
+  *prepare->mutable_shape() = batch->shape;
+  prepare->set_seed(job.seed);
+  *prepare->mutable_limits() = device_.limits();
+  prepare->set_reference_artifact(reference.artifact);
+  *prepare->mutable_measure() = options_.measure;
+  prepare->mutable_measure()->set_run_seconds_limit(absl::ToDoubleSeconds(TrialDeadline()));
+  for (int attempt = 1;; ++attempt) {
+    ASSIGN_OR_RETURN(ChildReply reply, child_.Call(request, options_.prepare_deadline));
+    if (reply.kind == ChildReply::Kind::kAnswered) {
+      if (!reply.response.error().empty()) {
+        *failure = Outcome(v1::TRIAL_STATUS_LAUNCH_ERROR,
+                           absl::StrCat("prepare failed: ", reply.response.error()));
+        return absl::OkStatus();
+      }
+      prepared_for_ = key;
+      prepared_in_ = child_.starts();
+      return absl::OkStatus();
+    }
+    spdlog::warn("benchmark child failed to prepare {}: {}", job.spec.name(), reply.detail);
+    if (attempt >= 2) {
+      *failure = Outcome(reply.kind == ChildReply::Kind::kTimedOut
+                             ? v1::TRIAL_STATUS_TIMEOUT
+                             : v1::TRIAL_STATUS_CRASHED,
+                         absl::StrCat("the reference run failed: ", reply.detail));
+      return absl::OkStatus();
+    }
+  }
+}
+
+std::string TrialExecutor::ConfigKey(const Batch& batch, const v1::Config& config) {
+  return absl::StrCat(batch.kernel_key, "|", ConfigToString(config));
+}
+
+bool TrialExecutor::CountKill(const std::string& config_key) {
+  return ++kills_[config_key] >= options_.kills_to_quarantine;
+}
+
+absl::StatusOr<v1::TrialResult> TrialExecutor::Measure(Batch* batch, const v1::Trial& trial,
+                                                       const std::string& artifact) {
+  v1::ChildRequest request;
+  request.mutable_run()->set_index(trial.index());
+  *request.mutable_run()->mutable_config() = trial.config();
+  request.mutable_run()->set_artifact(artifact);
+  ASSIGN_OR_RETURN(ChildReply reply, child_.Call(request, TrialDeadline()));
+  v1::TrialResult result;
+  switch (reply.kind) {
+    case ChildReply::Kind::kAnswered:
+      result = reply.response.result();
+      break;
+    case ChildReply::Kind::kDied:
+      result = Outcome(v1::TRIAL_STATUS_CRASHED,
+                       absl::StrCat("benchmark child ", reply.detail));
+      break;
+    case ChildReply::Kind::kTimedOut:
+      result = Outcome(v1::TRIAL_STATUS_TIMEOUT, reply.detail);
+      break;
+  }
+  const bool killed = result.status() == v1::TRIAL_STATUS_CRASHED ||
+                      result.status() == v1::TRIAL_STATUS_TIMEOUT;
+  if (killed && CountKill(ConfigKey(*batch, trial.config()))) {
+    result.set_status(v1::TRIAL_STATUS_QUARANTINED);
+    result.set_error(absl::StrCat("quarantined: killed the benchmark child ",
+                                  options_.kills_to_quarantine, " times; last: ",
+                                  result.error()));
+  }
+  return result;
+}
+
+absl::StatusOr<v1::TrialResult> TrialExecutor::RunOne(Batch* batch, const PendingTrial& p) {
+  if (p.early.has_value()) return *p.early;
+  if (batch->job_failure.has_value()) return *batch->job_failure;
+  ASSIGN_OR_RETURN(CompileOutcome compiled, p.compile.get());
+  v1::TrialResult result;
+  if (!compiled.ok) {
+    result = Outcome(v1::TRIAL_STATUS_COMPILE_ERROR, compiled.log);
+  } else {
+    v1::TrialResult failure;
+    RETURN_IF_ERROR(EnsurePrepared(batch, &failure));
+    if (failure.status() != v1::TRIAL_STATUS_UNSPECIFIED) {
+      batch->job_failure = failure;  // the same for every later trial
+      result = failure;
+    } else {
+      ASSIGN_OR_RETURN(result, Measure(batch, p.trial, compiled.artifact));
+    }
+  }
+  result.set_compile_seconds(compiled.seconds);
+  return result;
+}
+
+void TrialExecutor::StartBatch(const JobContext& job, Batch* batch) {
+  batch->job = &job;
+  absl::StatusOr<v1::Shape> shape = NormalizeShape(job.spec, job.shape);
+  absl::StatusOr<v1::Config> reference_config =
+      shape.ok() ? ParseConfig(job.spec.default_config()) : shape.status();
+  if (reference_config.ok()) reference_config = NormalizeConfig(job.spec, *reference_config);
+  if (!reference_config.ok()) {
+    batch->job_failure = Outcome(v1::TRIAL_STATUS_INVALID_CONFIG,
+                                 std::string(reference_config.status().message()));
+    return;
+  }
+  batch->shape = *shape;
+  batch->kernel_key = absl::StrCat(KernelDigest(job.spec, job.sources), "|",
+                                   ShapeToString(batch->shape));
+  batch->reference = pool_->Submit(
+      CompileJob{&job.spec, &job.sources, *reference_config, device_, /*reference=*/true},
+      batch->cancel);
+}
+
+absl::Status TrialExecutor::Run(const JobContext& job, const std::vector<v1::Trial>& trials,
+                                const ResultCallback& on_result,
+                                const StopPredicate& should_stop) {
+  Batch batch;
+  StartBatch(job, &batch);  // the reference compiles first
+  Plan(&batch, trials);
+  absl::Status status;
+  for (const PendingTrial& p : batch.pending) {
+    if (should_stop && should_stop()) break;
+    absl::StatusOr<v1::TrialResult> result = RunOne(&batch, p);
+    if (!result.ok()) {
+      status = result.status();
+      break;
+    }
+    *result->mutable_config() = p.trial.config();
+    result->set_device_id(device_.id());
+    on_result(p.trial.index(), *result);
+  }
+  // Queued compiles still point into `job`: cancel them and wait.
+  batch.cancel->store(true);
+  for (const PendingTrial& p : batch.pending) {
+    if (p.compile.valid()) p.compile.wait();
+  }
+  if (batch.reference.valid()) batch.reference.wait();
+  return status;
+}
+
+}  // namespace tunefleet::worker

@@ -1,0 +1,108 @@
+// The trial executor: runs the trials of one job on one device — checks each
+// config against the space, compiles it in the compile pool (pipelined ahead
+// of the child), measures it in the device's benchmark child, and classifies
+// every failure as a trial status. The daemon never dies because of a kernel.
+#ifndef TUNEFLEET_WORKER_TRIAL_EXECUTOR_H_
+#define TUNEFLEET_WORKER_TRIAL_EXECUTOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "tunefleet/v1/bench_child.pb.h"
+#include "tunefleet/v1/worker_service.pb.h"
+#include "worker/child_process.h"
+#include "worker/compile_pool.h"
+
+namespace tunefleet::worker {
+
+struct ExecutorOptions {
+  // The measurement settings sent to the child (zero fields: defaults, see
+  // WithMeasureDefaults).
+  v1::MeasureOptions measure;
+  // A child that has not answered a Run by then is SIGKILLed: TIMEOUT.
+  // Zero (the default) means max(10 s, 20 x the measure budget).
+  absl::Duration trial_deadline = absl::ZeroDuration();
+  // Deadline of a Prepare (input generation and the reference run).
+  absl::Duration prepare_deadline = absl::Seconds(120);
+  // A config that kills the child this often (crash or timeout) is
+  // QUARANTINED and never run again by this executor. Default 2.
+  int kills_to_quarantine = 2;
+};
+
+// One job's kernel and problem, as trials need it.
+struct JobContext {
+  std::string job_id;
+  v1::KernelSpec spec;
+  std::vector<v1::SourceFile> sources;  // every file the spec names, with content
+  v1::Shape shape;
+  uint64_t seed = 0;
+};
+
+// Thread-safety: not thread-safe; one thread (the device's lease loop) owns
+// an executor. Owns the device's benchmark child.
+class TrialExecutor {
+ public:
+  using ResultCallback = std::function<void(int64_t index, const v1::TrialResult&)>;
+  using StopPredicate = std::function<bool()>;
+
+  // REQUIRES: `pool` outlives the executor.
+  TrialExecutor(CompilePool* pool, v1::Device device, ChildOptions child,
+                ExecutorOptions options);
+
+  // Runs `trials` of `job` in order and calls `on_result` with each outcome
+  // as soon as it is known (failed trials included: an OK return carries
+  // every trial status). Checks `should_stop` before each trial and returns
+  // early, leaving the rest unreported, when it says so. Non-OK only when
+  // the infrastructure fails (the child binary cannot be started, the
+  // compiler cannot be run).
+  absl::Status Run(const JobContext& job, const std::vector<v1::Trial>& trials,
+                   const ResultCallback& on_result, const StopPredicate& should_stop);
+
+  const v1::Device& device() const { return device_; }
+  // Benchmark children started so far (1 + respawns).
+  int child_starts() const { return child_.starts(); }
+  // Stops the benchmark child.
+  void Shutdown() { child_.Stop(); }
+
+ private:
+  struct PendingTrial;
+  struct Batch;
+
+  absl::Duration TrialDeadline() const;
+  // Normalizes the shape and queues the reference compile.
+  void StartBatch(const JobContext& job, Batch* batch);
+  // Validates and queues every trial's compile; fills batch->pending.
+  void Plan(Batch* batch, const std::vector<v1::Trial>& trials);
+  // Compiles the reference and prepares the child when it is not prepared
+  // for this job. A non-OK TrialResult status in `*failure` fails every
+  // remaining trial with that status.
+  absl::Status EnsurePrepared(Batch* batch, v1::TrialResult* failure);
+  absl::StatusOr<v1::TrialResult> Measure(Batch* batch, const v1::Trial& trial,
+                                          const std::string& artifact);
+  // One trial's outcome; non-OK only for an infrastructure failure.
+  absl::StatusOr<v1::TrialResult> RunOne(Batch* batch, const PendingTrial& p);
+  // What a config is quarantined under: kernel digest, shape, config.
+  static std::string ConfigKey(const Batch& batch, const v1::Config& config);
+  // Counts a kill of the child by `config_key`; true when it is now
+  // quarantined.
+  bool CountKill(const std::string& config_key);
+
+  CompilePool* const pool_;
+  const v1::Device device_;
+  const ExecutorOptions options_;
+  BenchChildProcess child_;
+  // What the child was last prepared for, and which child (by starts()).
+  std::string prepared_for_;
+  int prepared_in_ = 0;
+  // Kills of the child per (kernel digest, shape, config).
+  absl::flat_hash_map<std::string, int> kills_;
+};
+
+}  // namespace tunefleet::worker
+
+#endif  // TUNEFLEET_WORKER_TRIAL_EXECUTOR_H_

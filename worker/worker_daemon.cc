@@ -1,0 +1,234 @@
+#include "worker/worker_daemon.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace tunefleet::worker {
+namespace {
+
+bool IsRetryable(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
+         absl::IsResourceExhausted(status) || absl::IsAborted(status);
+}
+
+// Every trial of `lease` failed with `status` and `error`.
+void FailAll(const v1::Lease& lease, v1::TrialStatus status, const std::string& error,
+             const std::string& device_id, LeaseReporter* reporter) {
+  for (const v1::Trial& trial : lease.trials()) {
+    v1::TrialResult result;
+    *result.mutable_config() = trial.config();
+    result.set_status(status);
+    result.set_error(error);
+    result.set_device_id(device_id);
+    reporter->Add(trial.index(), result);
+  }
+}
+
+void LogTrial(int64_t index, const v1::TrialResult& result) {
+  if (result.status() == v1::TRIAL_STATUS_OK) {
+    spdlog::info("trial {}: OK, median {:.2f} us over {} samples", index,
+                 result.measurement().median_seconds() * 1e6, result.measurement().samples());
+    return;
+  }
+  const std::string& error = result.error();
+  spdlog::info("trial {}: {} {}", index, v1::TrialStatus_Name(result.status()),
+               error.substr(0, std::min<size_t>(error.find('\n'), 200)));
+}
+
+}  // namespace
+
+WorkerDaemon::WorkerDaemon(WorkerOptions options, Coordinator* coordinator,
+                           SourceCache* sources,
+                           std::vector<std::unique_ptr<TrialExecutor>> executors)
+    : options_(std::move(options)),
+      coordinator_(coordinator),
+      sources_(sources),
+      executors_(std::move(executors)),
+      heartbeat_interval_(options_.default_heartbeat_interval),
+      lease_ttl_(options_.default_lease_ttl) {}
+
+WorkerDaemon::~WorkerDaemon() {
+  for (auto& executor : executors_) executor->Shutdown();
+}
+
+void WorkerDaemon::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  spdlog::info("stopping: finishing the current trial, handing back the rest");
+  coordinator_->InterruptLeaseWaits();
+}
+
+bool WorkerDaemon::stopping() const {
+  absl::MutexLock lock(&mu_);
+  return stopping_;
+}
+
+std::string WorkerDaemon::worker_id() const {
+  absl::MutexLock lock(&mu_);
+  return worker_id_;
+}
+
+int WorkerDaemon::leases_done() const {
+  absl::MutexLock lock(&mu_);
+  return leases_done_;
+}
+
+void WorkerDaemon::Backoff(absl::Duration* backoff) {
+  static thread_local std::minstd_rand random(std::random_device{}());
+  const double jitter = 0.5 + std::uniform_real_distribution<double>(0, 0.5)(random);
+  const absl::Duration nap = *backoff * jitter;
+  *backoff = std::min(*backoff * 2, options_.max_backoff);
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&stopping_), nap);
+}
+
+bool WorkerDaemon::Register(const std::string& stale_id) {
+  absl::MutexLock register_lock(&register_mu_);
+  if (worker_id() != stale_id) return true;  // another thread re-registered
+  v1::RegisterWorkerRequest request;
+  request.set_host(options_.host);
+  request.set_toolkit(options_.toolkit);
+  request.set_version(options_.version);
+  for (const auto& executor : executors_) *request.add_devices() = executor->device();
+  absl::Duration backoff = options_.min_backoff;
+  while (!stopping()) {
+    absl::StatusOr<v1::RegisterWorkerResponse> response = coordinator_->RegisterWorker(request);
+    if (response.ok()) {
+      absl::MutexLock lock(&mu_);
+      worker_id_ = response->worker_id();
+      if (response->heartbeat_interval_ms() > 0) {
+        heartbeat_interval_ = absl::Milliseconds(response->heartbeat_interval_ms());
+      }
+      if (response->lease_ttl_ms() > 0) lease_ttl_ = absl::Milliseconds(response->lease_ttl_ms());
+      spdlog::info("registered as worker {} ({} device(s), {})", worker_id_,
+                   request.devices_size(), options_.toolkit);
+      return true;
+    }
+    spdlog::warn("cannot register with the coordinator: {}", response.status().ToString());
+    Backoff(&backoff);
+  }
+  return false;
+}
+
+void WorkerDaemon::HeartbeatLoop() {
+  while (true) {
+    std::string id;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&stopping_), heartbeat_interval_);
+      if (stopping_) return;
+      id = worker_id_;
+    }
+    v1::HeartbeatRequest request;
+    request.set_worker_id(id);
+    absl::StatusOr<v1::HeartbeatResponse> response = coordinator_->Heartbeat(request);
+    if ((response.ok() && response->reregister()) || absl::IsNotFound(response.status())) {
+      spdlog::info("the coordinator does not know worker {}: registering again", id);
+      Register(id);
+    } else if (!response.ok()) {
+      spdlog::debug("heartbeat failed: {}", response.status().ToString());
+    }
+  }
+}
+
+void WorkerDaemon::LeaseLoop(TrialExecutor* executor) {
+  absl::Duration backoff = options_.min_backoff;
+  while (!stopping()) {
+    const std::string id = worker_id();
+    v1::LeaseWorkRequest request;
+    request.set_worker_id(id);
+    request.set_device_id(executor->device().id());
+    request.set_max_trials(options_.max_trials);
+    request.set_wait_ms(absl::ToInt64Milliseconds(options_.lease_wait));
+    absl::StatusOr<v1::LeaseWorkResponse> response = coordinator_->LeaseWork(request);
+    if (stopping()) break;  // a lease won now would only be handed back
+    if (!response.ok()) {
+      if (absl::IsNotFound(response.status()) ||
+          absl::IsFailedPrecondition(response.status())) {
+        spdlog::info("lease refused ({}): registering again", response.status().ToString());
+        if (!Register(id)) break;
+      } else {
+        spdlog::warn("cannot lease work: {}", response.status().ToString());
+      }
+      Backoff(&backoff);
+      continue;
+    }
+    backoff = options_.min_backoff;
+    if (response->has_lease()) ServeLease(executor, id, response->lease());
+  }
+}
+
+void WorkerDaemon::ServeLease(TrialExecutor* executor, const std::string& worker_id,
+                              const v1::Lease& lease) {
+  const std::string& device_id = executor->device().id();
+  spdlog::info("lease {} (epoch {}): {} trial(s) of {} for job {} on {}", lease.lease_id(),
+               lease.epoch(), lease.trials_size(), lease.kernel().name(), lease.job_id(),
+               device_id);
+  LeaseReporterOptions reporter_options;
+  reporter_options.interval = options_.report_interval;
+  {
+    absl::MutexLock lock(&mu_);
+    reporter_options.renew_every = lease_ttl_ / 3;
+  }
+  LeaseReporter reporter(coordinator_, worker_id, lease, reporter_options);
+
+  absl::StatusOr<std::vector<v1::SourceFile>> sources = sources_->Resolve(lease.sources());
+  bool release = false;
+  int reported = 0;
+  if (!sources.ok()) {
+    spdlog::error("lease {}: cannot fetch sources: {}", lease.lease_id(),
+                  sources.status().ToString());
+    release = IsRetryable(sources.status());
+    if (!release) {
+      FailAll(lease, v1::TRIAL_STATUS_COMPILE_ERROR,
+              absl::StrCat("cannot fetch the sources: ", sources.status().message()),
+              device_id, &reporter);
+    }
+  } else {
+    JobContext job{lease.job_id(), lease.kernel(), *std::move(sources), lease.shape(),
+                   lease.seed()};
+    std::vector<v1::Trial> trials(lease.trials().begin(), lease.trials().end());
+    absl::Status status = executor->Run(
+        job, trials,
+        [&](int64_t index, const v1::TrialResult& result) {
+          LogTrial(index, result);
+          reporter.Add(index, result);
+          ++reported;
+        },
+        [&] { return stopping() || reporter.cancelled(); });
+    if (!status.ok()) {
+      spdlog::error("lease {}: the worker cannot run trials: {}", lease.lease_id(),
+                    status.ToString());
+    }
+    release = reported < lease.trials_size();
+    if (!status.ok() && !stopping()) {
+      absl::Duration pause = options_.min_backoff * 4;
+      Backoff(&pause);  // do not spin on leases this host cannot serve
+    }
+  }
+  absl::Status finished = reporter.Finish(release);
+  if (!finished.ok()) {
+    spdlog::warn("lease {}: results not delivered: {}", lease.lease_id(), finished.ToString());
+  }
+  absl::MutexLock lock(&mu_);
+  ++leases_done_;
+}
+
+void WorkerDaemon::Run() {
+  if (!Register(/*stale_id=*/"")) return;
+  std::thread heartbeat([this] { HeartbeatLoop(); });
+  std::vector<std::thread> loops;
+  for (auto& executor : executors_) {
+    loops.emplace_back([this, e = executor.get()] { LeaseLoop(e); });
+  }
+  for (std::thread& loop : loops) loop.join();
+  heartbeat.join();
+  for (auto& executor : executors_) executor->Shutdown();
+}
+
+}  // namespace tunefleet::worker

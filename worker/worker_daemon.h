@@ -1,0 +1,96 @@
+// The worker daemon: registers this host's devices with the coordinator,
+// pulls leases for each device, runs their trials through the device's
+// TrialExecutor and reports the results, heartbeating in the background,
+// until Stop.
+#ifndef TUNEFLEET_WORKER_WORKER_DAEMON_H_
+#define TUNEFLEET_WORKER_WORKER_DAEMON_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "worker/coordinator.h"
+#include "worker/lease_reporter.h"
+#include "worker/source_cache.h"
+#include "worker/trial_executor.h"
+
+namespace tunefleet::worker {
+
+struct WorkerOptions {
+  // Reported as RegisterWorkerRequest.host. REQUIRES: non-empty.
+  std::string host;
+  // Compiler name and version (Compiler::toolkit()). REQUIRES: non-empty.
+  std::string toolkit;
+  // The worker's tunefleet version. Default: the project version.
+  std::string version = "0.1.0";
+  // Trials asked per lease (0 = the coordinator's batch size). Default 0.
+  int max_trials = 0;
+  // How long one LeaseWork waits for work. Default 5 s.
+  absl::Duration lease_wait = absl::Seconds(5);
+  // Retry backoff when the coordinator is unreachable: doubles from min to
+  // max, with jitter. Defaults 0.5 s and 30 s.
+  absl::Duration min_backoff = absl::Milliseconds(500);
+  absl::Duration max_backoff = absl::Seconds(30);
+  // Used when the coordinator leaves them unset. Defaults 5 s and 30 s.
+  absl::Duration default_heartbeat_interval = absl::Seconds(5);
+  absl::Duration default_lease_ttl = absl::Seconds(30);
+  // How often results are streamed back. Default 1 s.
+  absl::Duration report_interval = absl::Seconds(1);
+};
+
+// Thread-safety: Run blocks its caller; Stop may be called from any thread
+// (a signal thread). Each device's lease loop owns that device's executor.
+class WorkerDaemon {
+ public:
+  // One executor per device (its benchmark child included). REQUIRES:
+  // `coordinator` and `sources` outlive the daemon; executors non-empty.
+  WorkerDaemon(WorkerOptions options, Coordinator* coordinator, SourceCache* sources,
+               std::vector<std::unique_ptr<TrialExecutor>> executors);
+  ~WorkerDaemon();
+
+  // Registers (retrying until it succeeds or Stop), then serves leases on
+  // every device until Stop. On Stop: no new lease is taken; the trial in
+  // progress finishes, its results are reported and the rest of the lease is
+  // handed back (release). Returns after every thread and child is gone.
+  void Run();
+  // Asks Run to wind down. Idempotent.
+  void Stop();
+
+  // The id the coordinator gave this worker; empty before registration.
+  std::string worker_id() const;
+  // Leases fully served or handed back so far (for tests and logs).
+  int leases_done() const;
+
+ private:
+  // Registers unless `stale_id` is no longer the current id (someone else
+  // re-registered already). False when stopped first.
+  bool Register(const std::string& stale_id);
+  void HeartbeatLoop();
+  void LeaseLoop(TrialExecutor* executor);
+  void ServeLease(TrialExecutor* executor, const std::string& worker_id,
+                  const v1::Lease& lease);
+  // Sleeps `backoff` (with jitter) unless stopped first; doubles it.
+  void Backoff(absl::Duration* backoff);
+  bool stopping() const;
+
+  const WorkerOptions options_;
+  Coordinator* const coordinator_;
+  SourceCache* const sources_;
+  std::vector<std::unique_ptr<TrialExecutor>> executors_;
+
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::string worker_id_ ABSL_GUARDED_BY(mu_);
+  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_);
+  absl::Duration lease_ttl_ ABSL_GUARDED_BY(mu_);
+  int leases_done_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Mutex register_mu_;  // one registration at a time
+};
+
+}  // namespace tunefleet::worker
+
+#endif  // TUNEFLEET_WORKER_WORKER_DAEMON_H_
