@@ -1,0 +1,264 @@
+#include "tunefleet/client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <optional>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "client/convert.h"
+#include "common/config_text.h"
+#include "common/grpc_status.h"
+#include "common/spec_loader.h"
+#include "common/status_macros.h"
+#include "tunefleet/v1/tuning_service.grpc.pb.h"
+
+namespace tunefleet {
+
+using client_internal::BestConfigFromProto;
+using client_internal::JobFromProto;
+using client_internal::JobSpecFromRequest;
+using client_internal::WorkerFromProto;
+
+const char* JobStateName(JobState state) {
+  switch (state) {
+    case JobState::kQueued:
+      return "QUEUED";
+    case JobState::kRunning:
+      return "RUNNING";
+    case JobState::kSucceeded:
+      return "SUCCEEDED";
+    case JobState::kFailed:
+      return "FAILED";
+    case JobState::kCancelled:
+      return "CANCELLED";
+    default:
+      return "UNSPECIFIED";
+  }
+}
+
+bool IsFinal(JobState state) {
+  return state == JobState::kSucceeded || state == JobState::kFailed ||
+         state == JobState::kCancelled;
+}
+
+const char* BestConfigSourceName(BestConfig::Source source) {
+  switch (source) {
+    case BestConfig::Source::kExact:
+      return "EXACT";
+    case BestConfig::Source::kNearestShape:
+      return "NEAREST_SHAPE";
+    case BestConfig::Source::kDefault:
+      return "DEFAULT";
+    default:
+      return "UNSPECIFIED";
+  }
+}
+
+class Client::Impl {
+ public:
+  Impl(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
+      : options_(std::move(options)),
+        stub_(v1::TuningService::NewStub(std::move(channel))) {}
+
+  template <typename Request, typename Response>
+  using Method = grpc::Status (v1::TuningService::Stub::*)(grpc::ClientContext*,
+                                                           const Request&,
+                                                           Response*);
+
+  // One unary call under the per-call deadline.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(Method<Request, Response> method,
+                                const Request& request) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + options_.deadline);
+    Response response;
+    grpc::Status status = (stub_.get()->*method)(&context, request, &response);
+    if (!status.ok()) return Annotate(FromGrpcStatus(status));
+    return response;
+  }
+
+  absl::StatusOr<Job> GetJob(const std::string& job_id) {
+    v1::GetJobRequest request;
+    request.set_job_id(job_id);
+    ASSIGN_OR_RETURN(v1::GetJobResponse response,
+                     Call(&v1::TuningService::Stub::GetJob, request));
+    return JobFromProto(response.job());
+  }
+
+  absl::StatusOr<Job> Watch(const std::string& job_id,
+                            const std::function<void(const Job&)>& on_update);
+  void CancelWatches();
+
+ private:
+  // Names the server in transport errors, which otherwise do not say where.
+  absl::Status Annotate(absl::Status status) const {
+    if (status.code() != absl::StatusCode::kUnavailable &&
+        status.code() != absl::StatusCode::kDeadlineExceeded) {
+      return status;
+    }
+    return absl::Status(status.code(),
+                        absl::StrCat("tunefleet server ", options_.target, ": ",
+                                     status.message()));
+  }
+  absl::StatusOr<Job> Stream(const std::string& job_id,
+                             const std::function<void(const Job&)>& on_update);
+  bool Register(grpc::ClientContext* context);
+  void Unregister(grpc::ClientContext* context);
+
+  const ClientOptions options_;
+  const std::unique_ptr<v1::TuningService::Stub> stub_;
+  absl::Mutex mu_;
+  bool watches_cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_set<grpc::ClientContext*> watches_ ABSL_GUARDED_BY(mu_);
+};
+
+// The stream has no deadline, so a unary GetJob first bounds the time to
+// reach the server and learn that the job exists; a job already final needs
+// no stream at all.
+absl::StatusOr<Job> Client::Impl::Watch(
+    const std::string& job_id,
+    const std::function<void(const Job&)>& on_update) {
+  ASSIGN_OR_RETURN(Job job, GetJob(job_id));
+  if (IsFinal(job.state)) {
+    on_update(job);
+    return job;
+  }
+  return Stream(job_id, on_update);
+}
+
+absl::StatusOr<Job> Client::Impl::Stream(
+    const std::string& job_id,
+    const std::function<void(const Job&)>& on_update) {
+  grpc::ClientContext context;
+  if (!Register(&context)) return absl::CancelledError("watch cancelled");
+  v1::WatchJobRequest request;
+  request.set_job_id(job_id);
+  std::unique_ptr<grpc::ClientReader<v1::WatchJobEvent>> reader =
+      stub_->WatchJob(&context, request);
+  v1::WatchJobEvent event;
+  std::optional<Job> last;
+  while (reader->Read(&event)) {
+    last = JobFromProto(event.job());
+    on_update(*last);
+    if (IsFinal(last->state)) {
+      context.TryCancel();  // the server would end the stream anyway
+      break;
+    }
+  }
+  grpc::Status status = reader->Finish();
+  Unregister(&context);
+  if (last.has_value() && IsFinal(last->state)) return *std::move(last);
+  if (status.error_code() == grpc::StatusCode::CANCELLED) {
+    return absl::CancelledError("watch cancelled");
+  }
+  if (!status.ok()) return Annotate(FromGrpcStatus(status));
+  return Annotate(absl::UnavailableError(
+      absl::StrCat("watch of job ", job_id, " ended before the job finished")));
+}
+
+bool Client::Impl::Register(grpc::ClientContext* context) {
+  absl::MutexLock lock(&mu_);
+  if (watches_cancelled_) return false;
+  watches_.insert(context);
+  return true;
+}
+
+void Client::Impl::Unregister(grpc::ClientContext* context) {
+  absl::MutexLock lock(&mu_);
+  watches_.erase(context);
+}
+
+void Client::Impl::CancelWatches() {
+  absl::MutexLock lock(&mu_);
+  watches_cancelled_ = true;
+  for (grpc::ClientContext* context : watches_) context->TryCancel();
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
+    const ClientOptions& options) {
+  if (options.target.empty()) {
+    return absl::InvalidArgumentError("no server address given");
+  }
+  if (options.deadline <= std::chrono::milliseconds::zero()) {
+    return absl::InvalidArgumentError("the call deadline must be positive");
+  }
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(options.target, grpc::InsecureChannelCredentials());
+  return std::unique_ptr<Client>(
+      new Client(std::make_unique<Impl>(options, std::move(channel))));
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+absl::StatusOr<Job> Client::Submit(const SubmitRequest& request) {
+  ASSIGN_OR_RETURN(KernelBundle bundle, LoadKernelDir(request.kernel_dir));
+  v1::SubmitJobRequest rpc;
+  ASSIGN_OR_RETURN(*rpc.mutable_spec(),
+                   JobSpecFromRequest(request, std::move(bundle)));
+  ASSIGN_OR_RETURN(v1::SubmitJobResponse response,
+                   impl_->Call(&v1::TuningService::Stub::SubmitJob, rpc));
+  return JobFromProto(response.job());
+}
+
+absl::StatusOr<Job> Client::Watch(
+    const std::string& job_id,
+    const std::function<void(const Job&)>& on_update) {
+  return impl_->Watch(job_id, on_update);
+}
+
+void Client::CancelWatches() { impl_->CancelWatches(); }
+
+absl::StatusOr<Job> Client::GetJob(const std::string& job_id) {
+  return impl_->GetJob(job_id);
+}
+
+absl::StatusOr<Job> Client::CancelJob(const std::string& job_id) {
+  v1::CancelJobRequest request;
+  request.set_job_id(job_id);
+  ASSIGN_OR_RETURN(v1::CancelJobResponse response,
+                   impl_->Call(&v1::TuningService::Stub::CancelJob, request));
+  return JobFromProto(response.job());
+}
+
+absl::StatusOr<std::vector<Job>> Client::ListJobs(int32_t limit) {
+  v1::ListJobsRequest request;
+  request.set_limit(limit);
+  ASSIGN_OR_RETURN(v1::ListJobsResponse response,
+                   impl_->Call(&v1::TuningService::Stub::ListJobs, request));
+  std::vector<Job> jobs;
+  for (const v1::Job& job : response.jobs()) jobs.push_back(JobFromProto(job));
+  return jobs;
+}
+
+absl::StatusOr<BestConfig> Client::GetBestConfig(
+    const std::string& kernel, const std::string& shape,
+    const std::string& device_model, const std::string& toolkit) {
+  if (kernel.empty()) return absl::InvalidArgumentError("no kernel name given");
+  v1::GetBestConfigRequest request;
+  request.set_kernel_name(kernel);
+  ASSIGN_OR_RETURN(*request.mutable_shape(), ParseShape(shape));
+  request.set_device_model(device_model);
+  request.set_toolkit(toolkit);
+  ASSIGN_OR_RETURN(
+      v1::GetBestConfigResponse response,
+      impl_->Call(&v1::TuningService::Stub::GetBestConfig, request));
+  return BestConfigFromProto(response);
+}
+
+absl::StatusOr<std::vector<WorkerInfo>> Client::ListWorkers() {
+  ASSIGN_OR_RETURN(v1::ListWorkersResponse response,
+                   impl_->Call(&v1::TuningService::Stub::ListWorkers,
+                               v1::ListWorkersRequest()));
+  std::vector<WorkerInfo> workers;
+  for (const v1::WorkerInfo& worker : response.workers()) {
+    workers.push_back(WorkerFromProto(worker));
+  }
+  return workers;
+}
+
+}  // namespace tunefleet

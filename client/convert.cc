@@ -1,0 +1,182 @@
+#include "client/convert.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/config_text.h"
+#include "common/status_macros.h"
+
+namespace tunefleet::client_internal {
+namespace {
+
+JobState JobStateFromProto(v1::JobState state) {
+  switch (state) {
+    case v1::JOB_STATE_QUEUED:
+      return JobState::kQueued;
+    case v1::JOB_STATE_RUNNING:
+      return JobState::kRunning;
+    case v1::JOB_STATE_SUCCEEDED:
+      return JobState::kSucceeded;
+    case v1::JOB_STATE_FAILED:
+      return JobState::kFailed;
+    case v1::JOB_STATE_CANCELLED:
+      return JobState::kCancelled;
+    default:
+      return JobState::kUnspecified;
+  }
+}
+
+BestConfig::Source SourceFromProto(v1::GetBestConfigResponse::Source source) {
+  switch (source) {
+    case v1::GetBestConfigResponse::SOURCE_EXACT:
+      return BestConfig::Source::kExact;
+    case v1::GetBestConfigResponse::SOURCE_NEAREST_SHAPE:
+      return BestConfig::Source::kNearestShape;
+    case v1::GetBestConfigResponse::SOURCE_DEFAULT:
+      return BestConfig::Source::kDefault;
+    default:
+      return BestConfig::Source::kUnspecified;
+  }
+}
+
+std::string BackendName(v1::Backend backend) {
+  return std::string(absl::StripPrefix(v1::Backend_Name(backend), "BACKEND_"));
+}
+
+JobTarget TargetFromProto(const v1::Target& target) {
+  JobTarget out;
+  out.device_model = target.device_model();
+  out.toolkit = target.toolkit();
+  out.tuning_key = target.tuning_key();
+  out.cached = target.cached();
+  out.trials_total = target.trials_total();
+  out.trials_done = target.trials_done();
+  if (target.has_best()) {
+    out.best_config = target.best().config_text().empty()
+                          ? ConfigToString(target.best().config())
+                          : target.best().config_text();
+    out.best_seconds = target.best().median_seconds();
+  }
+  out.default_seconds = target.default_seconds();
+  return out;
+}
+
+TrialSummary TrialFromProto(const v1::TrialSummary& trial) {
+  return TrialSummary{.config = trial.config_text(),
+                      .median_seconds = trial.median_seconds(),
+                      .status = TrialStatusName(trial.status()),
+                      .device_model = trial.device_model()};
+}
+
+absl::Status CheckConfigSet(const v1::KernelSpec& spec,
+                            const std::string& name) {
+  if (name.empty()) return absl::OkStatus();
+  for (const v1::ConfigSet& set : spec.config_sets()) {
+    if (set.name() == name) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "kernel ", spec.name(), " has no config set \"", name, "\""));
+}
+
+}  // namespace
+
+std::string TrialStatusName(v1::TrialStatus status) {
+  std::string name = v1::TrialStatus_Name(status);
+  if (name.empty()) return absl::StrCat("STATUS_", static_cast<int>(status));
+  return std::string(absl::StripPrefix(name, "TRIAL_STATUS_"));
+}
+
+Job JobFromProto(const v1::Job& job) {
+  Job out;
+  out.id = job.id();
+  out.kernel = job.kernel_name();
+  out.shape = ShapeToString(job.shape());
+  out.state = JobStateFromProto(job.state());
+  out.reason = job.reason();
+  out.strategy = job.strategy();
+  out.trials_total = job.trials_total();
+  out.trials_done = job.trials_done();
+  for (const v1::StatusCount& count : job.outcomes()) {
+    out.outcomes[TrialStatusName(count.status())] += count.count();
+  }
+  for (const v1::Target& target : job.targets()) {
+    out.targets.push_back(TargetFromProto(target));
+  }
+  for (const v1::TrialSummary& trial : job.top_trials()) {
+    out.top_trials.push_back(TrialFromProto(trial));
+  }
+  out.created_unix_ms = job.created_unix_ms();
+  out.updated_unix_ms = job.updated_unix_ms();
+  return out;
+}
+
+BestConfig BestConfigFromProto(const v1::GetBestConfigResponse& response) {
+  BestConfig out;
+  out.source = SourceFromProto(response.source());
+  out.config = response.config_text().empty()
+                   ? ConfigToString(response.config())
+                   : response.config_text();
+  for (const v1::ParamValue& value : response.config().values()) {
+    out.values[value.name()] = value.value();
+  }
+  out.median_seconds = response.median_seconds();
+  out.tuning_key = response.tuning_key();
+  out.job_id = response.job_id();
+  out.tuned_shape = ShapeToString(response.tuned_shape());
+  out.device_model = response.device_model();
+  out.toolkit = response.toolkit();
+  return out;
+}
+
+WorkerInfo WorkerFromProto(const v1::WorkerInfo& worker) {
+  WorkerInfo out;
+  out.id = worker.worker_id();
+  out.host = worker.host();
+  out.toolkit = worker.toolkit();
+  for (const v1::Device& device : worker.devices()) {
+    out.devices.push_back(DeviceInfo{.id = device.id(),
+                                     .model = device.model(),
+                                     .backend = BackendName(device.backend())});
+  }
+  out.last_seen_unix_ms = worker.last_seen_unix_ms();
+  out.active_leases = worker.active_leases();
+  out.alive = worker.alive();
+  return out;
+}
+
+absl::StatusOr<v1::Shape> ShapeFromRequest(const SubmitRequest& request) {
+  if (!request.shape.empty()) return ParseShape(request.shape);
+  if (request.shape_dims.empty()) {
+    return absl::InvalidArgumentError("no shape given (e.g. M=1024,N=1024)");
+  }
+  v1::Shape shape;
+  for (const auto& [name, value] : request.shape_dims) {
+    v1::DimValue* dim = shape.add_dims();
+    dim->set_name(name);
+    dim->set_value(value);
+  }
+  return shape;
+}
+
+absl::StatusOr<v1::JobSpec> JobSpecFromRequest(const SubmitRequest& request,
+                                               KernelBundle bundle) {
+  ASSIGN_OR_RETURN(v1::Shape shape, ShapeFromRequest(request));
+  ASSIGN_OR_RETURN(v1::Shape normalized, NormalizeShape(bundle.spec, shape));
+  RETURN_IF_ERROR(CheckConfigSet(bundle.spec, request.config_set));
+  v1::JobSpec spec;
+  *spec.mutable_kernel() = std::move(bundle.spec);
+  for (v1::SourceFile& file : bundle.sources) {
+    *spec.add_sources() = std::move(file);
+  }
+  *spec.mutable_shape() = std::move(normalized);
+  spec.set_strategy(request.strategy);
+  spec.set_budget(request.budget);
+  spec.set_force_retune(request.force_retune);
+  spec.set_config_set(request.config_set);
+  spec.set_seed(request.seed);
+  spec.set_device_model(request.device_model);
+  return spec;
+}
+
+}  // namespace tunefleet::client_internal

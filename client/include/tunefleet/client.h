@@ -1,0 +1,212 @@
+// The tunefleet client library: submit kernel-tuning jobs to a coordinator,
+// follow them, and ask for the best known config of a kernel.
+//
+//   auto client = tunefleet::Client::Connect({.target = "tuner:7070"});
+//   if (!client.ok()) return ...;
+//   absl::StatusOr<tunefleet::BestConfig> best =
+//       (*client)->GetBestConfig("matmul", "M=1024,N=1024,K=1024");
+//
+// This is the only public header of tunefleet; it exposes no protobuf or
+// gRPC types. Every fallible call returns an absl::Status with a canonical
+// code: UNAVAILABLE (the server cannot be reached; retry), DEADLINE_EXCEEDED,
+// NOT_FOUND, INVALID_ARGUMENT (a bad request), CANCELLED (CancelWatches), and
+// whatever else the server answers, unchanged.
+#ifndef TUNEFLEET_CLIENT_H_
+#define TUNEFLEET_CLIENT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tunefleet {
+
+struct ClientOptions {
+  // The coordinator's address, "host:port". Default: "localhost:7070".
+  std::string target = "localhost:7070";
+  // Time allowed for each call, and for Watch to receive the job's current
+  // state (not for the whole watch). Default: 10 seconds.
+  std::chrono::milliseconds deadline = std::chrono::seconds(10);
+};
+
+// What to tune. The kernel is read from disk by Submit.
+struct SubmitRequest {
+  // A directory holding kernel.textproto and the sources it names.
+  std::string kernel_dir;
+  // The problem shape as text, "M=1024,N=1024,K=1024". When empty,
+  // `shape_dims` is used instead. Default: empty.
+  std::string shape;
+  std::map<std::string, int64_t> shape_dims;
+  // "exhaustive" or "random". Default: empty, which the server reads as
+  // "exhaustive".
+  std::string strategy;
+  // Random strategy: configs to try. Default: 0, which the server reads as 64.
+  int64_t budget = 0;
+  // Measure even when the tuning key already has a result. Default: false.
+  bool force_retune = false;
+  // Tune only this named config set of the spec. Default: empty (all).
+  std::string config_set;
+  // Tune only on this device model. Default: empty (every matching worker).
+  std::string device_model;
+  // Seed of the random strategy and the input data. Default: 0.
+  uint64_t seed = 0;
+};
+
+enum class JobState {
+  kUnspecified,
+  kQueued,
+  kRunning,
+  kSucceeded,
+  kFailed,
+  kCancelled
+};
+
+// "QUEUED", "RUNNING", ... ("UNSPECIFIED" for kUnspecified).
+const char* JobStateName(JobState state);
+// True for SUCCEEDED, FAILED and CANCELLED: the job will not change again.
+bool IsFinal(JobState state);
+
+// One measured config.
+struct TrialSummary {
+  std::string config;  // short form, "BLOCK_M=64,BLOCK_N=128"
+  double median_seconds = 0;
+  std::string status;  // trial status name, e.g. "OK"
+  std::string device_model;
+};
+
+// The job's progress on one (device model, toolkit).
+struct JobTarget {
+  std::string device_model;
+  std::string toolkit;
+  std::string tuning_key;
+  bool cached = false;  // answered from the store; nothing measured
+  int64_t trials_total = 0;
+  int64_t trials_done = 0;
+  std::string best_config;     // empty until a trial succeeded
+  double best_seconds = 0;     // 0 until a trial succeeded
+  double default_seconds = 0;  // the default config's median; 0 if unknown
+};
+
+struct Job {
+  std::string id;
+  std::string kernel;
+  std::string shape;  // "M=1024,N=1024,K=1024"
+  JobState state = JobState::kUnspecified;
+  std::string reason;  // why it waits or failed
+  std::string strategy;
+  int64_t trials_total = 0;
+  int64_t trials_done = 0;
+  // Trial status name ("OK", "COMPILE_ERROR", "TIMEOUT", ...) to count.
+  std::map<std::string, int64_t> outcomes;
+  std::vector<JobTarget> targets;
+  // The fastest OK trials, fastest first, at most five per target.
+  std::vector<TrialSummary> top_trials;
+  int64_t created_unix_ms = 0;
+  int64_t updated_unix_ms = 0;
+};
+
+// The config an application should use for a kernel and shape.
+struct BestConfig {
+  enum class Source {
+    kUnspecified,
+    kExact,         // tuned for this very kernel, shape, device and toolkit
+    kNearestShape,  // tuned for another shape of the same kernel and device
+    kDefault,       // nothing tuned: the spec's default config
+  };
+  Source source = Source::kUnspecified;
+  std::string config;                     // short form
+  std::map<std::string, int64_t> values;  // param name to value
+  double median_seconds = 0;              // 0 for kDefault
+  std::string tuning_key;
+  std::string job_id;
+  std::string tuned_shape;  // the shape it was tuned for
+  std::string device_model;
+  std::string toolkit;
+};
+
+// "EXACT", "NEAREST_SHAPE", "DEFAULT" ("UNSPECIFIED" for kUnspecified).
+const char* BestConfigSourceName(BestConfig::Source source);
+
+struct DeviceInfo {
+  std::string id;
+  std::string model;
+  std::string backend;  // "CPU" or "CUDA"
+};
+
+struct WorkerInfo {
+  std::string id;
+  std::string host;
+  std::string toolkit;
+  std::vector<DeviceInfo> devices;
+  int64_t last_seen_unix_ms = 0;
+  int32_t active_leases = 0;
+  bool alive = false;
+};
+
+// A connection to one tunefleet coordinator.
+//
+// Thread-safety: a Client is safe for concurrent use from multiple threads
+// without external synchronization.
+class Client {
+ public:
+  // Creates a client for `options.target` over an insecure channel. Does not
+  // contact the server: an unreachable server surfaces as UNAVAILABLE from
+  // the first call. INVALID_ARGUMENT when the target is empty.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(
+      const ClientOptions& options);
+
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  ~Client();
+
+  // Reads the kernel directory (its spec and every source it names) and
+  // submits a tuning job. NOT_FOUND for a missing file, INVALID_ARGUMENT for
+  // a bad spec or shape, before anything is sent.
+  absl::StatusOr<Job> Submit(const SubmitRequest& request);
+
+  // Passes the job's states to `on_update` (called on this thread, first
+  // with the current state) until one is final, and returns that one. The
+  // current state is fetched under the per-call deadline (so an unreachable
+  // server or unknown job fails fast); the stream that follows has none.
+  // UNAVAILABLE when the stream breaks before a final state, CANCELLED after
+  // CancelWatches.
+  absl::StatusOr<Job> Watch(const std::string& job_id,
+                            const std::function<void(const Job&)>& on_update);
+
+  // Ends every Watch in progress and makes later ones return CANCELLED at
+  // once (for Ctrl-C). Callable from any thread, on_update included; not
+  // from a signal handler.
+  void CancelWatches();
+
+  absl::StatusOr<Job> GetJob(const std::string& job_id);
+  // Asks the server to stop a job and returns its state afterwards.
+  absl::StatusOr<Job> CancelJob(const std::string& job_id);
+  // The most recent jobs, newest first. `limit` 0 means the server's
+  // default (100).
+  absl::StatusOr<std::vector<Job>> ListJobs(int32_t limit = 0);
+
+  // The best config of `kernel` for `shape` ("M=1024,N=1024,K=1024").
+  // Empty `device_model` or `toolkit` matches any. NOT_FOUND when the server
+  // does not know the kernel.
+  absl::StatusOr<BestConfig> GetBestConfig(const std::string& kernel,
+                                           const std::string& shape,
+                                           const std::string& device_model = "",
+                                           const std::string& toolkit = "");
+
+  absl::StatusOr<std::vector<WorkerInfo>> ListWorkers();
+
+ private:
+  class Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tunefleet
+
+#endif  // TUNEFLEET_CLIENT_H_

@@ -1,0 +1,176 @@
+#include "client/tunectl/commands.h"
+
+#include <cmath>
+#include <fstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/tunectl/exit_codes.h"
+#include "client/tunectl/validate.h"
+#include "common/config_text.h"
+
+namespace tunefleet::tunectl {
+namespace {
+
+bool Json(const Console& console) {
+  return console.format == OutputFormat::kJson;
+}
+
+int PrintJob(const Console& console, const Job& job) {
+  *console.out << (Json(console) ? JobJson(job) : JobDetails(job));
+  return kExitOk;
+}
+
+}  // namespace
+
+std::string ResolveServer(const std::string& flag, const char* env,
+                          const std::string& config) {
+  if (!flag.empty()) return flag;
+  if (env != nullptr && *env != '\0') return env;
+  if (!config.empty()) return config;
+  return kDefaultServer;
+}
+
+std::string DefaultConfigPath(const char* xdg_config_home, const char* home) {
+  if (xdg_config_home != nullptr && *xdg_config_home != '\0') {
+    return absl::StrCat(xdg_config_home, "/tunefleet/tunectl.conf");
+  }
+  if (home != nullptr && *home != '\0') {
+    return absl::StrCat(home, "/.config/tunefleet/tunectl.conf");
+  }
+  return "";
+}
+
+std::string ConfigFileServer(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (text.empty() || text[0] == '#') continue;
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(text, absl::MaxSplits('=', 1));
+    if (absl::StripAsciiWhitespace(kv.first) == "server") {
+      return std::string(absl::StripAsciiWhitespace(kv.second));
+    }
+  }
+  return "";
+}
+
+bool ColorAllowed(bool terminal, const char* no_color_env) {
+  return terminal && (no_color_env == nullptr || *no_color_env == '\0');
+}
+
+absl::StatusOr<ClientOptions> MakeClientOptions(const std::string& server,
+                                                double timeout_seconds) {
+  if (!(timeout_seconds > 0) || !std::isfinite(timeout_seconds)) {
+    return absl::InvalidArgumentError(
+        "--timeout must be a positive number of seconds");
+  }
+  ClientOptions options;
+  options.target = server;
+  options.deadline = std::chrono::milliseconds(
+      static_cast<int64_t>(std::ceil(timeout_seconds * 1000)));
+  return options;
+}
+
+int ReportError(const Console& console, const absl::Status& status) {
+  *console.err << "tunectl: " << status.message() << "\n";
+  if (status.code() == absl::StatusCode::kUnavailable) {
+    *console.err << "tunectl: is the coordinator running? Set the address with "
+                    "--server or TUNEFLEET_SERVER.\n";
+  }
+  return ExitCodeForStatus(status);
+}
+
+int RunSubmit(Client& client, const SubmitRequest& request, bool wait,
+              const Console& console) {
+  absl::StatusOr<Job> job = client.Submit(request);
+  if (!job.ok()) return ReportError(console, job.status());
+  *console.err << "submitted job " << job->id << ": " << job->kernel << " "
+               << job->shape << ", " << job->trials_total << " trials\n";
+  if (wait) return RunWatch(client, job->id, console);
+  if (Json(console)) return PrintJob(console, *job);
+  *console.out << job->id << "\n";
+  return kExitOk;
+}
+
+int RunWatch(Client& client, const std::string& job_id,
+             const Console& console) {
+  ProgressReporter progress(console.err, console.progress);
+  absl::StatusOr<Job> job = client.Watch(job_id, [&](const Job& update) {
+    progress.Update(update, console.now());
+  });
+  progress.Finish();
+  if (job.status().code() == absl::StatusCode::kCancelled) {
+    *console.err << "tunectl: interrupted; job " << job_id
+                 << " keeps running (stop it with: tunectl cancel " << job_id
+                 << ")\n";
+    return kExitInterrupted;
+  }
+  if (!job.ok()) return ReportError(console, job.status());
+  PrintJob(console, *job);
+  return ExitCodeForJob(*job);
+}
+
+int RunStatus(Client& client, const std::string& job_id,
+              const Console& console) {
+  absl::StatusOr<Job> job = client.GetJob(job_id);
+  if (!job.ok()) return ReportError(console, job.status());
+  return PrintJob(console, *job);
+}
+
+int RunCancel(Client& client, const std::string& job_id,
+              const Console& console) {
+  absl::StatusOr<Job> job = client.CancelJob(job_id);
+  if (!job.ok()) return ReportError(console, job.status());
+  if (Json(console)) return PrintJob(console, *job);
+  *console.out << job->id << " " << JobStateName(job->state) << "\n";
+  return kExitOk;
+}
+
+int RunJobs(Client& client, int32_t limit, const Console& console) {
+  absl::StatusOr<std::vector<Job>> jobs = client.ListJobs(limit);
+  if (!jobs.ok()) return ReportError(console, jobs.status());
+  *console.out << (Json(console) ? JobsJson(*jobs)
+                                 : JobsTable(*jobs, console.now()));
+  return kExitOk;
+}
+
+int RunBest(Client& client, const std::string& kernel, const std::string& shape,
+            const std::string& device_model, const std::string& toolkit,
+            const Console& console) {
+  absl::StatusOr<BestConfig> best =
+      client.GetBestConfig(kernel, shape, device_model, toolkit);
+  if (!best.ok()) return ReportError(console, best.status());
+  *console.out << (Json(console) ? BestConfigJson(*best)
+                                 : BestConfigDetails(*best));
+  return kExitOk;
+}
+
+int RunWorkers(Client& client, const Console& console) {
+  absl::StatusOr<std::vector<WorkerInfo>> workers = client.ListWorkers();
+  if (!workers.ok()) return ReportError(console, workers.status());
+  *console.out << (Json(console) ? WorkersJson(*workers)
+                                 : WorkersTable(*workers, console.now()));
+  return kExitOk;
+}
+
+int RunValidate(const std::string& kernel_dir, const std::string& shape,
+                const Console& console) {
+  if (absl::StatusOr<v1::Shape> parsed = ParseShape(shape); !parsed.ok()) {
+    *console.err << "tunectl: --shape: " << parsed.status().message() << "\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<ValidateReport> report =
+      ValidateKernelDirectory(kernel_dir, shape);
+  if (!report.ok()) {
+    *console.err << "tunectl: " << report.status().message() << "\n";
+    return ExitCodeForStatus(report.status());
+  }
+  *console.out << (Json(console) ? ValidateReportJson(*report)
+                                 : ValidateReportText(*report));
+  return kExitOk;
+}
+
+}  // namespace tunefleet::tunectl

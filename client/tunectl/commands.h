@@ -1,0 +1,78 @@
+// tunectl's verbs. main.cc parses the flags into the structs below and calls
+// one Run* function, whose return value is the process exit code (see
+// exit_codes.h). Data goes to Console::out, messages and progress to
+// Console::err.
+#ifndef TUNEFLEET_CLIENT_TUNECTL_COMMANDS_H_
+#define TUNEFLEET_CLIENT_TUNECTL_COMMANDS_H_
+
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "client/tunectl/format.h"
+#include "client/tunectl/progress.h"
+#include "tunefleet/client.h"
+
+namespace tunefleet::tunectl {
+
+inline constexpr char kDefaultServer[] = "localhost:7070";
+
+// Where and how tunectl writes.
+struct Console {
+  std::ostream* out = nullptr;  // data: tables and JSON documents
+  std::ostream* err = nullptr;  // messages and progress
+  // Default: tables.
+  OutputFormat format = OutputFormat::kTable;
+  // How progress is drawn on `err`. Default: plain lines, no color.
+  ProgressStyle progress;
+  // The clock for progress and ages. Default: absl::Now.
+  std::function<absl::Time()> now = absl::Now;
+};
+
+// The server address: `flag` when set, else `env` (TUNEFLEET_SERVER; may be
+// null), else `config` (from the config file), else kDefaultServer.
+std::string ResolveServer(const std::string& flag, const char* env,
+                          const std::string& config);
+// $XDG_CONFIG_HOME/tunefleet/tunectl.conf, else
+// $HOME/.config/tunefleet/tunectl.conf; empty when neither is set.
+std::string DefaultConfigPath(const char* xdg_config_home, const char* home);
+// The `server` of a config file of "key = value" lines and '#' comments;
+// empty when the file or the key is absent.
+std::string ConfigFileServer(const std::string& path);
+// Colors only on a terminal and when NO_COLOR is unset or empty.
+bool ColorAllowed(bool terminal, const char* no_color_env);
+// INVALID_ARGUMENT unless `seconds` is positive and finite.
+absl::StatusOr<ClientOptions> MakeClientOptions(const std::string& server,
+                                                double timeout_seconds);
+
+// Prints "tunectl: <message>" (and a hint for an unreachable server) on
+// `err` and returns the status's exit code.
+int ReportError(const Console& console, const absl::Status& status);
+
+// Submits a job; prints its id (table) or the job (json). With `wait`,
+// watches it to the end like RunWatch.
+int RunSubmit(Client& client, const SubmitRequest& request, bool wait,
+              const Console& console);
+// Shows progress until the job is final, then its summary; the exit code
+// reflects the job (ExitCodeForJob), or 130 when the watch was cancelled.
+int RunWatch(Client& client, const std::string& job_id, const Console& console);
+int RunStatus(Client& client, const std::string& job_id,
+              const Console& console);
+int RunCancel(Client& client, const std::string& job_id,
+              const Console& console);
+int RunJobs(Client& client, int32_t limit, const Console& console);
+int RunBest(Client& client, const std::string& kernel, const std::string& shape,
+            const std::string& device_model, const std::string& toolkit,
+            const Console& console);
+int RunWorkers(Client& client, const Console& console);
+// Offline: exits 1 on a spec problem, 5 on a missing file, 2 on a shape
+// that does not parse.
+int RunValidate(const std::string& kernel_dir, const std::string& shape,
+                const Console& console);
+
+}  // namespace tunefleet::tunectl
+
+#endif  // TUNEFLEET_CLIENT_TUNECTL_COMMANDS_H_

@@ -1,0 +1,34 @@
+// tunectl's exit codes, shared by every verb and documented in --help.
+#ifndef TUNEFLEET_CLIENT_TUNECTL_EXIT_CODES_H_
+#define TUNEFLEET_CLIENT_TUNECTL_EXIT_CODES_H_
+
+#include "absl/status/status.h"
+#include "tunefleet/client.h"
+
+namespace tunefleet::tunectl {
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitFailure = 1,
+  kExitUsage = 2,
+  kExitJobFailed = 3,  // job FAILED or CANCELLED, or some trials not OK
+  kExitAuth = 4,
+  kExitNotFound = 5,
+  kExitUnavailable = 6,  // unavailable or deadline exceeded: retry
+  kExitInterrupted = 130,
+};
+
+// The --help footer listing the codes above.
+extern const char kExitCodeHelp[];
+
+// The exit code for a failed call (kExitOk for OK). CANCELLED reads as
+// interrupted: tunectl cancels calls only on SIGINT.
+int ExitCodeForStatus(const absl::Status& status);
+
+// kExitOk for a job that SUCCEEDED with every trial OK, else kExitJobFailed.
+// REQUIRES: IsFinal(job.state).
+int ExitCodeForJob(const Job& job);
+
+}  // namespace tunefleet::tunectl
+
+#endif  // TUNEFLEET_CLIENT_TUNECTL_EXIT_CODES_H_

@@ -1,0 +1,309 @@
+#include "client/tunectl/format.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/tunectl/json.h"
+
+namespace tunefleet::tunectl {
+namespace {
+
+constexpr size_t kTopTrials = 5;
+
+// A key-value block: keys padded to the widest.
+std::string Details(const std::vector<Row>& rows) {
+  return RenderTable(/*header=*/{}, rows);
+}
+
+std::string TrialsText(const Job& job) {
+  std::string text = absl::StrCat(job.trials_done, "/", job.trials_total);
+  if (!job.outcomes.empty()) {
+    absl::StrAppend(&text, "  (", FormatOutcomes(job.outcomes), ")");
+  }
+  return text;
+}
+
+std::string TargetDetails(const Job& job, const JobTarget& target) {
+  std::vector<Row> rows = {
+      {"  key", target.tuning_key},
+      {"  trials", absl::StrCat(target.trials_done, "/", target.trials_total)}};
+  if (target.cached)
+    rows.push_back({"  cached", "yes (answered from the store)"});
+  rows.push_back(
+      {"  best", target.best_config.empty()
+                     ? "-"
+                     : absl::StrCat(FormatSeconds(target.best_seconds), "  ",
+                                    target.best_config)});
+  std::string def = FormatSeconds(target.default_seconds);
+  if (double speed_up = SpeedUp(target); speed_up > 0) {
+    absl::StrAppend(&def,
+                    absl::StrFormat("  (best is %.2fx faster)", speed_up));
+  }
+  rows.push_back({"  default", def});
+  std::string text = absl::StrCat("target ", target.device_model, " / ",
+                                  target.toolkit.empty() ? "-" : target.toolkit,
+                                  "\n", Details(rows));
+  std::vector<TrialSummary> top = TopTrials(job, target);
+  if (top.empty()) return text;
+  std::vector<Row> top_rows;
+  for (size_t i = 0; i < top.size(); ++i) {
+    top_rows.push_back({absl::StrCat("    ", i + 1),
+                        FormatSeconds(top[i].median_seconds), top[i].config});
+  }
+  return absl::StrCat(text, "  fastest configs:\n", RenderTable({}, top_rows));
+}
+
+void WriteJob(JsonWriter& json, const Job& job) {
+  json.BeginObject();
+  json.Key("id").String(job.id);
+  json.Key("kernel").String(job.kernel);
+  json.Key("shape").String(job.shape);
+  json.Key("state").String(JobStateName(job.state));
+  json.Key("reason").String(job.reason);
+  json.Key("strategy").String(job.strategy);
+  json.Key("trials_total").Int(job.trials_total);
+  json.Key("trials_done").Int(job.trials_done);
+  json.Key("outcomes").BeginObject();
+  for (const auto& [status, count] : job.outcomes) json.Key(status).Int(count);
+  json.EndObject();
+  json.Key("targets").BeginArray();
+  for (const JobTarget& target : job.targets) {
+    json.BeginObject();
+    json.Key("device_model").String(target.device_model);
+    json.Key("toolkit").String(target.toolkit);
+    json.Key("tuning_key").String(target.tuning_key);
+    json.Key("cached").Bool(target.cached);
+    json.Key("trials_total").Int(target.trials_total);
+    json.Key("trials_done").Int(target.trials_done);
+    json.Key("best_config").String(target.best_config);
+    json.Key("best_seconds").Double(target.best_seconds);
+    json.Key("default_seconds").Double(target.default_seconds);
+    json.Key("speed_up").Double(SpeedUp(target));
+    json.EndObject();
+  }
+  json.EndArray();
+  json.Key("top_trials").BeginArray();
+  for (const TrialSummary& trial : job.top_trials) {
+    json.BeginObject();
+    json.Key("config").String(trial.config);
+    json.Key("median_seconds").Double(trial.median_seconds);
+    json.Key("status").String(trial.status);
+    json.Key("device_model").String(trial.device_model);
+    json.EndObject();
+  }
+  json.EndArray();
+  json.Key("created_unix_ms").Int(job.created_unix_ms);
+  json.Key("updated_unix_ms").Int(job.updated_unix_ms);
+  json.EndObject();
+}
+
+std::string DevicesText(const std::vector<DeviceInfo>& devices) {
+  std::map<std::string, int> by_model;
+  for (const DeviceInfo& device : devices) ++by_model[device.model];
+  std::vector<std::string> parts;
+  for (const auto& [model, count] : by_model) {
+    parts.push_back(count > 1 ? absl::StrCat(count, "x ", model) : model);
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+std::string FormatSeconds(double seconds) {
+  if (!(seconds > 0) || !std::isfinite(seconds)) return "-";
+  if (seconds >= 1) return absl::StrFormat("%.2f s", seconds);
+  if (seconds >= 1e-3) return absl::StrFormat("%.3g ms", seconds * 1e3);
+  if (seconds >= 1e-6) return absl::StrFormat("%.3g us", seconds * 1e6);
+  return absl::StrFormat("%.3g ns", seconds * 1e9);
+}
+
+std::string HumanDuration(absl::Duration duration) {
+  int64_t s = absl::ToInt64Seconds(duration);
+  if (s < 0) s = 0;
+  if (s < 60) return absl::StrCat(s, "s");
+  if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%dh%02dm", s / 3600, s % 3600 / 60);
+}
+
+std::string FormatAge(int64_t unix_ms, absl::Time now) {
+  if (unix_ms <= 0) return "-";
+  absl::Duration age = now - absl::FromUnixMillis(unix_ms);
+  return absl::StrCat(HumanDuration(std::max(age, absl::ZeroDuration())),
+                      " ago");
+}
+
+std::string FormatOutcomes(const std::map<std::string, int64_t>& outcomes) {
+  if (outcomes.empty()) return "none";
+  return absl::StrJoin(outcomes, ", ", [](std::string* out, const auto& item) {
+    absl::StrAppend(out, item.first, " ", item.second);
+  });
+}
+
+double SpeedUp(const JobTarget& target) {
+  if (!(target.best_seconds > 0) || !(target.default_seconds > 0)) return 0;
+  return target.default_seconds / target.best_seconds;
+}
+
+const JobTarget* FastestTarget(const Job& job) {
+  const JobTarget* fastest = nullptr;
+  for (const JobTarget& target : job.targets) {
+    if (target.best_config.empty() || !(target.best_seconds > 0)) continue;
+    if (fastest == nullptr || target.best_seconds < fastest->best_seconds) {
+      fastest = &target;
+    }
+  }
+  return fastest;
+}
+
+std::vector<TrialSummary> TopTrials(const Job& job, const JobTarget& target) {
+  std::vector<TrialSummary> top;
+  for (const TrialSummary& trial : job.top_trials) {
+    bool mine = trial.device_model == target.device_model ||
+                (trial.device_model.empty() && job.targets.size() == 1);
+    if (mine && top.size() < kTopTrials) top.push_back(trial);
+  }
+  return top;
+}
+
+std::string RenderTable(const Row& header, const std::vector<Row>& rows) {
+  std::vector<size_t> widths(header.size(), 0);
+  auto measure = [&widths](const Row& row) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  };
+  measure(header);
+  for (const Row& row : rows) measure(row);
+  std::string out;
+  auto append = [&](const Row& row) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      absl::StrAppend(&line, row[i]);
+      if (i + 1 < row.size()) line.append(widths[i] - row[i].size() + 2, ' ');
+    }
+    absl::StrAppend(&out, line, "\n");
+  };
+  if (!header.empty()) append(header);
+  for (const Row& row : rows) append(row);
+  return out;
+}
+
+std::string JobDetails(const Job& job) {
+  std::vector<Row> rows = {
+      {"job", job.id},
+      {"kernel", absl::StrCat(job.kernel, "  ", job.shape)},
+      {"state", JobStateName(job.state)}};
+  if (!job.reason.empty()) rows.push_back({"reason", job.reason});
+  if (!job.strategy.empty()) rows.push_back({"strategy", job.strategy});
+  rows.push_back({"trials", TrialsText(job)});
+  std::string text = Details(rows);
+  for (const JobTarget& target : job.targets) {
+    absl::StrAppend(&text, "\n", TargetDetails(job, target));
+  }
+  return text;
+}
+
+std::string JobsTable(const std::vector<Job>& jobs, absl::Time now) {
+  std::vector<Row> rows;
+  for (const Job& job : jobs) {
+    const JobTarget* fastest = FastestTarget(job);
+    rows.push_back({job.id, job.kernel, job.shape, JobStateName(job.state),
+                    absl::StrCat(job.trials_done, "/", job.trials_total),
+                    fastest ? FormatSeconds(fastest->best_seconds) : "-",
+                    FormatAge(job.updated_unix_ms, now)});
+  }
+  return RenderTable(
+      {"ID", "KERNEL", "SHAPE", "STATE", "TRIALS", "BEST", "UPDATED"}, rows);
+}
+
+std::string BestConfigDetails(const BestConfig& best) {
+  std::vector<Row> rows = {{"config", best.config},
+                           {"source", BestConfigSourceName(best.source)},
+                           {"time", FormatSeconds(best.median_seconds)}};
+  if (!best.tuned_shape.empty())
+    rows.push_back({"tuned shape", best.tuned_shape});
+  if (!best.device_model.empty()) rows.push_back({"device", best.device_model});
+  if (!best.toolkit.empty()) rows.push_back({"toolkit", best.toolkit});
+  if (!best.tuning_key.empty()) rows.push_back({"key", best.tuning_key});
+  if (!best.job_id.empty()) rows.push_back({"job", best.job_id});
+  return Details(rows);
+}
+
+std::string WorkersTable(const std::vector<WorkerInfo>& workers,
+                         absl::Time now) {
+  std::vector<Row> rows;
+  for (const WorkerInfo& worker : workers) {
+    rows.push_back(
+        {worker.id, worker.host, worker.toolkit.empty() ? "-" : worker.toolkit,
+         DevicesText(worker.devices), absl::StrCat(worker.active_leases),
+         worker.alive ? "yes" : "no",
+         FormatAge(worker.last_seen_unix_ms, now)});
+  }
+  return RenderTable(
+      {"ID", "HOST", "TOOLKIT", "DEVICES", "LEASES", "ALIVE", "LAST SEEN"},
+      rows);
+}
+
+std::string JobJson(const Job& job) {
+  JsonWriter json;
+  WriteJob(json, job);
+  return json.str();
+}
+
+std::string JobsJson(const std::vector<Job>& jobs) {
+  JsonWriter json;
+  json.BeginObject().Key("jobs").BeginArray();
+  for (const Job& job : jobs) WriteJob(json, job);
+  json.EndArray().EndObject();
+  return json.str();
+}
+
+std::string BestConfigJson(const BestConfig& best) {
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("source").String(BestConfigSourceName(best.source));
+  json.Key("config").String(best.config);
+  json.Key("values").BeginObject();
+  for (const auto& [name, value] : best.values) json.Key(name).Int(value);
+  json.EndObject();
+  json.Key("median_seconds").Double(best.median_seconds);
+  json.Key("tuning_key").String(best.tuning_key);
+  json.Key("job_id").String(best.job_id);
+  json.Key("tuned_shape").String(best.tuned_shape);
+  json.Key("device_model").String(best.device_model);
+  json.Key("toolkit").String(best.toolkit);
+  json.EndObject();
+  return json.str();
+}
+
+std::string WorkersJson(const std::vector<WorkerInfo>& workers) {
+  JsonWriter json;
+  json.BeginObject().Key("workers").BeginArray();
+  for (const WorkerInfo& worker : workers) {
+    json.BeginObject();
+    json.Key("id").String(worker.id);
+    json.Key("host").String(worker.host);
+    json.Key("toolkit").String(worker.toolkit);
+    json.Key("devices").BeginArray();
+    for (const DeviceInfo& device : worker.devices) {
+      json.BeginObject();
+      json.Key("id").String(device.id);
+      json.Key("model").String(device.model);
+      json.Key("backend").String(device.backend);
+      json.EndObject();
+    }
+    json.EndArray();
+    json.Key("active_leases").Int(worker.active_leases);
+    json.Key("alive").Bool(worker.alive);
+    json.Key("last_seen_unix_ms").Int(worker.last_seen_unix_ms);
+    json.EndObject();
+  }
+  json.EndArray().EndObject();
+  return json.str();
+}
+
+}  // namespace tunefleet::tunectl

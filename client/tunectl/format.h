@@ -1,0 +1,55 @@
+// How tunectl presents jobs, configs and workers: aligned tables for people
+// and stable JSON documents (`-o json`) for scripts.
+#ifndef TUNEFLEET_CLIENT_TUNECTL_FORMAT_H_
+#define TUNEFLEET_CLIENT_TUNECTL_FORMAT_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "tunefleet/client.h"
+
+namespace tunefleet::tunectl {
+
+enum class OutputFormat { kTable, kJson };
+
+using Row = std::vector<std::string>;
+
+// "1.23 ms", "456 us", "2.50 s"; "-" for 0, which means unknown.
+std::string FormatSeconds(double seconds);
+// "45s", "3m07s", "2h05m".
+std::string HumanDuration(absl::Duration duration);
+// "5s ago", "3m ago"; "-" for 0.
+std::string FormatAge(int64_t unix_ms, absl::Time now);
+// "OK 120, COMPILE_ERROR 8", in name order; "none" when empty.
+std::string FormatOutcomes(const std::map<std::string, int64_t>& outcomes);
+
+// The default config's time over the best; 0 when either is unknown.
+double SpeedUp(const JobTarget& target);
+// The fastest best of any target, or nullptr when no trial succeeded yet.
+const JobTarget* FastestTarget(const Job& job);
+// The job's top trials measured on `target`'s device, at most five.
+std::vector<TrialSummary> TopTrials(const Job& job, const JobTarget& target);
+
+// Columns padded to their widest cell, two spaces apart, `header` first (no
+// header line when empty). Each line ends with '\n'.
+std::string RenderTable(const Row& header, const std::vector<Row>& rows);
+
+// Tables and key-value blocks for the verbs.
+std::string JobDetails(const Job& job);  // `status`, and the end of `watch`
+std::string JobsTable(const std::vector<Job>& jobs, absl::Time now);
+std::string BestConfigDetails(const BestConfig& best);
+std::string WorkersTable(const std::vector<WorkerInfo>& workers,
+                         absl::Time now);
+
+// One JSON document each, field names in snake_case; seconds as numbers, 0
+// for unknown.
+std::string JobJson(const Job& job);
+std::string JobsJson(const std::vector<Job>& jobs);
+std::string BestConfigJson(const BestConfig& best);
+std::string WorkersJson(const std::vector<WorkerInfo>& workers);
+
+}  // namespace tunefleet::tunectl
+
+#endif  // TUNEFLEET_CLIENT_TUNECTL_FORMAT_H_

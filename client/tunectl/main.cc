@@ -1,0 +1,188 @@
+// tunectl: the command-line client of tunefleet. The composition root: flags
+// are defined here and handed to the verbs in commands.h.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "client/tunectl/commands.h"
+#include "client/tunectl/exit_codes.h"
+#include "client/tunectl/interrupt.h"
+#include "tunefleet/client.h"
+
+namespace {
+
+using namespace tunefleet;           // NOLINT(build/namespaces)
+using namespace tunefleet::tunectl;  // NOLINT(build/namespaces)
+
+struct Flags {
+  std::string server;
+  std::string config;
+  std::string output = "table";
+  double timeout_seconds = 10;
+  SubmitRequest submit;
+  bool wait = false;
+  std::string job_id;
+  std::string kernel;  // a directory for submit/validate, a name for best
+  std::string shape;
+  std::string device_model;
+  std::string toolkit;
+  int32_t limit = 0;
+};
+
+struct Verbs {
+  CLI::App *submit, *watch, *status, *cancel, *jobs, *best, *workers, *validate;
+};
+
+void DefineGlobalFlags(CLI::App& app, Flags& flags) {
+  app.add_option("--server", flags.server,
+                 "Coordinator host:port (default: $TUNEFLEET_SERVER, else the "
+                 "config file's `server`, else localhost:7070)");
+  app.add_option("--config", flags.config,
+                 "Config file of `key = value` lines (default: "
+                 "$XDG_CONFIG_HOME/tunefleet/tunectl.conf or "
+                 "~/.config/tunefleet/tunectl.conf)");
+  app.add_option("-o,--output", flags.output, "Output format: table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  app.add_option("--timeout", flags.timeout_seconds, "Seconds allowed per call")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+CLI::App* DefineSubmit(CLI::App& app, Flags& flags) {
+  CLI::App* cmd = app.add_subcommand("submit", "Submit a tuning job");
+  SubmitRequest& r = flags.submit;
+  cmd->add_option("KERNEL_DIR", r.kernel_dir, "Directory of kernel.textproto")
+      ->required();
+  cmd->add_option("--shape", r.shape,
+                  "Problem shape, e.g. M=1024,N=1024,K=1024")
+      ->required();
+  cmd->add_option("--strategy", r.strategy, "exhaustive (default) or random")
+      ->check(CLI::IsMember({"exhaustive", "random"}));
+  cmd->add_option("--budget", r.budget, "Random: configs to try (default 64)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--config-set", r.config_set,
+                  "Tune only this named config set");
+  cmd->add_option("--device", r.device_model, "Tune only on this device model");
+  cmd->add_option("--seed", r.seed, "Seed of the random strategy and inputs");
+  cmd->add_flag("--force", r.force_retune, "Measure even when already tuned");
+  cmd->add_flag("--wait", flags.wait, "Watch the job until it finishes");
+  return cmd;
+}
+
+CLI::App* DefineJobVerb(CLI::App& app, Flags& flags, const char* name,
+                        const char* help) {
+  CLI::App* cmd = app.add_subcommand(name, help);
+  cmd->add_option("JOB", flags.job_id, "Job id")->required();
+  return cmd;
+}
+
+CLI::App* DefineBest(CLI::App& app, Flags& flags) {
+  CLI::App* cmd =
+      app.add_subcommand("best", "Show the best known config of a kernel");
+  cmd->add_option("KERNEL_NAME", flags.kernel, "Kernel name")->required();
+  cmd->add_option("--shape", flags.shape, "Problem shape")->required();
+  cmd->add_option("--device", flags.device_model,
+                  "Device model (default: any)");
+  cmd->add_option("--toolkit", flags.toolkit, "Toolkit (default: any)");
+  return cmd;
+}
+
+CLI::App* DefineValidate(CLI::App& app, Flags& flags) {
+  CLI::App* cmd = app.add_subcommand(
+      "validate", "Check a kernel directory offline and size its config space");
+  cmd->add_option("KERNEL_DIR", flags.kernel, "Directory of kernel.textproto")
+      ->required();
+  cmd->add_option("--shape", flags.shape,
+                  "Problem shape, to count valid configs");
+  return cmd;
+}
+
+Verbs DefineVerbs(CLI::App& app, Flags& flags) {
+  Verbs verbs{};
+  verbs.submit = DefineSubmit(app, flags);
+  verbs.watch =
+      DefineJobVerb(app, flags, "watch", "Follow a job until it finishes");
+  verbs.status = DefineJobVerb(app, flags, "status", "Show a job");
+  verbs.cancel = DefineJobVerb(app, flags, "cancel", "Cancel a job");
+  verbs.jobs = app.add_subcommand("jobs", "List recent jobs, newest first");
+  verbs.jobs->add_option("--limit", flags.limit, "Jobs to list (default 100)")
+      ->check(CLI::NonNegativeNumber);
+  verbs.best = DefineBest(app, flags);
+  verbs.workers = app.add_subcommand("workers", "List the workers");
+  verbs.validate = DefineValidate(app, flags);
+  return verbs;
+}
+
+Console MakeConsole(const Flags& flags) {
+  Console console;
+  console.out = &std::cout;
+  console.err = &std::cerr;
+  console.format =
+      flags.output == "json" ? OutputFormat::kJson : OutputFormat::kTable;
+  console.progress.terminal = isatty(STDERR_FILENO) == 1;
+  console.progress.color =
+      ColorAllowed(console.progress.terminal, std::getenv("NO_COLOR"));
+  return console;
+}
+
+std::string ServerAddress(const Flags& flags) {
+  std::string config = flags.config.empty()
+                           ? DefaultConfigPath(std::getenv("XDG_CONFIG_HOME"),
+                                               std::getenv("HOME"))
+                           : flags.config;
+  return ResolveServer(flags.server, std::getenv("TUNEFLEET_SERVER"),
+                       config.empty() ? "" : ConfigFileServer(config));
+}
+
+int RunOnline(const Verbs& verbs, const Flags& flags, const Console& console) {
+  absl::StatusOr<ClientOptions> options =
+      MakeClientOptions(ServerAddress(flags), flags.timeout_seconds);
+  if (!options.ok()) return ReportError(console, options.status());
+  absl::StatusOr<std::unique_ptr<Client>> connected = Client::Connect(*options);
+  if (!connected.ok()) return ReportError(console, connected.status());
+  Client& client = **connected;
+  if (verbs.submit->parsed()) {
+    std::optional<SigintCancelsWatches> sigint;
+    if (flags.wait) sigint.emplace(&client);
+    return RunSubmit(client, flags.submit, flags.wait, console);
+  }
+  if (verbs.watch->parsed()) {
+    SigintCancelsWatches sigint(&client);
+    return RunWatch(client, flags.job_id, console);
+  }
+  if (verbs.status->parsed()) return RunStatus(client, flags.job_id, console);
+  if (verbs.cancel->parsed()) return RunCancel(client, flags.job_id, console);
+  if (verbs.jobs->parsed()) return RunJobs(client, flags.limit, console);
+  if (verbs.best->parsed()) {
+    return RunBest(client, flags.kernel, flags.shape, flags.device_model,
+                   flags.toolkit, console);
+  }
+  return RunWorkers(client, console);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tunectl: submit and follow tunefleet kernel-tuning jobs."};
+  app.footer(kExitCodeHelp);
+  app.require_subcommand(1);
+  app.fallthrough();  // global flags may follow the verb
+  Flags flags;
+  DefineGlobalFlags(app, flags);
+  Verbs verbs = DefineVerbs(app, flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);  // prints help, or the error and a hint
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  Console console = MakeConsole(flags);
+  if (verbs.validate->parsed())
+    return RunValidate(flags.kernel, flags.shape, console);
+  return RunOnline(verbs, flags, console);
+}

@@ -1,0 +1,205 @@
+#include "client/tunectl/validate.h"
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "client/tunectl/format.h"
+#include "client/tunectl/json.h"
+#include "client/tunectl/spec_locator.h"
+#include "common/config_space.h"
+#include "common/config_text.h"
+#include "common/spec_loader.h"
+#include "common/status_macros.h"
+
+namespace tunefleet::tunectl {
+namespace {
+
+absl::StatusOr<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Places a spec problem at its file and, where it can be found, its line.
+absl::Status AtSpec(const std::string& spec_path, absl::string_view text,
+                    const absl::Status& status) {
+  absl::string_view message = status.message();
+  absl::ConsumePrefix(&message, absl::StrCat(spec_path, ": "));
+  std::optional<int> line = LocateSpecProblem(text, message);
+  std::string where = line ? absl::StrCat(spec_path, ":", *line) : spec_path;
+  return absl::Status(status.code(), absl::StrCat(where, ": ", message));
+}
+
+// Every dim 1: enough to compile the expressions when no shape is given.
+v1::Shape PlaceholderShape(const v1::KernelSpec& spec) {
+  v1::Shape shape;
+  for (const v1::Dimension& dim : spec.problem()) {
+    v1::DimValue* value = shape.add_dims();
+    value->set_name(dim.name());
+    value->set_value(1);
+  }
+  return shape;
+}
+
+absl::StatusOr<v1::Shape> ShapeFor(const v1::KernelSpec& spec,
+                                   const std::string& text) {
+  absl::StatusOr<v1::Shape> shape = ParseShape(text);
+  if (!shape.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape: ", shape.status().message()));
+  }
+  return NormalizeShape(spec, *shape);  // its messages name the shape
+}
+
+std::optional<uint64_t> CountValid(ConfigSpace& space) {
+  if (space.full_size() > kMaxCountedConfigs) return std::nullopt;
+  ConfigEnumerator configs(&space);
+  uint64_t count = 0;
+  for (uint64_t ordinal = 0; configs.Next(&ordinal);) ++count;
+  return count;
+}
+
+// The constraint the spec's default config breaks, or "" (ValidateKernelSpec
+// already checked that it names listed values).
+std::string DefaultProblem(ConfigSpace& space) {
+  absl::StatusOr<v1::Config> config =
+      ParseConfig(space.spec().default_config());
+  if (config.ok()) config = NormalizeConfig(space.spec(), *config);
+  absl::Status status = config.status();
+  if (status.ok()) status = space.Bind(*config);
+  if (status.ok()) status = space.CheckConstraints();
+  return std::string(status.message());
+}
+
+void Describe(const KernelBundle& bundle, const ConfigSpace& space,
+              ValidateReport* report) {
+  const v1::KernelSpec& spec = bundle.spec;
+  report->kernel = spec.name();
+  report->backend = std::string(
+      absl::StripPrefix(v1::Backend_Name(spec.backend()), "BACKEND_"));
+  report->parameters = spec.params_size();
+  report->full_size = space.full_size();
+  report->source_files = static_cast<int>(bundle.sources.size());
+  for (const v1::SourceFile& file : bundle.sources) {
+    report->source_bytes += static_cast<int64_t>(file.content().size());
+  }
+  report->default_config = spec.default_config();
+  for (const v1::ConfigSet& set : spec.config_sets()) {
+    report->config_sets.emplace_back(set.name(), set.configs_size());
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ValidateReport> ValidateKernelDirectory(
+    const std::string& dir, const std::string& shape) {
+  ValidateReport report;
+  report.spec_path = absl::StrCat(dir, "/", kSpecFileName);
+  ASSIGN_OR_RETURN(std::string text, ReadText(report.spec_path));
+  // Parse errors already read "<file>:<line>:<column>: ...".
+  ASSIGN_OR_RETURN(v1::KernelSpec spec,
+                   ParseKernelSpec(text, report.spec_path));
+  if (absl::Status valid = ValidateKernelSpec(spec); !valid.ok()) {
+    return AtSpec(report.spec_path, text, valid);
+  }
+  absl::StatusOr<KernelBundle> bundle = LoadKernelDir(dir);
+  if (!bundle.ok()) return AtSpec(report.spec_path, text, bundle.status());
+  v1::Shape dims = PlaceholderShape(spec);
+  if (!shape.empty()) {
+    ASSIGN_OR_RETURN(dims, ShapeFor(spec, shape));
+  }
+  absl::StatusOr<std::unique_ptr<ConfigSpace>> space =
+      ConfigSpace::Create(spec, dims, PlaceholderLimits(spec.backend()));
+  if (!space.ok()) return AtSpec(report.spec_path, text, space.status());
+  Describe(*bundle, **space, &report);
+  if (!shape.empty()) {
+    report.shape = ShapeToString(dims);
+    report.valid_configs = CountValid(**space);
+    report.default_problem = DefaultProblem(**space);
+  }
+  return report;
+}
+
+std::string ValidateReportText(const ValidateReport& report) {
+  std::vector<std::string> sets;
+  for (const auto& [name, count] : report.config_sets) {
+    sets.push_back(absl::StrCat(name, " (", count, ")"));
+  }
+  std::vector<Row> rows = {
+      {"spec", absl::StrCat(report.spec_path, "  ok")},
+      {"kernel", absl::StrCat(report.kernel, " (", report.backend, ")")},
+      {"sources", absl::StrFormat("%d files, %d bytes", report.source_files,
+                                  report.source_bytes)},
+      {"parameters", absl::StrCat(report.parameters)},
+      {"full space", absl::StrCat(report.full_size, " configs")},
+      {"config sets", sets.empty() ? "-" : absl::StrJoin(sets, ", ")},
+      {"default", report.default_config}};
+  std::string valid;
+  if (report.shape.empty()) {
+    valid =
+        "not counted: constraints depend on the problem shape; pass --shape";
+  } else if (!report.valid_configs.has_value()) {
+    valid = absl::StrCat("not counted: the space exceeds ", kMaxCountedConfigs,
+                         " configs");
+  } else {
+    valid = absl::StrCat(*report.valid_configs, " of ", report.full_size,
+                         " for ", report.shape, " (placeholder ",
+                         report.backend, " limits)");
+  }
+  rows.push_back({"valid configs", valid});
+  if (!report.default_problem.empty()) {
+    rows.push_back(
+        {"warning", absl::StrCat("default config is invalid for this "
+                                 "shape: ",
+                                 report.default_problem)});
+  }
+  return RenderTable(/*header=*/{}, rows);
+}
+
+std::string ValidateReportJson(const ValidateReport& report) {
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("spec").String(report.spec_path);
+  json.Key("kernel").String(report.kernel);
+  json.Key("backend").String(report.backend);
+  json.Key("parameters").Int(report.parameters);
+  json.Key("full_size");
+  if (report.full_size >
+      static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    json.Double(static_cast<double>(report.full_size));
+  } else {
+    json.Int(static_cast<int64_t>(report.full_size));
+  }
+  json.Key("source_files").Int(report.source_files);
+  json.Key("source_bytes").Int(report.source_bytes);
+  json.Key("default_config").String(report.default_config);
+  json.Key("config_sets").BeginArray();
+  for (const auto& [name, count] : report.config_sets) {
+    json.BeginObject()
+        .Key("name")
+        .String(name)
+        .Key("configs")
+        .Int(count)
+        .EndObject();
+  }
+  json.EndArray();
+  json.Key("shape").String(report.shape);
+  json.Key("valid_configs");
+  if (report.valid_configs.has_value()) {
+    json.Int(static_cast<int64_t>(*report.valid_configs));
+  } else {
+    json.Null();
+  }
+  json.Key("default_problem").String(report.default_problem);
+  json.EndObject();
+  return json.str();
+}
+
+}  // namespace tunefleet::tunectl

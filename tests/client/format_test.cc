@@ -1,0 +1,137 @@
+#include "client/tunectl/format.h"
+
+#include "client/tunectl/exit_codes.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tunefleet::tunectl {
+namespace {
+
+using ::testing::HasSubstr;
+
+Job FinishedJob() {
+  Job job;
+  job.id = "j-1";
+  job.kernel = "matmul";
+  job.shape = "M=64";
+  job.state = JobState::kSucceeded;
+  job.trials_total = 4;
+  job.trials_done = 4;
+  job.outcomes = {{"OK", 3}, {"COMPILE_ERROR", 1}};
+  JobTarget target;
+  target.device_model = "cpu";
+  target.best_config = "B=2";
+  target.best_seconds = 0.001;
+  target.default_seconds = 0.003;
+  job.targets.push_back(target);
+  for (int i = 0; i < 6; ++i) {
+    job.top_trials.push_back({.config = "B=" + std::to_string(i),
+                              .median_seconds = 0.001 * (i + 1),
+                              .status = "OK",
+                              .device_model = "cpu"});
+  }
+  return job;
+}
+
+TEST(TunectlFormatTest, SecondsPickAReadableUnit) {
+  EXPECT_EQ(FormatSeconds(0), "-");
+  EXPECT_EQ(FormatSeconds(2.5), "2.50 s");
+  EXPECT_EQ(FormatSeconds(0.00123), "1.23 ms");
+  EXPECT_EQ(FormatSeconds(4.56e-5), "45.6 us");
+  EXPECT_EQ(FormatSeconds(7e-9), "7 ns");
+}
+
+TEST(TunectlFormatTest, DurationsAndAges) {
+  EXPECT_EQ(HumanDuration(absl::Seconds(45)), "45s");
+  EXPECT_EQ(HumanDuration(absl::Seconds(187)), "3m07s");
+  EXPECT_EQ(HumanDuration(absl::Seconds(7500)), "2h05m");
+  absl::Time now = absl::FromUnixSeconds(1000);
+  EXPECT_EQ(FormatAge(990 * 1000, now), "10s ago");
+  EXPECT_EQ(FormatAge(0, now), "-");
+}
+
+TEST(TunectlFormatTest, SpeedUpNeedsBothTimes) {
+  JobTarget target;
+  target.best_seconds = 1;
+  EXPECT_EQ(SpeedUp(target), 0);
+  target.default_seconds = 3;
+  EXPECT_DOUBLE_EQ(SpeedUp(target), 3);
+}
+
+TEST(TunectlFormatTest, TablesAlignColumns) {
+  EXPECT_EQ(RenderTable({"A", "BB"}, {{"long", "x"}, {"s", "y"}}),
+            "A     BB\nlong  x\ns     y\n");
+}
+
+TEST(TunectlFormatTest, JobDetailsSummarizeBestSpeedUpAndFiveFastest) {
+  std::string text = JobDetails(FinishedJob());
+  EXPECT_THAT(text, HasSubstr("1 ms  B=2"));
+  EXPECT_THAT(text, HasSubstr("3.00x faster"));
+  EXPECT_THAT(text, HasSubstr("COMPILE_ERROR 1, OK 3"));
+  EXPECT_THAT(text, HasSubstr("B=4"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("B=5")));  // only five
+}
+
+TEST(TunectlFormatTest, JobJsonIsStable) {
+  Job job;
+  job.id = "j";
+  job.state = JobState::kQueued;
+  job.outcomes = {{"OK", 1}};
+  EXPECT_EQ(JobJson(job),
+            "{\n"
+            "  \"id\": \"j\",\n"
+            "  \"kernel\": \"\",\n"
+            "  \"shape\": \"\",\n"
+            "  \"state\": \"QUEUED\",\n"
+            "  \"reason\": \"\",\n"
+            "  \"strategy\": \"\",\n"
+            "  \"trials_total\": 0,\n"
+            "  \"trials_done\": 0,\n"
+            "  \"outcomes\": {\n"
+            "    \"OK\": 1\n"
+            "  },\n"
+            "  \"targets\": [],\n"
+            "  \"top_trials\": [],\n"
+            "  \"created_unix_ms\": 0,\n"
+            "  \"updated_unix_ms\": 0\n"
+            "}\n");
+}
+
+TEST(TunectlFormatTest, BestConfigJsonListsValues) {
+  BestConfig best;
+  best.source = BestConfig::Source::kExact;
+  best.values = {{"A", 1}};
+  EXPECT_THAT(BestConfigJson(best),
+              HasSubstr("\"values\": {\n    \"A\": 1\n  }"));
+  EXPECT_THAT(BestConfigJson(best), HasSubstr("\"source\": \"EXACT\""));
+}
+
+TEST(TunectlFormatTest, WorkersTableGroupsDevicesByModel) {
+  WorkerInfo worker;
+  worker.id = "w";
+  worker.devices = {{"0", "H100", "CUDA"}, {"1", "H100", "CUDA"}};
+  EXPECT_THAT(WorkersTable({worker}, absl::Now()), HasSubstr("2x H100"));
+}
+
+TEST(TunectlExitCodeTest, StatusCodesMapToDocumentedExits) {
+  EXPECT_EQ(ExitCodeForStatus(absl::OkStatus()), kExitOk);
+  EXPECT_EQ(ExitCodeForStatus(absl::NotFoundError("")), kExitNotFound);
+  EXPECT_EQ(ExitCodeForStatus(absl::UnavailableError("")), kExitUnavailable);
+  EXPECT_EQ(ExitCodeForStatus(absl::DeadlineExceededError("")),
+            kExitUnavailable);
+  EXPECT_EQ(ExitCodeForStatus(absl::PermissionDeniedError("")), kExitAuth);
+  EXPECT_EQ(ExitCodeForStatus(absl::CancelledError("")), kExitInterrupted);
+  EXPECT_EQ(ExitCodeForStatus(absl::InvalidArgumentError("")), kExitFailure);
+}
+
+TEST(TunectlExitCodeTest, JobsWithFailedTrialsExitThree) {
+  Job job = FinishedJob();
+  EXPECT_EQ(ExitCodeForJob(job), kExitJobFailed);
+  job.outcomes.erase("COMPILE_ERROR");
+  EXPECT_EQ(ExitCodeForJob(job), kExitOk);
+  job.state = JobState::kFailed;
+  EXPECT_EQ(ExitCodeForJob(job), kExitJobFailed);
+}
+
+}  // namespace
+}  // namespace tunefleet::tunectl

@@ -1,0 +1,137 @@
+// Runs the built tunectl as a user would: offline verbs, and online verbs
+// against the in-test fake coordinator.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/client/fake_tuning_service.h"
+#include "tests/support/test_support.h"
+
+namespace tunefleet::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Outcome Tunectl(const std::string& args) {
+  std::string command = BuildDir() + "/bin/tunectl " + args + " 2>&1";
+  Outcome run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe))
+    run.output.append(buffer, n);
+  int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+TEST(TunectlBinaryTest, ValidatesTheMatmulKernel) {
+  Outcome run = Tunectl("validate " + SourceDir() +
+                        "/kernels/cpu/matmul --shape M=512,N=512,K=512");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("parameters     5"));
+  EXPECT_THAT(run.output, HasSubstr("full space     256 configs"));
+  EXPECT_THAT(run.output,
+              ::testing::ContainsRegex("valid configs  [0-9]+ of 256"));
+}
+
+TEST(TunectlBinaryTest, MalformedSpecFailsWithFileAndLine) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/kernel.textproto")
+      << "name: \"broken\"\nbackend: BACKEND_CPU\nparams { name: \"A\" values: "
+         "[1, }\n";
+  Outcome run = Tunectl("validate " + dir.path());
+  EXPECT_THAT(run.exit_code, ::testing::AnyOf(1, 2)) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("kernel.textproto:3:"));
+}
+
+TEST(TunectlBinaryTest, UsageErrorsExitTwoAndHelpListsExitCodes) {
+  EXPECT_EQ(Tunectl("submit").exit_code, 2);
+  EXPECT_EQ(Tunectl("--output yaml jobs").exit_code, 2);
+  Outcome help = Tunectl("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.output, HasSubstr("130  interrupted"));
+}
+
+TEST(TunectlBinaryTest, UnreachableServerExitsSix) {
+  Outcome run = Tunectl("--server 127.0.0.1:1 --timeout 2 workers");
+  EXPECT_EQ(run.exit_code, 6) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("127.0.0.1:1"));
+}
+
+// Starts tunectl with `args`, sends it SIGINT once its output contains
+// `interrupt_after` (never when empty), and collects its output.
+Outcome TunectlInterrupted(std::vector<std::string> args,
+                           const std::string& interrupt_after) {
+  std::string binary = BuildDir() + "/bin/tunectl";
+  args.insert(args.begin(), binary);
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  Outcome run;
+  bool sent = interrupt_after.empty();
+  char buffer[4096];
+  while (ssize_t n = read(fds[0], buffer, sizeof(buffer))) {
+    if (n < 0) break;
+    run.output.append(buffer, n);
+    if (!sent && run.output.find(interrupt_after) != std::string::npos) {
+      sent = kill(pid, SIGINT) == 0;
+    }
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+class TunectlOnlineTest : public ::testing::Test {
+ protected:
+  FakeTuningService service_;
+  FakeServer server_{&service_};
+};
+
+TEST_F(TunectlOnlineTest, SigintDuringWatchExits130AndLeavesTheJob) {
+  Outcome run = TunectlInterrupted(
+      {"watch", kEndlessJob, "--server", server_.address()}, "RUNNING 1/10");
+  EXPECT_EQ(run.exit_code, 130) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("tunectl cancel endless"));
+}
+
+TEST_F(TunectlOnlineTest, SubmitWaitPrintsTheFinalJobAsJson) {
+  service_.AddJob("job-1", {MakeJob("job-1", v1::JOB_STATE_RUNNING, 1, 2),
+                            MakeJob("job-1", v1::JOB_STATE_SUCCEEDED, 2, 2)});
+  Outcome run = TunectlInterrupted(
+      {"submit", SourceDir() + "/kernels/cpu/matmul", "--shape",
+       "M=64,N=64,K=64", "--wait", "-o", "json", "--server", server_.address()},
+      /*interrupt_after=*/"");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("\"state\": \"SUCCEEDED\""));
+}
+
+}  // namespace
+}  // namespace tunefleet::testing
