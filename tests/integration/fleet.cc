@@ -1,0 +1,96 @@
+#include "tests/integration/fleet.h"
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/status_macros.h"
+#include "tests/support/test_support.h"
+
+namespace tunefleet::testing {
+
+std::string BinPath(const std::string& name) { return BuildDir() + "/bin/" + name; }
+
+std::string Fleet::database_url() const {
+  return absl::StrCat("sqlite://", options_.data_dir, "/tunefleet.db");
+}
+
+absl::Status Fleet::StartCoordinator() {
+  const std::string address_file =
+      absl::StrCat(options_.data_dir, "/address-", restarts_++);
+  SubprocessOptions options;
+  options.argv = {BinPath("tunefleet-coordinator"),
+                  "--listen", "127.0.0.1:0",
+                  "--data-dir", options_.data_dir,
+                  "--address-file", address_file,
+                  "--lease-ttl-ms", std::to_string(options_.lease_ttl_ms),
+                  "--heartbeat-ms", std::to_string(options_.heartbeat_ms),
+                  "--batch-size", std::to_string(options_.batch_size),
+                  "--metrics-listen", "127.0.0.1:0"};
+  options.stdout_mode = SubprocessOptions::Output::kNull;
+  ASSIGN_OR_RETURN(coordinator_, Subprocess::Start(options));
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    std::ifstream in(address_file);
+    std::string address;
+    if (in >> address) {
+      address_ = address;
+      return absl::OkStatus();
+    }
+    if (std::optional<ExitInfo> exit = coordinator_->Poll()) {
+      return absl::InternalError(absl::StrCat("coordinator ended: ", exit->ToString()));
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::DeadlineExceededError("the coordinator did not start in 30 s");
+}
+
+absl::StatusOr<ExitInfo> Fleet::StopCoordinator() {
+  coordinator_->Kill(SIGTERM);
+  return coordinator_->Wait(absl::Seconds(30));
+}
+
+absl::StatusOr<int> Fleet::StartWorker() {
+  const int index = static_cast<int>(workers_.size());
+  SubprocessOptions options;
+  options.argv = {BinPath("tunefleet-worker"),
+                  "--coordinator", address_,
+                  "--cache-dir", absl::StrCat(options_.data_dir, "/worker-cache-", index),
+                  "--name", absl::StrCat("test-worker-", index),
+                  "--measure-budget", absl::StrCat(options_.measure_budget),
+                  "--compile-threads", "1"};
+  ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> worker, Subprocess::Start(options));
+  workers_.push_back(std::move(worker));
+  return index;
+}
+
+absl::StatusOr<RunResult> RunProgram(const std::vector<std::string>& argv,
+                                     absl::Duration timeout) {
+  SubprocessOptions options;
+  options.argv = argv;
+  options.stdout_mode = SubprocessOptions::Output::kPipe;
+  ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> process, Subprocess::Start(options));
+  RunResult result;
+  // Read on this thread; a watchdog kills the program at the deadline so
+  // the read ends.
+  std::atomic<bool> finished{false};
+  std::thread watchdog([&] {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (!finished.load() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+    if (!finished.load()) process->Kill(SIGKILL);
+  });
+  absl::StatusOr<std::string> out = ReadAll(process->stdout_fd());
+  absl::StatusOr<ExitInfo> exit = process->Wait();
+  finished.store(true);
+  watchdog.join();
+  RETURN_IF_ERROR(out.status());
+  RETURN_IF_ERROR(exit.status());
+  result.out = *std::move(out);
+  result.exit = *exit;
+  return result;
+}
+
+}  // namespace tunefleet::testing

@@ -1,0 +1,201 @@
+// The whole tuning loop over loopback with real processes: coordinator,
+// workers with the real CPU backend and compiler, the SQLite store, the
+// client library and tunectl.
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "server/store/store.h"
+#include "tests/integration/fleet.h"
+#include "tests/support/test_support.h"
+#include "tunefleet/client.h"
+
+namespace tunefleet::testing {
+namespace {
+
+constexpr char kShape[] = "M=96,N=96,K=96";
+
+class FleetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FleetOptions options;
+    options.data_dir = dir_.path();
+    fleet_ = std::make_unique<Fleet>(options);
+    ASSERT_OK(fleet_->StartCoordinator());
+    Connect();
+  }
+
+  void Connect() {
+    ClientOptions options;
+    options.target = fleet_->address();
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+    ASSERT_OK(client);
+    client_ = *std::move(client);
+  }
+
+  SubmitRequest Matmul() {
+    SubmitRequest request;
+    request.kernel_dir = SourceDir() + "/kernels/cpu/matmul";
+    request.shape = kShape;
+    return request;
+  }
+
+  Job SubmitAndWait(const SubmitRequest& request,
+                    std::function<void(const Job&)> on_update = [](const Job&) {}) {
+    absl::StatusOr<Job> job = client_->Submit(request);
+    EXPECT_TRUE(job.ok()) << job.status();
+    if (!job.ok()) return Job();
+    absl::StatusOr<Job> done = client_->Watch(job->id, on_update);
+    EXPECT_TRUE(done.ok()) << done.status();
+    return done.ok() ? *done : Job();
+  }
+
+  std::vector<server::TrialRecord> Trials(const std::string& job_id) {
+    auto store = server::OpenStore(fleet_->database_url());
+    EXPECT_TRUE(store.ok()) << store.status();
+    auto trials = (*store)->ListTrials(job_id);
+    EXPECT_TRUE(trials.ok()) << trials.status();
+    return trials.ok() ? *trials : std::vector<server::TrialRecord>();
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Fleet> fleet_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(FleetTest, TwoWorkersSplitAJobAndTheStoredBestIsTheFastestTrial) {
+  ASSERT_OK(fleet_->StartWorker());
+  ASSERT_OK(fleet_->StartWorker());
+  Job job = SubmitAndWait(Matmul());
+  ASSERT_EQ(job.state, JobState::kSucceeded) << job.reason;
+  ASSERT_EQ(job.targets.size(), 1u);
+  std::vector<server::TrialRecord> trials = Trials(job.id);
+  EXPECT_EQ(static_cast<int64_t>(trials.size()), job.trials_total);
+  std::set<std::string> configs, workers;
+  const server::TrialRecord* fastest = nullptr;
+  for (const server::TrialRecord& trial : trials) {
+    configs.insert(trial.config);
+    workers.insert(trial.worker_id);
+    EXPECT_EQ(trial.status, 1) << trial.config << ": " << trial.error;  // OK
+    EXPECT_GT(trial.samples, 0);
+    if (fastest == nullptr || trial.median_seconds < fastest->median_seconds) fastest = &trial;
+  }
+  EXPECT_EQ(configs.size(), trials.size());  // every config exactly once
+  EXPECT_EQ(workers.size(), 2u);             // both workers took part
+  ASSERT_NE(fastest, nullptr);
+  absl::StatusOr<BestConfig> best = client_->GetBestConfig("matmul", kShape, "", "");
+  ASSERT_OK(best);
+  EXPECT_EQ(best->source, BestConfig::Source::kExact);
+  EXPECT_EQ(best->config, fastest->config);
+  EXPECT_EQ(best->median_seconds, fastest->median_seconds);
+  EXPECT_EQ(best->job_id, job.id);
+  EXPECT_GT(job.targets[0].default_seconds, 0);
+}
+
+TEST_F(FleetTest, KilledWorkerMidJobStillCompletesWithEveryConfigOnce) {
+  ASSERT_OK(fleet_->StartWorker());
+  ASSERT_OK(fleet_->StartWorker());
+  bool killed = false;
+  Job job = SubmitAndWait(Matmul(), [&](const Job& update) {
+    if (!killed && update.trials_done >= 2) {
+      fleet_->worker(0)->Kill(SIGKILL);
+      killed = true;
+    }
+  });
+  EXPECT_TRUE(killed);
+  ASSERT_EQ(job.state, JobState::kSucceeded) << job.reason;
+  std::vector<server::TrialRecord> trials = Trials(job.id);
+  std::set<std::string> configs;
+  for (const auto& trial : trials) configs.insert(trial.config);
+  EXPECT_EQ(static_cast<int64_t>(trials.size()), job.trials_total);
+  EXPECT_EQ(configs.size(), trials.size());
+  EXPECT_EQ(job.trials_done, job.trials_total);
+}
+
+TEST_F(FleetTest, RestartedCoordinatorServesTheBestAndAnswersResubmitsFromTheStore) {
+  ASSERT_OK(fleet_->StartWorker());
+  SubmitRequest request = Matmul();
+  request.strategy = "random";
+  request.budget = 6;
+  Job first = SubmitAndWait(request);
+  ASSERT_EQ(first.state, JobState::kSucceeded) << first.reason;
+  absl::StatusOr<BestConfig> before = client_->GetBestConfig("matmul", kShape, "", "");
+  ASSERT_OK(before);
+
+  absl::StatusOr<ExitInfo> stopped = fleet_->StopCoordinator();
+  ASSERT_OK(stopped);
+  EXPECT_TRUE(stopped->success()) << stopped->ToString();
+  ASSERT_OK(fleet_->StartCoordinator());  // same data dir, new port
+  Connect();
+
+  absl::StatusOr<BestConfig> after = client_->GetBestConfig("matmul", kShape, "", "");
+  ASSERT_OK(after);
+  EXPECT_EQ(after->source, BestConfig::Source::kExact);
+  EXPECT_EQ(after->config, before->config);
+  EXPECT_EQ(after->median_seconds, before->median_seconds);
+  absl::StatusOr<Job> reloaded = client_->GetJob(first.id);
+  ASSERT_OK(reloaded);
+  EXPECT_EQ(reloaded->state, JobState::kSucceeded);
+
+  // The old worker knows the old address only; a new one joins the new coordinator.
+  ASSERT_OK(fleet_->StartWorker());
+  Job cached = SubmitAndWait(request);
+  ASSERT_EQ(cached.state, JobState::kSucceeded) << cached.reason;
+  ASSERT_EQ(cached.targets.size(), 1u);
+  EXPECT_TRUE(cached.targets[0].cached);
+  EXPECT_EQ(cached.trials_done, 0);
+  EXPECT_TRUE(Trials(cached.id).empty());
+
+  request.force_retune = true;
+  Job forced = SubmitAndWait(request);
+  ASSERT_EQ(forced.state, JobState::kSucceeded) << forced.reason;
+  EXPECT_FALSE(forced.targets[0].cached);
+  EXPECT_EQ(Trials(forced.id).size(), 6u);
+}
+
+TEST_F(FleetTest, KernelThatNeverCompilesFailsTheJobAndTheServerKeepsServing) {
+  ASSERT_OK(fleet_->StartWorker());
+  const std::string kernel_dir = dir_.path() + "/broken";
+  std::filesystem::copy(SourceDir() + "/kernels/cpu/matmul", kernel_dir);
+  std::ofstream(kernel_dir + "/matmul.cc", std::ios::app) << "\nthis is not C++;\n";
+  SubmitRequest request = Matmul();
+  request.kernel_dir = kernel_dir;
+  request.config_set = "quick";
+  request.shape = "M=256,N=256,K=256";
+  Job job = SubmitAndWait(request);
+  EXPECT_EQ(job.state, JobState::kFailed);
+  EXPECT_THAT(job.reason, ::testing::HasSubstr("COMPILE_ERROR"));
+  EXPECT_EQ(job.outcomes["COMPILE_ERROR"], job.trials_total);
+  for (const auto& trial : Trials(job.id)) {
+    EXPECT_THAT(trial.error, ::testing::HasSubstr("error"));
+  }
+  EXPECT_OK(client_->ListJobs(10));
+}
+
+TEST_F(FleetTest, TunectlSubmitWaitsAndPrintsTheBestAsJson) {
+  ASSERT_OK(fleet_->StartWorker());
+  absl::StatusOr<RunResult> run = RunProgram(
+      {BinPath("tunectl"), "--server", fleet_->address(), "-o", "json", "submit",
+       SourceDir() + "/kernels/cpu/matmul", "--shape", kShape, "--config-set", "quick",
+       "--wait"},
+      absl::Minutes(3));
+  ASSERT_OK(run);
+  EXPECT_TRUE(run->exit.success()) << run->exit.ToString() << "\n" << run->out;
+  EXPECT_THAT(run->out, ::testing::HasSubstr("\"SUCCEEDED\""));
+  absl::StatusOr<RunResult> best = RunProgram(
+      {BinPath("tunectl"), "--server", fleet_->address(), "best", "matmul", "--shape", kShape},
+      absl::Seconds(30));
+  ASSERT_OK(best);
+  EXPECT_TRUE(best->exit.success()) << best->out;
+  EXPECT_THAT(best->out, ::testing::HasSubstr("EXACT"));
+  absl::StatusOr<RunResult> missing = RunProgram(
+      {BinPath("tunectl"), "--server", fleet_->address(), "status", "j-nope"}, absl::Seconds(30));
+  ASSERT_OK(missing);
+  EXPECT_EQ(missing->exit.code, 5);
+}
+
+}  // namespace
+}  // namespace tunefleet::testing
