@@ -173,7 +173,7 @@ absl::StatusOr<JobManager::Target> JobManager::MakeTarget(
   }
   target.trials = std::make_unique<TargetTrials>(
       std::move(space), *std::move(strategy), options_.max_lease_attempts,
-      strategy_options.default_ordinal);
+      strategy_options.default_ordinal, options_.finalists);
   return target;
 }
 
@@ -385,8 +385,11 @@ std::optional<v1::Lease> JobManager::TryLease(const WorkerDevice& device, int ma
       Lease lease;
       lease.id = absl::StrCat("l", next_lease_++);
       lease.epoch = next_epoch_++;
-      lease.ordinals = target.trials->Take(max, lease.id, lease.epoch);
-      if (lease.ordinals.empty()) continue;
+      lease.ordinals = target.trials->Take(max, lease.id, lease.epoch, &lease.finalists);
+      if (lease.ordinals.empty()) {
+        MaybeFinish(job);  // a restored target may turn out to be complete
+        continue;
+      }
       lease.worker_id = device.worker_id;
       lease.job_id = id;
       lease.target = t;
@@ -405,6 +408,7 @@ std::optional<v1::Lease> JobManager::TryLease(const WorkerDevice& device, int ma
       *out.mutable_shape() = job->spec.shape();
       out.set_seed(job->spec.seed());
       out.set_tuning_key(target.info.tuning_key());
+      out.set_finalists(lease.finalists);
       for (uint64_t ordinal : lease.ordinals) {
         v1::Trial* trial = out.add_trials();
         trial->set_index(static_cast<int64_t>(ordinal));
@@ -475,6 +479,11 @@ absl::Status JobManager::RecordResult(Job* job, int target_index, uint64_t ordin
   record.device_id = result.device_id();
   record.error = result.error();
   record.finished_unix_ms = absl::ToUnixMillis(clock_());
+  if (lease.finalists) {
+    // The first round's row stays; the final measurement ranks the config.
+    target.trials->Complete(ordinal, lease.id, lease.epoch, result);
+    return absl::OkStatus();
+  }
   const absl::Time start = absl::Now();
   RETURN_IF_ERROR(store_->InsertTrial(record).status());
   metrics_->StoreCall(absl::Now() - start);

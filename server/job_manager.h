@@ -41,6 +41,9 @@ struct JobManagerOptions {
   int max_lease_attempts = 3;
   // Longest LeaseWork long-poll. Default 30 s.
   absl::Duration max_long_poll = absl::Seconds(30);
+  // Configs re-measured in the finalists round of each target; 0 or 1
+  // turns the round off. Default 5.
+  int finalists = 5;
   // Largest total size of a job's source files. Default 4 MiB.
   int64_t max_source_bytes = 4 << 20;
 };
@@ -109,6 +112,7 @@ class JobManager {
     int64_t epoch = 0;
     absl::Time expires;
     std::vector<uint64_t> ordinals;  // not yet reported
+    bool finalists = false;          // the finalists round: trials already stored
   };
 
   absl::Status ValidateSpec(v1::JobSpec* spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

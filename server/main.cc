@@ -22,6 +22,7 @@ struct Flags {
   int batch_size = 4;
   int64_t max_space_points = 10'000'000;
   int64_t max_trials = 100'000;
+  int finalists = 5;
 };
 
 void AddFlags(CLI::App& app, Flags& flags) {
@@ -44,6 +45,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--batch-size", flags.batch_size, "trials per lease")->capture_default_str();
   app.add_option("--max-space-points", flags.max_space_points,
                  "largest config space accepted")->capture_default_str();
+  app.add_option("--finalists", flags.finalists,
+                 "configs re-measured, interleaved, before the winner is chosen (0: off)")
+      ->capture_default_str();
   app.add_option("--max-trials", flags.max_trials,
                  "most configs one job measures per device model")->capture_default_str();
 }
@@ -59,6 +63,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags) {
   options.jobs.batch_size = flags.batch_size;
   options.jobs.max_space_points = flags.max_space_points;
   options.jobs.max_trials = flags.max_trials;
+  options.jobs.finalists = flags.finalists;
   return options;
 }
 

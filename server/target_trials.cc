@@ -14,14 +14,17 @@ constexpr size_t kFastestKept = 16;
 TargetTrials::TargetTrials(std::unique_ptr<ConfigSpace> space,
                            std::unique_ptr<SearchStrategy> strategy,
                            int max_attempts,
-                           std::optional<uint64_t> default_ordinal)
+                           std::optional<uint64_t> default_ordinal,
+                           int finalists)
     : space_(std::move(space)),
       strategy_(std::move(strategy)),
       max_attempts_(max_attempts),
-      default_ordinal_(default_ordinal) {}
+      default_ordinal_(default_ordinal),
+      finalists_(finalists) {}
 
 std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
-                                         int64_t epoch) {
+                                         int64_t epoch, bool* finalists) {
+  *finalists = false;
   std::vector<uint64_t> taken;
   while (static_cast<int>(taken.size()) < max && !requeued_.empty()) {
     taken.push_back(requeued_.front());
@@ -44,11 +47,22 @@ std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
     slot.epoch = epoch;
   }
   leased_ += static_cast<int64_t>(taken.size());
-  return taken;
+  if (!taken.empty()) return taken;
+  MaybeStartFinals();
+  if (finals_ != Finals::kWaiting) return taken;
+  finals_ = Finals::kLeased;
+  finals_lease_ = lease_id;
+  finals_epoch_ = epoch;
+  finals_results_.clear();
+  *finalists = true;
+  return finalist_ordinals_;
 }
 
 bool TargetTrials::Complete(uint64_t ordinal, const std::string& lease_id,
                             int64_t epoch, const v1::TrialResult& result) {
+  if (finals_ == Finals::kLeased && lease_id == finals_lease_ && epoch == finals_epoch_) {
+    return CompleteFinalist(ordinal, result);
+  }
   auto it = slots_.find(ordinal);
   if (it == slots_.end() || it->second.state != SlotState::kLeased ||
       it->second.lease_id != lease_id || it->second.epoch != epoch) {
@@ -56,12 +70,77 @@ bool TargetTrials::Complete(uint64_t ordinal, const std::string& lease_id,
   }
   --leased_;
   Record(ordinal, result);
+  MaybeStartFinals();
   return true;
+}
+
+bool TargetTrials::SearchOver() const {
+  return requeued_.empty() && leased_ == 0 && strategy_->Exhausted();
+}
+
+void TargetTrials::MaybeStartFinals() {
+  if (finals_ != Finals::kNotYet || !SearchOver()) return;
+  if (finalists_ < 2 || fastest_.size() < 2) {
+    finals_ = Finals::kDone;
+    return;
+  }
+  finalist_ordinals_.clear();
+  for (size_t i = 0; i < fastest_.size() && static_cast<int>(i) < finalists_; ++i) {
+    finalist_ordinals_.push_back(fastest_[i].ordinal);
+  }
+  finals_ = Finals::kWaiting;
+}
+
+bool TargetTrials::CompleteFinalist(uint64_t ordinal, const v1::TrialResult& result) {
+  if (std::find(finalist_ordinals_.begin(), finalist_ordinals_.end(), ordinal) ==
+          finalist_ordinals_.end() ||
+      finals_results_.contains(ordinal)) {
+    return false;
+  }
+  finals_results_[ordinal] = result;
+  if (finals_results_.size() == finalist_ordinals_.size()) EndFinals();
+  return true;
+}
+
+// Ranks the finalists by their final measurement, ahead of everything else;
+// a finalist that failed its second run is dropped from the ranking.
+void TargetTrials::EndFinals() {
+  finals_ = Finals::kDone;
+  finals_lease_.clear();
+  if (finals_results_.size() != finalist_ordinals_.size()) return;  // first round stands
+  std::vector<TrialOutcome> finals;
+  for (uint64_t ordinal : finalist_ordinals_) {
+    const v1::TrialResult& result = finals_results_.at(ordinal);
+    if (result.status() != v1::TRIAL_STATUS_OK) continue;
+    finals.push_back(TrialOutcome{ordinal, result});
+    if (default_ordinal_ == ordinal) {
+      default_seconds_ = result.measurement().median_seconds();
+    }
+  }
+  std::sort(finals.begin(), finals.end(), [](const TrialOutcome& a, const TrialOutcome& b) {
+    return a.result.measurement().median_seconds() < b.result.measurement().median_seconds();
+  });
+  for (const TrialOutcome& outcome : fastest_) {
+    bool finalist = std::find(finalist_ordinals_.begin(), finalist_ordinals_.end(),
+                              outcome.ordinal) != finalist_ordinals_.end();
+    if (!finalist) finals.push_back(outcome);
+  }
+  fastest_ = std::move(finals);
 }
 
 std::optional<v1::TrialResult> TargetTrials::Release(
     uint64_t ordinal, const std::string& lease_id, int64_t epoch,
     bool expired) {
+  if (finals_ == Finals::kLeased && lease_id == finals_lease_ && epoch == finals_epoch_) {
+    // One release ends the whole finalists lease (they run as one round).
+    if (expired && ++finals_lost_ >= max_attempts_) {
+      EndFinals();
+    } else {
+      finals_ = Finals::kWaiting;
+    }
+    finals_lease_.clear();
+    return std::nullopt;
+  }
   auto it = slots_.find(ordinal);
   if (it == slots_.end() || it->second.state != SlotState::kLeased ||
       it->second.lease_id != lease_id || it->second.epoch != epoch) {
@@ -77,6 +156,7 @@ std::optional<v1::TrialResult> TargetTrials::Release(
     lost.set_error(absl::StrCat("lost ", slot.lost_leases,
                                 " leases (worker died or stopped heartbeating)"));
     Record(ordinal, lost);
+    MaybeStartFinals();
     return lost;
   }
   slot.state = SlotState::kWaiting;
@@ -87,6 +167,7 @@ std::optional<v1::TrialResult> TargetTrials::Release(
 void TargetTrials::Restore(uint64_t ordinal, const v1::TrialResult& result) {
   if (slots_.contains(ordinal)) return;
   Record(ordinal, result);
+  MaybeStartFinals();
 }
 
 void TargetTrials::Record(uint64_t ordinal, const v1::TrialResult& result) {
@@ -118,11 +199,11 @@ void TargetTrials::Record(uint64_t ordinal, const v1::TrialResult& result) {
 }
 
 bool TargetTrials::Finished() const {
-  return requeued_.empty() && leased_ == 0 && strategy_->Exhausted();
+  return SearchOver() && finals_ == Finals::kDone;
 }
 
 bool TargetTrials::HasWork() const {
-  return !requeued_.empty() || !strategy_->Exhausted();
+  return !requeued_.empty() || !strategy_->Exhausted() || finals_ == Finals::kWaiting;
 }
 
 int64_t TargetTrials::total() const {

@@ -29,14 +29,18 @@ class TargetTrials {
  public:
   // `max_attempts`: leases a config may lose (expiry) before it is recorded
   // as WORKER_LOST, so that a config that kills workers cannot stall a job.
+  // `finalists`: when the search is over, the fastest `finalists` OK configs
+  // (if at least two) are measured again in one finalists lease, and the
+  // winner comes from that round; 0 or 1 turns the round off.
   TargetTrials(std::unique_ptr<ConfigSpace> space,
                std::unique_ptr<SearchStrategy> strategy, int max_attempts,
-               std::optional<uint64_t> default_ordinal);
+               std::optional<uint64_t> default_ordinal, int finalists);
 
   // Hands out up to `max` configs to (lease_id, epoch): re-queued configs
-  // first, then new proposals of the strategy.
+  // first, then new proposals of the strategy; once the search is over, the
+  // finalists (all of them, whatever `max`), with `*finalists` set.
   std::vector<uint64_t> Take(int max, const std::string& lease_id,
-                             int64_t epoch);
+                             int64_t epoch, bool* finalists);
 
   // Records `result` when `ordinal` is still held by (lease_id, epoch).
   // Returns false, changing nothing, for a stale or duplicate report.
@@ -45,7 +49,9 @@ class TargetTrials {
 
   // Gives back a config held by (lease_id, epoch). When the config has lost
   // `max_attempts` leases, it is completed as WORKER_LOST and that result is
-  // returned so the caller can store it.
+  // returned so the caller can store it. A lost finalists lease is offered
+  // again until it too has lost `max_attempts` leases; then the first
+  // round's results stand.
   std::optional<v1::TrialResult> Release(uint64_t ordinal,
                                          const std::string& lease_id,
                                          int64_t epoch, bool expired);
@@ -58,7 +64,10 @@ class TargetTrials {
   bool HasWork() const;
   int64_t total() const;
   int64_t done() const { return done_; }
-  // Fastest OK results, fastest first (at most `n`).
+  // True while the finalists lease is out or waiting.
+  bool in_finals() const { return finals_ == Finals::kWaiting || finals_ == Finals::kLeased; }
+  // Fastest OK results, fastest first (at most `n`); after the finalists
+  // round, the finalists ranked by their final measurement come first.
   std::vector<TrialOutcome> Fastest(size_t n) const;
   std::optional<double> default_seconds() const { return default_seconds_; }
   const absl::flat_hash_map<int, int64_t>& outcome_counts() const {
@@ -76,7 +85,12 @@ class TargetTrials {
     int64_t epoch = 0;
     int lost_leases = 0;
   };
+  enum class Finals { kNotYet, kWaiting, kLeased, kDone };
   void Record(uint64_t ordinal, const v1::TrialResult& result);
+  bool SearchOver() const;
+  void MaybeStartFinals();
+  bool CompleteFinalist(uint64_t ordinal, const v1::TrialResult& result);
+  void EndFinals();
 
   std::unique_ptr<ConfigSpace> space_;
   std::unique_ptr<SearchStrategy> strategy_;
@@ -90,6 +104,14 @@ class TargetTrials {
   absl::flat_hash_map<int, int64_t> outcome_counts_;
   std::optional<double> default_seconds_;
   std::string first_error_;
+
+  const int finalists_;
+  Finals finals_ = Finals::kNotYet;
+  std::vector<uint64_t> finalist_ordinals_;
+  std::string finals_lease_;
+  int64_t finals_epoch_ = 0;
+  int finals_lost_ = 0;
+  absl::flat_hash_map<uint64_t, v1::TrialResult> finals_results_;
 };
 
 }  // namespace tunefleet::server

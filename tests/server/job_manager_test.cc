@@ -1,5 +1,7 @@
 #include "server/job_manager.h"
 
+#include <map>
+
 #include "common/config_text.h"
 #include "common/spec_loader.h"
 #include "gtest/gtest.h"
@@ -24,6 +26,7 @@ class JobManagerTest : public ::testing::Test {
     options_.lease_ttl = absl::Seconds(10);
     options_.batch_size = 3;
     options_.max_lease_attempts = 2;
+    options_.finalists = 0;  // the finalists tests turn it on
     Restart();
     absl::StatusOr<KernelBundle> bundle = LoadKernelDir(SourceDir() + "/kernels/cpu/matmul");
     ASSERT_OK(bundle);
@@ -73,9 +76,11 @@ class JobManagerTest : public ::testing::Test {
     return lease.ok() ? *lease : std::nullopt;
   }
 
-  // Reports every trial of `lease` OK, with a time that depends on the config.
+  // Reports every trial of `lease` OK, with a time that depends on the config
+  // (or on `seconds`, when given).
   v1::ReportResultsResponse ReportAll(const std::string& worker, const v1::Lease& lease,
-                                      bool release = false) {
+                                      bool release = false,
+                                      std::function<double(int64_t)> seconds = nullptr) {
     v1::ReportResultsRequest request;
     request.set_worker_id(worker);
     request.set_lease_id(lease.lease_id());
@@ -87,7 +92,7 @@ class JobManagerTest : public ::testing::Test {
       *reported->mutable_result()->mutable_config() = trial.config();
       reported->mutable_result()->set_status(v1::TRIAL_STATUS_OK);
       reported->mutable_result()->mutable_measurement()->set_median_seconds(
-          1e-3 * (1 + trial.index() % 7));
+          seconds ? seconds(trial.index()) : 1e-3 * (1 + trial.index() % 7));
       reported->mutable_result()->mutable_measurement()->set_samples(5);
     }
     absl::StatusOr<v1::ReportResultsResponse> response = jobs_->ReportResults(request);
@@ -277,6 +282,56 @@ TEST_F(JobManagerTest, FinishedJobsSurviveRestart) {
   EXPECT_EQ(reloaded.state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_EQ(reloaded.trials_done(), 3);
   EXPECT_EQ(reloaded.top_trials_size(), 3);
+}
+
+TEST_F(JobManagerTest, FinalistsRoundPicksTheWinnerByItsFinalMeasurement) {
+  options_.finalists = 2;
+  Restart();
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  std::optional<v1::Lease> first = Lease(worker);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_FALSE(first->finalists());
+  ASSERT_EQ(first->trials_size(), 3);
+  // First round: trial k takes (k + 1) ms, so trials 0 and 1 are finalists.
+  std::map<int64_t, int> rank;
+  for (int k = 0; k < 3; ++k) rank[first->trials(k).index()] = k;
+  ReportAll(worker, *first, false, [&](int64_t index) { return 1e-3 * (rank[index] + 1); });
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_RUNNING);
+  std::optional<v1::Lease> finals = Lease(worker);
+  ASSERT_TRUE(finals.has_value());
+  EXPECT_TRUE(finals->finalists());
+  ASSERT_EQ(finals->trials_size(), 2);
+  // Final round: the first round's runner-up is faster.
+  ReportAll(worker, *finals, false, [&](int64_t index) { return rank[index] == 1 ? 5e-4 : 2e-3; });
+  v1::Job done = *jobs_->Get(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.targets(0).best().median_seconds(), 5e-4);
+  EXPECT_EQ(store_->GetBest(done.targets(0).tuning_key())->median_seconds, 5e-4);
+  EXPECT_EQ(store_->GetBest(done.targets(0).tuning_key())->config,
+            ConfigToString(first->trials(1).config()));
+  EXPECT_EQ(store_->ListTrials(job->id())->size(), 3u);  // no extra rows
+  EXPECT_FALSE(Lease(worker).has_value());
+}
+
+TEST_F(JobManagerTest, LostFinalistsLeaseIsOfferedAgain) {
+  options_.finalists = 3;
+  Restart();
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ReportAll(worker, *Lease(worker));
+  std::optional<v1::Lease> finals = Lease(worker);
+  ASSERT_TRUE(finals.has_value() && finals->finalists());
+  now_ += absl::Seconds(11);
+  jobs_->Tick();
+  workers_->Touch(worker);
+  std::optional<v1::Lease> again = Lease(worker);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_TRUE(again->finalists());
+  EXPECT_GT(again->epoch(), finals->epoch());
+  EXPECT_TRUE(ReportAll(worker, *finals).cancelled());
+  ReportAll(worker, *again);
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
 }
 
 TEST_F(JobManagerTest, BadJobsAreRefusedWithTheFieldNamed) {
