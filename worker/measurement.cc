@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <utility>
 
 namespace tunefleet::worker {
 namespace {
@@ -52,6 +54,35 @@ v1::Measurement Summarize(std::vector<double> seconds) {
   m.set_p20_seconds(Quantile(seconds, 0.2));
   m.set_p80_seconds(Quantile(seconds, 0.8));
   m.set_samples(static_cast<int64_t>(seconds.size()));
+  return m;
+}
+
+v1::MeasureOptions PerRoundOptions(v1::MeasureOptions options, int rounds) {
+  options = WithMeasureDefaults(std::move(options));
+  options.set_budget_seconds(options.budget_seconds() / std::max(1, rounds));
+  return options;
+}
+
+v1::Measurement CombineRounds(const std::vector<v1::Measurement>& rounds) {
+  auto median_of = [&](double (v1::Measurement::*field)() const) {
+    std::vector<double> values;
+    values.reserve(rounds.size());
+    for (const v1::Measurement& round : rounds) values.push_back((round.*field)());
+    std::sort(values.begin(), values.end());
+    return Quantile(values, 0.5);
+  };
+  v1::Measurement m;
+  m.set_median_seconds(median_of(&v1::Measurement::median_seconds));
+  m.set_p20_seconds(median_of(&v1::Measurement::p20_seconds));
+  m.set_p80_seconds(median_of(&v1::Measurement::p80_seconds));
+  int64_t samples = 0;
+  double clock_mhz = 0;
+  for (const v1::Measurement& round : rounds) {
+    samples += round.samples();
+    clock_mhz += round.clock_mhz();
+  }
+  m.set_samples(samples);
+  m.set_clock_mhz(clock_mhz / static_cast<double>(rounds.size()));
   return m;
 }
 

@@ -31,6 +31,18 @@ v1::MeasureOptions FitToDeadline(v1::MeasureOptions options, double call_seconds
 // count of `seconds`. REQUIRES: non-empty.
 v1::Measurement Summarize(std::vector<double> seconds);
 
+// The finalists round (docs/measurement.md): the options of one of `rounds`
+// runs of a config, i.e. `options` with defaults and budget_seconds divided
+// by `rounds` (rounds < 1 counts as 1). min_samples, max_samples and the
+// warm-up stay per run, so every round still takes at least min_samples.
+v1::MeasureOptions PerRoundOptions(v1::MeasureOptions options, int rounds);
+
+// One config's finalists-round measurement from its per-round measurements:
+// median, p20 and p80 are the medians (as in Summarize: the middle one, or
+// the mean of the two middle ones) of the rounds' medians, p20s and p80s;
+// samples is the sum; clock_mhz the mean. REQUIRES: non-empty.
+v1::Measurement CombineRounds(const std::vector<v1::Measurement>& rounds);
+
 }  // namespace tunefleet::worker
 
 #endif  // TUNEFLEET_WORKER_MEASUREMENT_H_

@@ -1,5 +1,6 @@
 #include "worker/trial_executor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -35,6 +36,7 @@ struct TrialExecutor::Batch {
   const JobContext* job = nullptr;
   v1::Shape shape;         // normalized
   std::string kernel_key;  // kernel digest and shape: what a config runs as
+  v1::MeasureOptions measure;  // what the child is prepared with
   std::optional<v1::TrialResult> job_failure;  // fails every trial
   std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
   std::shared_future<CompilePool::Result> reference;
@@ -98,9 +100,12 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
     return absl::OkStatus();
   }
   const JobContext& job = *batch->job;
-  // The same job in the same child process needs no second Prepare.
-  const std::string key = absl::StrCat(job.job_id, "|", batch->kernel_key, "|", job.seed,
-                                       "|", reference.artifact);
+  // The same job with the same measure options in the same child process
+  // needs no second Prepare (a finalists round measures with a smaller
+  // budget than the leases before it).
+  const std::string key =
+      absl::StrCat(job.job_id, "|", batch->kernel_key, "|", job.seed, "|",
+                   reference.artifact, "|", batch->measure.ShortDebugString());
   if (child_.running() && prepared_for_ == key && prepared_in_ == child_.starts()) {
     return absl::OkStatus();
   }
@@ -111,7 +116,7 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
   prepare->set_seed(job.seed);
   *prepare->mutable_limits() = device_.limits();
   prepare->set_reference_artifact(reference.artifact);
-  *prepare->mutable_measure() = options_.measure;
+  *prepare->mutable_measure() = batch->measure;
   prepare->mutable_measure()->set_run_seconds_limit(absl::ToDoubleSeconds(TrialDeadline()));
   for (int attempt = 1;; ++attempt) {
     ASSIGN_OR_RETURN(ChildReply reply, child_.Call(request, options_.prepare_deadline));
@@ -196,8 +201,10 @@ absl::StatusOr<v1::TrialResult> TrialExecutor::RunOne(Batch* batch, const Pendin
   return result;
 }
 
-void TrialExecutor::StartBatch(const JobContext& job, Batch* batch) {
+void TrialExecutor::StartBatch(const JobContext& job, const v1::MeasureOptions& measure,
+                               Batch* batch) {
   batch->job = &job;
+  batch->measure = measure;
   absl::StatusOr<v1::Shape> shape = NormalizeShape(job.spec, job.shape);
   absl::StatusOr<v1::Config> reference_config =
       shape.ok() ? ParseConfig(job.spec.default_config()) : shape.status();
@@ -219,7 +226,7 @@ absl::Status TrialExecutor::Run(const JobContext& job, const std::vector<v1::Tri
                                 const ResultCallback& on_result,
                                 const StopPredicate& should_stop) {
   Batch batch;
-  StartBatch(job, &batch);  // the reference compiles first
+  StartBatch(job, options_.measure, &batch);  // the reference compiles first
   Plan(&batch, trials);
   absl::Status status;
   for (const PendingTrial& p : batch.pending) {
@@ -233,12 +240,79 @@ absl::Status TrialExecutor::Run(const JobContext& job, const std::vector<v1::Tri
     result->set_device_id(device_.id());
     on_result(p.trial.index(), *result);
   }
-  // Queued compiles still point into `job`: cancel them and wait.
-  batch.cancel->store(true);
-  for (const PendingTrial& p : batch.pending) {
+  FinishBatch(&batch);
+  return status;
+}
+
+void TrialExecutor::FinishBatch(Batch* batch) {
+  // Queued compiles still point into the job: cancel them and wait.
+  batch->cancel->store(true);
+  for (const PendingTrial& p : batch->pending) {
     if (p.compile.valid()) p.compile.wait();
   }
-  if (batch.reference.valid()) batch.reference.wait();
+  if (batch->reference.valid()) batch->reference.wait();
+}
+
+absl::Status TrialExecutor::RunFinalists(const JobContext& job,
+                                         const std::vector<v1::Trial>& trials,
+                                         const ResultCallback& on_result,
+                                         const StopPredicate& should_stop) {
+  const int rounds = std::max(1, options_.finalist_rounds);
+  Batch batch;
+  StartBatch(job, PerRoundOptions(options_.measure, rounds), &batch);
+  Plan(&batch, trials);  // artifact cache hits: every finalist was measured once
+  struct Finalist {
+    std::optional<v1::TrialResult> failure;  // the first failed round's result
+    std::optional<v1::TrialResult> last_ok;
+    std::vector<v1::Measurement> rounds;
+    double compile_seconds = 0;
+  };
+  std::vector<Finalist> finalists(batch.pending.size());
+  absl::Status status;
+  bool stopped = false;
+  for (int round = 0; round < rounds && status.ok() && !stopped; ++round) {
+    for (size_t i = 0; i < batch.pending.size(); ++i) {
+      Finalist& f = finalists[i];
+      if (f.failure.has_value()) continue;  // a failed finalist is out of the round
+      if (should_stop && should_stop()) {
+        stopped = true;
+        break;
+      }
+      const PendingTrial& p = batch.pending[i];
+      // Prepares the child on the first step, and again only after a kill.
+      absl::StatusOr<v1::TrialResult> result = RunOne(&batch, p);
+      if (!result.ok()) {
+        status = result.status();
+        break;
+      }
+      *result->mutable_config() = p.trial.config();
+      result->set_device_id(device_.id());
+      if (round == 0) f.compile_seconds = result->compile_seconds();
+      if (options_.on_finalist_step) options_.on_finalist_step(round, p.trial.index(), *result);
+      if (result->status() == v1::TRIAL_STATUS_OK) {
+        f.rounds.push_back(result->measurement());
+        f.last_ok = *std::move(result);
+      } else {
+        spdlog::info("finalist {} failed in round {} of {}: {}", p.trial.index(), round + 1,
+                     rounds, v1::TrialStatus_Name(result->status()));
+        f.failure = *std::move(result);
+      }
+    }
+  }
+  FinishBatch(&batch);
+  if (!status.ok() || stopped) return status;  // an unfinished round reports nothing
+  for (size_t i = 0; i < batch.pending.size(); ++i) {
+    Finalist& f = finalists[i];
+    v1::TrialResult result;
+    if (f.failure.has_value()) {
+      result = *std::move(f.failure);
+    } else {
+      result = *std::move(f.last_ok);
+      *result.mutable_measurement() = CombineRounds(f.rounds);
+    }
+    result.set_compile_seconds(f.compile_seconds);
+    on_result(batch.pending[i].trial.index(), result);
+  }
   return status;
 }
 

@@ -32,6 +32,16 @@ struct ExecutorOptions {
   // A config that kills the child this often (crash or timeout) is
   // QUARANTINED and never run again by this executor. Default 2.
   int kills_to_quarantine = 2;
+  // The finalists round (RunFinalists): how many rounds every finalist is
+  // measured in, each round with budget_seconds / finalist_rounds (see
+  // PerRoundOptions). Default 3; values below 1 count as 1.
+  int finalist_rounds = 3;
+  // Called after every step of a finalists round, in run order, with the
+  // round (0-based), the trial index and that step's own result (failures
+  // included), before the combined results go to `on_result`. For tests and
+  // logs; runs on the executor's thread. Default: none.
+  std::function<void(int round, int64_t index, const v1::TrialResult& result)>
+      on_finalist_step;
 };
 
 // One job's kernel and problem, as trials need it.
@@ -63,6 +73,20 @@ class TrialExecutor {
   absl::Status Run(const JobContext& job, const std::vector<v1::Trial>& trials,
                    const ResultCallback& on_result, const StopPredicate& should_stop);
 
+  // The finalists round (a lease with `finalists` set): measures `trials`
+  // again, interleaved on this one device: the child is prepared once, then
+  // options.finalist_rounds rounds each run every finalist once, in order
+  // (A B C, A B C, ...), with a per-round share of the budget. A finalist
+  // that fails in any round is not run again and is reported with that
+  // round's failure; the others are reported with CombineRounds of their
+  // rounds. `on_result` is called once per trial, in order, after the last
+  // round. When `should_stop` says so (checked before every step) it returns
+  // with nothing reported: a partial round measures nothing. Non-OK as Run
+  // (then nothing is reported either).
+  absl::Status RunFinalists(const JobContext& job, const std::vector<v1::Trial>& trials,
+                            const ResultCallback& on_result,
+                            const StopPredicate& should_stop);
+
   const v1::Device& device() const { return device_; }
   // Benchmark children started so far (1 + respawns).
   int child_starts() const { return child_.starts(); }
@@ -74,13 +98,17 @@ class TrialExecutor {
   struct Batch;
 
   absl::Duration TrialDeadline() const;
-  // Normalizes the shape and queues the reference compile.
-  void StartBatch(const JobContext& job, Batch* batch);
+  // Normalizes the shape and queues the reference compile; the child is
+  // prepared with `measure`.
+  void StartBatch(const JobContext& job, const v1::MeasureOptions& measure, Batch* batch);
+  // Waits for the compiles still queued for `batch` (they point into its
+  // job), cancelling them first.
+  static void FinishBatch(Batch* batch);
   // Validates and queues every trial's compile; fills batch->pending.
   void Plan(Batch* batch, const std::vector<v1::Trial>& trials);
   // Compiles the reference and prepares the child when it is not prepared
-  // for this job. A non-OK TrialResult status in `*failure` fails every
-  // remaining trial with that status.
+  // for this job and these measure options. A non-OK TrialResult status in
+  // `*failure` fails every remaining trial with that status.
   absl::Status EnsurePrepared(Batch* batch, v1::TrialResult* failure);
   absl::StatusOr<v1::TrialResult> Measure(Batch* batch, const v1::Trial& trial,
                                           const std::string& artifact);

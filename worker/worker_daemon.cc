@@ -166,9 +166,10 @@ void WorkerDaemon::LeaseLoop(TrialExecutor* executor) {
 void WorkerDaemon::ServeLease(TrialExecutor* executor, const std::string& worker_id,
                               const v1::Lease& lease) {
   const std::string& device_id = executor->device().id();
-  spdlog::info("lease {} (epoch {}): {} trial(s) of {} for job {} on {}", lease.lease_id(),
-               lease.epoch(), lease.trials_size(), lease.kernel().name(), lease.job_id(),
-               device_id);
+  spdlog::info("lease {} (epoch {}): {} {} of {} for job {} on {}", lease.lease_id(),
+               lease.epoch(), lease.trials_size(),
+               lease.finalists() ? "finalist(s), interleaved" : "trial(s)",
+               lease.kernel().name(), lease.job_id(), device_id);
   LeaseReporterOptions reporter_options;
   reporter_options.interval = options_.report_interval;
   {
@@ -193,14 +194,18 @@ void WorkerDaemon::ServeLease(TrialExecutor* executor, const std::string& worker
     JobContext job{lease.job_id(), lease.kernel(), *std::move(sources), lease.shape(),
                    lease.seed()};
     std::vector<v1::Trial> trials(lease.trials().begin(), lease.trials().end());
-    absl::Status status = executor->Run(
-        job, trials,
-        [&](int64_t index, const v1::TrialResult& result) {
-          LogTrial(index, result);
-          reporter.Add(index, result);
-          ++reported;
-        },
-        [&] { return stopping() || reporter.cancelled(); });
+    auto on_result = [&](int64_t index, const v1::TrialResult& result) {
+      LogTrial(index, result);
+      reporter.Add(index, result);
+      ++reported;
+    };
+    auto should_stop = [&] { return stopping() || reporter.cancelled(); };
+    // A finalists lease reports every finalist after its last round; the
+    // same reporter, the same release rule (an interrupted round reports
+    // nothing and hands the whole lease back).
+    absl::Status status = lease.finalists()
+                              ? executor->RunFinalists(job, trials, on_result, should_stop)
+                              : executor->Run(job, trials, on_result, should_stop);
     if (!status.ok()) {
       spdlog::error("lease {}: the worker cannot run trials: {}", lease.lease_id(),
                     status.ToString());

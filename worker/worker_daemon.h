@@ -1,7 +1,8 @@
 // The worker daemon: registers this host's devices with the coordinator,
 // pulls leases for each device, runs their trials through the device's
-// TrialExecutor and reports the results, heartbeating in the background,
-// until Stop.
+// TrialExecutor (a `finalists` lease through RunFinalists: interleaved
+// rounds, ExecutorOptions::finalist_rounds) and reports the results,
+// heartbeating in the background, until Stop.
 #ifndef TUNEFLEET_WORKER_WORKER_DAEMON_H_
 #define TUNEFLEET_WORKER_WORKER_DAEMON_H_
 

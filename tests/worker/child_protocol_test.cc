@@ -122,5 +122,66 @@ TEST(MeasurementTest, SlowKernelsTakeFewerSamplesToMeetTheDeadline) {
   EXPECT_EQ(FitToDeadline(options, 100).min_samples(), 5);
 }
 
+v1::Measurement Round(double median, double p20, double p80, int64_t samples,
+                      double clock_mhz = 0) {
+  v1::Measurement m;
+  m.set_median_seconds(median);
+  m.set_p20_seconds(p20);
+  m.set_p80_seconds(p80);
+  m.set_samples(samples);
+  m.set_clock_mhz(clock_mhz);
+  return m;
+}
+
+TEST(MeasurementTest, CombineRoundsTakesMediansOfTheRoundsAndSumsSamples) {
+  // Each statistic is the median of its own column, not of one round: the
+  // rounds' order does not matter.
+  v1::Measurement m = CombineRounds({Round(3.0, 2.5, 4.0, 10, 1800),
+                                     Round(1.0, 0.5, 9.0, 7, 1900),
+                                     Round(2.0, 1.5, 2.5, 5, 2000)});
+  EXPECT_DOUBLE_EQ(m.median_seconds(), 2.0);
+  EXPECT_DOUBLE_EQ(m.p20_seconds(), 1.5);
+  EXPECT_DOUBLE_EQ(m.p80_seconds(), 4.0);
+  EXPECT_EQ(m.samples(), 22);
+  EXPECT_DOUBLE_EQ(m.clock_mhz(), 1900);
+}
+
+TEST(MeasurementTest, CombineRoundsOfAnEvenCountAveragesTheMiddleTwo) {
+  v1::Measurement m = CombineRounds({Round(4, 3, 5, 5), Round(1, 0.5, 2, 5),
+                                     Round(2, 1, 3, 6), Round(10, 9, 11, 5)});
+  EXPECT_DOUBLE_EQ(m.median_seconds(), 3);  // (2 + 4) / 2
+  EXPECT_DOUBLE_EQ(m.p20_seconds(), 2);     // (1 + 3) / 2
+  EXPECT_DOUBLE_EQ(m.p80_seconds(), 4);     // (3 + 5) / 2
+  EXPECT_EQ(m.samples(), 21);
+  EXPECT_DOUBLE_EQ(m.clock_mhz(), 0);  // unknown (CPU) stays unknown
+}
+
+TEST(MeasurementTest, CombineRoundsOfOneRoundIsThatRound) {
+  v1::Measurement only = Round(1e-5, 9e-6, 2e-5, 42, 1410);
+  v1::Measurement m = CombineRounds({only});
+  EXPECT_DOUBLE_EQ(m.median_seconds(), only.median_seconds());
+  EXPECT_DOUBLE_EQ(m.p20_seconds(), only.p20_seconds());
+  EXPECT_DOUBLE_EQ(m.p80_seconds(), only.p80_seconds());
+  EXPECT_EQ(m.samples(), 42);
+  EXPECT_DOUBLE_EQ(m.clock_mhz(), 1410);
+}
+
+TEST(MeasurementTest, PerRoundOptionsSplitTheBudgetButNotTheMinimum) {
+  v1::MeasureOptions options;
+  options.set_budget_seconds(0.3);
+  options.set_min_samples(4);
+  v1::MeasureOptions round = PerRoundOptions(options, 3);
+  EXPECT_DOUBLE_EQ(round.budget_seconds(), 0.1);
+  EXPECT_EQ(round.min_samples(), 4);       // every round takes at least this
+  EXPECT_EQ(round.max_samples(), 1000);    // defaults filled in, per round
+  EXPECT_DOUBLE_EQ(round.warmup_seconds(), 0.02);
+  // Defaults first: the default 0.2 s budget is what gets split.
+  EXPECT_DOUBLE_EQ(PerRoundOptions({}, 4).budget_seconds(), 0.05);
+  EXPECT_DOUBLE_EQ(PerRoundOptions(options, 0).budget_seconds(), 0.3);  // 0 counts as 1
+  // A round whose budget is spent still takes min_samples.
+  EXPECT_TRUE(WantMoreSamples(round, 3, /*elapsed_seconds=*/1.0));
+  EXPECT_FALSE(WantMoreSamples(round, 4, 0.11));
+}
+
 }  // namespace
 }  // namespace tunefleet::worker

@@ -92,9 +92,11 @@ class FakeCoordinator : public Coordinator {
   }
 
   // Queues a lease of `job`'s trials, with sources by digest only.
-  void AddLease(const JobContext& job, const std::vector<v1::Trial>& trials) {
+  void AddLease(const JobContext& job, const std::vector<v1::Trial>& trials,
+                bool finalists = false) {
     absl::MutexLock lock(&mu_);
     v1::Lease& lease = leases_.emplace_back();
+    lease.set_finalists(finalists);
     lease.set_lease_id(absl::StrCat("lease-", leases_.size()));
     lease.set_epoch(1);
     lease.set_job_id(job.job_id);
@@ -148,10 +150,11 @@ class WorkerDaemonTest : public ::testing::Test {
         [this](const std::string& digest) { return coordinator_.GetBlob(digest); });
   }
 
-  void StartDaemon() {
+  void StartDaemon(ExecutorOptions executor_options = FastOptions()) {
     std::vector<std::unique_ptr<TrialExecutor>> executors;
     executors.push_back(std::make_unique<TrialExecutor>(pool_.get(), DiscoverCpuDevice(),
-                                                        CpuChild(), FastOptions()));
+                                                        CpuChild(),
+                                                        std::move(executor_options)));
     WorkerOptions options;
     options.host = "test-host";
     options.toolkit = compiler_->toolkit();
@@ -204,6 +207,43 @@ TEST_F(WorkerDaemonTest, ServesALeaseAndReportsEveryTrial) {
     EXPECT_EQ(report.lease_id(), "lease-1");
     EXPECT_FALSE(report.release());  // everything was reported
   }
+}
+
+TEST_F(WorkerDaemonTest, ServesAFinalistsLeaseInInterleavedRoundsAndReportsAfterTheLast) {
+  JobContext job = LoadJob("tests/worker/faulty_cpu", "N=1024");
+  coordinator_.AddLease(job, {MakeTrial(7, "FAULT=0,UNROLL=1"), MakeTrial(9, "FAULT=0,UNROLL=4")},
+                        /*finalists=*/true);
+  ExecutorOptions options = FastOptions();
+  options.finalist_rounds = 2;
+  std::vector<std::pair<int, int64_t>> steps;  // only the executor thread writes
+  std::map<int64_t, int64_t> step_samples;
+  std::vector<size_t> reported_at_step;
+  options.on_finalist_step = [&](int round, int64_t index, const v1::TrialResult& result) {
+    steps.emplace_back(round, index);
+    step_samples[index] += result.measurement().samples();
+    absl::MutexLock lock(&coordinator_.mu_);
+    reported_at_step.push_back(coordinator_.results_.size());
+  };
+  StartDaemon(std::move(options));
+  ASSERT_TRUE(coordinator_.AwaitResults(2));
+  StopDaemon();
+  using ::testing::Pair;
+  EXPECT_THAT(steps, ::testing::ElementsAre(Pair(0, 7), Pair(0, 9), Pair(1, 7), Pair(1, 9)));
+  EXPECT_THAT(reported_at_step, ::testing::Each(0u));  // nothing before the last round
+  absl::MutexLock lock(&coordinator_.mu_);
+  ASSERT_EQ(coordinator_.results_.size(), 2u);
+  for (int64_t index : {7, 9}) {
+    const v1::TrialResult& result = coordinator_.results_[index];
+    EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << result.error();
+    EXPECT_EQ(result.measurement().samples(), step_samples[index]);
+  }
+  int reported = 0;
+  for (const v1::ReportResultsRequest& report : coordinator_.reports_) {
+    EXPECT_EQ(report.lease_id(), "lease-1");
+    EXPECT_FALSE(report.release());
+    reported += report.trials_size();
+  }
+  EXPECT_EQ(reported, 2);  // once per finalist
 }
 
 TEST_F(WorkerDaemonTest, HandsBackTheRestOfTheLeaseOnStop) {

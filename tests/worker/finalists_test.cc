@@ -1,0 +1,190 @@
+// The finalists round (TrialExecutor::RunFinalists) with the real compiler
+// and real benchmark children: interleaved rounds on one child, combined
+// measurements, and a finalist that crashes in a later round.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_support.h"
+#include "tests/worker/worker_test_util.h"
+#include "worker/cpu/cpu_compiler.h"
+#include "worker/cpu/cpu_device.h"
+#include "worker/measurement.h"
+#include "worker/trial_executor.h"
+
+namespace tunefleet::worker {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::tunefleet::worker::testing::CpuChild;
+using ::tunefleet::worker::testing::FastOptions;
+using ::tunefleet::worker::testing::LoadJob;
+using ::tunefleet::worker::testing::MakeTrial;
+
+constexpr char kFlaky[] = "tests/worker/flaky_cpu";
+
+class FinalistsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CompilerOptions options;
+    options.cache_dir = cache_.path();
+    absl::StatusOr<std::unique_ptr<CpuCompiler>> compiler = CpuCompiler::Create(options);
+    ASSERT_OK(compiler);
+    compiler_ = std::move(*compiler);
+    pool_ = std::make_unique<CompilePool>(compiler_.get(), /*threads=*/2);
+    marker_ = cache_.path() + "/crash-now";
+  }
+
+  // An executor whose finalist steps are recorded in `steps_`; `after_step`
+  // runs after each one is recorded.
+  void MakeExecutor(std::function<void(int round, int64_t index)> after_step = nullptr) {
+    ExecutorOptions options = FastOptions();
+    options.on_finalist_step = [this, after_step](int round, int64_t index,
+                                                  const v1::TrialResult& result) {
+      steps_.push_back({round, index});
+      step_results_[index].push_back(result);
+      if (after_step) after_step(round, index);
+    };
+    ChildOptions child = CpuChild();
+    child.env.emplace_back("TUNEFLEET_TEST_CRASH_MARKER", marker_);
+    executor_ = std::make_unique<TrialExecutor>(pool_.get(), DiscoverCpuDevice(),
+                                                std::move(child), std::move(options));
+  }
+
+  static std::vector<v1::Trial> Trials(const std::vector<std::string>& configs) {
+    std::vector<v1::Trial> trials;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      trials.push_back(MakeTrial(static_cast<int64_t>(i), configs[i]));
+    }
+    return trials;
+  }
+
+  // The reported results, in report order.
+  std::vector<std::pair<int64_t, v1::TrialResult>> RunFinalists(
+      const JobContext& job, const std::vector<std::string>& configs) {
+    std::vector<std::pair<int64_t, v1::TrialResult>> results;
+    EXPECT_OK(executor_->RunFinalists(
+        job, Trials(configs),
+        [&](int64_t index, const v1::TrialResult& r) {
+          // Nothing is reported before the last round is over.
+          EXPECT_EQ(steps_.size(), expected_steps_) << "reported mid-round";
+          results.emplace_back(index, r);
+        },
+        /*should_stop=*/nullptr));
+    return results;
+  }
+
+  // `result` is the CombineRounds of the OK steps recorded for `index`.
+  void ExpectCombined(int64_t index, const v1::TrialResult& result) {
+    ASSERT_EQ(result.status(), v1::TRIAL_STATUS_OK) << result.error();
+    std::vector<v1::Measurement> rounds;
+    int64_t samples = 0;
+    for (const v1::TrialResult& step : step_results_[index]) {
+      ASSERT_EQ(step.status(), v1::TRIAL_STATUS_OK) << step.error();
+      EXPECT_GE(step.measurement().samples(), 3);  // min_samples in every round
+      samples += step.measurement().samples();
+      rounds.push_back(step.measurement());
+    }
+    EXPECT_EQ(rounds.size(), 3u);
+    EXPECT_EQ(result.measurement().samples(), samples);  // the sum over the rounds
+    const v1::Measurement combined = CombineRounds(rounds);
+    EXPECT_DOUBLE_EQ(result.measurement().median_seconds(), combined.median_seconds());
+    EXPECT_DOUBLE_EQ(result.measurement().p20_seconds(), combined.p20_seconds());
+    EXPECT_DOUBLE_EQ(result.measurement().p80_seconds(), combined.p80_seconds());
+    EXPECT_GT(result.measurement().median_seconds(), 0);
+    EXPECT_EQ(result.device_id(), "cpu0");
+  }
+
+  ::tunefleet::testing::TempDir cache_;
+  std::string marker_;
+  std::unique_ptr<CpuCompiler> compiler_;
+  std::unique_ptr<CompilePool> pool_;
+  std::unique_ptr<TrialExecutor> executor_;
+  std::vector<std::pair<int, int64_t>> steps_;  // (round, index) in run order
+  std::map<int64_t, std::vector<v1::TrialResult>> step_results_;
+  size_t expected_steps_ = 0;
+};
+
+TEST_F(FinalistsTest, MeasuresMatmulFinalistsInInterleavedRounds) {
+  EXPECT_EQ(ExecutorOptions().finalist_rounds, 3);  // the documented default
+  MakeExecutor();
+  JobContext job = LoadJob("kernels/cpu/matmul", "M=64,N=64,K=64");
+  const std::vector<std::string> configs = {
+      "BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=1",
+      "BLOCK_M=32,BLOCK_N=64,BLOCK_K=32,UNROLL=4,LOOP_ORDER=0",
+      "BLOCK_M=64,BLOCK_N=64,BLOCK_K=64,UNROLL=4,LOOP_ORDER=0"};
+  // The search measured them once already: the finalists hit the artifact cache.
+  int searched = 0;
+  ASSERT_OK(executor_->Run(
+      job, Trials(configs), [&](int64_t, const v1::TrialResult&) { ++searched; }, nullptr));
+  ASSERT_EQ(searched, 3);
+  const int starts = executor_->child_starts();
+
+  expected_steps_ = 9;
+  auto results = RunFinalists(job, configs);
+  // Round-robin: every finalist once per round, in lease order.
+  EXPECT_THAT(steps_, ElementsAre(Pair(0, 0), Pair(0, 1), Pair(0, 2),  //
+                                  Pair(1, 0), Pair(1, 1), Pair(1, 2),  //
+                                  Pair(2, 0), Pair(2, 1), Pair(2, 2)));
+  ASSERT_EQ(results.size(), 3u);
+  for (int64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(results[i].first, i);
+    ExpectCombined(i, results[i].second);
+    EXPECT_EQ(ConfigToString(results[i].second.config()), configs[i]);
+    EXPECT_EQ(results[i].second.compile_seconds(), 0);  // artifact cache hit
+  }
+  // One child throughout: prepared again for the per-round budget, never
+  // restarted between rounds.
+  EXPECT_EQ(executor_->child_starts(), starts);
+}
+
+TEST_F(FinalistsTest, AFinalistThatCrashesIsReportedAndTheOthersAreStillMeasured) {
+  // Before round 1 (the second) the marker appears: CRASH=2 passes round 0
+  // and crashes in round 1, the way a config can fail the second time.
+  MakeExecutor([this](int round, int64_t index) {
+    if (round == 0 && index == 3) std::ofstream(marker_) << "crash";
+  });
+  JobContext job = LoadJob(kFlaky, "N=1024");
+  expected_steps_ = 9;
+  auto results = RunFinalists(job, {"CRASH=0,UNROLL=1",    // 0 good
+                                    "CRASH=1,UNROLL=1",    // 1 crashes in round 0
+                                    "CRASH=2,UNROLL=4",    // 2 crashes in round 1
+                                    "CRASH=0,UNROLL=4"});  // 3 good
+  // A crashed finalist leaves the rounds; the others go on, interleaved.
+  EXPECT_THAT(steps_, ElementsAre(Pair(0, 0), Pair(0, 1), Pair(0, 2), Pair(0, 3),  //
+                                  Pair(1, 0), Pair(1, 2), Pair(1, 3),              //
+                                  Pair(2, 0), Pair(2, 3)));
+  ASSERT_EQ(results.size(), 4u);
+  ExpectCombined(0, results[0].second);
+  EXPECT_EQ(results[1].second.status(), v1::TRIAL_STATUS_CRASHED);
+  EXPECT_THAT(results[1].second.error(), HasSubstr("SIGSEGV"));
+  EXPECT_EQ(results[2].second.status(), v1::TRIAL_STATUS_CRASHED);
+  EXPECT_THAT(results[2].second.error(), HasSubstr("SIGSEGV"));
+  EXPECT_EQ(step_results_[2][0].status(), v1::TRIAL_STATUS_OK);  // fine in round 0
+  EXPECT_FALSE(results[2].second.has_measurement());
+  ExpectCombined(3, results[3].second);
+  // The first child, then one after each crash (re-prepared, same budget).
+  EXPECT_EQ(executor_->child_starts(), 3);
+}
+
+TEST_F(FinalistsTest, AnInterruptedRoundReportsNothing) {
+  MakeExecutor();
+  JobContext job = LoadJob(kFlaky, "N=1024");
+  int reported = 0;
+  ASSERT_OK(executor_->RunFinalists(
+      job, Trials({"CRASH=0,UNROLL=1", "CRASH=0,UNROLL=4"}),
+      [&](int64_t, const v1::TrialResult&) { ++reported; },
+      [&] { return steps_.size() >= 3; }));  // stop in round 1
+  EXPECT_EQ(steps_.size(), 3u);
+  EXPECT_EQ(reported, 0);
+}
+
+}  // namespace
+}  // namespace tunefleet::worker
