@@ -1,4 +1,4 @@
-#include "tests/integration/fleet.h"
+#include "bench/local_fleet.h"
 
 #include <csignal>
 #include <filesystem>
@@ -8,11 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
-#include "tests/support/test_support.h"
 
-namespace tunefleet::testing {
+namespace tunefleet::bench {
 
-std::string BinPath(const std::string& name) { return BuildDir() + "/bin/" + name; }
+std::string Fleet::BinPath(const std::string& name) const {
+  return options_.bin_dir + "/" + name;
+}
 
 std::string Fleet::database_url() const {
   return absl::StrCat("sqlite://", options_.data_dir, "/tunefleet.db");
@@ -29,7 +30,8 @@ absl::Status Fleet::StartCoordinator() {
                   "--lease-ttl-ms", std::to_string(options_.lease_ttl_ms),
                   "--heartbeat-ms", std::to_string(options_.heartbeat_ms),
                   "--batch-size", std::to_string(options_.batch_size),
-                  "--metrics-listen", "127.0.0.1:0"};
+                  "--metrics-listen", "127.0.0.1:0",
+                  "--finalists", std::to_string(options_.finalists)};
   options.stdout_mode = SubprocessOptions::Output::kNull;
   ASSIGN_OR_RETURN(coordinator_, Subprocess::Start(options));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
@@ -61,7 +63,8 @@ absl::StatusOr<int> Fleet::StartWorker() {
                   "--cache-dir", absl::StrCat(options_.data_dir, "/worker-cache-", index),
                   "--name", absl::StrCat("test-worker-", index),
                   "--measure-budget", absl::StrCat(options_.measure_budget),
-                  "--compile-threads", "1"};
+                  "--compile-threads", std::to_string(options_.compile_threads),
+                  "--backend", options_.backend};
   ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> worker, Subprocess::Start(options));
   workers_.push_back(std::move(worker));
   return index;
@@ -93,4 +96,4 @@ absl::StatusOr<RunResult> RunProgram(const std::vector<std::string>& argv,
   return result;
 }
 
-}  // namespace tunefleet::testing
+}  // namespace tunefleet::bench

@@ -1,7 +1,8 @@
-// A fleet on loopback for tests: a coordinator process and worker processes
-// started from the build's binaries, each with its own files under a TempDir.
-#ifndef TUNEFLEET_TESTS_INTEGRATION_FLEET_H_
-#define TUNEFLEET_TESTS_INTEGRATION_FLEET_H_
+// A fleet on loopback: a coordinator process and worker processes started
+// from the build's binaries, with their files under one directory. Used by
+// the integration tests and the benchmarks.
+#ifndef TUNEFLEET_BENCH_LOCAL_FLEET_H_
+#define TUNEFLEET_BENCH_LOCAL_FLEET_H_
 
 #include <memory>
 #include <string>
@@ -11,14 +12,18 @@
 #include "absl/time/time.h"
 #include "common/subprocess.h"
 
-namespace tunefleet::testing {
+namespace tunefleet::bench {
 
 struct FleetOptions {
+  std::string bin_dir;          // where tunefleet-coordinator and tunefleet-worker are
   std::string data_dir;         // the coordinator's data dir (SQLite)
   int64_t lease_ttl_ms = 3000;  // short, so that a killed worker's lease expires soon
   int64_t heartbeat_ms = 300;
   int batch_size = 2;
   double measure_budget = 0.02;  // seconds of timing per config
+  int finalists = 5;             // the coordinator's --finalists
+  std::string backend = "cpu";   // the workers' --backend
+  int compile_threads = 1;       // per worker; 0 = the host's cores
 };
 
 // Not thread-safe. Processes are killed when the Fleet goes away.
@@ -33,6 +38,8 @@ class Fleet {
   // Starts a worker; returns its index.
   absl::StatusOr<int> StartWorker();
   Subprocess* worker(int index) { return workers_[index].get(); }
+  // Where the binaries are: <bin_dir>/<name>.
+  std::string BinPath(const std::string& name) const;
   const std::string& address() const { return address_; }
   std::string database_url() const;
 
@@ -52,8 +59,7 @@ struct RunResult {
 absl::StatusOr<RunResult> RunProgram(const std::vector<std::string>& argv,
                                      absl::Duration timeout);
 
-std::string BinPath(const std::string& name);
 
-}  // namespace tunefleet::testing
+}  // namespace tunefleet::bench
 
-#endif  // TUNEFLEET_TESTS_INTEGRATION_FLEET_H_
+#endif  // TUNEFLEET_BENCH_LOCAL_FLEET_H_

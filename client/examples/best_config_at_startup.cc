@@ -18,7 +18,7 @@ namespace {
 
 // The config the application ships with (here: matmul's spec default).
 constexpr char kCompiledInConfig[] =
-    "BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=1";
+    "BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=0";
 // Long enough for a healthy coordinator, short enough not to delay start-up.
 constexpr std::chrono::milliseconds kStartupDeadline(500);
 

@@ -9,12 +9,19 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "server/store/store.h"
-#include "tests/integration/fleet.h"
+#include "bench/local_fleet.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
 
 namespace tunefleet::testing {
 namespace {
+
+using ::tunefleet::bench::Fleet;
+using ::tunefleet::bench::FleetOptions;
+using ::tunefleet::bench::RunProgram;
+using ::tunefleet::bench::RunResult;
+
+std::string BinPath(const std::string& name) { return BuildDir() + "/bin/" + name; }
 
 constexpr char kShape[] = "M=96,N=96,K=96";
 
@@ -22,6 +29,7 @@ class FleetTest : public ::testing::Test {
  protected:
   void SetUp() override {
     FleetOptions options;
+    options.bin_dir = BuildDir() + "/bin";
     options.data_dir = dir_.path();
     fleet_ = std::make_unique<Fleet>(options);
     ASSERT_OK(fleet_->StartCoordinator());

@@ -1,0 +1,227 @@
+// tune_bench: tunes one kernel end to end on a loopback fleet (a coordinator
+// with SQLite and N workers, real processes) and prints, per run: wall time
+// from submit to best, configs per second, compile and measured time, the
+// best config and its metric, and the speed-up over the default. With
+// --repeat K the same space is tuned K times (force_retune) and the spread of
+// the winners is printed last.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "bench/local_fleet.h"
+#include "common/config_space.h"
+#include "common/config_text.h"
+#include "common/spec_loader.h"
+#include "server/store/store.h"
+#include "tunefleet/client.h"
+#include "tunefleet/v1/types.pb.h"
+
+namespace tunefleet::bench {
+namespace {
+
+struct Flags {
+  std::string kernel_dir;
+  std::string shape;
+  std::string strategy = "exhaustive";
+  std::string config_set;
+  int64_t budget = 0;
+  int workers = 1;
+  int repeat = 1;
+  std::string backend = "cpu";
+  double measure_budget = 0.1;
+  int finalists = 5;
+  int compile_threads = 0;
+  std::string bin_dir;
+  bool print_trials = false;
+};
+
+struct Run {
+  Job job;
+  std::vector<server::TrialRecord> records;
+  double wall_seconds = 0;
+  double compile_seconds = 0;
+  double measured_seconds = 0;  // samples x median over every trial
+  int64_t trials = 0;
+  int64_t ok = 0;
+};
+
+std::string DefaultBinDir(const char* argv0) {
+  return std::filesystem::absolute(argv0).parent_path().string();
+}
+
+absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, bool force) {
+  SubmitRequest request;
+  request.kernel_dir = flags.kernel_dir;
+  request.shape = flags.shape;
+  request.strategy = flags.strategy;
+  request.budget = flags.budget;
+  request.config_set = flags.config_set;
+  request.force_retune = force;
+  Run run;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Job> job = client->Submit(request);
+  if (!job.ok()) return job.status();
+  absl::StatusOr<Job> done = client->Watch(job->id, [](const Job&) {});
+  if (!done.ok()) return done.status();
+  run.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  run.job = *done;
+  absl::StatusOr<std::unique_ptr<server::Store>> store = server::OpenStore(fleet->database_url());
+  if (!store.ok()) return store.status();
+  absl::StatusOr<std::vector<server::TrialRecord>> trials = (*store)->ListTrials(done->id);
+  if (!trials.ok()) return trials.status();
+  run.records = *trials;
+  for (const server::TrialRecord& trial : *trials) {
+    ++run.trials;
+    run.compile_seconds += trial.compile_seconds;
+    if (trial.status == 1) {
+      ++run.ok;
+      run.measured_seconds += trial.median_seconds * static_cast<double>(trial.samples);
+    }
+  }
+  return run;
+}
+
+// The spec's first metric for the best time, e.g. TFLOP/s.
+std::string MetricText(const KernelBundle& bundle, const std::string& shape, double seconds) {
+  if (bundle.spec.metrics().empty() || seconds <= 0) return "-";
+  absl::StatusOr<v1::Shape> parsed = ParseShape(shape);
+  if (!parsed.ok()) return "-";
+  absl::StatusOr<v1::Shape> normalized = NormalizeShape(bundle.spec, *parsed);
+  if (!normalized.ok()) return "-";
+  auto space = ConfigSpace::Create(bundle.spec, *normalized, PlaceholderLimits(bundle.spec.backend()));
+  if (!space.ok()) return "-";
+  (*space)->Bind(0);
+  absl::StatusOr<double> value = (*space)->Metric(0, seconds);
+  if (!value.ok()) return "-";
+  return absl::StrFormat("%.2f %s", *value, bundle.spec.metrics(0).unit());
+}
+
+void PrintRun(int index, const Run& run, const KernelBundle& bundle, const Flags& flags) {
+  const JobTarget* target = run.job.targets.empty() ? nullptr : &run.job.targets[0];
+  const double best = target ? target->best_seconds : 0;
+  const double def = target ? target->default_seconds : 0;
+  std::printf("| %d | %s | %.2f | %lld/%lld | %.1f | %.2f | %.2f | %s | %.4g | %s | %s |\n", index,
+              JobStateName(run.job.state), run.wall_seconds,
+              static_cast<long long>(run.ok), static_cast<long long>(run.trials),
+              run.trials / std::max(run.wall_seconds, 1e-9), run.compile_seconds,
+              run.measured_seconds, target ? target->best_config.c_str() : "-", best * 1e3,
+              MetricText(bundle, flags.shape, best).c_str(),
+              def > 0 && best > 0 ? absl::StrFormat("%.2fx", def / best).c_str() : "-");
+}
+
+// Every trial of a run: config, outcome, time, the first line of its error.
+void PrintTrials(const Run& run) {
+  std::printf("\n| config | outcome | median ms | samples | error |\n|---|---|---|---|---|\n");
+  for (const server::TrialRecord& trial : run.records) {
+    std::string error = trial.error.substr(0, trial.error.find('\n'));
+    if (error.size() > 100) error = error.substr(0, 100) + "...";
+    std::printf("| %s | %s | %.4g | %lld | %s |\n", trial.config.c_str(),
+                v1::TrialStatus_Name(trial.status).c_str() + std::strlen("TRIAL_STATUS_"),
+                trial.median_seconds * 1e3, static_cast<long long>(trial.samples), error.c_str());
+  }
+  std::printf("\n");
+}
+
+void PrintSpread(const std::vector<Run>& runs) {
+  std::map<std::string, int> winners;
+  std::vector<double> best;
+  for (const Run& run : runs) {
+    if (run.job.targets.empty() || run.job.targets[0].best_seconds <= 0) continue;
+    ++winners[run.job.targets[0].best_config];
+    best.push_back(run.job.targets[0].best_seconds);
+  }
+  if (best.size() < 2) return;
+  std::sort(best.begin(), best.end());
+  std::printf("\nwinner latency over %zu runs: min %.4g ms, median %.4g ms, max %.4g ms "
+              "(spread %.1f%%)\n",
+              best.size(), best.front() * 1e3, best[best.size() / 2] * 1e3, best.back() * 1e3,
+              100.0 * (best.back() - best.front()) / best.front());
+  for (const auto& [config, count] : winners) std::printf("  won %d x  %s\n", count, config.c_str());
+}
+
+int Main(const Flags& flags) {
+  absl::StatusOr<KernelBundle> bundle = LoadKernelDir(flags.kernel_dir);
+  if (!bundle.ok()) {
+    std::cerr << "tune_bench: " << bundle.status() << "\n";
+    return 2;
+  }
+  char pattern[] = "/tmp/tunefleet-bench-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  FleetOptions options;
+  options.bin_dir = flags.bin_dir;
+  options.data_dir = dir;
+  options.lease_ttl_ms = 30000;
+  options.heartbeat_ms = 1000;
+  options.batch_size = 8;
+  options.measure_budget = flags.measure_budget;
+  options.finalists = flags.finalists;
+  options.backend = flags.backend;
+  options.compile_threads = flags.compile_threads;
+  Fleet fleet(options);
+  absl::Status started = fleet.StartCoordinator();
+  for (int i = 0; started.ok() && i < flags.workers; ++i) started = fleet.StartWorker().status();
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Connect({.target = fleet.address(), .deadline = std::chrono::seconds(30)});
+  if (!started.ok() || !client.ok()) {
+    std::cerr << "tune_bench: " << (started.ok() ? client.status() : started) << "\n";
+    return 1;
+  }
+  std::printf("kernel %s, shape %s, strategy %s, %d %s worker(s), measure budget %.3g s\n\n",
+              bundle->spec.name().c_str(), flags.shape.c_str(),
+              flags.config_set.empty() ? flags.strategy.c_str() : flags.config_set.c_str(),
+              flags.workers, flags.backend.c_str(), flags.measure_budget);
+  std::printf("| run | state | wall s | ok/trials | configs/s | compile s | measured s | best config "
+              "| best ms | best metric | vs default |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::vector<Run> runs;
+  for (int i = 0; i < flags.repeat; ++i) {
+    absl::StatusOr<Run> run = TuneOnce(client->get(), &fleet, flags, /*force=*/i > 0);
+    if (!run.ok()) {
+      std::cerr << "tune_bench: run " << i + 1 << ": " << run.status() << "\n";
+      return 1;
+    }
+    PrintRun(i + 1, *run, *bundle, flags);
+    if (flags.print_trials) PrintTrials(*run);
+    std::fflush(stdout);
+    runs.push_back(*std::move(run));
+  }
+  PrintSpread(runs);
+  std::filesystem::remove_all(dir);
+  return 0;
+}
+
+}  // namespace
+}  // namespace tunefleet::bench
+
+int main(int argc, char** argv) {
+  CLI::App app{"tune_bench: tune a kernel end to end on a loopback fleet and print a table"};
+  tunefleet::bench::Flags flags;
+  flags.bin_dir = tunefleet::bench::DefaultBinDir(argv[0]);
+  app.add_option("--kernel", flags.kernel_dir, "kernel directory")->required();
+  app.add_option("--shape", flags.shape, "problem shape, M=..,N=..")->required();
+  app.add_option("--strategy", flags.strategy, "exhaustive or random")->capture_default_str();
+  app.add_option("--budget", flags.budget, "random: configs to try");
+  app.add_option("--config-set", flags.config_set, "tune only this named set");
+  app.add_option("--workers", flags.workers, "worker processes")->capture_default_str();
+  app.add_option("--repeat", flags.repeat, "tune the space this many times")->capture_default_str();
+  app.add_option("--backend", flags.backend, "cpu or cuda")->capture_default_str();
+  app.add_option("--measure-budget", flags.measure_budget, "seconds of timing per config")
+      ->capture_default_str();
+  app.add_option("--finalists", flags.finalists, "configs in the finalists round")
+      ->capture_default_str();
+  app.add_option("--compile-threads", flags.compile_threads, "per worker (0 = cores)")
+      ->capture_default_str();
+  app.add_option("--bin-dir", flags.bin_dir, "where the tunefleet binaries are");
+  app.add_flag("--trials", flags.print_trials, "print every trial of every run");
+  CLI11_PARSE(app, argc, argv);
+  return tunefleet::bench::Main(flags);
+}
