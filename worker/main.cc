@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -41,7 +42,7 @@ struct Flags {
   int compile_threads = 0;  // 0 = the device's cores
   double measure_budget = 0.2;
   double compile_timeout = 60;
-  double trial_deadline = 0;  // 0 = max(10 s, 20 x budget)
+  double trial_deadline = 0;  // 0 = max(10 s, 20 x budget); CUDA: at least 30 s
   bool child = false;
 };
 
@@ -106,7 +107,13 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
 
   ExecutorOptions executor_options;
   executor_options.measure.set_budget_seconds(flags.measure_budget);
-  executor_options.trial_deadline = absl::Seconds(flags.trial_deadline);
+  // A CUDA runner reports a hung launch itself after 10 s; the daemon's kill
+  // is the backstop behind it, so it must come later.
+  const double deadline = flags.trial_deadline > 0 ? flags.trial_deadline
+                          : backend == v1::BACKEND_CUDA
+                              ? std::max(30.0, 20 * flags.measure_budget)
+                              : 0;
+  executor_options.trial_deadline = absl::Seconds(deadline);
   std::vector<std::unique_ptr<TrialExecutor>> executors;
   for (const v1::Device& device : *devices) {
     ChildOptions child{{SelfExecutable(), "--child", "--backend", BackendName(backend)},
@@ -164,7 +171,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--compile-threads", flags.compile_threads, "compile pool size (0 = cores)");
   app.add_option("--trial-deadline", flags.trial_deadline,
-                 "seconds before a silent benchmark child is killed (0 = max(10, 20 x budget))");
+                 "seconds before a silent benchmark child is killed (0 = max(10, 20 x budget); "
+                 "cuda: max(30, 20 x budget))");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   app.add_flag("--child", flags.child, "internal: run as a benchmark child")->group("");

@@ -1,0 +1,470 @@
+// fp16 GEMM, C = A * B with fp32 accumulation, for sm_80+ (tuned on sm_90).
+//   A: M x K row-major; B: N x K row-major (the "weight" layout, K contiguous
+//   in both operands); C: M x N row-major, fp16.
+// Global -> shared with cp.async in a STAGES-deep pipeline into XOR-swizzled
+// tiles; any M, N, K (edges predicated: zero-filled loads, masked stores; a K
+// that is not a multiple of 8 takes a slower load path). Two tensor-core
+// paths, chosen by MMA:
+//   MMA=0: mma.sync.aligned.m16n8k16 fed by ldmatrix (sm_80 and later), a
+//          WARPS_M x WARPS_N grid of warp tiles;
+//   MMA=1: Hopper wgmma.mma_async m64nBLOCK_Nk16 reading both operands from
+//          shared memory through swizzled descriptors (sm_90a; 128-byte
+//          swizzle for BLOCK_K 64, 64-byte for BLOCK_K 32), one warpgroup
+//          (4 warps) per 64 rows: WARPS_M = BLOCK_M / 16, WARPS_N = 1; one
+//          wgmma batch stays in flight while the next tiles load (prefetch
+//          distance STAGES - 2);
+//   MMA=2: the same, but each batch completes before the next barrier
+//          (prefetch distance STAGES - 1).
+//
+// Params (from -D): MMA, BLOCK_M, BLOCK_N, BLOCK_K (32 or 64), WARPS_M,
+// WARPS_N, STAGES (>= 2; >= 3 for MMA=1), GROUP_M (block rasterization:
+// GROUP_M row-blocks of C are walked column by column so that they share B
+// tiles in L2).
+// Launch: grid.x = cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N), block.x = 32 *
+// WARPS_M * WARPS_N, dynamic shared memory STAGES * (BLOCK_M + BLOCK_N) *
+// BLOCK_K * 2 bytes (+ 1 KiB with wgmma, to align the tiles to 1 KiB).
+#include <cuda_fp16.h>
+
+#ifndef BLOCK_M
+#error "compile with -DBLOCK_M=... (and the other params)"
+#endif
+
+namespace {
+
+using u32 = unsigned int;
+
+constexpr int kThreads = WARPS_M * WARPS_N * 32;
+constexpr int kWarpM = BLOCK_M / WARPS_M;  // rows of C per warp
+constexpr int kWarpN = BLOCK_N / WARPS_N;  // columns of C per warp
+constexpr int kMmaM = kWarpM / 16;         // m16 tiles per warp
+constexpr int kMmaN = kWarpN / 8;          // n8 tiles per warp
+constexpr int kChunksK = BLOCK_K / 8;      // 16-byte chunks per tile row
+constexpr int kTileA = BLOCK_M * BLOCK_K;  // halves per stage
+constexpr int kTileB = BLOCK_N * BLOCK_K;
+
+static_assert(BLOCK_K == 32 || BLOCK_K == 64, "BLOCK_K must be 32 or 64");
+static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0, "warp tile must be a multiple of 16");
+static_assert((BLOCK_M * kChunksK) % kThreads == 0, "A tile chunks must divide among threads");
+static_assert((BLOCK_N * kChunksK) % kThreads == 0, "B tile chunks must divide among threads");
+static_assert(STAGES >= 2, "STAGES >= 2");
+#ifndef MMA
+#define MMA 0
+#endif
+
+// Physical 16-byte chunk of logical chunk `chunk` in tile row `row`: rows of
+// 128 bytes (BLOCK_K 64) XOR with row % 8; rows of 64 bytes (two per 128-byte
+// line) with (row / 2) % 4. Eight consecutive rows at one logical chunk then
+// hit eight different bank groups (conflict-free ldmatrix and cp.async).
+__device__ __forceinline__ int Swizzle(int row, int chunk) {
+  if (BLOCK_K == 64) return chunk ^ (row & 7);
+  return chunk ^ ((row >> 1) & 3);
+}
+
+__device__ __forceinline__ int TileOffset(int row, int chunk) {
+  return row * BLOCK_K + Swizzle(row, chunk) * 8;
+}
+
+__device__ __forceinline__ u32 SharedAddress(const void* pointer) {
+  return static_cast<u32>(__cvta_generic_to_shared(pointer));
+}
+
+__device__ __forceinline__ void CpAsync16(u32 dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int kPending>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+__device__ __forceinline__ void LdMatrixX4(u32 (&r)[4], u32 address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+__device__ __forceinline__ void Mma16816(float (&d)[4], const u32 (&a)[4],
+                                         const u32 (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Starts copying a ROWS x BLOCK_K tile whose first element is `src`
+// (row stride `ld`) into `dst`; rows >= rows_left and columns >= k_left are
+// zero-filled. Vector path: K % 8 == 0, so every chunk is all in or all out.
+template <int ROWS>
+__device__ __forceinline__ void LoadTileAsync(half* dst, const half* src, int ld,
+                                              int rows_left, int k_left, int tid) {
+  constexpr int kPerThread = ROWS * kChunksK / kThreads;
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int chunk_id = tid + i * kThreads;
+    const int row = chunk_id / kChunksK;
+    const int chunk = chunk_id % kChunksK;
+    const bool valid = row < rows_left && chunk * 8 < k_left;
+    const half* from = valid ? src + static_cast<size_t>(row) * ld + chunk * 8 : src;
+    CpAsync16(SharedAddress(dst + TileOffset(row, chunk)), from, valid ? 16 : 0);
+  }
+}
+
+// The same with element loads, for a K that is not a multiple of 8 (rows
+// not 16-byte aligned). Synchronous; visible after the next barrier.
+template <int ROWS>
+__device__ __forceinline__ void LoadTileScalar(half* dst, const half* src, int ld,
+                                               int rows_left, int k_left, int tid) {
+  constexpr int kPerThread = ROWS * kChunksK / kThreads;
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int chunk_id = tid + i * kThreads;
+    const int row = chunk_id / kChunksK;
+    const int chunk = chunk_id % kChunksK;
+    __align__(16) half values[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int k = chunk * 8 + e;
+      values[e] = (row < rows_left && k < k_left) ? src[static_cast<size_t>(row) * ld + k]
+                                                  : __float2half(0.0f);
+    }
+    *reinterpret_cast<uint4*>(dst + TileOffset(row, chunk)) =
+        *reinterpret_cast<const uint4*>(values);
+  }
+}
+
+
+// The C tile of this block: GROUP_M block-rows at a time, walked column-major.
+__device__ __forceinline__ void BlockTile(int M, int N, int* m0, int* n0) {
+  const int blocks_m = (M + BLOCK_M - 1) / BLOCK_M;
+  const int blocks_n = (N + BLOCK_N - 1) / BLOCK_N;
+  const int group_blocks = GROUP_M * blocks_n;
+  const int group = blockIdx.x / group_blocks;
+  const int first_m = group * GROUP_M;
+  const int group_m = min(blocks_m - first_m, GROUP_M);
+  const int in_group = blockIdx.x % group_blocks;
+  *m0 = (first_m + in_group % group_m) * BLOCK_M;
+  *n0 = (in_group / group_m) * BLOCK_N;
+}
+
+// Starts loading k-tile `k_tile` of A and B into pipeline stage `stage`.
+__device__ __forceinline__ void LoadStage(half* tiles_a, half* tiles_b, const half* a_block,
+                                          const half* b_block, int rows_a, int rows_b, int K,
+                                          int stage, int k_tile, int tid) {
+  const int k0 = k_tile * BLOCK_K;
+  if ((K & 7) == 0) {
+    LoadTileAsync<BLOCK_M>(tiles_a + stage * kTileA, a_block + k0, K, rows_a, K - k0, tid);
+    LoadTileAsync<BLOCK_N>(tiles_b + stage * kTileB, b_block + k0, K, rows_b, K - k0, tid);
+  } else {
+    LoadTileScalar<BLOCK_M>(tiles_a + stage * kTileA, a_block + k0, K, rows_a, K - k0, tid);
+    LoadTileScalar<BLOCK_N>(tiles_b + stage * kTileB, b_block + k0, K, rows_b, K - k0, tid);
+  }
+}
+
+// Stores one m16n8-layout fragment pair (rows g and g + 8 of a 16-row slab,
+// columns col and col + 1) with bounds checks.
+__device__ __forceinline__ void StorePair(half* C, int M, int N, int row, int col, float v0,
+                                          float v1) {
+  if (row >= M) return;
+  half* out = C + static_cast<size_t>(row) * N + col;
+  if ((N & 1) == 0 && col + 1 < N) {
+    *reinterpret_cast<half2*>(out) = __floats2half2_rn(v0, v1);
+  } else {
+    if (col < N) out[0] = __float2half_rn(v0);
+    if (col + 1 < N) out[1] = __float2half_rn(v1);
+  }
+}
+
+}  // namespace
+
+#if MMA == 0
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    gemm_f16(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C,
+             int M, int N, int K) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  half* const tiles_a = reinterpret_cast<half*>(smem);
+  half* const tiles_b = tiles_a + STAGES * kTileA;
+
+  int m0 = 0, n0 = 0;
+  BlockTile(M, N, &m0, &n0);
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int warp_m = warp / WARPS_N;
+  const int warp_n = warp % WARPS_N;
+
+  const half* a_block = A + static_cast<size_t>(m0) * K;
+  const half* b_block = B + static_cast<size_t>(n0) * K;
+  const int rows_a = M - m0;
+  const int rows_b = N - n0;
+  const int k_tiles = (K + BLOCK_K - 1) / BLOCK_K;
+  auto load_stage = [&](int stage, int k_tile) {
+    LoadStage(tiles_a, tiles_b, a_block, b_block, rows_a, rows_b, K, stage, k_tile, tid);
+  };
+
+  float acc[kMmaM][kMmaN][4];
+#pragma unroll
+  for (int i = 0; i < kMmaM; ++i)
+#pragma unroll
+    for (int j = 0; j < kMmaN; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < k_tiles) load_stage(s, s);
+    CpAsyncCommit();
+  }
+
+  // ldmatrix row/chunk of this lane (see the fragment layouts of m16n8k16).
+  const int a_row = warp_m * kWarpM + (lane & 15);
+  const int a_chunk = lane >> 4;
+  const int b_row = warp_n * kWarpN + ((lane >> 4) << 3) + (lane & 7);
+  const int b_chunk = (lane >> 3) & 1;
+
+  for (int k_tile = 0; k_tile < k_tiles; ++k_tile) {
+    CpAsyncWait<STAGES - 2>();
+    __syncthreads();
+    const int next = k_tile + STAGES - 1;
+    if (next < k_tiles) load_stage(next % STAGES, next);
+    CpAsyncCommit();
+
+    const half* tile_a = tiles_a + (k_tile % STAGES) * kTileA;
+    const half* tile_b = tiles_b + (k_tile % STAGES) * kTileB;
+#pragma unroll
+    for (int kk = 0; kk < BLOCK_K / 16; ++kk) {
+      u32 a_frag[kMmaM][4];
+      u32 b_frag[kMmaN][2];
+#pragma unroll
+      for (int i = 0; i < kMmaM; ++i) {
+        LdMatrixX4(a_frag[i],
+                   SharedAddress(tile_a + TileOffset(a_row + i * 16, kk * 2 + a_chunk)));
+      }
+#pragma unroll
+      for (int j = 0; j < kMmaN; j += 2) {
+        u32 r[4];
+        LdMatrixX4(r, SharedAddress(tile_b + TileOffset(b_row + j * 8, kk * 2 + b_chunk)));
+        b_frag[j][0] = r[0];
+        b_frag[j][1] = r[1];
+        b_frag[j + 1][0] = r[2];
+        b_frag[j + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int i = 0; i < kMmaM; ++i)
+#pragma unroll
+        for (int j = 0; j < kMmaN; ++j) Mma16816(acc[i][j], a_frag[i], b_frag[j]);
+    }
+  }
+  CpAsyncWait<0>();
+
+  // Epilogue: each lane holds rows g and g + 8, columns 2t and 2t + 1 of
+  // every m16n8 tile.
+  const int g = lane >> 2;
+  const int t = lane & 3;
+#pragma unroll
+  for (int i = 0; i < kMmaM; ++i) {
+#pragma unroll
+    for (int j = 0; j < kMmaN; ++j) {
+      const int row = m0 + warp_m * kWarpM + i * 16 + g;
+      const int col = n0 + warp_n * kWarpN + j * 8 + 2 * t;
+      StorePair(C, M, N, row, col, acc[i][j][0], acc[i][j][1]);
+      StorePair(C, M, N, row + 8, col, acc[i][j][2], acc[i][j][3]);
+    }
+  }
+}
+
+#else  // MMA 1 or 2: Hopper wgmma
+
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "MMA=1/2 (wgmma) needs the arch-specific sm_90a target"
+#endif
+
+namespace {
+
+constexpr int kWarpGroups = WARPS_M / 4;  // one warpgroup per 64 rows
+constexpr int kAcc = BLOCK_N / 2;         // fp32 accumulators per thread
+static_assert(WARPS_N == 1 && BLOCK_M == 64 * kWarpGroups && WARPS_M % 4 == 0,
+              "MMA=1: WARPS_N = 1, WARPS_M = BLOCK_M / 16 (whole warpgroups)");
+// wgmma batches left in flight across the next barrier (MMA=1: one).
+constexpr int kInFlight = MMA == 1 ? 1 : 0;
+constexpr int kPrefetch = STAGES - 1 - kInFlight;  // tiles loading ahead
+static_assert(kPrefetch >= 1, "MMA=1: STAGES >= 3; MMA=2: STAGES >= 2");
+static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256, "MMA=1: BLOCK_N 64/128/256");
+
+__device__ __forceinline__ void Wgmma64x64(float (&d)[32], unsigned long long desc_a,
+                                           unsigned long long desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+}
+
+__device__ __forceinline__ void Wgmma64x128(float (&d)[64], unsigned long long desc_a,
+                                           unsigned long long desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+}
+
+__device__ __forceinline__ void Wgmma64x256(float (&d)[128], unsigned long long desc_a,
+                                           unsigned long long desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "%128, %129, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+}
+
+// A shared-memory matrix descriptor for K-major rows of BLOCK_K halves, in
+// the swizzle Swizzle() writes: BLOCK_K 64 is the 128-byte mode (16-byte
+// chunk ^= row % 8; 8-row atoms of 1 KiB), BLOCK_K 32 the 64-byte mode
+// (chunk ^= (row / 2) % 4; 8-row atoms of 512 B). The stride between 8-row
+// groups is one atom; the leading offset is unused by swizzled K-major
+// layouts (1 by convention).
+__device__ __forceinline__ unsigned long long Descriptor(u32 address) {
+  constexpr unsigned long long kAtomBytes = 8 * BLOCK_K * 2;
+  constexpr unsigned long long kMode = BLOCK_K == 64 ? 1 : 2;
+  return static_cast<unsigned long long>((address & 0x3FFFF) >> 4) | (1ull << 16) |
+         ((kAtomBytes >> 4) << 32) | (kMode << 62);
+}
+
+__device__ __forceinline__ void Wgmma(float (&d)[kAcc], u32 a, u32 b) {
+#if BLOCK_N == 256
+  Wgmma64x256(d, Descriptor(a), Descriptor(b));
+#elif BLOCK_N == 128
+  Wgmma64x128(d, Descriptor(a), Descriptor(b));
+#else
+  Wgmma64x64(d, Descriptor(a), Descriptor(b));
+#endif
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    gemm_f16(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C,
+             int M, int N, int K) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // wgmma's swizzle atoms need 1 KiB alignment; the launch adds 1 KiB slack.
+  const u32 raw = SharedAddress(smem_raw);
+  half* const tiles_a = reinterpret_cast<half*>(smem_raw + (((raw + 1023) & ~1023u) - raw));
+  half* const tiles_b = tiles_a + STAGES * kTileA;
+
+  int m0 = 0, n0 = 0;
+  BlockTile(M, N, &m0, &n0);
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int group = warp / 4;
+
+  const half* a_block = A + static_cast<size_t>(m0) * K;
+  const half* b_block = B + static_cast<size_t>(n0) * K;
+  const int rows_a = M - m0;
+  const int rows_b = N - n0;
+  const int k_tiles = (K + BLOCK_K - 1) / BLOCK_K;
+
+  float acc[kAcc];
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+
+  // Prefetch distance kPrefetch: the stage refilled in iteration k_tile was
+  // last read by the wgmma batch of k_tile - 1 - kInFlight, which every
+  // warpgroup has waited for before the barrier of this iteration.
+#pragma unroll
+  for (int s = 0; s < kPrefetch; ++s) {
+    if (s < k_tiles) LoadStage(tiles_a, tiles_b, a_block, b_block, rows_a, rows_b, K, s, s, tid);
+    CpAsyncCommit();
+  }
+  for (int k_tile = 0; k_tile < k_tiles; ++k_tile) {
+    CpAsyncWait<kPrefetch - 1>();
+    // cp.async wrote through the generic proxy; wgmma reads through the async one.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    const int next = k_tile + kPrefetch;
+    if (next < k_tiles) {
+      LoadStage(tiles_a, tiles_b, a_block, b_block, rows_a, rows_b, K, next % STAGES, next, tid);
+    }
+    CpAsyncCommit();
+
+    const u32 a = SharedAddress(tiles_a + (k_tile % STAGES) * kTileA + group * 64 * BLOCK_K);
+    const u32 b = SharedAddress(tiles_b + (k_tile % STAGES) * kTileB);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < BLOCK_K / 16; ++kk) Wgmma(acc, a + kk * 32, b + kk * 32);
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kInFlight) : "memory");
+  }
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  CpAsyncWait<0>();
+
+  // Epilogue: per n8 block j, registers 4j..4j+3 hold rows g and g + 8 of
+  // this warp's 16-row slab, columns 8j + 2t and 8j + 2t + 1.
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const int row = m0 + group * 64 + (warp % 4) * 16 + g;
+#pragma unroll
+  for (int j = 0; j < BLOCK_N / 8; ++j) {
+    const int col = n0 + j * 8 + 2 * t;
+    StorePair(C, M, N, row, col, acc[4 * j], acc[4 * j + 1]);
+    StorePair(C, M, N, row + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
+  }
+}
+
+#endif  // MMA

@@ -1,0 +1,534 @@
+// The CUDA backend in-process: NVRTC compiler, runner, the library's kernels
+// and the failure-injection space (tests/gpu/faulty). Every test skips when
+// what it needs is missing: NVRTC for the compile tests, a GPU for the rest.
+// Configs that poison the CUDA context run in a re-executed copy of this
+// binary (threadsafe death tests) so that this process survives them.
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/config_space.h"
+#include "common/config_text.h"
+#include "common/spec_loader.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_support.h"
+#include "worker/cuda/cuda_backend.h"
+#include "worker/cuda/cuda_devices.h"
+#include "worker/cuda/cuda_driver.h"
+#include "worker/cuda/cuda_runner.h"
+#include "worker/cuda/nvrtc_compiler.h"
+
+namespace tunefleet::worker::cuda {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tunefleet::testing::SourceDir;
+using ::tunefleet::testing::TempDir;
+
+constexpr int kPoisonedExit = 3;
+
+KernelBundle LoadKernel(const std::string& relative_dir) {
+  absl::StatusOr<KernelBundle> bundle = LoadKernelDir(SourceDir() + "/" + relative_dir);
+  EXPECT_TRUE(bundle.ok()) << bundle.status();
+  return bundle.ok() ? *bundle : KernelBundle();
+}
+
+v1::Config Config(const v1::KernelSpec& spec, const std::string& text) {
+  absl::StatusOr<v1::Config> parsed = ParseConfig(text);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<v1::Config> config = NormalizeConfig(spec, *parsed);
+  EXPECT_TRUE(config.ok()) << config.status();
+  return config.ok() ? *config : v1::Config();
+}
+
+v1::Shape Shape(const std::string& text) {
+  absl::StatusOr<v1::Shape> shape = ParseShape(text);
+  EXPECT_TRUE(shape.ok()) << shape.status();
+  return *shape;
+}
+
+// A device for compile-only tests: Hopper limits, no GPU needed.
+v1::Device PlaceholderDevice() {
+  v1::Device device;
+  device.set_id("placeholder");
+  device.set_backend(v1::BACKEND_CUDA);
+  for (const auto& [name, value] : PlaceholderLimits(v1::BACKEND_CUDA)) {
+    v1::DeviceLimit* limit = device.add_limits();
+    limit->set_name(name);
+    limit->set_value(value);
+  }
+  return device;
+}
+
+std::string HelperPath() {
+  std::string beside = DefaultNvrtcHelperPath();
+  if (!beside.empty()) return beside;
+  std::string built = ::tunefleet::testing::BuildDir() + "/bin/tunefleet-nvrtc";
+  return std::filesystem::exists(built) ? built : "";
+}
+
+// Skips the test when NVRTC cannot be loaded.
+#define REQUIRE_NVRTC()                                                  \
+  do {                                                                   \
+    if (!LoadNvrtc().ok()) GTEST_SKIP() << LoadNvrtc().status();         \
+  } while (0)
+
+std::unique_ptr<NvrtcCompiler> MakeCompiler(const std::string& cache_dir,
+                                            double timeout_seconds = 120) {
+  NvrtcCompilerOptions options;
+  options.cache_dir = cache_dir;
+  options.helper_path = HelperPath();
+  options.timeout_seconds = timeout_seconds;
+  absl::StatusOr<std::unique_ptr<NvrtcCompiler>> compiler = NvrtcCompiler::Create(options);
+  EXPECT_TRUE(compiler.ok()) << compiler.status();
+  return compiler.ok() ? std::move(*compiler) : nullptr;
+}
+
+CompileOutcome MustCompile(NvrtcCompiler* compiler, const KernelBundle& bundle,
+                           const v1::Config& config, const v1::Device& device,
+                           bool reference = false) {
+  CompileJob job{&bundle.spec, &bundle.sources, config, device, reference};
+  absl::StatusOr<CompileOutcome> outcome = compiler->Compile(job);
+  EXPECT_TRUE(outcome.ok()) << outcome.status();
+  return outcome.ok() ? *outcome : CompileOutcome();
+}
+
+// ------------------------------------------------------------ no GPU needed
+
+TEST(CudaDriver, LoadsOrSaysWhyNot) {
+  absl::StatusOr<const CudaDriver*> driver = LoadCudaDriver();
+  if (!driver.ok()) {
+    EXPECT_TRUE(absl::IsUnavailable(driver.status()) ||
+                absl::IsFailedPrecondition(driver.status()))
+        << driver.status();
+    return;
+  }
+  EXPECT_EQ((*driver)->ErrorName(CUDA_ERROR_ILLEGAL_ADDRESS), "CUDA_ERROR_ILLEGAL_ADDRESS");
+  EXPECT_TRUE(IsStickyError(CUDA_ERROR_ILLEGAL_ADDRESS));
+  EXPECT_FALSE(IsStickyError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES));
+}
+
+TEST(CudaSpaces, GemmSpaceHasEnoughValidConfigs) {
+  KernelBundle gemm = LoadKernel("kernels/cuda/gemm_f16");
+  absl::StatusOr<std::unique_ptr<ConfigSpace>> space = ConfigSpace::Create(
+      gemm.spec, Shape("M=4096,N=4096,K=4096"), PlaceholderLimits(v1::BACKEND_CUDA));
+  ASSERT_OK(space);
+  ConfigEnumerator enumerator(space->get());
+  uint64_t ordinal = 0;
+  int valid = 0;
+  while (enumerator.Next(&ordinal)) ++valid;
+  EXPECT_GE(valid, 48);
+  ASSERT_OK((*space)->Bind(Config(gemm.spec, gemm.spec.default_config())));
+  EXPECT_OK((*space)->CheckConstraints());
+}
+
+TEST(CudaSpaces, EveryConfigSetEntryIsValid) {
+  const std::map<std::string, std::string> kernels = {
+      {"kernels/cuda/gemm_f16", "M=4096,N=4096,K=4096"},
+      {"kernels/cuda/softmax", "ROWS=32768,COLS=4096"},
+      {"kernels/cuda/flash_attn_fwd", "BATCH=4,HEADS=16,SEQ=2048"},
+  };
+  for (const auto& [dir, shape] : kernels) {
+    if (!std::filesystem::exists(SourceDir() + "/" + dir)) continue;
+    SCOPED_TRACE(dir);
+    KernelBundle bundle = LoadKernel(dir);
+    absl::StatusOr<std::unique_ptr<ConfigSpace>> space = ConfigSpace::Create(
+        bundle.spec, Shape(shape), PlaceholderLimits(v1::BACKEND_CUDA));
+    ASSERT_OK(space);
+    std::vector<std::string> configs = {bundle.spec.default_config()};
+    for (const v1::ConfigSet& set : bundle.spec.config_sets()) {
+      configs.insert(configs.end(), set.configs().begin(), set.configs().end());
+    }
+    for (const std::string& text : configs) {
+      ASSERT_OK((*space)->Bind(Config(bundle.spec, text)));
+      absl::Status valid = (*space)->CheckConstraints();
+      EXPECT_TRUE(valid.ok()) << text << ": " << valid;
+    }
+  }
+}
+
+TEST(NvrtcCompiler, CompilesEveryKernelDefaultAndReference) {
+  REQUIRE_NVRTC();
+  TempDir cache;
+  std::unique_ptr<NvrtcCompiler> compiler = MakeCompiler(cache.path());
+  ASSERT_NE(compiler, nullptr);
+  EXPECT_THAT(compiler->toolkit(), HasSubstr("nvrtc 13."));
+  for (const char* dir : {"kernels/cuda/gemm_f16", "kernels/cuda/softmax",
+                          "kernels/cuda/flash_attn_fwd", "tests/gpu/faulty"}) {
+    if (!std::filesystem::exists(SourceDir() + "/" + dir)) continue;
+    SCOPED_TRACE(dir);
+    KernelBundle bundle = LoadKernel(dir);
+    v1::Config config = Config(bundle.spec, bundle.spec.default_config());
+    CompileOutcome outcome = MustCompile(compiler.get(), bundle, config, PlaceholderDevice());
+    EXPECT_TRUE(outcome.ok) << outcome.log;
+    EXPECT_TRUE(std::filesystem::exists(outcome.artifact));
+    EXPECT_THAT(outcome.log, HasSubstr("registers"));  // --ptxas-options=-v
+    if (!bundle.spec.reference().entry().empty()) {
+      CompileOutcome ref = MustCompile(compiler.get(), bundle, config, PlaceholderDevice(), true);
+      EXPECT_TRUE(ref.ok) << ref.log;
+      EXPECT_NE(ref.artifact, outcome.artifact);
+    }
+  }
+}
+
+TEST(NvrtcCompiler, CachesByConfigAndSource) {
+  REQUIRE_NVRTC();
+  TempDir cache;
+  std::unique_ptr<NvrtcCompiler> compiler = MakeCompiler(cache.path());
+  KernelBundle bundle = LoadKernel("tests/gpu/faulty");
+  v1::Config good = Config(bundle.spec, "FAULT=0,BLOCK=128");
+  CompileOutcome first = MustCompile(compiler.get(), bundle, good, PlaceholderDevice());
+  CompileOutcome second = MustCompile(compiler.get(), bundle, good, PlaceholderDevice());
+  ASSERT_TRUE(first.ok && second.ok) << first.log;
+  EXPECT_FALSE(first.cached);
+  EXPECT_TRUE(second.cached);
+  EXPECT_EQ(first.artifact, second.artifact);
+  CompileOutcome other = MustCompile(compiler.get(), bundle,
+                                     Config(bundle.spec, "FAULT=0,BLOCK=256"), PlaceholderDevice());
+  EXPECT_NE(other.artifact, first.artifact);
+  bundle.sources[0].set_content(bundle.sources[0].content() + "\n// edited\n");
+  bundle.sources[0].clear_digest();
+  CompileOutcome edited = MustCompile(compiler.get(), bundle, good, PlaceholderDevice());
+  EXPECT_FALSE(edited.cached);
+  EXPECT_NE(edited.artifact, first.artifact);
+}
+
+TEST(NvrtcCompiler, CompileErrorsKeepTheLog) {
+  REQUIRE_NVRTC();
+  TempDir cache;
+  std::unique_ptr<NvrtcCompiler> compiler = MakeCompiler(cache.path());
+  KernelBundle bundle = LoadKernel("tests/gpu/faulty");
+  CompileOutcome syntax =
+      MustCompile(compiler.get(), bundle, Config(bundle.spec, "FAULT=10,BLOCK=128"),
+                  PlaceholderDevice());
+  EXPECT_FALSE(syntax.ok);
+  EXPECT_FALSE(syntax.timed_out);
+  EXPECT_THAT(syntax.log, HasSubstr("error"));
+  CompileOutcome static_smem =
+      MustCompile(compiler.get(), bundle, Config(bundle.spec, "FAULT=7,BLOCK=128"),
+                  PlaceholderDevice());
+  EXPECT_FALSE(static_smem.ok);
+  EXPECT_THAT(static_smem.log, HasSubstr("shared"));
+}
+
+TEST(NvrtcCompiler, RuntimeFaultsCompile) {
+  REQUIRE_NVRTC();
+  TempDir cache;
+  std::unique_ptr<NvrtcCompiler> compiler = MakeCompiler(cache.path());
+  KernelBundle bundle = LoadKernel("tests/gpu/faulty");
+  for (int fault : {1, 2, 3, 4, 5, 6, 8, 9, 11}) {
+    CompileOutcome outcome = MustCompile(
+        compiler.get(), bundle, Config(bundle.spec, absl::StrCat("FAULT=", fault, ",BLOCK=128")),
+        PlaceholderDevice());
+    EXPECT_TRUE(outcome.ok) << "FAULT=" << fault << ": " << outcome.log;
+  }
+}
+
+TEST(NvrtcCompiler, PathologicalCompileIsAbandoned) {
+  REQUIRE_NVRTC();
+  if (HelperPath().empty()) GTEST_SKIP() << "no tunefleet-nvrtc helper built";
+  TempDir cache;
+  std::unique_ptr<NvrtcCompiler> compiler = MakeCompiler(cache.path(), 3.0);
+  KernelBundle bundle = LoadKernel("tests/gpu/faulty");
+  const auto start = std::chrono::steady_clock::now();
+  CompileOutcome slow = MustCompile(compiler.get(), bundle,
+                                    Config(bundle.spec, "FAULT=12,BLOCK=128"), PlaceholderDevice());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_FALSE(slow.ok);
+  EXPECT_TRUE(slow.timed_out) << slow.log;
+  EXPECT_LT(seconds, 10);
+}
+
+TEST(NvrtcCompiler, ArchSpecificTargetOnRequest) {
+  REQUIRE_NVRTC();
+  KernelBundle bundle = LoadKernel("tests/gpu/faulty");
+  CompileJob job{&bundle.spec, &bundle.sources, Config(bundle.spec, "FAULT=0,BLOCK=128"),
+                 PlaceholderDevice(), false};
+  absl::StatusOr<std::vector<std::string>> options = NvrtcOptionsFor(job, "/src");
+  ASSERT_OK(options);
+  EXPECT_THAT(*options, ::testing::Contains("--gpu-architecture=sm_90"));
+  EXPECT_THAT(*options, ::testing::Contains("-DFAULT=0"));
+  bundle.spec.add_compile_options(kArchSpecificOption);
+  options = NvrtcOptionsFor(job, "/src");
+  ASSERT_OK(options);
+  EXPECT_THAT(*options, ::testing::Contains("--gpu-architecture=sm_90a"));
+  EXPECT_THAT(*options, ::testing::Not(::testing::Contains(kArchSpecificOption)));
+}
+
+// ------------------------------------------------------------ GPU needed
+
+// One runner for the in-process tests of this binary (one CUDA context).
+CudaRunner* SharedRunner() {
+  static absl::StatusOr<std::unique_ptr<CudaRunner>>* runner =
+      new absl::StatusOr<std::unique_ptr<CudaRunner>>(CudaRunner::Create(CudaRunnerOptions()));
+  return runner->ok() ? runner->value().get() : nullptr;
+}
+
+bool HaveGpu() {
+  absl::StatusOr<std::vector<v1::Device>> devices = ListCudaDevices();
+  return devices.ok() && !devices->empty();
+}
+
+#define REQUIRE_GPU()                                          \
+  do {                                                         \
+    if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU here";        \
+  } while (0)
+
+// Compiles what a job needs and prepares `runner` for it.
+class GpuJob {
+ public:
+  GpuJob(CudaRunner* runner, const std::string& dir, const std::string& shape,
+         double budget_seconds = 0.05)
+      : runner_(runner), bundle_(LoadKernel(dir)) {
+    compiler_ = MakeCompiler(cache_.path(), 300);
+    v1::PrepareRequest request;
+    *request.mutable_kernel() = bundle_.spec;
+    *request.mutable_shape() = Shape(shape);
+    request.set_seed(42);
+    request.mutable_measure()->set_budget_seconds(budget_seconds);
+    request.mutable_measure()->set_warmup_seconds(0.01);
+    const v1::Reference& reference = bundle_.spec.reference();
+    if (!reference.entry().empty() && reference.library().empty()) {
+      CompileOutcome ref = MustCompile(compiler_.get(), bundle_,
+                                       Config(bundle_.spec, bundle_.spec.default_config()),
+                                       runner_->device(), true);
+      EXPECT_TRUE(ref.ok) << ref.log;
+      request.set_reference_artifact(ref.artifact);
+    }
+    prepared_ = runner_->Prepare(request);
+  }
+
+  const absl::Status& prepared() const { return prepared_; }
+  const v1::KernelSpec& spec() const { return bundle_.spec; }
+
+  v1::TrialResult Run(const std::string& config_text) {
+    v1::Config config = Config(bundle_.spec, config_text);
+    CompileOutcome outcome = MustCompile(compiler_.get(), bundle_, config, runner_->device());
+    v1::TrialResult result;
+    if (!outcome.ok) {
+      result.set_status(v1::TRIAL_STATUS_COMPILE_ERROR);
+      result.set_error(outcome.log);
+      return result;
+    }
+    v1::RunRequest run;
+    *run.mutable_config() = config;
+    run.set_artifact(outcome.artifact);
+    return runner_->Run(run);
+  }
+
+ private:
+  CudaRunner* runner_;
+  TempDir cache_;
+  KernelBundle bundle_;
+  std::unique_ptr<NvrtcCompiler> compiler_;
+  absl::Status prepared_;
+};
+
+std::string Describe(const v1::TrialResult& result) {
+  return absl::StrCat(v1::TrialStatus_Name(result.status()), ": ", result.error());
+}
+
+TEST(CudaDevices, ReportTheSpecLimitNames) {
+  REQUIRE_GPU();
+  absl::StatusOr<std::vector<v1::Device>> devices = DiscoverCudaDevices();
+  ASSERT_OK(devices);
+  ASSERT_FALSE(devices->empty());
+  for (const v1::Device& device : *devices) {
+    EXPECT_THAT(device.id(), ::testing::StartsWith("GPU-"));
+    EXPECT_THAT(device.model(), HasSubstr(" sm_"));
+    EXPECT_EQ(device.backend(), v1::BACKEND_CUDA);
+    DeviceLimits limits = LimitsFromDevice(device);
+    for (const auto& [name, placeholder] : PlaceholderLimits(v1::BACKEND_CUDA)) {
+      EXPECT_TRUE(limits.count(name)) << name;
+      EXPECT_GT(limits[name], name == "cc_minor" ? -1 : 0) << name;
+    }
+    EXPECT_GT(limits["global_mem_bytes"], 0);
+    std::printf("device %s | %s | %s\n", device.id().c_str(), device.model().c_str(),
+                device.driver().c_str());
+  }
+}
+
+struct DefaultCase {
+  const char* dir;
+  const char* shape;
+};
+
+// Test names from letters, digits and '_' only ("gemm_f16_M1024_N1024_K1024").
+std::string Identifier(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      out += c;
+    } else if (!out.empty() && out.back() != '_') {
+      out += '_';
+    }
+  }
+  return out;
+}
+
+// Stable parameter text for test listings (ctest names include it).
+void PrintTo(const DefaultCase& c, std::ostream* os) {
+  *os << Identifier(std::string(c.dir) + "_" + c.shape);
+}
+
+std::string DefaultCaseName(const ::testing::TestParamInfo<DefaultCase>& info) {
+  std::string dir = info.param.dir;
+  return Identifier(dir.substr(dir.rfind('/') + 1) + "_" + info.param.shape);
+}
+
+class DefaultConfigTest : public ::testing::TestWithParam<DefaultCase> {};
+
+TEST_P(DefaultConfigTest, PassesTheReference) {
+  REQUIRE_GPU();
+  const DefaultCase& c = GetParam();
+  if (!std::filesystem::exists(SourceDir() + "/" + c.dir)) GTEST_SKIP() << c.dir << " absent";
+  GpuJob job(SharedRunner(), c.dir, c.shape);
+  ASSERT_OK(job.prepared());
+  v1::TrialResult result = job.Run(job.spec().default_config());
+  EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << Describe(result);
+  EXPECT_GE(result.measurement().samples(), 5);
+  EXPECT_GT(result.measurement().median_seconds(), 0);
+  EXPECT_GT(result.measurement().clock_mhz(), 100);
+  std::printf("%s %s: median %.2f us, clock %.0f MHz\n", c.dir, c.shape,
+              result.measurement().median_seconds() * 1e6, result.measurement().clock_mhz());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, DefaultConfigTest,
+    ::testing::Values(DefaultCase{"kernels/cuda/gemm_f16", "M=1024,N=1024,K=1024"},
+                      DefaultCase{"kernels/cuda/gemm_f16", "M=1000,N=1032,K=1000"},
+                      DefaultCase{"kernels/cuda/gemm_f16", "M=129,N=77,K=1001"},
+                      DefaultCase{"kernels/cuda/softmax", "ROWS=4096,COLS=4096"},
+                      DefaultCase{"kernels/cuda/softmax", "ROWS=1001,COLS=20000"},
+                      DefaultCase{"kernels/cuda/flash_attn_fwd", "BATCH=2,HEADS=4,SEQ=1024"},
+                      DefaultCase{"kernels/cuda/flash_attn_fwd", "BATCH=1,HEADS=3,SEQ=333"}),
+    DefaultCaseName);
+
+TEST(CudaRunner, GemmConfigsAreMeasured) {
+  REQUIRE_GPU();
+  GpuJob job(SharedRunner(), "kernels/cuda/gemm_f16", "M=2048,N=2048,K=2048");
+  ASSERT_OK(job.prepared());
+  for (const v1::ConfigSet& set : job.spec().config_sets()) {
+    for (const std::string& config : set.configs()) {
+      v1::TrialResult result = job.Run(config);
+      EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << config << " " << Describe(result);
+      const double tflops = 2.0 * 2048 * 2048 * 2048 / result.measurement().median_seconds() / 1e12;
+      std::printf("gemm 2048^3 %s: %.1f TFLOP/s (%lld samples)\n", config.c_str(), tflops,
+                  static_cast<long long>(result.measurement().samples()));
+    }
+  }
+  absl::StatusOr<v1::Measurement> cublas = SharedRunner()->MeasureReference();
+  ASSERT_OK(cublas);
+  std::printf("cuBLAS 2048^3: %.1f TFLOP/s\n",
+              2.0 * 2048 * 2048 * 2048 / cublas->median_seconds() / 1e12);
+}
+
+// The faults the child survives, in one process, with a good config after
+// each.
+TEST(CudaRunner, ClassifiesRecoverableFaults) {
+  REQUIRE_GPU();
+  GpuJob job(SharedRunner(), "tests/gpu/faulty", "N=100000");
+  ASSERT_OK(job.prepared());
+  const std::vector<std::pair<std::string, v1::TrialStatus>> cases = {
+      {"FAULT=0,BLOCK=128", v1::TRIAL_STATUS_OK},
+      {"FAULT=6,BLOCK=128", v1::TRIAL_STATUS_INVALID_CONFIG},
+      {"FAULT=7,BLOCK=128", v1::TRIAL_STATUS_COMPILE_ERROR},
+      {"FAULT=8,BLOCK=128", v1::TRIAL_STATUS_INVALID_CONFIG},
+      {"FAULT=9,BLOCK=128", v1::TRIAL_STATUS_WRONG_RESULT},
+      {"FAULT=10,BLOCK=128", v1::TRIAL_STATUS_COMPILE_ERROR},
+      {"FAULT=11,BLOCK=128", v1::TRIAL_STATUS_INVALID_CONFIG},
+  };
+  for (const auto& [config, expected] : cases) {
+    v1::TrialResult result = job.Run(config);
+    EXPECT_EQ(result.status(), expected) << config << " " << Describe(result);
+    std::printf("faulty %s -> %s\n", config.c_str(), Describe(result).substr(0, 160).c_str());
+    v1::TrialResult good = job.Run("FAULT=0,BLOCK=256");
+    EXPECT_EQ(good.status(), v1::TRIAL_STATUS_OK) << "after " << config << " " << Describe(good);
+  }
+  EXPECT_FALSE(SharedRunner()->poisoned());
+}
+
+// Without the pre-launch checks the driver itself refuses the launch; the
+// context stays usable.
+TEST(CudaRunner, DriverLaunchErrorsAreNotFatal) {
+  REQUIRE_GPU();
+  CudaRunnerOptions options;
+  options.check_resources = false;
+  absl::StatusOr<std::unique_ptr<CudaRunner>> runner = CudaRunner::Create(options);
+  ASSERT_OK(runner);
+  GpuJob job(runner->get(), "tests/gpu/faulty", "N=100000");
+  ASSERT_OK(job.prepared());
+  for (const char* config : {"FAULT=11,BLOCK=128", "FAULT=6,BLOCK=128", "FAULT=8,BLOCK=128"}) {
+    v1::TrialResult result = job.Run(config);
+    EXPECT_EQ(result.status(), v1::TRIAL_STATUS_LAUNCH_ERROR) << config << " " << Describe(result);
+    std::printf("unchecked %s -> %s\n", config, Describe(result).substr(0, 160).c_str());
+  }
+  EXPECT_EQ(job.Run("FAULT=0,BLOCK=128").status(), v1::TRIAL_STATUS_OK);
+  EXPECT_FALSE((*runner)->poisoned());
+}
+
+// Runs one fatal config in this (re-executed) process, prints its result on
+// stderr, and exits as a poisoned benchmark child would.
+[[noreturn]] void RunFatalConfigAndExit(const std::string& config) {
+  CudaRunnerOptions options;
+  options.launch_timeout_seconds = 2;
+  absl::StatusOr<std::unique_ptr<CudaRunner>> runner = CudaRunner::Create(options);
+  if (!runner.ok()) _exit(10);
+  GpuJob job(runner->get(), "tests/gpu/faulty", "N=100000");
+  if (!job.prepared().ok()) _exit(11);
+  v1::TrialResult result = job.Run(config);
+  std::fprintf(stderr, "RESULT %s\n", Describe(result).c_str());
+  std::fflush(stderr);
+  _exit((*runner)->poisoned() ? kPoisonedExit : 0);
+}
+
+struct FatalCase {
+  const char* config;
+  const char* expected;  // regex over the RESULT line
+};
+
+void PrintTo(const FatalCase& c, std::ostream* os) { *os << Identifier(c.config); }
+
+class FatalFaultTest : public ::testing::TestWithParam<FatalCase> {};
+
+TEST_P(FatalFaultTest, IsReportedThenTheChildExits) {
+  REQUIRE_GPU();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const FatalCase& c = GetParam();
+  EXPECT_EXIT(RunFatalConfigAndExit(c.config), ::testing::ExitedWithCode(kPoisonedExit),
+              c.expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faulty, FatalFaultTest,
+    ::testing::Values(
+        FatalCase{"FAULT=1,BLOCK=128", "RESULT TRIAL_STATUS_CRASHED: .*CUDA_ERROR_ILLEGAL_ADDRESS"},
+        FatalCase{"FAULT=2,BLOCK=128", "RESULT TRIAL_STATUS_CRASHED: .*CUDA_ERROR_"},
+        FatalCase{"FAULT=3,BLOCK=128", "RESULT TRIAL_STATUS_CRASHED: .*CUDA_ERROR_ASSERT"},
+        FatalCase{"FAULT=4,BLOCK=128",
+                  "RESULT TRIAL_STATUS_CRASHED: .*CUDA_ERROR_MISALIGNED_ADDRESS"},
+        FatalCase{"FAULT=5,BLOCK=128", "RESULT TRIAL_STATUS_TIMEOUT: "}),
+    [](const ::testing::TestParamInfo<FatalCase>& info) { return Identifier(info.param.config); });
+
+// After the crashes above (in other processes), this process's GPU work is
+// still fine.
+TEST(CudaRunner, GoodConfigAfterCrashesElsewhere) {
+  REQUIRE_GPU();
+  GpuJob job(SharedRunner(), "tests/gpu/faulty", "N=100000");
+  ASSERT_OK(job.prepared());
+  v1::TrialResult result = job.Run("FAULT=0,BLOCK=128");
+  EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << Describe(result);
+}
+
+}  // namespace
+}  // namespace tunefleet::worker::cuda

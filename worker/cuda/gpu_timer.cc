@@ -1,0 +1,233 @@
+#include "worker/cuda/gpu_timer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace tunefleet::worker::cuda {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr double kBatchTargetSeconds = 20e-6;
+constexpr int kMaxBatch = 10000;
+constexpr int kMaxWarmupLaunches = 100000;
+constexpr uint64_t kProbeSpinNs = 1000000;  // 1 ms
+
+// Spins `spin_ns` nanoseconds of %globaltimer on one thread and stores the
+// clock64 cycles and nanoseconds that passed. JIT-compiled by the driver.
+constexpr char kClockProbePtx[] = R"(
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry tf_clock_probe(.param .u64 out_ptr, .param .u64 spin_ns)
+{
+  .reg .pred %p<2>;
+  .reg .b64 %rd<10>;
+  ld.param.u64 %rd1, [out_ptr];
+  ld.param.u64 %rd2, [spin_ns];
+  mov.u64 %rd3, %globaltimer;
+  mov.u64 %rd4, %clock64;
+$L_spin:
+  mov.u64 %rd5, %globaltimer;
+  sub.u64 %rd6, %rd5, %rd3;
+  setp.lt.u64 %p1, %rd6, %rd2;
+  @%p1 bra $L_spin;
+  mov.u64 %rd7, %clock64;
+  sub.u64 %rd8, %rd7, %rd4;
+  cvta.to.global.u64 %rd9, %rd1;
+  st.global.u64 [%rd9], %rd8;
+  st.global.u64 [%rd9+8], %rd6;
+  ret;
+}
+)";
+
+double Percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  double position = q * static_cast<double>(sorted.size() - 1);
+  size_t low = static_cast<size_t>(std::floor(position));
+  size_t high = std::min(low + 1, sorted.size() - 1);
+  double fraction = position - static_cast<double>(low);
+  return sorted[low] + (sorted[high] - sorted[low]) * fraction;
+}
+
+}  // namespace
+
+v1::MeasureOptions WithDefaults(const v1::MeasureOptions& options) {
+  v1::MeasureOptions out = options;
+  if (!(out.warmup_seconds() > 0)) out.set_warmup_seconds(0.02);
+  if (!(out.budget_seconds() > 0)) out.set_budget_seconds(0.2);
+  if (out.min_samples() <= 0) out.set_min_samples(5);
+  if (out.max_samples() <= 0) out.set_max_samples(1000);
+  if (out.max_samples() < out.min_samples()) out.set_max_samples(out.min_samples());
+  return out;
+}
+
+v1::Measurement Summarize(std::vector<double>* samples) {
+  std::sort(samples->begin(), samples->end());
+  v1::Measurement m;
+  m.set_median_seconds(Percentile(*samples, 0.5));
+  m.set_p20_seconds(Percentile(*samples, 0.2));
+  m.set_p80_seconds(Percentile(*samples, 0.8));
+  m.set_samples(static_cast<int64_t>(samples->size()));
+  return m;
+}
+
+absl::StatusOr<std::unique_ptr<GpuTimer>> GpuTimer::Create(const CudaDriver* driver,
+                                                           CUstream stream,
+                                                           size_t l2_bytes) {
+  std::unique_ptr<GpuTimer> timer(new GpuTimer(driver, stream));
+  RETURN_IF_ERROR(driver->Check(driver->EventCreate(&timer->start_, CU_EVENT_DEFAULT),
+                                "cuEventCreate"));
+  RETURN_IF_ERROR(driver->Check(driver->EventCreate(&timer->stop_, CU_EVENT_DEFAULT),
+                                "cuEventCreate"));
+  RETURN_IF_ERROR(driver->Check(
+      driver->EventCreate(&timer->sync_, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+  timer->flush_bytes_ = std::max<size_t>(2 * l2_bytes, 1 << 20) & ~size_t{3};
+  RETURN_IF_ERROR(driver->Check(driver->MemAlloc(&timer->flush_, timer->flush_bytes_),
+                                "cuMemAlloc(L2 flush buffer)"));
+  // The clock probe is optional: without it clock_mhz reads 0.
+  if (driver->ModuleLoadData(&timer->probe_module_, kClockProbePtx) == CUDA_SUCCESS &&
+      driver->ModuleGetFunction(&timer->probe_, timer->probe_module_, "tf_clock_probe") ==
+          CUDA_SUCCESS &&
+      driver->MemAlloc(&timer->probe_out_, 16) == CUDA_SUCCESS) {
+    return timer;
+  }
+  timer->probe_ = nullptr;
+  return timer;
+}
+
+GpuTimer::~GpuTimer() {
+  if (abandoned_) return;
+  if (probe_out_ != 0) driver_->MemFree(probe_out_);
+  if (probe_module_ != nullptr) driver_->ModuleUnload(probe_module_);
+  if (flush_ != 0) driver_->MemFree(flush_);
+  for (CUevent event : {start_, stop_, sync_}) {
+    if (event != nullptr) driver_->EventDestroy(event);
+  }
+}
+
+GpuResult GpuTimer::Sync(double timeout_seconds) {
+  GpuResult result;
+  result.error = driver_->EventRecord(sync_, stream_);
+  if (result.error != CUDA_SUCCESS) {
+    result.what = "cuEventRecord";
+    return result;
+  }
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_seconds);
+  for (int polls = 0;; ++polls) {
+    CUresult query = driver_->EventQuery(sync_);
+    if (query == CUDA_SUCCESS) return result;
+    if (query != CUDA_ERROR_NOT_READY) {
+      result.error = query;
+      result.what = "kernel execution";
+      return result;
+    }
+    if (Clock::now() >= deadline) {
+      result.timed_out = true;
+      result.what = absl::StrCat("not finished after ", timeout_seconds, " s");
+      return result;
+    }
+    if (polls < 200) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(polls < 2000 ? 20 : 500));
+    }
+  }
+}
+
+GpuResult GpuTimer::Enqueue(const LaunchFn& launch, int count) {
+  GpuResult result;
+  for (int i = 0; i < count; ++i) {
+    result.error = launch();
+    if (result.error != CUDA_SUCCESS) {
+      result.what = "launch";
+      return result;
+    }
+  }
+  return result;
+}
+
+GpuResult GpuTimer::TimeBatch(const LaunchFn& launch, int batch, double timeout_seconds,
+                              double* seconds_per_launch) {
+  GpuResult result;
+  result.error = driver_->MemsetD32Async(flush_, flush_value_++, flush_bytes_ / 4, stream_);
+  if (result.error == CUDA_SUCCESS) result.error = driver_->EventRecord(start_, stream_);
+  if (result.error != CUDA_SUCCESS) {
+    result.what = "L2 flush / cuEventRecord";
+    return result;
+  }
+  result = Enqueue(launch, batch);
+  if (!result.ok()) return result;
+  result.error = driver_->EventRecord(stop_, stream_);
+  if (result.error != CUDA_SUCCESS) {
+    result.what = "cuEventRecord";
+    return result;
+  }
+  result = Sync(timeout_seconds);
+  if (!result.ok()) return result;
+  float ms = 0;
+  result.error = driver_->EventElapsedTime(&ms, start_, stop_);
+  if (result.error != CUDA_SUCCESS) {
+    result.what = "cuEventElapsedTime";
+    return result;
+  }
+  *seconds_per_launch = ms * 1e-3 / batch;
+  return result;
+}
+
+GpuResult GpuTimer::Measure(const LaunchFn& launch, const v1::MeasureOptions& options,
+                            double launch_timeout_seconds, v1::Measurement* out) {
+  const v1::MeasureOptions opts = WithDefaults(options);
+  double estimate = 0;
+  GpuResult result = TimeBatch(launch, 1, launch_timeout_seconds, &estimate);
+  if (!result.ok()) return result;
+  const int warmup = static_cast<int>(std::clamp(
+      std::ceil(opts.warmup_seconds() / std::max(estimate, 1e-7)), 1.0,
+      static_cast<double>(kMaxWarmupLaunches)));
+  result = Enqueue(launch, warmup);
+  if (result.ok()) result = Sync(launch_timeout_seconds * warmup);
+  if (result.ok()) result = TimeBatch(launch, 1, launch_timeout_seconds, &estimate);
+  if (!result.ok()) return result;
+  const int batch = estimate >= kBatchTargetSeconds
+                        ? 1
+                        : static_cast<int>(std::min<double>(
+                              kMaxBatch, std::ceil(kBatchTargetSeconds / std::max(estimate, 1e-8))));
+
+  std::vector<double> samples;
+  const auto start = Clock::now();
+  auto spent = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  while (static_cast<int>(samples.size()) < opts.max_samples() &&
+         (static_cast<int>(samples.size()) < opts.min_samples() ||
+          spent() < opts.budget_seconds())) {
+    double seconds = 0;
+    result = TimeBatch(launch, batch, launch_timeout_seconds * batch, &seconds);
+    if (!result.ok()) return result;
+    samples.push_back(seconds);
+  }
+  *out = Summarize(&samples);
+  out->set_clock_mhz(ProbeClockMhz());
+  return result;
+}
+
+double GpuTimer::ProbeClockMhz() {
+  if (probe_ == nullptr) return 0;
+  uint64_t spin_ns = kProbeSpinNs;
+  void* args[] = {&probe_out_, &spin_ns};
+  if (driver_->LaunchKernel(probe_, 1, 1, 1, 1, 1, 1, 0, stream_, args, nullptr) !=
+      CUDA_SUCCESS) {
+    return 0;
+  }
+  if (!Sync(1.0).ok()) return 0;
+  uint64_t values[2] = {0, 0};
+  if (driver_->MemcpyDtoH(values, probe_out_, sizeof(values)) != CUDA_SUCCESS ||
+      values[1] == 0) {
+    return 0;
+  }
+  return static_cast<double>(values[0]) / static_cast<double>(values[1]) * 1e3;
+}
+
+}  // namespace tunefleet::worker::cuda

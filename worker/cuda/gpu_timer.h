@@ -1,0 +1,96 @@
+// The measurement protocol's GPU side (docs/measurement.md, version 1):
+//  - warm-up: launches until `warmup_seconds` of GPU time have run;
+//  - the launch time is estimated, and kernels under 20 us are timed in
+//    batches of ceil(20 us / estimate) launches per CUDA event pair (the L2
+//    flush then precedes the batch, not each launch of it);
+//  - before each timed batch the L2 is flushed by a memset of a buffer of
+//    twice the device's L2 size;
+//  - samples (seconds per launch) are taken until `budget_seconds` of wall
+//    time are spent, at least `min_samples`, at most `max_samples`;
+//  - the result: median, p20, p80 (linear interpolation), the count, and the
+//    SM clock measured right after the samples by a probe kernel that counts
+//    clock64 cycles against %globaltimer nanoseconds.
+//
+// Thread-safety: a GpuTimer belongs to one thread (the benchmark child's).
+#ifndef TUNEFLEET_WORKER_CUDA_GPU_TIMER_H_
+#define TUNEFLEET_WORKER_CUDA_GPU_TIMER_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tunefleet/v1/bench_child.pb.h"
+#include "tunefleet/v1/types.pb.h"
+#include "worker/cuda/cuda_driver.h"
+
+namespace tunefleet::worker::cuda {
+
+// Enqueues one launch of the measured work on the timer's stream.
+using LaunchFn = std::function<CUresult()>;
+
+// The outcome of waiting for, or launching, GPU work.
+struct GpuResult {
+  CUresult error = CUDA_SUCCESS;  // the first failing call's result
+  bool timed_out = false;         // the work did not finish by the deadline
+  std::string what;               // which call failed
+  bool ok() const { return error == CUDA_SUCCESS && !timed_out; }
+};
+
+// MeasureOptions with the protocol's defaults for unset (zero) fields.
+v1::MeasureOptions WithDefaults(const v1::MeasureOptions& options);
+
+// Median/p20/p80 of `samples` (seconds), which it sorts.
+v1::Measurement Summarize(std::vector<double>* samples);
+
+class GpuTimer {
+ public:
+  // Creates the stream's events, the L2 flush buffer (2 * l2_bytes) and the
+  // clock probe. The driver and stream stay owned by the caller.
+  static absl::StatusOr<std::unique_ptr<GpuTimer>> Create(const CudaDriver* driver,
+                                                          CUstream stream,
+                                                          size_t l2_bytes);
+  ~GpuTimer();
+  GpuTimer(const GpuTimer&) = delete;
+  GpuTimer& operator=(const GpuTimer&) = delete;
+
+  // Waits until the stream's work so far is done, up to `timeout_seconds`.
+  GpuResult Sync(double timeout_seconds);
+
+  // Runs the protocol on `launch`. Each wait is bounded by
+  // `launch_timeout_seconds` per launch it waits for.
+  GpuResult Measure(const LaunchFn& launch, const v1::MeasureOptions& options,
+                    double launch_timeout_seconds, v1::Measurement* out);
+
+  // The current SM clock in MHz (0 when the probe could not run).
+  double ProbeClockMhz();
+
+  // Call when the context is poisoned: the destructor then frees nothing.
+  void Abandon() { abandoned_ = true; }
+
+ private:
+  GpuTimer(const CudaDriver* driver, CUstream stream) : driver_(driver), stream_(stream) {}
+  // Seconds per launch of `batch` launches after an L2 flush.
+  GpuResult TimeBatch(const LaunchFn& launch, int batch, double timeout_seconds,
+                      double* seconds_per_launch);
+  GpuResult Enqueue(const LaunchFn& launch, int count);
+
+  const CudaDriver* driver_;
+  CUstream stream_;
+  CUevent start_ = nullptr;
+  CUevent stop_ = nullptr;
+  CUevent sync_ = nullptr;
+  CUdeviceptr flush_ = 0;
+  size_t flush_bytes_ = 0;
+  unsigned flush_value_ = 0;
+  CUmodule probe_module_ = nullptr;
+  CUfunction probe_ = nullptr;
+  CUdeviceptr probe_out_ = 0;
+  bool abandoned_ = false;
+};
+
+}  // namespace tunefleet::worker::cuda
+
+#endif  // TUNEFLEET_WORKER_CUDA_GPU_TIMER_H_
