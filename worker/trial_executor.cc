@@ -93,7 +93,11 @@ void TrialExecutor::Plan(Batch* batch, const std::vector<v1::Trial>& trials) {
 }
 
 absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failure) {
-  ASSIGN_OR_RETURN(CompileOutcome reference, batch->reference.get());
+  CompileOutcome reference;
+  reference.ok = true;  // a library reference (e.g. cuBLAS) has nothing to compile
+  if (batch->reference.valid()) {
+    ASSIGN_OR_RETURN(reference, batch->reference.get());
+  }
   if (!reference.ok) {
     *failure = Outcome(v1::TRIAL_STATUS_COMPILE_ERROR,
                        absl::StrCat("the reference does not compile:\n", reference.log));
@@ -217,6 +221,7 @@ void TrialExecutor::StartBatch(const JobContext& job, const v1::MeasureOptions& 
   batch->shape = *shape;
   batch->kernel_key = absl::StrCat(KernelDigest(job.spec, job.sources), "|",
                                    ShapeToString(batch->shape));
+  if (job.spec.reference().entry().empty()) return;  // a library routine: nothing to compile
   batch->reference = pool_->Submit(
       CompileJob{&job.spec, &job.sources, *reference_config, device_, /*reference=*/true},
       batch->cancel);

@@ -1,6 +1,7 @@
 #include "worker/worker_daemon.h"
 
 #include <random>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
@@ -13,10 +14,12 @@ bool IsRetryable(const absl::Status& status) {
          absl::IsResourceExhausted(status) || absl::IsAborted(status);
 }
 
-// Every trial of `lease` failed with `status` and `error`.
+// Reports every trial of the lease not in `done` as failed with `status`.
 void FailAll(const v1::Lease& lease, v1::TrialStatus status, const std::string& error,
-             const std::string& device_id, LeaseReporter* reporter) {
+             const std::string& device_id, LeaseReporter* reporter,
+             const std::set<int64_t>& done = {}) {
   for (const v1::Trial& trial : lease.trials()) {
+    if (done.contains(trial.index())) continue;
     v1::TrialResult result;
     *result.mutable_config() = trial.config();
     result.set_status(status);
@@ -194,9 +197,11 @@ void WorkerDaemon::ServeLease(TrialExecutor* executor, const std::string& worker
     JobContext job{lease.job_id(), lease.kernel(), *std::move(sources), lease.shape(),
                    lease.seed()};
     std::vector<v1::Trial> trials(lease.trials().begin(), lease.trials().end());
+    std::set<int64_t> done;
     auto on_result = [&](int64_t index, const v1::TrialResult& result) {
       LogTrial(index, result);
       reporter.Add(index, result);
+      done.insert(index);
       ++reported;
     };
     auto should_stop = [&] { return stopping() || reporter.cancelled(); };
@@ -209,6 +214,14 @@ void WorkerDaemon::ServeLease(TrialExecutor* executor, const std::string& worker
     if (!status.ok()) {
       spdlog::error("lease {}: the worker cannot run trials: {}", lease.lease_id(),
                     status.ToString());
+    }
+    if (!status.ok() && !IsRetryable(status) && !stopping()) {
+      // The job itself cannot be served here (e.g. a bad spec): handing the
+      // lease back would only bring it back. Its trials fail with the reason.
+      FailAll(lease, v1::TRIAL_STATUS_COMPILE_ERROR,
+              absl::StrCat("the worker cannot run this job: ", status.message()), device_id,
+              &reporter, done);
+      reported = lease.trials_size();
     }
     release = reported < lease.trials_size();
     if (!status.ok() && !stopping()) {
