@@ -149,6 +149,22 @@ void PrintSpread(const std::vector<Run>& runs) {
   for (const auto& [config, count] : winners) std::printf("  won %d x  %s\n", count, config.c_str());
 }
 
+// Waits until `count` workers are registered and alive (a worker that finds
+// no device of its backend exits instead).
+absl::Status WaitForWorkers(Client* client, int count) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline) {
+    absl::StatusOr<std::vector<WorkerInfo>> workers = client->ListWorkers();
+    if (workers.ok() && std::count_if(workers->begin(), workers->end(),
+                                      [](const WorkerInfo& w) { return w.alive; }) >= count) {
+      return absl::OkStatus();
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("fewer than ", count, " workers registered within 60 s"));
+}
+
 int Main(const Flags& flags) {
   absl::StatusOr<KernelBundle> bundle = LoadKernelDir(flags.kernel_dir);
   if (!bundle.ok()) {
@@ -172,6 +188,7 @@ int Main(const Flags& flags) {
   for (int i = 0; started.ok() && i < flags.workers; ++i) started = fleet.StartWorker().status();
   absl::StatusOr<std::unique_ptr<Client>> client =
       Client::Connect({.target = fleet.address(), .deadline = std::chrono::seconds(30)});
+  if (started.ok() && client.ok()) started = WaitForWorkers(client->get(), flags.workers);
   if (!started.ok() || !client.ok()) {
     std::cerr << "tune_bench: " << (started.ok() ? client.status() : started) << "\n";
     return 1;
