@@ -1,3 +1,4 @@
+#include "common/file_util.h"
 #include "common/spec_loader.h"
 
 #include <fstream>
@@ -39,14 +40,6 @@ bool IsIdentifier(absl::string_view name) {
     }
   }
   return true;
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 absl::Status CheckNames(const v1::KernelSpec& spec) {

@@ -13,19 +13,12 @@
 #include "client/tunectl/spec_locator.h"
 #include "common/config_space.h"
 #include "common/config_text.h"
+#include "common/file_util.h"
 #include "common/spec_loader.h"
 #include "common/status_macros.h"
 
 namespace tunefleet::tunectl {
 namespace {
-
-absl::StatusOr<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Places a spec problem at its file and, where it can be found, its line.
 absl::Status AtSpec(const std::string& spec_path, absl::string_view text,
@@ -102,7 +95,7 @@ absl::StatusOr<ValidateReport> ValidateKernelDirectory(
     const std::string& dir, const std::string& shape) {
   ValidateReport report;
   report.spec_path = absl::StrCat(dir, "/", kSpecFileName);
-  ASSIGN_OR_RETURN(std::string text, ReadText(report.spec_path));
+  ASSIGN_OR_RETURN(std::string text, ReadFile(report.spec_path));
   // Parse errors already read "<file>:<line>:<column>: ...".
   ASSIGN_OR_RETURN(v1::KernelSpec spec,
                    ParseKernelSpec(text, report.spec_path));

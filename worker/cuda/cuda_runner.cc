@@ -1,3 +1,4 @@
+#include "common/file_util.h"
 #include "worker/cuda/cuda_runner.h"
 
 #include <algorithm>
@@ -31,14 +32,6 @@ uint64_t SeedFor(uint64_t seed, int arg) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
   return x ^ (x >> 31);
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::ostringstream data;
-  data << file.rdbuf();
-  return data.str();
 }
 
 // Stores a scalar argument's value as the kernel expects it.

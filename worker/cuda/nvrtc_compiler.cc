@@ -1,3 +1,4 @@
+#include "common/file_util.h"
 #include "worker/cuda/nvrtc_compiler.h"
 
 #include <signal.h>
@@ -27,32 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::ostringstream data;
-  data << file.rdbuf();
-  return data.str();
-}
-
-// Writes `data` to `path` through a temporary file and a rename.
-absl::Status WriteFileAtomic(const std::string& path, const std::string& data) {
-  std::string tmp = absl::StrCat(path, ".tmp.", getpid(), ".",
-                                 std::hash<std::thread::id>()(std::this_thread::get_id()));
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    if (!file) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-    file.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!file) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return absl::InternalError(absl::StrCat("rename to ", path, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
 // A relative path that stays inside its directory.
 bool IsSafeRelativePath(const std::string& path) {
   if (path.empty() || path[0] == '/') return false;

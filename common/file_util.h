@@ -1,0 +1,23 @@
+// Whole-file reads and atomic whole-file writes.
+#ifndef TUNEFLEET_COMMON_FILE_UTIL_H_
+#define TUNEFLEET_COMMON_FILE_UTIL_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tunefleet {
+
+// The bytes of the file at `path`; NotFound when it cannot be read.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// Writes `data` to a temporary file beside `path`, then renames it over
+// `path`: readers see the old file or the whole new one, never a part.
+// Internal when the directory is not writable. Safe to call from several
+// threads and processes for the same path (the last rename wins).
+absl::Status WriteFileAtomic(const std::string& path, const std::string& data);
+
+}  // namespace tunefleet
+
+#endif  // TUNEFLEET_COMMON_FILE_UTIL_H_
