@@ -16,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
@@ -28,6 +29,16 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+// The log of a failed compile, led by its first line that names an error
+// (NVRTC and ptxas print informational lines before it), so that one-line
+// summaries show the cause.
+std::string WithErrorFirst(const std::string& log) {
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (absl::StrContains(line, "error")) return absl::StrCat(line, "\n", log);
+  }
+  return log;
+}
+
 // A relative path that stays inside its directory.
 bool IsSafeRelativePath(const std::string& path) {
   if (path.empty() || path[0] == '/') return false;
@@ -270,7 +281,10 @@ absl::StatusOr<CompileOutcome> NvrtcCompiler::Compile(const CompileJob& job) {
   }
   outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   outcome.log = std::move(output.log);
-  if (!output.ok) return outcome;
+  if (!output.ok) {
+    outcome.log = WithErrorFirst(outcome.log);
+    return outcome;
+  }
   RETURN_IF_ERROR(WriteFileAtomic(log_path, outcome.log));
   RETURN_IF_ERROR(WriteFileAtomic(cubin_path, output.cubin));
   outcome.ok = true;
