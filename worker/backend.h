@@ -73,6 +73,10 @@ class KernelRunner {
   // respawns it. A child killed by a signal or by the daemon's deadline is
   // classified by the daemon itself. `request.config` is normalized.
   virtual v1::TrialResult Run(const v1::RunRequest& request) = 0;
+  // True when this process can no longer serve any request (a CUDA context
+  // broken by a sticky error, in Prepare as well as in Run): the child then
+  // exits after its answer.
+  virtual bool poisoned() const { return false; }
 };
 
 }  // namespace tunefleet::worker

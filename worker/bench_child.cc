@@ -36,6 +36,9 @@ int ServeBenchChild(KernelRunner* runner, int in_fd, int out_fd) {
     } else {
       response.set_error("empty request");
     }
+    // A context broken while preparing (a reference that faulted or hung)
+    // must not serve the next job: a fresh child gets a fresh context.
+    if (runner->poisoned()) response.set_exiting(true);
     if (!WriteMessage(out_fd, response).ok()) return kChildExitOk;  // daemon gone
     if (response.exiting()) return kChildExitPoisoned;
   }

@@ -39,7 +39,9 @@ struct ChildReply {
 
 // Thread-safety: not thread-safe; one executor thread owns it. The child
 // leads its own process group (a terminal's Ctrl-C reaches only the daemon,
-// which then finishes its trial) and dies with the daemon (PDEATHSIG).
+// which then finishes its trial) and is killed (PDEATHSIG) when the thread
+// that started it ends: the device's lease loop, which lives as long as the
+// daemon serves that device.
 class BenchChildProcess {
  public:
   explicit BenchChildProcess(ChildOptions options) : options_(std::move(options)) {}

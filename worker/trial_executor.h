@@ -28,7 +28,9 @@ struct ExecutorOptions {
   // Zero (the default) means max(10 s, 20 x the measure budget).
   absl::Duration trial_deadline = absl::ZeroDuration();
   // Deadline of a Prepare (input generation and the reference run).
-  absl::Duration prepare_deadline = absl::Seconds(120);
+  // Longer than a runner's own reference timeout (120 s), so the runner can
+  // report a hung reference itself before the daemon kills the child.
+  absl::Duration prepare_deadline = absl::Seconds(180);
   // A config that kills the child this often (crash or timeout) is
   // QUARANTINED and never run again by this executor. Default 2.
   int kills_to_quarantine = 2;

@@ -18,6 +18,10 @@
 namespace tunefleet::worker {
 namespace {
 
+absl::Status OutOfMemory(size_t bytes, const std::string& name) {
+  return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes for ", name));
+}
+
 using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point start) {
@@ -131,15 +135,16 @@ absl::Status CpuKernelRunner::AllocateArgs() {
     ASSIGN_OR_RETURN(arg.count, space_->TensorElements(i));
     const size_t bytes = static_cast<size_t>(arg.count) * DTypeSize(arg.dtype);
     arg.work = Buffer::Allocate(bytes);
-    if (arg.work.data == nullptr) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("cannot allocate ", bytes, " bytes for ", arg.name));
-    }
+    if (arg.work.data == nullptr) return OutOfMemory(bytes, arg.name);
     if (arg.role != v1::ROLE_OUT) {
       arg.pristine = Buffer::Allocate(bytes);
+      if (arg.pristine.data == nullptr) return OutOfMemory(bytes, arg.name);
       FillTensor(arg.dtype, tensor.init(), ArgSeed(seed_, i), arg.count, arg.pristine.data.get());
     }
-    if (arg.role != v1::ROLE_IN) arg.expected = Buffer::Allocate(bytes);
+    if (arg.role != v1::ROLE_IN) {
+      arg.expected = Buffer::Allocate(bytes);
+      if (arg.expected.data == nullptr) return OutOfMemory(bytes, arg.name);
+    }
     has_inout_ = has_inout_ || arg.role == v1::ROLE_INOUT;
     arg.pointer = arg.work.data.get();
     arg_ptrs_[i] = &arg.pointer;

@@ -115,7 +115,7 @@ struct CudaRunner::Tensor {
   int64_t elements = 0;
   size_t bytes = 0;
   CUdeviceptr data = 0;
-  CUdeviceptr pristine = 0;       // ROLE_INOUT: the initial contents
+  CUdeviceptr pristine = 0;       // ROLE_IN / ROLE_INOUT: the initial contents
   std::vector<uint8_t> expected;  // ROLE_OUT / ROLE_INOUT when checked
 };
 
@@ -273,13 +273,15 @@ absl::Status CudaRunner::AllocateTensors(uint64_t seed) {
                host.data());
     RETURN_IF_ERROR(driver_->Check(driver_->MemcpyHtoD(owned.data, host.data(), owned.bytes),
                                    "cuMemcpyHtoD"));
-    if (owned.role == v1::ROLE_INOUT) {
-      RETURN_IF_ERROR(driver_->Check(driver_->MemAlloc(&owned.pristine, alloc), "cuMemAlloc"));
-      RETURN_IF_ERROR(driver_->Check(
-          driver_->MemcpyHtoD(owned.pristine, host.data(), owned.bytes), "cuMemcpyHtoD"));
-    }
+    // Inputs too are restored before every run: a config that scribbles on
+    // one must not change what the configs after it compute.
+    RETURN_IF_ERROR(driver_->Check(driver_->MemAlloc(&owned.pristine, alloc), "cuMemAlloc"));
+    RETURN_IF_ERROR(driver_->Check(
+        driver_->MemcpyHtoD(owned.pristine, host.data(), owned.bytes), "cuMemcpyHtoD"));
   }
-  return absl::OkStatus();
+  // Pageable uploads may still be in flight; the kernels run on a
+  // non-blocking stream that does not wait for them.
+  return driver_->Check(driver_->CtxSynchronize(), "cuCtxSynchronize");
 }
 
 absl::Status CudaRunner::ComputeExpected(const std::string& reference_artifact) {
@@ -515,7 +517,7 @@ CudaRunner::Verdict CudaRunner::ResetOutputs() {
   for (const Tensor& tensor : job_->tensors) {
     if (tensor.bytes == 0) continue;
     CUresult result = CUDA_SUCCESS;
-    if (tensor.role == v1::ROLE_INOUT) {
+    if (tensor.role == v1::ROLE_IN || tensor.role == v1::ROLE_INOUT) {
       result = driver_->MemcpyDtoDAsync(tensor.data, tensor.pristine, tensor.bytes, stream_);
     } else if (tensor.role == v1::ROLE_OUT) {
       result = driver_->MemsetD8Async(tensor.data, 0xFF, tensor.bytes, stream_);

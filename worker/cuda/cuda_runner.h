@@ -28,7 +28,7 @@
 //   measure (gpu_timer.h)                 -> OK with the Measurement
 // "Fatal" means the context is unusable: poisoned() turns true, every later
 // call fails fast, and the owner must write the result and then _exit the
-// process (the daemon respawns the child). ChildResponse.fatal carries it.
+// process (the daemon respawns the child). ChildResponse.exiting carries it.
 //
 // Thread-safety: not thread-safe; one runner per process and GPU.
 #ifndef TUNEFLEET_WORKER_CUDA_CUDA_RUNNER_H_
@@ -74,7 +74,7 @@ class CudaRunner : public KernelRunner {
   v1::TrialResult Run(const v1::RunRequest& request) override;
 
   // True once a trial left the context unusable (see the file comment).
-  bool poisoned() const { return poisoned_; }
+  bool poisoned() const override { return poisoned_; }
   const v1::Device& device() const { return device_; }
 
   // Times the prepared job's reference (cuBLAS or the reference kernel) with
