@@ -36,9 +36,8 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   if (url.empty()) {
     std::error_code error;
     std::filesystem::create_directories(options.data_dir, error);
-    url = absl::StrCat("sqlite://",
-                       std::filesystem::absolute(options.data_dir).string(),
-                       "/tunefleet.db");
+    std::filesystem::path dir = std::filesystem::absolute(options.data_dir, error);
+    url = absl::StrCat("sqlite://", dir.string(), "/tunefleet.db");
   }
   if (!options.metrics_listen.empty()) {
     ASSIGN_OR_RETURN(metrics_, PrometheusMetrics::Start(options.metrics_listen, kVersion));
@@ -78,6 +77,7 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
 
 void Coordinator::Shutdown(absl::Duration deadline) {
   if (stopping_.exchange(true)) return;
+  if (jobs_ != nullptr) jobs_->Shutdown();  // ends long-polls so the drain is quick
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->SetServingStatus(false);
     server_->Shutdown(absl::ToChronoTime(absl::Now() + deadline));

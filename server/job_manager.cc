@@ -71,7 +71,9 @@ absl::StatusOr<StrategyOptions> StrategyFor(const v1::JobSpec& spec,
       ASSIGN_OR_RETURN(config, NormalizeConfig(spec.kernel(), config));
       ASSIGN_OR_RETURN(uint64_t ordinal, space->OrdinalOf(config));
       space->Bind(ordinal);
-      if (space->Valid()) options.only.push_back(ordinal);
+      const bool listed = std::find(options.only.begin(), options.only.end(), ordinal) !=
+                          options.only.end();
+      if (space->Valid() && !listed) options.only.push_back(ordinal);
     }
     if (options.only.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -96,7 +98,7 @@ JobManager::JobManager(const JobManagerOptions& options, Store* store,
 
 JobManager::~JobManager() = default;
 
-absl::Status JobManager::ValidateSpec(v1::JobSpec* spec) {
+absl::Status JobManager::ValidateSpec(v1::JobSpec* spec) const {
   RETURN_IF_ERROR(Prefixed("kernel: ", ValidateKernelSpec(spec->kernel())));
   int64_t bytes = 0;
   for (v1::SourceFile& file : *spec->mutable_sources()) {
@@ -163,22 +165,22 @@ absl::StatusOr<JobManager::Target> JobManager::MakeTarget(
   ASSIGN_OR_RETURN(std::unique_ptr<ConfigSpace> space,
                    ConfigSpace::Create(job.spec.kernel(), job.spec.shape(),
                                        LimitsFromDevice(device.device)));
-  ASSIGN_OR_RETURN(StrategyOptions strategy_options,
-                   StrategyFor(job.spec, space.get(), options_.max_trials));
+  const std::string on_model = absl::StrCat("on ", device.device.model(), ": ");
+  absl::StatusOr<StrategyOptions> strategy_options =
+      StrategyFor(job.spec, space.get(), options_.max_trials);
+  if (!strategy_options.ok()) return Prefixed(on_model, strategy_options.status());
   absl::StatusOr<std::unique_ptr<SearchStrategy>> strategy =
-      MakeStrategy(space.get(), strategy_options);
-  if (!strategy.ok()) {
-    return Prefixed(absl::StrCat("on ", device.device.model(), ": "),
-                    strategy.status());
-  }
+      MakeStrategy(space.get(), *strategy_options);
+  if (!strategy.ok()) return Prefixed(on_model, strategy.status());
   target.trials = std::make_unique<TargetTrials>(
       std::move(space), *std::move(strategy), options_.max_lease_attempts,
-      strategy_options.default_ordinal, options_.finalists);
+      strategy_options->default_ordinal, options_.finalists);
   return target;
 }
 
 absl::Status JobManager::BindTargets(Job* job) {
   const std::string& wanted = job->spec.device_model();
+  absl::Status first_error;
   for (const WorkerDevice& device :
        workers_->LiveModels(job->spec.kernel().backend())) {
     if (!wanted.empty() && device.device.model() != wanted) continue;
@@ -187,38 +189,52 @@ absl::Status JobManager::BindTargets(Job* job) {
              t.info.toolkit() == device.toolkit;
     });
     if (bound) continue;
-    ASSIGN_OR_RETURN(Target target, MakeTarget(*job, device, /*allow_cached=*/true));
-    job->targets.push_back(std::move(target));
+    absl::StatusOr<Target> target = MakeTarget(*job, device, /*allow_cached=*/true);
+    if (!target.ok()) {
+      if (first_error.ok()) first_error = target.status();
+      continue;
+    }
+    job->targets.push_back(*std::move(target));
   }
   if (job->targets.empty()) {
-    job->view.set_reason(absl::StrCat(
-        "waiting for a worker with a ", v1::Backend_Name(job->spec.kernel().backend()),
-        " device", wanted.empty() ? "" : absl::StrCat(" of model ", wanted)));
-  } else if (job->view.state() == v1::JOB_STATE_QUEUED) {
-    job->view.set_reason("");
+    job->view.set_reason(
+        !first_error.ok()
+            ? std::string(first_error.message())
+            : absl::StrCat("waiting for a worker with a ",
+                           v1::Backend_Name(job->spec.kernel().backend()), " device",
+                           wanted.empty() ? "" : absl::StrCat(" of model ", wanted)));
+    return first_error;
   }
+  if (job->view.state() == v1::JOB_STATE_QUEUED) job->view.set_reason("");
   return absl::OkStatus();
 }
 
 absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request) {
-  absl::MutexLock lock(&mu_);
   auto job = std::make_unique<Job>();
   job->spec = request;
+  // The expensive checks (hashing, counting the space) run before the lock.
   absl::Status valid = ValidateSpec(&job->spec);
+  absl::MutexLock lock(&mu_);
   if (!valid.ok()) {
     metrics_->JobSubmitted(CoordinatorMetrics::Submission::kRejected);
     return valid;
   }
   const absl::Time now = clock_();
-  job->view.set_id(NewJobId(now));
+  do {
+    job->view.set_id(NewJobId(now));
+  } while (jobs_.contains(job->view.id()));
   job->view.set_state(v1::JOB_STATE_QUEUED);
   job->view.set_created_unix_ms(absl::ToUnixMillis(now));
   job->view.set_updated_unix_ms(absl::ToUnixMillis(now));
   absl::Status bound = BindTargets(job.get());
-  if (!bound.ok()) {
+  const bool waiting = workers_->LiveModels(job->spec.kernel().backend()).empty();
+  if (!bound.ok() && !waiting) {
+    // Every live model refused the job (e.g. no valid config under its limits).
     metrics_->JobSubmitted(CoordinatorMetrics::Submission::kRejected);
     return bound;
   }
+  MaybeFinish(job.get());
+  RETURN_IF_ERROR(Persist(*job));  // nothing is published unless stored
   for (const v1::SourceFile& file : job->spec.sources()) {
     blobs_[file.digest()] = file.content();
   }
@@ -227,11 +243,12 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request) {
   job_order_.push_back(raw->view.id());
   jobs_[raw->view.id()] = std::move(job);
   metrics_->JobStateChanged(v1::JOB_STATE_UNSPECIFIED, v1::JOB_STATE_QUEUED);
-  MaybeFinish(raw);
+  if (raw->view.state() != v1::JOB_STATE_QUEUED) {
+    metrics_->JobStateChanged(v1::JOB_STATE_QUEUED, raw->view.state());
+  }
   metrics_->JobSubmitted(raw->view.state() == v1::JOB_STATE_SUCCEEDED
                              ? CoordinatorMetrics::Submission::kCached
                              : CoordinatorMetrics::Submission::kAccepted);
-  RETURN_IF_ERROR(Persist(*raw));
   work_cv_.SignalAll();
   return View(*raw);
 }
@@ -341,14 +358,12 @@ void JobManager::OnWorkerRegistered() {
     Job* job = jobs_.at(id).get();
     if (IsFinal(job->view.state())) continue;
     const size_t before = job->targets.size();
-    absl::Status bound = BindTargets(job);
-    if (!bound.ok()) {
-      SetState(job, v1::JOB_STATE_FAILED, std::string(bound.message()));
-    } else if (job->targets.size() != before) {
+    BindTargets(job).IgnoreError();  // the reason is in the job's view
+    if (job->targets.size() != before) {
       MaybeFinish(job);
       Changed(job);
+      Persist(*job).IgnoreError();
     }
-    Persist(*job).IgnoreError();
   }
   work_cv_.SignalAll();
 }
@@ -363,6 +378,7 @@ absl::StatusOr<std::optional<v1::Lease>> JobManager::LeaseWork(
                              options_.max_long_poll);
   absl::MutexLock lock(&mu_);
   while (true) {
+    if (stopping_) return absl::UnavailableError("the coordinator is shutting down");
     workers_->Touch(request.worker_id());
     ExpireLeases();
     std::optional<v1::Lease> lease = TryLease(device, max);
@@ -548,6 +564,14 @@ void JobManager::Tick() {
       workers.begin(), workers.end(), [](const v1::WorkerInfo& w) { return w.alive(); })));
   absl::MutexLock lock(&mu_);
   ExpireLeases();
+  for (const std::string& id : job_order_) MaybeFinish(jobs_.at(id).get());
+}
+
+void JobManager::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+  work_cv_.SignalAll();
+  changed_cv_.SignalAll();
 }
 
 void JobManager::MaybeFinish(Job* job) {
@@ -569,24 +593,36 @@ void JobManager::MaybeFinish(Job* job) {
       continue;
     }
     ++succeeded;
-    if (std::optional<double> def = target.trials->default_seconds()) {
+    // A best config that did not reach the store keeps the job open; Tick
+    // tries again (the upsert is idempotent).
+    if (!store_->UpsertBest(BestFor(*job, target, best[0])).ok()) return;
+  }
+  for (Target& target : job->targets) {
+    std::vector<TrialOutcome> best =
+        target.trials == nullptr ? std::vector<TrialOutcome>() : target.trials->Fastest(1);
+    std::optional<double> def = target.trials ? target.trials->default_seconds() : std::nullopt;
+    if (!best.empty() && def) {
       metrics_->SpeedupObserved(*def / best[0].result.measurement().median_seconds());
     }
-    BestRecord record;
-    record.tuning_key = target.info.tuning_key();
-    record.kernel_name = job->spec.kernel().name();
-    record.shape = ShapeToString(job->spec.shape());
-    record.device_model = target.info.device_model();
-    record.toolkit = target.info.toolkit();
-    record.config = ConfigToString(best[0].result.config());
-    record.median_seconds = best[0].result.measurement().median_seconds();
-    record.job_id = job->view.id();
-    record.updated_unix_ms = absl::ToUnixMillis(clock_());
-    store_->UpsertBest(record).IgnoreError();
   }
-  std::string reason = absl::StrJoin(failed, "; ");
-  SetState(job, succeeded > 0 ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED, reason);
-  Persist(*job).IgnoreError();
+  SetState(job, succeeded > 0 ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED,
+           absl::StrJoin(failed, "; "));
+  Persist(*job).IgnoreError();  // Recover re-derives the state from the trials
+}
+
+BestRecord JobManager::BestFor(const Job& job, const Target& target,
+                               const TrialOutcome& best) const {
+  BestRecord record;
+  record.tuning_key = target.info.tuning_key();
+  record.kernel_name = job.spec.kernel().name();
+  record.shape = ShapeToString(job.spec.shape());
+  record.device_model = target.info.device_model();
+  record.toolkit = target.info.toolkit();
+  record.config = ConfigToString(best.result.config());
+  record.median_seconds = best.result.measurement().median_seconds();
+  record.job_id = job.view.id();
+  record.updated_unix_ms = absl::ToUnixMillis(clock_());
+  return record;
 }
 
 void JobManager::SetState(Job* job, v1::JobState state, const std::string& reason) {
@@ -638,7 +674,15 @@ absl::Status JobManager::Recover() {
   absl::MutexLock lock(&mu_);
   // ListJobs is newest first; rebuild in submission order.
   for (auto it = records.rbegin(); it != records.rend(); ++it) {
-    RETURN_IF_ERROR(RestoreJob(*it));
+    absl::Status restored = RestoreJob(*it);
+    if (restored.ok()) continue;
+    // One job that cannot be resumed (a corrupt row, caps lowered since)
+    // must not keep the coordinator from starting: it fails with the reason.
+    JobRecord failed = *it;
+    failed.state = v1::JOB_STATE_FAILED;
+    failed.reason = absl::StrCat("cannot be resumed after a restart: ", restored.message());
+    store_->PutJob(failed).IgnoreError();
+    RestoreJob(failed).IgnoreError();  // final now: shown, never resumed
   }
   return absl::OkStatus();
 }
@@ -649,6 +693,9 @@ absl::Status JobManager::RestoreJob(const JobRecord& record) {
       !job->view.ParseFromString(record.targets)) {
     return absl::DataLossError(absl::StrCat("job ", record.id, " cannot be parsed"));
   }
+  // The row's own columns are the truth; the snapshot may be older.
+  job->view.set_state(static_cast<v1::JobState>(record.state));
+  job->view.set_reason(record.reason);
   for (const v1::SourceFile& file : job->spec.sources()) {
     blobs_[file.digest()] = file.content();
   }

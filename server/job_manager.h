@@ -85,8 +85,11 @@ class JobManager {
       const v1::ReportResultsRequest& request);
   // Renews every lease of the worker.
   void RenewLeases(const std::string& worker_id);
-  // Expires overdue leases; the composition root calls it periodically.
+  // Expires overdue leases and finishes jobs whose last step failed (a store
+  // write); the composition root calls it periodically.
   void Tick();
+  // Ends every long-poll at once and refuses new ones (coordinator shutdown).
+  void Shutdown();
 
   absl::StatusOr<std::string> GetBlob(const std::string& digest);
   // The newest submitted spec and sources of a kernel; NotFound if none.
@@ -99,7 +102,7 @@ class JobManager {
     bool finished = false;
   };
   struct Job {
-    v1::JobSpec spec;  // shape normalized; sources without content
+    v1::JobSpec spec;  // shape normalized; sources with their content
     v1::Job view;      // id, state, reason, times
     std::vector<Target> targets;
     int64_t version = 0;
@@ -115,7 +118,12 @@ class JobManager {
     bool finalists = false;          // the finalists round: trials already stored
   };
 
-  absl::Status ValidateSpec(v1::JobSpec* spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Checks a job before any device is known; needs no lock.
+  absl::Status ValidateSpec(v1::JobSpec* spec) const;
+  // Adds a target for every live model the job has none for. A model whose
+  // target cannot be made (no valid config under its limits, a store error)
+  // is left unbound and tried again at the next registration; returns the
+  // first such error when the job still has no target at all.
   absl::Status BindTargets(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A target measured on `device`'s model, or answered from the store when
   // `allow_cached` and the key is tuned.
@@ -130,6 +138,7 @@ class JobManager {
   void ReleaseLease(Lease* lease, bool expired) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpireLeases() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeFinish(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  BestRecord BestFor(const Job& job, const Target& target, const TrialOutcome& best) const;
   void SetState(Job* job, v1::JobState state, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Changed(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -153,6 +162,7 @@ class JobManager {
   absl::flat_hash_map<std::string, std::string> blobs_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, v1::JobSpec> latest_spec_ ABSL_GUARDED_BY(mu_);
   int64_t next_epoch_ ABSL_GUARDED_BY(mu_) = 1;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t next_lease_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

@@ -113,6 +113,11 @@ std::optional<uint64_t> ValidDefault(ConfigSpace* space,
 absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
     ConfigSpace* space, const StrategyOptions& options) {
   if (!options.only.empty()) {
+    if (static_cast<int64_t>(options.only.size()) > options.max_trials) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the config set has ", options.only.size(), " configs, over the cap of ",
+          options.max_trials));
+    }
     return std::make_unique<ListStrategy>(options.only);
   }
   std::optional<uint64_t> first = ValidDefault(space, options.default_ordinal);
@@ -133,6 +138,11 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
   if (options.name == "random") {
     if (options.budget <= 0) {
       return absl::InvalidArgumentError("random strategy needs a budget > 0");
+    }
+    if (options.budget > options.max_trials) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "a budget of ", options.budget, " is over the cap of ", options.max_trials,
+          " configs per job"));
     }
     std::vector<uint64_t> sample =
         SampleValid(space, options.budget, options.seed, first);

@@ -35,8 +35,12 @@ std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
         strategy_->Propose(max - static_cast<int>(taken.size()));
     if (proposed.empty()) break;
     for (uint64_t ordinal : proposed) {
-      // A restored (already measured) config is not measured again.
-      if (slots_.contains(ordinal)) continue;
+      // A restored (already measured) config is not measured again, and no
+      // config goes out twice in one lease.
+      if (slots_.contains(ordinal) ||
+          std::find(taken.begin(), taken.end(), ordinal) != taken.end()) {
+        continue;
+      }
       taken.push_back(ordinal);
     }
   }
@@ -117,6 +121,7 @@ void TargetTrials::EndFinals() {
       default_seconds_ = result.measurement().median_seconds();
     }
   }
+  if (finals.empty()) return;  // every finalist failed again: the first round stands
   std::sort(finals.begin(), finals.end(), [](const TrialOutcome& a, const TrialOutcome& b) {
     return a.result.measurement().median_seconds() < b.result.measurement().median_seconds();
   });

@@ -49,7 +49,7 @@ class JobManagerTest : public ::testing::Test {
     return spec;
   }
 
-  std::string AddWorker(const std::string& model = "test-cpu") {
+  std::string AddWorker(const std::string& model = "test-cpu", double l2_bytes = 0) {
     v1::RegisterWorkerRequest request;
     request.set_host("localhost");
     request.set_toolkit("g++ test");
@@ -60,7 +60,7 @@ class JobManagerTest : public ::testing::Test {
     for (const auto& [name, value] : PlaceholderLimits(v1::BACKEND_CPU)) {
       v1::DeviceLimit* limit = device->add_limits();
       limit->set_name(name);
-      limit->set_value(value);
+      limit->set_value(name == "l2_bytes" && l2_bytes > 0 ? l2_bytes : value);
     }
     absl::StatusOr<std::string> id = workers_->Register(request);
     EXPECT_TRUE(id.ok()) << id.status();
@@ -332,6 +332,82 @@ TEST_F(JobManagerTest, LostFinalistsLeaseIsOfferedAgain) {
   EXPECT_TRUE(ReportAll(worker, *finals).cancelled());
   ReportAll(worker, *again);
   EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(JobManagerTest, AModelWithoutValidConfigsDoesNotFailARunningJob) {
+  std::string good = AddWorker("big-cache");
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  std::optional<v1::Lease> lease = Lease(good);
+  AddWorker("tiny-cache", /*l2_bytes=*/1024);  // no matmul block fits its L2
+  v1::Job running = *jobs_->Get(job->id());
+  EXPECT_EQ(running.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(running.targets_size(), 1);
+  ReportAll(good, *lease);
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(JobManagerTest, JobThatNoLiveModelCanRunIsRefused) {
+  AddWorker("tiny-cache", /*l2_bytes=*/1024);
+  EXPECT_THAT(jobs_->Submit(Spec()), StatusIsWith(absl::StatusCode::kInvalidArgument, "tiny-cache"));
+}
+
+TEST_F(JobManagerTest, ConfigListedTwiceIsMeasuredOnceAndTheJobEnds) {
+  std::string worker = AddWorker();
+  v1::JobSpec spec = Spec();
+  v1::ConfigSet* set = spec.mutable_kernel()->add_config_sets();
+  set->set_name("twice");
+  set->add_configs(bundle_.spec.default_config());
+  set->add_configs(bundle_.spec.default_config());
+  spec.set_config_set("twice");
+  absl::StatusOr<v1::Job> job = jobs_->Submit(spec);
+  ASSERT_OK(job);
+  EXPECT_EQ(RunToCompletion(worker), 1);
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(JobManagerTest, FinalistsThatAllFailAgainLeaveTheFirstRoundStanding) {
+  options_.finalists = 3;
+  Restart();
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ReportAll(worker, *Lease(worker));
+  std::optional<v1::Lease> finals = Lease(worker);
+  ASSERT_TRUE(finals.has_value() && finals->finalists());
+  v1::ReportResultsRequest crashed;
+  crashed.set_worker_id(worker);
+  crashed.set_lease_id(finals->lease_id());
+  crashed.set_epoch(finals->epoch());
+  for (const v1::Trial& trial : finals->trials()) {
+    v1::ReportedTrial* reported = crashed.add_trials();
+    reported->set_index(trial.index());
+    reported->mutable_result()->set_status(v1::TRIAL_STATUS_CRASHED);
+  }
+  ASSERT_OK(jobs_->ReportResults(crashed));
+  v1::Job done = *jobs_->Get(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_GT(done.targets(0).best().median_seconds(), 0);
+}
+
+TEST_F(JobManagerTest, RandomBudgetOverTheCapIsResourceExhausted) {
+  options_.max_trials = 10;
+  Restart();
+  v1::JobSpec spec = Spec();
+  spec.clear_config_set();
+  spec.set_strategy("random");
+  spec.set_budget(11);
+  EXPECT_THAT(jobs_->Submit(spec), StatusIsWith(absl::StatusCode::kResourceExhausted, "budget"));
+}
+
+TEST_F(JobManagerTest, ShutdownEndsLongPolls) {
+  std::string worker = AddWorker();
+  jobs_->Shutdown();
+  v1::LeaseWorkRequest request;
+  request.set_worker_id(worker);
+  request.set_wait_ms(30000);
+  const absl::Time start = absl::Now();
+  EXPECT_THAT(jobs_->LeaseWork(request), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
 TEST_F(JobManagerTest, BadJobsAreRefusedWithTheFieldNamed) {
