@@ -362,6 +362,20 @@ absl::StatusOr<PostgresStore::Lease> PostgresStore::Acquire() {
   }
 }
 
+void PostgresStore::DropIdleConnections() {
+  std::vector<std::unique_ptr<Connection>> dropped;
+  {
+    absl::MutexLock lock(&mu_);
+    open_ -= static_cast<int>(idle_.size());
+    dropped.swap(idle_);
+  }
+  // Closing happens outside the lock; a close never throws out of here.
+  try {
+    dropped.clear();
+  } catch (...) {
+  }
+}
+
 void PostgresStore::Release(std::unique_ptr<Connection> connection) {
   absl::MutexLock lock(&mu_);
   if (connection != nullptr && connection->get().is_open()) {
@@ -385,7 +399,12 @@ absl::StatusOr<T> PostgresStore::Transact(absl::string_view what, Body body) {
       return result;
     } catch (...) {
       Failure failure = ClassifyCurrentException(what);
-      if (failure.connection_lost) lease.Discard();
+      if (failure.connection_lost) {
+        lease.Discard();
+        // The server went away: every idle connection is as dead as this
+        // one, so the retry must open a fresh one.
+        DropIdleConnections();
+      }
       if (!failure.retry || attempt == kAttempts) return failure.status;
     }
   }

@@ -79,6 +79,8 @@ class PostgresStore : public Store {
   absl::StatusOr<Lease> Acquire();
   // Takes back a borrowed connection; a null or broken one frees its slot.
   void Release(std::unique_ptr<Connection> connection);
+  // Closes every idle connection (after the server dropped one).
+  void DropIdleConnections() ABSL_LOCKS_EXCLUDED(mu_);
   bool CanAcquire() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Runs `body(pqxx::work&)` in one transaction on a borrowed connection,
