@@ -218,6 +218,13 @@ TEST(NvrtcCompiler, CompileErrorsKeepTheLog) {
                   PlaceholderDevice());
   EXPECT_FALSE(static_smem.ok);
   EXPECT_THAT(static_smem.log, HasSubstr("shared"));
+  // The first line names the error (ptxas prints information before it) and
+  // the log holds no NUL bytes, so one-line summaries show the cause.
+  for (const CompileOutcome* outcome : {&syntax, &static_smem}) {
+    const std::string first_line = outcome->log.substr(0, outcome->log.find('\n'));
+    EXPECT_THAT(first_line, HasSubstr("error")) << outcome->log;
+    EXPECT_EQ(outcome->log.find('\0'), std::string::npos);
+  }
 }
 
 TEST(NvrtcCompiler, RuntimeFaultsCompile) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -281,6 +282,9 @@ absl::StatusOr<CompileOutcome> NvrtcCompiler::Compile(const CompileJob& job) {
   }
   outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   outcome.log = std::move(output.log);
+  // NVRTC's log size counts its terminating NUL, and the ptxas log follows it.
+  outcome.log.erase(std::remove(outcome.log.begin(), outcome.log.end(), '\0'),
+                    outcome.log.end());
   if (!output.ok) {
     outcome.log = WithErrorFirst(outcome.log);
     return outcome;
