@@ -6,10 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "client/tunectl/json.h"
+#include "nlohmann/json.hpp"
 
 namespace tunefleet::tunectl {
 namespace {
+
+using Json = nlohmann::ordered_json;
 
 constexpr size_t kTopTrials = 5;
 
@@ -56,48 +58,42 @@ std::string TargetDetails(const Job& job, const JobTarget& target) {
   return absl::StrCat(text, "  fastest configs:\n", RenderTable({}, top_rows));
 }
 
-void WriteJob(JsonWriter& json, const Job& job) {
-  json.BeginObject();
-  json.Key("id").String(job.id);
-  json.Key("kernel").String(job.kernel);
-  json.Key("shape").String(job.shape);
-  json.Key("state").String(JobStateName(job.state));
-  json.Key("reason").String(job.reason);
-  json.Key("strategy").String(job.strategy);
-  json.Key("trials_total").Int(job.trials_total);
-  json.Key("trials_done").Int(job.trials_done);
-  json.Key("outcomes").BeginObject();
-  for (const auto& [status, count] : job.outcomes) json.Key(status).Int(count);
-  json.EndObject();
-  json.Key("targets").BeginArray();
+Json JobToJson(const Job& job) {
+  Json outcomes = Json::object();
+  for (const auto& [status, count] : job.outcomes) outcomes[status] = count;
+  Json targets = Json::array();
   for (const JobTarget& target : job.targets) {
-    json.BeginObject();
-    json.Key("device_model").String(target.device_model);
-    json.Key("toolkit").String(target.toolkit);
-    json.Key("tuning_key").String(target.tuning_key);
-    json.Key("cached").Bool(target.cached);
-    json.Key("trials_total").Int(target.trials_total);
-    json.Key("trials_done").Int(target.trials_done);
-    json.Key("best_config").String(target.best_config);
-    json.Key("best_seconds").Double(target.best_seconds);
-    json.Key("default_seconds").Double(target.default_seconds);
-    json.Key("speed_up").Double(SpeedUp(target));
-    json.EndObject();
+    targets.push_back({{"device_model", target.device_model},
+                       {"toolkit", target.toolkit},
+                       {"tuning_key", target.tuning_key},
+                       {"cached", target.cached},
+                       {"trials_total", target.trials_total},
+                       {"trials_done", target.trials_done},
+                       {"best_config", target.best_config},
+                       {"best_seconds", target.best_seconds},
+                       {"default_seconds", target.default_seconds},
+                       {"speed_up", SpeedUp(target)}});
   }
-  json.EndArray();
-  json.Key("top_trials").BeginArray();
+  Json top_trials = Json::array();
   for (const TrialSummary& trial : job.top_trials) {
-    json.BeginObject();
-    json.Key("config").String(trial.config);
-    json.Key("median_seconds").Double(trial.median_seconds);
-    json.Key("status").String(trial.status);
-    json.Key("device_model").String(trial.device_model);
-    json.EndObject();
+    top_trials.push_back({{"config", trial.config},
+                          {"median_seconds", trial.median_seconds},
+                          {"status", trial.status},
+                          {"device_model", trial.device_model}});
   }
-  json.EndArray();
-  json.Key("created_unix_ms").Int(job.created_unix_ms);
-  json.Key("updated_unix_ms").Int(job.updated_unix_ms);
-  json.EndObject();
+  return {{"id", job.id},
+          {"kernel", job.kernel},
+          {"shape", job.shape},
+          {"state", JobStateName(job.state)},
+          {"reason", job.reason},
+          {"strategy", job.strategy},
+          {"trials_total", job.trials_total},
+          {"trials_done", job.trials_done},
+          {"outcomes", std::move(outcomes)},
+          {"targets", std::move(targets)},
+          {"top_trials", std::move(top_trials)},
+          {"created_unix_ms", job.created_unix_ms},
+          {"updated_unix_ms", job.updated_unix_ms}};
 }
 
 std::string DevicesText(const std::vector<DeviceInfo>& devices) {
@@ -248,62 +244,52 @@ std::string WorkersTable(const std::vector<WorkerInfo>& workers,
       rows);
 }
 
-std::string JobJson(const Job& job) {
-  JsonWriter json;
-  WriteJob(json, job);
-  return json.str();
+std::string JsonDocument(const Json& json) {
+  return json.dump(2, ' ', /*ensure_ascii=*/false,
+                   Json::error_handler_t::replace) +
+         "\n";
 }
 
+std::string JobJson(const Job& job) { return JsonDocument(JobToJson(job)); }
+
 std::string JobsJson(const std::vector<Job>& jobs) {
-  JsonWriter json;
-  json.BeginObject().Key("jobs").BeginArray();
-  for (const Job& job : jobs) WriteJob(json, job);
-  json.EndArray().EndObject();
-  return json.str();
+  Json list = Json::array();
+  for (const Job& job : jobs) list.push_back(JobToJson(job));
+  return JsonDocument({{"jobs", std::move(list)}});
 }
 
 std::string BestConfigJson(const BestConfig& best) {
-  JsonWriter json;
-  json.BeginObject();
-  json.Key("source").String(BestConfigSourceName(best.source));
-  json.Key("config").String(best.config);
-  json.Key("values").BeginObject();
-  for (const auto& [name, value] : best.values) json.Key(name).Int(value);
-  json.EndObject();
-  json.Key("median_seconds").Double(best.median_seconds);
-  json.Key("tuning_key").String(best.tuning_key);
-  json.Key("job_id").String(best.job_id);
-  json.Key("tuned_shape").String(best.tuned_shape);
-  json.Key("device_model").String(best.device_model);
-  json.Key("toolkit").String(best.toolkit);
-  json.EndObject();
-  return json.str();
+  Json values = Json::object();
+  for (const auto& [name, value] : best.values) values[name] = value;
+  return JsonDocument({{"source", BestConfigSourceName(best.source)},
+                       {"config", best.config},
+                       {"values", std::move(values)},
+                       {"median_seconds", best.median_seconds},
+                       {"tuning_key", best.tuning_key},
+                       {"job_id", best.job_id},
+                       {"tuned_shape", best.tuned_shape},
+                       {"device_model", best.device_model},
+                       {"toolkit", best.toolkit}});
 }
 
 std::string WorkersJson(const std::vector<WorkerInfo>& workers) {
-  JsonWriter json;
-  json.BeginObject().Key("workers").BeginArray();
+  Json list = Json::array();
   for (const WorkerInfo& worker : workers) {
-    json.BeginObject();
-    json.Key("id").String(worker.id);
-    json.Key("host").String(worker.host);
-    json.Key("toolkit").String(worker.toolkit);
-    json.Key("devices").BeginArray();
+    Json devices = Json::array();
     for (const DeviceInfo& device : worker.devices) {
-      json.BeginObject();
-      json.Key("id").String(device.id);
-      json.Key("model").String(device.model);
-      json.Key("backend").String(device.backend);
-      json.EndObject();
+      devices.push_back({{"id", device.id},
+                         {"model", device.model},
+                         {"backend", device.backend}});
     }
-    json.EndArray();
-    json.Key("active_leases").Int(worker.active_leases);
-    json.Key("alive").Bool(worker.alive);
-    json.Key("last_seen_unix_ms").Int(worker.last_seen_unix_ms);
-    json.EndObject();
+    list.push_back({{"id", worker.id},
+                    {"host", worker.host},
+                    {"toolkit", worker.toolkit},
+                    {"devices", std::move(devices)},
+                    {"active_leases", worker.active_leases},
+                    {"alive", worker.alive},
+                    {"last_seen_unix_ms", worker.last_seen_unix_ms}});
   }
-  json.EndArray().EndObject();
-  return json.str();
+  return JsonDocument({{"workers", std::move(list)}});
 }
 
 }  // namespace tunefleet::tunectl

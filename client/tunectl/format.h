@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "nlohmann/json_fwd.hpp"
 #include "tunefleet/client.h"
 
 namespace tunefleet::tunectl {
@@ -43,8 +44,13 @@ std::string BestConfigDetails(const BestConfig& best);
 std::string WorkersTable(const std::vector<WorkerInfo>& workers,
                          absl::Time now);
 
+// `json` as tunectl prints a document: indented by two spaces, keys in the
+// order added, a trailing newline. Invalid UTF-8 becomes U+FFFD; it never
+// throws.
+std::string JsonDocument(const nlohmann::ordered_json& json);
+
 // One JSON document each, field names in snake_case; seconds as numbers, 0
-// for unknown.
+// for unknown (non-finite seconds print as null).
 std::string JobJson(const Job& job);
 std::string JobsJson(const std::vector<Job>& jobs);
 std::string BestConfigJson(const BestConfig& best);

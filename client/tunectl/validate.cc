@@ -9,13 +9,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "client/tunectl/format.h"
-#include "client/tunectl/json.h"
 #include "client/tunectl/spec_locator.h"
 #include "common/config_space.h"
 #include "common/config_text.h"
 #include "common/file_util.h"
 #include "common/spec_loader.h"
 #include "common/status_macros.h"
+#include "nlohmann/json.hpp"
 
 namespace tunefleet::tunectl {
 namespace {
@@ -157,42 +157,32 @@ std::string ValidateReportText(const ValidateReport& report) {
 }
 
 std::string ValidateReportJson(const ValidateReport& report) {
-  JsonWriter json;
-  json.BeginObject();
-  json.Key("spec").String(report.spec_path);
-  json.Key("kernel").String(report.kernel);
-  json.Key("backend").String(report.backend);
-  json.Key("parameters").Int(report.parameters);
-  json.Key("full_size");
-  if (report.full_size >
-      static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    json.Double(static_cast<double>(report.full_size));
-  } else {
-    json.Int(static_cast<int64_t>(report.full_size));
-  }
-  json.Key("source_files").Int(report.source_files);
-  json.Key("source_bytes").Int(report.source_bytes);
-  json.Key("default_config").String(report.default_config);
-  json.Key("config_sets").BeginArray();
+  using Json = nlohmann::ordered_json;
+  // Above int64's range (a saturated size) it is written as a double, as
+  // before, not as an exact unsigned integer.
+  Json full_size = report.full_size > static_cast<uint64_t>(
+                                          std::numeric_limits<int64_t>::max())
+                       ? Json(static_cast<double>(report.full_size))
+                       : Json(static_cast<int64_t>(report.full_size));
+  Json config_sets = Json::array();
   for (const auto& [name, count] : report.config_sets) {
-    json.BeginObject()
-        .Key("name")
-        .String(name)
-        .Key("configs")
-        .Int(count)
-        .EndObject();
+    config_sets.push_back({{"name", name}, {"configs", count}});
   }
-  json.EndArray();
-  json.Key("shape").String(report.shape);
-  json.Key("valid_configs");
-  if (report.valid_configs.has_value()) {
-    json.Int(static_cast<int64_t>(*report.valid_configs));
-  } else {
-    json.Null();
-  }
-  json.Key("default_problem").String(report.default_problem);
-  json.EndObject();
-  return json.str();
+  Json valid_configs = report.valid_configs.has_value()
+                           ? Json(static_cast<int64_t>(*report.valid_configs))
+                           : Json(nullptr);
+  return JsonDocument({{"spec", report.spec_path},
+                       {"kernel", report.kernel},
+                       {"backend", report.backend},
+                       {"parameters", report.parameters},
+                       {"full_size", std::move(full_size)},
+                       {"source_files", report.source_files},
+                       {"source_bytes", report.source_bytes},
+                       {"default_config", report.default_config},
+                       {"config_sets", std::move(config_sets)},
+                       {"shape", report.shape},
+                       {"valid_configs", std::move(valid_configs)},
+                       {"default_problem", report.default_problem}});
 }
 
 }  // namespace tunefleet::tunectl

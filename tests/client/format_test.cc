@@ -1,5 +1,7 @@
 #include "client/tunectl/format.h"
 
+#include <nlohmann/json.hpp>
+
 #include "client/tunectl/exit_codes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -95,6 +97,21 @@ TEST(TunectlFormatTest, JobJsonIsStable) {
             "  \"created_unix_ms\": 0,\n"
             "  \"updated_unix_ms\": 0\n"
             "}\n");
+}
+
+TEST(TunectlFormatTest, JobJsonKeepsDecimalsAndSurvivesInvalidUtf8) {
+  Job job;
+  job.id = "j1";
+  job.kernel = std::string("bad\xff\xfename");  // not UTF-8
+  JobTarget target;
+  target.best_seconds = 0.25;
+  target.default_seconds = 1.5;
+  job.targets.push_back(target);
+  const std::string text = JobJson(job);
+  nlohmann::json parsed = nlohmann::json::parse(text);  // valid JSON
+  EXPECT_EQ(parsed["targets"][0]["best_seconds"].get<double>(), 0.25);
+  EXPECT_EQ(parsed["targets"][0]["default_seconds"].get<double>(), 1.5);
+  EXPECT_EQ(parsed["kernel"].get<std::string>(), "bad\xef\xbf\xbd\xef\xbf\xbdname");
 }
 
 TEST(TunectlFormatTest, BestConfigJsonListsValues) {
