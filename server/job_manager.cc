@@ -94,7 +94,12 @@ JobManager::JobManager(const JobManagerOptions& options, Store* store,
       store_(store),
       workers_(workers),
       clock_(std::move(clock)),
-      metrics_(metrics != nullptr ? metrics : &null_metrics_) {}
+      metrics_(metrics != nullptr ? metrics : &null_metrics_) {
+  // Epochs never repeat across coordinator restarts: a report from a lease of
+  // the previous process can never match a new one.
+  absl::MutexLock lock(&mu_);
+  next_epoch_ = absl::ToUnixMillis(clock_()) * 1000;
+}
 
 JobManager::~JobManager() = default;
 

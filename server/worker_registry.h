@@ -37,8 +37,9 @@ class WorkerRegistry {
   absl::StatusOr<std::string> Register(const v1::RegisterWorkerRequest& request);
   // False when the worker is unknown (e.g. the coordinator restarted).
   bool Touch(const std::string& worker_id);
-  // The device `device_id` of a live worker; NotFound otherwise (an empty
-  // id picks the worker's first device).
+  // The device `device_id` of a registered worker (alive or not: a call from
+  // it is itself a sign of life); NotFound for an unknown worker or device
+  // (an empty id picks the worker's first device).
   absl::StatusOr<WorkerDevice> FindDevice(const std::string& worker_id,
                                           const std::string& device_id);
   // One device per (model, toolkit) among live workers of `backend`.
