@@ -24,6 +24,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 using ::tunefleet::worker::testing::CpuChild;
+using ::tunefleet::worker::testing::CpuCompileStack;
+using ::tunefleet::worker::testing::MakeCpuCompileStack;
 using ::tunefleet::worker::testing::FastOptions;
 using ::tunefleet::worker::testing::LoadJob;
 using ::tunefleet::worker::testing::MakeTrial;
@@ -33,12 +35,8 @@ constexpr char kFlaky[] = "tests/worker/flaky_cpu";
 class FinalistsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    CompilerOptions options;
-    options.cache_dir = cache_.path();
-    absl::StatusOr<std::unique_ptr<CpuCompiler>> compiler = CpuCompiler::Create(options);
-    ASSERT_OK(compiler);
-    compiler_ = std::move(*compiler);
-    pool_ = std::make_unique<CompilePool>(compiler_.get(), /*threads=*/2);
+    compile_ = MakeCpuCompileStack(cache_.path());
+    ASSERT_NE(compile_.pool, nullptr);
     marker_ = cache_.path() + "/crash-now";
   }
 
@@ -54,7 +52,7 @@ class FinalistsTest : public ::testing::Test {
     };
     ChildOptions child = CpuChild();
     child.env.emplace_back("TUNEFLEET_TEST_CRASH_MARKER", marker_);
-    executor_ = std::make_unique<TrialExecutor>(pool_.get(), DiscoverCpuDevice(),
+    executor_ = std::make_unique<TrialExecutor>(compile_.pool.get(), DiscoverCpuDevice(),
                                                 std::move(child), std::move(options));
   }
 
@@ -104,8 +102,7 @@ class FinalistsTest : public ::testing::Test {
 
   ::tunefleet::testing::TempDir cache_;
   std::string marker_;
-  std::unique_ptr<CpuCompiler> compiler_;
-  std::unique_ptr<CompilePool> pool_;
+  CpuCompileStack compile_;
   std::unique_ptr<TrialExecutor> executor_;
   std::vector<std::pair<int, int64_t>> steps_;  // (round, index) in run order
   std::map<int64_t, std::vector<v1::TrialResult>> step_results_;

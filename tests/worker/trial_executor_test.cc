@@ -18,6 +18,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::tunefleet::worker::testing::CpuChild;
+using ::tunefleet::worker::testing::CpuCompileStack;
+using ::tunefleet::worker::testing::MakeCpuCompileStack;
 using ::tunefleet::worker::testing::FastOptions;
 using ::tunefleet::worker::testing::LoadJob;
 using ::tunefleet::worker::testing::MakeTrial;
@@ -31,14 +33,10 @@ class TrialExecutorTest : public ::testing::Test {
   // A fresh compiler, pool and executor over the same cache directory.
   void Rebuild() {
     executor_.reset();
-    pool_.reset();
-    CompilerOptions options;
-    options.cache_dir = cache_.path();
-    absl::StatusOr<std::unique_ptr<CpuCompiler>> compiler = CpuCompiler::Create(options);
-    ASSERT_OK(compiler);
-    compiler_ = std::move(*compiler);
-    pool_ = std::make_unique<CompilePool>(compiler_.get(), /*threads=*/2);
-    executor_ = std::make_unique<TrialExecutor>(pool_.get(), DiscoverCpuDevice(), CpuChild(),
+    compile_.pool.reset();  // before the compiler it uses
+    compile_ = MakeCpuCompileStack(cache_.path());
+    ASSERT_NE(compile_.pool, nullptr);
+    executor_ = std::make_unique<TrialExecutor>(compile_.pool.get(), DiscoverCpuDevice(), CpuChild(),
                                                 FastOptions());
   }
 
@@ -67,8 +65,7 @@ class TrialExecutorTest : public ::testing::Test {
   }
 
   ::tunefleet::testing::TempDir cache_;
-  std::unique_ptr<CpuCompiler> compiler_;
-  std::unique_ptr<CompilePool> pool_;
+  CpuCompileStack compile_;
   std::unique_ptr<TrialExecutor> executor_;
 };
 

@@ -19,6 +19,8 @@ namespace tunefleet::worker {
 namespace {
 
 using ::tunefleet::worker::testing::CpuChild;
+using ::tunefleet::worker::testing::CpuCompileStack;
+using ::tunefleet::worker::testing::MakeCpuCompileStack;
 using ::tunefleet::worker::testing::FastOptions;
 using ::tunefleet::worker::testing::LoadJob;
 using ::tunefleet::worker::testing::MakeTrial;
@@ -139,12 +141,8 @@ class FakeCoordinator : public Coordinator {
 class WorkerDaemonTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    CompilerOptions options;
-    options.cache_dir = cache_.path();
-    absl::StatusOr<std::unique_ptr<CpuCompiler>> compiler = CpuCompiler::Create(options);
-    ASSERT_OK(compiler);
-    compiler_ = std::move(*compiler);
-    pool_ = std::make_unique<CompilePool>(compiler_.get(), /*threads=*/2);
+    compile_ = MakeCpuCompileStack(cache_.path());
+    ASSERT_NE(compile_.pool, nullptr);
     sources_ = std::make_unique<SourceCache>(
         cache_.path() + "/blobs",
         [this](const std::string& digest) { return coordinator_.GetBlob(digest); });
@@ -152,12 +150,12 @@ class WorkerDaemonTest : public ::testing::Test {
 
   void StartDaemon(ExecutorOptions executor_options = FastOptions()) {
     std::vector<std::unique_ptr<TrialExecutor>> executors;
-    executors.push_back(std::make_unique<TrialExecutor>(pool_.get(), DiscoverCpuDevice(),
+    executors.push_back(std::make_unique<TrialExecutor>(compile_.pool.get(), DiscoverCpuDevice(),
                                                         CpuChild(),
                                                         std::move(executor_options)));
     WorkerOptions options;
     options.host = "test-host";
-    options.toolkit = compiler_->toolkit();
+    options.toolkit = compile_.compiler->toolkit();
     options.lease_wait = absl::Milliseconds(100);
     options.min_backoff = absl::Milliseconds(10);
     options.max_backoff = absl::Milliseconds(50);
@@ -178,8 +176,7 @@ class WorkerDaemonTest : public ::testing::Test {
 
   ::tunefleet::testing::TempDir cache_;
   FakeCoordinator coordinator_;
-  std::unique_ptr<CpuCompiler> compiler_;
-  std::unique_ptr<CompilePool> pool_;
+  CpuCompileStack compile_;
   std::unique_ptr<SourceCache> sources_;
   std::unique_ptr<WorkerDaemon> daemon_;
   std::thread thread_;

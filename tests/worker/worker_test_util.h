@@ -3,6 +3,7 @@
 #ifndef TUNEFLEET_TESTS_WORKER_WORKER_TEST_UTIL_H_
 #define TUNEFLEET_TESTS_WORKER_WORKER_TEST_UTIL_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include "gtest/gtest.h"
 #include "tests/support/test_support.h"
 #include "worker/child_process.h"
+#include "worker/compile_pool.h"
+#include "worker/cpu/cpu_compiler.h"
 #include "worker/trial_executor.h"
 
 namespace tunefleet::worker::testing {
@@ -40,6 +43,25 @@ inline v1::Trial MakeTrial(int64_t index, const std::string& config) {
   trial.set_index(index);
   *trial.mutable_config() = *ParseConfig(config);
   return trial;
+}
+
+// The real CPU compiler, caching under a test's directory, and a pool of two
+// threads over it. The pool is declared last so that it goes first.
+struct CpuCompileStack {
+  std::unique_ptr<CpuCompiler> compiler;
+  std::unique_ptr<CompilePool> pool;
+};
+
+inline CpuCompileStack MakeCpuCompileStack(const std::string& cache_dir) {
+  CompilerOptions options;
+  options.cache_dir = cache_dir;
+  absl::StatusOr<std::unique_ptr<CpuCompiler>> compiler = CpuCompiler::Create(options);
+  EXPECT_TRUE(compiler.ok()) << compiler.status();
+  CpuCompileStack stack;
+  if (!compiler.ok()) return stack;
+  stack.compiler = *std::move(compiler);
+  stack.pool = std::make_unique<CompilePool>(stack.compiler.get(), /*threads=*/2);
+  return stack;
 }
 
 // Short budgets: the whole worker test set runs in seconds.
