@@ -17,11 +17,6 @@ namespace {
 
 constexpr size_t kTopTrialsPerTarget = 5;
 
-bool IsFinal(v1::JobState state) {
-  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
-         state == v1::JOB_STATE_CANCELLED;
-}
-
 std::string NewJobId(absl::Time now) {
   static std::mt19937_64 rng(std::random_device{}());
   return absl::StrFormat("j%x%04x", absl::ToUnixMillis(now),
@@ -86,6 +81,11 @@ absl::StatusOr<StrategyOptions> StrategyFor(const v1::JobSpec& spec,
 }
 
 }  // namespace
+
+bool IsFinal(v1::JobState state) {
+  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
+         state == v1::JOB_STATE_CANCELLED;
+}
 
 JobManager::JobManager(const JobManagerOptions& options, Store* store,
                        WorkerRegistry* workers, Clock clock,
@@ -486,27 +486,13 @@ absl::Status JobManager::RecordResult(Job* job, int target_index, uint64_t ordin
     result.set_status(v1::TRIAL_STATUS_CRASHED);
     result.set_error("the worker reported no status");
   }
-  TrialRecord record;
-  record.job_id = job->view.id();
-  record.tuning_key = target.info.tuning_key();
-  record.config = ConfigToString(result.config());
-  record.status = result.status();
-  record.median_seconds = result.measurement().median_seconds();
-  record.p20_seconds = result.measurement().p20_seconds();
-  record.p80_seconds = result.measurement().p80_seconds();
-  record.samples = result.measurement().samples();
-  record.compile_seconds = result.compile_seconds();
-  record.worker_id = lease.worker_id;
-  record.device_id = result.device_id();
-  record.error = result.error();
-  record.finished_unix_ms = absl::ToUnixMillis(clock_());
   if (lease.finalists) {
     // The first round's row stays; the final measurement ranks the config.
     target.trials->Complete(ordinal, lease.id, lease.epoch, result);
     return absl::OkStatus();
   }
   const absl::Time start = absl::Now();
-  RETURN_IF_ERROR(store_->InsertTrial(record).status());
+  RETURN_IF_ERROR(store_->InsertTrial(TrialRow(*job, target, lease.worker_id, result)).status());
   metrics_->StoreCall(absl::Now() - start);
   if (target.trials->Complete(ordinal, lease.id, lease.epoch, result)) {
     metrics_->TrialRecorded(result.status());
@@ -523,15 +509,7 @@ void JobManager::ReleaseLease(Lease* lease, bool expired) {
     std::optional<v1::TrialResult> lost =
         target.trials->Release(ordinal, lease->id, lease->epoch, expired);
     if (!lost.has_value()) continue;
-    TrialRecord record;
-    record.job_id = job->view.id();
-    record.tuning_key = target.info.tuning_key();
-    record.config = ConfigToString(lost->config());
-    record.status = lost->status();
-    record.worker_id = lease->worker_id;
-    record.error = lost->error();
-    record.finished_unix_ms = absl::ToUnixMillis(clock_());
-    store_->InsertTrial(record).IgnoreError();
+    store_->InsertTrial(TrialRow(*job, target, lease->worker_id, *lost)).IgnoreError();
     metrics_->TrialRecorded(lost->status());
   }
   lease->ordinals.clear();
@@ -569,7 +547,13 @@ void JobManager::Tick() {
       workers.begin(), workers.end(), [](const v1::WorkerInfo& w) { return w.alive(); })));
   absl::MutexLock lock(&mu_);
   ExpireLeases();
-  for (const std::string& id : job_order_) MaybeFinish(jobs_.at(id).get());
+  // Only jobs whose best config did not reach the store need another try.
+  std::vector<std::string> retry(unstored_best_.begin(), unstored_best_.end());
+  for (const std::string& id : retry) {
+    Job* job = jobs_.at(id).get();
+    MaybeFinish(job);
+    if (IsFinal(job->view.state())) unstored_best_.erase(id);
+  }
 }
 
 void JobManager::Shutdown() {
@@ -585,6 +569,7 @@ void JobManager::MaybeFinish(Job* job) {
     if (target.trials != nullptr && !target.trials->Finished()) return;
   }
   std::vector<std::string> failed;
+  std::vector<double> speedups;
   int succeeded = 0;
   for (Target& target : job->targets) {
     if (target.trials == nullptr) {
@@ -600,19 +585,38 @@ void JobManager::MaybeFinish(Job* job) {
     ++succeeded;
     // A best config that did not reach the store keeps the job open; Tick
     // tries again (the upsert is idempotent).
-    if (!store_->UpsertBest(BestFor(*job, target, best[0])).ok()) return;
-  }
-  for (Target& target : job->targets) {
-    std::vector<TrialOutcome> best =
-        target.trials == nullptr ? std::vector<TrialOutcome>() : target.trials->Fastest(1);
-    std::optional<double> def = target.trials ? target.trials->default_seconds() : std::nullopt;
-    if (!best.empty() && def) {
-      metrics_->SpeedupObserved(*def / best[0].result.measurement().median_seconds());
+    if (!store_->UpsertBest(BestFor(*job, target, best[0])).ok()) {
+      unstored_best_.insert(job->view.id());
+      return;
+    }
+    if (std::optional<double> def = target.trials->default_seconds()) {
+      speedups.push_back(*def / best[0].result.measurement().median_seconds());
     }
   }
+  for (double speedup : speedups) metrics_->SpeedupObserved(speedup);
   SetState(job, succeeded > 0 ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED,
            absl::StrJoin(failed, "; "));
   Persist(*job).IgnoreError();  // Recover re-derives the state from the trials
+}
+
+TrialRecord JobManager::TrialRow(const Job& job, const Target& target,
+                                 const std::string& worker_id,
+                                 const v1::TrialResult& result) const {
+  TrialRecord record;
+  record.job_id = job.view.id();
+  record.tuning_key = target.info.tuning_key();
+  record.config = ConfigToString(result.config());
+  record.status = result.status();
+  record.median_seconds = result.measurement().median_seconds();
+  record.p20_seconds = result.measurement().p20_seconds();
+  record.p80_seconds = result.measurement().p80_seconds();
+  record.samples = result.measurement().samples();
+  record.compile_seconds = result.compile_seconds();
+  record.worker_id = worker_id;
+  record.device_id = result.device_id();
+  record.error = result.error();
+  record.finished_unix_ms = absl::ToUnixMillis(clock_());
+  return record;
 }
 
 BestRecord JobManager::BestFor(const Job& job, const Target& target,

@@ -15,6 +15,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -26,6 +27,9 @@
 #include "tunefleet/v1/worker_service.pb.h"
 
 namespace tunefleet::server {
+
+// True for SUCCEEDED, FAILED and CANCELLED: the job will not change again.
+bool IsFinal(v1::JobState state);
 
 struct JobManagerOptions {
   // A lease not renewed (ReportResults, Heartbeat) for this long expires and
@@ -139,6 +143,8 @@ class JobManager {
   void ExpireLeases() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeFinish(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   BestRecord BestFor(const Job& job, const Target& target, const TrialOutcome& best) const;
+  TrialRecord TrialRow(const Job& job, const Target& target, const std::string& worker_id,
+                       const v1::TrialResult& result) const;
   void SetState(Job* job, v1::JobState state, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Changed(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -163,6 +169,8 @@ class JobManager {
   absl::flat_hash_map<std::string, v1::JobSpec> latest_spec_ ABSL_GUARDED_BY(mu_);
   int64_t next_epoch_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Jobs that are done but whose best config the store refused; Tick retries.
+  absl::flat_hash_set<std::string> unstored_best_ ABSL_GUARDED_BY(mu_);
   int64_t next_lease_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

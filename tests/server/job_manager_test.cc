@@ -16,6 +16,40 @@ using ::tunefleet::testing::StatusIs;
 using ::tunefleet::testing::StatusIsWith;
 using ::tunefleet::testing::TempDir;
 
+// The real store, except that UpsertBest fails while `refuse_best` is set
+// (a database that is briefly unreachable at the end of a job).
+class RefusingBestStore : public Store {
+ public:
+  explicit RefusingBestStore(Store* store) : store_(store) {}
+  absl::Status PutJob(const JobRecord& job) override { return store_->PutJob(job); }
+  absl::StatusOr<JobRecord> GetJob(const std::string& id) override { return store_->GetJob(id); }
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(bool unfinished_only, int limit) override {
+    return store_->ListJobs(unfinished_only, limit);
+  }
+  absl::StatusOr<bool> InsertTrial(const TrialRecord& trial) override {
+    return store_->InsertTrial(trial);
+  }
+  absl::StatusOr<std::vector<TrialRecord>> ListTrials(const std::string& job_id) override {
+    return store_->ListTrials(job_id);
+  }
+  absl::StatusOr<bool> UpsertBest(const BestRecord& best) override {
+    if (refuse_best) return absl::UnavailableError("database unreachable");
+    return store_->UpsertBest(best);
+  }
+  absl::StatusOr<BestRecord> GetBest(const std::string& key) override {
+    return store_->GetBest(key);
+  }
+  absl::StatusOr<std::vector<BestRecord>> ListBest(const std::string& kernel,
+                                                   const std::string& model,
+                                                   const std::string& toolkit) override {
+    return store_->ListBest(kernel, model, toolkit);
+  }
+  bool refuse_best = false;
+
+ private:
+  Store* store_;
+};
+
 class JobManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -371,7 +405,9 @@ TEST_F(JobManagerTest, FinalistsThatAllFailAgainLeaveTheFirstRoundStanding) {
   Restart();
   std::string worker = AddWorker();
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
-  ReportAll(worker, *Lease(worker));
+  std::optional<v1::Lease> first = Lease(worker);
+  ASSERT_TRUE(first.has_value());
+  ReportAll(worker, *first);
   std::optional<v1::Lease> finals = Lease(worker);
   ASSERT_TRUE(finals.has_value() && finals->finalists());
   v1::ReportResultsRequest crashed;
@@ -384,9 +420,37 @@ TEST_F(JobManagerTest, FinalistsThatAllFailAgainLeaveTheFirstRoundStanding) {
     reported->mutable_result()->set_status(v1::TRIAL_STATUS_CRASHED);
   }
   ASSERT_OK(jobs_->ReportResults(crashed));
+  // The first round's fastest (ReportAll's times) is the best, in the job
+  // and in the store.
+  double fastest = 1;
+  for (const v1::Trial& trial : first->trials()) {
+    fastest = std::min(fastest, 1e-3 * (1 + trial.index() % 7));
+  }
   v1::Job done = *jobs_->Get(job->id());
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
-  EXPECT_GT(done.targets(0).best().median_seconds(), 0);
+  EXPECT_EQ(done.targets(0).best().median_seconds(), fastest);
+  EXPECT_EQ(store_->GetBest(done.targets(0).tuning_key())->median_seconds, fastest);
+}
+
+TEST_F(JobManagerTest, BestConfigTheStoreRefusedIsStoredByALaterTick) {
+  RefusingBestStore refusing(store_.get());
+  auto clock = [this] { return now_; };
+  jobs_ = std::make_unique<JobManager>(options_, &refusing, workers_.get(), clock);
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  refusing.refuse_best = true;
+  RunToCompletion(worker);
+  v1::Job open = *jobs_->Get(job->id());
+  EXPECT_EQ(open.state(), v1::JOB_STATE_RUNNING);  // done, but the best is not stored
+  EXPECT_THAT(store_->GetBest(open.targets(0).tuning_key()),
+              StatusIs(absl::StatusCode::kNotFound));
+  jobs_->Tick();  // still refused: still open
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_RUNNING);
+  refusing.refuse_best = false;
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_OK(store_->GetBest(open.targets(0).tuning_key()));
 }
 
 TEST_F(JobManagerTest, RandomBudgetOverTheCapIsResourceExhausted) {
