@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/version.h"
 #include "server/prometheus_metrics.h"
 #include "server/store/store.h"
 #include "server/tuning_service.h"
@@ -16,12 +17,6 @@
 #include "server/worker_service.h"
 
 namespace tunefleet::server {
-namespace {
-
-constexpr char kVersion[] = "0.1.0";
-
-}  // namespace
-
 int Coordinator::metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }
 
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(

@@ -14,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/version.h"
 #include "worker/coordinator.h"
 #include "worker/lease_reporter.h"
 #include "worker/source_cache.h"
@@ -27,7 +28,7 @@ struct WorkerOptions {
   // Compiler name and version (Compiler::toolkit()). REQUIRES: non-empty.
   std::string toolkit;
   // The worker's tunefleet version. Default: the project version.
-  std::string version = "0.1.0";
+  std::string version = kVersion;
   // Trials asked per lease (0 = the coordinator's batch size). Default 0.
   int max_trials = 0;
   // How long one LeaseWork waits for work. Default 5 s.
