@@ -16,6 +16,7 @@ std::string Fleet::BinPath(const std::string& name) const {
 }
 
 std::string Fleet::database_url() const {
+  if (!options_.database.empty()) return options_.database;
   return absl::StrCat("sqlite://", options_.data_dir, "/tunefleet.db");
 }
 
@@ -32,6 +33,9 @@ absl::Status Fleet::StartCoordinator() {
                   "--batch-size", std::to_string(options_.batch_size),
                   "--metrics-listen", "127.0.0.1:0",
                   "--finalists", std::to_string(options_.finalists)};
+  if (!options_.database.empty()) {
+    options.argv.insert(options.argv.end(), {"--database", options_.database});
+  }
   options.stdout_mode = SubprocessOptions::Output::kNull;
   ASSIGN_OR_RETURN(coordinator_, Subprocess::Start(options));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);

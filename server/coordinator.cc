@@ -1,6 +1,7 @@
 #include "server/coordinator.h"
 
 #include <filesystem>
+#include <iostream>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -10,13 +11,32 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/version.h"
+#include "server/best_config_index.h"
+#include "server/long_polls.h"
 #include "server/prometheus_metrics.h"
+#include "server/source_blobs.h"
 #include "server/store/store.h"
 #include "server/tuning_service.h"
 #include "server/worker_registry.h"
 #include "server/worker_service.h"
 
 namespace tunefleet::server {
+namespace {
+
+// Every kernel's newest spec and every best row, into the index.
+absl::Status LoadIndex(Store* store, BestConfigIndex* index) {
+  ASSIGN_OR_RETURN(std::vector<KernelRecord> kernels, store->ListKernels());
+  for (const KernelRecord& kernel : kernels) {
+    v1::JobSpec spec;
+    if (spec.ParseFromString(kernel.spec)) index->PutKernel(spec);
+  }
+  ASSIGN_OR_RETURN(std::vector<BestRecord> rows, store->ListBest("", "", ""));
+  for (const BestRecord& row : rows) index->PutBest(row);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 int Coordinator::metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }
 
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
@@ -38,15 +58,23 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
     ASSIGN_OR_RETURN(metrics_, PrometheusMetrics::Start(options.metrics_listen, kVersion));
   }
   ASSIGN_OR_RETURN(store_, OpenStore(url));
+  index_ = std::make_unique<BestConfigIndex>();
+  RETURN_IF_ERROR(LoadIndex(store_.get(), index_.get()));
   auto clock = [] { return absl::Now(); };
   workers_ = std::make_unique<WorkerRegistry>(3 * options.heartbeat_interval, clock);
-  jobs_ = std::make_unique<JobManager>(options.jobs, store_.get(), workers_.get(), clock,
-                                       metrics_.get());
+  blobs_ = std::make_unique<SourceBlobs>(store_.get());
+  jobs_ = std::make_unique<JobManager>(options.jobs, store_.get(), workers_.get(),
+                                       blobs_.get(), clock, metrics_.get(), index_.get());
+  long_polls_ = std::make_unique<LongPolls>(
+      [jobs = jobs_.get()](const LeaseQuery& query) { return jobs->TryLease(query); },
+      options.max_long_poll);
+  jobs_->SetWorkListener([polls = long_polls_.get()] { polls->Notify(); });
   RETURN_IF_ERROR(jobs_->Recover());
-  tuning_service_ =
-      std::make_unique<TuningServiceImpl>(jobs_.get(), workers_.get(), store_.get());
+  tuning_service_ = std::make_unique<TuningServiceImpl>(jobs_.get(), workers_.get(),
+                                                        index_.get());
   worker_service_ = std::make_unique<WorkerServiceImpl>(
-      jobs_.get(), workers_.get(), options.heartbeat_interval, options.jobs.lease_ttl);
+      jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(),
+      options.heartbeat_interval, options.jobs.lease_ttl);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -63,16 +91,29 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   server_->GetHealthCheckService()->SetServingStatus(true);
   ticker_ = std::thread([this] {
     while (!stopping_.load()) {
-      jobs_->Tick();
+      Tick();
       absl::SleepFor(absl::Milliseconds(200));
     }
   });
   return absl::OkStatus();
 }
 
+void Coordinator::Tick() {
+  const absl::Status health = store_->CheckHealth();
+  if (health.ok() != store_healthy_) {
+    store_healthy_ = health.ok();
+    if (metrics_ != nullptr) metrics_->StoreHealthy(store_healthy_);
+    std::cerr << "tunefleet-coordinator: store "
+              << (store_healthy_ ? "healthy again: serving" : "unhealthy: NOT_SERVING (")
+              << (store_healthy_ ? "" : std::string(health.message()) + ")") << std::endl;
+    if (!stopping_.load()) server_->GetHealthCheckService()->SetServingStatus(store_healthy_);
+  }
+  jobs_->Tick();
+}
+
 void Coordinator::Shutdown(absl::Duration deadline) {
   if (stopping_.exchange(true)) return;
-  if (jobs_ != nullptr) jobs_->Shutdown();  // ends long-polls so the drain is quick
+  if (long_polls_ != nullptr) long_polls_->Shutdown();  // so the drain is quick
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->SetServingStatus(false);
     server_->Shutdown(absl::ToChronoTime(absl::Now() + deadline));

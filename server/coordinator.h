@@ -1,6 +1,8 @@
-// The Coordinator: the store, worker registry, job manager and the gRPC
-// server (TuningService, WorkerService, health, reflection) of one
-// coordinator process, built in dependency order.
+// The Coordinator: the store, best-config index, worker registry, source
+// blobs, job manager, long-polls and the gRPC server (TuningService,
+// WorkerService, health, reflection) of one coordinator process, built in
+// dependency order. A ticker does the periodic upkeep and turns health
+// NOT_SERVING while the store fails its health check.
 #ifndef TUNEFLEET_SERVER_COORDINATOR_H_
 #define TUNEFLEET_SERVER_COORDINATOR_H_
 
@@ -20,6 +22,9 @@ class Server;
 namespace tunefleet::server {
 
 class Store;
+class BestConfigIndex;
+class LongPolls;
+class SourceBlobs;
 class WorkerRegistry;
 class PrometheusMetrics;
 class TuningServiceImpl;
@@ -37,6 +42,8 @@ struct CoordinatorOptions {
   // host:port of the Prometheus /metrics endpoint; empty turns it off.
   // Default empty.
   std::string metrics_listen;
+  // Longest LeaseWork long-poll. Default 30 s.
+  absl::Duration max_long_poll = absl::Seconds(30);
   // Largest request or response message. Default 32 MiB.
   int max_message_bytes = 32 << 20;
   JobManagerOptions jobs;
@@ -62,16 +69,22 @@ class Coordinator {
  private:
   Coordinator() = default;
   absl::Status Init(const CoordinatorOptions& options);
+  // Periodic upkeep, and health from the store's health check.
+  void Tick();
 
   std::unique_ptr<PrometheusMetrics> metrics_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<BestConfigIndex> index_;
   std::unique_ptr<WorkerRegistry> workers_;
+  std::unique_ptr<SourceBlobs> blobs_;
   std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<LongPolls> long_polls_;
   std::unique_ptr<TuningServiceImpl> tuning_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<grpc::Server> server_;
   std::thread ticker_;
   std::atomic<bool> stopping_{false};
+  bool store_healthy_ = true;  // the ticker's
   int port_ = 0;
 };
 

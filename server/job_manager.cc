@@ -1,16 +1,16 @@
 #include "server/job_manager.h"
 
 #include <algorithm>
+#include <iostream>
+#include <limits>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/config_text.h"
-#include "common/sha256.h"
-#include "common/spec_loader.h"
 #include "common/status_macros.h"
-#include "common/tuning_key.h"
+#include "server/best_config_index.h"
 
 namespace tunefleet::server {
 namespace {
@@ -19,16 +19,13 @@ constexpr size_t kTopTrialsPerTarget = 5;
 
 std::string NewJobId(absl::Time now) {
   static std::mt19937_64 rng(std::random_device{}());
-  return absl::StrFormat("j%x%04x", absl::ToUnixMillis(now),
-                         static_cast<unsigned>(rng() & 0xffff));
+  static absl::Mutex rng_mu(absl::kConstInit);
+  absl::MutexLock lock(&rng_mu);
+  return absl::StrFormat("j%x%08x", absl::ToUnixMillis(now),
+                         static_cast<unsigned>(rng() & 0xffffffff));
 }
 
-absl::Status Prefixed(absl::string_view prefix, const absl::Status& status) {
-  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
-}
-
-v1::TrialSummary Summary(const v1::TrialResult& result,
-                         const std::string& model) {
+v1::TrialSummary Summary(const v1::TrialResult& result, const std::string& model) {
   v1::TrialSummary summary;
   summary.set_config_text(ConfigToString(result.config()));
   summary.set_median_seconds(result.measurement().median_seconds());
@@ -37,245 +34,186 @@ v1::TrialSummary Summary(const v1::TrialResult& result,
   return summary;
 }
 
-std::optional<uint64_t> DefaultOrdinal(const v1::KernelSpec& spec,
-                                       const ConfigSpace& space) {
-  absl::StatusOr<v1::Config> config = ParseConfig(spec.default_config());
-  if (!config.ok()) return std::nullopt;
-  absl::StatusOr<v1::Config> normalized = NormalizeConfig(spec, *config);
-  if (!normalized.ok()) return std::nullopt;
-  absl::StatusOr<uint64_t> ordinal = space.OrdinalOf(*normalized);
-  if (!ordinal.ok()) return std::nullopt;
-  return *ordinal;
+std::shared_ptr<const v1::JobSpec> WithoutContents(const v1::JobSpec& spec) {
+  auto stripped = std::make_shared<v1::JobSpec>(spec);
+  for (v1::SourceFile& file : *stripped->mutable_sources()) file.clear_content();
+  return stripped;
 }
 
-// The options of the job's strategy over `space`.
-absl::StatusOr<StrategyOptions> StrategyFor(const v1::JobSpec& spec,
-                                            ConfigSpace* space,
-                                            int64_t max_trials) {
-  StrategyOptions options;
-  options.name = spec.strategy().empty() ? "exhaustive" : spec.strategy();
-  options.budget = spec.budget() > 0 ? spec.budget() : 64;
-  options.seed = spec.seed();
-  options.max_trials = max_trials;
-  options.default_ordinal = DefaultOrdinal(spec.kernel(), *space);
-  if (spec.config_set().empty()) return options;
-  for (const v1::ConfigSet& set : spec.kernel().config_sets()) {
-    if (set.name() != spec.config_set()) continue;
-    for (const std::string& text : set.configs()) {
-      ASSIGN_OR_RETURN(v1::Config config, ParseConfig(text));
-      ASSIGN_OR_RETURN(config, NormalizeConfig(spec.kernel(), config));
-      ASSIGN_OR_RETURN(uint64_t ordinal, space->OrdinalOf(config));
-      space->Bind(ordinal);
-      const bool listed = std::find(options.only.begin(), options.only.end(), ordinal) !=
-                          options.only.end();
-      if (space->Valid() && !listed) options.only.push_back(ordinal);
-    }
-    if (options.only.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config_set ", spec.config_set(), " has no valid config"));
-    }
-    return options;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("kernel has no config_set named ", spec.config_set()));
+bool HasContents(const v1::JobSpec& spec) {
+  return std::any_of(spec.sources().begin(), spec.sources().end(),
+                     [](const v1::SourceFile& f) { return !f.content().empty(); });
+}
+
+std::string WaitingReason(const v1::JobSpec& spec) {
+  return absl::StrCat("waiting for a worker with a ",
+                      v1::Backend_Name(spec.kernel().backend()), " device",
+                      spec.device_model().empty()
+                          ? ""
+                          : absl::StrCat(" of model ", spec.device_model()));
+}
+
+v1::Target TargetView(const v1::StoredTarget& info) {
+  v1::Target target;
+  target.set_device_model(info.device_model());
+  target.set_toolkit(info.toolkit());
+  target.set_tuning_key(info.tuning_key());
+  target.set_cached(info.cached());
+  if (info.cached()) *target.mutable_best() = info.cached_best();
+  *target.mutable_limits() = info.limits();
+  return target;
 }
 
 }  // namespace
 
-bool IsFinal(v1::JobState state) {
-  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
-         state == v1::JOB_STATE_CANCELLED;
-}
-
 JobManager::JobManager(const JobManagerOptions& options, Store* store,
-                       WorkerRegistry* workers, Clock clock,
-                       CoordinatorMetrics* metrics)
+                       WorkerRegistry* workers, SourceBlobs* blobs, Clock clock,
+                       CoordinatorMetrics* metrics, BestConfigIndex* index)
     : options_(options),
       store_(store),
       workers_(workers),
       clock_(std::move(clock)),
-      metrics_(metrics != nullptr ? metrics : &null_metrics_) {
-  // Epochs never repeat across coordinator restarts: a report from a lease of
-  // the previous process can never match a new one.
-  absl::MutexLock lock(&mu_);
-  next_epoch_ = absl::ToUnixMillis(clock_()) * 1000;
-}
+      metrics_(metrics != nullptr ? metrics : &null_metrics_),
+      index_(index),
+      blobs_(blobs),
+      repository_(store),
+      writer_(store,
+              TrialWriterOptions{/*max_batch_rows=*/2048, options.write_attempts,
+                                 options.write_backoff},
+              metrics_),
+      // Epochs never repeat across coordinator restarts: a report from a
+      // lease of the previous process can never match a new one.
+      leases_(absl::ToUnixMillis(clock_()) * 1000) {}
 
 JobManager::~JobManager() = default;
 
-absl::Status JobManager::ValidateSpec(v1::JobSpec* spec) const {
-  RETURN_IF_ERROR(Prefixed("kernel: ", ValidateKernelSpec(spec->kernel())));
-  int64_t bytes = 0;
-  for (v1::SourceFile& file : *spec->mutable_sources()) {
-    bytes += static_cast<int64_t>(file.content().size());
-    std::string digest = Sha256Hex(file.content());
-    if (!file.digest().empty() && file.digest() != digest) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sources: digest of ", file.path(), " does not match its content"));
-    }
-    file.set_digest(digest);
-  }
-  if (bytes > options_.max_source_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "sources: ", bytes, " bytes, over the limit of ", options_.max_source_bytes));
-  }
-  for (const std::string& path : SpecFilePaths(spec->kernel())) {
-    auto it = std::find_if(spec->sources().begin(), spec->sources().end(),
-                           [&](const v1::SourceFile& f) { return f.path() == path; });
-    if (it == spec->sources().end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sources: the job does not carry ", path));
-    }
-  }
-  ASSIGN_OR_RETURN(*spec->mutable_shape(),
-                   NormalizeShape(spec->kernel(), spec->shape()));
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<ConfigSpace> space,
-      ConfigSpace::Create(spec->kernel(), spec->shape(),
-                          PlaceholderLimits(spec->kernel().backend())));
-  if (space->full_size() > static_cast<uint64_t>(options_.max_space_points)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the config space has ", space->full_size(), " points, over the cap of ",
-        options_.max_space_points));
-  }
-  ASSIGN_OR_RETURN(StrategyOptions strategy,
-                   StrategyFor(*spec, space.get(), options_.max_trials));
-  return MakeStrategy(space.get(), strategy).status();
+void JobManager::SetWorkListener(std::function<void()> listener) {
+  work_listener_ = std::move(listener);
 }
 
-absl::StatusOr<JobManager::Target> JobManager::MakeTarget(
-    const Job& job, const WorkerDevice& device, bool allow_cached) {
-  Target target;
-  target.info.set_device_model(device.device.model());
-  target.info.set_toolkit(device.toolkit);
-  *target.info.mutable_limits() = device.device.limits();
-  std::vector<v1::SourceFile> sources(job.spec.sources().begin(),
-                                      job.spec.sources().end());
-  target.info.set_tuning_key(ComputeTuningKey(
-      {&job.spec.kernel(), &sources, job.spec.shape(), device.device.model(),
-       device.toolkit}));
-  if (allow_cached && !job.spec.force_retune()) {
-    absl::StatusOr<BestRecord> best = store_->GetBest(target.info.tuning_key());
-    if (best.ok()) {
-      target.info.set_cached(true);
-      target.info.mutable_best()->set_config_text(best->config);
-      target.info.mutable_best()->set_median_seconds(best->median_seconds);
-      ASSIGN_OR_RETURN(*target.info.mutable_best()->mutable_config(),
-                       ParseConfig(best->config));
-      target.finished = true;
-      return target;
-    }
-    if (best.status().code() != absl::StatusCode::kNotFound) return best.status();
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<ConfigSpace> space,
-                   ConfigSpace::Create(job.spec.kernel(), job.spec.shape(),
-                                       LimitsFromDevice(device.device)));
-  const std::string on_model = absl::StrCat("on ", device.device.model(), ": ");
-  absl::StatusOr<StrategyOptions> strategy_options =
-      StrategyFor(job.spec, space.get(), options_.max_trials);
-  if (!strategy_options.ok()) return Prefixed(on_model, strategy_options.status());
-  absl::StatusOr<std::unique_ptr<SearchStrategy>> strategy =
-      MakeStrategy(space.get(), *strategy_options);
-  if (!strategy.ok()) return Prefixed(on_model, strategy.status());
-  target.trials = std::make_unique<TargetTrials>(
-      std::move(space), *std::move(strategy), options_.max_lease_attempts,
-      strategy_options->default_ordinal, options_.finalists);
-  return target;
+AdmissionLimits JobManager::Limits() const {
+  AdmissionLimits limits;
+  limits.max_space_points = options_.max_space_points;
+  limits.max_trials = options_.max_trials;
+  limits.max_source_bytes = options_.max_source_bytes;
+  limits.max_lease_attempts = options_.max_lease_attempts;
+  limits.finalists = options_.finalists;
+  return limits;
 }
 
-absl::Status JobManager::BindTargets(Job* job) {
-  const std::string& wanted = job->spec.device_model();
-  absl::Status first_error;
-  for (const WorkerDevice& device :
-       workers_->LiveModels(job->spec.kernel().backend())) {
-    if (!wanted.empty() && device.device.model() != wanted) continue;
-    bool bound = std::any_of(job->targets.begin(), job->targets.end(), [&](const Target& t) {
-      return t.info.device_model() == device.device.model() &&
-             t.info.toolkit() == device.toolkit;
-    });
-    if (bound) continue;
-    absl::StatusOr<Target> target = MakeTarget(*job, device, /*allow_cached=*/true);
-    if (!target.ok()) {
-      if (first_error.ok()) first_error = target.status();
+std::vector<WorkerDevice> JobManager::LiveModelsFor(const v1::JobSpec& spec) {
+  std::vector<WorkerDevice> devices = workers_->LiveModels(spec.kernel().backend());
+  if (spec.device_model().empty()) return devices;
+  devices.erase(std::remove_if(devices.begin(), devices.end(),
+                               [&](const WorkerDevice& d) {
+                                 return d.device.model() != spec.device_model();
+                               }),
+                devices.end());
+  return devices;
+}
+
+std::vector<JobManager::Target> JobManager::PlanTargets(
+    const v1::JobSpec& spec, const std::vector<WorkerDevice>& devices,
+    absl::Status* first_error) {
+  std::vector<Target> targets;
+  for (const WorkerDevice& device : devices) {
+    absl::StatusOr<TargetPlan> plan = PlanTarget(Limits(), spec, device, store_);
+    if (!plan.ok()) {
+      // A model without a valid config is left unbound; others may run it.
+      if (first_error->ok()) *first_error = plan.status();
       continue;
     }
-    job->targets.push_back(*std::move(target));
+    targets.push_back(Target{std::move(plan->info), std::move(plan->trials)});
   }
-  if (job->targets.empty()) {
-    job->view.set_reason(
-        !first_error.ok()
-            ? std::string(first_error.message())
-            : absl::StrCat("waiting for a worker with a ",
-                           v1::Backend_Name(job->spec.kernel().backend()), " device",
-                           wanted.empty() ? "" : absl::StrCat(" of model ", wanted)));
-    return first_error;
-  }
-  if (job->view.state() == v1::JOB_STATE_QUEUED) job->view.set_reason("");
-  return absl::OkStatus();
+  return targets;
 }
 
 absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request) {
-  auto job = std::make_unique<Job>();
-  job->spec = request;
-  // The expensive checks (hashing, counting the space) run before the lock.
-  absl::Status valid = ValidateSpec(&job->spec);
-  absl::MutexLock lock(&mu_);
-  if (!valid.ok()) {
+  v1::JobSpec spec = request;
+  const std::vector<WorkerDevice> devices = LiveModelsFor(spec);
+  // With no live model to plan for, the space is walked once here instead,
+  // so that a job that can never run is refused now.
+  absl::Status valid = ValidateSpec(Limits(), /*walk_space=*/devices.empty(), &spec);
+  absl::Status first_error;
+  std::vector<Target> targets;
+  if (valid.ok()) targets = PlanTargets(spec, devices, &first_error);
+  if (!valid.ok() || (targets.empty() && !devices.empty())) {
     metrics_->JobSubmitted(CoordinatorMetrics::Submission::kRejected);
-    return valid;
+    return valid.ok() ? first_error : valid;
   }
+  // Nothing is published unless stored: sources, kernel, then the job.
+  RETURN_IF_ERROR(blobs_->Save(spec));
+  auto job = std::make_unique<Job>();
+  job->spec = WithoutContents(spec);
+  RETURN_IF_ERROR(store_->PutKernel(
+      KernelRecord{spec.kernel().name(), job->spec->SerializeAsString(),
+                   absl::ToUnixMillis(clock_())}));
+  if (index_ != nullptr) index_->PutKernel(*job->spec);
   const absl::Time now = clock_();
-  do {
-    job->view.set_id(NewJobId(now));
-  } while (jobs_.contains(job->view.id()));
+  job->view.set_id(NewJobId(now));
   job->view.set_state(v1::JOB_STATE_QUEUED);
   job->view.set_created_unix_ms(absl::ToUnixMillis(now));
   job->view.set_updated_unix_ms(absl::ToUnixMillis(now));
-  absl::Status bound = BindTargets(job.get());
-  const bool waiting = workers_->LiveModels(job->spec.kernel().backend()).empty();
-  if (!bound.ok() && !waiting) {
-    // Every live model refused the job (e.g. no valid config under its limits).
-    metrics_->JobSubmitted(CoordinatorMetrics::Submission::kRejected);
-    return bound;
+  if (targets.empty()) job->view.set_reason(WaitingReason(spec));
+  job->targets = std::move(targets);
+  const bool cached = !job->targets.empty() &&
+                      std::all_of(job->targets.begin(), job->targets.end(),
+                                  [](const Target& t) { return t.trials == nullptr; });
+  if (cached) job->view.set_state(v1::JOB_STATE_SUCCEEDED);
+  JobSnapshot snapshot;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    snapshot = Snapshot(*job);
   }
-  MaybeFinish(job.get());
-  RETURN_IF_ERROR(Persist(*job));  // nothing is published unless stored
-  for (const v1::SourceFile& file : job->spec.sources()) {
-    blobs_[file.digest()] = file.content();
+  RETURN_IF_ERROR(repository_.Save(snapshot));
+  metrics_->JobStateChanged(v1::JOB_STATE_UNSPECIFIED, job->view.state());
+  metrics_->JobSubmitted(cached ? CoordinatorMetrics::Submission::kCached
+                                : CoordinatorMetrics::Submission::kAccepted);
+  if (cached) return snapshot.stored.last_view();  // answered; never held
+  blobs_->Hold(spec);
+  {
+    absl::MutexLock lock(&mu_);
+    StartJob(std::move(job));
   }
-  latest_spec_[job->spec.kernel().name()] = job->spec;
-  Job* raw = job.get();
-  job_order_.push_back(raw->view.id());
-  jobs_[raw->view.id()] = std::move(job);
-  metrics_->JobStateChanged(v1::JOB_STATE_UNSPECIFIED, v1::JOB_STATE_QUEUED);
-  if (raw->view.state() != v1::JOB_STATE_QUEUED) {
-    metrics_->JobStateChanged(v1::JOB_STATE_QUEUED, raw->view.state());
-  }
-  metrics_->JobSubmitted(raw->view.state() == v1::JOB_STATE_SUCCEEDED
-                             ? CoordinatorMetrics::Submission::kCached
-                             : CoordinatorMetrics::Submission::kAccepted);
-  work_cv_.SignalAll();
-  return View(*raw);
+  if (work_listener_) work_listener_();
+  return snapshot.stored.last_view();
+}
+
+void JobManager::StartJob(std::unique_ptr<Job> job) {
+  const int64_t sequence = next_sequence_++;
+  sequence_of_[job->view.id()] = sequence;
+  jobs_[sequence] = std::move(job);
+}
+
+JobManager::Job* JobManager::FindJob(const std::string& id) {
+  auto it = sequence_of_.find(id);
+  return it == sequence_of_.end() ? nullptr : jobs_.at(it->second).get();
+}
+
+void JobManager::Evict(Job* job) {
+  blobs_->Release(*job->spec);
+  auto it = sequence_of_.find(job->view.id());
+  jobs_.erase(it->second);
+  sequence_of_.erase(it);
+  changed_cv_.SignalAll();
+}
+
+size_t JobManager::live_jobs() {
+  absl::ReaderMutexLock lock(&mu_);
+  return jobs_.size();
 }
 
 v1::Job JobManager::View(const Job& job) const {
   v1::Job view = job.view;
-  view.set_kernel_name(job.spec.kernel().name());
-  *view.mutable_shape() = job.spec.shape();
-  view.set_strategy(job.spec.config_set().empty()
-                        ? (job.spec.strategy().empty() ? "exhaustive" : job.spec.strategy())
-                        : absl::StrCat("config_set:", job.spec.config_set()));
-  if (!job.targets.empty()) {
-    view.clear_targets();
-    view.clear_outcomes();
-    view.clear_top_trials();
-    view.set_trials_total(0);
-    view.set_trials_done(0);
-  }
+  view.set_kernel_name(job.spec->kernel().name());
+  *view.mutable_shape() = job.spec->shape();
+  view.set_strategy(job.spec->config_set().empty()
+                        ? (job.spec->strategy().empty() ? "exhaustive" : job.spec->strategy())
+                        : absl::StrCat("config_set:", job.spec->config_set()));
   std::map<int, int64_t> outcomes;
   for (const Target& target : job.targets) {
     v1::Target* info = view.add_targets();
-    *info = target.info;
+    *info = TargetView(target.info);
     if (target.trials == nullptr) continue;
     const TargetTrials& trials = *target.trials;
     info->set_trials_total(trials.total());
@@ -307,271 +245,381 @@ v1::Job JobManager::View(const Job& job) const {
   return view;
 }
 
-absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
-  absl::ReaderMutexLock lock(&mu_);
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", job_id));
-  return View(*it->second);
+JobSnapshot JobManager::Snapshot(const Job& job) const {
+  JobSnapshot snapshot;
+  snapshot.spec = *job.spec;
+  for (const Target& target : job.targets) *snapshot.stored.add_targets() = target.info;
+  *snapshot.stored.mutable_last_view() = View(job);
+  snapshot.version = job.version;
+  return snapshot;
 }
 
-std::vector<v1::Job> JobManager::List(int limit) {
-  absl::ReaderMutexLock lock(&mu_);
-  std::vector<v1::Job> out;
-  for (auto it = job_order_.rbegin(); it != job_order_.rend(); ++it) {
-    if (static_cast<int>(out.size()) >= limit) break;
-    out.push_back(View(*jobs_.at(*it)));
+absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    if (Job* job = FindJob(job_id)) return View(*job);
   }
-  return out;
+  absl::StatusOr<JobSnapshot> stored = repository_.Load(job_id);
+  if (absl::IsNotFound(stored.status())) {
+    return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  }
+  if (!stored.ok()) return stored.status();
+  return stored->stored.last_view();
+}
+
+absl::StatusOr<std::vector<v1::Job>> JobManager::List(int limit) {
+  ASSIGN_OR_RETURN(std::vector<v1::Job> views, repository_.ListViews(limit));
+  absl::ReaderMutexLock lock(&mu_);
+  for (v1::Job& view : views) {
+    if (Job* job = FindJob(view.id())) view = View(*job);  // live counts
+  }
+  return views;
 }
 
 absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", job_id));
-  Job* job = it->second.get();
-  if (!IsFinal(job->view.state())) {
-    for (auto lease = leases_.begin(); lease != leases_.end();) {
-      auto next = std::next(lease);
-      if (lease->second.job_id == job_id) leases_.erase(lease);
-      lease = next;
-    }
-    SetState(job, v1::JOB_STATE_CANCELLED, "cancelled by a client");
-    RETURN_IF_ERROR(Persist(*job));
+  JobSnapshot snapshot;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    Job* job = FindJob(job_id);
+    if (job != nullptr && job->finishing) return View(*job);  // ends on its own
+    if (job != nullptr) snapshot = Snapshot(*job);
   }
-  return View(*job);
+  if (snapshot.id().empty()) return Get(job_id);  // finished already, or NotFound
+  v1::Job* view = snapshot.stored.mutable_last_view();
+  view->set_state(v1::JOB_STATE_CANCELLED);
+  view->set_reason("cancelled by a client");
+  view->set_updated_unix_ms(absl::ToUnixMillis(clock_()));
+  ++snapshot.version;
+  RETURN_IF_ERROR(repository_.Save(snapshot, [this, &job_id] {
+    absl::ReaderMutexLock lock(&mu_);
+    const Job* job = FindJob(job_id);
+    return job != nullptr && !job->finishing;  // else it ends on its own
+  }));
+  absl::MutexLock lock(&mu_);
+  Job* job = FindJob(job_id);
+  if (job == nullptr || job->finishing) return Get(job_id);
+  leases_.TakeJob(job_id);
+  SetState(job, v1::JOB_STATE_CANCELLED, view->reason());
+  v1::Job cancelled = View(*job);
+  Evict(job);
+  return cancelled;
 }
 
 absl::StatusOr<v1::Job> JobManager::WaitForChange(const std::string& job_id,
                                                   int64_t* version,
                                                   absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
-  absl::MutexLock lock(&mu_);
-  while (true) {
-    auto it = jobs_.find(job_id);
-    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", job_id));
-    if (it->second->version != *version || absl::Now() >= deadline) {
-      *version = it->second->version;
-      return View(*it->second);
+  {
+    absl::MutexLock lock(&mu_);
+    while (Job* job = FindJob(job_id)) {
+      if (job->version != *version || absl::Now() >= deadline) {
+        *version = job->version;
+        return View(*job);
+      }
+      changed_cv_.WaitWithDeadline(&mu_, deadline);
     }
-    changed_cv_.WaitWithDeadline(&mu_, deadline);
   }
+  // Not live: finished (and answered from the store), or unknown.
+  ASSIGN_OR_RETURN(v1::Job stored, Get(job_id));
+  if (!IsFinal(stored.state())) {
+    // Stored but not live yet (being submitted or resumed): wait a little.
+    absl::SleepFor(std::min(timeout, absl::Milliseconds(100)));
+  }
+  *version = std::numeric_limits<int64_t>::max();
+  return stored;
 }
 
 void JobManager::OnWorkerRegistered() {
-  absl::MutexLock lock(&mu_);
-  for (const std::string& id : job_order_) {
-    Job* job = jobs_.at(id).get();
-    if (IsFinal(job->view.state())) continue;
-    const size_t before = job->targets.size();
-    BindTargets(job).IgnoreError();  // the reason is in the job's view
-    if (job->targets.size() != before) {
-      MaybeFinish(job);
-      Changed(job);
-      Persist(*job).IgnoreError();
+  struct Unbound {
+    std::string id;
+    std::shared_ptr<const v1::JobSpec> spec;
+    std::vector<WorkerDevice> devices;
+  };
+  std::vector<Unbound> unbound;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    for (const auto& [sequence, job] : jobs_) {
+      if (IsFinal(job->view.state()) || job->finishing) continue;
+      Unbound entry{job->view.id(), job->spec, {}};
+      for (const WorkerDevice& device : LiveModelsFor(*job->spec)) {
+        bool bound = std::any_of(job->targets.begin(), job->targets.end(), [&](const Target& t) {
+          return t.info.device_model() == device.device.model() &&
+                 t.info.toolkit() == device.toolkit;
+        });
+        if (!bound) entry.devices.push_back(device);
+      }
+      if (!entry.devices.empty()) unbound.push_back(std::move(entry));
     }
   }
-  work_cv_.SignalAll();
+  Pending pending;
+  for (Unbound& entry : unbound) {
+    absl::Status first_error;
+    std::vector<Target> targets = PlanTargets(*entry.spec, entry.devices, &first_error);
+    absl::MutexLock lock(&mu_);
+    Job* job = FindJob(entry.id);
+    if (job == nullptr || IsFinal(job->view.state()) || job->finishing) continue;
+    for (Target& target : targets) {
+      bool bound = std::any_of(job->targets.begin(), job->targets.end(), [&](const Target& t) {
+        return t.info.device_model() == target.info.device_model() &&
+               t.info.toolkit() == target.info.toolkit();
+      });
+      if (!bound) job->targets.push_back(std::move(target));
+    }
+    if (job->targets.empty()) {
+      job->view.set_reason(!first_error.ok() ? std::string(first_error.message())
+                                             : WaitingReason(*job->spec));
+    } else if (job->view.state() == v1::JOB_STATE_QUEUED) {
+      job->view.set_reason("");
+    }
+    Changed(job);
+    // Best effort: a binding the store missed is made again after a restart.
+    pending.snapshots.push_back(Snapshot(*job));
+    MaybeFinish(job, &pending);
+    pending.work = true;
+  }
+  Flush(std::move(pending));
 }
 
-absl::StatusOr<std::optional<v1::Lease>> JobManager::LeaseWork(
-    const v1::LeaseWorkRequest& request) {
+absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery& query) {
   ASSIGN_OR_RETURN(WorkerDevice device,
-                   workers_->FindDevice(request.worker_id(), request.device_id()));
-  const int max = request.max_trials() > 0 ? request.max_trials() : options_.batch_size;
-  const absl::Time deadline =
-      absl::Now() + std::min(absl::Milliseconds(std::max<int64_t>(0, request.wait_ms())),
-                             options_.max_long_poll);
-  absl::MutexLock lock(&mu_);
-  while (true) {
-    if (stopping_) return absl::UnavailableError("the coordinator is shutting down");
-    workers_->Touch(request.worker_id());
-    ExpireLeases();
-    std::optional<v1::Lease> lease = TryLease(device, max);
-    if (lease.has_value() || absl::Now() >= deadline) return lease;
-    work_cv_.WaitWithDeadline(&mu_, std::min(deadline, absl::Now() + absl::Seconds(1)));
-  }
-}
-
-std::optional<v1::Lease> JobManager::TryLease(const WorkerDevice& device, int max) {
-  for (const std::string& id : job_order_) {
-    Job* job = jobs_.at(id).get();
-    if (IsFinal(job->view.state())) continue;
-    for (int t = 0; t < static_cast<int>(job->targets.size()); ++t) {
-      Target& target = job->targets[t];
-      if (target.trials == nullptr || !target.trials->HasWork() ||
-          target.info.device_model() != device.device.model() ||
-          target.info.toolkit() != device.toolkit) {
-        continue;
+                   workers_->FindDevice(query.worker_id, query.device_id));
+  workers_->Touch(query.worker_id);
+  const int max = std::clamp(query.max_trials > 0 ? query.max_trials : options_.batch_size,
+                             1, std::max(1, options_.max_batch_size));
+  Pending pending;
+  std::optional<LeaseGrant> grant;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [sequence, job] : jobs_) {
+      if (IsFinal(job->view.state()) || job->finishing) continue;
+      for (int t = 0; t < static_cast<int>(job->targets.size()) && !grant; ++t) {
+        const Target& target = job->targets[t];
+        if (target.trials == nullptr || !target.trials->HasWork() ||
+            target.info.device_model() != device.device.model() ||
+            target.info.toolkit() != device.toolkit) {
+          continue;
+        }
+        grant = LeaseFrom(job.get(), t, device, max, &pending);
       }
-      Lease lease;
-      lease.id = absl::StrCat("l", next_lease_++);
-      lease.epoch = next_epoch_++;
-      lease.ordinals = target.trials->Take(max, lease.id, lease.epoch, &lease.finalists);
-      if (lease.ordinals.empty()) {
-        MaybeFinish(job);  // a restored target may turn out to be complete
-        continue;
-      }
-      lease.worker_id = device.worker_id;
-      lease.job_id = id;
-      lease.target = t;
-      lease.expires = clock_() + options_.lease_ttl;
-      v1::Lease out;
-      out.set_lease_id(lease.id);
-      out.set_epoch(lease.epoch);
-      out.set_expires_unix_ms(absl::ToUnixMillis(lease.expires));
-      out.set_job_id(id);
-      *out.mutable_kernel() = job->spec.kernel();
-      for (const v1::SourceFile& file : job->spec.sources()) {
-        v1::SourceFile* ref = out.add_sources();
-        ref->set_path(file.path());
-        ref->set_digest(file.digest());
-      }
-      *out.mutable_shape() = job->spec.shape();
-      out.set_seed(job->spec.seed());
-      out.set_tuning_key(target.info.tuning_key());
-      out.set_finalists(lease.finalists);
-      for (uint64_t ordinal : lease.ordinals) {
-        v1::Trial* trial = out.add_trials();
-        trial->set_index(static_cast<int64_t>(ordinal));
-        *trial->mutable_config() = target.trials->space()->ConfigAt(ordinal);
-      }
-      metrics_->LeaseGranted(static_cast<int>(lease.ordinals.size()));
-      leases_[lease.id] = std::move(lease);
-      if (job->view.state() == v1::JOB_STATE_QUEUED) {
-        SetState(job, v1::JOB_STATE_RUNNING, "");
-        Persist(*job).IgnoreError();
-      }
-      return out;
+      if (grant.has_value()) break;
     }
   }
-  return std::nullopt;
+  Flush(std::move(pending));
+  return grant;
 }
 
-absl::StatusOr<v1::ReportResultsResponse> JobManager::ReportResults(
-    const v1::ReportResultsRequest& request) {
-  workers_->Touch(request.worker_id());
-  absl::MutexLock lock(&mu_);
-  v1::ReportResultsResponse response;
-  auto it = leases_.find(request.lease_id());
-  if (it == leases_.end() || it->second.epoch != request.epoch() ||
-      it->second.worker_id != request.worker_id()) {
-    response.set_cancelled(true);  // expired, cancelled, or never ours
-    return response;
-  }
-  Lease& lease = it->second;
-  Job* job = jobs_.at(lease.job_id).get();
-  for (const v1::ReportedTrial& trial : request.trials()) {
-    const auto ordinal = static_cast<uint64_t>(trial.index());
-    auto pos = std::find(lease.ordinals.begin(), lease.ordinals.end(), ordinal);
-    if (pos == lease.ordinals.end()) continue;  // duplicate or not in lease
-    RETURN_IF_ERROR(RecordResult(job, lease.target, ordinal, lease, trial.result()));
-    lease.ordinals.erase(pos);
-  }
+std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, const WorkerDevice& device,
+                                                int max, Pending* pending) {
+  Target& target = job->targets[t];
+  Lease lease;
+  lease.worker_id = device.worker_id;
+  lease.job_id = job->view.id();
+  lease.target = t;
   lease.expires = clock_() + options_.lease_ttl;
-  response.set_expires_unix_ms(absl::ToUnixMillis(lease.expires));
-  if (request.release()) ReleaseLease(&lease, /*expired=*/false);
-  if (lease.ordinals.empty() || request.release()) leases_.erase(it);
-  MaybeFinish(job);
-  Changed(job);
-  return response;
+  // The lease id and epoch are the book's; Take needs them first.
+  const Lease& granted = leases_.Grant(std::move(lease));
+  const std::string lease_id = granted.id;
+  const int64_t epoch = granted.epoch;
+  bool finalists = false;
+  std::vector<uint64_t> ordinals = target.trials->Take(max, lease_id, epoch, &finalists);
+  if (ordinals.empty()) {
+    leases_.Remove(lease_id);
+    MaybeFinish(job, pending);  // a restored target may turn out to be complete
+    return std::nullopt;
+  }
+  Lease* held = leases_.Find(lease_id, epoch, device.worker_id);
+  held->ordinals = ordinals;
+  held->finalists = finalists;
+  LeaseGrant grant;
+  grant.lease_id = lease_id;
+  grant.epoch = epoch;
+  grant.expires = held->expires;
+  grant.job_id = job->view.id();
+  grant.spec = job->spec;
+  grant.tuning_key = target.info.tuning_key();
+  grant.finalists = finalists;
+  for (uint64_t ordinal : ordinals) {
+    grant.trials.emplace_back(ordinal, target.trials->space()->ConfigAt(ordinal));
+  }
+  metrics_->LeaseGranted(static_cast<int>(ordinals.size()));
+  if (job->view.state() == v1::JOB_STATE_QUEUED) {
+    SetState(job, v1::JOB_STATE_RUNNING, "");
+    pending->snapshots.push_back(Snapshot(*job));
+  }
+  return grant;
 }
 
-absl::Status JobManager::RecordResult(Job* job, int target_index, uint64_t ordinal,
-                                      const Lease& lease,
-                                      const v1::TrialResult& reported) {
-  Target& target = job->targets[target_index];
+namespace {
+
+// The reported result of `ordinal` with the config as the space defines it.
+v1::TrialResult Normalized(TargetTrials& trials, uint64_t ordinal,
+                           const v1::TrialResult& reported) {
   v1::TrialResult result = reported;
-  *result.mutable_config() = target.trials->space()->ConfigAt(ordinal);
+  *result.mutable_config() = trials.space()->ConfigAt(ordinal);
   if (result.status() == v1::TRIAL_STATUS_UNSPECIFIED) {
     result.set_status(v1::TRIAL_STATUS_CRASHED);
     result.set_error("the worker reported no status");
   }
-  if (lease.finalists) {
-    // The first round's row stays; the final measurement ranks the config.
-    target.trials->Complete(ordinal, lease.id, lease.epoch, result);
-    return absl::OkStatus();
-  }
-  const absl::Time start = absl::Now();
-  RETURN_IF_ERROR(store_->InsertTrial(TrialRow(*job, target, lease.worker_id, result)).status());
-  metrics_->StoreCall(absl::Now() - start);
-  if (target.trials->Complete(ordinal, lease.id, lease.epoch, result)) {
-    metrics_->TrialRecorded(result.status());
-  }
-  return absl::OkStatus();
+  return result;
 }
 
-void JobManager::ReleaseLease(Lease* lease, bool expired) {
-  auto job_it = jobs_.find(lease->job_id);
-  if (job_it == jobs_.end()) return;
-  Job* job = job_it->second.get();
+}  // namespace
+
+absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
+  workers_->Touch(report.worker_id);
+  std::vector<TrialRecord> rows;
+  {
+    absl::MutexLock lock(&mu_);
+    Lease* lease = leases_.Find(report.lease_id, report.epoch, report.worker_id);
+    if (lease == nullptr) return ReportAck{absl::InfinitePast(), /*cancelled=*/true};
+    const Job& job = *FindJob(lease->job_id);
+    const Target& target = job.targets[lease->target];
+    for (const auto& [ordinal, result] : report.trials) {
+      const bool held = std::find(lease->ordinals.begin(), lease->ordinals.end(),
+                                  ordinal) != lease->ordinals.end();
+      // A finalists round ranks configs whose rows are stored already.
+      if (!held || lease->finalists) continue;
+      rows.push_back(TrialRow(job, target, report.worker_id,
+                              Normalized(*target.trials, ordinal, result)));
+    }
+    // The worker is alive: the lease must not expire while the rows are written.
+    leases_.Renew(lease->id, clock_() + options_.lease_ttl);
+  }
+  const absl::Status written = writer_.Write(rows);
+  Pending pending;
+  ReportAck ack;
+  {
+    absl::MutexLock lock(&mu_);
+    Lease* lease = leases_.Find(report.lease_id, report.epoch, report.worker_id);
+    if (!written.ok()) {
+      if (lease != nullptr) {
+        ReturnLease(leases_.Remove(report.lease_id), /*expired=*/false, &pending);
+      }
+    } else if (lease == nullptr) {
+      ack.cancelled = true;  // expired or cancelled meanwhile; the rows stand
+    } else {
+      ack.expires = clock_() + options_.lease_ttl;
+      ApplyReport(report, lease, &pending);
+    }
+  }
+  Flush(std::move(pending));
+  if (!written.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "the store did not record the results (", written.message(),
+        "); the lease was returned and its trials will be measured again"));
+  }
+  return ack;
+}
+
+void JobManager::ApplyReport(const ResultReport& report, Lease* lease, Pending* pending) {
+  Job* job = FindJob(lease->job_id);
   Target& target = job->targets[lease->target];
-  for (uint64_t ordinal : lease->ordinals) {
+  for (const auto& [ordinal, result] : report.trials) {
+    auto pos = std::find(lease->ordinals.begin(), lease->ordinals.end(), ordinal);
+    if (pos == lease->ordinals.end()) continue;  // duplicate or not in the lease
+    const v1::TrialResult normalized = Normalized(*target.trials, ordinal, result);
+    if (target.trials->Complete(ordinal, lease->id, lease->epoch, normalized) &&
+        !lease->finalists) {
+      metrics_->TrialRecorded(normalized.status());
+    }
+    lease->ordinals.erase(pos);
+  }
+  leases_.Renew(lease->id, clock_() + options_.lease_ttl);
+  if (report.release) {
+    ReturnLease(leases_.Remove(lease->id), /*expired=*/false, pending);
+  } else if (lease->ordinals.empty()) {
+    leases_.Remove(lease->id);
+  }
+  if (target.trials->HasWork()) pending->work = true;  // e.g. the finalists round
+  MaybeFinish(job, pending);
+  Changed(job);
+}
+
+void JobManager::ReturnLease(const Lease& lease, bool expired, Pending* pending) {
+  Job* job = FindJob(lease.job_id);
+  if (job == nullptr) return;
+  Target& target = job->targets[lease.target];
+  for (uint64_t ordinal : lease.ordinals) {
     std::optional<v1::TrialResult> lost =
-        target.trials->Release(ordinal, lease->id, lease->epoch, expired);
+        target.trials->Release(ordinal, lease.id, lease.epoch, expired);
     if (!lost.has_value()) continue;
-    store_->InsertTrial(TrialRow(*job, target, lease->worker_id, *lost)).IgnoreError();
+    pending->rows.push_back(TrialRow(*job, target, lease.worker_id, *lost));
     metrics_->TrialRecorded(lost->status());
   }
-  lease->ordinals.clear();
-  work_cv_.SignalAll();
-}
-
-void JobManager::ExpireLeases() {
-  const absl::Time now = clock_();
-  for (auto it = leases_.begin(); it != leases_.end();) {
-    auto next = std::next(it);
-    if (it->second.expires < now) {
-      metrics_->LeaseExpired();
-      const std::string job_id = it->second.job_id;
-      ReleaseLease(&it->second, /*expired=*/true);
-      leases_.erase(it);
-      Job* job = jobs_.at(job_id).get();
-      MaybeFinish(job);
-      Changed(job);
-    }
-    it = next;
-  }
+  pending->work = true;
+  MaybeFinish(job, pending);
+  Changed(job);
 }
 
 void JobManager::RenewLeases(const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
-  const absl::Time expires = clock_() + options_.lease_ttl;
-  for (auto& [id, lease] : leases_) {
-    if (lease.worker_id == worker_id) lease.expires = expires;
-  }
+  leases_.RenewWorker(worker_id, clock_() + options_.lease_ttl);
 }
 
 void JobManager::Tick() {
+  workers_->Prune();
   std::vector<v1::WorkerInfo> workers = workers_->List();
   metrics_->WorkersAlive(static_cast<int>(std::count_if(
       workers.begin(), workers.end(), [](const v1::WorkerInfo& w) { return w.alive(); })));
-  absl::MutexLock lock(&mu_);
-  ExpireLeases();
-  // Only jobs whose best config did not reach the store need another try.
-  std::vector<std::string> retry(unstored_best_.begin(), unstored_best_.end());
-  for (const std::string& id : retry) {
-    Job* job = jobs_.at(id).get();
-    MaybeFinish(job);
-    if (IsFinal(job->view.state())) unstored_best_.erase(id);
+  Pending pending;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const Lease& lease : leases_.TakeExpired(clock_())) {
+      metrics_->LeaseExpired();
+      ReturnLease(lease, /*expired=*/true, &pending);
+    }
+    pending.rows.insert(pending.rows.end(), unstored_rows_.begin(), unstored_rows_.end());
+    unstored_rows_.clear();
+    for (const std::string& id : unfinished_writes_) {
+      if (Job* job = FindJob(id)) MaybeFinish(job, &pending);
+    }
+    RepairStranded(&pending);
+  }
+  Flush(std::move(pending));
+}
+
+void JobManager::RepairStranded(Pending* pending) {
+  for (auto& [sequence, job] : jobs_) {
+    if (IsFinal(job->view.state()) || job->finishing || job->targets.empty() ||
+        leases_.HasJob(job->view.id()) || unfinished_writes_.contains(job->view.id())) {
+      continue;
+    }
+    bool finished = true;
+    bool has_work = false;
+    for (const Target& target : job->targets) {
+      if (target.trials == nullptr) continue;
+      finished = finished && target.trials->Finished();
+      has_work = has_work || target.trials->HasWork();
+    }
+    if (has_work) continue;
+    // RUNNING with nothing leased and nothing to lease: configs held by
+    // leases that no longer exist go back to the queue.
+    int64_t moved = 0;
+    for (Target& target : job->targets) {
+      if (target.trials == nullptr) continue;
+      moved += target.trials->ReclaimOrphans([](const std::string&) { return false; });
+    }
+    if (!finished || moved > 0) {
+      std::cerr << "tunefleet-coordinator: job " << job->view.id()
+                << " had nothing leased and nothing queued; " << moved
+                << " configs queued again" << std::endl;
+      metrics_->StrandedJobRepaired();
+      pending->work = true;
+    }
+    MaybeFinish(job.get(), pending);
   }
 }
 
-void JobManager::Shutdown() {
-  absl::MutexLock lock(&mu_);
-  stopping_ = true;
-  work_cv_.SignalAll();
-  changed_cv_.SignalAll();
-}
-
-void JobManager::MaybeFinish(Job* job) {
-  if (IsFinal(job->view.state()) || job->targets.empty()) return;
+void JobManager::MaybeFinish(Job* job, Pending* pending) {
+  if (IsFinal(job->view.state()) || job->finishing || job->targets.empty()) return;
   for (const Target& target : job->targets) {
     if (target.trials != nullptr && !target.trials->Finished()) return;
   }
+  Finish finish;
+  finish.job_id = job->view.id();
   std::vector<std::string> failed;
-  std::vector<double> speedups;
   int succeeded = 0;
-  for (Target& target : job->targets) {
+  for (const Target& target : job->targets) {
     if (target.trials == nullptr) {
       ++succeeded;  // answered from the store
       continue;
@@ -583,20 +631,76 @@ void JobManager::MaybeFinish(Job* job) {
       continue;
     }
     ++succeeded;
-    // A best config that did not reach the store keeps the job open; Tick
-    // tries again (the upsert is idempotent).
-    if (!store_->UpsertBest(BestFor(*job, target, best[0])).ok()) {
-      unstored_best_.insert(job->view.id());
-      return;
-    }
+    BestRecord record;
+    record.tuning_key = target.info.tuning_key();
+    record.kernel_name = job->spec->kernel().name();
+    record.shape = ShapeToString(job->spec->shape());
+    record.device_model = target.info.device_model();
+    record.toolkit = target.info.toolkit();
+    record.config = ConfigToString(best[0].result.config());
+    record.median_seconds = best[0].result.measurement().median_seconds();
+    record.job_id = job->view.id();
+    record.updated_unix_ms = absl::ToUnixMillis(clock_());
+    finish.best.push_back(std::move(record));
     if (std::optional<double> def = target.trials->default_seconds()) {
-      speedups.push_back(*def / best[0].result.measurement().median_seconds());
+      finish.speedups.push_back(*def / best[0].result.measurement().median_seconds());
     }
   }
-  for (double speedup : speedups) metrics_->SpeedupObserved(speedup);
-  SetState(job, succeeded > 0 ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED,
-           absl::StrJoin(failed, "; "));
-  Persist(*job).IgnoreError();  // Recover re-derives the state from the trials
+  job->finishing = true;
+  finish.snapshot = Snapshot(*job);
+  v1::Job* view = finish.snapshot.stored.mutable_last_view();
+  view->set_state(succeeded > 0 ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED);
+  view->set_reason(absl::StrJoin(failed, "; "));
+  view->set_updated_unix_ms(absl::ToUnixMillis(clock_()));
+  ++finish.snapshot.version;
+  pending->finishes.push_back(std::move(finish));
+}
+
+void JobManager::Flush(Pending pending) {
+  if (!pending.rows.empty() && !writer_.Write(pending.rows).ok()) {
+    absl::MutexLock lock(&mu_);
+    unstored_rows_.insert(unstored_rows_.end(), pending.rows.begin(), pending.rows.end());
+  }
+  // Best effort: a job whose RUNNING state the store missed is resumed from
+  // its trials all the same. A job that is finishing or finished has its
+  // final row written (or on its way): an older snapshot must not replace it.
+  for (const JobSnapshot& snapshot : pending.snapshots) {
+    repository_
+        .Save(snapshot,
+              [this, &snapshot] {
+                absl::ReaderMutexLock lock(&mu_);
+                const Job* job = FindJob(snapshot.id());
+                return job != nullptr && !job->finishing;
+              })
+        .IgnoreError();
+  }
+  for (const Finish& finish : pending.finishes) {
+    bool stored = true;
+    for (const BestRecord& best : finish.best) {
+      stored = stored && store_->UpsertBest(best).ok();
+      if (stored && index_ != nullptr) index_->PutBest(best);
+    }
+    stored = stored && repository_.Save(finish.snapshot).ok();
+    CompleteFinish(finish, stored);
+  }
+  if (pending.work && work_listener_) work_listener_();
+}
+
+void JobManager::CompleteFinish(const Finish& finish, bool stored) {
+  absl::MutexLock lock(&mu_);
+  Job* job = FindJob(finish.job_id);
+  if (job == nullptr) return;
+  job->finishing = false;
+  if (!stored) {
+    unfinished_writes_.insert(finish.job_id);  // Tick tries again
+    return;
+  }
+  unfinished_writes_.erase(finish.job_id);
+  for (double speedup : finish.speedups) metrics_->SpeedupObserved(speedup);
+  const v1::Job& view = finish.snapshot.stored.last_view();
+  SetState(job, view.state(), view.reason());
+  leases_.TakeJob(finish.job_id);
+  Evict(job);
 }
 
 TrialRecord JobManager::TrialRow(const Job& job, const Target& target,
@@ -619,21 +723,6 @@ TrialRecord JobManager::TrialRow(const Job& job, const Target& target,
   return record;
 }
 
-BestRecord JobManager::BestFor(const Job& job, const Target& target,
-                               const TrialOutcome& best) const {
-  BestRecord record;
-  record.tuning_key = target.info.tuning_key();
-  record.kernel_name = job.spec.kernel().name();
-  record.shape = ShapeToString(job.spec.shape());
-  record.device_model = target.info.device_model();
-  record.toolkit = target.info.toolkit();
-  record.config = ConfigToString(best.result.config());
-  record.median_seconds = best.result.measurement().median_seconds();
-  record.job_id = job.view.id();
-  record.updated_unix_ms = absl::ToUnixMillis(clock_());
-  return record;
-}
-
 void JobManager::SetState(Job* job, v1::JobState state, const std::string& reason) {
   metrics_->JobStateChanged(job->view.state(), state);
   job->view.set_state(state);
@@ -647,102 +736,72 @@ void JobManager::Changed(Job* job) {
   changed_cv_.SignalAll();
 }
 
-absl::Status JobManager::Persist(const Job& job) {
-  JobRecord record;
-  record.id = job.view.id();
-  record.kernel_name = job.spec.kernel().name();
-  record.state = job.view.state();
-  record.reason = job.view.reason();
-  record.spec = job.spec.SerializeAsString();
-  record.targets = View(job).SerializeAsString();
-  record.created_unix_ms = job.view.created_unix_ms();
-  record.updated_unix_ms = job.view.updated_unix_ms();
-  return store_->PutJob(record);
-}
-
-absl::StatusOr<std::string> JobManager::GetBlob(const std::string& digest) {
-  absl::ReaderMutexLock lock(&mu_);
-  auto it = blobs_.find(digest);
-  if (it == blobs_.end()) return absl::NotFoundError(absl::StrCat("no blob ", digest));
-  return it->second;
-}
-
-absl::StatusOr<v1::JobSpec> JobManager::LatestSpec(const std::string& kernel_name) {
-  absl::ReaderMutexLock lock(&mu_);
-  auto it = latest_spec_.find(kernel_name);
-  if (it == latest_spec_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("kernel ", kernel_name, " was never submitted here"));
-  }
-  return it->second;
-}
-
 absl::Status JobManager::Recover() {
-  ASSIGN_OR_RETURN(std::vector<JobRecord> records,
-                   store_->ListJobs(/*unfinished_only=*/false, /*limit=*/100000));
-  absl::MutexLock lock(&mu_);
-  // ListJobs is newest first; rebuild in submission order.
-  for (auto it = records.rbegin(); it != records.rend(); ++it) {
-    absl::Status restored = RestoreJob(*it);
-    if (restored.ok()) continue;
-    // One job that cannot be resumed (a corrupt row, caps lowered since)
-    // must not keep the coordinator from starting: it fails with the reason.
-    JobRecord failed = *it;
-    failed.state = v1::JOB_STATE_FAILED;
-    failed.reason = absl::StrCat("cannot be resumed after a restart: ", restored.message());
-    store_->PutJob(failed).IgnoreError();
-    RestoreJob(failed).IgnoreError();  // final now: shown, never resumed
+  ASSIGN_OR_RETURN(JobRepository::Unfinished unfinished, repository_.LoadUnfinished());
+  // One job that cannot be resumed (a corrupt row, caps lowered since) must
+  // not keep the coordinator from starting: it fails with the reason.
+  for (auto& [record, error] : unfinished.failures) {
+    record.state = v1::JOB_STATE_FAILED;
+    record.reason = absl::StrCat("cannot be resumed after a restart: ", error);
+    store_->PutJob(record).IgnoreError();
+  }
+  for (JobSnapshot& snapshot : unfinished.jobs) {
+    absl::Status resumed = Resume(snapshot);
+    if (resumed.ok()) continue;
+    v1::Job* view = snapshot.stored.mutable_last_view();
+    view->set_state(v1::JOB_STATE_FAILED);
+    view->set_reason(absl::StrCat("cannot be resumed after a restart: ", resumed.message()));
+    ++snapshot.version;
+    RETURN_IF_ERROR(repository_.Save(snapshot));
   }
   return absl::OkStatus();
 }
 
-absl::Status JobManager::RestoreJob(const JobRecord& record) {
+absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
+  // Older coordinators kept the contents in the job row.
+  if (HasContents(snapshot.spec)) RETURN_IF_ERROR(blobs_->Save(snapshot.spec));
   auto job = std::make_unique<Job>();
-  if (!job->spec.ParseFromString(record.spec) ||
-      !job->view.ParseFromString(record.targets)) {
-    return absl::DataLossError(absl::StrCat("job ", record.id, " cannot be parsed"));
-  }
-  // The row's own columns are the truth; the snapshot may be older.
-  job->view.set_state(static_cast<v1::JobState>(record.state));
-  job->view.set_reason(record.reason);
-  for (const v1::SourceFile& file : job->spec.sources()) {
-    blobs_[file.digest()] = file.content();
-  }
-  latest_spec_[job->spec.kernel().name()] = job->spec;
-  if (!IsFinal(job->view.state())) {
-    ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_->ListTrials(record.id));
-    for (const v1::Target& info : job->view.targets()) {
-      WorkerDevice device;
-      device.device.set_model(info.device_model());
-      *device.device.mutable_limits() = info.limits();
-      device.toolkit = info.toolkit();
-      Target target;
-      if (!info.cached()) {
-        ASSIGN_OR_RETURN(target, MakeTarget(*job, device, /*allow_cached=*/false));
-      }
-      target.info = info;
-      for (const TrialRecord& trial : trials) {
-        if (target.trials == nullptr || trial.tuning_key != info.tuning_key()) continue;
-        ASSIGN_OR_RETURN(v1::Config config, ParseConfig(trial.config));
-        ASSIGN_OR_RETURN(uint64_t ordinal, target.trials->space()->OrdinalOf(config));
-        v1::TrialResult result;
-        *result.mutable_config() = config;
-        result.set_status(static_cast<v1::TrialStatus>(trial.status));
-        result.mutable_measurement()->set_median_seconds(trial.median_seconds);
-        result.mutable_measurement()->set_p20_seconds(trial.p20_seconds);
-        result.mutable_measurement()->set_p80_seconds(trial.p80_seconds);
-        result.mutable_measurement()->set_samples(trial.samples);
-        result.set_error(trial.error);
-        target.trials->Restore(ordinal, result);
-      }
-      job->targets.push_back(std::move(target));
+  job->spec = WithoutContents(snapshot.spec);
+  job->view = snapshot.stored.last_view();
+  job->view.clear_targets();
+  job->view.clear_outcomes();
+  job->view.clear_top_trials();
+  job->view.set_trials_total(0);
+  job->view.set_trials_done(0);
+  job->version = snapshot.version;
+  ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_->ListTrials(snapshot.id()));
+  for (const v1::StoredTarget& info : snapshot.stored.targets()) {
+    Target target{info, nullptr};
+    if (!info.cached()) {
+      ASSIGN_OR_RETURN(target.trials, ResumeTarget(Limits(), *job->spec, info));
     }
+    for (const TrialRecord& trial : trials) {
+      if (target.trials == nullptr || trial.tuning_key != info.tuning_key()) continue;
+      ASSIGN_OR_RETURN(v1::Config config, ParseConfig(trial.config));
+      ASSIGN_OR_RETURN(uint64_t ordinal, target.trials->space()->OrdinalOf(config));
+      v1::TrialResult result;
+      *result.mutable_config() = config;
+      result.set_status(static_cast<v1::TrialStatus>(trial.status));
+      result.mutable_measurement()->set_median_seconds(trial.median_seconds);
+      result.mutable_measurement()->set_p20_seconds(trial.p20_seconds);
+      result.mutable_measurement()->set_p80_seconds(trial.p80_seconds);
+      result.mutable_measurement()->set_samples(trial.samples);
+      result.set_error(trial.error);
+      target.trials->Restore(ordinal, result);
+    }
+    job->targets.push_back(std::move(target));
   }
-  Job* raw = job.get();
-  job_order_.push_back(record.id);
-  jobs_[record.id] = std::move(job);
-  metrics_->JobStateChanged(v1::JOB_STATE_UNSPECIFIED, raw->view.state());
-  MaybeFinish(raw);
+  blobs_->Hold(snapshot.spec);
+  if (index_ != nullptr) index_->PutKernel(*job->spec);
+  Pending pending;
+  {
+    absl::MutexLock lock(&mu_);
+    metrics_->JobStateChanged(v1::JOB_STATE_UNSPECIFIED, job->view.state());
+    Job* raw = job.get();
+    StartJob(std::move(job));
+    MaybeFinish(raw, &pending);
+  }
+  Flush(std::move(pending));
   return absl::OkStatus();
 }
 

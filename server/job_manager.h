@@ -1,7 +1,10 @@
-// The JobManager: every tuning job from submission to its final state. It
-// validates jobs, binds them to the device models of live workers, answers
-// from the store when a key is already tuned, hands out leases of trials,
-// records results exactly once per config, and keeps the best configs.
+// The JobManager: the live tuning jobs, from submission to their final state.
+// It admits jobs (Admission), binds them to the device models of live
+// workers, hands out leases (LeaseBook) of their trials (TargetTrials),
+// records results, and finishes jobs by writing their best configs. Jobs,
+// trials, sources and best configs are persisted through the JobRepository,
+// the Store, SourceBlobs and the BestConfigIndex; a finished job leaves
+// memory and is answered from the store.
 #ifndef TUNEFLEET_SERVER_JOB_MANAGER_H_
 #define TUNEFLEET_SERVER_JOB_MANAGER_H_
 
@@ -11,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -19,138 +23,189 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/admission.h"
+#include "server/job_repository.h"
+#include "server/lease_book.h"
 #include "server/metrics.h"
+#include "server/source_blobs.h"
 #include "server/store/store.h"
 #include "server/target_trials.h"
+#include "server/trial_writer.h"
 #include "server/worker_registry.h"
 #include "tunefleet/v1/tuning_service.pb.h"
-#include "tunefleet/v1/worker_service.pb.h"
 
 namespace tunefleet::server {
 
-// True for SUCCEEDED, FAILED and CANCELLED: the job will not change again.
-bool IsFinal(v1::JobState state);
+class BestConfigIndex;
 
 struct JobManagerOptions {
-  // A lease not renewed (ReportResults, Heartbeat) for this long expires and
+  // A lease not renewed (a report, a heartbeat) for this long expires and
   // its unfinished trials go back to the queue. Default 10 s.
   absl::Duration lease_ttl = absl::Seconds(10);
   // Trials per lease when the worker asks for 0. Default 4.
   int batch_size = 4;
+  // Most trials one lease carries, whatever the worker asks. Default 64.
+  int max_batch_size = 64;
   // Largest full (cartesian) space accepted. Default 10,000,000 points.
   int64_t max_space_points = 10'000'000;
   // Largest number of configs one job target measures. Default 100,000.
   int64_t max_trials = 100'000;
   // Leases a config may lose before it is recorded WORKER_LOST. Default 3.
   int max_lease_attempts = 3;
-  // Longest LeaseWork long-poll. Default 30 s.
-  absl::Duration max_long_poll = absl::Seconds(30);
   // Configs re-measured in the finalists round of each target; 0 or 1
   // turns the round off. Default 5.
   int finalists = 5;
   // Largest total size of a job's source files. Default 4 MiB.
   int64_t max_source_bytes = 4 << 20;
+  // A batch of trial rows is tried this many times, with backoff from
+  // `write_backoff` doubling, before its reports are refused. Default 3,
+  // 50 ms. Rows of reports that arrive together share one transaction.
+  int write_attempts = 3;
+  absl::Duration write_backoff = absl::Milliseconds(50);
 };
 
-// Thread-safety: safe for concurrent use; every public method may block on
-// the store. LeaseWork and WaitForChange block up to their timeouts.
+// What a worker device asks for.
+struct LeaseQuery {
+  std::string worker_id;
+  std::string device_id;  // empty: the worker's first device
+  int max_trials = 0;     // 0: the batch size
+};
+
+// Trials handed to a worker.
+struct LeaseGrant {
+  std::string lease_id;
+  int64_t epoch = 0;
+  absl::Time expires;
+  std::string job_id;
+  std::shared_ptr<const v1::JobSpec> spec;  // sources carry digests only
+  std::string tuning_key;
+  bool finalists = false;
+  std::vector<std::pair<uint64_t, v1::Config>> trials;  // ordinal, config
+};
+
+// Results a worker sends for one lease.
+struct ResultReport {
+  std::string worker_id;
+  std::string lease_id;
+  int64_t epoch = 0;
+  std::vector<std::pair<uint64_t, v1::TrialResult>> trials;  // ordinal, result
+  bool release = false;  // the worker gives back what it did not report
+};
+
+struct ReportAck {
+  absl::Time expires;
+  bool cancelled = false;  // the lease is gone: stop working on it
+};
+
+// Thread-safety: safe for concurrent use. One lock guards the live jobs and
+// leases; it is never held across a store call, so LeaseWork, Heartbeat and
+// GetBestConfig never wait on the database. Trial rows go through a
+// TrialWriter (group commit). Writes happen before the state
+// they record changes in memory: a write the store refused changes nothing.
 class JobManager {
  public:
   using Clock = std::function<absl::Time()>;
-  // `metrics` may be null (nothing is counted); it must outlive the manager.
-  JobManager(const JobManagerOptions& options, Store* store,
-             WorkerRegistry* workers, Clock clock,
-             CoordinatorMetrics* metrics = nullptr);
+  // `metrics` and `index` may be null; everything given must outlive the
+  // manager.
+  JobManager(const JobManagerOptions& options, Store* store, WorkerRegistry* workers,
+             SourceBlobs* blobs, Clock clock, CoordinatorMetrics* metrics = nullptr,
+             BestConfigIndex* index = nullptr);
   ~JobManager();
 
-  // Reloads unfinished jobs and their stored trials (call once at start-up).
+  // Reloads the unfinished jobs and their stored trials (once, at start-up).
   absl::Status Recover();
+  // `listener` is called (without locks held) whenever trials may have
+  // become available to lease. Call before serving.
+  void SetWorkListener(std::function<void()> listener);
 
   // InvalidArgument for a bad spec, shape or strategy (the message names the
-  // field), ResourceExhausted for a space over the caps.
+  // field), ResourceExhausted over a cap, Unavailable when the store is.
   absl::StatusOr<v1::Job> Submit(const v1::JobSpec& spec);
+  // From memory for a live job, else from the store. NotFound.
   absl::StatusOr<v1::Job> Get(const std::string& job_id);
   absl::StatusOr<v1::Job> Cancel(const std::string& job_id);
   // Newest first.
-  std::vector<v1::Job> List(int limit);
+  absl::StatusOr<std::vector<v1::Job>> List(int limit);
   // Returns the job once its version differs from `*version` (at once for
-  // *version < 0) or when `timeout` passes; updates `*version`.
-  absl::StatusOr<v1::Job> WaitForChange(const std::string& job_id,
-                                        int64_t* version,
+  // *version < 0, or for a job no longer in memory) or when `timeout`
+  // passes; updates `*version`.
+  absl::StatusOr<v1::Job> WaitForChange(const std::string& job_id, int64_t* version,
                                         absl::Duration timeout);
 
   // Binds waiting jobs to the device models now live.
   void OnWorkerRegistered();
-  // Long-polls up to min(wait, max_long_poll) for trials the worker's device
-  // can run; no lease (nullopt) when none came.
-  absl::StatusOr<std::optional<v1::Lease>> LeaseWork(
-      const v1::LeaseWorkRequest& request);
-  absl::StatusOr<v1::ReportResultsResponse> ReportResults(
-      const v1::ReportResultsRequest& request);
-  // Renews every lease of the worker.
+  // Leases trials the worker's device can run, without waiting; no lease
+  // (nullopt) when there are none. NotFound for an unknown worker or device.
+  absl::StatusOr<std::optional<LeaseGrant>> TryLease(const LeaseQuery& query);
+  // Stores the reported trials (one transaction) and then records them.
+  // Unavailable when the store refused them after its retries: the lease is
+  // then returned and its trials are queued again.
+  absl::StatusOr<ReportAck> Report(const ResultReport& report);
+  // Renews every lease of the worker (cost independent of other leases).
   void RenewLeases(const std::string& worker_id);
-  // Expires overdue leases and finishes jobs whose last step failed (a store
-  // write); the composition root calls it periodically.
+  // Periodic upkeep (the composition root calls it every 200 ms): expires
+  // overdue leases, retries writes the store refused, and repairs any job
+  // left with nothing leased and nothing to lease.
   void Tick();
-  // Ends every long-poll at once and refuses new ones (coordinator shutdown).
-  void Shutdown();
 
-  absl::StatusOr<std::string> GetBlob(const std::string& digest);
-  // The newest submitted spec and sources of a kernel; NotFound if none.
-  absl::StatusOr<v1::JobSpec> LatestSpec(const std::string& kernel_name);
+  // Jobs held in memory (unfinished, or finishing).
+  size_t live_jobs();
 
  private:
   struct Target {
-    v1::Target info;
+    v1::StoredTarget info;
     std::unique_ptr<TargetTrials> trials;  // null when cached
-    bool finished = false;
   };
   struct Job {
-    v1::JobSpec spec;  // shape normalized; sources with their content
-    v1::Job view;      // id, state, reason, times
+    std::shared_ptr<const v1::JobSpec> spec;
+    v1::Job view;  // id, state, reason, times
     std::vector<Target> targets;
     int64_t version = 0;
+    bool finishing = false;  // best configs on their way to the store
   };
-  struct Lease {
-    std::string id;
-    std::string worker_id;
+  // The writes that end a job, prepared under the lock, done without it.
+  struct Finish {
     std::string job_id;
-    int target = 0;
-    int64_t epoch = 0;
-    absl::Time expires;
-    std::vector<uint64_t> ordinals;  // not yet reported
-    bool finalists = false;          // the finalists round: trials already stored
+    std::vector<BestRecord> best;
+    JobSnapshot snapshot;  // final
+    std::vector<double> speedups;
+  };
+  // The WORKER_LOST rows of expired leases, and finishes, to write.
+  struct Pending {
+    std::vector<TrialRecord> rows;
+    std::vector<Finish> finishes;
+    std::vector<JobSnapshot> snapshots;
+    bool work = false;  // trials became available
   };
 
-  // Checks a job before any device is known; needs no lock.
-  absl::Status ValidateSpec(v1::JobSpec* spec) const;
-  // Adds a target for every live model the job has none for. A model whose
-  // target cannot be made (no valid config under its limits, a store error)
-  // is left unbound and tried again at the next registration; returns the
-  // first such error when the job still has no target at all.
-  absl::Status BindTargets(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A target measured on `device`'s model, or answered from the store when
-  // `allow_cached` and the key is tuned.
-  absl::StatusOr<Target> MakeTarget(const Job& job, const WorkerDevice& device,
-                                    bool allow_cached)
+  AdmissionLimits Limits() const;
+  std::vector<WorkerDevice> LiveModelsFor(const v1::JobSpec& spec);
+  std::vector<Target> PlanTargets(const v1::JobSpec& spec,
+                                  const std::vector<WorkerDevice>& devices,
+                                  absl::Status* first_error);
+  void StartJob(std::unique_ptr<Job> job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::optional<LeaseGrant> LeaseFrom(Job* job, int target, const WorkerDevice& device,
+                                      int max, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::optional<v1::Lease> TryLease(const WorkerDevice& device, int max)
+  void ApplyReport(const ResultReport& report, Lease* lease, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status RecordResult(Job* job, int target, uint64_t ordinal,
-                            const Lease& lease, const v1::TrialResult& result)
+  void ReturnLease(const Lease& lease, bool expired, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ReleaseLease(Lease* lease, bool expired) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ExpireLeases() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void MaybeFinish(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  BestRecord BestFor(const Job& job, const Target& target, const TrialOutcome& best) const;
+  void MaybeFinish(Job* job, Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RepairStranded(Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Does the writes of `pending` without the lock, then applies them.
+  void Flush(Pending pending) ABSL_LOCKS_EXCLUDED(mu_);
+  void CompleteFinish(const Finish& finish, bool stored) ABSL_LOCKS_EXCLUDED(mu_);
   TrialRecord TrialRow(const Job& job, const Target& target, const std::string& worker_id,
                        const v1::TrialResult& result) const;
   void SetState(Job* job, v1::JobState state, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Changed(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status Persist(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  JobSnapshot Snapshot(const Job& job) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   v1::Job View(const Job& job) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  absl::Status RestoreJob(const JobRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Job* FindJob(const std::string& id) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void Evict(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Resume(const JobSnapshot& snapshot);
 
   const JobManagerOptions options_;
   Store* const store_;
@@ -158,20 +213,23 @@ class JobManager {
   const Clock clock_;
   NullMetrics null_metrics_;
   CoordinatorMetrics* const metrics_;
+  BestConfigIndex* const index_;
+  SourceBlobs* const blobs_;
+  JobRepository repository_;
+  TrialWriter writer_;
+  std::function<void()> work_listener_;
 
   absl::Mutex mu_;
-  absl::CondVar work_cv_;     // new trials may be available
   absl::CondVar changed_cv_;  // some job changed
-  std::map<std::string, std::unique_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> job_order_ ABSL_GUARDED_BY(mu_);  // submission order
-  absl::flat_hash_map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, std::string> blobs_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, v1::JobSpec> latest_spec_ ABSL_GUARDED_BY(mu_);
-  int64_t next_epoch_ ABSL_GUARDED_BY(mu_) = 1;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Jobs that are done but whose best config the store refused; Tick retries.
-  absl::flat_hash_set<std::string> unstored_best_ ABSL_GUARDED_BY(mu_);
-  int64_t next_lease_ ABSL_GUARDED_BY(mu_) = 1;
+  // Live jobs by submission sequence (leases go to the oldest first).
+  std::map<int64_t, std::unique_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, int64_t> sequence_of_ ABSL_GUARDED_BY(mu_);
+  int64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 1;
+  LeaseBook leases_ ABSL_GUARDED_BY(mu_);
+  // Jobs whose final writes the store refused; Tick tries again.
+  absl::flat_hash_set<std::string> unfinished_writes_ ABSL_GUARDED_BY(mu_);
+  // WORKER_LOST rows the store refused; Tick tries again.
+  std::vector<TrialRecord> unstored_rows_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tunefleet::server

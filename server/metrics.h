@@ -26,6 +26,11 @@ class CoordinatorMetrics {
   // Best-vs-default speed-up of a finished job target.
   virtual void SpeedupObserved(double speedup) = 0;
   virtual void StoreCall(absl::Duration elapsed) = 0;
+  // A RUNNING job was found with nothing leased and nothing to lease, and
+  // its configs were queued again.
+  virtual void StrandedJobRepaired() = 0;
+  // Whether the store answered its last health check.
+  virtual void StoreHealthy(bool healthy) = 0;
 };
 
 class NullMetrics final : public CoordinatorMetrics {
@@ -38,6 +43,8 @@ class NullMetrics final : public CoordinatorMetrics {
   void WorkersAlive(int) override {}
   void SpeedupObserved(double) override {}
   void StoreCall(absl::Duration) override {}
+  void StrandedJobRepaired() override {}
+  void StoreHealthy(bool) override {}
 };
 
 }  // namespace tunefleet::server

@@ -35,6 +35,8 @@ struct PrometheusMetrics::Families {
   prometheus::Gauge* workers = nullptr;
   prometheus::Histogram* speedup = nullptr;
   prometheus::Histogram* store_seconds = nullptr;
+  prometheus::Counter* stranded = nullptr;
+  prometheus::Gauge* store_up = nullptr;
 };
 
 PrometheusMetrics::PrometheusMetrics()
@@ -101,10 +103,21 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                    .Add({}, prometheus::Histogram::BucketBoundaries{1, 1.1, 1.25, 1.5, 2, 3, 5, 10, 30});
   f.store_seconds = &prometheus::BuildHistogram()
                          .Name("tunefleet_coordinator_store_write_seconds")
-                         .Help("Time of trial writes to the store")
+                         .Help("Time of trial writes to the store (one batch each)")
                          .Register(registry)
                          .Add({}, prometheus::Histogram::BucketBoundaries{
                                       0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1});
+  f.stranded = &prometheus::BuildCounter()
+                    .Name("tunefleet_coordinator_stranded_jobs_repaired_total")
+                    .Help("Running jobs found with nothing leased and nothing queued, repaired")
+                    .Register(registry)
+                    .Add({});
+  f.store_up = &prometheus::BuildGauge()
+                    .Name("tunefleet_coordinator_store_up")
+                    .Help("1 while the store answers its health check, else 0")
+                    .Register(registry)
+                    .Add({});
+  f.store_up->Set(1);
   try {
     metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);
   } catch (const std::exception& e) {
@@ -144,5 +157,9 @@ void PrometheusMetrics::SpeedupObserved(double speedup) { families_->speedup->Ob
 void PrometheusMetrics::StoreCall(absl::Duration elapsed) {
   families_->store_seconds->Observe(absl::ToDoubleSeconds(elapsed));
 }
+
+void PrometheusMetrics::StrandedJobRepaired() { families_->stranded->Increment(); }
+
+void PrometheusMetrics::StoreHealthy(bool healthy) { families_->store_up->Set(healthy ? 1 : 0); }
 
 }  // namespace tunefleet::server

@@ -36,6 +36,8 @@ class PrometheusMetrics final : public CoordinatorMetrics {
   void WorkersAlive(int count) override;
   void SpeedupObserved(double speedup) override;
   void StoreCall(absl::Duration elapsed) override;
+  void StrandedJobRepaired() override;
+  void StoreHealthy(bool healthy) override;
 
  private:
   struct Families;

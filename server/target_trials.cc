@@ -169,6 +169,25 @@ std::optional<v1::TrialResult> TargetTrials::Release(
   return std::nullopt;
 }
 
+int64_t TargetTrials::ReclaimOrphans(
+    const std::function<bool(const std::string& lease_id)>& held) {
+  int64_t moved = 0;
+  if (finals_ == Finals::kLeased && !held(finals_lease_)) {
+    finals_ = Finals::kWaiting;
+    finals_lease_.clear();
+    moved += static_cast<int64_t>(finalist_ordinals_.size());
+  }
+  for (auto& [ordinal, slot] : slots_) {
+    if (slot.state != SlotState::kLeased || held(slot.lease_id)) continue;
+    slot.state = SlotState::kWaiting;
+    slot.lease_id.clear();
+    --leased_;
+    requeued_.push_back(ordinal);
+    ++moved;
+  }
+  return moved;
+}
+
 void TargetTrials::Restore(uint64_t ordinal, const v1::TrialResult& result) {
   if (slots_.contains(ordinal)) return;
   Record(ordinal, result);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,6 +56,12 @@ class TargetTrials {
   std::optional<v1::TrialResult> Release(uint64_t ordinal,
                                          const std::string& lease_id,
                                          int64_t epoch, bool expired);
+
+  // Puts every config leased under a lease for which `held` is false back in
+  // the queue (the finalists lease back to waiting), as if the lease had been
+  // returned; no lease is counted as lost. Returns how many configs moved.
+  // For repairs: a lease that vanished without being returned.
+  int64_t ReclaimOrphans(const std::function<bool(const std::string& lease_id)>& held);
 
   // Marks a config done from a stored trial (coordinator restart).
   void Restore(uint64_t ordinal, const v1::TrialResult& result);

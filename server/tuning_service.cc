@@ -1,7 +1,6 @@
 #include "server/tuning_service.h"
 
 #include "common/grpc_status.h"
-#include "server/best_config.h"
 
 namespace tunefleet::server {
 namespace {
@@ -11,11 +10,35 @@ grpc::Status MissingField(const char* field) {
                       std::string(field) + " is required");
 }
 
+v1::GetBestConfigResponse::Source ToProto(BestConfigAnswer::Source source) {
+  switch (source) {
+    case BestConfigAnswer::Source::kExact:
+      return v1::GetBestConfigResponse::SOURCE_EXACT;
+    case BestConfigAnswer::Source::kNearestShape:
+      return v1::GetBestConfigResponse::SOURCE_NEAREST_SHAPE;
+    case BestConfigAnswer::Source::kDefault:
+      return v1::GetBestConfigResponse::SOURCE_DEFAULT;
+  }
+  return v1::GetBestConfigResponse::SOURCE_UNSPECIFIED;
+}
+
+void ToProto(BestConfigAnswer answer, v1::GetBestConfigResponse* response) {
+  response->set_source(ToProto(answer.source));
+  *response->mutable_config() = std::move(answer.config);
+  response->set_config_text(std::move(answer.config_text));
+  response->set_median_seconds(answer.median_seconds);
+  response->set_tuning_key(std::move(answer.tuning_key));
+  response->set_job_id(std::move(answer.job_id));
+  *response->mutable_tuned_shape() = std::move(answer.tuned_shape);
+  response->set_device_model(std::move(answer.device_model));
+  response->set_toolkit(std::move(answer.toolkit));
+}
+
 }  // namespace
 
 TuningServiceImpl::TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
-                                     Store* store)
-    : jobs_(jobs), workers_(workers), store_(store) {}
+                                     const BestConfigIndex* best_configs)
+    : jobs_(jobs), workers_(workers), best_configs_(best_configs) {}
 
 grpc::Status TuningServiceImpl::SubmitJob(grpc::ServerContext*,
                                           const v1::SubmitJobRequest* request,
@@ -73,9 +96,10 @@ grpc::Status TuningServiceImpl::ListJobs(grpc::ServerContext*,
   if (request->limit() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "limit must not be negative");
   }
-  for (v1::Job& job : jobs_->List(request->limit() == 0 ? 100 : request->limit())) {
-    *response->add_jobs() = std::move(job);
-  }
+  absl::StatusOr<std::vector<v1::Job>> jobs =
+      jobs_->List(request->limit() == 0 ? 100 : request->limit());
+  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
+  for (v1::Job& job : *jobs) *response->add_jobs() = std::move(job);
   return grpc::Status::OK;
 }
 
@@ -83,12 +107,11 @@ grpc::Status TuningServiceImpl::GetBestConfig(grpc::ServerContext*,
                                               const v1::GetBestConfigRequest* request,
                                               v1::GetBestConfigResponse* response) {
   if (request->kernel_name().empty()) return MissingField("kernel_name");
-  absl::StatusOr<v1::JobSpec> latest = jobs_->LatestSpec(request->kernel_name());
-  if (!latest.ok()) return ToGrpcStatus(latest.status());
-  absl::StatusOr<v1::GetBestConfigResponse> best =
-      ResolveBestConfig(store_, *latest, *request);
+  absl::StatusOr<BestConfigAnswer> best =
+      best_configs_->Resolve(request->kernel_name(), request->shape(),
+                             request->device_model(), request->toolkit());
   if (!best.ok()) return ToGrpcStatus(best.status());
-  *response = *std::move(best);
+  ToProto(*std::move(best), response);
   return grpc::Status::OK;
 }
 

@@ -1,10 +1,11 @@
-// The gRPC adapter of TuningService: proto in, one JobManager (or store)
-// call, proto out. No logic of its own beyond request-shape checks.
+// The gRPC adapter of TuningService: proto in, one JobManager (or
+// BestConfigIndex) call, proto out. No logic of its own beyond request-shape
+// checks.
 #ifndef TUNEFLEET_SERVER_TUNING_SERVICE_H_
 #define TUNEFLEET_SERVER_TUNING_SERVICE_H_
 
+#include "server/best_config_index.h"
 #include "server/job_manager.h"
-#include "server/store/store.h"
 #include "server/worker_registry.h"
 #include "tunefleet/v1/tuning_service.grpc.pb.h"
 
@@ -13,7 +14,9 @@ namespace tunefleet::server {
 // Thread-safety: safe for concurrent use (gRPC's sync server threads).
 class TuningServiceImpl final : public v1::TuningService::Service {
  public:
-  TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers, Store* store);
+  // Every pointer must outlive the service.
+  TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
+                    const BestConfigIndex* best_configs);
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
                          v1::SubmitJobResponse* response) override;
@@ -34,7 +37,7 @@ class TuningServiceImpl final : public v1::TuningService::Service {
  private:
   JobManager* const jobs_;
   WorkerRegistry* const workers_;
-  Store* const store_;
+  const BestConfigIndex* const best_configs_;
 };
 
 }  // namespace tunefleet::server

@@ -7,8 +7,19 @@
 
 namespace tunefleet::server {
 
-WorkerRegistry::WorkerRegistry(absl::Duration timeout, Clock clock)
-    : timeout_(timeout), clock_(std::move(clock)) {}
+WorkerRegistry::WorkerRegistry(absl::Duration timeout, Clock clock,
+                               absl::Duration forget_after)
+    : timeout_(timeout),
+      clock_(std::move(clock)),
+      forget_after_(forget_after == absl::InfiniteDuration() ? 10 * timeout : forget_after) {}
+
+int WorkerRegistry::Prune() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_();
+  return static_cast<int>(absl::erase_if(workers_, [&](const auto& entry) {
+    return now - entry.second.last_seen > forget_after_;
+  }));
+}
 
 absl::StatusOr<std::string> WorkerRegistry::Register(
     const v1::RegisterWorkerRequest& request) {

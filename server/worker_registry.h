@@ -29,8 +29,10 @@ struct WorkerDevice {
 class WorkerRegistry {
  public:
   using Clock = std::function<absl::Time()>;
-  // A worker not heard from for `timeout` is no longer alive.
-  WorkerRegistry(absl::Duration timeout, Clock clock);
+  // A worker not heard from for `timeout` is no longer alive; Prune forgets
+  // it once it has been silent for `forget_after` (default 10 × timeout).
+  WorkerRegistry(absl::Duration timeout, Clock clock,
+                 absl::Duration forget_after = absl::InfiniteDuration());
 
   // InvalidArgument when the request names no device or a device without a
   // model or backend. Returns the new worker id.
@@ -46,6 +48,9 @@ class WorkerRegistry {
   std::vector<WorkerDevice> LiveModels(v1::Backend backend);
   std::vector<v1::WorkerInfo> List();
   bool Alive(const std::string& worker_id);
+  // Forgets workers silent for `forget_after`; returns how many. A forgotten
+  // worker that calls again is told to register again.
+  int Prune();
 
  private:
   struct Entry {
@@ -56,6 +61,7 @@ class WorkerRegistry {
 
   const absl::Duration timeout_;
   const Clock clock_;
+  const absl::Duration forget_after_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> workers_ ABSL_GUARDED_BY(mu_);
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;

@@ -10,13 +10,49 @@ grpc::Status MissingField(const char* field) {
                       std::string(field) + " is required");
 }
 
+v1::Lease ToProto(const LeaseGrant& grant) {
+  v1::Lease lease;
+  lease.set_lease_id(grant.lease_id);
+  lease.set_epoch(grant.epoch);
+  lease.set_expires_unix_ms(absl::ToUnixMillis(grant.expires));
+  lease.set_job_id(grant.job_id);
+  *lease.mutable_kernel() = grant.spec->kernel();
+  *lease.mutable_sources() = grant.spec->sources();  // digests only
+  *lease.mutable_shape() = grant.spec->shape();
+  lease.set_seed(grant.spec->seed());
+  lease.set_tuning_key(grant.tuning_key);
+  lease.set_finalists(grant.finalists);
+  for (const auto& [ordinal, config] : grant.trials) {
+    v1::Trial* trial = lease.add_trials();
+    trial->set_index(static_cast<int64_t>(ordinal));
+    *trial->mutable_config() = config;
+  }
+  return lease;
+}
+
+ResultReport FromProto(const v1::ReportResultsRequest& request) {
+  ResultReport report;
+  report.worker_id = request.worker_id();
+  report.lease_id = request.lease_id();
+  report.epoch = request.epoch();
+  report.release = request.release();
+  report.trials.reserve(request.trials_size());
+  for (const v1::ReportedTrial& trial : request.trials()) {
+    report.trials.emplace_back(static_cast<uint64_t>(trial.index()), trial.result());
+  }
+  return report;
+}
+
 }  // namespace
 
 WorkerServiceImpl::WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers,
+                                     LongPolls* long_polls, SourceBlobs* blobs,
                                      absl::Duration heartbeat_interval,
                                      absl::Duration lease_ttl)
     : jobs_(jobs),
       workers_(workers),
+      long_polls_(long_polls),
+      blobs_(blobs),
       heartbeat_interval_(heartbeat_interval),
       lease_ttl_(lease_ttl) {}
 
@@ -32,14 +68,28 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::LeaseWork(grpc::ServerContext*,
-                                          const v1::LeaseWorkRequest* request,
-                                          v1::LeaseWorkResponse* response) {
-  if (request->worker_id().empty()) return MissingField("worker_id");
-  absl::StatusOr<std::optional<v1::Lease>> lease = jobs_->LeaseWork(*request);
-  if (!lease.ok()) return ToGrpcStatus(lease.status());
-  if (lease->has_value()) *response->mutable_lease() = **std::move(lease);
-  return grpc::Status::OK;
+grpc::ServerUnaryReactor* WorkerServiceImpl::LeaseWork(grpc::CallbackServerContext* context,
+                                                       const v1::LeaseWorkRequest* request,
+                                                       v1::LeaseWorkResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (request->worker_id().empty()) {
+    reactor->Finish(MissingField("worker_id"));
+    return reactor;
+  }
+  LeaseQuery query{request->worker_id(), request->device_id(), request->max_trials()};
+  const absl::Duration wait = absl::Milliseconds(std::max<int64_t>(0, request->wait_ms()));
+  long_polls_->Wait(
+      query, wait,
+      [reactor, response](LongPolls::Result result) {
+        if (!result.ok()) {
+          reactor->Finish(ToGrpcStatus(result.status()));
+          return;
+        }
+        if (result->has_value()) *response->mutable_lease() = ToProto(**result);
+        reactor->Finish(grpc::Status::OK);
+      },
+      [context] { return context->IsCancelled(); });
+  return reactor;
 }
 
 grpc::Status WorkerServiceImpl::ReportResults(grpc::ServerContext*,
@@ -47,29 +97,35 @@ grpc::Status WorkerServiceImpl::ReportResults(grpc::ServerContext*,
                                               v1::ReportResultsResponse* response) {
   if (request->worker_id().empty()) return MissingField("worker_id");
   if (request->lease_id().empty()) return MissingField("lease_id");
-  absl::StatusOr<v1::ReportResultsResponse> result = jobs_->ReportResults(*request);
-  if (!result.ok()) return ToGrpcStatus(result.status());
-  *response = *std::move(result);
+  absl::StatusOr<ReportAck> ack = jobs_->Report(FromProto(*request));
+  if (!ack.ok()) return ToGrpcStatus(ack.status());
+  response->set_cancelled(ack->cancelled);
+  if (!ack->cancelled) response->set_expires_unix_ms(absl::ToUnixMillis(ack->expires));
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext*,
-                                          const v1::HeartbeatRequest* request,
-                                          v1::HeartbeatResponse* response) {
-  if (request->worker_id().empty()) return MissingField("worker_id");
-  if (!workers_->Touch(request->worker_id())) {
-    response->set_reregister(true);
-    return grpc::Status::OK;
+grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
+                                                       const v1::HeartbeatRequest* request,
+                                                       v1::HeartbeatResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (request->worker_id().empty()) {
+    reactor->Finish(MissingField("worker_id"));
+    return reactor;
   }
-  jobs_->RenewLeases(request->worker_id());
-  return grpc::Status::OK;
+  if (workers_->Touch(request->worker_id())) {
+    jobs_->RenewLeases(request->worker_id());
+  } else {
+    response->set_reregister(true);
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
 }
 
 grpc::Status WorkerServiceImpl::GetBlob(grpc::ServerContext*,
                                         const v1::GetBlobRequest* request,
                                         v1::GetBlobResponse* response) {
   if (request->digest().empty()) return MissingField("digest");
-  absl::StatusOr<std::string> blob = jobs_->GetBlob(request->digest());
+  absl::StatusOr<std::string> blob = blobs_->Get(request->digest());
   if (!blob.ok()) return ToGrpcStatus(blob.status());
   response->set_content(*std::move(blob));
   return grpc::Status::OK;

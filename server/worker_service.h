@@ -1,37 +1,54 @@
 // The gRPC adapter of WorkerService: registration, leases, results,
-// heartbeats and source blobs, each one call on the registry or JobManager.
+// heartbeats and source blobs. Each method converts the request to a domain
+// struct, makes one call on the registry, the JobManager, LongPolls or
+// SourceBlobs, and converts the answer back.
 #ifndef TUNEFLEET_SERVER_WORKER_SERVICE_H_
 #define TUNEFLEET_SERVER_WORKER_SERVICE_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include "absl/time/time.h"
 #include "server/job_manager.h"
+#include "server/long_polls.h"
+#include "server/source_blobs.h"
 #include "server/worker_registry.h"
 #include "tunefleet/v1/worker_service.grpc.pb.h"
 
 namespace tunefleet::server {
 
+// LeaseWork and Heartbeat use gRPC's callback API: a long-poll holds no
+// thread while it waits (LongPolls finishes it), and a heartbeat never
+// blocks. The others block on the store and run on the sync server's pool.
+using WorkerServiceBase = v1::WorkerService::WithCallbackMethod_LeaseWork<
+    v1::WorkerService::WithCallbackMethod_Heartbeat<v1::WorkerService::Service>>;
+
 // Thread-safety: safe for concurrent use.
-class WorkerServiceImpl final : public v1::WorkerService::Service {
+class WorkerServiceImpl final : public WorkerServiceBase {
  public:
-  WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers,
-                    absl::Duration heartbeat_interval, absl::Duration lease_ttl);
+  WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers, LongPolls* long_polls,
+                    SourceBlobs* blobs, absl::Duration heartbeat_interval,
+                    absl::Duration lease_ttl);
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
                               const v1::RegisterWorkerRequest* request,
                               v1::RegisterWorkerResponse* response) override;
-  grpc::Status LeaseWork(grpc::ServerContext* context, const v1::LeaseWorkRequest* request,
-                         v1::LeaseWorkResponse* response) override;
+  grpc::ServerUnaryReactor* LeaseWork(grpc::CallbackServerContext* context,
+                                      const v1::LeaseWorkRequest* request,
+                                      v1::LeaseWorkResponse* response) override;
   grpc::Status ReportResults(grpc::ServerContext* context,
                              const v1::ReportResultsRequest* request,
                              v1::ReportResultsResponse* response) override;
-  grpc::Status Heartbeat(grpc::ServerContext* context, const v1::HeartbeatRequest* request,
-                         v1::HeartbeatResponse* response) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
+                                      const v1::HeartbeatRequest* request,
+                                      v1::HeartbeatResponse* response) override;
   grpc::Status GetBlob(grpc::ServerContext* context, const v1::GetBlobRequest* request,
                        v1::GetBlobResponse* response) override;
 
  private:
   JobManager* const jobs_;
   WorkerRegistry* const workers_;
+  LongPolls* const long_polls_;
+  SourceBlobs* const blobs_;
   const absl::Duration heartbeat_interval_;
   const absl::Duration lease_ttl_;
 };

@@ -65,6 +65,15 @@ CREATE TABLE best_configs (
   updated_unix_ms BIGINT NOT NULL);
 CREATE INDEX best_configs_by_kernel ON best_configs (kernel_name);
 )sql"},
+    {2, R"sql(
+CREATE TABLE blobs (
+  digest TEXT PRIMARY KEY,
+  content BYTEA NOT NULL);
+CREATE TABLE kernels (
+  name TEXT PRIMARY KEY,
+  spec BYTEA NOT NULL,
+  updated_unix_ms BIGINT NOT NULL);
+)sql"},
 };
 
 // Advisory lock key that serializes migrations of one database ("tunefleet"
@@ -127,17 +136,28 @@ constexpr Query kGetBest = {"get_best",
 constexpr Query kListBest = {
     "list_best",
     "SELECT " TF_BEST_COLUMNS
-    " FROM best_configs WHERE kernel_name = $1 "
+    " FROM best_configs WHERE ($1 = '' OR kernel_name = $1) "
     "AND ($2 = '' OR device_model = $2) AND ($3 = '' OR toolkit = $3) "
     "ORDER BY tuning_key"};
+constexpr Query kPutBlob = {"put_blob",
+                            "INSERT INTO blobs (digest, content) VALUES ($1, $2) "
+                            "ON CONFLICT (digest) DO NOTHING"};
+constexpr Query kGetBlob = {"get_blob", "SELECT content FROM blobs WHERE digest = $1"};
+constexpr Query kPutKernel = {
+    "put_kernel",
+    "INSERT INTO kernels (name, spec, updated_unix_ms) VALUES ($1, $2, $3) "
+    "ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, "
+    "updated_unix_ms = EXCLUDED.updated_unix_ms"};
+constexpr Query kListKernels = {"list_kernels",
+                                "SELECT name, spec, updated_unix_ms FROM kernels ORDER BY name"};
 
 #undef TF_JOB_COLUMNS
 #undef TF_TRIAL_COLUMNS
 #undef TF_BEST_COLUMNS
 
-constexpr Query kAllQueries[] = {kPutJob,      kGetJob,     kListJobs,
-                                 kInsertTrial, kListTrials, kUpsertBest,
-                                 kGetBest,     kListBest};
+constexpr Query kAllQueries[] = {kPutJob,    kGetJob,    kListJobs,   kInsertTrial,
+                                 kListTrials, kUpsertBest, kGetBest,   kListBest,
+                                 kPutBlob,    kGetBlob,   kPutKernel,  kListKernels};
 
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -444,17 +464,25 @@ absl::StatusOr<std::vector<JobRecord>> PostgresStore::ListJobs(
   });
 }
 
-absl::StatusOr<bool> PostgresStore::InsertTrial(const TrialRecord& trial) {
-  RETURN_IF_ERROR(CheckText({trial.job_id, trial.tuning_key, trial.config,
-                             trial.worker_id, trial.device_id}));
-  return Transact<bool>("InsertTrial", [&](pqxx::work& txn) {
-    pqxx::result result = txn.exec_prepared(
-        kInsertTrial.name, trial.job_id, trial.tuning_key, trial.config,
-        trial.status, trial.median_seconds, trial.p20_seconds,
-        trial.p80_seconds, trial.samples, trial.compile_seconds,
-        trial.worker_id, trial.device_id, Bytes(trial.error),
-        trial.finished_unix_ms);
-    return result.affected_rows() > 0;
+absl::StatusOr<std::vector<bool>> PostgresStore::InsertTrials(
+    const std::vector<TrialRecord>& trials) {
+  for (const TrialRecord& trial : trials) {
+    RETURN_IF_ERROR(CheckText({trial.job_id, trial.tuning_key, trial.config,
+                               trial.worker_id, trial.device_id}));
+  }
+  return Transact<std::vector<bool>>("InsertTrials", [&](pqxx::work& txn) {
+    std::vector<bool> inserted;
+    inserted.reserve(trials.size());
+    for (const TrialRecord& trial : trials) {
+      pqxx::result result = txn.exec_prepared(
+          kInsertTrial.name, trial.job_id, trial.tuning_key, trial.config,
+          trial.status, trial.median_seconds, trial.p20_seconds,
+          trial.p80_seconds, trial.samples, trial.compile_seconds,
+          trial.worker_id, trial.device_id, Bytes(trial.error),
+          trial.finished_unix_ms);
+      inserted.push_back(result.affected_rows() > 0);
+    }
+    return inserted;
   });
 }
 
@@ -502,6 +530,63 @@ absl::StatusOr<std::vector<BestRecord>> PostgresStore::ListBest(
         txn.exec_prepared(kListBest.name, kernel_name, device_model, toolkit),
         &ReadBest);
   });
+}
+
+absl::Status PostgresStore::PutBlobs(const std::vector<BlobRecord>& blobs) {
+  for (const BlobRecord& blob : blobs) RETURN_IF_ERROR(CheckText({blob.digest}));
+  return Transact<bool>("PutBlobs",
+                        [&](pqxx::work& txn) {
+                          for (const BlobRecord& blob : blobs) {
+                            txn.exec_prepared(kPutBlob.name, blob.digest,
+                                              Bytes(blob.content));
+                          }
+                          return true;
+                        })
+      .status();
+}
+
+absl::StatusOr<std::string> PostgresStore::GetBlob(const std::string& digest) {
+  RETURN_IF_ERROR(CheckText({digest}));
+  ASSIGN_OR_RETURN(
+      std::optional<std::string> content,
+      Transact<std::optional<std::string>>("GetBlob", [&](pqxx::work& txn) {
+        pqxx::result result = txn.exec_prepared(kGetBlob.name, digest);
+        return result.empty() ? std::nullopt
+                              : std::optional<std::string>(ReadBytes(result[0][0]));
+      }));
+  if (!content.has_value()) return absl::NotFoundError(absl::StrCat("no blob ", digest));
+  return *std::move(content);
+}
+
+absl::Status PostgresStore::PutKernel(const KernelRecord& kernel) {
+  RETURN_IF_ERROR(CheckText({kernel.name}));
+  return Transact<bool>("PutKernel",
+                        [&](pqxx::work& txn) {
+                          txn.exec_prepared(kPutKernel.name, kernel.name,
+                                            Bytes(kernel.spec), kernel.updated_unix_ms);
+                          return true;
+                        })
+      .status();
+}
+
+absl::StatusOr<std::vector<KernelRecord>> PostgresStore::ListKernels() {
+  return Transact<std::vector<KernelRecord>>("ListKernels", [&](pqxx::work& txn) {
+    std::vector<KernelRecord> kernels;
+    for (const pqxx::row& row : txn.exec_prepared(kListKernels.name)) {
+      kernels.push_back(KernelRecord{row[0].as<std::string>(), ReadBytes(row[1]),
+                                     row[2].as<int64_t>()});
+    }
+    return kernels;
+  });
+}
+
+absl::Status PostgresStore::CheckHealth() {
+  return Transact<bool>("CheckHealth",
+                        [](pqxx::work& txn) {
+                          txn.exec1("SELECT 1");
+                          return true;
+                        })
+      .status();
 }
 
 }  // namespace tunefleet::server

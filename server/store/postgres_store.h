@@ -58,7 +58,8 @@ class PostgresStore : public Store {
   absl::StatusOr<JobRecord> GetJob(const std::string& id) override;
   absl::StatusOr<std::vector<JobRecord>> ListJobs(bool unfinished_only,
                                                   int limit) override;
-  absl::StatusOr<bool> InsertTrial(const TrialRecord& trial) override;
+  absl::StatusOr<std::vector<bool>> InsertTrials(
+      const std::vector<TrialRecord>& trials) override;
   absl::StatusOr<std::vector<TrialRecord>> ListTrials(
       const std::string& job_id) override;
   absl::StatusOr<bool> UpsertBest(const BestRecord& best) override;
@@ -66,6 +67,12 @@ class PostgresStore : public Store {
   absl::StatusOr<std::vector<BestRecord>> ListBest(
       const std::string& kernel_name, const std::string& device_model,
       const std::string& toolkit) override;
+  absl::Status PutBlobs(const std::vector<BlobRecord>& blobs) override;
+  absl::StatusOr<std::string> GetBlob(const std::string& digest) override;
+  absl::Status PutKernel(const KernelRecord& kernel) override;
+  absl::StatusOr<std::vector<KernelRecord>> ListKernels() override;
+  // A `SELECT 1` through the retry policy.
+  absl::Status CheckHealth() override;
 
  private:
   class Connection;  // one pqxx::connection with the statements prepared

@@ -1,6 +1,7 @@
 #include "server/store/sqlite_store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdint>
@@ -63,6 +64,15 @@ CREATE TABLE best_configs (
   updated_unix_ms INTEGER NOT NULL);
 CREATE INDEX best_configs_by_kernel ON best_configs (kernel_name);
 )sql"},
+    {2, R"sql(
+CREATE TABLE blobs (
+  digest TEXT PRIMARY KEY,
+  content BLOB NOT NULL);
+CREATE TABLE kernels (
+  name TEXT PRIMARY KEY,
+  spec BLOB NOT NULL,
+  updated_unix_ms INTEGER NOT NULL);
+)sql"},
 };
 
 #define TF_JOB_COLUMNS                                               \
@@ -113,17 +123,30 @@ constexpr const char* kQuerySql[] = {
     "SELECT " TF_BEST_COLUMNS " FROM best_configs WHERE tuning_key = ?1",
     // kListBest
     "SELECT " TF_BEST_COLUMNS
-    " FROM best_configs WHERE kernel_name = ?1 "
+    " FROM best_configs WHERE (?1 = '' OR kernel_name = ?1) "
     "AND (?2 = '' OR device_model = ?2) AND (?3 = '' OR toolkit = ?3) "
     "ORDER BY tuning_key",
+    // kPutBlob
+    "INSERT INTO blobs (digest, content) VALUES (?1, ?2) "
+    "ON CONFLICT (digest) DO NOTHING",
+    // kGetBlob
+    "SELECT content FROM blobs WHERE digest = ?1",
+    // kPutKernel
+    "INSERT INTO kernels (name, spec, updated_unix_ms) VALUES (?1, ?2, ?3) "
+    "ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, "
+    "updated_unix_ms = excluded.updated_unix_ms",
+    // kListKernels
+    "SELECT name, spec, updated_unix_ms FROM kernels ORDER BY name",
 };
 
 #undef TF_JOB_COLUMNS
 #undef TF_TRIAL_COLUMNS
 #undef TF_BEST_COLUMNS
 
-// Busy and locked mean another connection holds the database, and cantopen
-// a file that is not there to open: both are worth retrying later.
+// Busy and locked mean another connection holds the database, cantopen a
+// file that is not there to open, readonly a file or directory that does not
+// take writes now, full a full disk, ioerr a failing disk: all of them may
+// clear, so the caller should retry later.
 absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
   std::string message =
       absl::StrCat("sqlite: ", what, ": ", sqlite3_errstr(rc));
@@ -134,6 +157,9 @@ absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
     case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
       return absl::UnavailableError(message);
     default:
       return absl::InternalError(message);
@@ -255,6 +281,14 @@ TrialRecord ReadTrial(const Call& call) {
   return trial;
 }
 
+KernelRecord ReadKernel(const Call& call) {
+  KernelRecord kernel;
+  kernel.name = call.ColumnBytes(0);
+  kernel.spec = call.ColumnBytes(1);
+  kernel.updated_unix_ms = call.ColumnInt(2);
+  return kernel;
+}
+
 BestRecord ReadBest(const Call& call) {
   BestRecord best;
   best.tuning_key = call.ColumnBytes(0);
@@ -356,12 +390,13 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
   if (rc != SQLITE_OK) {
     return SqliteError(db.get(), rc, absl::StrCat("open ", path));
   }
-  auto store = absl::WrapUnique(new SqliteStore(std::move(db)));
+  auto store = absl::WrapUnique(new SqliteStore(std::move(db), path));
   RETURN_IF_ERROR(store->Initialize(options));
   return store;
 }
 
-SqliteStore::SqliteStore(Db db) : db_(std::move(db)) {}
+SqliteStore::SqliteStore(Db db, std::string path)
+    : path_(std::move(path)), db_(std::move(db)) {}
 
 SqliteStore::~SqliteStore() = default;
 
@@ -375,6 +410,12 @@ absl::Status SqliteStore::Initialize(const Options& options) {
   RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode = WAL"));
   RETURN_IF_ERROR(Exec(db, "PRAGMA synchronous = NORMAL"));
   RETURN_IF_ERROR(Migrate(db));
+  struct stat file;
+  if (::stat(path_.c_str(), &file) != 0) {
+    return absl::UnavailableError(absl::StrCat("sqlite: cannot stat ", path_));
+  }
+  device_ = file.st_dev;
+  inode_ = file.st_ino;
   static_assert(std::size(kQuerySql) == kNumQueries);
   for (int query = 0; query < kNumQueries; ++query) {
     ASSIGN_OR_RETURN(OwnedStmt stmt, Prepare(db, kQuerySql[query]));
@@ -383,8 +424,39 @@ absl::Status SqliteStore::Initialize(const Options& options) {
   return absl::OkStatus();
 }
 
+absl::Status SqliteStore::CheckFile() {
+  if (!lost_.ok()) return lost_;
+  struct stat file;
+  if (::stat(path_.c_str(), &file) != 0 || file.st_dev != device_ ||
+      file.st_ino != inode_) {
+    // Writing on would go to an unlinked file and be lost at the next start;
+    // a new file at the path is another database, so this stays.
+    lost_ = absl::UnavailableError(absl::StrCat(
+        "sqlite: the database file ", path_,
+        " was deleted or replaced while open; nothing more is written. Restore "
+        "the file (or its directory) and restart the coordinator"));
+  }
+  return lost_;
+}
+
+absl::Status SqliteStore::Noted(absl::Status status) {
+  if (status.ok() || absl::IsUnavailable(status)) write_health_ = status;
+  return status;
+}
+
+absl::Status SqliteStore::InTransaction(const std::function<absl::Status()>& body) {
+  RETURN_IF_ERROR(CheckFile());
+  sqlite3* db = db_.get();
+  absl::Status status = Exec(db, "BEGIN IMMEDIATE");
+  if (status.ok()) status = body();
+  if (status.ok()) status = Exec(db, "COMMIT");
+  if (!status.ok() && !sqlite3_get_autocommit(db)) Exec(db, "ROLLBACK").IgnoreError();
+  return Noted(status);
+}
+
 absl::Status SqliteStore::PutJob(const JobRecord& job) {
   absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
   Call call(db_.get(), statements_[kPutJob].get());
   call.BindText(job.id)
       .BindText(job.kernel_name)
@@ -392,11 +464,12 @@ absl::Status SqliteStore::PutJob(const JobRecord& job) {
       .BindBlob(job.reason);
   call.BindBlob(job.spec).BindBlob(job.targets);
   call.BindInt(job.created_unix_ms).BindInt(job.updated_unix_ms);
-  return call.Execute().status();
+  return Noted(call.Execute().status());
 }
 
 absl::StatusOr<JobRecord> SqliteStore::GetJob(const std::string& id) {
   absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
   Call call(db_.get(), statements_[kGetJob].get());
   call.BindText(id);
   ASSIGN_OR_RETURN(bool row, call.Step());
@@ -407,31 +480,42 @@ absl::StatusOr<JobRecord> SqliteStore::GetJob(const std::string& id) {
 absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs(
     bool unfinished_only, int limit) {
   absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
   Call call(db_.get(), statements_[kListJobs].get());
   call.BindInt(unfinished_only ? 1 : 0)
       .BindInt(limit > 0 ? limit : -1);  // -1: all
   return ReadAll(call, &ReadJob);
 }
 
-absl::StatusOr<bool> SqliteStore::InsertTrial(const TrialRecord& trial) {
+absl::StatusOr<std::vector<bool>> SqliteStore::InsertTrials(
+    const std::vector<TrialRecord>& trials) {
   absl::MutexLock lock(&mu_);
-  Call call(db_.get(), statements_[kInsertTrial].get());
-  call.BindText(trial.job_id).BindText(trial.tuning_key).BindText(trial.config);
-  call.BindInt(trial.status).BindDouble(trial.median_seconds);
-  call.BindDouble(trial.p20_seconds)
-      .BindDouble(trial.p80_seconds)
-      .BindInt(trial.samples);
-  call.BindDouble(trial.compile_seconds).BindText(trial.worker_id);
-  call.BindText(trial.device_id)
-      .BindBlob(trial.error)
-      .BindInt(trial.finished_unix_ms);
-  ASSIGN_OR_RETURN(int changed, call.Execute());
-  return changed > 0;
+  std::vector<bool> inserted;
+  inserted.reserve(trials.size());
+  RETURN_IF_ERROR(InTransaction([&]() -> absl::Status {
+    for (const TrialRecord& trial : trials) {
+      Call call(db_.get(), statements_[kInsertTrial].get());
+      call.BindText(trial.job_id).BindText(trial.tuning_key).BindText(trial.config);
+      call.BindInt(trial.status).BindDouble(trial.median_seconds);
+      call.BindDouble(trial.p20_seconds)
+          .BindDouble(trial.p80_seconds)
+          .BindInt(trial.samples);
+      call.BindDouble(trial.compile_seconds).BindText(trial.worker_id);
+      call.BindText(trial.device_id)
+          .BindBlob(trial.error)
+          .BindInt(trial.finished_unix_ms);
+      ASSIGN_OR_RETURN(int changed, call.Execute());
+      inserted.push_back(changed > 0);
+    }
+    return absl::OkStatus();
+  }));
+  return inserted;
 }
 
 absl::StatusOr<std::vector<TrialRecord>> SqliteStore::ListTrials(
     const std::string& job_id) {
   absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
   Call call(db_.get(), statements_[kListTrials].get());
   call.BindText(job_id);
   return ReadAll(call, &ReadTrial);
@@ -439,6 +523,7 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::ListTrials(
 
 absl::StatusOr<bool> SqliteStore::UpsertBest(const BestRecord& best) {
   absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
   Call call(db_.get(), statements_[kUpsertBest].get());
   call.BindText(best.tuning_key)
       .BindText(best.kernel_name)
@@ -447,12 +532,14 @@ absl::StatusOr<bool> SqliteStore::UpsertBest(const BestRecord& best) {
   call.BindDouble(best.median_seconds)
       .BindText(best.job_id)
       .BindInt(best.updated_unix_ms);
-  ASSIGN_OR_RETURN(int changed, call.Execute());
-  return changed > 0;
+  absl::StatusOr<int> changed = call.Execute();
+  RETURN_IF_ERROR(Noted(changed.status()));
+  return *changed > 0;
 }
 
 absl::StatusOr<BestRecord> SqliteStore::GetBest(const std::string& tuning_key) {
   absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
   Call call(db_.get(), statements_[kGetBest].get());
   call.BindText(tuning_key);
   ASSIGN_OR_RETURN(bool row, call.Step());
@@ -465,9 +552,53 @@ absl::StatusOr<std::vector<BestRecord>> SqliteStore::ListBest(
     const std::string& kernel_name, const std::string& device_model,
     const std::string& toolkit) {
   absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
   Call call(db_.get(), statements_[kListBest].get());
   call.BindText(kernel_name).BindText(device_model).BindText(toolkit);
   return ReadAll(call, &ReadBest);
+}
+
+absl::Status SqliteStore::PutBlobs(const std::vector<BlobRecord>& blobs) {
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::Status {
+    for (const BlobRecord& blob : blobs) {
+      Call call(db_.get(), statements_[kPutBlob].get());
+      call.BindText(blob.digest).BindBlob(blob.content);
+      RETURN_IF_ERROR(call.Execute().status());
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::string> SqliteStore::GetBlob(const std::string& digest) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
+  Call call(db_.get(), statements_[kGetBlob].get());
+  call.BindText(digest);
+  ASSIGN_OR_RETURN(bool row, call.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("no blob ", digest));
+  return call.ColumnBytes(0);
+}
+
+absl::Status SqliteStore::PutKernel(const KernelRecord& kernel) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
+  Call call(db_.get(), statements_[kPutKernel].get());
+  call.BindText(kernel.name).BindBlob(kernel.spec).BindInt(kernel.updated_unix_ms);
+  return Noted(call.Execute().status());
+}
+
+absl::StatusOr<std::vector<KernelRecord>> SqliteStore::ListKernels() {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
+  Call call(db_.get(), statements_[kListKernels].get());
+  return ReadAll(call, &ReadKernel);
+}
+
+absl::Status SqliteStore::CheckHealth() {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
+  return write_health_;
 }
 
 }  // namespace tunefleet::server

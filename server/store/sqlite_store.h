@@ -2,7 +2,10 @@
 #ifndef TUNEFLEET_SERVER_STORE_SQLITE_STORE_H_
 #define TUNEFLEET_SERVER_STORE_SQLITE_STORE_H_
 
+#include <sys/types.h>
+
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +22,13 @@ struct sqlite3_stmt;
 namespace tunefleet::server {
 
 // A Store in a single SQLite database file, opened in WAL mode.
+//
+// It remembers the identity (device, inode) of its file and checks it before
+// every call: once the file (or its directory) was deleted or replaced, every
+// call answers Unavailable naming the file, for good, instead of writing
+// into an unlinked file. A read-only file, a full disk and an I/O error are
+// Unavailable too; CheckHealth reports the last such write failure until a
+// write succeeds again.
 //
 // Thread-safety: safe for concurrent use; one connection is shared behind a
 // mutex, so calls run one at a time. Other processes may open the same file:
@@ -47,7 +57,8 @@ class SqliteStore : public Store {
   absl::StatusOr<JobRecord> GetJob(const std::string& id) override;
   absl::StatusOr<std::vector<JobRecord>> ListJobs(bool unfinished_only,
                                                   int limit) override;
-  absl::StatusOr<bool> InsertTrial(const TrialRecord& trial) override;
+  absl::StatusOr<std::vector<bool>> InsertTrials(
+      const std::vector<TrialRecord>& trials) override;
   absl::StatusOr<std::vector<TrialRecord>> ListTrials(
       const std::string& job_id) override;
   absl::StatusOr<bool> UpsertBest(const BestRecord& best) override;
@@ -55,6 +66,11 @@ class SqliteStore : public Store {
   absl::StatusOr<std::vector<BestRecord>> ListBest(
       const std::string& kernel_name, const std::string& device_model,
       const std::string& toolkit) override;
+  absl::Status PutBlobs(const std::vector<BlobRecord>& blobs) override;
+  absl::StatusOr<std::string> GetBlob(const std::string& digest) override;
+  absl::Status PutKernel(const KernelRecord& kernel) override;
+  absl::StatusOr<std::vector<KernelRecord>> ListKernels() override;
+  absl::Status CheckHealth() override;
 
  private:
   // The prepared statements, one per query (indices into statements_).
@@ -67,6 +83,10 @@ class SqliteStore : public Store {
     kUpsertBest,
     kGetBest,
     kListBest,
+    kPutBlob,
+    kGetBlob,
+    kPutKernel,
+    kListKernels,
     kNumQueries,
   };
 
@@ -79,11 +99,23 @@ class SqliteStore : public Store {
   using Db = std::unique_ptr<sqlite3, DbCloser>;
   using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
 
-  explicit SqliteStore(Db db);
+  SqliteStore(Db db, std::string path);
   // Sets the pragmas, applies pending migrations, prepares every query.
   absl::Status Initialize(const Options& options);
+  // Unavailable once the file at path_ is not the one opened.
+  absl::Status CheckFile() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `body` in one write transaction (rolled back on error).
+  absl::Status InTransaction(const std::function<absl::Status()>& body)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Remembers the outcome of a write for CheckHealth; returns it.
+  absl::Status Noted(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  const std::string path_;
   absl::Mutex mu_;
+  dev_t device_ ABSL_GUARDED_BY(mu_) = 0;
+  ino_t inode_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status lost_ ABSL_GUARDED_BY(mu_);          // sticky
+  absl::Status write_health_ ABSL_GUARDED_BY(mu_);  // the last write's
   // Declared before the statements: they are finalized before it closes.
   Db db_ ABSL_GUARDED_BY(mu_);
   std::array<Stmt, kNumQueries> statements_ ABSL_GUARDED_BY(mu_);

@@ -46,6 +46,21 @@ struct TrialRecord {
   int64_t finished_unix_ms = 0;
 };
 
+// One source file, addressed by the SHA-256 hex digest of its content.
+struct BlobRecord {
+  std::string digest;
+  std::string content;
+};
+
+// The newest submitted spec of a kernel: what GetBestConfig needs to check
+// stored keys against the current code and to answer with its default.
+// `spec` is the serialized v1::JobSpec with source digests but no contents.
+struct KernelRecord {
+  std::string name;
+  std::string spec;
+  int64_t updated_unix_ms = 0;
+};
+
 // The best config of one tuning key.
 struct BestRecord {
   std::string tuning_key;
@@ -81,9 +96,14 @@ class Store {
   virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(bool unfinished_only,
                                                           int limit) = 0;
 
-  // Returns true when the row was new, false when (job_id, tuning_key,
-  // config) was already stored (the stored row is left unchanged).
-  virtual absl::StatusOr<bool> InsertTrial(const TrialRecord& trial) = 0;
+  // Inserts `trials` in one transaction: all of them or none. Returns, per
+  // trial, true when the row was new, false when (job_id, tuning_key,
+  // config) was already stored (the stored row is left unchanged; a
+  // duplicate inside `trials` keeps the first).
+  virtual absl::StatusOr<std::vector<bool>> InsertTrials(
+      const std::vector<TrialRecord>& trials) = 0;
+  // One trial: InsertTrials of one row.
+  absl::StatusOr<bool> InsertTrial(const TrialRecord& trial);
   // Every trial of a job, in insertion order.
   virtual absl::StatusOr<std::vector<TrialRecord>> ListTrials(
       const std::string& job_id) = 0;
@@ -93,11 +113,28 @@ class Store {
   virtual absl::StatusOr<bool> UpsertBest(const BestRecord& best) = 0;
   // NotFound when the key was never tuned.
   virtual absl::StatusOr<BestRecord> GetBest(const std::string& tuning_key) = 0;
-  // Every best row of a kernel, by tuning_key; empty device_model/toolkit
-  // match any.
+  // Every best row of a kernel, by tuning_key; empty kernel_name,
+  // device_model or toolkit match any.
   virtual absl::StatusOr<std::vector<BestRecord>> ListBest(
       const std::string& kernel_name, const std::string& device_model,
       const std::string& toolkit) = 0;
+
+  // Stores source files by digest in one transaction; a digest already
+  // stored is left unchanged (contents are addressed by their digest).
+  virtual absl::Status PutBlobs(const std::vector<BlobRecord>& blobs) = 0;
+  // NotFound when no blob has that digest.
+  virtual absl::StatusOr<std::string> GetBlob(const std::string& digest) = 0;
+
+  // Inserts the kernel or replaces the row with the same name.
+  virtual absl::Status PutKernel(const KernelRecord& kernel) = 0;
+  // Every kernel, by name.
+  virtual absl::StatusOr<std::vector<KernelRecord>> ListKernels() = 0;
+
+  // OK while the store can read and write. Unavailable, with a message an
+  // operator can act on, when it cannot: the database cannot be reached,
+  // or (SQLite) its file was deleted or replaced, or is read-only, or the
+  // disk is full. Cheap enough to call every second.
+  virtual absl::Status CheckHealth() = 0;
 };
 
 // Opens the database named by `url` and applies pending migrations:

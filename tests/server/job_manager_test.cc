@@ -2,10 +2,14 @@
 
 #include <map>
 
+#include "absl/synchronization/notification.h"
 #include "common/config_text.h"
+#include "common/sha256.h"
 #include "common/spec_loader.h"
 #include "gtest/gtest.h"
-#include "server/best_config.h"
+#include "server/best_config_index.h"
+#include "server/long_polls.h"
+#include "tests/server/faulty_store.h"
 #include "tests/support/test_support.h"
 
 namespace tunefleet::server {
@@ -16,39 +20,28 @@ using ::tunefleet::testing::StatusIs;
 using ::tunefleet::testing::StatusIsWith;
 using ::tunefleet::testing::TempDir;
 
-// The real store, except that UpsertBest fails while `refuse_best` is set
-// (a database that is briefly unreachable at the end of a job).
-class RefusingBestStore : public Store {
- public:
-  explicit RefusingBestStore(Store* store) : store_(store) {}
-  absl::Status PutJob(const JobRecord& job) override { return store_->PutJob(job); }
-  absl::StatusOr<JobRecord> GetJob(const std::string& id) override { return store_->GetJob(id); }
-  absl::StatusOr<std::vector<JobRecord>> ListJobs(bool unfinished_only, int limit) override {
-    return store_->ListJobs(unfinished_only, limit);
-  }
-  absl::StatusOr<bool> InsertTrial(const TrialRecord& trial) override {
-    return store_->InsertTrial(trial);
-  }
-  absl::StatusOr<std::vector<TrialRecord>> ListTrials(const std::string& job_id) override {
-    return store_->ListTrials(job_id);
-  }
-  absl::StatusOr<bool> UpsertBest(const BestRecord& best) override {
-    if (refuse_best) return absl::UnavailableError("database unreachable");
-    return store_->UpsertBest(best);
-  }
-  absl::StatusOr<BestRecord> GetBest(const std::string& key) override {
-    return store_->GetBest(key);
-  }
-  absl::StatusOr<std::vector<BestRecord>> ListBest(const std::string& kernel,
-                                                   const std::string& model,
-                                                   const std::string& toolkit) override {
-    return store_->ListBest(kernel, model, toolkit);
-  }
-  bool refuse_best = false;
+using ::tunefleet::server::testing::FaultyStore;
 
- private:
-  Store* store_;
-};
+LeaseQuery QueryFor(const std::string& worker) {
+  LeaseQuery query;
+  query.worker_id = worker;
+  return query;
+}
+
+// The lease a worker would receive over gRPC.
+v1::Lease AsProto(const LeaseGrant& grant) {
+  v1::Lease lease;
+  lease.set_lease_id(grant.lease_id);
+  lease.set_epoch(grant.epoch);
+  lease.set_job_id(grant.job_id);
+  lease.set_finalists(grant.finalists);
+  for (const auto& [ordinal, config] : grant.trials) {
+    v1::Trial* trial = lease.add_trials();
+    trial->set_index(static_cast<int64_t>(ordinal));
+    *trial->mutable_config() = config;
+  }
+  return lease;
+}
 
 class JobManagerTest : public ::testing::Test {
  protected:
@@ -57,10 +50,12 @@ class JobManagerTest : public ::testing::Test {
         OpenStore("sqlite://" + dir_.path() + "/store.db");
     ASSERT_OK(store);
     store_ = *std::move(store);
+    faulty_ = std::make_unique<FaultyStore>(store_.get());
     options_.lease_ttl = absl::Seconds(10);
     options_.batch_size = 3;
     options_.max_lease_attempts = 2;
     options_.finalists = 0;  // the finalists tests turn it on
+    options_.write_backoff = absl::Milliseconds(1);
     Restart();
     absl::StatusOr<KernelBundle> bundle = LoadKernelDir(SourceDir() + "/kernels/cpu/matmul");
     ASSERT_OK(bundle);
@@ -70,8 +65,12 @@ class JobManagerTest : public ::testing::Test {
   // A fresh registry and manager over the same store: a coordinator restart.
   void Restart() {
     auto clock = [this] { return now_; };
+    jobs_.reset();
     workers_ = std::make_unique<WorkerRegistry>(absl::Seconds(30), clock);
-    jobs_ = std::make_unique<JobManager>(options_, store_.get(), workers_.get(), clock);
+    blobs_ = std::make_unique<SourceBlobs>(faulty_.get());
+    index_ = std::make_unique<BestConfigIndex>();
+    jobs_ = std::make_unique<JobManager>(options_, faulty_.get(), workers_.get(), blobs_.get(),
+                                         clock, /*metrics=*/nullptr, index_.get());
   }
 
   v1::JobSpec Spec(const std::string& shape = "M=256,N=256,K=256") {
@@ -103,35 +102,37 @@ class JobManagerTest : public ::testing::Test {
   }
 
   std::optional<v1::Lease> Lease(const std::string& worker) {
-    v1::LeaseWorkRequest request;
-    request.set_worker_id(worker);
-    absl::StatusOr<std::optional<v1::Lease>> lease = jobs_->LeaseWork(request);
+    absl::StatusOr<std::optional<LeaseGrant>> lease = jobs_->TryLease(QueryFor(worker));
     EXPECT_TRUE(lease.ok()) << lease.status();
-    return lease.ok() ? *lease : std::nullopt;
+    if (!lease.ok() || !lease->has_value()) return std::nullopt;
+    return AsProto(**lease);
   }
 
-  // Reports every trial of `lease` OK, with a time that depends on the config
-  // (or on `seconds`, when given).
-  v1::ReportResultsResponse ReportAll(const std::string& worker, const v1::Lease& lease,
-                                      bool release = false,
-                                      std::function<double(int64_t)> seconds = nullptr) {
-    v1::ReportResultsRequest request;
-    request.set_worker_id(worker);
-    request.set_lease_id(lease.lease_id());
-    request.set_epoch(lease.epoch());
-    request.set_release(release);
+  // The report of every trial of `lease`, OK, with a time that depends on
+  // the config (or on `seconds`, when given).
+  ResultReport ReportOf(const std::string& worker, const v1::Lease& lease, bool release,
+                        std::function<double(int64_t)> seconds) {
+    ResultReport report{worker, lease.lease_id(), lease.epoch(), {}, release};
     for (const v1::Trial& trial : lease.trials()) {
-      v1::ReportedTrial* reported = request.add_trials();
-      reported->set_index(trial.index());
-      *reported->mutable_result()->mutable_config() = trial.config();
-      reported->mutable_result()->set_status(v1::TRIAL_STATUS_OK);
-      reported->mutable_result()->mutable_measurement()->set_median_seconds(
+      v1::TrialResult result;
+      *result.mutable_config() = trial.config();
+      result.set_status(v1::TRIAL_STATUS_OK);
+      result.mutable_measurement()->set_median_seconds(
           seconds ? seconds(trial.index()) : 1e-3 * (1 + trial.index() % 7));
-      reported->mutable_result()->mutable_measurement()->set_samples(5);
+      result.mutable_measurement()->set_samples(5);
+      report.trials.emplace_back(static_cast<uint64_t>(trial.index()), result);
     }
-    absl::StatusOr<v1::ReportResultsResponse> response = jobs_->ReportResults(request);
-    EXPECT_TRUE(response.ok()) << response.status();
-    return response.ok() ? *response : v1::ReportResultsResponse();
+    return report;
+  }
+
+  // Reports every trial of `lease` OK (see ReportOf); returns whether the
+  // lease was gone.
+  ReportAck ReportAll(const std::string& worker, const v1::Lease& lease,
+                      bool release = false,
+                      std::function<double(int64_t)> seconds = nullptr) {
+    absl::StatusOr<ReportAck> ack = jobs_->Report(ReportOf(worker, lease, release, seconds));
+    EXPECT_TRUE(ack.ok()) << ack.status();
+    return ack.ok() ? *ack : ReportAck();
   }
 
   // Leases and reports until nothing is left; returns the number of trials.
@@ -148,7 +149,10 @@ class JobManagerTest : public ::testing::Test {
   absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
   JobManagerOptions options_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<FaultyStore> faulty_;
   std::unique_ptr<WorkerRegistry> workers_;
+  std::unique_ptr<SourceBlobs> blobs_;
+  std::unique_ptr<BestConfigIndex> index_;
   std::unique_ptr<JobManager> jobs_;
   KernelBundle bundle_;
 };
@@ -212,9 +216,9 @@ TEST_F(JobManagerTest, ExpiredLeaseIsRequeuedWithNewEpochAndLateReportIsIgnored)
   EXPECT_GT(second->epoch(), first->epoch());
   ASSERT_EQ(second->trials_size(), first->trials_size());
   EXPECT_EQ(second->trials(0).index(), first->trials(0).index());
-  EXPECT_TRUE(ReportAll(slow, *first).cancelled());  // late: changes nothing
+  EXPECT_TRUE(ReportAll(slow, *first).cancelled);  // late: changes nothing
   EXPECT_EQ(store_->ListTrials(job->id())->size(), 0u);
-  EXPECT_FALSE(ReportAll(fast, *second).cancelled());
+  EXPECT_FALSE(ReportAll(fast, *second).cancelled);
   EXPECT_EQ(store_->ListTrials(job->id())->size(), 3u);
   EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
 }
@@ -229,7 +233,7 @@ TEST_F(JobManagerTest, HeartbeatRenewalKeepsLeaseAlive) {
     jobs_->RenewLeases(worker);
     jobs_->Tick();
   }
-  EXPECT_FALSE(ReportAll(worker, *lease).cancelled());
+  EXPECT_FALSE(ReportAll(worker, *lease).cancelled);
 }
 
 TEST_F(JobManagerTest, ConfigThatLosesEveryLeaseIsRecordedWorkerLost) {
@@ -282,7 +286,7 @@ TEST_F(JobManagerTest, CancelledJobLeasesNothingAndCancelsReports) {
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
   std::optional<v1::Lease> lease = Lease(worker);
   EXPECT_EQ(jobs_->Cancel(job->id())->state(), v1::JOB_STATE_CANCELLED);
-  EXPECT_TRUE(ReportAll(worker, *lease).cancelled());
+  EXPECT_TRUE(ReportAll(worker, *lease).cancelled);
   EXPECT_FALSE(Lease(worker).has_value());
   EXPECT_EQ(store_->GetJob(job->id())->state, v1::JOB_STATE_CANCELLED);
 }
@@ -363,7 +367,7 @@ TEST_F(JobManagerTest, LostFinalistsLeaseIsOfferedAgain) {
   ASSERT_TRUE(again.has_value());
   EXPECT_TRUE(again->finalists());
   EXPECT_GT(again->epoch(), finals->epoch());
-  EXPECT_TRUE(ReportAll(worker, *finals).cancelled());
+  EXPECT_TRUE(ReportAll(worker, *finals).cancelled);
   ReportAll(worker, *again);
   EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
 }
@@ -410,16 +414,9 @@ TEST_F(JobManagerTest, FinalistsThatAllFailAgainLeaveTheFirstRoundStanding) {
   ReportAll(worker, *first);
   std::optional<v1::Lease> finals = Lease(worker);
   ASSERT_TRUE(finals.has_value() && finals->finalists());
-  v1::ReportResultsRequest crashed;
-  crashed.set_worker_id(worker);
-  crashed.set_lease_id(finals->lease_id());
-  crashed.set_epoch(finals->epoch());
-  for (const v1::Trial& trial : finals->trials()) {
-    v1::ReportedTrial* reported = crashed.add_trials();
-    reported->set_index(trial.index());
-    reported->mutable_result()->set_status(v1::TRIAL_STATUS_CRASHED);
-  }
-  ASSERT_OK(jobs_->ReportResults(crashed));
+  ResultReport crashed = ReportOf(worker, *finals, /*release=*/false, nullptr);
+  for (auto& [ordinal, result] : crashed.trials) result.set_status(v1::TRIAL_STATUS_CRASHED);
+  ASSERT_OK(jobs_->Report(crashed));
   // The first round's fastest (ReportAll's times) is the best, in the job
   // and in the store.
   double fastest = 1;
@@ -433,13 +430,10 @@ TEST_F(JobManagerTest, FinalistsThatAllFailAgainLeaveTheFirstRoundStanding) {
 }
 
 TEST_F(JobManagerTest, BestConfigTheStoreRefusedIsStoredByALaterTick) {
-  RefusingBestStore refusing(store_.get());
-  auto clock = [this] { return now_; };
-  jobs_ = std::make_unique<JobManager>(options_, &refusing, workers_.get(), clock);
   std::string worker = AddWorker();
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
   ASSERT_OK(job);
-  refusing.refuse_best = true;
+  faulty_->refuse_best = true;
   RunToCompletion(worker);
   v1::Job open = *jobs_->Get(job->id());
   EXPECT_EQ(open.state(), v1::JOB_STATE_RUNNING);  // done, but the best is not stored
@@ -447,7 +441,7 @@ TEST_F(JobManagerTest, BestConfigTheStoreRefusedIsStoredByALaterTick) {
               StatusIs(absl::StatusCode::kNotFound));
   jobs_->Tick();  // still refused: still open
   EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_RUNNING);
-  refusing.refuse_best = false;
+  faulty_->refuse_best = false;
   jobs_->Tick();
   EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_OK(store_->GetBest(open.targets(0).tuning_key()));
@@ -463,15 +457,135 @@ TEST_F(JobManagerTest, RandomBudgetOverTheCapIsResourceExhausted) {
   EXPECT_THAT(jobs_->Submit(spec), StatusIsWith(absl::StatusCode::kResourceExhausted, "budget"));
 }
 
-TEST_F(JobManagerTest, ShutdownEndsLongPolls) {
+TEST_F(JobManagerTest, LongPollEndsWithALeaseWhenWorkArrives) {
+  LongPolls polls([this](const LeaseQuery& query) { return jobs_->TryLease(query); },
+                  /*max_wait=*/absl::Seconds(30));
+  jobs_->SetWorkListener([&polls] { polls.Notify(); });
   std::string worker = AddWorker();
-  jobs_->Shutdown();
-  v1::LeaseWorkRequest request;
-  request.set_worker_id(worker);
-  request.set_wait_ms(30000);
+  absl::Notification leased;
+  bool got_lease = false;
+  polls.Wait(QueryFor(worker), absl::Seconds(30), [&](LongPolls::Result result) {
+    got_lease = result.ok() && result->has_value();
+    leased.Notify();
+  });
+  EXPECT_EQ(polls.waiting(), 1u);
+  ASSERT_OK(jobs_->Submit(Spec()));
+  EXPECT_TRUE(leased.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(got_lease);
+  EXPECT_EQ(polls.waiting(), 0u);
+}
+
+TEST_F(JobManagerTest, ShutdownEndsLongPolls) {
+  LongPolls polls([this](const LeaseQuery& query) { return jobs_->TryLease(query); },
+                  /*max_wait=*/absl::Seconds(30));
+  std::string worker = AddWorker();
+  absl::Notification ended;
+  absl::Status status;
+  polls.Wait(QueryFor(worker), absl::Seconds(30), [&](LongPolls::Result result) {
+    status = result.status();
+    ended.Notify();
+  });
   const absl::Time start = absl::Now();
-  EXPECT_THAT(jobs_->LeaseWork(request), StatusIs(absl::StatusCode::kUnavailable));
+  polls.Shutdown();
+  ASSERT_TRUE(ended.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(polls.WaitBlocking(QueryFor(worker), absl::Seconds(30)),
+              StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+TEST_F(JobManagerTest, LongPollWithoutWorkEndsEmptyAtItsDeadline) {
+  LongPolls polls([this](const LeaseQuery& query) { return jobs_->TryLease(query); },
+                  /*max_wait=*/absl::Milliseconds(200));
+  std::string worker = AddWorker();
+  LongPolls::Result result = polls.WaitBlocking(QueryFor(worker), absl::Seconds(30));
+  ASSERT_OK(result);
+  EXPECT_FALSE(result->has_value());
+}
+
+TEST_F(JobManagerTest, ReportTheStoreRefusesIsUnavailableAndItsTrialsAreLeasedAgain) {
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  std::optional<v1::Lease> lease = Lease(worker);
+  ASSERT_TRUE(lease.has_value());
+  faulty_->refuse_trials = true;
+  EXPECT_THAT(jobs_->Report(ReportOf(worker, *lease, false, nullptr)),
+              StatusIsWith(absl::StatusCode::kUnavailable, "measured again"));
+  EXPECT_EQ(faulty_->trial_writes, options_.write_attempts);  // retried, then refused
+  EXPECT_EQ(jobs_->Get(job->id())->trials_done(), 0);
+  // The lease was returned: its heartbeats renew nothing, a retry is too late.
+  jobs_->RenewLeases(worker);
+  EXPECT_TRUE(ReportAll(worker, *lease).cancelled);
+  faulty_->refuse_trials = false;
+  std::optional<v1::Lease> again = Lease(worker);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_GT(again->epoch(), lease->epoch());
+  EXPECT_EQ(again->trials_size(), lease->trials_size());
+  ReportAll(worker, *again);
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(store_->ListTrials(job->id())->size(), 3u);
+}
+
+TEST_F(JobManagerTest, AJobThatCannotBeStoredIsNotAccepted) {
+  AddWorker();
+  faulty_->refuse_jobs = true;
+  EXPECT_THAT(jobs_->Submit(Spec()), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_EQ(jobs_->live_jobs(), 0u);
+  faulty_->refuse_jobs = false;
+  EXPECT_TRUE(jobs_->List(10)->empty());
+}
+
+TEST_F(JobManagerTest, FinishedJobsLeaveMemoryAndAreAnsweredFromTheStore) {
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  EXPECT_EQ(jobs_->live_jobs(), 1u);
+  RunToCompletion(worker);
+  EXPECT_EQ(jobs_->live_jobs(), 0u);
+  v1::Job done = *jobs_->Get(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.trials_done(), 3);
+  EXPECT_EQ(done.top_trials_size(), 3);
+  EXPECT_GT(done.targets(0).best().median_seconds(), 0);
+  std::vector<v1::Job> listed = *jobs_->List(10);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].state(), v1::JOB_STATE_SUCCEEDED);
+  int64_t version = 0;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<v1::Job> watched = jobs_->WaitForChange(job->id(), &version, absl::Seconds(5));
+  ASSERT_OK(watched);
+  EXPECT_EQ(watched->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  // A cached answer never enters memory.
+  ASSERT_OK(jobs_->Submit(Spec()));
+  EXPECT_EQ(jobs_->live_jobs(), 0u);
+}
+
+TEST_F(JobManagerTest, RestartLoadsOnlyUnfinishedJobs) {
+  std::string worker = AddWorker();
+  ASSERT_OK(jobs_->Submit(Spec("M=512,N=512,K=512")));
+  RunToCompletion(worker);
+  absl::StatusOr<v1::Job> open = jobs_->Submit(Spec());
+  ASSERT_OK(open);
+  Restart();
+  ASSERT_OK(jobs_->Recover());
+  EXPECT_EQ(jobs_->live_jobs(), 1u);
+  EXPECT_EQ(jobs_->List(10)->size(), 2u);
+  worker = AddWorker();
+  EXPECT_EQ(RunToCompletion(worker), 3);
+  EXPECT_EQ(jobs_->Get(open->id())->state(), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(JobManagerTest, SourcesAreServedWhileTheJobLivesAndFromTheStoreAfter) {
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  const v1::SourceFile& file = bundle_.sources[0];
+  EXPECT_GT(blobs_->held(), 0u);
+  EXPECT_EQ(*blobs_->Get(Sha256Hex(file.content())), file.content());
+  RunToCompletion(worker);
+  EXPECT_EQ(blobs_->held(), 0u);
+  EXPECT_EQ(*blobs_->Get(Sha256Hex(file.content())), file.content());
+  EXPECT_THAT(blobs_->Get("no-such-digest"), StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(JobManagerTest, BadJobsAreRefusedWithTheFieldNamed) {
@@ -499,7 +613,7 @@ TEST_F(JobManagerTest, BadJobsAreRefusedWithTheFieldNamed) {
   EXPECT_THAT(jobs_->Submit(bad_set), StatusIsWith(absl::StatusCode::kInvalidArgument, "nope"));
   EXPECT_THAT(jobs_->Get("j-unknown"), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(jobs_->Cancel("j-unknown"), StatusIs(absl::StatusCode::kNotFound));
-  EXPECT_TRUE(jobs_->List(10).empty());
+  EXPECT_TRUE(jobs_->List(10)->empty());
 }
 
 TEST_F(JobManagerTest, SpaceOverTheCapIsResourceExhausted) {
@@ -514,23 +628,24 @@ TEST_F(JobManagerTest, BestConfigIsExactThenNearestThenDefault) {
   std::string worker = AddWorker();
   ASSERT_OK(jobs_->Submit(Spec("M=256,N=256,K=256")));
   RunToCompletion(worker);
-  v1::JobSpec latest = *jobs_->LatestSpec("matmul");
-  v1::GetBestConfigRequest request;
-  request.set_kernel_name("matmul");
-  *request.mutable_shape() = *ParseShape("K=256,N=256,M=256");
-  v1::GetBestConfigResponse exact = *ResolveBestConfig(store_.get(), latest, request);
-  EXPECT_EQ(exact.source(), v1::GetBestConfigResponse::SOURCE_EXACT);
-  EXPECT_EQ(exact.device_model(), "test-cpu");
-  *request.mutable_shape() = *ParseShape("M=512,N=256,K=256");
-  v1::GetBestConfigResponse nearest = *ResolveBestConfig(store_.get(), latest, request);
-  EXPECT_EQ(nearest.source(), v1::GetBestConfigResponse::SOURCE_NEAREST_SHAPE);
-  EXPECT_EQ(nearest.config_text(), exact.config_text());
-  EXPECT_EQ(ShapeToString(nearest.tuned_shape()), "M=256,N=256,K=256");
-  request.set_device_model("another-cpu");
-  v1::GetBestConfigResponse fallback = *ResolveBestConfig(store_.get(), latest, request);
-  EXPECT_EQ(fallback.source(), v1::GetBestConfigResponse::SOURCE_DEFAULT);
-  EXPECT_EQ(fallback.config_text(), bundle_.spec.default_config());
-  EXPECT_THAT(jobs_->LatestSpec("nope"), StatusIs(absl::StatusCode::kNotFound));
+  absl::StatusOr<BestConfigAnswer> exact =
+      index_->Resolve("matmul", *ParseShape("K=256,N=256,M=256"), "", "");
+  ASSERT_OK(exact);
+  EXPECT_EQ(exact->source, BestConfigAnswer::Source::kExact);
+  EXPECT_EQ(exact->device_model, "test-cpu");
+  absl::StatusOr<BestConfigAnswer> nearest =
+      index_->Resolve("matmul", *ParseShape("M=512,N=256,K=256"), "", "");
+  ASSERT_OK(nearest);
+  EXPECT_EQ(nearest->source, BestConfigAnswer::Source::kNearestShape);
+  EXPECT_EQ(nearest->config_text, exact->config_text);
+  EXPECT_EQ(ShapeToString(nearest->tuned_shape), "M=256,N=256,K=256");
+  absl::StatusOr<BestConfigAnswer> fallback =
+      index_->Resolve("matmul", *ParseShape("M=512,N=256,K=256"), "another-cpu", "");
+  ASSERT_OK(fallback);
+  EXPECT_EQ(fallback->source, BestConfigAnswer::Source::kDefault);
+  EXPECT_EQ(fallback->config_text, bundle_.spec.default_config());
+  EXPECT_THAT(index_->Resolve("nope", v1::Shape(), "", ""),
+              StatusIs(absl::StatusCode::kNotFound));
 }
 
 }  // namespace

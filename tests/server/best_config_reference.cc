@@ -1,4 +1,4 @@
-#include "server/best_config.h"
+#include "tests/server/best_config_reference.h"
 
 #include <cmath>
 #include <limits>
@@ -31,25 +31,24 @@ bool KeyIsCurrent(const v1::JobSpec& latest, const BestRecord& row,
                            row.toolkit}) == row.tuning_key;
 }
 
-absl::StatusOr<v1::GetBestConfigResponse> Answer(
-    const BestRecord& row, const v1::Shape& row_shape,
-    v1::GetBestConfigResponse::Source source) {
-  v1::GetBestConfigResponse response;
-  response.set_source(source);
-  ASSIGN_OR_RETURN(*response.mutable_config(), ParseConfig(row.config));
-  response.set_config_text(row.config);
-  response.set_median_seconds(row.median_seconds);
-  response.set_tuning_key(row.tuning_key);
-  response.set_job_id(row.job_id);
-  *response.mutable_tuned_shape() = row_shape;
-  response.set_device_model(row.device_model);
-  response.set_toolkit(row.toolkit);
-  return response;
+absl::StatusOr<BestConfigAnswer> Answer(const BestRecord& row, const v1::Shape& row_shape,
+                                        BestConfigAnswer::Source source) {
+  BestConfigAnswer answer;
+  answer.source = source;
+  ASSIGN_OR_RETURN(answer.config, ParseConfig(row.config));
+  answer.config_text = row.config;
+  answer.median_seconds = row.median_seconds;
+  answer.tuning_key = row.tuning_key;
+  answer.job_id = row.job_id;
+  answer.tuned_shape = row_shape;
+  answer.device_model = row.device_model;
+  answer.toolkit = row.toolkit;
+  return answer;
 }
 
 }  // namespace
 
-absl::StatusOr<v1::GetBestConfigResponse> ResolveBestConfig(
+absl::StatusOr<BestConfigAnswer> ReferenceBestConfig(
     Store* store, const v1::JobSpec& latest,
     const v1::GetBestConfigRequest& request) {
   ASSIGN_OR_RETURN(v1::Shape shape, NormalizeShape(latest.kernel(), request.shape()));
@@ -63,7 +62,7 @@ absl::StatusOr<v1::GetBestConfigResponse> ResolveBestConfig(
     absl::StatusOr<v1::Shape> row_shape = ParseShape(row.shape);
     if (!row_shape.ok() || !KeyIsCurrent(latest, row, *row_shape)) continue;
     const double distance = ShapeDistance(shape, *row_shape);
-    if (distance == 0) return Answer(row, *row_shape, v1::GetBestConfigResponse::SOURCE_EXACT);
+    if (distance == 0) return Answer(row, *row_shape, BestConfigAnswer::Source::kExact);
     if (distance < nearest_distance) {
       nearest = &row;
       nearest_shape = *row_shape;
@@ -71,16 +70,16 @@ absl::StatusOr<v1::GetBestConfigResponse> ResolveBestConfig(
     }
   }
   if (nearest != nullptr) {
-    return Answer(*nearest, nearest_shape, v1::GetBestConfigResponse::SOURCE_NEAREST_SHAPE);
+    return Answer(*nearest, nearest_shape, BestConfigAnswer::Source::kNearestShape);
   }
-  v1::GetBestConfigResponse response;
-  response.set_source(v1::GetBestConfigResponse::SOURCE_DEFAULT);
+  BestConfigAnswer answer;
+  answer.source = BestConfigAnswer::Source::kDefault;
   ASSIGN_OR_RETURN(v1::Config config, ParseConfig(latest.kernel().default_config()));
-  ASSIGN_OR_RETURN(*response.mutable_config(), NormalizeConfig(latest.kernel(), config));
-  response.set_config_text(ConfigToString(response.config()));
-  response.set_device_model(request.device_model());
-  response.set_toolkit(request.toolkit());
-  return response;
+  ASSIGN_OR_RETURN(answer.config, NormalizeConfig(latest.kernel(), config));
+  answer.config_text = ConfigToString(answer.config);
+  answer.device_model = request.device_model();
+  answer.toolkit = request.toolkit();
+  return answer;
 }
 
 }  // namespace tunefleet::server

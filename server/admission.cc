@@ -1,0 +1,192 @@
+#include "server/admission.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/config_text.h"
+#include "common/sha256.h"
+#include "common/spec_loader.h"
+#include "common/status_macros.h"
+#include "common/tuning_key.h"
+#include "server/search_strategy.h"
+
+namespace tunefleet::server {
+namespace {
+
+absl::Status Prefixed(absl::string_view prefix, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
+}
+
+std::optional<uint64_t> DefaultOrdinal(const v1::KernelSpec& spec,
+                                       const ConfigSpace& space) {
+  absl::StatusOr<v1::Config> config = ParseConfig(spec.default_config());
+  if (!config.ok()) return std::nullopt;
+  absl::StatusOr<v1::Config> normalized = NormalizeConfig(spec, *config);
+  if (!normalized.ok()) return std::nullopt;
+  absl::StatusOr<uint64_t> ordinal = space.OrdinalOf(*normalized);
+  if (!ordinal.ok()) return std::nullopt;
+  return *ordinal;
+}
+
+// The ordinals of the job's named config set, valid ones only, each once.
+absl::StatusOr<std::vector<uint64_t>> ConfigSetOrdinals(const v1::JobSpec& spec,
+                                                        ConfigSpace* space) {
+  for (const v1::ConfigSet& set : spec.kernel().config_sets()) {
+    if (set.name() != spec.config_set()) continue;
+    std::vector<uint64_t> only;
+    for (const std::string& text : set.configs()) {
+      ASSIGN_OR_RETURN(v1::Config config, ParseConfig(text));
+      ASSIGN_OR_RETURN(config, NormalizeConfig(spec.kernel(), config));
+      ASSIGN_OR_RETURN(uint64_t ordinal, space->OrdinalOf(config));
+      space->Bind(ordinal);
+      if (space->Valid() && std::find(only.begin(), only.end(), ordinal) == only.end()) {
+        only.push_back(ordinal);
+      }
+    }
+    if (only.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config_set ", spec.config_set(), " has no valid config"));
+    }
+    return only;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("kernel has no config_set named ", spec.config_set()));
+}
+
+// The options of the job's strategy over `space`.
+absl::StatusOr<StrategyOptions> StrategyFor(const v1::JobSpec& spec, ConfigSpace* space,
+                                            int64_t max_trials) {
+  StrategyOptions options;
+  options.name = spec.strategy().empty() ? "exhaustive" : spec.strategy();
+  options.budget = spec.budget() > 0 ? spec.budget() : 64;
+  options.seed = spec.seed();
+  options.max_trials = max_trials;
+  options.default_ordinal = DefaultOrdinal(spec.kernel(), *space);
+  if (!spec.config_set().empty()) {
+    ASSIGN_OR_RETURN(options.only, ConfigSetOrdinals(spec, space));
+  }
+  return options;
+}
+
+absl::Status CheckSources(const AdmissionLimits& limits, v1::JobSpec* spec) {
+  int64_t bytes = 0;
+  for (v1::SourceFile& file : *spec->mutable_sources()) {
+    bytes += static_cast<int64_t>(file.content().size());
+    std::string digest = Sha256Hex(file.content());
+    if (!file.digest().empty() && file.digest() != digest) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sources: digest of ", file.path(), " does not match its content"));
+    }
+    file.set_digest(std::move(digest));
+  }
+  if (bytes > limits.max_source_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "sources: ", bytes, " bytes, over the limit of ", limits.max_source_bytes));
+  }
+  for (const std::string& path : SpecFilePaths(spec->kernel())) {
+    auto it = std::find_if(spec->sources().begin(), spec->sources().end(),
+                           [&](const v1::SourceFile& f) { return f.path() == path; });
+    if (it == spec->sources().end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sources: the job does not carry ", path));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The space and strategy of `spec` under `limits_of_device`, walked once.
+struct Search {
+  std::unique_ptr<ConfigSpace> space;
+  std::unique_ptr<SearchStrategy> strategy;
+  std::optional<uint64_t> default_ordinal;
+};
+absl::StatusOr<Search> MakeSearch(const AdmissionLimits& limits, const v1::JobSpec& spec,
+                                  const DeviceLimits& limits_of_device) {
+  Search search;
+  ASSIGN_OR_RETURN(search.space,
+                   ConfigSpace::Create(spec.kernel(), spec.shape(), limits_of_device));
+  if (search.space->full_size() > static_cast<uint64_t>(limits.max_space_points)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the config space has ", search.space->full_size(), " points, over the cap of ",
+        limits.max_space_points));
+  }
+  ASSIGN_OR_RETURN(StrategyOptions options,
+                   StrategyFor(spec, search.space.get(), limits.max_trials));
+  search.default_ordinal = options.default_ordinal;
+  ASSIGN_OR_RETURN(search.strategy, MakeStrategy(search.space.get(), options));
+  return search;
+}
+
+DeviceLimits LimitsOf(const v1::StoredTarget& target) {
+  DeviceLimits limits;
+  for (const v1::DeviceLimit& limit : target.limits()) limits[limit.name()] = limit.value();
+  return limits;
+}
+
+std::unique_ptr<TargetTrials> TrialsOf(const AdmissionLimits& limits, Search search) {
+  return std::make_unique<TargetTrials>(std::move(search.space), std::move(search.strategy),
+                                        limits.max_lease_attempts, search.default_ordinal,
+                                        limits.finalists);
+}
+
+}  // namespace
+
+absl::Status ValidateSpec(const AdmissionLimits& limits, bool walk_space,
+                          v1::JobSpec* spec) {
+  RETURN_IF_ERROR(Prefixed("kernel: ", ValidateKernelSpec(spec->kernel())));
+  RETURN_IF_ERROR(CheckSources(limits, spec));
+  ASSIGN_OR_RETURN(*spec->mutable_shape(), NormalizeShape(spec->kernel(), spec->shape()));
+  const DeviceLimits placeholder = PlaceholderLimits(spec->kernel().backend());
+  if (walk_space) return MakeSearch(limits, *spec, placeholder).status();
+  // Without the walk: the expressions compile, the space fits the cap and a
+  // named config set exists.
+  ASSIGN_OR_RETURN(std::unique_ptr<ConfigSpace> space,
+                   ConfigSpace::Create(spec->kernel(), spec->shape(), placeholder));
+  if (space->full_size() > static_cast<uint64_t>(limits.max_space_points)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the config space has ", space->full_size(), " points, over the cap of ",
+        limits.max_space_points));
+  }
+  return StrategyFor(*spec, space.get(), limits.max_trials).status();
+}
+
+absl::StatusOr<TargetPlan> PlanTarget(const AdmissionLimits& limits,
+                                      const v1::JobSpec& spec,
+                                      const WorkerDevice& device, Store* cache) {
+  TargetPlan plan;
+  plan.info.set_device_model(device.device.model());
+  plan.info.set_toolkit(device.toolkit);
+  *plan.info.mutable_limits() = device.device.limits();
+  std::vector<v1::SourceFile> sources(spec.sources().begin(), spec.sources().end());
+  plan.info.set_tuning_key(ComputeTuningKey(
+      {&spec.kernel(), &sources, spec.shape(), device.device.model(), device.toolkit}));
+  if (cache != nullptr && !spec.force_retune()) {
+    absl::StatusOr<BestRecord> best = cache->GetBest(plan.info.tuning_key());
+    if (best.ok()) {
+      plan.info.set_cached(true);
+      v1::Best* answer = plan.info.mutable_cached_best();
+      answer->set_config_text(best->config);
+      answer->set_median_seconds(best->median_seconds);
+      ASSIGN_OR_RETURN(*answer->mutable_config(), ParseConfig(best->config));
+      return plan;
+    }
+    if (best.status().code() != absl::StatusCode::kNotFound) return best.status();
+  }
+  absl::StatusOr<Search> search = MakeSearch(limits, spec, LimitsFromDevice(device.device));
+  if (!search.ok()) {
+    return Prefixed(absl::StrCat("on ", device.device.model(), ": "), search.status());
+  }
+  plan.trials = TrialsOf(limits, *std::move(search));
+  return plan;
+}
+
+absl::StatusOr<std::unique_ptr<TargetTrials>> ResumeTarget(
+    const AdmissionLimits& limits, const v1::JobSpec& spec,
+    const v1::StoredTarget& target) {
+  ASSIGN_OR_RETURN(Search search, MakeSearch(limits, spec, LimitsOf(target)));
+  return TrialsOf(limits, std::move(search));
+}
+
+}  // namespace tunefleet::server

@@ -1,0 +1,60 @@
+// Admission: whether a submitted job can be run, and the plan of each of its
+// targets (one per device model and toolkit): the tuning key, and either the
+// stored answer or the trials to measure. Pure functions of their inputs and
+// the store's best rows; no lock, no state.
+#ifndef TUNEFLEET_SERVER_ADMISSION_H_
+#define TUNEFLEET_SERVER_ADMISSION_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/store/store.h"
+#include "server/target_trials.h"
+#include "server/worker_registry.h"
+#include "tunefleet/v1/job_record.pb.h"
+#include "tunefleet/v1/tuning_service.pb.h"
+
+namespace tunefleet::server {
+
+// The caps a job must fit in, and how its targets measure.
+struct AdmissionLimits {
+  int64_t max_space_points = 10'000'000;
+  int64_t max_trials = 100'000;
+  int64_t max_source_bytes = 4 << 20;
+  int max_lease_attempts = 3;
+  int finalists = 5;
+};
+
+// Checks `spec` and normalizes it in place: source digests (set, or checked
+// when given), the shape (every dim, spec order). When `walk_space`, the
+// strategy is also built once under placeholder limits, so that a space
+// with no valid config is refused before any device is known.
+// InvalidArgument naming the field, ResourceExhausted over a cap.
+absl::Status ValidateSpec(const AdmissionLimits& limits, bool walk_space,
+                          v1::JobSpec* spec);
+
+// One target of a job.
+struct TargetPlan {
+  v1::StoredTarget info;
+  std::unique_ptr<TargetTrials> trials;  // null when answered from the store
+};
+
+// The target of `spec` on `device`'s model. With a non-null `cache` and
+// without force_retune, a tuned key is answered from the store. Walks the
+// config space once. Errors name the model; the store's errors pass through.
+// REQUIRES: `spec` passed ValidateSpec.
+absl::StatusOr<TargetPlan> PlanTarget(const AdmissionLimits& limits,
+                                      const v1::JobSpec& spec,
+                                      const WorkerDevice& device, Store* cache);
+
+// The trials of a target that was planned before a restart.
+// REQUIRES: `spec` passed ValidateSpec; `target` is not cached.
+absl::StatusOr<std::unique_ptr<TargetTrials>> ResumeTarget(
+    const AdmissionLimits& limits, const v1::JobSpec& spec,
+    const v1::StoredTarget& target);
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_ADMISSION_H_

@@ -1,0 +1,190 @@
+#include "server/best_config_index.h"
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "common/config_text.h"
+#include "common/spec_loader.h"
+#include "common/status_macros.h"
+#include "common/tuning_key.h"
+
+namespace tunefleet::server {
+namespace {
+
+absl::StatusOr<BestConfigAnswer> DefaultAnswer(const v1::KernelSpec& spec) {
+  BestConfigAnswer answer;
+  answer.source = BestConfigAnswer::Source::kDefault;
+  ASSIGN_OR_RETURN(v1::Config config, ParseConfig(spec.default_config()));
+  ASSIGN_OR_RETURN(answer.config, NormalizeConfig(spec, config));
+  answer.config_text = ConfigToString(answer.config);
+  return answer;
+}
+
+absl::StatusOr<BestConfigAnswer> RowAnswer(const BestRecord& record,
+                                           const absl::StatusOr<v1::Shape>& shape) {
+  BestConfigAnswer answer;
+  ASSIGN_OR_RETURN(answer.config, ParseConfig(record.config));
+  answer.config_text = record.config;
+  answer.median_seconds = record.median_seconds;
+  answer.tuning_key = record.tuning_key;
+  answer.job_id = record.job_id;
+  if (shape.ok()) answer.tuned_shape = *shape;
+  answer.device_model = record.device_model;
+  answer.toolkit = record.toolkit;
+  return answer;
+}
+
+void KeepBest(const std::optional<ShapeMatch>& match, std::optional<ShapeMatch>* best) {
+  if (match.has_value() && (!best->has_value() || Precedes(*match, **best))) *best = match;
+}
+
+}  // namespace
+
+void BestConfigIndex::PutKernel(const v1::JobSpec& spec) {
+  KernelCode code;
+  code.spec = spec.kernel();
+  for (const v1::SourceFile& file : spec.sources()) {
+    v1::SourceFile& kept = code.sources.emplace_back();
+    kept.set_path(file.path());
+    kept.set_digest(file.digest());
+  }
+  code.digest = KernelDigest(code.spec, code.sources);
+  code.fallback = DefaultAnswer(code.spec);
+  const std::string name = code.spec.name();
+
+  absl::MutexLock write(&write_mu_);
+  std::optional<Groups> groups;
+  {
+    absl::ReaderMutexLock read(&mu_);
+    auto it = kernels_.find(name);
+    if (it == kernels_.end()) {
+      groups.emplace();
+    } else if (!it->second.code.has_value() || it->second.code->digest != code.digest) {
+      groups = BuildGroups(code, it->second);
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  Kernel& kernel = kernels_[name];
+  kernel.code = std::move(code);
+  if (groups.has_value()) kernel.groups = std::move(*groups);
+}
+
+void BestConfigIndex::PutBest(const BestRecord& record) {
+  absl::StatusOr<v1::Shape> shape = ParseShape(record.shape);
+  Row row{record, shape, RowAnswer(record, shape)};
+
+  absl::MutexLock write(&write_mu_);
+  std::optional<std::vector<int64_t>> point;
+  {
+    absl::ReaderMutexLock read(&mu_);
+    auto stored = rows_.find(record.tuning_key);
+    if (stored != rows_.end() &&
+        !(stored->second.record.median_seconds > record.median_seconds)) {
+      return;
+    }
+    auto kernel = kernels_.find(record.kernel_name);
+    if (kernel != kernels_.end() && kernel->second.code.has_value()) {
+      point = ServedPoint(*kernel->second.code, row);
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  EraseRow(record.tuning_key);
+  Kernel& kernel = kernels_[record.kernel_name];
+  kernel.keys.insert(record.tuning_key);
+  if (point.has_value()) {
+    kernel.groups.try_emplace(Target(record.device_model, record.toolkit), point->size())
+        .first->second.Put(record.tuning_key, *point);
+  }
+  rows_.insert_or_assign(record.tuning_key, std::move(row));
+}
+
+absl::StatusOr<BestConfigAnswer> BestConfigIndex::Resolve(const std::string& kernel_name,
+                                                          const v1::Shape& shape,
+                                                          const std::string& device_model,
+                                                          const std::string& toolkit) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = kernels_.find(kernel_name);
+  if (it == kernels_.end() || !it->second.code.has_value()) {
+    return absl::NotFoundError(absl::StrCat("kernel ", kernel_name, " was never submitted here"));
+  }
+  const Kernel& kernel = it->second;
+  ASSIGN_OR_RETURN(v1::Shape normalized, NormalizeShape(kernel.code->spec, shape));
+  absl::InlinedVector<int64_t, 4> values;
+  for (const v1::DimValue& dim : normalized.dims()) values.push_back(dim.value());
+  std::optional<ShapeMatch> best = Best(kernel, ShapeQuery(values), device_model, toolkit);
+  if (best.has_value()) return AnswerOf(*best);
+  ASSIGN_OR_RETURN(BestConfigAnswer answer, kernel.code->fallback);
+  answer.device_model = device_model;
+  answer.toolkit = toolkit;
+  return answer;
+}
+
+std::optional<std::vector<int64_t>> BestConfigIndex::ServedPoint(const KernelCode& code,
+                                                                 const Row& row) {
+  if (!row.shape.ok()) return std::nullopt;
+  const std::string key = ComputeTuningKey(
+      {&code.spec, &code.sources, *row.shape, row.record.device_model, row.record.toolkit});
+  if (key != row.record.tuning_key) return std::nullopt;
+  std::vector<int64_t> point;
+  for (const v1::Dimension& dim : code.spec.problem()) {
+    std::optional<int64_t> value = FindDim(*row.shape, dim.name());
+    // Such a row is infinitely far from every valid request.
+    if (!value.has_value() || *value <= 0) return std::nullopt;
+    point.push_back(*value);
+  }
+  return point;
+}
+
+BestConfigIndex::Groups BestConfigIndex::BuildGroups(const KernelCode& code,
+                                                     const Kernel& kernel) const {
+  Groups groups;
+  for (const std::string& key : kernel.keys) {
+    const Row& row = rows_.at(key);
+    std::optional<std::vector<int64_t>> point = ServedPoint(code, row);
+    if (!point.has_value()) continue;
+    groups.try_emplace(Target(row.record.device_model, row.record.toolkit), point->size())
+        .first->second.Put(key, *point);
+  }
+  return groups;
+}
+
+void BestConfigIndex::EraseRow(const std::string& tuning_key) {
+  auto it = rows_.find(tuning_key);
+  if (it == rows_.end()) return;
+  const BestRecord& old = it->second.record;
+  Kernel& kernel = kernels_.at(old.kernel_name);
+  kernel.keys.erase(tuning_key);
+  auto group = kernel.groups.find(Target(old.device_model, old.toolkit));
+  if (group != kernel.groups.end()) group->second.Remove(tuning_key);
+  rows_.erase(it);
+}
+
+std::optional<ShapeMatch> BestConfigIndex::Best(const Kernel& kernel, const ShapeQuery& query,
+                                                const std::string& device_model,
+                                                const std::string& toolkit) const {
+  absl::InlinedVector<const TunedShapes*, 8> groups;
+  if (!device_model.empty() && !toolkit.empty()) {
+    auto it = kernel.groups.find(Target(device_model, toolkit));
+    if (it != kernel.groups.end()) groups.push_back(&it->second);
+  } else {
+    for (const auto& [target, group] : kernel.groups) {
+      if ((device_model.empty() || target.first == device_model) &&
+          (toolkit.empty() || target.second == toolkit)) {
+        groups.push_back(&group);
+      }
+    }
+  }
+  std::optional<ShapeMatch> best;
+  for (const TunedShapes* group : groups) KeepBest(group->Exact(query), &best);
+  if (best.has_value()) return best;
+  for (const TunedShapes* group : groups) KeepBest(group->Nearest(query), &best);
+  return best;
+}
+
+absl::StatusOr<BestConfigAnswer> BestConfigIndex::AnswerOf(const ShapeMatch& match) const {
+  ASSIGN_OR_RETURN(BestConfigAnswer answer, rows_.at(*match.tuning_key).answer);
+  answer.source = match.distance == 0 ? BestConfigAnswer::Source::kExact
+                                      : BestConfigAnswer::Source::kNearestShape;
+  return answer;
+}
+
+}  // namespace tunefleet::server

@@ -1,0 +1,120 @@
+// The BestConfigIndex: every stored best row in memory, grouped by kernel,
+// device model and toolkit, so that "what is my best config?" is answered
+// without the store: the exact shape, else the nearest tuned shape of the
+// same kernel on the same device model and toolkit, else the spec's default.
+#ifndef TUNEFLEET_SERVER_BEST_CONFIG_INDEX_H_
+#define TUNEFLEET_SERVER_BEST_CONFIG_INDEX_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "server/store/store.h"
+#include "server/tuned_shapes.h"
+#include "tunefleet/v1/tuning_service.pb.h"
+
+namespace tunefleet::server {
+
+// The answer to "what is my best config?".
+struct BestConfigAnswer {
+  enum class Source { kExact, kNearestShape, kDefault };
+  Source source = Source::kDefault;
+  v1::Config config;          // the row's, or the spec's default (normalized)
+  std::string config_text;
+  double median_seconds = 0;  // 0 for kDefault
+  std::string tuning_key;     // empty for kDefault
+  std::string job_id;         // empty for kDefault
+  v1::Shape tuned_shape;      // the row's shape as stored; empty for kDefault
+  std::string device_model;   // the row's; for kDefault the request's
+  std::string toolkit;        // the row's; for kDefault the request's
+};
+
+// Only rows whose stored tuning key is the key the kernel's newest spec
+// gives their shape, model and toolkit are served (a row tuned with older
+// code or measurement protocol is not); rows whose shape does not parse are
+// not served either. Of the served rows of the kernel that match the model
+// and toolkit asked for, the answer is the one at the smallest distance
+// (TunedShapes), ties to the smallest tuning key; distance 0 is exact.
+//
+// Thread-safety: safe for concurrent use. Resolve takes only a reader lock
+// and copies no sources. PutKernel and PutBest run one at a time and hash
+// under a reader lock, so Resolve is blocked only while they install what
+// they computed.
+class BestConfigIndex {
+ public:
+  BestConfigIndex() = default;
+  BestConfigIndex(const BestConfigIndex&) = delete;
+  BestConfigIndex& operator=(const BestConfigIndex&) = delete;
+
+  // Makes `spec` the newest spec of its kernel. Only the kernel spec and the
+  // sources' paths and digests are kept. When the code digest (KernelDigest)
+  // changes, every row of the kernel has its key checked again, here; when
+  // it does not, nothing is recomputed.
+  void PutKernel(const v1::JobSpec& spec);
+
+  // A best row the store accepted. Follows the store's keep-faster rule: the
+  // row replaces the one with the same tuning key only when there is none or
+  // the stored median is larger. Its key is checked here, once.
+  void PutBest(const BestRecord& row);
+
+  // Empty `device_model` or `toolkit` match any. NotFound when PutKernel
+  // never saw the kernel; InvalidArgument for a shape NormalizeShape refuses;
+  // InvalidArgument when the chosen config does not parse.
+  absl::StatusOr<BestConfigAnswer> Resolve(const std::string& kernel_name,
+                                           const v1::Shape& shape,
+                                           const std::string& device_model,
+                                           const std::string& toolkit) const;
+
+ private:
+  // What the newest spec of a kernel decides.
+  struct KernelCode {
+    v1::KernelSpec spec;
+    std::vector<v1::SourceFile> sources;  // paths and digests, no contents
+    std::string digest;                   // KernelDigest
+    absl::StatusOr<BestConfigAnswer> fallback;  // the default config
+  };
+  // A stored row, parsed once.
+  struct Row {
+    BestRecord record;
+    absl::StatusOr<v1::Shape> shape;
+    absl::StatusOr<BestConfigAnswer> answer;  // an error when config does not parse
+  };
+  using Target = std::pair<std::string, std::string>;  // (device model, toolkit)
+  using Groups = absl::flat_hash_map<Target, TunedShapes>;
+  struct Kernel {
+    std::optional<KernelCode> code;           // none until PutKernel
+    absl::flat_hash_set<std::string> keys;    // every row of the kernel
+    Groups groups;                            // the served rows
+  };
+
+  // The row's dims in spec order when `code` serves it.
+  static std::optional<std::vector<int64_t>> ServedPoint(const KernelCode& code,
+                                                         const Row& row);
+  Groups BuildGroups(const KernelCode& code, const Kernel& kernel) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void EraseRow(const std::string& tuning_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::optional<ShapeMatch> Best(const Kernel& kernel, const ShapeQuery& query,
+                                 const std::string& device_model,
+                                 const std::string& toolkit) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<BestConfigAnswer> AnswerOf(const ShapeMatch& match) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  // Held by PutKernel and PutBest from start to end: nothing changes between
+  // what they compute under a reader lock and what they install.
+  absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Row> rows_ ABSL_GUARDED_BY(mu_);  // by tuning key
+  absl::flat_hash_map<std::string, Kernel> kernels_ ABSL_GUARDED_BY(mu_);  // by name
+};
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_BEST_CONFIG_INDEX_H_

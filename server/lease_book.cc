@@ -1,0 +1,83 @@
+#include "server/lease_book.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace tunefleet::server {
+
+LeaseBook::LeaseBook(int64_t first_epoch) : next_epoch_(first_epoch) {}
+
+const Lease& LeaseBook::Grant(Lease lease) {
+  lease.id = absl::StrCat("l", next_id_++);
+  lease.epoch = next_epoch_++;
+  by_worker_[lease.worker_id].insert(lease.id);
+  by_job_[lease.job_id].insert(lease.id);
+  by_expiry_.emplace(lease.expires, lease.id);
+  auto [it, inserted] = leases_.emplace(lease.id, std::move(lease));
+  return it->second;
+}
+
+Lease* LeaseBook::Find(const std::string& id, int64_t epoch,
+                       const std::string& worker_id) {
+  auto it = leases_.find(id);
+  if (it == leases_.end() || it->second.epoch != epoch ||
+      it->second.worker_id != worker_id) {
+    return nullptr;
+  }
+  return &it->second;
+}
+
+void LeaseBook::Renew(const std::string& id, absl::Time expires) {
+  auto it = leases_.find(id);
+  if (it == leases_.end()) return;
+  by_expiry_.erase({it->second.expires, id});
+  it->second.expires = expires;
+  by_expiry_.emplace(expires, id);
+}
+
+void LeaseBook::RenewWorker(const std::string& worker_id, absl::Time expires) {
+  auto it = by_worker_.find(worker_id);
+  if (it == by_worker_.end()) return;
+  for (const std::string& id : it->second) Renew(id, expires);
+}
+
+void LeaseBook::Unindex(const Lease& lease) {
+  by_expiry_.erase({lease.expires, lease.id});
+  auto worker = by_worker_.find(lease.worker_id);
+  worker->second.erase(lease.id);
+  if (worker->second.empty()) by_worker_.erase(worker);
+  auto job = by_job_.find(lease.job_id);
+  job->second.erase(lease.id);
+  if (job->second.empty()) by_job_.erase(job);
+}
+
+Lease LeaseBook::Remove(const std::string& id) {
+  auto it = leases_.find(id);
+  if (it == leases_.end()) return Lease();
+  Unindex(it->second);
+  Lease lease = std::move(it->second);
+  leases_.erase(it);
+  return lease;
+}
+
+std::vector<Lease> LeaseBook::TakeExpired(absl::Time now) {
+  std::vector<Lease> expired;
+  while (!by_expiry_.empty() && by_expiry_.begin()->first < now) {
+    expired.push_back(Remove(by_expiry_.begin()->second));
+  }
+  return expired;
+}
+
+std::vector<Lease> LeaseBook::TakeJob(const std::string& job_id) {
+  std::vector<Lease> taken;
+  auto it = by_job_.find(job_id);
+  if (it == by_job_.end()) return taken;
+  const std::vector<std::string> ids(it->second.begin(), it->second.end());
+  for (const std::string& id : ids) taken.push_back(Remove(id));
+  return taken;
+}
+
+bool LeaseBook::HasJob(const std::string& job_id) const {
+  return by_job_.contains(job_id);
+}
+
+}  // namespace tunefleet::server

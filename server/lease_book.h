@@ -1,0 +1,74 @@
+// The LeaseBook: every lease the coordinator has handed out and not yet got
+// back, with its epoch and expiry, indexed by lease id, by worker and by
+// expiry time.
+#ifndef TUNEFLEET_SERVER_LEASE_BOOK_H_
+#define TUNEFLEET_SERVER_LEASE_BOOK_H_
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/time/time.h"
+
+namespace tunefleet::server {
+
+// Trials of one job target handed to one worker device. `ordinals` are the
+// configs not yet reported.
+struct Lease {
+  std::string id;
+  int64_t epoch = 0;
+  std::string worker_id;
+  std::string job_id;
+  int target = 0;
+  absl::Time expires;
+  std::vector<uint64_t> ordinals;
+  bool finalists = false;  // the finalists round: trials already stored
+};
+
+// Thread-safety: not thread-safe; owned and locked by the JobManager.
+// Costs: Grant, Find, Remove are O(log n); RenewWorker is O(k log n) for a
+// worker holding k leases, whatever the number n of leases in the book;
+// TakeExpired is O(e log n) for e expired leases.
+class LeaseBook {
+ public:
+  // `first_epoch`: epochs count up from here. Choose it so that it never
+  // repeats across coordinator restarts (e.g. from the clock).
+  explicit LeaseBook(int64_t first_epoch);
+
+  // Assigns a new lease id and epoch to `lease` and keeps it.
+  const Lease& Grant(Lease lease);
+  // The lease `id` when it is still held under `epoch` by `worker_id`;
+  // nullptr for an expired, returned or foreign lease.
+  Lease* Find(const std::string& id, int64_t epoch, const std::string& worker_id);
+  // Moves the expiry of lease `id` (no-op when it is gone).
+  void Renew(const std::string& id, absl::Time expires);
+  // Moves the expiry of every lease of `worker_id`.
+  void RenewWorker(const std::string& worker_id, absl::Time expires);
+  // Removes lease `id` and returns it (empty id when it was not held).
+  Lease Remove(const std::string& id);
+  // Removes and returns every lease that expired before `now`.
+  std::vector<Lease> TakeExpired(absl::Time now);
+  // Removes and returns every lease of `job_id`.
+  std::vector<Lease> TakeJob(const std::string& job_id);
+  // True when some lease of `job_id` is out.
+  bool HasJob(const std::string& job_id) const;
+  size_t size() const { return leases_.size(); }
+
+ private:
+  void Unindex(const Lease& lease);
+
+  int64_t next_epoch_;
+  int64_t next_id_ = 1;
+  absl::flat_hash_map<std::string, Lease> leases_;
+  absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> by_worker_;
+  absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> by_job_;
+  std::set<std::pair<absl::Time, std::string>> by_expiry_;
+};
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_LEASE_BOOK_H_

@@ -1,0 +1,107 @@
+#include "server/tuned_shapes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace tunefleet::server {
+
+ShapeQuery::ShapeQuery(absl::Span<const int64_t> values) {
+  for (int64_t value : values) {
+    point.push_back(static_cast<double>(value));
+    logs.push_back(std::log(point.back()));
+  }
+}
+
+bool Precedes(const ShapeMatch& a, const ShapeMatch& b) {
+  if (a.distance != b.distance) return a.distance < b.distance;
+  return *a.tuning_key < *b.tuning_key;
+}
+
+void TunedShapes::Put(const std::string& tuning_key, absl::Span<const int64_t> values) {
+  Remove(tuning_key);
+  const size_t row = keys_.size();
+  keys_.push_back(tuning_key);
+  ShapePoint point;
+  for (int64_t value : values) {
+    point.push_back(static_cast<double>(value));
+    points_.push_back(point.back());
+    logs_.push_back(std::log(point.back()));
+  }
+  row_of_[tuning_key] = row;
+  rows_at_[point].push_back(row);
+}
+
+void TunedShapes::Remove(const std::string& tuning_key) {
+  auto it = row_of_.find(tuning_key);
+  if (it == row_of_.end()) return;
+  const size_t row = it->second;
+  row_of_.erase(it);
+  ShapePoint point(points_.begin() + row * dims_, points_.begin() + (row + 1) * dims_);
+  auto at = rows_at_.find(point);
+  at->second.erase(std::find(at->second.begin(), at->second.end(), row));
+  if (at->second.empty()) rows_at_.erase(at);
+  const size_t last = keys_.size() - 1;
+  if (row != last) MoveRow(last, row);
+  keys_.pop_back();
+  points_.resize(last * dims_);
+  logs_.resize(last * dims_);
+}
+
+void TunedShapes::MoveRow(size_t from, size_t to) {
+  keys_[to] = std::move(keys_[from]);
+  std::copy_n(points_.begin() + from * dims_, dims_, points_.begin() + to * dims_);
+  std::copy_n(logs_.begin() + from * dims_, dims_, logs_.begin() + to * dims_);
+  row_of_[keys_[to]] = to;
+  ShapePoint point(points_.begin() + to * dims_, points_.begin() + (to + 1) * dims_);
+  absl::InlinedVector<size_t, 1>& rows = rows_at_[point];
+  *std::find(rows.begin(), rows.end(), from) = to;
+}
+
+std::optional<ShapeMatch> TunedShapes::Exact(const ShapeQuery& query) const {
+  auto at = rows_at_.find(query.point);
+  if (at == rows_at_.end()) return std::nullopt;
+  const std::string* first = nullptr;
+  for (size_t row : at->second) {
+    if (first == nullptr || keys_[row] < *first) first = &keys_[row];
+  }
+  return ShapeMatch{first, /*distance=*/0};
+}
+
+std::optional<ShapeMatch> TunedShapes::Nearest(const ShapeQuery& query) const {
+  if (keys_.empty()) return std::nullopt;
+  double smallest = std::numeric_limits<double>::infinity();
+  for (size_t row = 0; row < keys_.size(); ++row) {
+    smallest = std::min(smallest, ApproximateDistance(row, query));
+  }
+  // A difference of logs rounds unlike the log of a ratio, which defines the
+  // distance: every row within rounding of the smallest is measured exactly,
+  // so near-ties fall as a scan of the rows in key order decides them. The
+  // two differ by a few ulps of log(INT64_MAX) per dim, far below the slack.
+  const double slack = 1e-9 * (1 + smallest);
+  std::optional<ShapeMatch> nearest;
+  for (size_t row = 0; row < keys_.size(); ++row) {
+    if (ApproximateDistance(row, query) > smallest + slack) continue;
+    ShapeMatch match{&keys_[row], Distance(row, query)};
+    if (!nearest.has_value() || Precedes(match, *nearest)) nearest = match;
+  }
+  return nearest;
+}
+
+double TunedShapes::ApproximateDistance(size_t row, const ShapeQuery& query) const {
+  const double* logs = logs_.data() + row * dims_;
+  double distance = 0;
+  for (size_t dim = 0; dim < dims_; ++dim) distance += std::abs(query.logs[dim] - logs[dim]);
+  return distance;
+}
+
+double TunedShapes::Distance(size_t row, const ShapeQuery& query) const {
+  const double* point = points_.data() + row * dims_;
+  double distance = 0;
+  for (size_t dim = 0; dim < dims_; ++dim) {
+    distance += std::abs(std::log(query.point[dim] / point[dim]));
+  }
+  return distance;
+}
+
+}  // namespace tunefleet::server

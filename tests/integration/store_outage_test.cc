@@ -1,0 +1,185 @@
+// The store failing under a running fleet: real coordinator and worker
+// processes, a real PostgreSQL stopped hard mid-job and started again, and a
+// SQLite data directory deleted under the coordinator.
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "bench/local_fleet.h"
+#include "gtest/gtest.h"
+#include "server/store/store.h"
+#include "tests/support/test_support.h"
+#include "tunefleet/client.h"
+
+namespace tunefleet::testing {
+namespace {
+
+using ::tunefleet::bench::Fleet;
+using ::tunefleet::bench::FleetOptions;
+using ::tunefleet::bench::RunProgram;
+
+// The coordinator's gRPC health status ("" service): 1 SERVING, 2
+// NOT_SERVING, 0 when the call failed. The request is the empty
+// HealthCheckRequest; the answer's field 1 is the status.
+int HealthStatus(const std::string& address) {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  grpc::ByteBuffer request;
+  grpc::ByteBuffer response;
+  grpc::Slice empty;
+  request = grpc::ByteBuffer(&empty, 1);
+  absl::Notification done;
+  grpc::Status status;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                 &response, [&](grpc::Status s) {
+                   status = std::move(s);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  std::vector<grpc::Slice> slices;
+  if (!status.ok() || !response.Dump(&slices).ok()) return 0;
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : 0;
+}
+
+class StoreOutageTest : public ::testing::Test {
+ protected:
+  void StartFleet(const std::string& database) {
+    FleetOptions options;
+    options.bin_dir = BuildDir() + "/bin";
+    options.data_dir = dir_.path() + "/fleet";
+    options.database = database;
+    options.finalists = 0;
+    std::filesystem::create_directories(options.data_dir);
+    fleet_ = std::make_unique<Fleet>(options);
+    ASSERT_OK(fleet_->StartCoordinator());
+    ClientOptions client_options;
+    client_options.target = fleet_->address();
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
+    ASSERT_OK(client);
+    client_ = *std::move(client);
+    ASSERT_OK(fleet_->StartWorker());
+    ASSERT_OK(fleet_->StartWorker());
+  }
+
+  SubmitRequest Matmul(int64_t budget) {
+    SubmitRequest request;
+    request.kernel_dir = SourceDir() + "/kernels/cpu/matmul";
+    request.shape = "M=256,N=256,K=256";
+    request.strategy = "random";
+    request.budget = budget;
+    request.seed = 7;
+    return request;
+  }
+
+  // Polls the job until `done(job)` or the deadline; returns the last view.
+  Job WaitFor(const std::string& id, absl::Duration timeout,
+              const std::function<bool(const Job&)>& done) {
+    const absl::Time deadline = absl::Now() + timeout;
+    Job job;
+    while (absl::Now() < deadline) {
+      absl::StatusOr<Job> current = client_->GetJob(id);
+      if (current.ok()) {
+        job = *current;
+        if (done(job)) break;
+      }
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    return job;
+  }
+
+  // Every stored trial of the job, checked to hold each config once.
+  void ExpectEveryConfigOnce(const std::string& url, const Job& job) {
+    absl::StatusOr<std::unique_ptr<server::Store>> store = server::OpenStore(url);
+    ASSERT_OK(store);
+    absl::StatusOr<std::vector<server::TrialRecord>> trials = (*store)->ListTrials(job.id);
+    ASSERT_OK(trials);
+    std::set<std::string> configs;
+    for (const server::TrialRecord& trial : *trials) configs.insert(trial.config);
+    EXPECT_EQ(static_cast<int64_t>(trials->size()), job.trials_total);
+    EXPECT_EQ(configs.size(), trials->size());
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Fleet> fleet_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(StoreOutageTest, JobFinishesAfterPostgresIsStoppedHardAndStartedAgain) {
+  const std::string cluster = dir_.path() + "/pg";
+  std::filesystem::create_directories(cluster);
+  // The server may run as another user (postgres, under root): it must reach
+  // its directory.
+  std::filesystem::permissions(dir_.path(), std::filesystem::perms::owner_all |
+                                                std::filesystem::perms::group_exec |
+                                                std::filesystem::perms::others_exec);
+  const std::string script = SourceDir() + "/scripts/pg-cluster.sh";
+  auto run = [&](std::vector<std::string> argv) {
+    absl::StatusOr<bench::RunResult> result = RunProgram(argv, absl::Seconds(90));
+    return result.ok() && result->exit.code == 0;
+  };
+  ASSERT_TRUE(run({script, "init", cluster}));
+  const std::string port = std::to_string(20000 + (::getpid() % 20000));
+  ASSERT_TRUE(run({script, "start", cluster, port}));
+  const std::string url =
+      absl::StrCat("postgresql://tunefleet:secret@127.0.0.1:", port, "/postgres");
+  StartFleet(url);
+  absl::StatusOr<Job> job = client_->Submit(Matmul(/*budget=*/30));
+  ASSERT_OK(job);
+  Job started = WaitFor(job->id, absl::Seconds(120), [](const Job& j) { return j.trials_done >= 3; });
+  ASSERT_GE(started.trials_done, 3) << JobStateName(started.state) << " " << started.reason;
+  ASSERT_LT(started.trials_done, started.trials_total) << "the job ended before the outage";
+
+  ASSERT_TRUE(run({script, "stop", cluster}));
+  absl::SleepFor(absl::Seconds(15));
+  ASSERT_TRUE(run({script, "start", cluster, port}));
+
+  Job done = WaitFor(job->id, absl::Seconds(180), [](const Job& j) {
+    return j.state == JobState::kSucceeded || j.state == JobState::kFailed;
+  });
+  ASSERT_EQ(done.state, JobState::kSucceeded) << done.reason;
+  EXPECT_EQ(done.trials_done, done.trials_total);
+  ExpectEveryConfigOnce(url, done);
+  EXPECT_EQ(HealthStatus(fleet_->address()), 1);
+  fleet_.reset();  // the coordinator goes before its database
+  EXPECT_TRUE(run({script, "stop", cluster}));
+}
+
+TEST_F(StoreOutageTest, DeletedSqliteDirectoryTurnsTheCoordinatorUnavailable) {
+  const std::string db_dir = dir_.path() + "/db";
+  StartFleet(absl::StrCat("sqlite://", db_dir, "/tunefleet.db"));
+  EXPECT_EQ(HealthStatus(fleet_->address()), 1);
+  absl::StatusOr<Job> job = client_->Submit(Matmul(/*budget=*/30));
+  ASSERT_OK(job);
+  Job started = WaitFor(job->id, absl::Seconds(120), [](const Job& j) { return j.trials_done >= 2; });
+  ASSERT_GE(started.trials_done, 2) << JobStateName(started.state) << " " << started.reason;
+
+  std::filesystem::remove_all(db_dir);
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (HealthStatus(fleet_->address()) != 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(HealthStatus(fleet_->address()), 2);  // NOT_SERVING
+  absl::StatusOr<Job> refused = client_->Submit(Matmul(/*budget=*/5));
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kUnavailable));
+  // The running job cannot record anything any more: it never claims success.
+  absl::SleepFor(absl::Seconds(5));
+  absl::StatusOr<Job> after = client_->GetJob(job->id);
+  ASSERT_OK(after);
+  EXPECT_NE(after->state, JobState::kSucceeded);
+  EXPECT_FALSE(std::filesystem::exists(db_dir + "/tunefleet.db"));
+}
+
+}  // namespace
+}  // namespace tunefleet::testing

@@ -1,0 +1,73 @@
+// FaultyStore: a real store behind switches that make some of its writes
+// fail with Unavailable, as a database that is briefly unreachable does.
+#ifndef TUNEFLEET_TESTS_SERVER_FAULTY_STORE_H_
+#define TUNEFLEET_TESTS_SERVER_FAULTY_STORE_H_
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "server/store/store.h"
+
+namespace tunefleet::server::testing {
+
+// Thread-safety: as the wrapped store; the switches are atomic.
+class FaultyStore : public Store {
+ public:
+  explicit FaultyStore(Store* store) : store_(store) {}
+
+  std::atomic<bool> refuse_trials{false};  // InsertTrials
+  std::atomic<bool> refuse_best{false};    // UpsertBest
+  std::atomic<bool> refuse_jobs{false};    // PutJob
+  std::atomic<int> trial_writes{0};        // InsertTrials calls, refused or not
+
+  absl::Status PutJob(const JobRecord& job) override {
+    if (refuse_jobs) return Down();
+    return store_->PutJob(job);
+  }
+  absl::StatusOr<JobRecord> GetJob(const std::string& id) override { return store_->GetJob(id); }
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(bool unfinished_only, int limit) override {
+    return store_->ListJobs(unfinished_only, limit);
+  }
+  absl::StatusOr<std::vector<bool>> InsertTrials(
+      const std::vector<TrialRecord>& trials) override {
+    ++trial_writes;
+    if (refuse_trials) return Down();
+    return store_->InsertTrials(trials);
+  }
+  absl::StatusOr<std::vector<TrialRecord>> ListTrials(const std::string& job_id) override {
+    return store_->ListTrials(job_id);
+  }
+  absl::StatusOr<bool> UpsertBest(const BestRecord& best) override {
+    if (refuse_best) return Down();
+    return store_->UpsertBest(best);
+  }
+  absl::StatusOr<BestRecord> GetBest(const std::string& key) override {
+    return store_->GetBest(key);
+  }
+  absl::StatusOr<std::vector<BestRecord>> ListBest(const std::string& kernel,
+                                                   const std::string& model,
+                                                   const std::string& toolkit) override {
+    return store_->ListBest(kernel, model, toolkit);
+  }
+  absl::Status PutBlobs(const std::vector<BlobRecord>& blobs) override {
+    return store_->PutBlobs(blobs);
+  }
+  absl::StatusOr<std::string> GetBlob(const std::string& digest) override {
+    return store_->GetBlob(digest);
+  }
+  absl::Status PutKernel(const KernelRecord& kernel) override { return store_->PutKernel(kernel); }
+  absl::StatusOr<std::vector<KernelRecord>> ListKernels() override {
+    return store_->ListKernels();
+  }
+  absl::Status CheckHealth() override { return store_->CheckHealth(); }
+
+ private:
+  static absl::Status Down() { return absl::UnavailableError("database unreachable"); }
+
+  Store* const store_;
+};
+
+}  // namespace tunefleet::server::testing
+
+#endif  // TUNEFLEET_TESTS_SERVER_FAULTY_STORE_H_

@@ -1,0 +1,81 @@
+#include "server/lease_book.h"
+
+#include "gtest/gtest.h"
+
+namespace tunefleet::server {
+namespace {
+
+const absl::Time kStart = absl::FromUnixSeconds(1'700'000'000);
+
+Lease LeaseOf(const std::string& worker, const std::string& job, absl::Duration ttl) {
+  Lease lease;
+  lease.worker_id = worker;
+  lease.job_id = job;
+  lease.expires = kStart + ttl;
+  lease.ordinals = {1, 2};
+  return lease;
+}
+
+TEST(LeaseBookTest, GrantsFreshIdsAndEpochsFromTheFirstEpoch) {
+  LeaseBook book(/*first_epoch=*/1000);
+  const Lease& first = book.Grant(LeaseOf("w1", "j1", absl::Seconds(10)));
+  EXPECT_EQ(first.epoch, 1000);
+  const std::string first_id = first.id;
+  const Lease& second = book.Grant(LeaseOf("w1", "j1", absl::Seconds(10)));
+  EXPECT_EQ(second.epoch, 1001);
+  EXPECT_NE(second.id, first_id);
+  EXPECT_EQ(book.size(), 2u);
+}
+
+TEST(LeaseBookTest, FindsALeaseOnlyUnderItsEpochAndWorker) {
+  LeaseBook book(1);
+  const Lease& lease = book.Grant(LeaseOf("w1", "j1", absl::Seconds(10)));
+  const std::string id = lease.id;
+  EXPECT_NE(book.Find(id, 1, "w1"), nullptr);
+  EXPECT_EQ(book.Find(id, 2, "w1"), nullptr);
+  EXPECT_EQ(book.Find(id, 1, "w2"), nullptr);
+  EXPECT_EQ(book.Find("nope", 1, "w1"), nullptr);
+}
+
+TEST(LeaseBookTest, RenewingAWorkerMovesOnlyItsLeases) {
+  LeaseBook book(1);
+  const std::string mine = book.Grant(LeaseOf("w1", "j1", absl::Seconds(10))).id;
+  const std::string other = book.Grant(LeaseOf("w2", "j1", absl::Seconds(10))).id;
+  book.RenewWorker("w1", kStart + absl::Seconds(30));
+  std::vector<Lease> expired = book.TakeExpired(kStart + absl::Seconds(20));
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].id, other);
+  EXPECT_NE(book.Find(mine, 1, "w1"), nullptr);
+  EXPECT_TRUE(book.TakeExpired(kStart + absl::Seconds(20)).empty());
+  EXPECT_EQ(book.TakeExpired(kStart + absl::Seconds(31)).size(), 1u);
+  EXPECT_EQ(book.size(), 0u);
+}
+
+TEST(LeaseBookTest, ExpiresInDeadlineOrder) {
+  LeaseBook book(1);
+  const std::string late = book.Grant(LeaseOf("w1", "j1", absl::Seconds(20))).id;
+  const std::string early = book.Grant(LeaseOf("w2", "j1", absl::Seconds(5))).id;
+  book.Renew(late, kStart + absl::Seconds(3));
+  std::vector<Lease> expired = book.TakeExpired(kStart + absl::Seconds(10));
+  ASSERT_EQ(expired.size(), 2u);
+  EXPECT_EQ(expired[0].id, late);
+  EXPECT_EQ(expired[1].id, early);
+}
+
+TEST(LeaseBookTest, TakesEveryLeaseOfAJob) {
+  LeaseBook book(1);
+  book.Grant(LeaseOf("w1", "j1", absl::Seconds(10)));
+  book.Grant(LeaseOf("w2", "j1", absl::Seconds(10)));
+  const std::string kept = book.Grant(LeaseOf("w1", "j2", absl::Seconds(10))).id;
+  EXPECT_TRUE(book.HasJob("j1"));
+  EXPECT_EQ(book.TakeJob("j1").size(), 2u);
+  EXPECT_FALSE(book.HasJob("j1"));
+  EXPECT_TRUE(book.HasJob("j2"));
+  EXPECT_EQ(book.Remove(kept).id, kept);
+  EXPECT_TRUE(book.Remove(kept).id.empty());
+  EXPECT_EQ(book.size(), 0u);
+  book.RenewWorker("w1", kStart);  // no leases: nothing to do
+}
+
+}  // namespace
+}  // namespace tunefleet::server

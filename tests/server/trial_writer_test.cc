@@ -1,0 +1,80 @@
+#include "server/trial_writer.h"
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/server/faulty_store.h"
+#include "tests/support/test_support.h"
+
+namespace tunefleet::server {
+namespace {
+
+using ::tunefleet::server::testing::FaultyStore;
+using ::tunefleet::testing::StatusIs;
+using ::tunefleet::testing::TempDir;
+
+TrialRecord Row(const std::string& job, int config) {
+  TrialRecord row;
+  row.job_id = job;
+  row.tuning_key = "key";
+  row.config = absl::StrCat("X=", config);
+  row.status = 1;
+  row.median_seconds = 1e-3;
+  return row;
+}
+
+class TrialWriterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<Store>> store =
+        OpenStore("sqlite://" + dir_.path() + "/store.db");
+    ASSERT_OK(store);
+    store_ = *std::move(store);
+    faulty_ = std::make_unique<FaultyStore>(store_.get());
+  }
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<FaultyStore> faulty_;
+};
+
+TEST_F(TrialWriterTest, ConcurrentWritersShareTransactionsAndEveryRowIsStoredOnce) {
+  TrialWriter writer(faulty_.get(), TrialWriterOptions());
+  constexpr int kThreads = 16;
+  constexpr int kReports = 50;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kReports; ++r) {
+        // Each report twice: delivery is at least once.
+        std::vector<TrialRecord> rows = {Row(absl::StrCat("j", t), r)};
+        EXPECT_OK(writer.Write(rows));
+        EXPECT_OK(writer.Write(rows));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(store_->ListTrials(absl::StrCat("j", t))->size(), size_t{kReports});
+  }
+  EXPECT_LE(faulty_->trial_writes, 2 * kThreads * kReports);
+}
+
+TEST_F(TrialWriterTest, ARefusedBatchFailsAfterItsRetriesAndStoresNothing) {
+  TrialWriterOptions options;
+  options.attempts = 3;
+  options.backoff = absl::Milliseconds(1);
+  TrialWriter writer(faulty_.get(), options);
+  faulty_->refuse_trials = true;
+  EXPECT_THAT(writer.Write({Row("j", 1), Row("j", 2)}),
+              StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_EQ(faulty_->trial_writes, 3);
+  EXPECT_TRUE(store_->ListTrials("j")->empty());
+  faulty_->refuse_trials = false;
+  EXPECT_OK(writer.Write({Row("j", 1), Row("j", 2)}));
+  EXPECT_EQ(store_->ListTrials("j")->size(), 2u);
+  EXPECT_OK(writer.Write({}));
+}
+
+}  // namespace
+}  // namespace tunefleet::server
