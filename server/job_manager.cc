@@ -175,6 +175,17 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request) {
     absl::MutexLock lock(&mu_);
     StartJob(std::move(job));
   }
+  // A worker that registered while the job was being stored found nothing
+  // to bind: bind for it now.
+  for (const WorkerDevice& device : LiveModelsFor(spec)) {
+    const bool planned = std::any_of(devices.begin(), devices.end(), [&](const WorkerDevice& d) {
+      return d.device.model() == device.device.model() && d.toolkit == device.toolkit;
+    });
+    if (!planned) {
+      OnWorkerRegistered();
+      break;
+    }
+  }
   if (work_listener_) work_listener_();
   return snapshot.stored.last_view();
 }

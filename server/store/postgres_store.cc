@@ -12,6 +12,7 @@
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/store/schema.h"
 
 namespace tunefleet::server {
 namespace {
@@ -80,17 +81,6 @@ CREATE TABLE kernels (
 // in ASCII). Advisory locks are per database, so other databases never wait.
 constexpr int64_t kMigrationLockKey = 0x74756e65666c6565;
 
-#define TF_JOB_COLUMNS                                               \
-  "id, kernel_name, state, reason, spec, targets, created_unix_ms, " \
-  "updated_unix_ms"
-#define TF_TRIAL_COLUMNS                                                 \
-  "job_id, tuning_key, config, status, median_seconds, p20_seconds, "    \
-  "p80_seconds, samples, compile_seconds, worker_id, device_id, error, " \
-  "finished_unix_ms"
-#define TF_BEST_COLUMNS                                             \
-  "tuning_key, kernel_name, shape, device_model, toolkit, config, " \
-  "median_seconds, job_id, updated_unix_ms"
-
 struct Query {
   const char* name;
   const char* sql;
@@ -139,25 +129,22 @@ constexpr Query kListBest = {
     " FROM best_configs WHERE ($1 = '' OR kernel_name = $1) "
     "AND ($2 = '' OR device_model = $2) AND ($3 = '' OR toolkit = $3) "
     "ORDER BY tuning_key"};
-constexpr Query kPutBlob = {"put_blob",
-                            "INSERT INTO blobs (digest, content) VALUES ($1, $2) "
-                            "ON CONFLICT (digest) DO NOTHING"};
-constexpr Query kGetBlob = {"get_blob", "SELECT content FROM blobs WHERE digest = $1"};
+constexpr Query kPutBlob = {"put_blob", "INSERT INTO blobs (" TF_BLOB_COLUMNS
+                                        ") VALUES ($1, $2) "
+                                        "ON CONFLICT (digest) DO NOTHING"};
+constexpr Query kGetBlob = {"get_blob",
+                            "SELECT content FROM blobs WHERE digest = $1"};
 constexpr Query kPutKernel = {
-    "put_kernel",
-    "INSERT INTO kernels (name, spec, updated_unix_ms) VALUES ($1, $2, $3) "
-    "ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, "
-    "updated_unix_ms = EXCLUDED.updated_unix_ms"};
-constexpr Query kListKernels = {"list_kernels",
-                                "SELECT name, spec, updated_unix_ms FROM kernels ORDER BY name"};
+    "put_kernel", "INSERT INTO kernels (" TF_KERNEL_COLUMNS
+                  ") VALUES ($1, $2, $3) "
+                  "ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, "
+                  "updated_unix_ms = EXCLUDED.updated_unix_ms"};
+constexpr Query kListKernels = {
+    "list_kernels", "SELECT " TF_KERNEL_COLUMNS " FROM kernels ORDER BY name"};
 
-#undef TF_JOB_COLUMNS
-#undef TF_TRIAL_COLUMNS
-#undef TF_BEST_COLUMNS
-
-constexpr Query kAllQueries[] = {kPutJob,    kGetJob,    kListJobs,   kInsertTrial,
-                                 kListTrials, kUpsertBest, kGetBest,   kListBest,
-                                 kPutBlob,    kGetBlob,   kPutKernel,  kListKernels};
+constexpr Query kAllQueries[] = {
+    kPutJob,  kGetJob,   kListJobs, kInsertTrial, kListTrials, kUpsertBest,
+    kGetBest, kListBest, kPutBlob,  kGetBlob,     kPutKernel,  kListKernels};
 
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -229,6 +216,14 @@ BestRecord ReadBest(const pqxx::row& row) {
   return best;
 }
 
+KernelRecord ReadKernel(const pqxx::row& row) {
+  KernelRecord kernel;
+  kernel.name = row[0].as<std::string>();
+  kernel.spec = ReadBytes(row[1]);
+  kernel.updated_unix_ms = row[2].as<int64_t>();
+  return kernel;
+}
+
 template <typename Record>
 std::vector<Record> ReadAll(const pqxx::result& result,
                             Record (*read)(const pqxx::row&)) {
@@ -278,6 +273,16 @@ Failure ClassifyCurrentException(absl::string_view what) {
     return {.status = absl::InternalError(
                 absl::StrCat("postgres: ", what, ": unknown exception"))};
   }
+}
+
+// True when the row was new. Throws what pqxx throws.
+bool InsertTrialRow(pqxx::work& txn, const TrialRecord& trial) {
+  pqxx::result result = txn.exec_prepared(
+      kInsertTrial.name, trial.job_id, trial.tuning_key, trial.config,
+      trial.status, trial.median_seconds, trial.p20_seconds, trial.p80_seconds,
+      trial.samples, trial.compile_seconds, trial.worker_id, trial.device_id,
+      Bytes(trial.error), trial.finished_unix_ms);
+  return result.affected_rows() > 0;
 }
 
 void ApplyPendingMigrations(pqxx::work& txn) {
@@ -464,8 +469,12 @@ absl::StatusOr<std::vector<JobRecord>> PostgresStore::ListJobs(
   });
 }
 
+// One statement per trial, all in one transaction: the batch pays for one
+// commit. (libpqxx 6 has no array parameters, and its pipeline no prepared
+// statements, so a multi-row statement would mean escaping values by hand.)
 absl::StatusOr<std::vector<bool>> PostgresStore::InsertTrials(
     const std::vector<TrialRecord>& trials) {
+  if (trials.empty()) return std::vector<bool>();
   for (const TrialRecord& trial : trials) {
     RETURN_IF_ERROR(CheckText({trial.job_id, trial.tuning_key, trial.config,
                                trial.worker_id, trial.device_id}));
@@ -474,13 +483,7 @@ absl::StatusOr<std::vector<bool>> PostgresStore::InsertTrials(
     std::vector<bool> inserted;
     inserted.reserve(trials.size());
     for (const TrialRecord& trial : trials) {
-      pqxx::result result = txn.exec_prepared(
-          kInsertTrial.name, trial.job_id, trial.tuning_key, trial.config,
-          trial.status, trial.median_seconds, trial.p20_seconds,
-          trial.p80_seconds, trial.samples, trial.compile_seconds,
-          trial.worker_id, trial.device_id, Bytes(trial.error),
-          trial.finished_unix_ms);
-      inserted.push_back(result.affected_rows() > 0);
+      inserted.push_back(InsertTrialRow(txn, trial));
     }
     return inserted;
   });
@@ -533,7 +536,9 @@ absl::StatusOr<std::vector<BestRecord>> PostgresStore::ListBest(
 }
 
 absl::Status PostgresStore::PutBlobs(const std::vector<BlobRecord>& blobs) {
-  for (const BlobRecord& blob : blobs) RETURN_IF_ERROR(CheckText({blob.digest}));
+  if (blobs.empty()) return absl::OkStatus();
+  for (const BlobRecord& blob : blobs)
+    RETURN_IF_ERROR(CheckText({blob.digest}));
   return Transact<bool>("PutBlobs",
                         [&](pqxx::work& txn) {
                           for (const BlobRecord& blob : blobs) {
@@ -551,10 +556,12 @@ absl::StatusOr<std::string> PostgresStore::GetBlob(const std::string& digest) {
       std::optional<std::string> content,
       Transact<std::optional<std::string>>("GetBlob", [&](pqxx::work& txn) {
         pqxx::result result = txn.exec_prepared(kGetBlob.name, digest);
-        return result.empty() ? std::nullopt
-                              : std::optional<std::string>(ReadBytes(result[0][0]));
+        if (result.empty()) return std::optional<std::string>();
+        return std::optional<std::string>(ReadBytes(result[0][0]));
       }));
-  if (!content.has_value()) return absl::NotFoundError(absl::StrCat("no blob ", digest));
+  if (!content.has_value()) {
+    return absl::NotFoundError(absl::StrCat("no blob ", digest));
+  }
   return *std::move(content);
 }
 
@@ -563,21 +570,18 @@ absl::Status PostgresStore::PutKernel(const KernelRecord& kernel) {
   return Transact<bool>("PutKernel",
                         [&](pqxx::work& txn) {
                           txn.exec_prepared(kPutKernel.name, kernel.name,
-                                            Bytes(kernel.spec), kernel.updated_unix_ms);
+                                            Bytes(kernel.spec),
+                                            kernel.updated_unix_ms);
                           return true;
                         })
       .status();
 }
 
 absl::StatusOr<std::vector<KernelRecord>> PostgresStore::ListKernels() {
-  return Transact<std::vector<KernelRecord>>("ListKernels", [&](pqxx::work& txn) {
-    std::vector<KernelRecord> kernels;
-    for (const pqxx::row& row : txn.exec_prepared(kListKernels.name)) {
-      kernels.push_back(KernelRecord{row[0].as<std::string>(), ReadBytes(row[1]),
-                                     row[2].as<int64_t>()});
-    }
-    return kernels;
-  });
+  return Transact<std::vector<KernelRecord>>(
+      "ListKernels", [&](pqxx::work& txn) {
+        return ReadAll(txn.exec_prepared(kListKernels.name), &ReadKernel);
+      });
 }
 
 absl::Status PostgresStore::CheckHealth() {

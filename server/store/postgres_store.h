@@ -30,7 +30,8 @@ namespace tunefleet::server {
 // retried. Unavailable when the server cannot be reached, Aborted when the
 // conflict persists, InvalidArgument when a text field holds a NUL byte or
 // invalid UTF-8, Internal otherwise (an in-doubt commit included). No
-// libpqxx exception escapes.
+// libpqxx exception escapes. CheckHealth runs `SELECT 1` under the same
+// policy: OK when a connection answers, Unavailable when none can be made.
 class PostgresStore : public Store {
  public:
   struct Options {
@@ -71,7 +72,6 @@ class PostgresStore : public Store {
   absl::StatusOr<std::string> GetBlob(const std::string& digest) override;
   absl::Status PutKernel(const KernelRecord& kernel) override;
   absl::StatusOr<std::vector<KernelRecord>> ListKernels() override;
-  // A `SELECT 1` through the retry policy.
   absl::Status CheckHealth() override;
 
  private:

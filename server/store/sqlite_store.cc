@@ -3,14 +3,19 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/store/schema.h"
 
 namespace tunefleet::server {
 namespace {
@@ -75,17 +80,6 @@ CREATE TABLE kernels (
 )sql"},
 };
 
-#define TF_JOB_COLUMNS                                               \
-  "id, kernel_name, state, reason, spec, targets, created_unix_ms, " \
-  "updated_unix_ms"
-#define TF_TRIAL_COLUMNS                                                 \
-  "job_id, tuning_key, config, status, median_seconds, p20_seconds, "    \
-  "p80_seconds, samples, compile_seconds, worker_id, device_id, error, " \
-  "finished_unix_ms"
-#define TF_BEST_COLUMNS                                             \
-  "tuning_key, kernel_name, shape, device_model, toolkit, config, " \
-  "median_seconds, job_id, updated_unix_ms"
-
 // Indexed by SqliteStore::Query.
 constexpr const char* kQuerySql[] = {
     // kPutJob
@@ -127,43 +121,62 @@ constexpr const char* kQuerySql[] = {
     "AND (?2 = '' OR device_model = ?2) AND (?3 = '' OR toolkit = ?3) "
     "ORDER BY tuning_key",
     // kPutBlob
-    "INSERT INTO blobs (digest, content) VALUES (?1, ?2) "
-    "ON CONFLICT (digest) DO NOTHING",
+    "INSERT INTO blobs (" TF_BLOB_COLUMNS
+    ") VALUES (?1, ?2) ON CONFLICT (digest) DO NOTHING",
     // kGetBlob
     "SELECT content FROM blobs WHERE digest = ?1",
     // kPutKernel
-    "INSERT INTO kernels (name, spec, updated_unix_ms) VALUES (?1, ?2, ?3) "
+    "INSERT INTO kernels (" TF_KERNEL_COLUMNS
+    ") VALUES (?1, ?2, ?3) "
     "ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, "
     "updated_unix_ms = excluded.updated_unix_ms",
     // kListKernels
-    "SELECT name, spec, updated_unix_ms FROM kernels ORDER BY name",
+    "SELECT " TF_KERNEL_COLUMNS " FROM kernels ORDER BY name",
 };
 
-#undef TF_JOB_COLUMNS
-#undef TF_TRIAL_COLUMNS
-#undef TF_BEST_COLUMNS
-
-// Busy and locked mean another connection holds the database, cantopen a
-// file that is not there to open, readonly a file or directory that does not
-// take writes now, full a full disk, ioerr a failing disk: all of them may
-// clear, so the caller should retry later.
-absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
-  std::string message =
-      absl::StrCat("sqlite: ", what, ": ", sqlite3_errstr(rc));
-  if (db != nullptr && sqlite3_errcode(db) == rc) {
-    absl::StrAppend(&message, " (", sqlite3_errmsg(db), ")");
-  }
+// The result codes an operator can fix or a retry can outlast, named for
+// the message; "" for the rest (Internal).
+absl::string_view UnavailableCondition(int rc) {
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-    case SQLITE_CANTOPEN:
+      return "locked by another connection";
     case SQLITE_READONLY:
+      return "read-only";
     case SQLITE_FULL:
+      return "disk full";
     case SQLITE_IOERR:
-      return absl::UnavailableError(message);
+      return "I/O error";
+    case SQLITE_CANTOPEN:
+      return "cannot open the file";
     default:
-      return absl::InternalError(message);
+      return "";
   }
+}
+
+// For the codes that come from a system call, the errno names the cause
+// (EROFS, ENOSPC, EPERM...); for others it is stale.
+bool HasSystemCause(int rc) {
+  int primary = rc & 0xff;
+  return primary == SQLITE_READONLY || primary == SQLITE_FULL ||
+         primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN;
+}
+
+absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
+  std::string detail = sqlite3_errstr(rc);
+  if (db != nullptr && sqlite3_errcode(db) == rc) {
+    absl::StrAppend(&detail, " (", sqlite3_errmsg(db), ")");
+  }
+  int system_errno = db != nullptr ? sqlite3_system_errno(db) : 0;
+  if (HasSystemCause(rc) && system_errno != 0) {
+    absl::StrAppend(&detail, ": ", std::strerror(system_errno));
+  }
+  absl::string_view condition = UnavailableCondition(rc);
+  if (condition.empty()) {
+    return absl::InternalError(absl::StrCat("sqlite: ", what, ": ", detail));
+  }
+  return absl::UnavailableError(
+      absl::StrCat("sqlite: ", condition, ": ", what, ": ", detail));
 }
 
 // Runs constant SQL (no parameters), such as pragmas and migrations.
@@ -281,14 +294,6 @@ TrialRecord ReadTrial(const Call& call) {
   return trial;
 }
 
-KernelRecord ReadKernel(const Call& call) {
-  KernelRecord kernel;
-  kernel.name = call.ColumnBytes(0);
-  kernel.spec = call.ColumnBytes(1);
-  kernel.updated_unix_ms = call.ColumnInt(2);
-  return kernel;
-}
-
 BestRecord ReadBest(const Call& call) {
   BestRecord best;
   best.tuning_key = call.ColumnBytes(0);
@@ -303,6 +308,14 @@ BestRecord ReadBest(const Call& call) {
   return best;
 }
 
+KernelRecord ReadKernel(const Call& call) {
+  KernelRecord kernel;
+  kernel.name = call.ColumnBytes(0);
+  kernel.spec = call.ColumnBytes(1);
+  kernel.updated_unix_ms = call.ColumnInt(2);
+  return kernel;
+}
+
 // Steps `call` to the end, reading every row with `read`.
 template <typename Record>
 absl::StatusOr<std::vector<Record>> ReadAll(Call& call,
@@ -313,6 +326,25 @@ absl::StatusOr<std::vector<Record>> ReadAll(Call& call,
     if (!row) return records;
     records.push_back(read(call));
   }
+}
+
+// Runs `body()` (returning absl::StatusOr<T>) between BEGIN IMMEDIATE and
+// COMMIT, rolling back when it or the commit fails. IMMEDIATE takes the write
+// lock at once: a deferred transaction that reads first and then writes can
+// fail with SQLITE_BUSY however long it waits.
+template <typename T, typename Body>
+absl::StatusOr<T> InTransaction(sqlite3* db, Body body) {
+  RETURN_IF_ERROR(Exec(db, "BEGIN IMMEDIATE"));
+  absl::StatusOr<T> result = body();
+  if (result.ok()) {
+    absl::Status committed = Exec(db, "COMMIT");
+    if (!committed.ok()) result = committed;
+  }
+  // A failed COMMIT may leave the transaction open; a failed statement does.
+  if (!result.ok() && sqlite3_get_autocommit(db) == 0) {
+    Exec(db, "ROLLBACK").IgnoreError();
+  }
+  return result;
 }
 
 using OwnedStmt = std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)>;
@@ -364,11 +396,47 @@ absl::Status ApplyPendingMigrations(sqlite3* db) {
 // one fresh file, one migrates and the others wait (busy_timeout) and then
 // find nothing left to do.
 absl::Status Migrate(sqlite3* db) {
-  RETURN_IF_ERROR(Exec(db, "BEGIN IMMEDIATE"));
-  absl::Status status = ApplyPendingMigrations(db);
-  if (status.ok()) return Exec(db, "COMMIT");
-  Exec(db, "ROLLBACK").IgnoreError();
-  return status;
+  return InTransaction<bool>(db,
+                             [db]() -> absl::StatusOr<bool> {
+                               RETURN_IF_ERROR(ApplyPendingMigrations(db));
+                               return true;
+                             })
+      .status();
+}
+
+absl::Status InsertBlobRow(sqlite3* db, sqlite3_stmt* stmt,
+                           const BlobRecord& blob) {
+  Call call(db, stmt);
+  call.BindText(blob.digest).BindBlob(blob.content);
+  return call.Execute().status();
+}
+
+absl::StatusOr<bool> InsertTrialRow(sqlite3* db, sqlite3_stmt* stmt,
+                                    const TrialRecord& trial) {
+  Call call(db, stmt);
+  call.BindText(trial.job_id).BindText(trial.tuning_key).BindText(trial.config);
+  call.BindInt(trial.status).BindDouble(trial.median_seconds);
+  call.BindDouble(trial.p20_seconds)
+      .BindDouble(trial.p80_seconds)
+      .BindInt(trial.samples);
+  call.BindDouble(trial.compile_seconds).BindText(trial.worker_id);
+  call.BindText(trial.device_id)
+      .BindBlob(trial.error)
+      .BindInt(trial.finished_unix_ms);
+  ASSIGN_OR_RETURN(int changed, call.Execute());
+  return changed > 0;
+}
+
+std::string ParentOf(const std::string& path) {
+  std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+absl::Status LostError(const std::string& path, absl::string_view how) {
+  return absl::UnavailableError(absl::StrCat(
+      "the SQLite database file ", path, " ", how,
+      " while open; nothing more is written to it; restart the coordinator "
+      "once the file is restored"));
 }
 
 }  // namespace
@@ -390,15 +458,93 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
   if (rc != SQLITE_OK) {
     return SqliteError(db.get(), rc, absl::StrCat("open ", path));
   }
-  auto store = absl::WrapUnique(new SqliteStore(std::move(db), path));
+  // SQLite opens a file it may not write read-only, without a word.
+  if (sqlite3_db_readonly(db.get(), "main") == 1) {
+    return absl::UnavailableError(
+        absl::StrCat("sqlite: read-only: the database file ", path,
+                     " cannot be opened for writing"));
+  }
+  ASSIGN_OR_RETURN(std::optional<FileId> file, IdentityOf(path));
+  if (!file.has_value()) return LostError(path, "was deleted");
+  auto store = absl::WrapUnique(new SqliteStore(std::move(db), path, *file));
   RETURN_IF_ERROR(store->Initialize(options));
   return store;
 }
 
-SqliteStore::SqliteStore(Db db, std::string path)
-    : path_(std::move(path)), db_(std::move(db)) {}
+SqliteStore::SqliteStore(Db db, std::string path, FileId file)
+    : path_(std::move(path)), file_(file), db_(std::move(db)) {}
 
-SqliteStore::~SqliteStore() = default;
+absl::StatusOr<std::optional<SqliteStore::FileId>> SqliteStore::IdentityOf(
+    const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0) {
+    return FileId{static_cast<uint64_t>(info.st_dev),
+                  static_cast<uint64_t>(info.st_ino)};
+  }
+  if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+  return absl::UnavailableError(
+      absl::StrCat("cannot stat the SQLite database file ", path, ": ",
+                   std::strerror(errno)));
+}
+
+// Once the file is lost, SQLite's own close neither checkpoints nor deletes
+// the -wal and -shm files, and a WAL left at the path would be replayed into
+// whatever database is put there next. So: close without SQLite's
+// checkpoint, and when the -wal and -shm at the path are still ours, copy
+// the committed WAL into our own (moved or unlinked) file, then remove them.
+// Files at those names that are not ours are left alone.
+SqliteStore::~SqliteStore() {
+  absl::MutexLock lock(&mu_);
+  if (CheckFile().ok()) return;
+  sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  const bool ours =
+      IsOurs(path_ + "-wal", wal_) && IsOurs(path_ + "-shm", shm_);
+  if (ours) {
+    sqlite3_wal_checkpoint_v2(db_.get(), nullptr, SQLITE_CHECKPOINT_TRUNCATE,
+                              nullptr, nullptr);
+  }
+  for (Stmt& stmt : statements_) stmt.reset();
+  db_.reset();
+  if (!ours) return;
+  std::error_code ignored;
+  std::filesystem::remove(path_ + "-wal", ignored);
+  std::filesystem::remove(path_ + "-shm", ignored);
+}
+
+bool SqliteStore::IsOurs(const std::string& path,
+                         const std::optional<FileId>& opened) {
+  absl::StatusOr<std::optional<FileId>> now = IdentityOf(path);
+  return opened.has_value() && now.ok() && *now == opened;
+}
+
+absl::Status SqliteStore::CheckFile() {
+  if (!lost_.ok()) return lost_;
+  ASSIGN_OR_RETURN(std::optional<FileId> now, IdentityOf(path_));
+  if (now.has_value()) {
+    if (*now == file_) return absl::OkStatus();
+    lost_ = LostError(path_, "was replaced by another file");
+    return lost_;
+  }
+  ASSIGN_OR_RETURN(std::optional<FileId> parent, IdentityOf(ParentOf(path_)));
+  lost_ =
+      LostError(path_, parent.has_value() ? "was deleted"
+                                          : "was deleted with its directory");
+  return lost_;
+}
+
+template <typename T, typename Body>
+absl::StatusOr<T> SqliteStore::Write(Body body) {
+  RETURN_IF_ERROR(CheckFile());
+  absl::StatusOr<T> result = InTransaction<T>(db_.get(), std::move(body));
+  if (result.ok()) {
+    last_write_error_ = absl::OkStatus();
+  } else if (absl::IsUnavailable(result.status())) {
+    last_write_error_ = absl::UnavailableError(
+        absl::StrCat("the last write to the SQLite database ", path_,
+                     " failed: ", result.status().message()));
+  }
+  return result;
+}
 
 // WAL lets readers in other processes run beside a writer; with WAL,
 // synchronous=NORMAL stays consistent and loses at most the last commits on
@@ -410,61 +556,30 @@ absl::Status SqliteStore::Initialize(const Options& options) {
   RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode = WAL"));
   RETURN_IF_ERROR(Exec(db, "PRAGMA synchronous = NORMAL"));
   RETURN_IF_ERROR(Migrate(db));
-  struct stat file;
-  if (::stat(path_.c_str(), &file) != 0) {
-    return absl::UnavailableError(absl::StrCat("sqlite: cannot stat ", path_));
-  }
-  device_ = file.st_dev;
-  inode_ = file.st_ino;
   static_assert(std::size(kQuerySql) == kNumQueries);
   for (int query = 0; query < kNumQueries; ++query) {
     ASSIGN_OR_RETURN(OwnedStmt stmt, Prepare(db, kQuerySql[query]));
     statements_[query].reset(stmt.release());
   }
+  ASSIGN_OR_RETURN(wal_, IdentityOf(path_ + "-wal"));
+  ASSIGN_OR_RETURN(shm_, IdentityOf(path_ + "-shm"));
   return absl::OkStatus();
-}
-
-absl::Status SqliteStore::CheckFile() {
-  if (!lost_.ok()) return lost_;
-  struct stat file;
-  if (::stat(path_.c_str(), &file) != 0 || file.st_dev != device_ ||
-      file.st_ino != inode_) {
-    // Writing on would go to an unlinked file and be lost at the next start;
-    // a new file at the path is another database, so this stays.
-    lost_ = absl::UnavailableError(absl::StrCat(
-        "sqlite: the database file ", path_,
-        " was deleted or replaced while open; nothing more is written. Restore "
-        "the file (or its directory) and restart the coordinator"));
-  }
-  return lost_;
-}
-
-absl::Status SqliteStore::Noted(absl::Status status) {
-  if (status.ok() || absl::IsUnavailable(status)) write_health_ = status;
-  return status;
-}
-
-absl::Status SqliteStore::InTransaction(const std::function<absl::Status()>& body) {
-  RETURN_IF_ERROR(CheckFile());
-  sqlite3* db = db_.get();
-  absl::Status status = Exec(db, "BEGIN IMMEDIATE");
-  if (status.ok()) status = body();
-  if (status.ok()) status = Exec(db, "COMMIT");
-  if (!status.ok() && !sqlite3_get_autocommit(db)) Exec(db, "ROLLBACK").IgnoreError();
-  return Noted(status);
 }
 
 absl::Status SqliteStore::PutJob(const JobRecord& job) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(CheckFile());
-  Call call(db_.get(), statements_[kPutJob].get());
-  call.BindText(job.id)
-      .BindText(job.kernel_name)
-      .BindInt(job.state)
-      .BindBlob(job.reason);
-  call.BindBlob(job.spec).BindBlob(job.targets);
-  call.BindInt(job.created_unix_ms).BindInt(job.updated_unix_ms);
-  return Noted(call.Execute().status());
+  return Write<bool>([&]() -> absl::StatusOr<bool> {
+           Call call(db_.get(), statements_[kPutJob].get());
+           call.BindText(job.id)
+               .BindText(job.kernel_name)
+               .BindInt(job.state)
+               .BindBlob(job.reason);
+           call.BindBlob(job.spec).BindBlob(job.targets);
+           call.BindInt(job.created_unix_ms).BindInt(job.updated_unix_ms);
+           RETURN_IF_ERROR(call.Execute().status());
+           return true;
+         })
+      .status();
 }
 
 absl::StatusOr<JobRecord> SqliteStore::GetJob(const std::string& id) {
@@ -489,27 +604,19 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs(
 
 absl::StatusOr<std::vector<bool>> SqliteStore::InsertTrials(
     const std::vector<TrialRecord>& trials) {
+  if (trials.empty()) return std::vector<bool>();
   absl::MutexLock lock(&mu_);
-  std::vector<bool> inserted;
-  inserted.reserve(trials.size());
-  RETURN_IF_ERROR(InTransaction([&]() -> absl::Status {
+  sqlite3* db = db_.get();
+  sqlite3_stmt* stmt = statements_[kInsertTrial].get();
+  return Write<std::vector<bool>>([&]() -> absl::StatusOr<std::vector<bool>> {
+    std::vector<bool> inserted;
+    inserted.reserve(trials.size());
     for (const TrialRecord& trial : trials) {
-      Call call(db_.get(), statements_[kInsertTrial].get());
-      call.BindText(trial.job_id).BindText(trial.tuning_key).BindText(trial.config);
-      call.BindInt(trial.status).BindDouble(trial.median_seconds);
-      call.BindDouble(trial.p20_seconds)
-          .BindDouble(trial.p80_seconds)
-          .BindInt(trial.samples);
-      call.BindDouble(trial.compile_seconds).BindText(trial.worker_id);
-      call.BindText(trial.device_id)
-          .BindBlob(trial.error)
-          .BindInt(trial.finished_unix_ms);
-      ASSIGN_OR_RETURN(int changed, call.Execute());
-      inserted.push_back(changed > 0);
+      ASSIGN_OR_RETURN(bool is_new, InsertTrialRow(db, stmt, trial));
+      inserted.push_back(is_new);
     }
-    return absl::OkStatus();
-  }));
-  return inserted;
+    return inserted;
+  });
 }
 
 absl::StatusOr<std::vector<TrialRecord>> SqliteStore::ListTrials(
@@ -523,18 +630,20 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::ListTrials(
 
 absl::StatusOr<bool> SqliteStore::UpsertBest(const BestRecord& best) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(CheckFile());
-  Call call(db_.get(), statements_[kUpsertBest].get());
-  call.BindText(best.tuning_key)
-      .BindText(best.kernel_name)
-      .BindText(best.shape);
-  call.BindText(best.device_model).BindText(best.toolkit).BindText(best.config);
-  call.BindDouble(best.median_seconds)
-      .BindText(best.job_id)
-      .BindInt(best.updated_unix_ms);
-  absl::StatusOr<int> changed = call.Execute();
-  RETURN_IF_ERROR(Noted(changed.status()));
-  return *changed > 0;
+  return Write<bool>([&]() -> absl::StatusOr<bool> {
+    Call call(db_.get(), statements_[kUpsertBest].get());
+    call.BindText(best.tuning_key)
+        .BindText(best.kernel_name)
+        .BindText(best.shape);
+    call.BindText(best.device_model)
+        .BindText(best.toolkit)
+        .BindText(best.config);
+    call.BindDouble(best.median_seconds)
+        .BindText(best.job_id)
+        .BindInt(best.updated_unix_ms);
+    ASSIGN_OR_RETURN(int changed, call.Execute());
+    return changed > 0;
+  });
 }
 
 absl::StatusOr<BestRecord> SqliteStore::GetBest(const std::string& tuning_key) {
@@ -559,15 +668,17 @@ absl::StatusOr<std::vector<BestRecord>> SqliteStore::ListBest(
 }
 
 absl::Status SqliteStore::PutBlobs(const std::vector<BlobRecord>& blobs) {
+  if (blobs.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
-  return InTransaction([&]() -> absl::Status {
-    for (const BlobRecord& blob : blobs) {
-      Call call(db_.get(), statements_[kPutBlob].get());
-      call.BindText(blob.digest).BindBlob(blob.content);
-      RETURN_IF_ERROR(call.Execute().status());
-    }
-    return absl::OkStatus();
-  });
+  sqlite3* db = db_.get();
+  sqlite3_stmt* stmt = statements_[kPutBlob].get();
+  return Write<bool>([&]() -> absl::StatusOr<bool> {
+           for (const BlobRecord& blob : blobs) {
+             RETURN_IF_ERROR(InsertBlobRow(db, stmt, blob));
+           }
+           return true;
+         })
+      .status();
 }
 
 absl::StatusOr<std::string> SqliteStore::GetBlob(const std::string& digest) {
@@ -582,10 +693,14 @@ absl::StatusOr<std::string> SqliteStore::GetBlob(const std::string& digest) {
 
 absl::Status SqliteStore::PutKernel(const KernelRecord& kernel) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(CheckFile());
-  Call call(db_.get(), statements_[kPutKernel].get());
-  call.BindText(kernel.name).BindBlob(kernel.spec).BindInt(kernel.updated_unix_ms);
-  return Noted(call.Execute().status());
+  return Write<bool>([&]() -> absl::StatusOr<bool> {
+           Call call(db_.get(), statements_[kPutKernel].get());
+           call.BindText(kernel.name).BindBlob(kernel.spec);
+           call.BindInt(kernel.updated_unix_ms);
+           RETURN_IF_ERROR(call.Execute().status());
+           return true;
+         })
+      .status();
 }
 
 absl::StatusOr<std::vector<KernelRecord>> SqliteStore::ListKernels() {
@@ -595,10 +710,12 @@ absl::StatusOr<std::vector<KernelRecord>> SqliteStore::ListKernels() {
   return ReadAll(call, &ReadKernel);
 }
 
+// No write probe: it would append to the WAL on every call, and the
+// coordinator writes often enough for the last outcome to be current.
 absl::Status SqliteStore::CheckHealth() {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckFile());
-  return write_health_;
+  return last_write_error_;
 }
 
 }  // namespace tunefleet::server

@@ -2,11 +2,10 @@
 #ifndef TUNEFLEET_SERVER_STORE_SQLITE_STORE_H_
 #define TUNEFLEET_SERVER_STORE_SQLITE_STORE_H_
 
-#include <sys/types.h>
-
 #include <array>
-#include <functional>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,17 +22,26 @@ namespace tunefleet::server {
 
 // A Store in a single SQLite database file, opened in WAL mode.
 //
-// It remembers the identity (device, inode) of its file and checks it before
-// every call: once the file (or its directory) was deleted or replaced, every
-// call answers Unavailable naming the file, for good, instead of writing
-// into an unlinked file. A read-only file, a full disk and an I/O error are
-// Unavailable too; CheckHealth reports the last such write failure until a
-// write succeeds again.
-//
 // Thread-safety: safe for concurrent use; one connection is shared behind a
 // mutex, so calls run one at a time. Other processes may open the same file:
 // SQLite locks it, and a call waits up to `busy_timeout_ms` for their locks
 // before failing with Unavailable.
+//
+// The file: Open records the identity (device and inode) of the file at
+// `path`, and every call first checks that `path` still names it. Once the
+// file or its directory was deleted, or another file was put in its place,
+// every call (CheckHealth included) answers Unavailable for good, before
+// touching the database: a new file at the path is another database, and a
+// write to the old one would be lost. Closing such a store removes the -wal
+// and -shm files at the path when they are still its own (after copying the
+// WAL into its own file), so they cannot be replayed into a new database,
+// and leaves them alone otherwise.
+//
+// Failures: Unavailable, naming the condition, when the file cannot be
+// written (read-only, disk full, an I/O error), cannot be opened, or stays
+// locked by another connection; Internal for anything else SQLite reports.
+// CheckHealth answers the last write's Unavailable failure until a write
+// succeeds again.
 class SqliteStore : public Store {
  public:
   struct Options {
@@ -42,8 +50,9 @@ class SqliteStore : public Store {
   };
 
   // Opens (creating when missing) the database file at `path` and applies
-  // pending migrations. REQUIRES: the parent directory of `path` exists.
-  // Unavailable when the file cannot be opened.
+  // pending migrations. REQUIRES: the parent directory of `path` exists;
+  // `path` names a file (not ":memory:"). Unavailable when the file cannot
+  // be opened for reading and writing.
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
       const std::string& path, const Options& options);
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
@@ -99,23 +108,45 @@ class SqliteStore : public Store {
   using Db = std::unique_ptr<sqlite3, DbCloser>;
   using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
 
-  SqliteStore(Db db, std::string path);
+  // What stat() tells apart: one file, whatever its path.
+  struct FileId {
+    uint64_t device = 0;
+    uint64_t inode = 0;
+    bool operator==(const FileId&) const = default;
+  };
+
+  // The file at `path`; nullopt when there is none (it, or a directory on
+  // the way, is gone); Unavailable when stat() fails otherwise.
+  static absl::StatusOr<std::optional<FileId>> IdentityOf(
+      const std::string& path);
+
+  // True when `path` still names the file `opened` identified.
+  static bool IsOurs(const std::string& path,
+                     const std::optional<FileId>& opened);
+
+  SqliteStore(Db db, std::string path, FileId file);
   // Sets the pragmas, applies pending migrations, prepares every query.
   absl::Status Initialize(const Options& options);
-  // Unavailable once the file at path_ is not the one opened.
+
+  // OK while `path_` still names the file opened; else the sticky
+  // Unavailable status described above (or a non-sticky one when stat()
+  // itself fails).
   absl::Status CheckFile() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs `body` in one write transaction (rolled back on error).
-  absl::Status InTransaction(const std::function<absl::Status()>& body)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Remembers the outcome of a write for CheckHealth; returns it.
-  absl::Status Noted(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `body()` (returning absl::StatusOr<T>) in one write transaction
+  // after CheckFile, and keeps its Unavailable failure for CheckHealth.
+  template <typename T, typename Body>
+  absl::StatusOr<T> Write(Body body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
+  const FileId file_;
   absl::Mutex mu_;
-  dev_t device_ ABSL_GUARDED_BY(mu_) = 0;
-  ino_t inode_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status lost_ ABSL_GUARDED_BY(mu_);          // sticky
-  absl::Status write_health_ ABSL_GUARDED_BY(mu_);  // the last write's
+  // The -wal and -shm files' identities after Initialize.
+  std::optional<FileId> wal_ ABSL_GUARDED_BY(mu_);
+  std::optional<FileId> shm_ ABSL_GUARDED_BY(mu_);
+  // Why the file is lost; OK until it is, then never again.
+  absl::Status lost_ ABSL_GUARDED_BY(mu_);
+  // The last write's Unavailable failure; OK once a write succeeds.
+  absl::Status last_write_error_ ABSL_GUARDED_BY(mu_);
   // Declared before the statements: they are finalized before it closes.
   Db db_ ABSL_GUARDED_BY(mu_);
   std::array<Stmt, kNumQueries> statements_ ABSL_GUARDED_BY(mu_);

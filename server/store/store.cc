@@ -1,12 +1,20 @@
+// What every Store shares: the single-trial convenience over InsertTrials.
 #include "server/store/store.h"
 
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace tunefleet::server {
 
 absl::StatusOr<bool> Store::InsertTrial(const TrialRecord& trial) {
   ASSIGN_OR_RETURN(std::vector<bool> inserted, InsertTrials({trial}));
-  return inserted.at(0);
+  if (inserted.size() != 1) {
+    return absl::InternalError(absl::StrCat(
+        "InsertTrials answered ", inserted.size(), " results for one trial"));
+  }
+  return inserted.front();
 }
 
 }  // namespace tunefleet::server

@@ -1,5 +1,5 @@
-// The Store: every job, every trial and the best config per tuning key, kept
-// in a database. Two implementations share one contract test suite: SQLite
+// The Store: every job, every trial, the best config per tuning key, source
+// files by digest and the newest spec of each kernel, kept in a database. Two implementations share one contract test suite: SQLite
 // (embedded default) and PostgreSQL (fleet-wide).
 #ifndef TUNEFLEET_SERVER_STORE_STORE_H_
 #define TUNEFLEET_SERVER_STORE_STORE_H_
@@ -75,11 +75,13 @@ struct BestRecord {
 };
 
 // Thread-safety: every method may be called from any thread concurrently.
-// Errors: Unavailable when the database cannot be reached or is locked
-// (retry later), Aborted when a transaction conflict persisted through the
+// Errors: Unavailable when the database cannot be reached or is locked, or
+// (SQLite) its file is lost, read-only or full (retry later, or see
+// CheckHealth), Aborted when a transaction conflict persisted through the
 // store's own retry, Internal for anything else the database reports.
 // Strings are stored verbatim (parameterized SQL only). Free-form fields
-// (JobRecord::reason, spec, targets; TrialRecord::error) may hold any bytes.
+// (JobRecord::reason, spec, targets; TrialRecord::error; BlobRecord::content;
+// KernelRecord::spec) may hold any bytes.
 // REQUIRES: every other string field is valid UTF-8 without NUL bytes
 // (PostgreSQL TEXT; the PostgreSQL store answers InvalidArgument otherwise).
 class Store {
@@ -97,9 +99,10 @@ class Store {
                                                           int limit) = 0;
 
   // Inserts `trials` in one transaction: all of them or none. Returns, per
-  // trial, true when the row was new, false when (job_id, tuning_key,
-  // config) was already stored (the stored row is left unchanged; a
-  // duplicate inside `trials` keeps the first).
+  // trial in order, true when the row was new, false when (job_id,
+  // tuning_key, config) was already stored (the stored row is left
+  // unchanged; a duplicate inside `trials` keeps the first). An empty
+  // `trials` returns an empty vector.
   virtual absl::StatusOr<std::vector<bool>> InsertTrials(
       const std::vector<TrialRecord>& trials) = 0;
   // One trial: InsertTrials of one row.

@@ -18,8 +18,10 @@
 
 #include "common/config_text.h"
 #include "common/spec_loader.h"
+#include "common/tuning_key.h"
 #include "gtest/gtest.h"
 #include "server/coordinator.h"
+#include "server/store/store.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/v1/tuning_service.grpc.pb.h"
 #include "tunefleet/v1/worker_service.grpc.pb.h"
@@ -33,6 +35,16 @@ using ::tunefleet::testing::TempDir;
 class CoordinatorServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    StartCoordinator();
+    absl::StatusOr<KernelBundle> bundle = LoadKernelDir(SourceDir() + "/kernels/cpu/matmul");
+    ASSERT_OK(bundle);
+    *request_.mutable_spec()->mutable_kernel() = bundle->spec;
+    for (const auto& file : bundle->sources) *request_.mutable_spec()->add_sources() = file;
+    *request_.mutable_spec()->mutable_shape() = *ParseShape("M=128,N=128,K=128");
+  }
+
+  // A coordinator over the data in dir_ (again, after a Shutdown: a restart).
+  void StartCoordinator() {
     CoordinatorOptions options;
     options.listen = "127.0.0.1:0";
     options.data_dir = dir_.path();
@@ -45,11 +57,6 @@ class CoordinatorServiceTest : public ::testing::Test {
                                    grpc::InsecureChannelCredentials());
     tuning_ = v1::TuningService::NewStub(channel_);
     workers_ = v1::WorkerService::NewStub(channel_);
-    absl::StatusOr<KernelBundle> bundle = LoadKernelDir(SourceDir() + "/kernels/cpu/matmul");
-    ASSERT_OK(bundle);
-    *request_.mutable_spec()->mutable_kernel() = bundle->spec;
-    for (const auto& file : bundle->sources) *request_.mutable_spec()->add_sources() = file;
-    *request_.mutable_spec()->mutable_shape() = *ParseShape("M=128,N=128,K=128");
   }
 
   std::unique_ptr<grpc::ClientContext> Context() {
@@ -159,6 +166,62 @@ TEST_F(CoordinatorServiceTest, OversizedMessageIsResourceExhausted) {
   v1::SubmitJobResponse response;
   EXPECT_EQ(Submit(request, &response).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   ExpectServing();
+}
+
+TEST_F(CoordinatorServiceTest, BestConfigIsTheDefaultUntilTunedThenTheStoredRow) {
+  v1::GetBestConfigRequest ask;
+  v1::GetBestConfigResponse best;
+  EXPECT_EQ(tuning_->GetBestConfig(Context().get(), ask, &best).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);  // no kernel name
+  ask.set_kernel_name("matmul");
+  *ask.mutable_shape() = *ParseShape("M=128,N=128,K=128");
+  EXPECT_EQ(tuning_->GetBestConfig(Context().get(), ask, &best).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(Submit(request_, &submitted).ok());
+  ask.set_device_model("test-cpu");
+  ask.set_toolkit("gcc");
+  ASSERT_TRUE(tuning_->GetBestConfig(Context().get(), ask, &best).ok());
+  EXPECT_EQ(best.source(), v1::GetBestConfigResponse::SOURCE_DEFAULT);
+  EXPECT_EQ(best.config_text(), request_.spec().kernel().default_config());
+  EXPECT_EQ(best.device_model(), "test-cpu");
+
+  // A row stored while the coordinator was down is served after a restart.
+  coordinator_->Shutdown(absl::Seconds(1));
+  coordinator_.reset();
+  {
+    absl::StatusOr<std::unique_ptr<Store>> store =
+        OpenStore("sqlite://" + dir_.path() + "/tunefleet.db");
+    ASSERT_OK(store);
+    std::vector<v1::SourceFile> sources(request_.spec().sources().begin(),
+                                        request_.spec().sources().end());
+    BestRecord row;
+    row.kernel_name = "matmul";
+    row.shape = "M=128,N=128,K=128";
+    row.device_model = "test-cpu";
+    row.toolkit = "gcc";
+    row.tuning_key = ComputeTuningKey({&request_.spec().kernel(), &sources,
+                                       *ParseShape(row.shape), row.device_model, row.toolkit});
+    row.config = "BLOCK_M=64,BLOCK_N=128,BLOCK_K=64,UNROLL=4,LOOP_ORDER=0";
+    row.median_seconds = 0.25;
+    row.job_id = submitted.job().id();
+    ASSERT_OK((*store)->UpsertBest(row));
+  }
+  StartCoordinator();
+  ASSERT_TRUE(tuning_->GetBestConfig(Context().get(), ask, &best).ok());
+  EXPECT_EQ(best.source(), v1::GetBestConfigResponse::SOURCE_EXACT);
+  EXPECT_EQ(best.config_text(), "BLOCK_M=64,BLOCK_N=128,BLOCK_K=64,UNROLL=4,LOOP_ORDER=0");
+  EXPECT_EQ(best.config().values_size(), 5);
+  EXPECT_EQ(best.median_seconds(), 0.25);
+  EXPECT_EQ(best.job_id(), submitted.job().id());
+  EXPECT_EQ(ShapeToString(best.tuned_shape()), "M=128,N=128,K=128");
+  EXPECT_EQ(best.toolkit(), "gcc");
+  *ask.mutable_shape() = *ParseShape("M=256,N=128,K=128");
+  ASSERT_TRUE(tuning_->GetBestConfig(Context().get(), ask, &best).ok());
+  EXPECT_EQ(best.source(), v1::GetBestConfigResponse::SOURCE_NEAREST_SHAPE);
+  ask.mutable_shape()->mutable_dims()->RemoveLast();
+  EXPECT_EQ(tuning_->GetBestConfig(Context().get(), ask, &best).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 TEST_F(CoordinatorServiceTest, UnknownMethodIsUnimplemented) {

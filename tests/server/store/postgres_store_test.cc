@@ -79,6 +79,31 @@ TEST_F(PostgresStoreTest, ReconnectsWhenTheServerDropsItsConnection) {
   EXPECT_OK(stored);
 }
 
+TEST_F(PostgresStoreTest, CheckHealthReconnectsWhenTheServerDropsConnections) {
+  std::unique_ptr<PostgresStore> store = Open(/*max_connections=*/2);
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->CheckHealth());
+
+  absl::StatusOr<int64_t> killed = QueryNumber(
+      database_->url(),
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+      "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+  ASSERT_OK(killed);
+  ASSERT_GE(*killed, 1);
+
+  EXPECT_OK(store->CheckHealth());
+}
+
+TEST_F(PostgresStoreTest, CheckHealthIsUnavailableWhenTheDatabaseIsGone) {
+  std::unique_ptr<PostgresStore> store = Open(/*max_connections=*/1);
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->CheckHealth());
+
+  database_.reset();  // drops the database, ending every session on it
+
+  EXPECT_THAT(store->CheckHealth(), StatusIs(absl::StatusCode::kUnavailable));
+}
+
 TEST_F(PostgresStoreTest, OpensAtMostMaxConnections) {
   std::unique_ptr<PostgresStore> store = Open(/*max_connections=*/2);
   ASSERT_NE(store, nullptr);

@@ -2,6 +2,7 @@
 // when TUNEFLEET_TEST_POSTGRES_URL names a server (else those instances skip,
 // or fail when TUNEFLEET_REQUIRE_POSTGRES=1).
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -41,6 +42,10 @@ bool operator==(const BestRecord& a, const BestRecord& b) {
                   b.toolkit, b.config, b.median_seconds, b.job_id,
                   b.updated_unix_ms);
 }
+bool operator==(const KernelRecord& a, const KernelRecord& b) {
+  return std::tie(a.name, a.spec, a.updated_unix_ms) ==
+         std::tie(b.name, b.spec, b.updated_unix_ms);
+}
 void PrintTo(const JobRecord& job, std::ostream* os) {
   *os << "job " << job.id << " state " << job.state << " created "
       << job.created_unix_ms;
@@ -52,6 +57,10 @@ void PrintTo(const TrialRecord& trial, std::ostream* os) {
 void PrintTo(const BestRecord& best, std::ostream* os) {
   *os << "best " << best.tuning_key << " " << best.config << " median "
       << best.median_seconds;
+}
+void PrintTo(const KernelRecord& kernel, std::ostream* os) {
+  *os << "kernel " << kernel.name << " (" << kernel.spec.size()
+      << " bytes) updated " << kernel.updated_unix_ms;
 }
 
 namespace testing {
@@ -108,6 +117,28 @@ BestRecord MakeBest(const std::string& tuning_key, const std::string& config,
   best.job_id = "job-1";
   best.updated_unix_ms = 1700000000456;
   return best;
+}
+
+// Every byte value, then `size` pseudo-random bytes (not valid UTF-8).
+std::string ArbitraryBytes(size_t size) {
+  std::string bytes;
+  for (int c = 0; c < 256; ++c) bytes.push_back(static_cast<char>(c));
+  uint32_t x = 2463534242u;
+  for (size_t i = 0; i < size; ++i) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    bytes.push_back(static_cast<char>(x));
+  }
+  return bytes;
+}
+
+KernelRecord MakeKernel(const std::string& name, int64_t updated_unix_ms) {
+  KernelRecord kernel;
+  kernel.name = name;
+  kernel.spec = "spec of " + name + std::string("\0\xff", 2);
+  kernel.updated_unix_ms = updated_unix_ms;
+  return kernel;
 }
 
 std::vector<std::string> JobIds(const std::vector<JobRecord>& jobs) {
@@ -279,6 +310,102 @@ TEST_P(StoreContractTest, ListTrialsReturnsTheJobsTrialsInInsertionOrder) {
   EXPECT_THAT(*none, IsEmpty());
 }
 
+TEST_P(StoreContractTest, InsertTrialsTellsWhichTrialsWereNew) {
+  TrialRecord stored = MakeTrial("job-1", "a", 0.1);
+  ASSERT_OK(store_->InsertTrial(stored));
+  TrialRecord restored = stored;
+  restored.median_seconds = 0.5;
+  TrialRecord b = MakeTrial("job-1", "b", 0.2);
+  TrialRecord c = MakeTrial("job-1", "c", 0.3);
+  TrialRecord b_again = b;
+  b_again.worker_id = "worker-b";
+
+  absl::StatusOr<std::vector<bool>> inserted =
+      store_->InsertTrials({b, restored, c, b_again});
+  ASSERT_OK(inserted);
+  EXPECT_THAT(*inserted, ElementsAre(true, false, true, false));
+
+  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials("job-1");
+  ASSERT_OK(trials);
+  EXPECT_THAT(*trials, ElementsAre(stored, b, c)) << "the first row is kept";
+}
+
+TEST_P(StoreContractTest, InsertTrialsStoresNoneWhenOneFails) {
+  // A trigger refuses one row in the middle of the batch.
+  const std::string refuse =
+      GetParam() == Backend::kSqlite
+          ? "CREATE TRIGGER refuse_poison BEFORE INSERT ON trials "
+            "WHEN NEW.config = 'poison' "
+            "BEGIN SELECT RAISE(ABORT, 'poison'); END"
+          : "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql "
+            "AS $$ BEGIN IF NEW.config = 'poison' THEN "
+            "RAISE EXCEPTION 'poison'; END IF; RETURN NEW; END $$; "
+            "CREATE TRIGGER refuse_poison BEFORE INSERT ON trials "
+            "FOR EACH ROW EXECUTE FUNCTION refuse_poison()";
+  ASSERT_OK(database_->Execute(refuse));
+
+  absl::StatusOr<std::vector<bool>> inserted = store_->InsertTrials(
+      {MakeTrial("job-1", "a", 0.1), MakeTrial("job-1", "poison", 0.2),
+       MakeTrial("job-1", "c", 0.3)});
+  EXPECT_FALSE(inserted.ok());
+
+  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials("job-1");
+  ASSERT_OK(trials);
+  EXPECT_THAT(*trials, IsEmpty());
+  TrialRecord after = MakeTrial("job-1", "a", 0.1);
+  absl::StatusOr<bool> retried = store_->InsertTrial(after);
+  ASSERT_OK(retried);
+  EXPECT_TRUE(*retried) << "the failed batch left no row and no transaction";
+}
+
+TEST_P(StoreContractTest, InsertTrialsOfNoTrialsReturnsNothing) {
+  absl::StatusOr<std::vector<bool>> inserted = store_->InsertTrials({});
+  ASSERT_OK(inserted);
+  EXPECT_THAT(*inserted, IsEmpty());
+}
+
+TEST_P(StoreContractTest, InsertTrialsStoresALargeBatchInOrder) {
+  constexpr int kTrials = 2000;
+  std::vector<TrialRecord> batch;
+  for (int i = 0; i < kTrials; ++i) {
+    batch.push_back(MakeTrial("job-1", absl::StrCat("c=", kTrials - i), i));
+  }
+
+  absl::StatusOr<std::vector<bool>> inserted = store_->InsertTrials(batch);
+  ASSERT_OK(inserted);
+  EXPECT_EQ(*inserted, std::vector<bool>(kTrials, true));
+  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials("job-1");
+  ASSERT_OK(trials);
+  EXPECT_EQ(*trials, batch);
+}
+
+TEST_P(StoreContractTest, ConcurrentOverlappingBatchesInsertEachTrialOnce) {
+  constexpr int kThreads = 4;
+  constexpr int kTrials = 50;
+  std::atomic<int> inserted{0};
+  std::atomic<int> failed{0};
+
+  // Every thread writes the same trials, each starting at another offset.
+  RunOnThreads(kThreads, [&](int thread) {
+    std::vector<TrialRecord> batch;
+    for (int i = 0; i < kTrials; ++i) {
+      int n = (i + thread * kTrials / kThreads) % kTrials;
+      batch.push_back(MakeTrial("job-1", absl::StrCat("c=", n), 0.5));
+    }
+    absl::StatusOr<std::vector<bool>> result = store_->InsertTrials(batch);
+    if (!result.ok()) ++failed;
+    if (result.ok()) {
+      for (bool is_new : *result) inserted += is_new ? 1 : 0;
+    }
+  });
+
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(inserted.load(), kTrials);
+  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials("job-1");
+  ASSERT_OK(trials);
+  EXPECT_THAT(*trials, SizeIs(kTrials));
+}
+
 TEST_P(StoreContractTest, UpsertBestWritesAKeyNeverTuned) {
   BestRecord best = MakeBest("key-1", "BM=64", 1.0 / 3.0);
   absl::StatusOr<bool> written = store_->UpsertBest(best);
@@ -348,6 +475,97 @@ TEST_P(StoreContractTest, ListBestFiltersByKernelDeviceModelAndToolkit) {
   EXPECT_THAT(list("", "cuda-13.0"), ElementsAre("k-h100", "k-h200"));
   EXPECT_THAT(list("H200", "cuda-13.0"), ElementsAre("k-h200"));
   EXPECT_THAT(list("A100", ""), IsEmpty());
+}
+
+TEST_P(StoreContractTest, ListBestWithEmptyKernelNameMatchesAnyKernel) {
+  BestRecord matmul = MakeBest("k-matmul", "a", 0.1);
+  BestRecord conv = MakeBest("k-conv", "b", 0.2);
+  conv.kernel_name = "conv2d";
+  BestRecord conv_h200 = MakeBest("k-conv-h200", "c", 0.3);
+  conv_h200.kernel_name = "conv2d";
+  conv_h200.device_model = "H200";
+  for (const BestRecord& best : {matmul, conv, conv_h200}) {
+    ASSERT_OK(store_->UpsertBest(best));
+  }
+
+  absl::StatusOr<std::vector<BestRecord>> all = store_->ListBest("", "", "");
+  ASSERT_OK(all);
+  EXPECT_THAT(*all, ElementsAre(conv, conv_h200, matmul));
+  absl::StatusOr<std::vector<BestRecord>> h100 =
+      store_->ListBest("", "H100", "");
+  ASSERT_OK(h100);
+  EXPECT_THAT(*h100, ElementsAre(conv, matmul));
+}
+
+TEST_P(StoreContractTest, GetBlobReturnsTheBytesPut) {
+  const std::string big = ArbitraryBytes(4 << 20);
+  const std::string small = "__global__ void k() {}\n";
+  ASSERT_OK(store_->PutBlobs({{"digest-big", big}, {"digest-small", small}}));
+
+  absl::StatusOr<std::string> stored = store_->GetBlob("digest-big");
+  ASSERT_OK(stored);
+  EXPECT_TRUE(*stored == big) << "4 MiB of arbitrary bytes differ";
+  stored = store_->GetBlob("digest-small");
+  ASSERT_OK(stored);
+  EXPECT_EQ(*stored, small);
+}
+
+TEST_P(StoreContractTest, PutBlobsLeavesAStoredDigestUnchanged) {
+  ASSERT_OK(store_->PutBlobs({{"digest-1", "first"}}));
+  ASSERT_OK(store_->PutBlobs({{"digest-2", "two"}, {"digest-1", "second"}}));
+
+  absl::StatusOr<std::string> first = store_->GetBlob("digest-1");
+  ASSERT_OK(first);
+  EXPECT_EQ(*first, "first");
+  absl::StatusOr<std::string> two = store_->GetBlob("digest-2");
+  ASSERT_OK(two);
+  EXPECT_EQ(*two, "two");
+}
+
+TEST_P(StoreContractTest, PutBlobsOfNoBlobsIsOk) {
+  EXPECT_OK(store_->PutBlobs({}));
+}
+
+TEST_P(StoreContractTest, GetBlobOfUnknownDigestIsNotFound) {
+  ASSERT_OK(store_->PutBlobs({{"digest-1", "content"}}));
+  EXPECT_THAT(store_->GetBlob("digest-2"),
+              StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_P(StoreContractTest, PutKernelReplacesTheKernelWithTheSameName) {
+  ASSERT_OK(store_->PutKernel(MakeKernel("matmul", 100)));
+  KernelRecord newer = MakeKernel("matmul", 200);
+  newer.spec = ArbitraryBytes(1000);
+  ASSERT_OK(store_->PutKernel(newer));
+
+  absl::StatusOr<std::vector<KernelRecord>> kernels = store_->ListKernels();
+  ASSERT_OK(kernels);
+  EXPECT_THAT(*kernels, ElementsAre(newer));
+}
+
+TEST_P(StoreContractTest, ListKernelsReturnsEveryKernelByName) {
+  KernelRecord softmax = MakeKernel("softmax", 300);
+  KernelRecord conv = MakeKernel("conv2d", 100);
+  KernelRecord matmul = MakeKernel("matmul", 200);
+  for (const KernelRecord& kernel : {softmax, conv, matmul}) {
+    ASSERT_OK(store_->PutKernel(kernel));
+  }
+
+  absl::StatusOr<std::vector<KernelRecord>> kernels = store_->ListKernels();
+  ASSERT_OK(kernels);
+  EXPECT_THAT(*kernels, ElementsAre(conv, matmul, softmax));
+}
+
+TEST_P(StoreContractTest, ListKernelsOfEmptyStoreIsEmpty) {
+  absl::StatusOr<std::vector<KernelRecord>> kernels = store_->ListKernels();
+  ASSERT_OK(kernels);
+  EXPECT_THAT(*kernels, IsEmpty());
+}
+
+TEST_P(StoreContractTest, CheckHealthOfAWorkingStoreIsOk) {
+  EXPECT_OK(store_->CheckHealth());
+  ASSERT_OK(store_->PutJob(MakeJob("job-1", 100)));
+  EXPECT_OK(store_->CheckHealth());
 }
 
 TEST_P(StoreContractTest, ConcurrentUpsertsOfOneKeyKeepTheMinimum) {
@@ -466,6 +684,8 @@ TEST_P(StoreContractTest, ArbitraryBytesRoundTripVerbatim) {
 TEST_P(StoreContractTest, ReopeningKeepsDataAndAppliesNoMigrationTwice) {
   ASSERT_OK(store_->PutJob(MakeJob("job-1", 100)));
   ASSERT_OK(store_->UpsertBest(MakeBest("key-1", "BM=64", 0.5)));
+  ASSERT_OK(store_->PutBlobs({{"digest-1", "content"}}));
+  ASSERT_OK(store_->PutKernel(MakeKernel("matmul", 100)));
   absl::StatusOr<int64_t> migrations = database_->MigrationRows();
   ASSERT_OK(migrations);
   EXPECT_GE(*migrations, 1);
@@ -479,6 +699,12 @@ TEST_P(StoreContractTest, ReopeningKeepsDataAndAppliesNoMigrationTwice) {
   absl::StatusOr<BestRecord> best = store_->GetBest("key-1");
   ASSERT_OK(best);
   EXPECT_EQ(best->config, "BM=64");
+  absl::StatusOr<std::string> blob = store_->GetBlob("digest-1");
+  ASSERT_OK(blob);
+  EXPECT_EQ(*blob, "content");
+  absl::StatusOr<std::vector<KernelRecord>> kernels = store_->ListKernels();
+  ASSERT_OK(kernels);
+  EXPECT_THAT(*kernels, ElementsAre(MakeKernel("matmul", 100)));
   absl::StatusOr<int64_t> after = database_->MigrationRows();
   ASSERT_OK(after);
   EXPECT_EQ(*after, *migrations);

@@ -76,6 +76,18 @@ absl::StatusOr<int64_t> CountPostgresMigrations(const std::string& url) {
   }
 }
 
+absl::Status ExecuteOnSqlite(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+  std::string error = sqlite3_errmsg(db);
+  sqlite3_close(db);
+  if (rc != SQLITE_OK)
+    return absl::InternalError(absl::StrCat(sql, ": ", error));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string BackendName(Backend backend) {
@@ -133,6 +145,11 @@ TestDatabase::~TestDatabase() {
 absl::StatusOr<int64_t> TestDatabase::MigrationRows() const {
   if (backend_ == Backend::kSqlite) return CountSqliteMigrations(sqlite_path_);
   return CountPostgresMigrations(url_);
+}
+
+absl::Status TestDatabase::Execute(const std::string& sql) const {
+  if (backend_ == Backend::kSqlite) return ExecuteOnSqlite(sqlite_path_, sql);
+  return RunOnServer(url_, sql);
 }
 
 }  // namespace tunefleet::server::testing

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "tests/support/test_support.h"
 
@@ -41,6 +42,8 @@ class TestDatabase {
   const std::string& url() const { return url_; }
   // How many rows schema_migrations holds, read directly from the database.
   absl::StatusOr<int64_t> MigrationRows() const;
+  // Runs `sql` (statements that return no rows) on a connection of its own.
+  absl::Status Execute(const std::string& sql) const;
 
  private:
   TestDatabase() = default;

@@ -1,0 +1,35 @@
+// The column lists both stores read and write, one per table, in the order
+// every INSERT binds and every Read* function reads them. The tables
+// themselves are created by each store's migrations (the column types differ
+// between SQLite and PostgreSQL; the names and order do not).
+//
+// String-literal macros so that queries stay compile-time constants. Private
+// to the store library: include only from sqlite_store.cc and
+// postgres_store.cc.
+#ifndef TUNEFLEET_SERVER_STORE_SCHEMA_H_
+#define TUNEFLEET_SERVER_STORE_SCHEMA_H_
+
+// jobs: JobRecord, keyed by id.
+#define TF_JOB_COLUMNS                                               \
+  "id, kernel_name, state, reason, spec, targets, created_unix_ms, " \
+  "updated_unix_ms"
+
+// trials: TrialRecord, unique on (job_id, tuning_key, config), read back in
+// insertion order (the store's own sequence column, not listed here).
+#define TF_TRIAL_COLUMNS                                                 \
+  "job_id, tuning_key, config, status, median_seconds, p20_seconds, "    \
+  "p80_seconds, samples, compile_seconds, worker_id, device_id, error, " \
+  "finished_unix_ms"
+
+// best_configs: BestRecord, keyed by tuning_key.
+#define TF_BEST_COLUMNS                                             \
+  "tuning_key, kernel_name, shape, device_model, toolkit, config, " \
+  "median_seconds, job_id, updated_unix_ms"
+
+// blobs: BlobRecord, keyed by digest.
+#define TF_BLOB_COLUMNS "digest, content"
+
+// kernels: KernelRecord, keyed by name.
+#define TF_KERNEL_COLUMNS "name, spec, updated_unix_ms"
+
+#endif  // TUNEFLEET_SERVER_STORE_SCHEMA_H_

@@ -1,0 +1,313 @@
+// The BestConfigIndex against the reference scan over a real SQLite store:
+// the same rows go to both, and every field of every answer must be equal.
+#include "server/best_config_index.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/config_text.h"
+#include "common/spec_loader.h"
+#include "common/tuning_key.h"
+#include "gtest/gtest.h"
+#include "tests/server/best_config_reference.h"
+#include "tests/support/test_support.h"
+
+namespace tunefleet::server {
+namespace {
+
+using ::tunefleet::testing::SourceDir;
+using ::tunefleet::testing::StatusIs;
+using ::tunefleet::testing::StatusIsWith;
+using ::tunefleet::testing::TempDir;
+
+const std::vector<std::string> kModels = {"cpu-a (8 cores)", "cpu-b (16 cores)", "cpu-c"};
+const std::vector<std::string> kToolkits = {"gcc 12.2.0", "clang 16"};
+// Few values, so that exact hits are common, and ratios that repeat, so
+// that equal distances are too (100 is as near to 50 as to 200).
+const std::vector<int64_t> kValues = {25, 50, 64, 100, 128, 200, 256, 400, 512, 1024};
+// Above 2^53, where distinct dims can convert to the same double.
+constexpr int64_t kHuge = (int64_t{1} << 53) + 1;
+
+std::string Show(const BestConfigAnswer& a) {
+  return absl::StrFormat(
+      "source=%d config={%s} text=%s median=%a key=%s job=%s shape={%s} model=%s toolkit=%s",
+      static_cast<int>(a.source), a.config.ShortDebugString(), a.config_text,
+      a.median_seconds, a.tuning_key, a.job_id, a.tuned_shape.ShortDebugString(),
+      a.device_model, a.toolkit);
+}
+
+class BestConfigIndexTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<Store>> store =
+        OpenStore("sqlite://" + dir_.path() + "/store.db");
+    ASSERT_OK(store);
+    store_ = *std::move(store);
+    absl::StatusOr<KernelBundle> bundle = LoadKernelDir(SourceDir() + "/kernels/cpu/matmul");
+    ASSERT_OK(bundle);
+    *current_.mutable_kernel() = bundle->spec;
+    for (const auto& file : bundle->sources) *current_.add_sources() = file;
+    older_ = current_;
+    older_.mutable_kernel()->add_compile_options("-DOLDER_CODE");  // another digest
+    ASSERT_NE(KernelDigest(older_.kernel(), Sources(older_)),
+              KernelDigest(current_.kernel(), Sources(current_)));
+  }
+
+  static std::vector<v1::SourceFile> Sources(const v1::JobSpec& spec) {
+    return {spec.sources().begin(), spec.sources().end()};
+  }
+
+  static std::string KeyFor(const v1::JobSpec& spec, const std::string& shape,
+                            const std::string& model, const std::string& toolkit) {
+    std::vector<v1::SourceFile> sources = Sources(spec);
+    return ComputeTuningKey({&spec.kernel(), &sources, *ParseShape(shape), model, toolkit});
+  }
+
+  void PutKernel(const v1::JobSpec& spec) {
+    latest_ = spec;
+    index_.PutKernel(spec);
+  }
+
+  // The store's answer does not matter: the index applies the same rule.
+  void Put(const BestRecord& row) {
+    ASSERT_OK(store_->UpsertBest(row));
+    index_.PutBest(row);
+    written_.push_back(row);
+  }
+
+  BestRecord Row(const std::string& shape, const v1::JobSpec& code, const std::string& model,
+                 const std::string& toolkit) {
+    BestRecord row;
+    row.kernel_name = "matmul";
+    row.shape = shape;
+    row.device_model = model;
+    row.toolkit = toolkit;
+    row.tuning_key = KeyFor(code, shape, model, toolkit);
+    row.config = RandomConfig();
+    row.median_seconds = static_cast<double>(1 + rng_() % 50) * 1e-4;  // ties happen
+    row.job_id = absl::StrCat("j-", ++jobs_);
+    return row;
+  }
+
+  std::string RandomConfig() {
+    std::string text;
+    for (const v1::Parameter& param : current_.kernel().params()) {
+      absl::StrAppend(&text, text.empty() ? "" : ",", param.name(), "=",
+                      param.values(rng_() % param.values_size()));
+    }
+    return text;
+  }
+
+  template <typename T>
+  const T& Pick(const std::vector<T>& items) {
+    return items[rng_() % items.size()];
+  }
+  bool Chance(double p) { return std::uniform_real_distribution<>(0, 1)(rng_) < p; }
+
+  std::string RandomShape() {
+    return absl::StrCat("M=", Pick(kValues), ",N=", Pick(kValues), ",K=", Pick(kValues));
+  }
+
+  // A new row (one in five tuned with the older code), or a faster, equal or
+  // slower measurement of a row already written.
+  BestRecord RandomRow() {
+    if (!written_.empty() && Chance(0.25)) {
+      BestRecord again = Pick(written_);
+      again.config = RandomConfig();
+      again.median_seconds = static_cast<double>(1 + rng_() % 50) * 1e-4;
+      again.job_id = absl::StrCat("j-", ++jobs_);
+      return again;
+    }
+    return Row(RandomShape(), Chance(0.2) ? older_ : current_, Pick(kModels), Pick(kToolkits));
+  }
+
+  // Rows the scan treats in ways a plain shape string would not.
+  void PutOddRows() {
+    const std::string& model = kModels[0];
+    const std::string& toolkit = kToolkits[0];
+    for (const char* shape : {"K=64,M=64,N=64",          // not in spec order: still exact
+                              "M=64,N=64,K=64,X=3",      // an extra dim is ignored
+                              "M=64,N=64",               // a missing dim: never served
+                              "M=0,N=64,K=64",           // not positive: never served
+                              "M=9007199254740993,N=64,K=64",  // 2^53 + 1
+                              "M=9007199254740992,N=50,K=50"}) {
+      Put(Row(shape, current_, model, toolkit));
+    }
+    BestRecord bad_shape = Row("M=64,N=64,K=64", current_, model, toolkit);
+    bad_shape.shape = "M=64,N";
+    Put(bad_shape);
+    BestRecord bad_config = Row("M=512,N=25,K=25", current_, model, toolkit);
+    bad_config.config = "BLOCK_M";
+    Put(bad_config);
+    BestRecord other_kernel = Row("M=100,N=100,K=100", current_, model, toolkit);
+    other_kernel.kernel_name = "transpose";
+    Put(other_kernel);
+  }
+
+  v1::GetBestConfigRequest RandomRequest() {
+    v1::GetBestConfigRequest request;
+    request.set_kernel_name("matmul");
+    std::string shape;
+    switch (rng_() % 5) {
+      case 0:  // exact, or a bad shape
+        shape = Pick(written_).shape;
+        break;
+      case 1:  // not in spec order
+        shape = absl::StrCat("K=", Pick(kValues), ",M=", Pick(kValues), ",N=", Pick(kValues));
+        break;
+      case 2:  // near 2^53
+        shape = absl::StrCat("M=", kHuge - rng_() % 3, ",N=", Pick(kValues), ",K=64");
+        break;
+      case 3: {  // anywhere
+        auto dim = [&] { return 1 + rng_() % 5000; };
+        shape = absl::StrCat("M=", dim(), ",N=", dim(), ",K=", dim());
+        break;
+      }
+      default: shape = RandomShape();
+    }
+    if (Chance(0.02)) shape = "M=64,N=64";
+    absl::StatusOr<v1::Shape> parsed = ParseShape(shape);
+    *request.mutable_shape() = parsed.ok() ? *parsed : *ParseShape(RandomShape());
+    request.set_device_model(Chance(0.25) ? "" : Chance(0.1) ? "unknown" : Pick(kModels));
+    request.set_toolkit(Chance(0.25) ? "" : Chance(0.1) ? "unknown" : Pick(kToolkits));
+    return request;
+  }
+
+  void ExpectSameAnswer(const v1::GetBestConfigRequest& request) {
+    absl::StatusOr<BestConfigAnswer> want = ReferenceBestConfig(store_.get(), latest_, request);
+    absl::StatusOr<BestConfigAnswer> got = index_.Resolve(
+        request.kernel_name(), request.shape(), request.device_model(), request.toolkit());
+    ASSERT_EQ(got.status(), want.status()) << request.ShortDebugString();
+    if (!want.ok()) return;
+    ++sources_[static_cast<int>(want->source)];
+    EXPECT_EQ(Show(*got), Show(*want)) << request.ShortDebugString();
+  }
+
+  void ExpectSameAnswers(int queries) {
+    for (int i = 0; i < queries && !HasFatalFailure(); ++i) ExpectSameAnswer(RandomRequest());
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+  BestConfigIndex index_;
+  v1::JobSpec current_;
+  v1::JobSpec older_;
+  v1::JobSpec latest_;
+  std::vector<BestRecord> written_;
+  std::mt19937_64 rng_{20261122};
+  int jobs_ = 0;
+  int sources_[3] = {0, 0, 0};  // answers seen, by source
+};
+
+TEST_F(BestConfigIndexTest, AnswersAsTheStoreScanDoesOnRandomRowsAndQueries) {
+  PutKernel(older_);
+  for (int i = 0; i < 150; ++i) Put(RandomRow());
+  PutOddRows();
+  PutKernel(current_);  // new code: every key is checked again
+  for (int i = 0; i < 250; ++i) Put(RandomRow());
+  ExpectSameAnswers(1200);
+
+  v1::JobSpec new_default = current_;  // same code, another default config
+  new_default.mutable_kernel()->set_default_config(
+      "BLOCK_M=64,BLOCK_N=256,BLOCK_K=128,UNROLL=4,LOOP_ORDER=0");
+  PutKernel(new_default);
+  ExpectSameAnswers(300);
+
+  PutKernel(older_);  // back to the older code: its rows are served again
+  ExpectSameAnswers(600);
+
+  // Every kind of answer was compared.
+  EXPECT_GT(sources_[static_cast<int>(BestConfigAnswer::Source::kExact)], 100);
+  EXPECT_GT(sources_[static_cast<int>(BestConfigAnswer::Source::kNearestShape)], 100);
+  EXPECT_GT(sources_[static_cast<int>(BestConfigAnswer::Source::kDefault)], 50);
+}
+
+TEST_F(BestConfigIndexTest, RowsStoredBeforeTheKernelIsSubmittedAreServedOnceItIs) {
+  for (int i = 0; i < 100; ++i) Put(RandomRow());
+  EXPECT_THAT(index_.Resolve("matmul", *ParseShape("M=64,N=64,K=64"), "", ""),
+              StatusIsWith(absl::StatusCode::kNotFound, "kernel matmul was never submitted here"));
+  PutKernel(current_);
+  ExpectSameAnswers(300);
+}
+
+TEST_F(BestConfigIndexTest, UnknownKernelIsNotFoundAndBadShapeIsInvalidArgument) {
+  PutKernel(current_);
+  Put(Row("M=64,N=64,K=64", current_, kModels[0], kToolkits[0]));
+  EXPECT_THAT(index_.Resolve("transpose", *ParseShape("M=64,N=64,K=64"), "", ""),
+              StatusIsWith(absl::StatusCode::kNotFound,
+                           "kernel transpose was never submitted here"));
+  for (const char* shape : {"M=64,N=64", "M=64,N=64,K=0", "M=64,N=64,K=64,X=1"}) {
+    EXPECT_THAT(index_.Resolve("matmul", *ParseShape(shape), "", ""),
+                StatusIs(absl::StatusCode::kInvalidArgument))
+        << shape;
+  }
+}
+
+TEST_F(BestConfigIndexTest, EqualDistancesGoToTheSmallestTuningKey) {
+  PutKernel(current_);
+  const BestRecord half = Row("M=50,N=64,K=64", current_, kModels[0], kToolkits[0]);
+  const BestRecord twice = Row("M=200,N=64,K=64", current_, kModels[1], kToolkits[0]);
+  Put(half);
+  Put(twice);
+  absl::StatusOr<BestConfigAnswer> nearest =
+      index_.Resolve("matmul", *ParseShape("M=100,N=64,K=64"), "", "");
+  ASSERT_OK(nearest);
+  EXPECT_EQ(nearest->source, BestConfigAnswer::Source::kNearestShape);
+  EXPECT_EQ(nearest->tuning_key, std::min(half.tuning_key, twice.tuning_key));
+  v1::GetBestConfigRequest request;
+  request.set_kernel_name("matmul");
+  *request.mutable_shape() = *ParseShape("M=100,N=64,K=64");
+  ExpectSameAnswer(request);
+}
+
+TEST_F(BestConfigIndexTest, KeepsTheFasterRowOfAKey) {
+  PutKernel(current_);
+  BestRecord row = Row("M=64,N=64,K=64", current_, kModels[0], kToolkits[0]);
+  row.median_seconds = 2e-3;
+  row.config = "BLOCK_M=16,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  Put(row);
+  row.median_seconds = 3e-3;  // slower: ignored
+  row.config = "BLOCK_M=32,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  Put(row);
+  row.median_seconds = 2e-3;  // as fast: ignored
+  Put(row);
+  absl::StatusOr<BestConfigAnswer> exact =
+      index_.Resolve("matmul", *ParseShape("M=64,N=64,K=64"), kModels[0], kToolkits[0]);
+  ASSERT_OK(exact);
+  EXPECT_EQ(exact->source, BestConfigAnswer::Source::kExact);
+  EXPECT_EQ(exact->config_text, "BLOCK_M=16,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0");
+  row.median_seconds = 1e-3;  // faster: replaces
+  row.config = "BLOCK_M=64,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  Put(row);
+  exact = index_.Resolve("matmul", *ParseShape("M=64,N=64,K=64"), kModels[0], kToolkits[0]);
+  ASSERT_OK(exact);
+  EXPECT_EQ(exact->config_text, row.config);
+  EXPECT_EQ(exact->median_seconds, 1e-3);
+}
+
+TEST(TunedShapesTest, RemovingARowKeepsTheOthersFindable) {
+  TunedShapes shapes(/*dims=*/2);
+  for (int64_t m = 1; m <= 5; ++m) shapes.Put(absl::StrCat("k", m), {m, 10});
+  shapes.Remove("k2");
+  shapes.Remove("k9");  // none: nothing happens
+  shapes.Put("k4", {4, 20});  // moved
+  EXPECT_EQ(shapes.size(), 4u);
+  int64_t two[] = {2, 10};
+  EXPECT_FALSE(shapes.Exact(ShapeQuery(two)).has_value());
+  for (int64_t m : {1, 3, 5}) {
+    int64_t point[] = {m, 10};
+    std::optional<ShapeMatch> match = shapes.Exact(ShapeQuery(point));
+    ASSERT_TRUE(match.has_value());
+    EXPECT_EQ(*match->tuning_key, absl::StrCat("k", m));
+  }
+  int64_t moved[] = {4, 20};
+  ASSERT_TRUE(shapes.Exact(ShapeQuery(moved)).has_value());
+  int64_t near_four[] = {4, 19};
+  EXPECT_EQ(*shapes.Nearest(ShapeQuery(near_four))->tuning_key, "k4");
+}
+
+}  // namespace
+}  // namespace tunefleet::server
