@@ -1,5 +1,6 @@
 #include "common/config_space.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -38,6 +39,9 @@ class CompiledExpr {
   mu::Parser& parser() { return parser_; }
   const std::string& text() const { return text_; }
   const std::string& what() const { return what_; }
+  // Symbol indices of the variables the expression reads.
+  std::vector<size_t>& uses() { return uses_; }
+  const std::vector<size_t>& uses() const { return uses_; }
   absl::StatusOr<double> Eval() {
     try {
       return parser_.Eval();
@@ -46,11 +50,25 @@ class CompiledExpr {
           absl::StrCat(what_, " \"", text_, "\": ", e.GetMsg()));
     }
   }
+  // Eval without a message: NaN when the evaluation fails.
+  double ValueOrNan() {
+    try {
+      return parser_.Eval();
+    } catch (const mu::Parser::exception_type&) {
+      return std::nan("");
+    }
+  }
+  // As a constraint: neither zero, NaN nor an error.
+  bool Holds() {
+    double value = ValueOrNan();
+    return value != 0 && !std::isnan(value);
+  }
 
  private:
   std::string text_;
   std::string what_;
   mu::Parser parser_;
+  std::vector<size_t> uses_;
 };
 
 DeviceLimits PlaceholderLimits(v1::Backend backend) {
@@ -169,7 +187,46 @@ absl::Status ConfigSpace::Compile(const DeviceLimits& limits) {
     ASSIGN_OR_RETURN(metrics_.emplace_back(),
                      CompileExpr(metric.expr(), absl::StrCat("metric ", metric.name())));
   }
+  PlanWalk();
   return absl::OkStatus();
+}
+
+void ConfigSpace::PlanWalk() {
+  // The level of an expression: 1 + the last param it depends on, 0 for none.
+  std::vector<size_t> derived_level(derived_.size(), 0);
+  auto level_of = [&](const CompiledExpr& expr) {
+    size_t level = 0;
+    for (size_t symbol : expr.uses()) {
+      if (symbol >= param_base_ && symbol < derived_base_) {
+        level = std::max(level, symbol - param_base_ + 1);
+      } else if (symbol >= derived_base_ && symbol < seconds_slot_) {
+        level = std::max(level, derived_level[symbol - derived_base_]);
+      }
+    }
+    return level;
+  };
+  std::vector<bool> needed(derived_.size(), false);
+  auto mark_derived = [&](const CompiledExpr& expr) {
+    for (size_t symbol : expr.uses()) {
+      if (symbol >= derived_base_ && symbol < seconds_slot_) needed[symbol - derived_base_] = true;
+    }
+  };
+  for (size_t i = 0; i < derived_.size(); ++i) derived_level[i] = level_of(*derived_[i]);
+  levels_.assign(spec_.params_size() + 1, Level{});
+  for (size_t i = 0; i < constraints_.size(); ++i) {
+    size_t level = level_of(*constraints_[i]);
+    levels_[level].constraints.push_back(i);
+    walk_depth_ = std::max(walk_depth_, static_cast<int>(level));
+    mark_derived(*constraints_[i]);
+  }
+  // A derived value names only earlier ones, so one backward pass closes the
+  // set the constraints need; the rest are never evaluated by the walk.
+  for (size_t i = derived_.size(); i-- > 0;) {
+    if (needed[i]) mark_derived(*derived_[i]);
+  }
+  for (size_t i = 0; i < derived_.size(); ++i) {
+    if (needed[i]) levels_[derived_level[i]].derived.push_back(i);
+  }
 }
 
 absl::StatusOr<std::unique_ptr<CompiledExpr>> ConfigSpace::CompileExpr(
@@ -197,6 +254,17 @@ absl::StatusOr<std::unique_ptr<CompiledExpr>> ConfigSpace::CompileExpr(
   }
   if (text.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
   // muParser parses lazily; evaluate once so unknown names surface here.
+  RETURN_IF_ERROR(expr->Eval().status());
+  try {
+    for (const auto& [name, address] : parser.GetUsedVar()) {
+      expr->uses().push_back(static_cast<size_t>(address - symbols_.data()));
+    }
+  } catch (const mu::Parser::exception_type& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " \"", text, "\": ", e.GetMsg()));
+  }
+  // GetUsedVar drops the bytecode; build it again now rather than on the
+  // first evaluation of a walk.
   RETURN_IF_ERROR(expr->Eval().status());
   return expr;
 }
@@ -242,9 +310,9 @@ void ConfigSpace::Bind(uint64_t ordinal) {
         static_cast<double>(param.values(static_cast<int>(ordinal % param.values_size())));
     ordinal /= param.values_size();
   }
+  ++binds_;
   for (size_t i = 0; i < derived_.size(); ++i) {
-    absl::StatusOr<double> value = derived_[i]->Eval();
-    symbols_[derived_base_ + i] = value.ok() ? *value : std::nan("");
+    symbols_[derived_base_ + i] = derived_[i]->ValueOrNan();
   }
 }
 
@@ -254,7 +322,28 @@ absl::Status ConfigSpace::Bind(const v1::Config& config) {
   return absl::OkStatus();
 }
 
-bool ConfigSpace::Valid() { return CheckConstraints().ok(); }
+void ConfigSpace::SetParam(int param, int value_index) {
+  symbols_[param_base_ + param] =
+      static_cast<double>(spec_.params(param).values(value_index));
+  ++binds_;
+}
+
+bool ConfigSpace::EnterLevel(size_t level) {
+  for (size_t i : levels_[level].derived) {
+    symbols_[derived_base_ + i] = derived_[i]->ValueOrNan();
+  }
+  for (size_t i : levels_[level].constraints) {
+    if (!constraints_[i]->Holds()) return false;
+  }
+  return true;
+}
+
+bool ConfigSpace::Valid() {
+  for (const auto& constraint : constraints_) {
+    if (!constraint->Holds()) return false;
+  }
+  return true;
+}
 
 absl::Status ConfigSpace::CheckConstraints() {
   for (size_t i = 0; i < constraints_.size(); ++i) {
@@ -343,16 +432,85 @@ absl::StatusOr<double> ConfigSpace::Evaluate(const std::string& expr) {
   return compiled->Eval();
 }
 
+ConfigEnumerator::ConfigEnumerator(ConfigSpace* space)
+    : space_(space), index_(space->walk_depth_, 0) {
+  const auto& params = space->spec_.params();
+  for (int i = space->walk_depth_; i < params.size(); ++i) {
+    tail_ = SaturatingMul(tail_, static_cast<uint64_t>(params[i].values_size()));
+  }
+}
+
 bool ConfigEnumerator::Next(uint64_t* ordinal) {
-  while (next_ < space_->full_size()) {
-    uint64_t candidate = next_++;
-    space_->Bind(candidate);
-    if (space_->Valid()) {
-      *ordinal = candidate;
-      return true;
+  if (run_next_ == run_end_ && !Refill()) return false;
+  *ordinal = run_next_++;
+  return true;
+}
+
+bool ConfigEnumerator::NextRun(uint64_t* first, uint64_t* count) {
+  if (run_next_ == run_end_ && !Refill()) return false;
+  *first = run_next_;
+  *count = run_end_ - run_next_;
+  run_next_ = run_end_;
+  return true;
+}
+
+bool ConfigEnumerator::Refill() {
+  if (done_ || tail_ == 0 || !Advance()) {
+    done_ = true;
+    return false;
+  }
+  run_next_ = PrefixOrdinal() * tail_;
+  run_end_ = run_next_ + tail_;
+  return true;
+}
+
+bool ConfigEnumerator::Advance() {
+  const int depth = space_->walk_depth_;
+  if (!started_) {
+    started_ = true;
+    if (!space_->EnterLevel(0)) return false;
+  } else {
+    if (depth == 0) return false;  // the empty prefix was the only one
+    if (space_->binds_ != binds_seen_) Rebind();
+    depth_ = depth - 1;
+    ++index_[depth_];
+  }
+  const auto& params = space_->spec_.params();
+  // Depth-first: index_[depth_] is the next value to try for param depth_.
+  while (depth_ < depth) {
+    if (index_[depth_] == params[depth_].values_size()) {
+      if (depth_ == 0) return false;
+      index_[depth_] = 0;
+      ++index_[--depth_];
+    } else {
+      space_->SetParam(depth_, index_[depth_]);
+      if (space_->EnterLevel(depth_ + 1)) {
+        ++depth_;
+      } else {
+        ++index_[depth_];
+      }
     }
   }
-  return false;
+  binds_seen_ = space_->binds_;
+  return true;
+}
+
+void ConfigEnumerator::Rebind() {
+  space_->EnterLevel(0);
+  for (int i = 0; i + 1 < space_->walk_depth_; ++i) {
+    space_->SetParam(i, index_[i]);
+    space_->EnterLevel(i + 1);
+  }
+}
+
+uint64_t ConfigEnumerator::PrefixOrdinal() const {
+  const auto& params = space_->spec_.params();
+  uint64_t ordinal = 0;
+  for (int i = 0; i < space_->walk_depth_; ++i) {
+    ordinal = ordinal * static_cast<uint64_t>(params[i].values_size()) +
+              static_cast<uint64_t>(index_[i]);
+  }
+  return ordinal;
 }
 
 }  // namespace tunefleet

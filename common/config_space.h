@@ -30,6 +30,11 @@ class CompiledExpr;
 // Thread-safety: not thread-safe (evaluation writes the symbol table); use
 // one ConfigSpace per thread. Configs are identified by their ordinal in the
 // full cartesian space, params varying fastest from the last one.
+//
+// Every constraint and derived value is a pure function of the params it
+// names (a derived value counts the params of the derived values it names),
+// so the valid configs can be found by binding params in spec order and
+// checking each constraint as soon as its last param is bound.
 class ConfigSpace {
  public:
   // Compiles every expression of `spec`. InvalidArgument naming the
@@ -51,7 +56,7 @@ class ConfigSpace {
   // evaluate against this config.
   void Bind(uint64_t ordinal);
   absl::Status Bind(const v1::Config& config);
-  // True when every constraint holds for the bound config.
+  // True when every constraint holds for the bound config. Allocates nothing.
   bool Valid();
   // The first constraint the bound config breaks, or OK.
   absl::Status CheckConstraints();
@@ -72,8 +77,24 @@ class ConfigSpace {
   const v1::KernelSpec& spec() const { return spec_; }
 
  private:
+  friend class ConfigEnumerator;
+
+  // What the walk evaluates once the params before a level are bound:
+  // level 0 has no params bound, level i + 1 has params 0..i.
+  struct Level {
+    std::vector<size_t> derived;      // indices into derived_, in order
+    std::vector<size_t> constraints;  // indices into constraints_
+  };
+
   ConfigSpace() = default;
   absl::Status Compile(const DeviceLimits& limits);
+  // Fills levels_ and walk_depth_ from the names each expression uses.
+  void PlanWalk();
+  // Binds value `value_index` of param `param` (derived values are stale).
+  void SetParam(int param, int value_index);
+  // Evaluates the derived values of `level`, then whether its constraints
+  // hold. REQUIRES: the params before `level` and the levels before it bound.
+  bool EnterLevel(size_t level);
   absl::StatusOr<std::unique_ptr<CompiledExpr>> CompileExpr(
       const std::string& expr, const std::string& what);
   absl::StatusOr<int64_t> EvalSize(CompiledExpr* expr, int64_t fallback);
@@ -94,18 +115,50 @@ class ConfigSpace {
   std::vector<std::vector<std::unique_ptr<CompiledExpr>>> tensor_shapes_;
   std::vector<std::unique_ptr<CompiledExpr>> scalars_;
   std::vector<std::unique_ptr<CompiledExpr>> metrics_;
+  std::vector<Level> levels_;  // params + 1 of them
+  // Params from this one on appear in no constraint: every config sharing a
+  // valid prefix of the first `walk_depth_` params is valid.
+  int walk_depth_ = 0;
+  // Counts writes to the params, so an enumerator knows when someone else
+  // bound the space between two of its calls.
+  uint64_t binds_ = 0;
 };
 
-// Walks the valid configs of a space lazily, in ordinal order.
+// Walks the valid configs of a space lazily, in ordinal order, binding the
+// params one at a time and skipping every config below a prefix that breaks
+// a constraint. Rejecting a config allocates nothing.
+//
+// Thread-safety: as the space. The space may be bound by others between two
+// calls; the enumerator binds its own prefix again when it resumes. After a
+// call the space is bound to no config in particular: Bind the ordinal to
+// evaluate it.
 class ConfigEnumerator {
  public:
-  explicit ConfigEnumerator(ConfigSpace* space) : space_(space) {}
+  explicit ConfigEnumerator(ConfigSpace* space);
   // Sets `ordinal` to the next valid config; false at the end.
   bool Next(uint64_t* ordinal);
+  // Sets [*first, *first + *count) to the next valid configs, all of them
+  // consecutive ordinals (count >= 1); false at the end. Same walk as Next:
+  // the two may be mixed.
+  bool NextRun(uint64_t* first, uint64_t* count);
 
  private:
+  bool Refill();
+  // Moves to the next prefix of walk_depth_ params under which every config
+  // is valid; false at the end.
+  bool Advance();
+  void Rebind();
+  uint64_t PrefixOrdinal() const;
+
   ConfigSpace* space_;
-  uint64_t next_ = 0;
+  int depth_ = 0;           // params of the prefix bound and checked
+  std::vector<int> index_;  // value index of each prefix param
+  uint64_t tail_ = 1;       // configs under one prefix
+  uint64_t run_next_ = 0;   // the pending run [run_next_, run_end_)
+  uint64_t run_end_ = 0;
+  uint64_t binds_seen_ = 0;
+  bool started_ = false;
+  bool done_ = false;
 };
 
 }  // namespace tunefleet

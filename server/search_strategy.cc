@@ -32,13 +32,43 @@ class ListStrategy : public SearchStrategy {
   size_t next_ = 0;
 };
 
-// Every valid config, the default first, then in ordinal order; enumerated
-// lazily so the space is never held in memory.
+// Consecutive valid ordinals [first, first + count).
+struct OrdinalRun {
+  uint64_t first = 0;
+  uint64_t count = 0;
+};
+
+// The valid configs of a space as runs, in ordinal order, from one walk that
+// stops once more than `stop_after` are found.
+struct ValidConfigs {
+  std::vector<OrdinalRun> runs;
+  uint64_t count = 0;
+};
+
+ValidConfigs CollectValid(ConfigSpace* space, int64_t stop_after) {
+  ValidConfigs valid;
+  ConfigEnumerator enumerator(space);
+  OrdinalRun run;
+  while (valid.count <= static_cast<uint64_t>(stop_after) &&
+         enumerator.NextRun(&run.first, &run.count)) {
+    valid.count += run.count;
+    OrdinalRun* last = valid.runs.empty() ? nullptr : &valid.runs.back();
+    if (last != nullptr && last->first + last->count == run.first) {
+      last->count += run.count;
+    } else {
+      valid.runs.push_back(run);
+    }
+  }
+  return valid;
+}
+
+// Every valid config, the default first, then in ordinal order. Holds the
+// valid configs as runs of consecutive ordinals, found when it was built.
 class ExhaustiveStrategy : public SearchStrategy {
  public:
-  ExhaustiveStrategy(ConfigSpace* space, int64_t valid_count,
+  ExhaustiveStrategy(std::vector<OrdinalRun> runs, int64_t valid_count,
                      std::optional<uint64_t> first)
-      : enumerator_(space), total_(valid_count), first_(first), skip_(first) {}
+      : runs_(std::move(runs)), total_(valid_count), first_(first), skip_(first) {}
   std::vector<uint64_t> Propose(int max) override {
     std::vector<uint64_t> out;
     if (first_.has_value() && max > 0) {
@@ -46,7 +76,7 @@ class ExhaustiveStrategy : public SearchStrategy {
       ++proposed_;
     }
     uint64_t ordinal = 0;
-    while (static_cast<int>(out.size()) < max && enumerator_.Next(&ordinal)) {
+    while (static_cast<int>(out.size()) < max && NextOrdinal(&ordinal)) {
       if (skip_.has_value() && ordinal == *skip_) continue;
       out.push_back(ordinal);
       ++proposed_;
@@ -59,20 +89,24 @@ class ExhaustiveStrategy : public SearchStrategy {
   int64_t planned_total() const override { return total_; }
 
  private:
-  ConfigEnumerator enumerator_;
+  bool NextOrdinal(uint64_t* ordinal) {
+    while (run_ < runs_.size() && offset_ == runs_[run_].count) {
+      ++run_;
+      offset_ = 0;
+    }
+    if (run_ == runs_.size()) return false;
+    *ordinal = runs_[run_].first + offset_++;
+    return true;
+  }
+
+  std::vector<OrdinalRun> runs_;
+  size_t run_ = 0;       // the walk through runs_: run and offset in it
+  uint64_t offset_ = 0;
   int64_t total_;
   int64_t proposed_ = 0;
   std::optional<uint64_t> first_;  // still to propose
   std::optional<uint64_t> skip_;   // proposed first; skipped in the walk
 };
-
-int64_t CountValid(ConfigSpace* space, int64_t stop_after) {
-  ConfigEnumerator enumerator(space);
-  int64_t count = 0;
-  uint64_t ordinal = 0;
-  while (count <= stop_after && enumerator.Next(&ordinal)) ++count;
-  return count;
-}
 
 // A uniform sample of `budget` valid configs (reservoir sampling in one lazy
 // pass), the default first.
@@ -82,18 +116,20 @@ std::vector<uint64_t> SampleValid(ConfigSpace* space, int64_t budget,
   std::mt19937_64 rng(seed);
   std::vector<uint64_t> reservoir;
   ConfigEnumerator enumerator(space);
-  uint64_t ordinal = 0;
+  OrdinalRun run;
   int64_t seen = 0;
   const int64_t slots = budget - (first.has_value() ? 1 : 0);
-  while (enumerator.Next(&ordinal)) {
-    if (first.has_value() && ordinal == *first) continue;
-    ++seen;
-    if (static_cast<int64_t>(reservoir.size()) < slots) {
-      reservoir.push_back(ordinal);
-    } else if (slots > 0) {
-      std::uniform_int_distribution<int64_t> pick(0, seen - 1);
-      int64_t j = pick(rng);
-      if (j < slots) reservoir[j] = ordinal;
+  while (enumerator.NextRun(&run.first, &run.count)) {
+    for (uint64_t ordinal = run.first; ordinal != run.first + run.count; ++ordinal) {
+      if (first.has_value() && ordinal == *first) continue;
+      ++seen;
+      if (static_cast<int64_t>(reservoir.size()) < slots) {
+        reservoir.push_back(ordinal);
+      } else if (slots > 0) {
+        std::uniform_int_distribution<int64_t> pick(0, seen - 1);
+        int64_t j = pick(rng);
+        if (j < slots) reservoir[j] = ordinal;
+      }
     }
   }
   std::shuffle(reservoir.begin(), reservoir.end(), rng);
@@ -122,18 +158,19 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
   }
   std::optional<uint64_t> first = ValidDefault(space, options.default_ordinal);
   if (options.name == "exhaustive" || options.name.empty()) {
-    int64_t valid = CountValid(space, options.max_trials);
-    if (valid == 0) {
+    ValidConfigs valid = CollectValid(space, options.max_trials);
+    if (valid.count == 0) {
       return absl::InvalidArgumentError(
           "the config space is empty: no config satisfies every constraint");
     }
-    if (valid > options.max_trials) {
+    if (valid.count > static_cast<uint64_t>(options.max_trials)) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "the space has more than ", options.max_trials,
           " valid configs, over the exhaustive cap; use --strategy random "
           "with a --budget"));
     }
-    return std::make_unique<ExhaustiveStrategy>(space, valid, first);
+    return std::make_unique<ExhaustiveStrategy>(
+        std::move(valid.runs), static_cast<int64_t>(valid.count), first);
   }
   if (options.name == "random") {
     if (options.budget <= 0) {

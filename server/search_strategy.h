@@ -42,9 +42,11 @@ struct StrategyOptions {
   std::vector<uint64_t> only;
 };
 
-// Builds a strategy over `space` (which it reads while counting and
-// enumerating; the caller keeps it alive). InvalidArgument for an unknown
-// name or an empty space, ResourceExhausted over `max_trials`.
+// Builds a strategy over `space` in at most one walk of its valid configs
+// (none for a config set); the strategy does not keep `space`. Exhaustive
+// holds the valid configs as runs of consecutive ordinals (at most
+// max_trials runs); random holds its sample. InvalidArgument for an
+// unknown name or an empty space, ResourceExhausted over `max_trials`.
 absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
     ConfigSpace* space, const StrategyOptions& options);
 

@@ -1,11 +1,29 @@
 #include "common/config_space.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <random>
 #include <set>
 
 #include "common/config_text.h"
 #include "common/spec_loader.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 #include "tests/support/test_support.h"
+
+// Counts heap allocations, so a test can check that a walk makes none.
+namespace {
+std::atomic<int64_t> allocations{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace tunefleet {
 namespace {
@@ -149,6 +167,204 @@ TEST(ConfigSpaceTest, FullSizeSaturatesInsteadOfOverflowing) {
   }
   auto space = Space(spec, "M=1,N=1,K=1", PlaceholderLimits(v1::BACKEND_CPU));
   EXPECT_EQ(space->full_size(), UINT64_MAX);
+}
+
+// A CPU spec with problem dims M and N and the params, derived values and
+// constraints added by the caller.
+v1::KernelSpec EmptySpec() {
+  v1::KernelSpec spec;
+  spec.set_name("walk");
+  spec.set_backend(v1::BACKEND_CPU);
+  spec.add_sources("walk.cc");
+  spec.set_entry("walk");
+  spec.add_problem()->set_name("M");
+  spec.add_problem()->set_name("N");
+  return spec;
+}
+
+void AddParam(v1::KernelSpec* spec, const std::string& name, std::vector<int64_t> values) {
+  v1::Parameter* param = spec->add_params();
+  param->set_name(name);
+  for (int64_t v : values) param->add_values(v);
+}
+
+void AddDerived(v1::KernelSpec* spec, const std::string& name, const std::string& expr) {
+  v1::Derived* derived = spec->add_derived();
+  derived->set_name(name);
+  derived->set_expr(expr);
+}
+
+void AddConstraint(v1::KernelSpec* spec, const std::string& expr) {
+  spec->add_constraints()->set_expr(expr);
+}
+
+// The valid ordinals found by binding every ordinal of the space.
+std::vector<uint64_t> BruteForce(ConfigSpace* space) {
+  std::vector<uint64_t> valid;
+  for (uint64_t ordinal = 0; ordinal < space->full_size(); ++ordinal) {
+    space->Bind(ordinal);
+    if (space->Valid()) valid.push_back(ordinal);
+  }
+  return valid;
+}
+
+std::vector<uint64_t> Enumerated(ConfigSpace* space) {
+  std::vector<uint64_t> valid;
+  ConfigEnumerator enumerator(space);
+  for (uint64_t ordinal = 0; enumerator.Next(&ordinal);) valid.push_back(ordinal);
+  return valid;
+}
+
+std::vector<uint64_t> EnumeratedByRuns(ConfigSpace* space) {
+  std::vector<uint64_t> valid;
+  ConfigEnumerator enumerator(space);
+  uint64_t first = 0;
+  uint64_t count = 0;
+  while (enumerator.NextRun(&first, &count)) {
+    EXPECT_GT(count, 0u);
+    for (uint64_t i = 0; i < count; ++i) valid.push_back(first + i);
+  }
+  return valid;
+}
+
+void ExpectWalksAgree(const v1::KernelSpec& spec, const std::string& shape,
+                      const DeviceLimits& limits) {
+  auto space = Space(spec, shape, limits);
+  ASSERT_NE(space, nullptr);
+  std::vector<uint64_t> expected = BruteForce(space.get());
+  EXPECT_EQ(Enumerated(space.get()), expected) << spec.DebugString();
+  EXPECT_EQ(EnumeratedByRuns(space.get()), expected) << spec.DebugString();
+}
+
+TEST(ConfigEnumeratorTest, MatchesBruteForceOnTheMatmulSpace) {
+  v1::KernelSpec spec = MatmulSpec();
+  for (double l2 : {2097152.0, 262144.0, 65536.0, 1.0}) {
+    DeviceLimits limits = PlaceholderLimits(v1::BACKEND_CPU);
+    limits["l2_bytes"] = l2;
+    for (const char* shape : {"M=512,N=512,K=512", "M=64,N=100,K=40", "M=1,N=1,K=1"}) {
+      ExpectWalksAgree(spec, shape, limits);
+    }
+  }
+}
+
+TEST(ConfigEnumeratorTest, MatchesBruteForceWithConstraintsOnPrefixesAndSuffixes) {
+  v1::KernelSpec spec = EmptySpec();
+  AddParam(&spec, "A", {1, 2, 3, 4, 5});
+  AddParam(&spec, "B", {1, 2, 4, 8});
+  AddParam(&spec, "C", {0, 1, 2});
+  AddParam(&spec, "D", {2, 3, 5, 7});
+  AddConstraint(&spec, "A != 3");            // first param only
+  AddConstraint(&spec, "D % 2 == 1");        // last param only
+  AddConstraint(&spec, "C + D <= M");        // a suffix and a dim
+  AddConstraint(&spec, "A * B <= N");        // a prefix and a dim
+  ExpectWalksAgree(spec, "M=7,N=12", PlaceholderLimits(v1::BACKEND_CPU));
+  ExpectWalksAgree(spec, "M=1,N=12", PlaceholderLimits(v1::BACKEND_CPU));
+}
+
+TEST(ConfigEnumeratorTest, MatchesBruteForceWithDerivedValuesAndDeviceLimits) {
+  v1::KernelSpec spec = EmptySpec();
+  AddParam(&spec, "TILE", {8, 16, 32, 64});
+  AddParam(&spec, "WARPS", {1, 2, 4, 8});
+  AddParam(&spec, "STAGES", {1, 2, 3});
+  AddParam(&spec, "VEC", {1, 2, 4});
+  AddDerived(&spec, "tile_bytes", "TILE * TILE * 4");
+  AddDerived(&spec, "smem", "tile_bytes * STAGES");           // derived over a derived
+  AddDerived(&spec, "unused", "VEC * 1000");                  // in no constraint
+  AddDerived(&spec, "per_warp", "cdiv(TILE, WARPS) * VEC");   // params 0, 1 and 3
+  AddConstraint(&spec, "smem <= l1d_bytes");
+  AddConstraint(&spec, "per_warp >= 4");
+  AddConstraint(&spec, "WARPS <= cores / 16");                // a limit and param 1
+  AddConstraint(&spec, "M >= 2");                             // constants only
+  for (double l1d : {4096.0, 16384.0, 49152.0}) {
+    DeviceLimits limits = PlaceholderLimits(v1::BACKEND_CPU);
+    limits["l1d_bytes"] = l1d;
+    ExpectWalksAgree(spec, "M=4,N=4", limits);
+    ExpectWalksAgree(spec, "M=1,N=4", limits);  // M >= 2 fails: nothing is valid
+  }
+}
+
+TEST(ConfigEnumeratorTest, ReturnsUnconstrainedTrailingParamsAsOneRun) {
+  v1::KernelSpec spec = EmptySpec();
+  AddParam(&spec, "A", {1, 2, 3});
+  AddParam(&spec, "B", {1, 2, 3, 4});
+  AddParam(&spec, "C", {1, 2, 3, 4, 5});
+  AddConstraint(&spec, "A != 2");
+  auto space = Space(spec, "M=1,N=1", PlaceholderLimits(v1::BACKEND_CPU));
+  ConfigEnumerator enumerator(space.get());
+  std::vector<std::pair<uint64_t, uint64_t>> runs;
+  uint64_t first = 0;
+  uint64_t count = 0;
+  while (enumerator.NextRun(&first, &count)) runs.emplace_back(first, count);
+  EXPECT_EQ(runs, (std::vector<std::pair<uint64_t, uint64_t>>{{0, 20}, {40, 20}}));
+}
+
+TEST(ConfigEnumeratorTest, ResumesCorrectlyWhenTheSpaceIsBoundBetweenCalls) {
+  v1::KernelSpec spec = MatmulSpec();
+  auto space = Space(spec, "M=64,N=256,K=128", PlaceholderLimits(v1::BACKEND_CPU));
+  std::vector<uint64_t> expected = BruteForce(space.get());
+  ConfigEnumerator enumerator(space.get());
+  ConfigEnumerator other(space.get());
+  std::vector<uint64_t> walked;
+  for (uint64_t ordinal = 0; enumerator.Next(&ordinal);) {
+    walked.push_back(ordinal);
+    space->Bind(space->full_size() - 1 - ordinal);
+    uint64_t unused = 0;
+    other.Next(&unused);
+  }
+  EXPECT_EQ(walked, expected);
+}
+
+TEST(ConfigEnumeratorTest, MatchesBruteForceOnRandomSpecs) {
+  std::mt19937 rng(20261122);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const std::vector<std::string> ops = {"<=", "<", "==", "!=", ">=", ">"};
+  for (int round = 0; round < 300; ++round) {
+    v1::KernelSpec spec = EmptySpec();
+    std::vector<std::string> names = {"M", "N", "cores", "l1d_bytes / 4096"};
+    const int params = 1 + pick(5);
+    for (int p = 0; p < params; ++p) {
+      std::vector<int64_t> values;
+      for (int v = 1 + pick(4); v > 0; --v) values.push_back(1 + pick(12));
+      std::sort(values.begin(), values.end());
+      values.erase(std::unique(values.begin(), values.end()), values.end());
+      AddParam(&spec, absl::StrCat("P", p), values);
+      names.push_back(absl::StrCat("P", p));
+    }
+    auto term = [&] {
+      std::string a = names[pick(static_cast<int>(names.size()))];
+      std::string b = names[pick(static_cast<int>(names.size()))];
+      const char* op[] = {" + ", " * ", " - ", " % "};
+      return pick(3) == 0 ? a : absl::StrCat("(", a, op[pick(4)], b, ")");
+    };
+    for (int d = pick(4); d > 0; --d) {
+      std::string name = absl::StrCat("d", spec.derived_size());
+      AddDerived(&spec, name, term());
+      names.push_back(name);
+    }
+    for (int c = pick(5); c > 0; --c) {
+      AddConstraint(&spec, absl::StrCat(term(), " ", ops[pick(6)], " ", term()));
+    }
+    ExpectWalksAgree(spec, absl::StrCat("M=", 1 + pick(16), ",N=", 1 + pick(16)),
+                     PlaceholderLimits(v1::BACKEND_CPU));
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
+TEST(ConfigEnumeratorTest, RejectingConfigsAllocatesNothing) {
+  v1::KernelSpec spec = MatmulSpec();
+  DeviceLimits limits = PlaceholderLimits(v1::BACKEND_CPU);
+  limits["l2_bytes"] = 262144;
+  auto space = Space(spec, "M=64,N=100,K=40", limits);
+  ConfigEnumerator enumerator(space.get());
+  const int64_t before = allocations.load();
+  int64_t valid = 0;
+  for (uint64_t ordinal = 0; enumerator.Next(&ordinal);) ++valid;
+  for (uint64_t ordinal = 0; ordinal < space->full_size(); ++ordinal) {
+    space->Bind(ordinal);
+    valid -= space->Valid() ? 1 : 0;
+  }
+  EXPECT_EQ(allocations.load() - before, 0);
+  EXPECT_EQ(valid, 0);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "server/search_strategy.h"
 
+#include <algorithm>
+#include <random>
 #include <set>
 
 #include "common/config_text.h"
@@ -90,6 +92,117 @@ TEST_F(SearchStrategyTest, RefusesEmptyOversizedAndUnknown) {
                                     PlaceholderLimits(v1::BACKEND_CPU));
   EXPECT_THAT(MakeStrategy(empty.get(), StrategyOptions{}),
               StatusIsWith(absl::StatusCode::kInvalidArgument, "empty"));
+}
+
+// Every valid ordinal of `space`, binding each ordinal in turn.
+std::vector<uint64_t> BruteForce(ConfigSpace* space) {
+  std::vector<uint64_t> valid;
+  for (uint64_t ordinal = 0; ordinal < space->full_size(); ++ordinal) {
+    space->Bind(ordinal);
+    if (space->Valid()) valid.push_back(ordinal);
+  }
+  return valid;
+}
+
+// The random strategy's sample written over a list: a reservoir of the valid
+// configs in ordinal order (the default left out), shuffled, default first.
+std::vector<uint64_t> ReferenceSample(const std::vector<uint64_t>& valid, int64_t budget,
+                                      uint64_t seed, std::optional<uint64_t> first) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> reservoir;
+  int64_t seen = 0;
+  const int64_t slots = budget - (first.has_value() ? 1 : 0);
+  for (uint64_t ordinal : valid) {
+    if (first.has_value() && ordinal == *first) continue;
+    ++seen;
+    if (static_cast<int64_t>(reservoir.size()) < slots) {
+      reservoir.push_back(ordinal);
+    } else if (slots > 0) {
+      std::uniform_int_distribution<int64_t> pick(0, seen - 1);
+      int64_t j = pick(rng);
+      if (j < slots) reservoir[j] = ordinal;
+    }
+  }
+  std::shuffle(reservoir.begin(), reservoir.end(), rng);
+  if (first.has_value()) reservoir.insert(reservoir.begin(), *first);
+  return reservoir;
+}
+
+// Matmul with a trailing param no constraint names, under tight limits.
+class SearchStrategyWalkTest : public SearchStrategyTest {
+ protected:
+  void SetUp() override {
+    SearchStrategyTest::SetUp();
+    v1::Parameter* pad = spec_.add_params();
+    pad->set_name("PAD");
+    for (int v = 0; v < 6; ++v) pad->add_values(v);
+    spec_.set_default_config(spec_.default_config() + ",PAD=3");
+    DeviceLimits limits = PlaceholderLimits(v1::BACKEND_CPU);
+    limits["l2_bytes"] = 262144;
+    space_ = *ConfigSpace::Create(spec_, *NormalizeShape(spec_, *ParseShape("M=128,N=256,K=64")),
+                                  limits);
+    valid_list_ = BruteForce(space_.get());
+    default_ = *space_->OrdinalOf(*NormalizeConfig(spec_, *ParseConfig(spec_.default_config())));
+    ASSERT_TRUE(std::binary_search(valid_list_.begin(), valid_list_.end(), default_));
+  }
+  std::vector<uint64_t> valid_list_;
+  uint64_t default_ = 0;
+};
+
+TEST_F(SearchStrategyWalkTest, ExhaustiveProposesTheDefaultThenEveryValidConfigInOrder) {
+  StrategyOptions options;
+  options.default_ordinal = default_;
+  std::vector<uint64_t> expected = {default_};
+  for (uint64_t ordinal : valid_list_) {
+    if (ordinal != default_) expected.push_back(ordinal);
+  }
+  for (int batch : {1, 7, 1000}) {
+    auto strategy = MakeStrategy(space_.get(), options);
+    ASSERT_OK(strategy);
+    EXPECT_EQ((*strategy)->planned_total(), static_cast<int64_t>(valid_list_.size()));
+    EXPECT_EQ(Drain(strategy->get(), batch), expected) << "batch " << batch;
+  }
+  options.default_ordinal.reset();
+  EXPECT_EQ(Drain(MakeStrategy(space_.get(), options)->get(), 5), valid_list_);
+}
+
+TEST_F(SearchStrategyWalkTest, ExhaustiveCapCountsEveryValidConfig) {
+  StrategyOptions options;
+  options.max_trials = static_cast<int64_t>(valid_list_.size());
+  EXPECT_OK(MakeStrategy(space_.get(), options));
+  options.max_trials -= 1;
+  EXPECT_THAT(MakeStrategy(space_.get(), options), StatusIs(absl::StatusCode::kResourceExhausted));
+}
+
+TEST_F(SearchStrategyWalkTest, RandomSampleIsTheReservoirOverEveryValidConfig) {
+  StrategyOptions options;
+  options.name = "random";
+  for (uint64_t seed : {0, 1, 42}) {
+    for (int64_t budget : {1, 5, 64, 100000}) {
+      for (std::optional<uint64_t> first : {std::optional<uint64_t>(), std::optional(default_)}) {
+        options.seed = seed;
+        options.budget = budget;
+        options.default_ordinal = first;
+        EXPECT_EQ(Drain(MakeStrategy(space_.get(), options)->get(), 9),
+                  ReferenceSample(valid_list_, budget, seed, first))
+            << "seed " << seed << " budget " << budget;
+      }
+    }
+  }
+}
+
+TEST_F(SearchStrategyWalkTest, StrategiesOutliveTheSpace) {
+  StrategyOptions exhaustive;
+  exhaustive.default_ordinal = default_;
+  StrategyOptions random = exhaustive;
+  random.name = "random";
+  auto first = MakeStrategy(space_.get(), exhaustive);
+  auto second = MakeStrategy(space_.get(), random);
+  ASSERT_OK(first);
+  ASSERT_OK(second);
+  space_.reset();
+  EXPECT_EQ(Drain(first->get(), 4).size(), valid_list_.size());
+  EXPECT_EQ(Drain(second->get(), 4).front(), default_);
 }
 
 }  // namespace
