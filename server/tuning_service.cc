@@ -103,16 +103,20 @@ grpc::Status TuningServiceImpl::ListJobs(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::GetBestConfig(grpc::ServerContext*,
-                                              const v1::GetBestConfigRequest* request,
-                                              v1::GetBestConfigResponse* response) {
-  if (request->kernel_name().empty()) return MissingField("kernel_name");
+grpc::ServerUnaryReactor* TuningServiceImpl::GetBestConfig(
+    grpc::CallbackServerContext* context, const v1::GetBestConfigRequest* request,
+    v1::GetBestConfigResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (request->kernel_name().empty()) {
+    reactor->Finish(MissingField("kernel_name"));
+    return reactor;
+  }
   absl::StatusOr<BestConfigAnswer> best =
       best_configs_->Resolve(request->kernel_name(), request->shape(),
                              request->device_model(), request->toolkit());
-  if (!best.ok()) return ToGrpcStatus(best.status());
-  ToProto(*std::move(best), response);
-  return grpc::Status::OK;
+  if (best.ok()) ToProto(*std::move(best), response);
+  reactor->Finish(best.ok() ? grpc::Status::OK : ToGrpcStatus(best.status()));
+  return reactor;
 }
 
 grpc::Status TuningServiceImpl::ListWorkers(grpc::ServerContext*,

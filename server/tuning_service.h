@@ -11,8 +11,15 @@
 
 namespace tunefleet::server {
 
-// Thread-safety: safe for concurrent use (gRPC's sync server threads).
-class TuningServiceImpl final : public v1::TuningService::Service {
+// GetBestConfig, the call every application makes at start-up, uses gRPC's
+// callback API: it never blocks (an index lookup), so it runs on gRPC's own
+// threads without a hand-off to the sync pool. The others may wait on the
+// store and run on the sync server's threads.
+using TuningServiceBase =
+    v1::TuningService::WithCallbackMethod_GetBestConfig<v1::TuningService::Service>;
+
+// Thread-safety: safe for concurrent use.
+class TuningServiceImpl final : public TuningServiceBase {
  public:
   // Every pointer must outlive the service.
   TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
@@ -28,9 +35,9 @@ class TuningServiceImpl final : public v1::TuningService::Service {
                          v1::CancelJobResponse* response) override;
   grpc::Status ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest* request,
                         v1::ListJobsResponse* response) override;
-  grpc::Status GetBestConfig(grpc::ServerContext* context,
-                             const v1::GetBestConfigRequest* request,
-                             v1::GetBestConfigResponse* response) override;
+  grpc::ServerUnaryReactor* GetBestConfig(grpc::CallbackServerContext* context,
+                                          const v1::GetBestConfigRequest* request,
+                                          v1::GetBestConfigResponse* response) override;
   grpc::Status ListWorkers(grpc::ServerContext* context, const v1::ListWorkersRequest* request,
                            v1::ListWorkersResponse* response) override;
 

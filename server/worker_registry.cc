@@ -22,11 +22,11 @@ int WorkerRegistry::Prune() {
 }
 
 absl::StatusOr<std::string> WorkerRegistry::Register(
-    const v1::RegisterWorkerRequest& request) {
-  if (request.devices().empty()) {
+    const WorkerRegistration& request) {
+  if (request.devices.empty()) {
     return absl::InvalidArgumentError("worker registers no devices");
   }
-  for (const v1::Device& device : request.devices()) {
+  for (const v1::Device& device : request.devices) {
     if (device.id().empty() || device.model().empty() ||
         device.backend() == v1::BACKEND_UNSPECIFIED) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -39,9 +39,9 @@ absl::StatusOr<std::string> WorkerRegistry::Register(
                                 "-", next_id_++);
   Entry& entry = workers_[id];
   entry.info.set_worker_id(id);
-  entry.info.set_host(request.host());
-  *entry.info.mutable_devices() = request.devices();
-  entry.info.set_toolkit(request.toolkit());
+  entry.info.set_host(request.host);
+  entry.info.mutable_devices()->Assign(request.devices.begin(), request.devices.end());
+  entry.info.set_toolkit(request.toolkit);
   entry.last_seen = clock_();
   return id;
 }

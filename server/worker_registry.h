@@ -14,7 +14,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "tunefleet/v1/tuning_service.pb.h"
-#include "tunefleet/v1/worker_service.pb.h"
 
 namespace tunefleet::server {
 
@@ -23,6 +22,13 @@ struct WorkerDevice {
   std::string worker_id;
   v1::Device device;
   std::string toolkit;
+};
+
+// What a worker says of itself when it registers.
+struct WorkerRegistration {
+  std::string host;
+  std::vector<v1::Device> devices;
+  std::string toolkit;  // compiler name and version, part of the tuning key
 };
 
 // Thread-safety: safe for concurrent use.
@@ -36,7 +42,7 @@ class WorkerRegistry {
 
   // InvalidArgument when the request names no device or a device without a
   // model or backend. Returns the new worker id.
-  absl::StatusOr<std::string> Register(const v1::RegisterWorkerRequest& request);
+  absl::StatusOr<std::string> Register(const WorkerRegistration& registration);
   // False when the worker is unknown (e.g. the coordinator restarted).
   bool Touch(const std::string& worker_id);
   // The device `device_id` of a registered worker (alive or not: a call from

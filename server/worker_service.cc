@@ -59,7 +59,10 @@ WorkerServiceImpl::WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers,
 grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext*,
                                                const v1::RegisterWorkerRequest* request,
                                                v1::RegisterWorkerResponse* response) {
-  absl::StatusOr<std::string> id = workers_->Register(*request);
+  WorkerRegistration registration{request->host(),
+                                  {request->devices().begin(), request->devices().end()},
+                                  request->toolkit()};
+  absl::StatusOr<std::string> id = workers_->Register(registration);
   if (!id.ok()) return ToGrpcStatus(id.status());
   jobs_->OnWorkerRegistered();
   response->set_worker_id(*id);

@@ -10,6 +10,7 @@
 #include "server/best_config_index.h"
 #include "server/long_polls.h"
 #include "tests/server/faulty_store.h"
+#include "tunefleet/v1/worker_service.pb.h"
 #include "tests/support/test_support.h"
 
 namespace tunefleet::server {
@@ -83,10 +84,8 @@ class JobManagerTest : public ::testing::Test {
   }
 
   std::string AddWorker(const std::string& model = "test-cpu", double l2_bytes = 0) {
-    v1::RegisterWorkerRequest request;
-    request.set_host("localhost");
-    request.set_toolkit("g++ test");
-    v1::Device* device = request.add_devices();
+    WorkerRegistration request{"localhost", {v1::Device()}, "g++ test"};
+    v1::Device* device = &request.devices[0];
     device->set_id("cpu0");
     device->set_model(model);
     device->set_backend(v1::BACKEND_CPU);

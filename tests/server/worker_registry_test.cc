@@ -1,0 +1,54 @@
+#include "server/worker_registry.h"
+
+#include "gtest/gtest.h"
+#include "tests/support/test_support.h"
+
+namespace tunefleet::server {
+namespace {
+
+using ::tunefleet::testing::StatusIs;
+
+WorkerRegistration Cpu(const std::string& model) {
+  v1::Device device;
+  device.set_id("cpu0");
+  device.set_model(model);
+  device.set_backend(v1::BACKEND_CPU);
+  return WorkerRegistration{"host", {device}, "g++ 12"};
+}
+
+class WorkerRegistryTest : public ::testing::Test {
+ protected:
+  absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
+  WorkerRegistry registry_{absl::Seconds(3), [this] { return now_; },
+                           /*forget_after=*/absl::Seconds(30)};
+};
+
+TEST_F(WorkerRegistryTest, SilentWorkersDieThenAreForgotten) {
+  const std::string quiet = *registry_.Register(Cpu("a"));
+  const std::string chatty = *registry_.Register(Cpu("b"));
+  now_ += absl::Seconds(4);
+  registry_.Touch(chatty);
+  EXPECT_FALSE(registry_.Alive(quiet));
+  EXPECT_TRUE(registry_.Alive(chatty));
+  ASSERT_EQ(registry_.LiveModels(v1::BACKEND_CPU).size(), 1u);
+  EXPECT_EQ(registry_.List().size(), 2u);  // dead, still listed
+  EXPECT_EQ(registry_.Prune(), 0);
+  now_ += absl::Seconds(27);
+  registry_.Touch(chatty);
+  EXPECT_EQ(registry_.Prune(), 1);
+  ASSERT_EQ(registry_.List().size(), 1u);
+  EXPECT_EQ(registry_.List()[0].worker_id(), chatty);
+  // A forgotten worker that calls again is told to register again.
+  EXPECT_FALSE(registry_.Touch(quiet));
+  EXPECT_THAT(registry_.FindDevice(quiet, ""), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(WorkerRegistryTest, RegistrationsWithoutUsableDevicesAreRefused) {
+  EXPECT_THAT(registry_.Register(WorkerRegistration{"host", {}, "g++"}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  WorkerRegistration no_model = Cpu("");
+  EXPECT_THAT(registry_.Register(no_model), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+}  // namespace
+}  // namespace tunefleet::server
