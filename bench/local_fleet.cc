@@ -36,6 +36,14 @@ absl::Status Fleet::StartCoordinator() {
   if (!options_.database.empty()) {
     options.argv.insert(options.argv.end(), {"--database", options_.database});
   }
+  options.argv.insert(options.argv.end(), options_.coordinator_flags.begin(),
+                      options_.coordinator_flags.end());
+  if (options_.coordinator_cpu >= 0) {
+    // taskset execs the coordinator in its own process: the pid stays the
+    // coordinator's, and every thread it starts inherits the affinity.
+    options.argv.insert(options.argv.begin(),
+                        {"taskset", "-c", std::to_string(options_.coordinator_cpu)});
+  }
   options.stdout_mode = SubprocessOptions::Output::kNull;
   ASSIGN_OR_RETURN(coordinator_, Subprocess::Start(options));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);

@@ -16,8 +16,8 @@ namespace tunefleet::bench {
 
 struct FleetOptions {
   std::string bin_dir;          // where tunefleet-coordinator and tunefleet-worker are
-  std::string data_dir;         // the coordinator's data dir (SQLite), worker caches
-  std::string database;         // a store URL; empty: SQLite under data_dir
+  std::string data_dir;         // the coordinator's data dir (SQLite)
+  std::string database;         // the coordinator's --database; empty: SQLite under data_dir
   int64_t lease_ttl_ms = 3000;  // short, so that a killed worker's lease expires soon
   int64_t heartbeat_ms = 300;
   int batch_size = 2;
@@ -25,6 +25,8 @@ struct FleetOptions {
   int finalists = 5;             // the coordinator's --finalists
   std::string backend = "cpu";   // the workers' --backend
   int compile_threads = 1;       // per worker; 0 = the host's cores
+  int coordinator_cpu = -1;      // >= 0: the coordinator runs on this CPU only (taskset)
+  std::vector<std::string> coordinator_flags;  // appended to the coordinator's command line
 };
 
 // Not thread-safe. Processes are killed when the Fleet goes away.
@@ -42,6 +44,9 @@ class Fleet {
   // Where the binaries are: <bin_dir>/<name>.
   std::string BinPath(const std::string& name) const;
   const std::string& address() const { return address_; }
+  // REQUIRES: StartCoordinator succeeded.
+  pid_t coordinator_pid() const { return coordinator_->pid(); }
+  // The store the coordinator uses: `database`, else its SQLite file.
   std::string database_url() const;
 
  private:

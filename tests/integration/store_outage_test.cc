@@ -2,6 +2,7 @@
 // processes, a real PostgreSQL stopped hard mid-job and started again, and a
 // SQLite data directory deleted under the coordinator.
 #include <filesystem>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -106,8 +107,16 @@ class StoreOutageTest : public ::testing::Test {
     absl::StatusOr<std::vector<server::TrialRecord>> trials = (*store)->ListTrials(job.id);
     ASSERT_OK(trials);
     std::set<std::string> configs;
-    for (const server::TrialRecord& trial : *trials) configs.insert(trial.config);
-    EXPECT_EQ(static_cast<int64_t>(trials->size()), job.trials_total);
+    std::map<int, int> stored;
+    for (const server::TrialRecord& trial : *trials) {
+      configs.insert(trial.config);
+      ++stored[trial.status];
+    }
+    std::string counts;
+    for (const auto& [status, count] : job.outcomes) absl::StrAppend(&counts, status, "=", count, " ");
+    absl::StrAppend(&counts, "; stored:");
+    for (const auto& [status, count] : stored) absl::StrAppend(&counts, " ", status, "=", count);
+    EXPECT_EQ(static_cast<int64_t>(trials->size()), job.trials_total) << counts;
     EXPECT_EQ(configs.size(), trials->size());
   }
 
