@@ -7,7 +7,9 @@
 #   scripts/pg-cluster.sh start DIR PORT  # start on 127.0.0.1:PORT, wait until up
 #   scripts/pg-cluster.sh stop DIR        # stop at once (-m immediate), as a crash
 #
-# The database `postgres` exists from initdb:
+# The server runs with PostgreSQL's durable defaults (fsync, synchronous
+# commit): it is stopped hard on purpose, and what it acknowledged must
+# survive that. The database `postgres` exists from initdb:
 #   postgresql://tunefleet:secret@127.0.0.1:PORT/postgres
 # As root, the server runs as `postgres` (initdb refuses root) and DIR is
 # handed to that user. Reads nothing from stdin.
@@ -41,7 +43,6 @@ case "${command}" in
     [[ $# -eq 3 ]] || die "start needs a port"
     as_server_user "${PG_BIN}/pg_ctl" start -D "${dir}/data" -l "${dir}/server.log" -w -t 60 -s \
       -o "-c listen_addresses=127.0.0.1 -c port=$3 -c unix_socket_directories='${dir}' \
-          -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
           -c max_connections=50 -c shared_buffers=16MB" >/dev/null \
       || { tail -20 "${dir}/server.log" >&2; exit 1; }
     ;;

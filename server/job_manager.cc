@@ -626,6 +626,12 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
   for (const Target& target : job->targets) {
     if (target.trials != nullptr && !target.trials->Finished()) return;
   }
+  const std::string& id = job->view.id();
+  if (std::any_of(unstored_rows_.begin(), unstored_rows_.end(),
+                  [&](const TrialRecord& row) { return row.job_id == id; })) {
+    unfinished_writes_.insert(id);  // Tick stores the rows, then finishes
+    return;
+  }
   Finish finish;
   finish.job_id = job->view.id();
   std::vector<std::string> failed;
@@ -668,7 +674,8 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
 }
 
 void JobManager::Flush(Pending pending) {
-  if (!pending.rows.empty() && !writer_.Write(pending.rows).ok()) {
+  const bool rows_stored = pending.rows.empty() || writer_.Write(pending.rows).ok();
+  if (!rows_stored) {
     absl::MutexLock lock(&mu_);
     unstored_rows_.insert(unstored_rows_.end(), pending.rows.begin(), pending.rows.end());
   }
@@ -686,7 +693,8 @@ void JobManager::Flush(Pending pending) {
         .IgnoreError();
   }
   for (const Finish& finish : pending.finishes) {
-    bool stored = true;
+    // A job ends only once every row of it is stored.
+    bool stored = rows_stored;
     for (const BestRecord& best : finish.best) {
       stored = stored && store_->UpsertBest(best).ok();
       if (stored && index_ != nullptr) index_->PutBest(best);

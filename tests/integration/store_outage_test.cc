@@ -165,6 +165,40 @@ TEST_F(StoreOutageTest, JobFinishesAfterPostgresIsStoppedHardAndStartedAgain) {
   EXPECT_TRUE(run({script, "stop", cluster}));
 }
 
+TEST_F(StoreOutageTest, JobFinishesAfterTheSqliteFileRefusedWritesForAWhile) {
+  const std::string db_dir = dir_.path() + "/db";
+  const std::string url = absl::StrCat("sqlite://", db_dir, "/tunefleet.db");
+  StartFleet(url);
+  absl::StatusOr<Job> job = client_->Submit(Matmul(/*budget=*/30));
+  ASSERT_OK(job);
+  Job started = WaitFor(job->id, absl::Seconds(120), [](const Job& j) { return j.trials_done >= 3; });
+  ASSERT_GE(started.trials_done, 3) << JobStateName(started.state) << " " << started.reason;
+  // Root writes through file modes, so the files are made immutable
+  // (chattr +i) instead: the database and its write-ahead log.
+  const std::vector<std::string> files = {db_dir + "/tunefleet.db", db_dir + "/tunefleet.db-wal"};
+  auto chattr = [&](const char* flag) {
+    std::vector<std::string> argv = {"chattr", flag};
+    argv.insert(argv.end(), files.begin(), files.end());
+    absl::StatusOr<bench::RunResult> result = RunProgram(argv, absl::Seconds(10));
+    return result.ok() && result->exit.code == 0;
+  };
+  if (!chattr("+i")) {
+    chattr("-i");
+    GTEST_SKIP() << "chattr +i is refused here (needs root on ext2/3/4, xfs or btrfs)";
+  }
+  absl::SleepFor(absl::Seconds(8));
+  const int during = HealthStatus(fleet_->address());
+  ASSERT_TRUE(chattr("-i"));
+  EXPECT_EQ(during, 2);  // NOT_SERVING while writes fail
+  Job done = WaitFor(job->id, absl::Seconds(180), [](const Job& j) {
+    return j.state == JobState::kSucceeded || j.state == JobState::kFailed;
+  });
+  ASSERT_EQ(done.state, JobState::kSucceeded) << done.reason;
+  EXPECT_EQ(done.trials_done, done.trials_total);
+  ExpectEveryConfigOnce(url, done);
+  EXPECT_EQ(HealthStatus(fleet_->address()), 1);
+}
+
 TEST_F(StoreOutageTest, DeletedSqliteDirectoryTurnsTheCoordinatorUnavailable) {
   const std::string db_dir = dir_.path() + "/db";
   StartFleet(absl::StrCat("sqlite://", db_dir, "/tunefleet.db"));
