@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "common/version.h"
 #include "server/best_config_index.h"
+#include "server/call_pool.h"
 #include "server/long_polls.h"
 #include "server/prometheus_metrics.h"
 #include "server/source_blobs.h"
@@ -72,8 +73,9 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   RETURN_IF_ERROR(jobs_->Recover());
   tuning_service_ = std::make_unique<TuningServiceImpl>(jobs_.get(), workers_.get(),
                                                         index_.get());
+  report_pool_ = std::make_unique<CallPool>(options.report_threads);
   worker_service_ = std::make_unique<WorkerServiceImpl>(
-      jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(),
+      jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(), report_pool_.get(),
       options.heartbeat_interval, options.jobs.lease_ttl);
 
   grpc::EnableDefaultHealthCheckService(true);

@@ -23,6 +23,7 @@ namespace tunefleet::server {
 
 class Store;
 class BestConfigIndex;
+class CallPool;
 class LongPolls;
 class SourceBlobs;
 class WorkerRegistry;
@@ -42,6 +43,9 @@ struct CoordinatorOptions {
   // host:port of the Prometheus /metrics endpoint; empty turns it off.
   // Default empty.
   std::string metrics_listen;
+  // Threads that record reported results (they wait on the store; reports
+  // that arrive together share its transactions). Default 16.
+  int report_threads = 16;
   // Longest LeaseWork long-poll. Default 30 s.
   absl::Duration max_long_poll = absl::Seconds(30);
   // Largest request or response message. Default 32 MiB.
@@ -80,6 +84,7 @@ class Coordinator {
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<LongPolls> long_polls_;
   std::unique_ptr<TuningServiceImpl> tuning_service_;
+  std::unique_ptr<CallPool> report_pool_;  // outlives the server
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<grpc::Server> server_;
   std::thread ticker_;

@@ -392,9 +392,8 @@ void JobManager::OnWorkerRegistered() {
 }
 
 absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery& query) {
-  ASSIGN_OR_RETURN(WorkerDevice device,
-                   workers_->FindDevice(query.worker_id, query.device_id));
-  workers_->Touch(query.worker_id);
+  ASSIGN_OR_RETURN(WorkerRegistry::ModelOf device,
+                   workers_->TouchDevice(query.worker_id, query.device_id));
   const int max = std::clamp(query.max_trials > 0 ? query.max_trials : options_.batch_size,
                              1, std::max(1, options_.max_batch_size));
   Pending pending;
@@ -406,11 +405,11 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
       for (int t = 0; t < static_cast<int>(job->targets.size()) && !grant; ++t) {
         const Target& target = job->targets[t];
         if (target.trials == nullptr || !target.trials->HasWork() ||
-            target.info.device_model() != device.device.model() ||
+            target.info.device_model() != device.model ||
             target.info.toolkit() != device.toolkit) {
           continue;
         }
-        grant = LeaseFrom(job.get(), t, device, max, &pending);
+        grant = LeaseFrom(job.get(), t, query.worker_id, max, &pending);
       }
       if (grant.has_value()) break;
     }
@@ -419,11 +418,11 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
   return grant;
 }
 
-std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, const WorkerDevice& device,
+std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, const std::string& worker_id,
                                                 int max, Pending* pending) {
   Target& target = job->targets[t];
   Lease lease;
-  lease.worker_id = device.worker_id;
+  lease.worker_id = worker_id;
   lease.job_id = job->view.id();
   lease.target = t;
   lease.expires = clock_() + options_.lease_ttl;
@@ -438,7 +437,7 @@ std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, const WorkerDev
     MaybeFinish(job, pending);  // a restored target may turn out to be complete
     return std::nullopt;
   }
-  Lease* held = leases_.Find(lease_id, epoch, device.worker_id);
+  Lease* held = leases_.Find(lease_id, epoch, worker_id);
   held->ordinals = ordinals;
   held->finalists = finalists;
   LeaseGrant grant;

@@ -184,7 +184,7 @@ class JobManager {
                                   const std::vector<WorkerDevice>& devices,
                                   absl::Status* first_error);
   void StartJob(std::unique_ptr<Job> job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::optional<LeaseGrant> LeaseFrom(Job* job, int target, const WorkerDevice& device,
+  std::optional<LeaseGrant> LeaseFrom(Job* job, int target, const std::string& worker_id,
                                       int max, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ApplyReport(const ResultReport& report, Lease* lease, Pending* pending)

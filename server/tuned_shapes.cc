@@ -30,6 +30,10 @@ void TunedShapes::Put(const std::string& tuning_key, absl::Span<const int64_t> v
   }
   row_of_[tuning_key] = row;
   rows_at_[point].push_back(row);
+  if (dims_ > 0) {
+    const std::pair<double, size_t> entry(logs_[row * dims_], row);
+    by_first_.insert(std::lower_bound(by_first_.begin(), by_first_.end(), entry), entry);
+  }
 }
 
 void TunedShapes::Remove(const std::string& tuning_key) {
@@ -41,6 +45,10 @@ void TunedShapes::Remove(const std::string& tuning_key) {
   auto at = rows_at_.find(point);
   at->second.erase(std::find(at->second.begin(), at->second.end(), row));
   if (at->second.empty()) rows_at_.erase(at);
+  if (dims_ > 0) {
+    by_first_.erase(std::lower_bound(by_first_.begin(), by_first_.end(),
+                                     std::make_pair(logs_[row * dims_], row)));
+  }
   const size_t last = keys_.size() - 1;
   if (row != last) MoveRow(last, row);
   keys_.pop_back();
@@ -49,6 +57,14 @@ void TunedShapes::Remove(const std::string& tuning_key) {
 }
 
 void TunedShapes::MoveRow(size_t from, size_t to) {
+  if (dims_ > 0) {
+    const double first = logs_[from * dims_];
+    auto entry = std::lower_bound(by_first_.begin(), by_first_.end(),
+                                  std::make_pair(first, from));
+    by_first_.erase(entry);
+    const std::pair<double, size_t> moved(first, to);
+    by_first_.insert(std::lower_bound(by_first_.begin(), by_first_.end(), moved), moved);
+  }
   keys_[to] = std::move(keys_[from]);
   std::copy_n(points_.begin() + from * dims_, dims_, points_.begin() + to * dims_);
   std::copy_n(logs_.begin() + from * dims_, dims_, logs_.begin() + to * dims_);
@@ -68,23 +84,58 @@ std::optional<ShapeMatch> TunedShapes::Exact(const ShapeQuery& query) const {
   return ShapeMatch{first, /*distance=*/0};
 }
 
+template <typename Visit>
+void TunedShapes::VisitOutwards(const ShapeQuery& query, const double* bound,
+                                Visit visit) const {
+  if (dims_ == 0) {
+    for (size_t row = 0; row < keys_.size(); ++row) visit(row);
+    return;
+  }
+  const double q = query.logs[0];
+  auto right = std::lower_bound(by_first_.begin(), by_first_.end(),
+                                std::make_pair(q, size_t{0}));
+  auto left = std::make_reverse_iterator(right);
+  bool go_right = right != by_first_.end();
+  bool go_left = left != by_first_.rend();
+  while (go_right || go_left) {
+    if (go_right) {
+      if (right->first - q > *bound) {
+        go_right = false;
+      } else {
+        visit(right->second);
+        go_right = ++right != by_first_.end();
+      }
+    }
+    if (go_left) {
+      if (q - left->first > *bound) {
+        go_left = false;
+      } else {
+        visit(left->second);
+        go_left = ++left != by_first_.rend();
+      }
+    }
+  }
+}
+
 std::optional<ShapeMatch> TunedShapes::Nearest(const ShapeQuery& query) const {
   if (keys_.empty()) return std::nullopt;
-  double smallest = std::numeric_limits<double>::infinity();
-  for (size_t row = 0; row < keys_.size(); ++row) {
-    smallest = std::min(smallest, ApproximateDistance(row, query));
-  }
   // A difference of logs rounds unlike the log of a ratio, which defines the
   // distance: every row within rounding of the smallest is measured exactly,
   // so near-ties fall as a scan of the rows in key order decides them. The
   // two differ by a few ulps of log(INT64_MAX) per dim, far below the slack.
-  const double slack = 1e-9 * (1 + smallest);
+  auto slack = [](double distance) { return 1e-9 * (1 + distance); };
+  double smallest = std::numeric_limits<double>::infinity();
+  double bound = smallest;
+  VisitOutwards(query, &bound, [&](size_t row) {
+    smallest = std::min(smallest, ApproximateDistance(row, query));
+    bound = smallest + slack(smallest);
+  });
   std::optional<ShapeMatch> nearest;
-  for (size_t row = 0; row < keys_.size(); ++row) {
-    if (ApproximateDistance(row, query) > smallest + slack) continue;
+  VisitOutwards(query, &bound, [&](size_t row) {
+    if (ApproximateDistance(row, query) > bound) return;
     ShapeMatch match{&keys_[row], Distance(row, query)};
     if (!nearest.has_value() || Precedes(match, *nearest)) nearest = match;
-  }
+  });
   return nearest;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -60,13 +61,20 @@ class TunedShapes {
   // hash lookup. REQUIRES: query.point.size() == dims.
   std::optional<ShapeMatch> Exact(const ShapeQuery& query) const;
   // The row nearest to `query` (ties to the smallest tuning key), or none
-  // when empty; one pass over the rows. REQUIRES: query.point.size() == dims.
+  // when empty. Rows are visited outwards from the query's first dim, in the
+  // order of their first dim's log, and the walk stops in each direction
+  // once that dim alone is farther than the nearest row found: the distance
+  // is at least the first dim's term. REQUIRES: query.point.size() == dims.
   std::optional<ShapeMatch> Nearest(const ShapeQuery& query) const;
 
   size_t size() const { return keys_.size(); }
 
  private:
   double ApproximateDistance(size_t row, const ShapeQuery& query) const;
+  // Calls `visit(row)` for every row whose first-dim term alone could be
+  // within `*bound` (which `visit` may lower), nearest first dim first.
+  template <typename Visit>
+  void VisitOutwards(const ShapeQuery& query, const double* bound, Visit visit) const;
   double Distance(size_t row, const ShapeQuery& query) const;
   void MoveRow(size_t from, size_t to);
 
@@ -78,6 +86,8 @@ class TunedShapes {
   std::vector<double> logs_;
   absl::flat_hash_map<std::string, size_t> row_of_;
   absl::flat_hash_map<ShapePoint, absl::InlinedVector<size_t, 1>> rows_at_;
+  // (log of the first dim, row) of every row, sorted; empty when dims_ == 0.
+  std::vector<std::pair<double, size_t>> by_first_;
 };
 
 }  // namespace tunefleet::server

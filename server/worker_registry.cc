@@ -81,6 +81,22 @@ absl::StatusOr<WorkerDevice> WorkerRegistry::FindDevice(
       absl::StrCat("worker ", worker_id, " has no device ", device_id));
 }
 
+absl::StatusOr<WorkerRegistry::ModelOf> WorkerRegistry::TouchDevice(
+    const std::string& worker_id, const std::string& device_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register again"));
+  }
+  it->second.last_seen = clock_();
+  for (const v1::Device& device : it->second.info.devices()) {
+    if (device_id.empty() || device.id() == device_id) {
+      return ModelOf{device.model(), it->second.info.toolkit()};
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("worker ", worker_id, " has no device ", device_id));
+}
+
 std::vector<WorkerDevice> WorkerRegistry::LiveModels(v1::Backend backend) {
   absl::ReaderMutexLock lock(&mu_);
   std::set<std::pair<std::string, std::string>> seen;

@@ -50,6 +50,15 @@ class WorkerRegistry {
   // (an empty id picks the worker's first device).
   absl::StatusOr<WorkerDevice> FindDevice(const std::string& worker_id,
                                           const std::string& device_id);
+  // The model and toolkit of device `device_id` (empty: the first) of a
+  // registered worker, which the call marks as heard from; NotFound as
+  // FindDevice. Copies two strings, not the device.
+  struct ModelOf {
+    std::string model;
+    std::string toolkit;
+  };
+  absl::StatusOr<ModelOf> TouchDevice(const std::string& worker_id,
+                                      const std::string& device_id);
   // One device per (model, toolkit) among live workers of `backend`.
   std::vector<WorkerDevice> LiveModels(v1::Backend backend);
   std::vector<v1::WorkerInfo> List();

@@ -47,12 +47,13 @@ ResultReport FromProto(const v1::ReportResultsRequest& request) {
 
 WorkerServiceImpl::WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                                      LongPolls* long_polls, SourceBlobs* blobs,
-                                     absl::Duration heartbeat_interval,
+                                     CallPool* reports, absl::Duration heartbeat_interval,
                                      absl::Duration lease_ttl)
     : jobs_(jobs),
       workers_(workers),
       long_polls_(long_polls),
       blobs_(blobs),
+      reports_(reports),
       heartbeat_interval_(heartbeat_interval),
       lease_ttl_(lease_ttl) {}
 
@@ -95,16 +96,25 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::LeaseWork(grpc::CallbackServerConte
   return reactor;
 }
 
-grpc::Status WorkerServiceImpl::ReportResults(grpc::ServerContext*,
-                                              const v1::ReportResultsRequest* request,
-                                              v1::ReportResultsResponse* response) {
-  if (request->worker_id().empty()) return MissingField("worker_id");
-  if (request->lease_id().empty()) return MissingField("lease_id");
-  absl::StatusOr<ReportAck> ack = jobs_->Report(FromProto(*request));
-  if (!ack.ok()) return ToGrpcStatus(ack.status());
-  response->set_cancelled(ack->cancelled);
-  if (!ack->cancelled) response->set_expires_unix_ms(absl::ToUnixMillis(ack->expires));
-  return grpc::Status::OK;
+grpc::ServerUnaryReactor* WorkerServiceImpl::ReportResults(
+    grpc::CallbackServerContext* context, const v1::ReportResultsRequest* request,
+    v1::ReportResultsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (request->worker_id().empty() || request->lease_id().empty()) {
+    reactor->Finish(MissingField(request->worker_id().empty() ? "worker_id" : "lease_id"));
+    return reactor;
+  }
+  reports_->Run([this, reactor, report = FromProto(*request), response] {
+    absl::StatusOr<ReportAck> ack = jobs_->Report(report);
+    if (!ack.ok()) {
+      reactor->Finish(ToGrpcStatus(ack.status()));
+      return;
+    }
+    response->set_cancelled(ack->cancelled);
+    if (!ack->cancelled) response->set_expires_unix_ms(absl::ToUnixMillis(ack->expires));
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerContext* context,

@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/time/time.h"
+#include "server/call_pool.h"
 #include "server/job_manager.h"
 #include "server/long_polls.h"
 #include "server/source_blobs.h"
@@ -16,17 +17,20 @@
 
 namespace tunefleet::server {
 
-// LeaseWork and Heartbeat use gRPC's callback API: a long-poll holds no
-// thread while it waits (LongPolls finishes it), and a heartbeat never
-// blocks. The others block on the store and run on the sync server's pool.
+// LeaseWork, ReportResults and Heartbeat use gRPC's callback API: a
+// long-poll holds no thread while it waits (LongPolls finishes it), a report
+// (which waits on the store) runs on a CallPool, and a heartbeat never
+// blocks. Registration and blobs are rare and run on the sync server's pool.
 using WorkerServiceBase = v1::WorkerService::WithCallbackMethod_LeaseWork<
-    v1::WorkerService::WithCallbackMethod_Heartbeat<v1::WorkerService::Service>>;
+    v1::WorkerService::WithCallbackMethod_ReportResults<
+        v1::WorkerService::WithCallbackMethod_Heartbeat<v1::WorkerService::Service>>>;
 
 // Thread-safety: safe for concurrent use.
 class WorkerServiceImpl final : public WorkerServiceBase {
  public:
+  // Every pointer must outlive the service.
   WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers, LongPolls* long_polls,
-                    SourceBlobs* blobs, absl::Duration heartbeat_interval,
+                    SourceBlobs* blobs, CallPool* reports, absl::Duration heartbeat_interval,
                     absl::Duration lease_ttl);
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
@@ -35,9 +39,9 @@ class WorkerServiceImpl final : public WorkerServiceBase {
   grpc::ServerUnaryReactor* LeaseWork(grpc::CallbackServerContext* context,
                                       const v1::LeaseWorkRequest* request,
                                       v1::LeaseWorkResponse* response) override;
-  grpc::Status ReportResults(grpc::ServerContext* context,
-                             const v1::ReportResultsRequest* request,
-                             v1::ReportResultsResponse* response) override;
+  grpc::ServerUnaryReactor* ReportResults(grpc::CallbackServerContext* context,
+                                          const v1::ReportResultsRequest* request,
+                                          v1::ReportResultsResponse* response) override;
   grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
                                       const v1::HeartbeatRequest* request,
                                       v1::HeartbeatResponse* response) override;
@@ -49,6 +53,7 @@ class WorkerServiceImpl final : public WorkerServiceBase {
   WorkerRegistry* const workers_;
   LongPolls* const long_polls_;
   SourceBlobs* const blobs_;
+  CallPool* const reports_;
   const absl::Duration heartbeat_interval_;
   const absl::Duration lease_ttl_;
 };

@@ -1,10 +1,13 @@
 #include "server/store/postgres_store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <exception>
 #include <initializer_list>
 #include <limits>
+#include <numeric>
+#include <tuple>
 #include <optional>
 #include <pqxx/pqxx>
 #include <utility>
@@ -479,12 +482,18 @@ absl::StatusOr<std::vector<bool>> PostgresStore::InsertTrials(
     RETURN_IF_ERROR(CheckText({trial.job_id, trial.tuning_key, trial.config,
                                trial.worker_id, trial.device_id}));
   }
+  // Rows go in key order, so that concurrent batches that share keys lock
+  // them in the same order and wait for each other instead of deadlocking;
+  // the sort is stable, so a key twice in the batch keeps its first row.
+  std::vector<size_t> order(trials.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(trials[a].job_id, trials[a].tuning_key, trials[a].config) <
+           std::tie(trials[b].job_id, trials[b].tuning_key, trials[b].config);
+  });
   return Transact<std::vector<bool>>("InsertTrials", [&](pqxx::work& txn) {
-    std::vector<bool> inserted;
-    inserted.reserve(trials.size());
-    for (const TrialRecord& trial : trials) {
-      inserted.push_back(InsertTrialRow(txn, trial));
-    }
+    std::vector<bool> inserted(trials.size());
+    for (size_t i : order) inserted[i] = InsertTrialRow(txn, trials[i]);
     return inserted;
   });
 }
