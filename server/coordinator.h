@@ -44,8 +44,8 @@ struct CoordinatorOptions {
   // Default empty.
   std::string metrics_listen;
   // Threads that record reported results (they wait on the store; reports
-  // that arrive together share its transactions). Default 16.
-  int report_threads = 16;
+  // that arrive together share its transactions). Default 64.
+  int report_threads = 64;
   // Longest LeaseWork long-poll. Default 30 s.
   absl::Duration max_long_poll = absl::Seconds(30);
   // Largest request or response message. Default 32 MiB.

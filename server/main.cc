@@ -24,6 +24,7 @@ struct Flags {
   int64_t max_space_points = 10'000'000;
   int64_t max_trials = 100'000;
   int finalists = 5;
+  int report_threads = 64;
 };
 
 void AddFlags(CLI::App& app, Flags& flags) {
@@ -49,6 +50,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--finalists", flags.finalists,
                  "configs re-measured, interleaved, before the winner is chosen (0: off)")
       ->capture_default_str();
+  app.add_option("--report-threads", flags.report_threads,
+                 "threads that record reported results (reports that arrive together share "
+                 "one store transaction)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   app.add_option("--max-trials", flags.max_trials,
                  "most configs one job measures per device model")->capture_default_str();
 }
@@ -65,6 +71,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags) {
   options.jobs.max_space_points = flags.max_space_points;
   options.jobs.max_trials = flags.max_trials;
   options.jobs.finalists = flags.finalists;
+  options.report_threads = flags.report_threads;
   return options;
 }
 

@@ -7,13 +7,17 @@
 #include <initializer_list>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <tuple>
 #include <optional>
 #include <pqxx/pqxx>
 #include <utility>
 
 #include "absl/memory/memory.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/types/span.h"
 #include "common/status_macros.h"
 #include "server/store/schema.h"
 
@@ -103,11 +107,6 @@ constexpr Query kListJobs = {"list_jobs",
                              "SELECT " TF_JOB_COLUMNS
                              " FROM jobs WHERE (NOT $1 OR state IN (1, 2)) "
                              "ORDER BY created_unix_ms DESC, id DESC LIMIT $2"};
-constexpr Query kInsertTrial = {
-    "insert_trial", "INSERT INTO trials (" TF_TRIAL_COLUMNS
-                    ") VALUES "
-                    "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
-                    "ON CONFLICT (job_id, tuning_key, config) DO NOTHING"};
 constexpr Query kListTrials = {"list_trials",
                                "SELECT " TF_TRIAL_COLUMNS
                                " FROM trials WHERE job_id = $1 ORDER BY seq"};
@@ -146,7 +145,7 @@ constexpr Query kListKernels = {
     "list_kernels", "SELECT " TF_KERNEL_COLUMNS " FROM kernels ORDER BY name"};
 
 constexpr Query kAllQueries[] = {
-    kPutJob,  kGetJob,   kListJobs, kInsertTrial, kListTrials, kUpsertBest,
+    kPutJob,  kGetJob,   kListJobs, kListTrials, kUpsertBest,
     kGetBest, kListBest, kPutBlob,  kGetBlob,     kPutKernel,  kListKernels};
 
 int64_t NowUnixMs() {
@@ -278,14 +277,54 @@ Failure ClassifyCurrentException(absl::string_view what) {
   }
 }
 
-// True when the row was new. Throws what pqxx throws.
-bool InsertTrialRow(pqxx::work& txn, const TrialRecord& trial) {
-  pqxx::result result = txn.exec_prepared(
-      kInsertTrial.name, trial.job_id, trial.tuning_key, trial.config,
-      trial.status, trial.median_seconds, trial.p20_seconds, trial.p80_seconds,
-      trial.samples, trial.compile_seconds, trial.worker_id, trial.device_id,
-      Bytes(trial.error), trial.finished_unix_ms);
-  return result.affected_rows() > 0;
+// The first key of the advisory locks that serialize trial batches of one
+// job (the second is the hash of the job id): "trl" in ASCII.
+constexpr int kTrialLockClass = 0x74726c;
+
+// Trials per INSERT statement (13 parameters each; PostgreSQL takes at most
+// 65,535 parameters per statement).
+constexpr size_t kTrialsPerStatement = 1000;
+
+// A double as text that reads back to the same double.
+std::string ExactText(double value) { return absl::StrFormat("%.17g", value); }
+
+// Inserts `rows` (indices into `trials`) with one multi-row statement, one
+// round trip; marks in `inserted` the rows that were new. Parameters go as
+// text (libpqxx 6 has no array parameters); the server converts them to the
+// columns' types, bytea from its hex form. Throws what pqxx throws.
+void InsertTrialRows(pqxx::work& txn, const std::vector<TrialRecord>& trials,
+                     absl::Span<const size_t> rows, std::vector<bool>* inserted) {
+  std::string sql = "INSERT INTO trials (" TF_TRIAL_COLUMNS ") VALUES ";
+  std::vector<std::string> params;
+  params.reserve(rows.size() * 13);
+  for (size_t i : rows) {
+    const TrialRecord& t = trials[i];
+    absl::StrAppend(&sql, params.empty() ? "" : ",", "(");
+    for (int column = 0; column < 13; ++column) {
+      absl::StrAppend(&sql, column == 0 ? "" : ",", "$", params.size() + column + 1);
+    }
+    absl::StrAppend(&sql, ")");
+    for (std::string value :
+         {t.job_id, t.tuning_key, t.config, absl::StrCat(t.status),
+          ExactText(t.median_seconds), ExactText(t.p20_seconds), ExactText(t.p80_seconds),
+          absl::StrCat(t.samples), ExactText(t.compile_seconds), t.worker_id, t.device_id,
+          absl::StrCat("\\x", absl::BytesToHexString(t.error)),
+          absl::StrCat(t.finished_unix_ms)}) {
+      params.push_back(std::move(value));
+    }
+  }
+  absl::StrAppend(&sql,
+                  " ON CONFLICT (job_id, tuning_key, config) DO NOTHING "
+                  "RETURNING job_id, tuning_key, config");
+  pqxx::result result = txn.exec_params(sql, pqxx::prepare::make_dynamic_params(params));
+  std::set<std::tuple<std::string, std::string, std::string>> fresh;
+  for (const pqxx::row& row : result) {
+    fresh.emplace(row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>());
+  }
+  // A key twice in the batch: the first row (in batch order) is the new one.
+  for (size_t i : rows) {
+    (*inserted)[i] = fresh.erase({trials[i].job_id, trials[i].tuning_key, trials[i].config}) > 0;
+  }
 }
 
 void ApplyPendingMigrations(pqxx::work& txn) {
@@ -482,18 +521,23 @@ absl::StatusOr<std::vector<bool>> PostgresStore::InsertTrials(
     RETURN_IF_ERROR(CheckText({trial.job_id, trial.tuning_key, trial.config,
                                trial.worker_id, trial.device_id}));
   }
-  // Rows go in key order, so that concurrent batches that share keys lock
-  // them in the same order and wait for each other instead of deadlocking;
-  // the sort is stable, so a key twice in the batch keeps its first row.
+  // Batches of one job are serialized by an advisory lock per job, taken in
+  // job order: two batches that share keys would otherwise lock them in
+  // their own orders and could deadlock. Rows then go in batch order, which
+  // ListTrials keeps.
+  std::set<std::string> jobs;
+  for (const TrialRecord& trial : trials) jobs.insert(trial.job_id);
   std::vector<size_t> order(trials.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return std::tie(trials[a].job_id, trials[a].tuning_key, trials[a].config) <
-           std::tie(trials[b].job_id, trials[b].tuning_key, trials[b].config);
-  });
   return Transact<std::vector<bool>>("InsertTrials", [&](pqxx::work& txn) {
+    for (const std::string& job : jobs) {
+      txn.exec_params("SELECT pg_advisory_xact_lock($1, hashtext($2))", kTrialLockClass, job);
+    }
     std::vector<bool> inserted(trials.size());
-    for (size_t i : order) inserted[i] = InsertTrialRow(txn, trials[i]);
+    for (size_t first = 0; first < order.size(); first += kTrialsPerStatement) {
+      const size_t count = std::min(kTrialsPerStatement, order.size() - first);
+      InsertTrialRows(txn, trials, absl::MakeConstSpan(order).subspan(first, count), &inserted);
+    }
     return inserted;
   });
 }
