@@ -50,6 +50,7 @@ struct Flags {
   int workers = 0;  // 0: the scenario's default
   std::string callers = "1";
   int shapes = 10'000;
+  int soak_shapes = 0;
   int jobs = 10'000;
   int with_workers = 0;
   int loops = 1;
@@ -557,11 +558,16 @@ int RunSoakScenario(const Flags& flags) {
   const absl::Time start = absl::Now();
   JobDriverOptions options;
   options.address = target->address;
-  options.make_job = [&matmul](int64_t index) {
-    // A shape of its own, so that no job is answered from the store.
-    v1::JobSpec spec = JobOf(*matmul, MakeShape({{"M", 256 + index}, {"N", 256}, {"K", 256}}));
+  const int soak_shapes = flags.soak_shapes;
+  options.make_job = [&matmul, soak_shapes](int64_t index) {
+    // A shape of its own, so that no job is answered from the store; or,
+    // with --soak-shapes N, N shapes over and over, measured again each time
+    // (force_retune), so that the tuned table stops growing.
+    const int64_t shape = soak_shapes > 0 ? index % soak_shapes : index;
+    v1::JobSpec spec = JobOf(*matmul, MakeShape({{"M", 256 + shape}, {"N", 256}, {"K", 256}}));
     spec.set_config_set("quick");
     spec.set_device_model(kModel);
+    spec.set_force_retune(soak_shapes > 0);
     return spec;
   };
   options.in_flight = flags.in_flight > 0 ? flags.in_flight : 32;
@@ -696,6 +702,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--finalists", flags.finalists,
                  "the coordinator's --finalists (default: soak 0, else 5)");
   app.add_option("--in-flight", flags.in_flight, "soak: unfinished jobs kept (default 32)");
+  app.add_option("--soak-shapes", flags.soak_shapes,
+                 "soak: jobs cycle through this many shapes, each re-measured (force_retune); "
+                 "default 0: every job a new shape, so every job adds a tuned key");
   app.add_option("--bin-dir", flags.bin_dir, "where tunefleet-coordinator is");
   app.add_option("--matmul-kernel", flags.matmul_dir, "best and soak: the kernel directory")
       ->capture_default_str();
