@@ -84,6 +84,17 @@ class StoreOutageTest : public ::testing::Test {
     return request;
   }
 
+  // Submits a 30-config job and waits until `trials` of them are done, so
+  // that what follows happens mid-job. Sets *job.
+  void SubmitAndWaitForTrials(int trials, Job* job) {
+    absl::StatusOr<Job> submitted = client_->Submit(Matmul(/*budget=*/30));
+    ASSERT_OK(submitted);
+    *job = WaitFor(submitted->id, absl::Seconds(120),
+                   [trials](const Job& j) { return j.trials_done >= trials; });
+    ASSERT_GE(job->trials_done, trials) << JobStateName(job->state) << " " << job->reason;
+    ASSERT_LT(job->trials_done, job->trials_total) << "the job ended too soon";
+  }
+
   // Polls the job until `done(job)` or the deadline; returns the last view.
   Job WaitFor(const std::string& id, absl::Duration timeout,
               const std::function<bool(const Job&)>& done) {
@@ -144,17 +155,14 @@ TEST_F(StoreOutageTest, JobFinishesAfterPostgresIsStoppedHardAndStartedAgain) {
   const std::string url =
       absl::StrCat("postgresql://tunefleet:secret@127.0.0.1:", port, "/postgres");
   StartFleet(url);
-  absl::StatusOr<Job> job = client_->Submit(Matmul(/*budget=*/30));
-  ASSERT_OK(job);
-  Job started = WaitFor(job->id, absl::Seconds(120), [](const Job& j) { return j.trials_done >= 3; });
-  ASSERT_GE(started.trials_done, 3) << JobStateName(started.state) << " " << started.reason;
-  ASSERT_LT(started.trials_done, started.trials_total) << "the job ended before the outage";
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(SubmitAndWaitForTrials(3, &job));
 
   ASSERT_TRUE(run({script, "stop", cluster}));
   absl::SleepFor(absl::Seconds(15));
   ASSERT_TRUE(run({script, "start", cluster, port}));
 
-  Job done = WaitFor(job->id, absl::Seconds(180), [](const Job& j) {
+  Job done = WaitFor(job.id, absl::Seconds(180), [](const Job& j) {
     return j.state == JobState::kSucceeded || j.state == JobState::kFailed;
   });
   ASSERT_EQ(done.state, JobState::kSucceeded) << done.reason;
@@ -169,10 +177,8 @@ TEST_F(StoreOutageTest, JobFinishesAfterTheSqliteFileRefusedWritesForAWhile) {
   const std::string db_dir = dir_.path() + "/db";
   const std::string url = absl::StrCat("sqlite://", db_dir, "/tunefleet.db");
   StartFleet(url);
-  absl::StatusOr<Job> job = client_->Submit(Matmul(/*budget=*/30));
-  ASSERT_OK(job);
-  Job started = WaitFor(job->id, absl::Seconds(120), [](const Job& j) { return j.trials_done >= 3; });
-  ASSERT_GE(started.trials_done, 3) << JobStateName(started.state) << " " << started.reason;
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(SubmitAndWaitForTrials(3, &job));
   // Root writes through file modes, so the files are made immutable
   // (chattr +i) instead: the database and its write-ahead log.
   const std::vector<std::string> files = {db_dir + "/tunefleet.db", db_dir + "/tunefleet.db-wal"};
@@ -190,7 +196,7 @@ TEST_F(StoreOutageTest, JobFinishesAfterTheSqliteFileRefusedWritesForAWhile) {
   const int during = HealthStatus(fleet_->address());
   ASSERT_TRUE(chattr("-i"));
   EXPECT_EQ(during, 2);  // NOT_SERVING while writes fail
-  Job done = WaitFor(job->id, absl::Seconds(180), [](const Job& j) {
+  Job done = WaitFor(job.id, absl::Seconds(180), [](const Job& j) {
     return j.state == JobState::kSucceeded || j.state == JobState::kFailed;
   });
   ASSERT_EQ(done.state, JobState::kSucceeded) << done.reason;
@@ -203,10 +209,8 @@ TEST_F(StoreOutageTest, DeletedSqliteDirectoryTurnsTheCoordinatorUnavailable) {
   const std::string db_dir = dir_.path() + "/db";
   StartFleet(absl::StrCat("sqlite://", db_dir, "/tunefleet.db"));
   EXPECT_EQ(HealthStatus(fleet_->address()), 1);
-  absl::StatusOr<Job> job = client_->Submit(Matmul(/*budget=*/30));
-  ASSERT_OK(job);
-  Job started = WaitFor(job->id, absl::Seconds(120), [](const Job& j) { return j.trials_done >= 2; });
-  ASSERT_GE(started.trials_done, 2) << JobStateName(started.state) << " " << started.reason;
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(SubmitAndWaitForTrials(2, &job));
 
   std::filesystem::remove_all(db_dir);
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
@@ -218,7 +222,7 @@ TEST_F(StoreOutageTest, DeletedSqliteDirectoryTurnsTheCoordinatorUnavailable) {
   EXPECT_THAT(refused, StatusIs(absl::StatusCode::kUnavailable));
   // The running job cannot record anything any more: it never claims success.
   absl::SleepFor(absl::Seconds(5));
-  absl::StatusOr<Job> after = client_->GetJob(job->id);
+  absl::StatusOr<Job> after = client_->GetJob(job.id);
   ASSERT_OK(after);
   EXPECT_NE(after->state, JobState::kSucceeded);
   EXPECT_FALSE(std::filesystem::exists(db_dir + "/tunefleet.db"));
