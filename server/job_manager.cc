@@ -15,23 +15,12 @@
 namespace tunefleet::server {
 namespace {
 
-constexpr size_t kTopTrialsPerTarget = 5;
-
 std::string NewJobId(absl::Time now) {
   static std::mt19937_64 rng(std::random_device{}());
   static absl::Mutex rng_mu(absl::kConstInit);
   absl::MutexLock lock(&rng_mu);
   return absl::StrFormat("j%x%08x", absl::ToUnixMillis(now),
                          static_cast<unsigned>(rng() & 0xffffffff));
-}
-
-v1::TrialSummary Summary(const v1::TrialResult& result, const std::string& model) {
-  v1::TrialSummary summary;
-  summary.set_config_text(ConfigToString(result.config()));
-  summary.set_median_seconds(result.measurement().median_seconds());
-  summary.set_status(result.status());
-  summary.set_device_model(model);
-  return summary;
 }
 
 std::shared_ptr<const v1::JobSpec> WithoutContents(const v1::JobSpec& spec) {
@@ -51,17 +40,6 @@ std::string WaitingReason(const v1::JobSpec& spec) {
                       spec.device_model().empty()
                           ? ""
                           : absl::StrCat(" of model ", spec.device_model()));
-}
-
-v1::Target TargetView(const v1::StoredTarget& info) {
-  v1::Target target;
-  target.set_device_model(info.device_model());
-  target.set_toolkit(info.toolkit());
-  target.set_tuning_key(info.tuning_key());
-  target.set_cached(info.cached());
-  if (info.cached()) *target.mutable_best() = info.cached_best();
-  *target.mutable_limits() = info.limits();
-  return target;
 }
 
 }  // namespace
@@ -212,57 +190,6 @@ void JobManager::Evict(Job* job) {
 size_t JobManager::live_jobs() {
   absl::ReaderMutexLock lock(&mu_);
   return jobs_.size();
-}
-
-v1::Job JobManager::View(const Job& job) const {
-  v1::Job view = job.view;
-  view.set_kernel_name(job.spec->kernel().name());
-  *view.mutable_shape() = job.spec->shape();
-  view.set_strategy(job.spec->config_set().empty()
-                        ? (job.spec->strategy().empty() ? "exhaustive" : job.spec->strategy())
-                        : absl::StrCat("config_set:", job.spec->config_set()));
-  std::map<int, int64_t> outcomes;
-  for (const Target& target : job.targets) {
-    v1::Target* info = view.add_targets();
-    *info = TargetView(target.info);
-    if (target.trials == nullptr) continue;
-    const TargetTrials& trials = *target.trials;
-    info->set_trials_total(trials.total());
-    info->set_trials_done(trials.done());
-    view.set_trials_total(view.trials_total() + trials.total());
-    view.set_trials_done(view.trials_done() + trials.done());
-    for (const auto& [status, count] : trials.outcome_counts()) outcomes[status] += count;
-    if (trials.default_seconds()) info->set_default_seconds(*trials.default_seconds());
-    std::vector<TrialOutcome> fastest = trials.Fastest(kTopTrialsPerTarget);
-    if (!fastest.empty()) {
-      v1::Best* best = info->mutable_best();
-      *best->mutable_config() = fastest[0].result.config();
-      best->set_config_text(ConfigToString(fastest[0].result.config()));
-      best->set_median_seconds(fastest[0].result.measurement().median_seconds());
-    }
-    for (const TrialOutcome& outcome : fastest) {
-      *view.add_top_trials() = Summary(outcome.result, target.info.device_model());
-    }
-  }
-  for (const auto& [status, count] : outcomes) {
-    v1::StatusCount* entry = view.add_outcomes();
-    entry->set_status(static_cast<v1::TrialStatus>(status));
-    entry->set_count(count);
-  }
-  std::stable_sort(view.mutable_top_trials()->begin(), view.mutable_top_trials()->end(),
-                   [](const auto& a, const auto& b) {
-                     return a.median_seconds() < b.median_seconds();
-                   });
-  return view;
-}
-
-JobSnapshot JobManager::Snapshot(const Job& job) const {
-  JobSnapshot snapshot;
-  snapshot.spec = *job.spec;
-  for (const Target& target : job.targets) *snapshot.stored.add_targets() = target.info;
-  *snapshot.stored.mutable_last_view() = View(job);
-  snapshot.version = job.version;
-  return snapshot;
 }
 
 absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
@@ -647,17 +574,7 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
       continue;
     }
     ++succeeded;
-    BestRecord record;
-    record.tuning_key = target.info.tuning_key();
-    record.kernel_name = job->spec->kernel().name();
-    record.shape = ShapeToString(job->spec->shape());
-    record.device_model = target.info.device_model();
-    record.toolkit = target.info.toolkit();
-    record.config = ConfigToString(best[0].result.config());
-    record.median_seconds = best[0].result.measurement().median_seconds();
-    record.job_id = job->view.id();
-    record.updated_unix_ms = absl::ToUnixMillis(clock_());
-    finish.best.push_back(std::move(record));
+    finish.best.push_back(BestRow(*job, target, best[0]));
     if (std::optional<double> def = target.trials->default_seconds()) {
       finish.speedups.push_back(*def / best[0].result.measurement().median_seconds());
     }
@@ -719,26 +636,6 @@ void JobManager::CompleteFinish(const Finish& finish, bool stored) {
   SetState(job, view.state(), view.reason());
   leases_.TakeJob(finish.job_id);
   Evict(job);
-}
-
-TrialRecord JobManager::TrialRow(const Job& job, const Target& target,
-                                 const std::string& worker_id,
-                                 const v1::TrialResult& result) const {
-  TrialRecord record;
-  record.job_id = job.view.id();
-  record.tuning_key = target.info.tuning_key();
-  record.config = ConfigToString(result.config());
-  record.status = result.status();
-  record.median_seconds = result.measurement().median_seconds();
-  record.p20_seconds = result.measurement().p20_seconds();
-  record.p80_seconds = result.measurement().p80_seconds();
-  record.samples = result.measurement().samples();
-  record.compile_seconds = result.compile_seconds();
-  record.worker_id = worker_id;
-  record.device_id = result.device_id();
-  record.error = result.error();
-  record.finished_unix_ms = absl::ToUnixMillis(clock_());
-  return record;
 }
 
 void JobManager::SetState(Job* job, v1::JobState state, const std::string& reason) {

@@ -196,8 +196,10 @@ class JobManager {
   // Does the writes of `pending` without the lock, then applies them.
   void Flush(Pending pending) ABSL_LOCKS_EXCLUDED(mu_);
   void CompleteFinish(const Finish& finish, bool stored) ABSL_LOCKS_EXCLUDED(mu_);
+  // Rows and views (job_manager_records.cc).
   TrialRecord TrialRow(const Job& job, const Target& target, const std::string& worker_id,
                        const v1::TrialResult& result) const;
+  BestRecord BestRow(const Job& job, const Target& target, const TrialOutcome& best) const;
   void SetState(Job* job, v1::JobState state, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Changed(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
