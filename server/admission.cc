@@ -102,16 +102,26 @@ struct Search {
   std::unique_ptr<SearchStrategy> strategy;
   std::optional<uint64_t> default_ordinal;
 };
+// The space of `spec` under `limits_of_device`; ResourceExhausted over the
+// cap. Compiles the expressions; walks nothing.
+absl::StatusOr<std::unique_ptr<ConfigSpace>> SpaceOf(const AdmissionLimits& limits,
+                                                     const v1::JobSpec& spec,
+                                                     const DeviceLimits& limits_of_device) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ConfigSpace> space,
+                   ConfigSpace::Create(spec.kernel(), spec.shape(), limits_of_device));
+  if (space->full_size() > static_cast<uint64_t>(limits.max_space_points)) {
+    return absl::ResourceExhaustedError(absl::StrCat("the config space has ",
+                                                     space->full_size(),
+                                                     " points, over the cap of ",
+                                                     limits.max_space_points));
+  }
+  return space;
+}
+
 absl::StatusOr<Search> MakeSearch(const AdmissionLimits& limits, const v1::JobSpec& spec,
                                   const DeviceLimits& limits_of_device) {
   Search search;
-  ASSIGN_OR_RETURN(search.space,
-                   ConfigSpace::Create(spec.kernel(), spec.shape(), limits_of_device));
-  if (search.space->full_size() > static_cast<uint64_t>(limits.max_space_points)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the config space has ", search.space->full_size(), " points, over the cap of ",
-        limits.max_space_points));
-  }
+  ASSIGN_OR_RETURN(search.space, SpaceOf(limits, spec, limits_of_device));
   ASSIGN_OR_RETURN(StrategyOptions options,
                    StrategyFor(spec, search.space.get(), limits.max_trials));
   search.default_ordinal = options.default_ordinal;
@@ -120,9 +130,9 @@ absl::StatusOr<Search> MakeSearch(const AdmissionLimits& limits, const v1::JobSp
 }
 
 DeviceLimits LimitsOf(const v1::StoredTarget& target) {
-  DeviceLimits limits;
-  for (const v1::DeviceLimit& limit : target.limits()) limits[limit.name()] = limit.value();
-  return limits;
+  v1::Device device;
+  *device.mutable_limits() = target.limits();
+  return LimitsFromDevice(device);
 }
 
 std::unique_ptr<TargetTrials> TrialsOf(const AdmissionLimits& limits, Search search) {
@@ -142,13 +152,7 @@ absl::Status ValidateSpec(const AdmissionLimits& limits, bool walk_space,
   if (walk_space) return MakeSearch(limits, *spec, placeholder).status();
   // Without the walk: the expressions compile, the space fits the cap and a
   // named config set exists.
-  ASSIGN_OR_RETURN(std::unique_ptr<ConfigSpace> space,
-                   ConfigSpace::Create(spec->kernel(), spec->shape(), placeholder));
-  if (space->full_size() > static_cast<uint64_t>(limits.max_space_points)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the config space has ", space->full_size(), " points, over the cap of ",
-        limits.max_space_points));
-  }
+  ASSIGN_OR_RETURN(std::unique_ptr<ConfigSpace> space, SpaceOf(limits, *spec, placeholder));
   return StrategyFor(*spec, space.get(), limits.max_trials).status();
 }
 

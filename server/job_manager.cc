@@ -48,6 +48,7 @@ JobManager::JobManager(const JobManagerOptions& options, Store* store,
                        WorkerRegistry* workers, SourceBlobs* blobs, Clock clock,
                        CoordinatorMetrics* metrics, BestConfigIndex* index)
     : options_(options),
+      limits_(LimitsOf(options)),
       store_(store),
       workers_(workers),
       clock_(std::move(clock)),
@@ -69,13 +70,13 @@ void JobManager::SetWorkListener(std::function<void()> listener) {
   work_listener_ = std::move(listener);
 }
 
-AdmissionLimits JobManager::Limits() const {
+AdmissionLimits JobManager::LimitsOf(const JobManagerOptions& options) {
   AdmissionLimits limits;
-  limits.max_space_points = options_.max_space_points;
-  limits.max_trials = options_.max_trials;
-  limits.max_source_bytes = options_.max_source_bytes;
-  limits.max_lease_attempts = options_.max_lease_attempts;
-  limits.finalists = options_.finalists;
+  limits.max_space_points = options.max_space_points;
+  limits.max_trials = options.max_trials;
+  limits.max_source_bytes = options.max_source_bytes;
+  limits.max_lease_attempts = options.max_lease_attempts;
+  limits.finalists = options.finalists;
   return limits;
 }
 
@@ -95,7 +96,7 @@ std::vector<JobManager::Target> JobManager::PlanTargets(
     absl::Status* first_error) {
   std::vector<Target> targets;
   for (const WorkerDevice& device : devices) {
-    absl::StatusOr<TargetPlan> plan = PlanTarget(Limits(), spec, device, store_);
+    absl::StatusOr<TargetPlan> plan = PlanTarget(limits_, spec, device, store_);
     if (!plan.ok()) {
       // A model without a valid config is left unbound; others may run it.
       if (first_error->ok()) *first_error = plan.status();
@@ -111,7 +112,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request) {
   const std::vector<WorkerDevice> devices = LiveModelsFor(spec);
   // With no live model to plan for, the space is walked once here instead,
   // so that a job that can never run is refused now.
-  absl::Status valid = ValidateSpec(Limits(), /*walk_space=*/devices.empty(), &spec);
+  absl::Status valid = ValidateSpec(limits_, /*walk_space=*/devices.empty(), &spec);
   absl::Status first_error;
   std::vector<Target> targets;
   if (valid.ok()) targets = PlanTargets(spec, devices, &first_error);
@@ -166,6 +167,13 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request) {
   }
   if (work_listener_) work_listener_();
   return snapshot.stored.last_view();
+}
+
+bool JobManager::HasTarget(const Job& job, const std::string& model,
+                           const std::string& toolkit) {
+  return std::any_of(job.targets.begin(), job.targets.end(), [&](const Target& t) {
+    return t.info.device_model() == model && t.info.toolkit() == toolkit;
+  });
 }
 
 void JobManager::StartJob(std::unique_ptr<Job> job) {
@@ -233,14 +241,18 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
     const Job* job = FindJob(job_id);
     return job != nullptr && !job->finishing;  // else it ends on its own
   }));
-  absl::MutexLock lock(&mu_);
-  Job* job = FindJob(job_id);
-  if (job == nullptr || job->finishing) return Get(job_id);
-  leases_.TakeJob(job_id);
-  SetState(job, v1::JOB_STATE_CANCELLED, view->reason());
-  v1::Job cancelled = View(*job);
-  Evict(job);
-  return cancelled;
+  {
+    absl::MutexLock lock(&mu_);
+    Job* job = FindJob(job_id);
+    if (job != nullptr && !job->finishing) {
+      leases_.TakeJob(job_id);
+      SetState(job, v1::JOB_STATE_CANCELLED, view->reason());
+      v1::Job cancelled = View(*job);
+      Evict(job);
+      return cancelled;
+    }
+  }
+  return Get(job_id);  // it finished meanwhile
 }
 
 absl::StatusOr<v1::Job> JobManager::WaitForChange(const std::string& job_id,
@@ -280,11 +292,9 @@ void JobManager::OnWorkerRegistered() {
       if (IsFinal(job->view.state()) || job->finishing) continue;
       Unbound entry{job->view.id(), job->spec, {}};
       for (const WorkerDevice& device : LiveModelsFor(*job->spec)) {
-        bool bound = std::any_of(job->targets.begin(), job->targets.end(), [&](const Target& t) {
-          return t.info.device_model() == device.device.model() &&
-                 t.info.toolkit() == device.toolkit;
-        });
-        if (!bound) entry.devices.push_back(device);
+        if (!HasTarget(*job, device.device.model(), device.toolkit)) {
+          entry.devices.push_back(device);
+        }
       }
       if (!entry.devices.empty()) unbound.push_back(std::move(entry));
     }
@@ -297,11 +307,9 @@ void JobManager::OnWorkerRegistered() {
     Job* job = FindJob(entry.id);
     if (job == nullptr || IsFinal(job->view.state()) || job->finishing) continue;
     for (Target& target : targets) {
-      bool bound = std::any_of(job->targets.begin(), job->targets.end(), [&](const Target& t) {
-        return t.info.device_model() == target.info.device_model() &&
-               t.info.toolkit() == target.info.toolkit();
-      });
-      if (!bound) job->targets.push_back(std::move(target));
+      if (!HasTarget(*job, target.info.device_model(), target.info.toolkit())) {
+        job->targets.push_back(std::move(target));
+      }
     }
     if (job->targets.empty()) {
       job->view.set_reason(!first_error.ok() ? std::string(first_error.message())
@@ -404,6 +412,7 @@ v1::TrialResult Normalized(TargetTrials& trials, uint64_t ordinal,
 
 absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
   workers_->Touch(report.worker_id);
+  std::vector<std::pair<uint64_t, v1::TrialResult>> results;  // held by the lease
   std::vector<TrialRecord> rows;
   {
     absl::MutexLock lock(&mu_);
@@ -414,10 +423,12 @@ absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
     for (const auto& [ordinal, result] : report.trials) {
       const bool held = std::find(lease->ordinals.begin(), lease->ordinals.end(),
                                   ordinal) != lease->ordinals.end();
+      if (!held) continue;
+      results.emplace_back(ordinal, Normalized(*target.trials, ordinal, result));
       // A finalists round ranks configs whose rows are stored already.
-      if (!held || lease->finalists) continue;
-      rows.push_back(TrialRow(job, target, report.worker_id,
-                              Normalized(*target.trials, ordinal, result)));
+      if (!lease->finalists) {
+        rows.push_back(TrialRow(job, target, report.worker_id, results.back().second));
+      }
     }
     // The worker is alive: the lease must not expire while the rows are written.
     leases_.Renew(lease->id, clock_() + options_.lease_ttl);
@@ -436,7 +447,7 @@ absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
       ack.cancelled = true;  // expired or cancelled meanwhile; the rows stand
     } else {
       ack.expires = clock_() + options_.lease_ttl;
-      ApplyReport(report, lease, &pending);
+      ApplyReport(results, report.release, lease, &pending);
     }
   }
   Flush(std::move(pending));
@@ -448,21 +459,21 @@ absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
   return ack;
 }
 
-void JobManager::ApplyReport(const ResultReport& report, Lease* lease, Pending* pending) {
+void JobManager::ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResult>>& results,
+                             bool release, Lease* lease, Pending* pending) {
   Job* job = FindJob(lease->job_id);
   Target& target = job->targets[lease->target];
-  for (const auto& [ordinal, result] : report.trials) {
+  for (const auto& [ordinal, result] : results) {
     auto pos = std::find(lease->ordinals.begin(), lease->ordinals.end(), ordinal);
-    if (pos == lease->ordinals.end()) continue;  // duplicate or not in the lease
-    const v1::TrialResult normalized = Normalized(*target.trials, ordinal, result);
-    if (target.trials->Complete(ordinal, lease->id, lease->epoch, normalized) &&
+    if (pos == lease->ordinals.end()) continue;  // reported twice
+    if (target.trials->Complete(ordinal, lease->id, lease->epoch, result) &&
         !lease->finalists) {
-      metrics_->TrialRecorded(normalized.status());
+      metrics_->TrialRecorded(result.status());
     }
     lease->ordinals.erase(pos);
   }
   leases_.Renew(lease->id, clock_() + options_.lease_ttl);
-  if (report.release) {
+  if (release) {
     ReturnLease(leases_.Remove(lease->id), /*expired=*/false, pending);
   } else if (lease->ordinals.empty()) {
     leases_.Remove(lease->id);
@@ -507,7 +518,9 @@ void JobManager::Tick() {
     }
     pending.rows.insert(pending.rows.end(), unstored_rows_.begin(), unstored_rows_.end());
     unstored_rows_.clear();
-    for (const std::string& id : unfinished_writes_) {
+    const std::vector<std::string> unfinished(unfinished_writes_.begin(),
+                                              unfinished_writes_.end());
+    for (const std::string& id : unfinished) {
       if (Job* job = FindJob(id)) MaybeFinish(job, &pending);
     }
     RepairStranded(&pending);
@@ -673,10 +686,18 @@ absl::Status JobManager::Recover() {
 }
 
 absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
-  // Older coordinators kept the contents in the job row.
-  if (HasContents(snapshot.spec)) RETURN_IF_ERROR(blobs_->Save(snapshot.spec));
   auto job = std::make_unique<Job>();
   job->spec = WithoutContents(snapshot.spec);
+  // Older coordinators kept the contents in the job row, and had no kernels
+  // table: both are filled from the row (jobs resume oldest first, so the
+  // newest unfinished spec of a kernel is the one kept).
+  if (HasContents(snapshot.spec)) {
+    RETURN_IF_ERROR(blobs_->Save(snapshot.spec));
+    RETURN_IF_ERROR(store_->PutKernel(KernelRecord{job->spec->kernel().name(),
+                                                   job->spec->SerializeAsString(),
+                                                   absl::ToUnixMillis(clock_())}));
+    if (index_ != nullptr) index_->PutKernel(*job->spec);
+  }
   job->view = snapshot.stored.last_view();
   job->view.clear_targets();
   job->view.clear_outcomes();
@@ -688,7 +709,7 @@ absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
   for (const v1::StoredTarget& info : snapshot.stored.targets()) {
     Target target{info, nullptr};
     if (!info.cached()) {
-      ASSIGN_OR_RETURN(target.trials, ResumeTarget(Limits(), *job->spec, info));
+      ASSIGN_OR_RETURN(target.trials, ResumeTarget(limits_, *job->spec, info));
     }
     for (const TrialRecord& trial : trials) {
       if (target.trials == nullptr || trial.tuning_key != info.tuning_key()) continue;
@@ -707,7 +728,6 @@ absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
     job->targets.push_back(std::move(target));
   }
   blobs_->Hold(snapshot.spec);
-  if (index_ != nullptr) index_->PutKernel(*job->spec);
   Pending pending;
   {
     absl::MutexLock lock(&mu_);

@@ -178,7 +178,9 @@ class JobManager {
     bool work = false;  // trials became available
   };
 
-  AdmissionLimits Limits() const;
+  static AdmissionLimits LimitsOf(const JobManagerOptions& options);
+  // A target of `job` is bound to (model, toolkit).
+  static bool HasTarget(const Job& job, const std::string& model, const std::string& toolkit);
   std::vector<WorkerDevice> LiveModelsFor(const v1::JobSpec& spec);
   std::vector<Target> PlanTargets(const v1::JobSpec& spec,
                                   const std::vector<WorkerDevice>& devices,
@@ -187,7 +189,10 @@ class JobManager {
   std::optional<LeaseGrant> LeaseFrom(Job* job, int target, const std::string& worker_id,
                                       int max, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ApplyReport(const ResultReport& report, Lease* lease, Pending* pending)
+  // Records `results` (normalized, held by `lease` when the report came),
+  // then returns what is left of the lease when `release`.
+  void ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResult>>& results,
+                   bool release, Lease* lease, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReturnLease(const Lease& lease, bool expired, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -210,6 +215,7 @@ class JobManager {
   absl::Status Resume(const JobSnapshot& snapshot);
 
   const JobManagerOptions options_;
+  const AdmissionLimits limits_;
   Store* const store_;
   WorkerRegistry* const workers_;
   const Clock clock_;

@@ -61,6 +61,11 @@ absl::Status TrialWriter::Write(std::vector<TrialRecord> rows) {
   return status;
 }
 
+size_t TrialWriter::waiting_rows() {
+  absl::MutexLock lock(&mu_);
+  return open_ == nullptr ? 0 : open_->rows.size();
+}
+
 absl::Status TrialWriter::WriteWithRetries(const std::vector<TrialRecord>& rows) {
   absl::Status status;
   absl::Duration backoff = options_.backoff;

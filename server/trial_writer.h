@@ -41,6 +41,9 @@ class TrialWriter {
   // stored: InsertTrials is all-or-nothing).
   absl::Status Write(std::vector<TrialRecord> rows);
 
+  // Rows gathered for the next write, not yet taken by a writer.
+  size_t waiting_rows();
+
  private:
   struct Batch {
     std::vector<TrialRecord> rows;

@@ -126,16 +126,22 @@ std::optional<ShapeMatch> TunedShapes::Nearest(const ShapeQuery& query) const {
   auto slack = [](double distance) { return 1e-9 * (1 + distance); };
   double smallest = std::numeric_limits<double>::infinity();
   double bound = smallest;
+  std::vector<std::pair<size_t, double>> candidates;  // within the bound when seen
   VisitOutwards(query, &bound, [&](size_t row) {
-    smallest = std::min(smallest, ApproximateDistance(row, query));
-    bound = smallest + slack(smallest);
+    const double distance = ApproximateDistance(row, query);
+    if (distance > bound) return;
+    candidates.emplace_back(row, distance);
+    if (distance < smallest) {
+      smallest = distance;
+      bound = smallest + slack(smallest);
+    }
   });
   std::optional<ShapeMatch> nearest;
-  VisitOutwards(query, &bound, [&](size_t row) {
-    if (ApproximateDistance(row, query) > bound) return;
+  for (const auto& [row, distance] : candidates) {
+    if (distance > bound) continue;  // nearer rows came later
     ShapeMatch match{&keys_[row], Distance(row, query)};
     if (!nearest.has_value() || Precedes(match, *nearest)) nearest = match;
-  });
+  }
   return nearest;
 }
 

@@ -64,23 +64,6 @@ bool WorkerRegistry::Alive(const std::string& worker_id) {
   return it != workers_.end() && IsAlive(it->second);
 }
 
-absl::StatusOr<WorkerDevice> WorkerRegistry::FindDevice(
-    const std::string& worker_id, const std::string& device_id) {
-  absl::ReaderMutexLock lock(&mu_);
-  auto it = workers_.find(worker_id);
-  if (it == workers_.end()) {
-    return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id,
-                                            "; register again"));
-  }
-  for (const v1::Device& device : it->second.info.devices()) {
-    if (device_id.empty() || device.id() == device_id) {
-      return WorkerDevice{worker_id, device, it->second.info.toolkit()};
-    }
-  }
-  return absl::NotFoundError(
-      absl::StrCat("worker ", worker_id, " has no device ", device_id));
-}
-
 absl::StatusOr<WorkerRegistry::ModelOf> WorkerRegistry::TouchDevice(
     const std::string& worker_id, const std::string& device_id) {
   absl::MutexLock lock(&mu_);

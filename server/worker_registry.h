@@ -45,14 +45,10 @@ class WorkerRegistry {
   absl::StatusOr<std::string> Register(const WorkerRegistration& registration);
   // False when the worker is unknown (e.g. the coordinator restarted).
   bool Touch(const std::string& worker_id);
-  // The device `device_id` of a registered worker (alive or not: a call from
-  // it is itself a sign of life); NotFound for an unknown worker or device
-  // (an empty id picks the worker's first device).
-  absl::StatusOr<WorkerDevice> FindDevice(const std::string& worker_id,
-                                          const std::string& device_id);
   // The model and toolkit of device `device_id` (empty: the first) of a
-  // registered worker, which the call marks as heard from; NotFound as
-  // FindDevice. Copies two strings, not the device.
+  // registered worker (alive or not: a call from it is itself a sign of
+  // life, so the call marks it as heard from). NotFound for an unknown worker
+  // or device.
   struct ModelOf {
     std::string model;
     std::string toolkit;

@@ -4,6 +4,8 @@
 #define TUNEFLEET_TESTS_SERVER_FAULTY_STORE_H_
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,16 @@ class FaultyStore : public Store {
   std::atomic<bool> refuse_best{false};    // UpsertBest
   std::atomic<bool> refuse_jobs{false};    // PutJob
   std::atomic<int> trial_writes{0};        // InsertTrials calls, refused or not
+  // Runs in every InsertTrials call (after counting it); set before use.
+  std::function<void()> before_trial_write;
+
+  // A SQLite store in `dir`, and a FaultyStore over it in *faulty.
+  static absl::StatusOr<std::unique_ptr<Store>> OpenSqlite(const std::string& dir,
+                                                           std::unique_ptr<FaultyStore>* faulty) {
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore("sqlite://" + dir + "/store.db");
+    if (store.ok()) *faulty = std::make_unique<FaultyStore>(store->get());
+    return store;
+  }
 
   absl::Status PutJob(const JobRecord& job) override {
     if (refuse_jobs) return Down();
@@ -32,6 +44,7 @@ class FaultyStore : public Store {
   absl::StatusOr<std::vector<bool>> InsertTrials(
       const std::vector<TrialRecord>& trials) override {
     ++trial_writes;
+    if (before_trial_write) before_trial_write();
     if (refuse_trials) return Down();
     return store_->InsertTrials(trials);
   }

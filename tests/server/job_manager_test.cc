@@ -47,11 +47,9 @@ v1::Lease AsProto(const LeaseGrant& grant) {
 class JobManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<Store>> store =
-        OpenStore("sqlite://" + dir_.path() + "/store.db");
+    absl::StatusOr<std::unique_ptr<Store>> store = FaultyStore::OpenSqlite(dir_.path(), &faulty_);
     ASSERT_OK(store);
     store_ = *std::move(store);
-    faulty_ = std::make_unique<FaultyStore>(store_.get());
     options_.lease_ttl = absl::Seconds(10);
     options_.batch_size = 3;
     options_.max_lease_attempts = 2;

@@ -30,6 +30,14 @@ TEST_F(WorkerRegistryTest, SilentWorkersDieThenAreForgotten) {
   registry_.Touch(chatty);
   EXPECT_FALSE(registry_.Alive(quiet));
   EXPECT_TRUE(registry_.Alive(chatty));
+  // A call from a dead worker is a sign of life.
+  absl::StatusOr<WorkerRegistry::ModelOf> model = registry_.TouchDevice(quiet, "cpu0");
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ(model->model, "a");
+  EXPECT_TRUE(registry_.Alive(quiet));
+  EXPECT_THAT(registry_.TouchDevice(quiet, "gpu7"), StatusIs(absl::StatusCode::kNotFound));
+  now_ += absl::Seconds(4);
+  registry_.Touch(chatty);
   ASSERT_EQ(registry_.LiveModels(v1::BACKEND_CPU).size(), 1u);
   EXPECT_EQ(registry_.List().size(), 2u);  // dead, still listed
   EXPECT_EQ(registry_.Prune(), 0);
@@ -40,7 +48,7 @@ TEST_F(WorkerRegistryTest, SilentWorkersDieThenAreForgotten) {
   EXPECT_EQ(registry_.List()[0].worker_id(), chatty);
   // A forgotten worker that calls again is told to register again.
   EXPECT_FALSE(registry_.Touch(quiet));
-  EXPECT_THAT(registry_.FindDevice(quiet, ""), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(registry_.TouchDevice(quiet, ""), StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(WorkerRegistryTest, RegistrationsWithoutUsableDevicesAreRefused) {
