@@ -20,6 +20,41 @@ std::string Fleet::database_url() const {
   return absl::StrCat("sqlite://", options_.data_dir, "/tunefleet.db");
 }
 
+std::vector<std::string> Fleet::TunectlFlags() const {
+  if (!secure()) return {"--insecure"};
+  return {"--ca-file", ca_file(), "--token-file", admin_token_file()};
+}
+
+absl::StatusOr<std::vector<std::string>> Fleet::WorkerCertificateFlags(
+    const std::string& name) const {
+  const std::string dir = options_.data_dir + "/ca";
+  ASSIGN_OR_RETURN(RunResult made,
+                   RunProgram({options_.dev_ca_script, dir, "worker", name}, absl::Seconds(30)));
+  if (!made.exit.success()) {
+    return absl::InternalError(absl::StrCat("dev-ca.sh worker ", name, ": ", made.exit.ToString()));
+  }
+  return std::vector<std::string>{"--tls-ca", ca_file(), "--tls-cert",
+                                  absl::StrCat(dir, "/worker-", name, ".crt"), "--tls-key",
+                                  absl::StrCat(dir, "/worker-", name, ".key")};
+}
+
+absl::Status Fleet::SecurityFlags(std::vector<std::string>* argv) {
+  if (!secure()) {
+    argv->push_back("--insecure");
+    return absl::OkStatus();
+  }
+  const std::string dir = options_.data_dir + "/ca";
+  ASSIGN_OR_RETURN(RunResult made,
+                   RunProgram({options_.dev_ca_script, dir, "coordinator"}, absl::Seconds(30)));
+  if (!made.exit.success()) {
+    return absl::InternalError(absl::StrCat("dev-ca.sh coordinator: ", made.exit.ToString()));
+  }
+  argv->insert(argv->end(), {"--tls-cert", dir + "/coordinator.crt", "--tls-key",
+                             dir + "/coordinator.key", "--tls-client-ca", ca_file(),
+                             "--admin-token-file", admin_token_file()});
+  return absl::OkStatus();
+}
+
 absl::Status Fleet::StartCoordinator() {
   const std::string address_file =
       absl::StrCat(options_.data_dir, "/address-", restarts_++);
@@ -36,6 +71,7 @@ absl::Status Fleet::StartCoordinator() {
   if (!options_.database.empty()) {
     options.argv.insert(options.argv.end(), {"--database", options_.database});
   }
+  RETURN_IF_ERROR(SecurityFlags(&options.argv));
   options.argv.insert(options.argv.end(), options_.coordinator_flags.begin(),
                       options_.coordinator_flags.end());
   if (options_.coordinator_cpu >= 0) {
@@ -77,6 +113,13 @@ absl::StatusOr<int> Fleet::StartWorker() {
                   "--measure-budget", absl::StrCat(options_.measure_budget),
                   "--compile-threads", std::to_string(options_.compile_threads),
                   "--backend", options_.backend};
+  if (secure()) {
+    ASSIGN_OR_RETURN(std::vector<std::string> certificate,
+                     WorkerCertificateFlags(absl::StrCat("test-worker-", index)));
+    options.argv.insert(options.argv.end(), certificate.begin(), certificate.end());
+  } else {
+    options.argv.push_back("--insecure");
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> worker, Subprocess::Start(options));
   workers_.push_back(std::move(worker));
   return index;

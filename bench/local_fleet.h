@@ -27,6 +27,10 @@ struct FleetOptions {
   int compile_threads = 1;       // per worker; 0 = the host's cores
   int coordinator_cpu = -1;      // >= 0: the coordinator runs on this CPU only (taskset)
   std::vector<std::string> coordinator_flags;  // appended to the coordinator's command line
+  // Empty: everything plaintext (--insecure). Else the path of
+  // scripts/dev-ca.sh: the fleet then runs with TLS, a development CA under
+  // data_dir/ca, a certificate per worker and an admin token.
+  std::string dev_ca_script;
 };
 
 // Not thread-safe. Processes are killed when the Fleet goes away.
@@ -38,7 +42,8 @@ class Fleet {
   absl::Status StartCoordinator();
   // SIGTERM, then waits for a clean exit (code 0).
   absl::StatusOr<ExitInfo> StopCoordinator();
-  // Starts a worker; returns its index.
+  // Starts a worker (named test-worker-<index>: its certificate's identity);
+  // returns its index.
   absl::StatusOr<int> StartWorker();
   Subprocess* worker(int index) { return workers_[index].get(); }
   // Where the binaries are: <bin_dir>/<name>.
@@ -49,7 +54,21 @@ class Fleet {
   // The store the coordinator uses: `database`, else its SQLite file.
   std::string database_url() const;
 
+  bool secure() const { return !options_.dev_ca_script.empty(); }
+  // With secure(): the CA, and the file of the admin token the coordinator
+  // made at its first start.
+  std::string ca_file() const { return options_.data_dir + "/ca/ca.crt"; }
+  std::string admin_token_file() const { return options_.data_dir + "/admin.token"; }
+  // tunectl's flags to reach the coordinator as admin (or --insecure).
+  std::vector<std::string> TunectlFlags() const;
+  // Makes a certificate for worker `name` (secure() only); returns the
+  // tunefleet-worker flags that use it.
+  absl::StatusOr<std::vector<std::string>> WorkerCertificateFlags(const std::string& name) const;
+
  private:
+  // The coordinator's --insecure, or its TLS flags (making the CA's files).
+  absl::Status SecurityFlags(std::vector<std::string>* argv);
+
   FleetOptions options_;
   std::unique_ptr<Subprocess> coordinator_;
   std::vector<std::unique_ptr<Subprocess>> workers_;

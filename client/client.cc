@@ -11,9 +11,11 @@
 #include "absl/synchronization/mutex.h"
 #include "client/convert.h"
 #include "common/config_text.h"
+#include "common/grpc_security.h"
 #include "common/grpc_status.h"
 #include "common/spec_loader.h"
 #include "common/status_macros.h"
+#include "tunefleet/v1/token_service.grpc.pb.h"
 #include "tunefleet/v1/tuning_service.grpc.pb.h"
 
 namespace tunefleet {
@@ -62,23 +64,32 @@ class Client::Impl {
  public:
   Impl(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
       : options_(std::move(options)),
-        stub_(v1::TuningService::NewStub(std::move(channel))) {}
+        stub_(v1::TuningService::NewStub(channel)),
+        token_stub_(v1::TokenService::NewStub(channel)) {}
 
-  template <typename Request, typename Response>
-  using Method = grpc::Status (v1::TuningService::Stub::*)(grpc::ClientContext*,
-                                                           const Request&,
-                                                           Response*);
+  template <typename Stub, typename Request, typename Response>
+  using Method = grpc::Status (Stub::*)(grpc::ClientContext*, const Request&, Response*);
 
   // One unary call under the per-call deadline.
-  template <typename Request, typename Response>
-  absl::StatusOr<Response> Call(Method<Request, Response> method,
+  template <typename Stub, typename Request, typename Response>
+  absl::StatusOr<Response> Call(Stub* stub, Method<Stub, Request, Response> method,
                                 const Request& request) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + options_.deadline);
     Response response;
-    grpc::Status status = (stub_.get()->*method)(&context, request, &response);
+    grpc::Status status = (stub->*method)(&context, request, &response);
     if (!status.ok()) return Annotate(FromGrpcStatus(status));
     return response;
+  }
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(Method<v1::TuningService::Stub, Request, Response> method,
+                                const Request& request) {
+    return Call(stub_.get(), method, request);
+  }
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(Method<v1::TokenService::Stub, Request, Response> method,
+                                const Request& request) {
+    return Call(token_stub_.get(), method, request);
   }
 
   absl::StatusOr<Job> GetJob(const std::string& job_id) {
@@ -111,6 +122,7 @@ class Client::Impl {
 
   const ClientOptions options_;
   const std::unique_ptr<v1::TuningService::Stub> stub_;
+  const std::unique_ptr<v1::TokenService::Stub> token_stub_;
   absl::Mutex mu_;
   bool watches_cancelled_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<grpc::ClientContext*> watches_ ABSL_GUARDED_BY(mu_);
@@ -186,8 +198,13 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   if (options.deadline <= std::chrono::milliseconds::zero()) {
     return absl::InvalidArgumentError("the call deadline must be positive");
   }
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(options.target, grpc::InsecureChannelCredentials());
+  ChannelSecurity security;
+  security.insecure = options.insecure;
+  security.ca_file = options.ca_file;
+  security.token = options.token;
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
+                   MakeChannelCredentials(security));
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(options.target, credentials);
   return std::unique_ptr<Client>(
       new Client(std::make_unique<Impl>(options, std::move(channel))));
 }
@@ -259,6 +276,44 @@ absl::StatusOr<std::vector<WorkerInfo>> Client::ListWorkers() {
     workers.push_back(WorkerFromProto(worker));
   }
   return workers;
+}
+
+}  // namespace tunefleet
+
+namespace tunefleet {
+namespace {
+
+TokenInfo TokenFromProto(const v1::TokenInfo& info) {
+  return TokenInfo{info.id(), info.name(), info.role(), info.created_unix_ms(),
+                   info.revoked_unix_ms()};
+}
+
+}  // namespace
+
+absl::StatusOr<IssuedToken> Client::CreateToken(const std::string& name,
+                                                const std::string& role) {
+  v1::CreateTokenRequest request;
+  request.set_name(name);
+  request.set_role(role);
+  ASSIGN_OR_RETURN(v1::CreateTokenResponse response,
+                   impl_->Call(&v1::TokenService::Stub::CreateToken, request));
+  return IssuedToken{TokenFromProto(response.info()), response.token()};
+}
+
+absl::StatusOr<std::vector<TokenInfo>> Client::ListTokens() {
+  ASSIGN_OR_RETURN(v1::ListTokensResponse response,
+                   impl_->Call(&v1::TokenService::Stub::ListTokens, v1::ListTokensRequest()));
+  std::vector<TokenInfo> tokens;
+  for (const v1::TokenInfo& info : response.tokens()) tokens.push_back(TokenFromProto(info));
+  return tokens;
+}
+
+absl::StatusOr<TokenInfo> Client::RevokeToken(const std::string& id) {
+  v1::RevokeTokenRequest request;
+  request.set_id(id);
+  ASSIGN_OR_RETURN(v1::RevokeTokenResponse response,
+                   impl_->Call(&v1::TokenService::Stub::RevokeToken, request));
+  return TokenFromProto(response.info());
 }
 
 }  // namespace tunefleet

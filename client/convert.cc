@@ -107,6 +107,7 @@ Job JobFromProto(const v1::Job& job) {
     out.top_trials.push_back(TrialFromProto(trial));
   }
   out.created_unix_ms = job.created_unix_ms();
+  out.owner = job.owner();
   out.updated_unix_ms = job.updated_unix_ms();
   return out;
 }

@@ -2,6 +2,8 @@
 # The demo: sets up and builds tunefleet, then a coordinator (embedded SQLite)
 # and two workers on loopback tune kernels/cpu/matmul for one shape, and the
 # best config, its speed-up over the default and the five best are printed.
+# Everything runs over TLS with a development CA: workers present their
+# certificates, and the demo's user a submit token the admin created.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -16,19 +18,30 @@ cleanup() {
 }
 trap cleanup EXIT
 
+CA="$WORK/ca"
+scripts/dev-ca.sh "$CA" coordinator
 "$BIN/tunefleet-coordinator" --listen 127.0.0.1:0 --data-dir "$WORK/data" \
-  --address-file "$WORK/address" --metrics-listen 127.0.0.1:0 >"$WORK/coordinator.log" 2>&1 &
+  --address-file "$WORK/address" --metrics-listen 127.0.0.1:0 \
+  --tls-cert "$CA/coordinator.crt" --tls-key "$CA/coordinator.key" --tls-client-ca "$CA/ca.crt" \
+  --admin-token-file "$WORK/admin.token" >"$WORK/coordinator.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do [ -s "$WORK/address" ] && break; sleep 0.1; done
 ADDRESS="$(cat "$WORK/address")"
 echo "coordinator on $ADDRESS (SQLite in $WORK/data)" >&2
 for i in 1 2; do
+  scripts/dev-ca.sh "$CA" worker "demo-worker-$i"
   "$BIN/tunefleet-worker" --coordinator "$ADDRESS" --cache-dir "$WORK/cache-$i" \
-    --name "demo-worker-$i" --compile-threads 1 >"$WORK/worker-$i.log" 2>&1 &
+    --name "demo-worker-$i" --compile-threads 1 --tls-ca "$CA/ca.crt" \
+    --tls-cert "$CA/worker-demo-worker-$i.crt" --tls-key "$CA/worker-demo-worker-$i.key" \
+    >"$WORK/worker-$i.log" 2>&1 &
   pids+=($!)
 done
 
-export TUNEFLEET_SERVER="$ADDRESS"
+export TUNEFLEET_SERVER="$ADDRESS" TUNEFLEET_CA_FILE="$CA/ca.crt"
+# The admin (the token the coordinator wrote) makes the demo user a token.
+TUNEFLEET_TOKEN="$("$BIN/tunectl" --token-file "$WORK/admin.token" \
+  admin token create --role submit --name demo)"
+export TUNEFLEET_TOKEN
 "$BIN/tunectl" submit kernels/cpu/matmul --shape "$SHAPE" \
   --strategy random --budget "${DEMO_BUDGET:-40}" --seed 1 --wait
 echo

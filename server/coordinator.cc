@@ -11,12 +11,15 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/version.h"
+#include "server/auth_processor.h"
 #include "server/best_config_index.h"
 #include "server/call_pool.h"
 #include "server/long_polls.h"
 #include "server/prometheus_metrics.h"
 #include "server/source_blobs.h"
 #include "server/store/store.h"
+#include "server/token_book.h"
+#include "server/token_service.h"
 #include "server/tuning_service.h"
 #include "server/worker_registry.h"
 #include "server/worker_service.h"
@@ -62,6 +65,17 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   index_ = std::make_unique<BestConfigIndex>();
   RETURN_IF_ERROR(LoadIndex(store_.get(), index_.get()));
   auto clock = [] { return absl::Now(); };
+  tokens_ = std::make_unique<TokenBook>(store_.get(), clock);
+  RETURN_IF_ERROR(tokens_->Load());
+  if (!options.admin_token_file.empty()) {
+    RETURN_IF_ERROR(tokens_->Bootstrap(options.admin_token_file));
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                   MakeServerCredentials(options.tls));
+  if (!options.tls.insecure()) {
+    credentials->SetAuthMetadataProcessor(std::make_shared<AuthProcessor>(tokens_.get()));
+  }
+  token_service_ = std::make_unique<TokenServiceImpl>(tokens_.get());
   workers_ = std::make_unique<WorkerRegistry>(3 * options.heartbeat_interval, clock);
   blobs_ = std::make_unique<SourceBlobs>(store_.get());
   jobs_ = std::make_unique<JobManager>(options.jobs, store_.get(), workers_.get(),
@@ -81,11 +95,12 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(options.listen, credentials, &port_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(tuning_service_.get());
   builder.RegisterService(worker_service_.get());
+  builder.RegisterService(token_service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/grpc_security.h"
 #include "server/job_manager.h"
 
 namespace grpc {
@@ -29,6 +30,8 @@ class SourceBlobs;
 class WorkerRegistry;
 class PrometheusMetrics;
 class TuningServiceImpl;
+class TokenBook;
+class TokenServiceImpl;
 class WorkerServiceImpl;
 
 struct CoordinatorOptions {
@@ -50,6 +53,12 @@ struct CoordinatorOptions {
   absl::Duration max_long_poll = absl::Seconds(30);
   // Largest request or response message. Default 32 MiB.
   int max_message_bytes = 32 << 20;
+  // TLS and the CA of worker certificates. Empty (the default): plaintext
+  // and no authentication at all: every caller acts as an admin.
+  ServerTls tls;
+  // A file holding an admin token the coordinator trusts; created with a new
+  // token (mode 0600) when missing. Empty: none. Default empty.
+  std::string admin_token_file;
   JobManagerOptions jobs;
 };
 
@@ -81,6 +90,8 @@ class Coordinator {
   std::unique_ptr<BestConfigIndex> index_;
   std::unique_ptr<WorkerRegistry> workers_;
   std::unique_ptr<SourceBlobs> blobs_;
+  std::unique_ptr<TokenBook> tokens_;
+  std::unique_ptr<TokenServiceImpl> token_service_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<LongPolls> long_polls_;
   std::unique_ptr<TuningServiceImpl> tuning_service_;

@@ -60,6 +60,7 @@ JobManager::JobManager(const JobManagerOptions& options, Store* store,
               TrialWriterOptions{/*max_batch_rows=*/2048, options.write_attempts,
                                  options.write_backoff},
               metrics_),
+      quotas_(options.quotas),
       // Epochs never repeat across coordinator restarts: a report from a
       // lease of the previous process can never match a new one.
       leases_(absl::ToUnixMillis(clock_()) * 1000) {}
@@ -107,7 +108,23 @@ std::vector<JobManager::Target> JobManager::PlanTargets(
   return targets;
 }
 
-absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request) {
+int JobManager::ActiveJobsOf(const std::string& owner) {
+  absl::ReaderMutexLock lock(&mu_);
+  int active = 0;
+  for (const auto& [sequence, job] : jobs_) {
+    if (job->view.owner() == owner && !IsFinal(job->view.state())) ++active;
+  }
+  return active;
+}
+
+absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request, const std::string& owner) {
+  if (!owner.empty()) {
+    absl::Status quota = quotas_.CheckSubmit(owner, ActiveJobsOf(owner), clock_());
+    if (!quota.ok()) {
+      metrics_->JobSubmitted(CoordinatorMetrics::Submission::kRejected);
+      return quota;
+    }
+  }
   v1::JobSpec spec = request;
   const std::vector<WorkerDevice> devices = LiveModelsFor(spec);
   // With no live model to plan for, the space is walked once here instead,
@@ -130,6 +147,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request) {
   if (index_ != nullptr) index_->PutKernel(*job->spec);
   const absl::Time now = clock_();
   job->view.set_id(NewJobId(now));
+  job->view.set_owner(owner);
   job->view.set_state(v1::JOB_STATE_QUEUED);
   job->view.set_created_unix_ms(absl::ToUnixMillis(now));
   job->view.set_updated_unix_ms(absl::ToUnixMillis(now));
@@ -463,15 +481,18 @@ void JobManager::ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResu
                              bool release, Lease* lease, Pending* pending) {
   Job* job = FindJob(lease->job_id);
   Target& target = job->targets[lease->target];
+  int64_t measured = 0;
   for (const auto& [ordinal, result] : results) {
     auto pos = std::find(lease->ordinals.begin(), lease->ordinals.end(), ordinal);
     if (pos == lease->ordinals.end()) continue;  // reported twice
     if (target.trials->Complete(ordinal, lease->id, lease->epoch, result) &&
         !lease->finalists) {
       metrics_->TrialRecorded(result.status());
+      ++measured;
     }
     lease->ordinals.erase(pos);
   }
+  quotas_.CountTrials(job->view.owner(), measured, clock_());
   leases_.Renew(lease->id, clock_() + options_.lease_ttl);
   if (release) {
     ReturnLease(leases_.Remove(lease->id), /*expired=*/false, pending);

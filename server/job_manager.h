@@ -29,6 +29,7 @@
 #include "server/metrics.h"
 #include "server/source_blobs.h"
 #include "server/store/store.h"
+#include "server/submit_quotas.h"
 #include "server/target_trials.h"
 #include "server/trial_writer.h"
 #include "server/worker_registry.h"
@@ -62,6 +63,8 @@ struct JobManagerOptions {
   // 50 ms. Rows of reports that arrive together share one transaction.
   int write_attempts = 3;
   absl::Duration write_backoff = absl::Milliseconds(50);
+  // What one principal may submit and measure.
+  QuotaOptions quotas;
 };
 
 // What a worker device asks for.
@@ -118,9 +121,11 @@ class JobManager {
   // become available to lease. Call before serving.
   void SetWorkListener(std::function<void()> listener);
 
-  // InvalidArgument for a bad spec, shape or strategy (the message names the
-  // field), ResourceExhausted over a cap, Unavailable when the store is.
-  absl::StatusOr<v1::Job> Submit(const v1::JobSpec& spec);
+  // Submits a job owned by principal `owner` ("": anonymous). InvalidArgument
+  // for a bad spec, shape or strategy (the message names the field),
+  // ResourceExhausted over a cap or the owner's quota, Unavailable when the
+  // store is.
+  absl::StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const std::string& owner = "");
   // From memory for a live job, else from the store. NotFound.
   absl::StatusOr<v1::Job> Get(const std::string& job_id);
   absl::StatusOr<v1::Job> Cancel(const std::string& job_id);
@@ -211,6 +216,7 @@ class JobManager {
   JobSnapshot Snapshot(const Job& job) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   v1::Job View(const Job& job) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   Job* FindJob(const std::string& id) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  int ActiveJobsOf(const std::string& owner) ABSL_LOCKS_EXCLUDED(mu_);
   void Evict(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Resume(const JobSnapshot& snapshot);
 
@@ -225,6 +231,7 @@ class JobManager {
   SourceBlobs* const blobs_;
   JobRepository repository_;
   TrialWriter writer_;
+  SubmitQuotas quotas_;
   std::function<void()> work_listener_;
 
   absl::Mutex mu_;

@@ -30,7 +30,59 @@ struct Flags {
   int64_t max_trials = 100'000;
   int finalists = 5;
   int report_threads = 64;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  bool insecure = false;
+  std::string admin_token_file;
+  int max_active_jobs = 100;
+  int64_t max_trials_per_day = 5'000'000;
 };
+
+void AddSecurityFlags(CLI::App& app, Flags& flags) {
+  app.add_option("--tls-cert", flags.tls_cert, "PEM certificate chain the coordinator presents");
+  app.add_option("--tls-key", flags.tls_key, "PEM private key of --tls-cert");
+  app.add_option("--tls-client-ca", flags.tls_client_ca,
+                 "PEM CA that signs worker certificates (a worker's identity is its "
+                 "certificate's common name)");
+  app.add_flag("--insecure", flags.insecure,
+               "serve plaintext and authenticate nobody: every caller is an admin "
+               "(development only)");
+  app.add_option("--admin-token-file", flags.admin_token_file,
+                 "trust the admin token in this file; a new one is written (mode 0600) when "
+                 "the file does not exist");
+  app.add_option("--max-active-jobs", flags.max_active_jobs,
+                 "unfinished jobs one principal may have (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-trials-per-day", flags.max_trials_per_day,
+                 "trials measured for one principal's jobs over 24 hours (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+}
+
+// TLS is all or nothing, and plaintext only when asked for by name.
+bool CheckSecurityFlags(const Flags& flags) {
+  const bool any_tls =
+      !flags.tls_cert.empty() || !flags.tls_key.empty() || !flags.tls_client_ca.empty();
+  if (flags.insecure && any_tls) {
+    std::cerr << "tunefleet-coordinator: --insecure and --tls-* exclude each other\n";
+    return false;
+  }
+  if (flags.insecure) {
+    std::cerr << "tunefleet-coordinator: WARNING: --insecure: plaintext, no authentication; "
+                 "anyone who can reach the port can submit code to the fleet's hosts and "
+                 "change its results"
+              << std::endl;
+    return true;
+  }
+  if (flags.tls_cert.empty() || flags.tls_key.empty() || flags.tls_client_ca.empty()) {
+    std::cerr << "tunefleet-coordinator: give --tls-cert, --tls-key and --tls-client-ca "
+                 "(scripts/dev-ca.sh makes a development CA), or --insecure\n";
+    return false;
+  }
+  return true;
+}
 
 void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--listen", flags.listen, "host:port to serve on; port 0 picks a free port")
@@ -77,6 +129,10 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags) {
   options.jobs.max_trials = flags.max_trials;
   options.jobs.finalists = flags.finalists;
   options.report_threads = flags.report_threads;
+  options.tls = tunefleet::ServerTls{flags.tls_cert, flags.tls_key, flags.tls_client_ca};
+  options.admin_token_file = flags.admin_token_file;
+  options.jobs.quotas.max_active_jobs = flags.max_active_jobs;
+  options.jobs.quotas.max_trials_per_day = flags.max_trials_per_day;
   return options;
 }
 
@@ -103,7 +159,9 @@ int main(int argc, char** argv) {
                "workers, keeps every result and the best configs"};
   Flags flags;
   AddFlags(app, flags);
+  AddSecurityFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
+  if (!CheckSecurityFlags(flags)) return 2;
   LimitMallocArenas();
   // Abseil built without NDEBUG (as Debian's is) checks every lock
   // acquisition for deadlock cycles, which costs the coordinator's hot paths

@@ -1,6 +1,8 @@
 #include "server/tuning_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "server/auth_processor.h"
 
 namespace tunefleet::server {
 namespace {
@@ -40,11 +42,11 @@ TuningServiceImpl::TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                                      const BestConfigIndex* best_configs)
     : jobs_(jobs), workers_(workers), best_configs_(best_configs) {}
 
-grpc::Status TuningServiceImpl::SubmitJob(grpc::ServerContext*,
+grpc::Status TuningServiceImpl::SubmitJob(grpc::ServerContext* context,
                                           const v1::SubmitJobRequest* request,
                                           v1::SubmitJobResponse* response) {
   if (!request->has_spec()) return MissingField("spec");
-  absl::StatusOr<v1::Job> job = jobs_->Submit(request->spec());
+  absl::StatusOr<v1::Job> job = jobs_->Submit(request->spec(), CallerOf(*context).principal);
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response->mutable_job() = *std::move(job);
   return grpc::Status::OK;
@@ -80,10 +82,19 @@ grpc::Status TuningServiceImpl::WatchJob(grpc::ServerContext* context,
   return grpc::Status(grpc::StatusCode::CANCELLED, "watch ended by the client");
 }
 
-grpc::Status TuningServiceImpl::CancelJob(grpc::ServerContext*,
+grpc::Status TuningServiceImpl::CancelJob(grpc::ServerContext* context,
                                           const v1::CancelJobRequest* request,
                                           v1::CancelJobResponse* response) {
   if (request->job_id().empty()) return MissingField("job_id");
+  // The owner never changes, so reading it first leaves no race.
+  absl::StatusOr<v1::Job> owned = jobs_->Get(request->job_id());
+  if (!owned.ok()) return ToGrpcStatus(owned.status());
+  const Caller caller = CallerOf(*context);
+  if (!caller.MayActFor(owned->owner())) {
+    return ToGrpcStatus(absl::PermissionDeniedError(
+        absl::StrCat("job ", owned->id(), " belongs to ", owned->owner(),
+                     ": cancelling another principal's job needs role admin")));
+  }
   absl::StatusOr<v1::Job> job = jobs_->Cancel(request->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response->mutable_job() = *std::move(job);

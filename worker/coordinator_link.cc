@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 #include "tunefleet/v1/worker_service.grpc.pb.h"
 
 namespace tunefleet::worker {
@@ -13,7 +14,8 @@ namespace {
 
 class GrpcCoordinator : public Coordinator {
  public:
-  GrpcCoordinator(const std::string& target, const CoordinatorLinkOptions& options)
+  GrpcCoordinator(const std::string& target, const CoordinatorLinkOptions& options,
+                  std::shared_ptr<grpc::ChannelCredentials> credentials)
       : options_(options) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(options.max_message_bytes);
@@ -21,7 +23,7 @@ class GrpcCoordinator : public Coordinator {
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
                 static_cast<int>(absl::ToInt64Milliseconds(options.max_reconnect_backoff)));
     stub_ = v1::WorkerService::NewStub(
-        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+        grpc::CreateCustomChannel(target, std::move(credentials), args));
   }
 
   absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
@@ -100,9 +102,11 @@ class GrpcCoordinator : public Coordinator {
 
 }  // namespace
 
-std::unique_ptr<Coordinator> CreateGrpcCoordinator(const std::string& target,
-                                                   const CoordinatorLinkOptions& options) {
-  return std::make_unique<GrpcCoordinator>(target, options);
+absl::StatusOr<std::unique_ptr<Coordinator>> CreateGrpcCoordinator(
+    const std::string& target, const CoordinatorLinkOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
+                   MakeChannelCredentials(options.security));
+  return std::make_unique<GrpcCoordinator>(target, options, std::move(credentials));
 }
 
 }  // namespace tunefleet::worker

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/grpc_security.h"
 #include "worker/coordinator.h"
 
 namespace tunefleet::worker {
@@ -20,13 +21,17 @@ struct CoordinatorLinkOptions {
   // Cap on gRPC's reconnect backoff, so a restarted coordinator is found
   // soon. Default 5 s.
   absl::Duration max_reconnect_backoff = absl::Seconds(5);
+  // TLS with the worker's certificate (its identity), or plaintext for a
+  // coordinator started with --insecure. Default: TLS, system roots, no
+  // certificate.
+  ChannelSecurity security;
 };
 
-// A Coordinator over an insecure channel to `target` ("host:port"). The
-// channel connects lazily: an unreachable coordinator shows as Unavailable
-// calls, never as a failure here.
-std::unique_ptr<Coordinator> CreateGrpcCoordinator(const std::string& target,
-                                                   const CoordinatorLinkOptions& options);
+// A Coordinator over a channel to `target` ("host:port"). The channel
+// connects lazily: an unreachable coordinator shows as Unavailable calls,
+// never as a failure here. Errors only for unreadable certificate files.
+absl::StatusOr<std::unique_ptr<Coordinator>> CreateGrpcCoordinator(
+    const std::string& target, const CoordinatorLinkOptions& options);
 
 }  // namespace tunefleet::worker
 

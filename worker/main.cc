@@ -44,6 +44,10 @@ struct Flags {
   double compile_timeout = 60;
   double trial_deadline = 0;  // 0 = max(10 s, 20 x budget); CUDA: at least 30 s
   bool child = false;
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  bool insecure = false;
 };
 
 std::string DefaultCacheDir() {
@@ -123,8 +127,18 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
     spdlog::info("device {}: {}", device.id(), device.model());
   }
 
-  std::unique_ptr<Coordinator> coordinator =
-      CreateGrpcCoordinator(flags.coordinator, CoordinatorLinkOptions{});
+  CoordinatorLinkOptions link_options;
+  link_options.security.insecure = flags.insecure;
+  link_options.security.ca_file = flags.tls_ca;
+  link_options.security.cert_file = flags.tls_cert;
+  link_options.security.key_file = flags.tls_key;
+  absl::StatusOr<std::unique_ptr<Coordinator>> link =
+      CreateGrpcCoordinator(flags.coordinator, link_options);
+  if (!link.ok()) {
+    spdlog::critical("{}", std::string(link.status().message()));
+    return 2;
+  }
+  std::unique_ptr<Coordinator> coordinator = *std::move(link);
   SourceCache sources(flags.cache_dir + "/blobs", [&](const std::string& digest) {
     return coordinator->GetBlob(digest);
   });
@@ -175,6 +189,14 @@ int main(int argc, char** argv) {
                  "cuda: max(30, 20 x budget))");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
+  app.add_option("--tls-ca", flags.tls_ca,
+                 "PEM CA that signed the coordinator's certificate (default: the system's)");
+  app.add_option("--tls-cert", flags.tls_cert,
+                 "PEM certificate of this worker, signed by the fleet's CA; its common name "
+                 "is the worker's identity");
+  app.add_option("--tls-key", flags.tls_key, "PEM private key of --tls-cert");
+  app.add_flag("--insecure", flags.insecure,
+               "plaintext, no certificate: for a coordinator started with --insecure");
   app.add_flag("--child", flags.child, "internal: run as a benchmark child")->group("");
   CLI11_PARSE(app, argc, argv);
 
@@ -193,6 +215,16 @@ int main(int argc, char** argv) {
     spdlog::critical("--coordinator HOST:PORT is required");
     return 2;
   }
+  if (flags.insecure && !(flags.tls_cert.empty() && flags.tls_key.empty())) {
+    spdlog::critical("--insecure and --tls-cert/--tls-key exclude each other");
+    return 2;
+  }
+  if (!flags.insecure && (flags.tls_cert.empty() || flags.tls_key.empty())) {
+    spdlog::critical("give --tls-cert and --tls-key (the worker's certificate from the fleet's "
+                     "CA; scripts/dev-ca.sh makes a development one), or --insecure");
+    return 2;
+  }
+  if (flags.insecure) spdlog::warn("--insecure: plaintext connection, no worker identity");
   if (flags.cache_dir.empty()) flags.cache_dir = tunefleet::worker::DefaultCacheDir();
   return tunefleet::worker::RunDaemon(flags, *backend);
 }

@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/tunectl/connection.h"
 #include "client/tunectl/exit_codes.h"
 #include "client/tunectl/validate.h"
 #include "common/config_text.h"
@@ -43,18 +44,7 @@ std::string DefaultConfigPath(const char* xdg_config_home, const char* home) {
 }
 
 std::string ConfigFileServer(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    absl::string_view text = absl::StripAsciiWhitespace(line);
-    if (text.empty() || text[0] == '#') continue;
-    std::pair<absl::string_view, absl::string_view> kv =
-        absl::StrSplit(text, absl::MaxSplits('=', 1));
-    if (absl::StripAsciiWhitespace(kv.first) == "server") {
-      return std::string(absl::StripAsciiWhitespace(kv.second));
-    }
-  }
-  return "";
+  return ConfigFileValue(path, "server");
 }
 
 bool ColorAllowed(bool terminal, const char* no_color_env) {

@@ -68,6 +68,13 @@ int RunBest(Client& client, const std::string& kernel, const std::string& shape,
             const std::string& device_model, const std::string& toolkit,
             const Console& console);
 int RunWorkers(Client& client, const Console& console);
+
+// Admin: creates a token and prints it (alone on stdout, or in JSON); lists
+// the tokens (never their secrets); revokes one by id.
+int RunTokenCreate(Client& client, const std::string& name, const std::string& role,
+                   const Console& console);
+int RunTokenList(Client& client, const Console& console);
+int RunTokenRevoke(Client& client, const std::string& id, const Console& console);
 // Offline: exits 1 on a spec problem, 5 on a missing file, 2 on a shape
 // that does not parse.
 int RunValidate(const std::string& kernel_dir, const std::string& shape,

@@ -87,6 +87,7 @@ Json JobToJson(const Job& job) {
           {"state", JobStateName(job.state)},
           {"reason", job.reason},
           {"strategy", job.strategy},
+          {"owner", job.owner},
           {"trials_total", job.trials_total},
           {"trials_done", job.trials_done},
           {"outcomes", std::move(outcomes)},
@@ -195,6 +196,7 @@ std::string JobDetails(const Job& job) {
       {"state", JobStateName(job.state)}};
   if (!job.reason.empty()) rows.push_back({"reason", job.reason});
   if (!job.strategy.empty()) rows.push_back({"strategy", job.strategy});
+  if (!job.owner.empty()) rows.push_back({"owner", job.owner});
   rows.push_back({"trials", TrialsText(job)});
   std::string text = Details(rows);
   for (const JobTarget& target : job.targets) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "client/tunectl/commands.h"
+#include "client/tunectl/connection.h"
 #include "client/tunectl/exit_codes.h"
 #include "client/tunectl/interrupt.h"
 #include "tunefleet/client.h"
@@ -31,10 +32,15 @@ struct Flags {
   std::string device_model;
   std::string toolkit;
   int32_t limit = 0;
+  ConnectionFlags connection;
+  std::string token_name;
+  std::string token_role;
+  std::string token_id;
 };
 
 struct Verbs {
   CLI::App *submit, *watch, *status, *cancel, *jobs, *best, *workers, *validate;
+  CLI::App *token_create, *token_list, *token_revoke;
 };
 
 void DefineGlobalFlags(CLI::App& app, Flags& flags) {
@@ -51,6 +57,33 @@ void DefineGlobalFlags(CLI::App& app, Flags& flags) {
   app.add_option("--timeout", flags.timeout_seconds, "Seconds allowed per call")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_flag("--insecure", flags.connection.insecure,
+               "Plaintext, no token: for a coordinator started with --insecure "
+               "(or $TUNEFLEET_INSECURE=1, or `insecure = true` in the config file)");
+  app.add_option("--ca-file", flags.connection.ca_file,
+                 "PEM CA that signed the coordinator's certificate (default: "
+                 "$TUNEFLEET_CA_FILE, else the config file's `ca_file`, else the system's)");
+  app.add_option("--token-file", flags.connection.token_file,
+                 "File holding the bearer token (default: $TUNEFLEET_TOKEN itself, else "
+                 "$TUNEFLEET_TOKEN_FILE, else the config file's `token_file`, else "
+                 "~/.config/tunefleet/token)");
+}
+
+void DefineAdmin(CLI::App& app, Flags& flags, Verbs* verbs) {
+  CLI::App* admin = app.add_subcommand("admin", "Administer the coordinator (role admin)");
+  admin->require_subcommand(1);
+  CLI::App* token = admin->add_subcommand("token", "Manage bearer tokens");
+  token->require_subcommand(1);
+  verbs->token_create = token->add_subcommand(
+      "create", "Create a token and print it (it is shown only once)");
+  verbs->token_create->add_option("--name", flags.token_name, "The principal it names")
+      ->required();
+  verbs->token_create->add_option("--role", flags.token_role, "read, submit or admin")
+      ->required()
+      ->check(CLI::IsMember({"read", "submit", "admin"}));
+  verbs->token_list = token->add_subcommand("list", "List the tokens (never their secrets)");
+  verbs->token_revoke = token->add_subcommand("revoke", "Revoke a token");
+  verbs->token_revoke->add_option("ID", flags.token_id, "Token id (see list)")->required();
 }
 
 CLI::App* DefineSubmit(CLI::App& app, Flags& flags) {
@@ -115,6 +148,7 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   verbs.best = DefineBest(app, flags);
   verbs.workers = app.add_subcommand("workers", "List the workers");
   verbs.validate = DefineValidate(app, flags);
+  DefineAdmin(app, flags, &verbs);
   return verbs;
 }
 
@@ -130,19 +164,36 @@ Console MakeConsole(const Flags& flags) {
   return console;
 }
 
+std::string ConfigPath(const Flags& flags) {
+  return flags.config.empty()
+             ? DefaultConfigPath(std::getenv("XDG_CONFIG_HOME"), std::getenv("HOME"))
+             : flags.config;
+}
+
 std::string ServerAddress(const Flags& flags) {
-  std::string config = flags.config.empty()
-                           ? DefaultConfigPath(std::getenv("XDG_CONFIG_HOME"),
-                                               std::getenv("HOME"))
-                           : flags.config;
+  const std::string config = ConfigPath(flags);
   return ResolveServer(flags.server, std::getenv("TUNEFLEET_SERVER"),
                        config.empty() ? "" : ConfigFileServer(config));
 }
 
-int RunOnline(const Verbs& verbs, const Flags& flags, const Console& console) {
+int RunAdmin(Client& client, const Verbs& verbs, const Flags& flags, const Console& console) {
+  if (verbs.token_create->parsed()) {
+    return RunTokenCreate(client, flags.token_name, flags.token_role, console);
+  }
+  if (verbs.token_list->parsed()) return RunTokenList(client, console);
+  return RunTokenRevoke(client, flags.token_id, console);
+}
+
+int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
   absl::StatusOr<ClientOptions> options =
       MakeClientOptions(ServerAddress(flags), flags.timeout_seconds);
   if (!options.ok()) return ReportError(console, options.status());
+  flags.connection.config_file = ConfigPath(flags);
+  if (absl::Status applied = ApplyConnectionSettings(
+          flags.connection, [](const char* name) { return std::getenv(name); }, &*options);
+      !applied.ok()) {
+    return ReportError(console, applied);
+  }
   absl::StatusOr<std::unique_ptr<Client>> connected = Client::Connect(*options);
   if (!connected.ok()) return ReportError(console, connected.status());
   Client& client = **connected;
@@ -162,7 +213,8 @@ int RunOnline(const Verbs& verbs, const Flags& flags, const Console& console) {
     return RunBest(client, flags.kernel, flags.shape, flags.device_model,
                    flags.toolkit, console);
   }
-  return RunWorkers(client, console);
+  if (verbs.workers->parsed()) return RunWorkers(client, console);
+  return RunAdmin(client, verbs, flags, console);
 }
 
 }  // namespace

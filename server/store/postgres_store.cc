@@ -82,6 +82,15 @@ CREATE TABLE kernels (
   spec BYTEA NOT NULL,
   updated_unix_ms BIGINT NOT NULL);
 )sql"},
+    {3, R"sql(
+CREATE TABLE tokens (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  role TEXT NOT NULL,
+  secret_hash TEXT NOT NULL UNIQUE,
+  created_unix_ms BIGINT NOT NULL,
+  revoked_unix_ms BIGINT NOT NULL);
+)sql"},
 };
 
 // Advisory lock key that serializes migrations of one database ("tunefleet"
@@ -144,9 +153,19 @@ constexpr Query kPutKernel = {
 constexpr Query kListKernels = {
     "list_kernels", "SELECT " TF_KERNEL_COLUMNS " FROM kernels ORDER BY name"};
 
+constexpr Query kPutToken = {
+    "put_token", "INSERT INTO tokens (" TF_TOKEN_COLUMNS
+                 ") VALUES ($1, $2, $3, $4, $5, $6) "
+                 "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, "
+                 "role = EXCLUDED.role, secret_hash = EXCLUDED.secret_hash, "
+                 "created_unix_ms = EXCLUDED.created_unix_ms, "
+                 "revoked_unix_ms = EXCLUDED.revoked_unix_ms"};
+constexpr Query kListTokens = {
+    "list_tokens", "SELECT " TF_TOKEN_COLUMNS " FROM tokens ORDER BY id"};
+
 constexpr Query kAllQueries[] = {
-    kPutJob,  kGetJob,   kListJobs, kListTrials, kUpsertBest,
-    kGetBest, kListBest, kPutBlob,  kGetBlob,     kPutKernel,  kListKernels};
+    kPutJob,  kGetJob,   kListJobs, kListTrials, kUpsertBest, kGetBest,
+    kListBest, kPutBlob, kGetBlob,  kPutKernel,  kListKernels, kPutToken, kListTokens};
 
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -224,6 +243,17 @@ KernelRecord ReadKernel(const pqxx::row& row) {
   kernel.spec = ReadBytes(row[1]);
   kernel.updated_unix_ms = row[2].as<int64_t>();
   return kernel;
+}
+
+TokenRecord ReadToken(const pqxx::row& row) {
+  TokenRecord token;
+  token.id = row[0].as<std::string>();
+  token.name = row[1].as<std::string>();
+  token.role = row[2].as<std::string>();
+  token.secret_hash = row[3].as<std::string>();
+  token.created_unix_ms = row[4].as<int64_t>();
+  token.revoked_unix_ms = row[5].as<int64_t>();
+  return token;
 }
 
 template <typename Record>
@@ -635,6 +665,24 @@ absl::StatusOr<std::vector<KernelRecord>> PostgresStore::ListKernels() {
       "ListKernels", [&](pqxx::work& txn) {
         return ReadAll(txn.exec_prepared(kListKernels.name), &ReadKernel);
       });
+}
+
+absl::Status PostgresStore::PutToken(const TokenRecord& token) {
+  RETURN_IF_ERROR(CheckText({token.id, token.name, token.role, token.secret_hash}));
+  return Transact<bool>("PutToken",
+                        [&](pqxx::work& txn) {
+                          txn.exec_prepared(kPutToken.name, token.id, token.name, token.role,
+                                            token.secret_hash, token.created_unix_ms,
+                                            token.revoked_unix_ms);
+                          return true;
+                        })
+      .status();
+}
+
+absl::StatusOr<std::vector<TokenRecord>> PostgresStore::ListTokens() {
+  return Transact<std::vector<TokenRecord>>("ListTokens", [&](pqxx::work& txn) {
+    return ReadAll(txn.exec_prepared(kListTokens.name), &ReadToken);
+  });
 }
 
 absl::Status PostgresStore::CheckHealth() {

@@ -32,4 +32,8 @@
 // kernels: KernelRecord, keyed by name.
 #define TF_KERNEL_COLUMNS "name, spec, updated_unix_ms"
 
+// tokens: TokenRecord, keyed by id.
+#define TF_TOKEN_COLUMNS \
+  "id, name, role, secret_hash, created_unix_ms, revoked_unix_ms"
+
 #endif  // TUNEFLEET_SERVER_STORE_SCHEMA_H_

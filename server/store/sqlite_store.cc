@@ -78,6 +78,15 @@ CREATE TABLE kernels (
   spec BLOB NOT NULL,
   updated_unix_ms INTEGER NOT NULL);
 )sql"},
+    {3, R"sql(
+CREATE TABLE tokens (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  role TEXT NOT NULL,
+  secret_hash TEXT NOT NULL UNIQUE,
+  created_unix_ms INTEGER NOT NULL,
+  revoked_unix_ms INTEGER NOT NULL);
+)sql"},
 };
 
 // Indexed by SqliteStore::Query.
@@ -132,6 +141,14 @@ constexpr const char* kQuerySql[] = {
     "updated_unix_ms = excluded.updated_unix_ms",
     // kListKernels
     "SELECT " TF_KERNEL_COLUMNS " FROM kernels ORDER BY name",
+    // kPutToken
+    "INSERT INTO tokens (" TF_TOKEN_COLUMNS
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+    "ON CONFLICT (id) DO UPDATE SET name = excluded.name, role = excluded.role, "
+    "secret_hash = excluded.secret_hash, created_unix_ms = excluded.created_unix_ms, "
+    "revoked_unix_ms = excluded.revoked_unix_ms",
+    // kListTokens
+    "SELECT " TF_TOKEN_COLUMNS " FROM tokens ORDER BY id",
 };
 
 // The result codes an operator can fix or a retry can outlast, named for
@@ -314,6 +331,17 @@ KernelRecord ReadKernel(const Call& call) {
   kernel.spec = call.ColumnBytes(1);
   kernel.updated_unix_ms = call.ColumnInt(2);
   return kernel;
+}
+
+TokenRecord ReadToken(const Call& call) {
+  TokenRecord token;
+  token.id = call.ColumnBytes(0);
+  token.name = call.ColumnBytes(1);
+  token.role = call.ColumnBytes(2);
+  token.secret_hash = call.ColumnBytes(3);
+  token.created_unix_ms = call.ColumnInt(4);
+  token.revoked_unix_ms = call.ColumnInt(5);
+  return token;
 }
 
 // Steps `call` to the end, reading every row with `read`.
@@ -708,6 +736,26 @@ absl::StatusOr<std::vector<KernelRecord>> SqliteStore::ListKernels() {
   RETURN_IF_ERROR(CheckFile());
   Call call(db_.get(), statements_[kListKernels].get());
   return ReadAll(call, &ReadKernel);
+}
+
+absl::Status SqliteStore::PutToken(const TokenRecord& token) {
+  absl::MutexLock lock(&mu_);
+  return Write<bool>([&]() -> absl::StatusOr<bool> {
+           Call call(db_.get(), statements_[kPutToken].get());
+           call.BindText(token.id).BindText(token.name).BindText(token.role);
+           call.BindText(token.secret_hash).BindInt(token.created_unix_ms);
+           call.BindInt(token.revoked_unix_ms);
+           RETURN_IF_ERROR(call.Execute().status());
+           return true;
+         })
+      .status();
+}
+
+absl::StatusOr<std::vector<TokenRecord>> SqliteStore::ListTokens() {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
+  Call call(db_.get(), statements_[kListTokens].get());
+  return ReadAll(call, &ReadToken);
 }
 
 // No write probe: it would append to the WAL on every call, and the

@@ -79,6 +79,8 @@ class SqliteStore : public Store {
   absl::StatusOr<std::string> GetBlob(const std::string& digest) override;
   absl::Status PutKernel(const KernelRecord& kernel) override;
   absl::StatusOr<std::vector<KernelRecord>> ListKernels() override;
+  absl::Status PutToken(const TokenRecord& token) override;
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens() override;
   absl::Status CheckHealth() override;
 
  private:
@@ -96,6 +98,8 @@ class SqliteStore : public Store {
     kGetBlob,
     kPutKernel,
     kListKernels,
+    kPutToken,
+    kListTokens,
     kNumQueries,
   };
 

@@ -62,6 +62,16 @@ struct KernelRecord {
 };
 
 // The best config of one tuning key.
+// tokens: a client's bearer token, kept only as a hash. Keyed by `id`.
+struct TokenRecord {
+  std::string id;           // public: shown in listings, names the token to revoke
+  std::string name;         // the principal the token authenticates
+  std::string role;         // "read", "submit" or "admin"
+  std::string secret_hash;  // lowercase hex SHA-256 of the whole token
+  int64_t created_unix_ms = 0;
+  int64_t revoked_unix_ms = 0;  // 0 while the token is valid
+};
+
 struct BestRecord {
   std::string tuning_key;
   std::string kernel_name;
@@ -132,6 +142,11 @@ class Store {
   virtual absl::Status PutKernel(const KernelRecord& kernel) = 0;
   // Every kernel, by name.
   virtual absl::StatusOr<std::vector<KernelRecord>> ListKernels() = 0;
+
+  // Inserts the token, or replaces the one with the same id.
+  virtual absl::Status PutToken(const TokenRecord& token) = 0;
+  // Every token, revoked ones included, by id.
+  virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens() = 0;
 
   // OK while the store can read and write. Unavailable, with a message an
   // operator can act on, when it cannot: the database cannot be reached,

@@ -22,6 +22,7 @@ class ClientServiceTest : public ::testing::Test {
       std::chrono::milliseconds deadline = std::chrono::seconds(10)) {
     ClientOptions options;
     options.target = server_.address();
+    options.insecure = true;
     options.deadline = deadline;
     absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
     EXPECT_OK(client.status());
@@ -96,6 +97,7 @@ TEST_F(ClientServiceTest, UnreachableServerGivesUnavailable) {
   }
   ClientOptions options;
   options.target = address;
+  options.insecure = true;
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
   ASSERT_OK(client.status());
   EXPECT_THAT((*client)->ListJobs(),
@@ -107,6 +109,7 @@ TEST_F(ClientServiceTest, UnreachableServerGivesUnavailable) {
 TEST_F(ClientServiceTest, ConnectRejectsAnEmptyTarget) {
   ClientOptions options;
   options.target = "";
+  options.insecure = true;
   EXPECT_THAT(Client::Connect(options),
               StatusIs(absl::StatusCode::kInvalidArgument));
 }

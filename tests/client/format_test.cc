@@ -87,6 +87,7 @@ TEST(TunectlFormatTest, JobJsonIsStable) {
             "  \"state\": \"QUEUED\",\n"
             "  \"reason\": \"\",\n"
             "  \"strategy\": \"\",\n"
+            "  \"owner\": \"\",\n"
             "  \"trials_total\": 0,\n"
             "  \"trials_done\": 0,\n"
             "  \"outcomes\": {\n"

@@ -117,7 +117,7 @@ class TunectlOnlineTest : public ::testing::Test {
 
 TEST_F(TunectlOnlineTest, SigintDuringWatchExits130AndLeavesTheJob) {
   Outcome run = TunectlInterrupted(
-      {"watch", kEndlessJob, "--server", server_.address()}, "RUNNING 1/10");
+      {"watch", kEndlessJob, "--insecure", "--server", server_.address()}, "RUNNING 1/10");
   EXPECT_EQ(run.exit_code, 130) << run.output;
   EXPECT_THAT(run.output, HasSubstr("tunectl cancel endless"));
 }
@@ -127,7 +127,7 @@ TEST_F(TunectlOnlineTest, SubmitWaitPrintsTheFinalJobAsJson) {
                             MakeJob("job-1", v1::JOB_STATE_SUCCEEDED, 2, 2)});
   Outcome run = TunectlInterrupted(
       {"submit", SourceDir() + "/kernels/cpu/matmul", "--shape",
-       "M=64,N=64,K=64", "--wait", "-o", "json", "--server", server_.address()},
+       "M=64,N=64,K=64", "--wait", "-o", "json", "--insecure", "--server", server_.address()},
       /*interrupt_after=*/"");
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("\"state\": \"SUCCEEDED\""));

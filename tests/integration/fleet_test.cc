@@ -6,7 +6,9 @@
 #include <fstream>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "server/store/store.h"
 #include "bench/local_fleet.h"
@@ -31,6 +33,7 @@ class FleetTest : public ::testing::Test {
     FleetOptions options;
     options.bin_dir = BuildDir() + "/bin";
     options.data_dir = dir_.path();
+    options.dev_ca_script = SourceDir() + "/scripts/dev-ca.sh";  // TLS, tokens, certificates
     fleet_ = std::make_unique<Fleet>(options);
     ASSERT_OK(fleet_->StartCoordinator());
     Connect();
@@ -39,9 +42,21 @@ class FleetTest : public ::testing::Test {
   void Connect() {
     ClientOptions options;
     options.target = fleet_->address();
+    options.ca_file = fleet_->ca_file();
+    absl::StatusOr<std::string> token = ReadFile(fleet_->admin_token_file());
+    ASSERT_OK(token);
+    options.token = std::string(absl::StripAsciiWhitespace(*token));
     absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
     ASSERT_OK(client);
     client_ = *std::move(client);
+  }
+
+  // tunectl with `args`, as the fleet's admin.
+  std::vector<std::string> Tunectl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {BinPath("tunectl")};
+    for (const std::string& flag : fleet_->TunectlFlags()) argv.push_back(flag);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
   }
 
   SubmitRequest Matmul() {
@@ -191,21 +206,21 @@ TEST_F(FleetTest, KernelThatNeverCompilesFailsTheJobAndTheServerKeepsServing) {
 TEST_F(FleetTest, TunectlSubmitWaitsAndPrintsTheBestAsJson) {
   ASSERT_OK(fleet_->StartWorker());
   absl::StatusOr<RunResult> run = RunProgram(
-      {BinPath("tunectl"), "--server", fleet_->address(), "-o", "json", "submit",
+      Tunectl({"--server", fleet_->address(), "-o", "json", "submit",
        SourceDir() + "/kernels/cpu/matmul", "--shape", kShape, "--config-set", "quick",
-       "--wait"},
+       "--wait"}),
       absl::Minutes(3));
   ASSERT_OK(run);
   EXPECT_TRUE(run->exit.success()) << run->exit.ToString() << "\n" << run->out;
   EXPECT_THAT(run->out, ::testing::HasSubstr("\"SUCCEEDED\""));
   absl::StatusOr<RunResult> best = RunProgram(
-      {BinPath("tunectl"), "--server", fleet_->address(), "best", "matmul", "--shape", kShape},
+      Tunectl({"--server", fleet_->address(), "best", "matmul", "--shape", kShape}),
       absl::Seconds(30));
   ASSERT_OK(best);
   EXPECT_TRUE(best->exit.success()) << best->out;
   EXPECT_THAT(best->out, ::testing::HasSubstr("EXACT"));
   absl::StatusOr<RunResult> missing = RunProgram(
-      {BinPath("tunectl"), "--server", fleet_->address(), "status", "j-nope"}, absl::Seconds(30));
+      Tunectl({"--server", fleet_->address(), "status", "j-nope"}), absl::Seconds(30));
   ASSERT_OK(missing);
   EXPECT_EQ(missing->exit.code, 5);
 }

@@ -67,6 +67,7 @@ class StoreOutageTest : public ::testing::Test {
     ASSERT_OK(fleet_->StartCoordinator());
     ClientOptions client_options;
     client_options.target = fleet_->address();
+    client_options.insecure = true;
     absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
     ASSERT_OK(client);
     client_ = *std::move(client);

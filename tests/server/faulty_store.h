@@ -21,6 +21,7 @@ class FaultyStore : public Store {
   std::atomic<bool> refuse_trials{false};  // InsertTrials
   std::atomic<bool> refuse_best{false};    // UpsertBest
   std::atomic<bool> refuse_jobs{false};    // PutJob
+  std::atomic<bool> refuse_tokens{false};  // PutToken
   std::atomic<int> trial_writes{0};        // InsertTrials calls, refused or not
   // Runs in every InsertTrials call (after counting it); set before use.
   std::function<void()> before_trial_write;
@@ -70,6 +71,11 @@ class FaultyStore : public Store {
     return store_->GetBlob(digest);
   }
   absl::Status PutKernel(const KernelRecord& kernel) override { return store_->PutKernel(kernel); }
+  absl::Status PutToken(const TokenRecord& token) override {
+    if (refuse_tokens) return Down();
+    return store_->PutToken(token);
+  }
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens() override { return store_->ListTokens(); }
   absl::StatusOr<std::vector<KernelRecord>> ListKernels() override {
     return store_->ListKernels();
   }

@@ -50,7 +50,12 @@ class CoordinatorLinkTest : public ::testing::Test {
     builder.RegisterService(&service_);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
-    link_ = CreateGrpcCoordinator(absl::StrCat("127.0.0.1:", port), CoordinatorLinkOptions{});
+    CoordinatorLinkOptions options;
+    options.security.insecure = true;
+    absl::StatusOr<std::unique_ptr<Coordinator>> link =
+        CreateGrpcCoordinator(absl::StrCat("127.0.0.1:", port), options);
+    ASSERT_TRUE(link.ok()) << link.status();
+    link_ = *std::move(link);
   }
   void TearDown() override { server_->Shutdown(absl::ToChronoTime(absl::Now())); }
 
@@ -91,9 +96,19 @@ TEST_F(CoordinatorLinkTest, InterruptEndsALongPollAtOnce) {
 TEST(CoordinatorLinkUnreachableTest, IsUnavailable) {
   CoordinatorLinkOptions options;
   options.call_timeout = absl::Seconds(2);
-  std::unique_ptr<Coordinator> link = CreateGrpcCoordinator("127.0.0.1:1", options);
+  options.security.insecure = true;
+  absl::StatusOr<std::unique_ptr<Coordinator>> link = CreateGrpcCoordinator("127.0.0.1:1", options);
+  ASSERT_TRUE(link.ok()) << link.status();
   v1::HeartbeatRequest request;
-  EXPECT_THAT(link->Heartbeat(request), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT((*link)->Heartbeat(request), StatusIs(absl::StatusCode::kUnavailable));
+}
+
+TEST(CoordinatorLinkUnreachableTest, UnreadableCertificateIsNotFound) {
+  CoordinatorLinkOptions options;
+  options.security.cert_file = "/nonexistent/worker.crt";
+  options.security.key_file = "/nonexistent/worker.key";
+  EXPECT_THAT(CreateGrpcCoordinator("127.0.0.1:1", options).status(),
+              StatusIs(absl::StatusCode::kNotFound));
 }
 
 }  // namespace

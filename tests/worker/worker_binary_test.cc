@@ -15,7 +15,7 @@ TEST(WorkerBinaryTest, SurvivesAnUnreachableCoordinatorAndExitsZeroOnSigterm) {
   ::tunefleet::testing::TempDir dir;
   SubprocessOptions options;
   // Port 1 on loopback: connection refused, every call Unavailable.
-  options.argv = {testing::WorkerBinary(), "--coordinator", "127.0.0.1:1", "--cache-dir",
+  options.argv = {testing::WorkerBinary(), "--insecure", "--coordinator", "127.0.0.1:1", "--cache-dir",
                   dir.path(), "--name", "binary-test"};
   options.stderr_mode = SubprocessOptions::Output::kFile;
   options.stderr_path = dir.path() + "/worker.log";

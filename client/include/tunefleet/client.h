@@ -33,6 +33,14 @@ struct ClientOptions {
   // Time allowed for each call, and for Watch to receive the job's current
   // state (not for the whole watch). Default: 10 seconds.
   std::chrono::milliseconds deadline = std::chrono::seconds(10);
+  // Plaintext, without credentials: only for a coordinator started with
+  // --insecure. Default false: TLS.
+  bool insecure = false;
+  // PEM CA bundle that signed the coordinator's certificate. Default empty:
+  // the system's trusted roots.
+  std::string ca_file;
+  // Bearer token sent with every call (never over plaintext). Default empty.
+  std::string token;
 };
 
 // What to tune. The kernel is read from disk by Submit.
@@ -109,6 +117,7 @@ struct Job {
   std::vector<TrialSummary> top_trials;
   int64_t created_unix_ms = 0;
   int64_t updated_unix_ms = 0;
+  std::string owner;  // the principal that submitted it
 };
 
 // The config an application should use for a kernel and shape.
@@ -149,15 +158,32 @@ struct WorkerInfo {
   bool alive = false;
 };
 
+// A bearer token as the coordinator lists it; the secret is never listed.
+struct TokenInfo {
+  std::string id;    // names the token to revoke
+  std::string name;  // the principal it authenticates
+  std::string role;  // "read", "submit" or "admin"
+  int64_t created_unix_ms = 0;
+  int64_t revoked_unix_ms = 0;  // 0 while valid
+};
+
+struct IssuedToken {
+  TokenInfo info;
+  std::string token;  // the secret, shown only once
+};
+
 // A connection to one tunefleet coordinator.
 //
 // Thread-safety: a Client is safe for concurrent use from multiple threads
 // without external synchronization.
 class Client {
  public:
-  // Creates a client for `options.target` over an insecure channel. Does not
-  // contact the server: an unreachable server surfaces as UNAVAILABLE from
-  // the first call. INVALID_ARGUMENT when the target is empty.
+  // Creates a client for `options.target`, over TLS unless
+  // `options.insecure`. Does not contact the server: an unreachable server
+  // surfaces as UNAVAILABLE from the first call. INVALID_ARGUMENT when the
+  // target is empty or a token would go over plaintext, NOT_FOUND when
+  // `ca_file` cannot be read. Calls without a valid token fail
+  // UNAUTHENTICATED, calls the token's role may not make PERMISSION_DENIED.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(
       const ClientOptions& options);
 
@@ -200,6 +226,13 @@ class Client {
                                            const std::string& toolkit = "");
 
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers();
+
+  // Admin only. A new token for principal `name` with `role` ("read",
+  // "submit" or "admin"); its secret is returned only here.
+  absl::StatusOr<IssuedToken> CreateToken(const std::string& name, const std::string& role);
+  absl::StatusOr<std::vector<TokenInfo>> ListTokens();
+  // NOT_FOUND for an unknown id.
+  absl::StatusOr<TokenInfo> RevokeToken(const std::string& id);
 
  private:
   class Impl;

@@ -562,6 +562,42 @@ TEST_P(StoreContractTest, ListKernelsOfEmptyStoreIsEmpty) {
   EXPECT_THAT(*kernels, IsEmpty());
 }
 
+TokenRecord MakeToken(const std::string& id, const std::string& name) {
+  TokenRecord token;
+  token.id = id;
+  token.name = name;
+  token.role = "submit";
+  token.secret_hash = std::string(64, id.back());
+  token.created_unix_ms = 1000;
+  return token;
+}
+
+TEST_P(StoreContractTest, PutTokenStoresEveryFieldAndReplacesBySameId) {
+  ASSERT_OK(store_->PutToken(MakeToken("b2", "bob")));
+  TokenRecord alice = MakeToken("a1", "alice");
+  ASSERT_OK(store_->PutToken(alice));
+  alice.revoked_unix_ms = 2000;
+  alice.role = "admin";
+  ASSERT_OK(store_->PutToken(alice));
+  absl::StatusOr<std::vector<TokenRecord>> tokens = store_->ListTokens();
+  ASSERT_OK(tokens.status());
+  ASSERT_EQ(tokens->size(), 2u);
+  const TokenRecord& first = (*tokens)[0];
+  EXPECT_EQ(first.id, "a1");
+  EXPECT_EQ(first.name, "alice");
+  EXPECT_EQ(first.role, "admin");
+  EXPECT_EQ(first.secret_hash, alice.secret_hash);
+  EXPECT_EQ(first.created_unix_ms, 1000);
+  EXPECT_EQ(first.revoked_unix_ms, 2000);
+  EXPECT_EQ((*tokens)[1].name, "bob");
+}
+
+TEST_P(StoreContractTest, ListTokensOfEmptyStoreIsEmpty) {
+  absl::StatusOr<std::vector<TokenRecord>> tokens = store_->ListTokens();
+  ASSERT_OK(tokens.status());
+  EXPECT_TRUE(tokens->empty());
+}
+
 TEST_P(StoreContractTest, CheckHealthOfAWorkingStoreIsOk) {
   EXPECT_OK(store_->CheckHealth());
   ASSERT_OK(store_->PutJob(MakeJob("job-1", 100)));

@@ -1,0 +1,95 @@
+#include "client/tunectl/connection.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+
+namespace tunefleet::tunectl {
+namespace {
+
+// The first non-empty of `flag`, the variable `env_name`, the config key.
+std::string Resolve(const std::string& flag, const Environment& env, const char* env_name,
+                    const std::string& config_file, const char* config_key) {
+  if (!flag.empty()) return flag;
+  const char* value = env(env_name);
+  if (value != nullptr && *value != '\0') return value;
+  return config_file.empty() ? "" : ConfigFileValue(config_file, config_key);
+}
+
+bool IsTrue(absl::string_view text) {
+  return text == "1" || absl::EqualsIgnoreCase(text, "true") ||
+         absl::EqualsIgnoreCase(text, "yes");
+}
+
+std::string DefaultTokenFile(const Environment& env) {
+  const char* xdg = env("XDG_CONFIG_HOME");
+  if (xdg != nullptr && *xdg != '\0') return absl::StrCat(xdg, "/tunefleet/token");
+  const char* home = env("HOME");
+  if (home != nullptr && *home != '\0') return absl::StrCat(home, "/.config/tunefleet/token");
+  return "";
+}
+
+}  // namespace
+
+std::string ConfigFileValue(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (text.empty() || text[0] == '#') continue;
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(text, absl::MaxSplits('=', 1));
+    if (absl::StripAsciiWhitespace(kv.first) == key) {
+      return std::string(absl::StripAsciiWhitespace(kv.second));
+    }
+  }
+  return "";
+}
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    std::string message = absl::StrCat("cannot read token file ", path, ": ",
+                                       std::strerror(errno));
+    return errno == EACCES ? absl::PermissionDeniedError(message)
+                           : absl::NotFoundError(message);
+  }
+  std::string line;
+  std::getline(in, line);
+  std::string token(absl::StripAsciiWhitespace(line));
+  if (token.empty()) return absl::InvalidArgumentError(absl::StrCat(path, " holds no token"));
+  return token;
+}
+
+absl::Status ApplyConnectionSettings(const ConnectionFlags& flags, const Environment& env,
+                                     ClientOptions* options) {
+  const char* insecure_env = env("TUNEFLEET_INSECURE");
+  options->insecure = flags.insecure || (insecure_env != nullptr && IsTrue(insecure_env)) ||
+                      (!flags.config_file.empty() &&
+                       IsTrue(ConfigFileValue(flags.config_file, "insecure")));
+  options->ca_file =
+      Resolve(flags.ca_file, env, "TUNEFLEET_CA_FILE", flags.config_file, "ca_file");
+  if (options->insecure) return absl::OkStatus();  // never send a token in the clear
+  const char* token = env("TUNEFLEET_TOKEN");
+  if (flags.token_file.empty() && token != nullptr && *token != '\0') {
+    options->token = token;
+    return absl::OkStatus();
+  }
+  std::string file =
+      Resolve(flags.token_file, env, "TUNEFLEET_TOKEN_FILE", flags.config_file, "token_file");
+  if (file.empty()) {
+    file = DefaultTokenFile(env);
+    if (file.empty() || access(file.c_str(), F_OK) != 0) return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(options->token, ReadTokenFile(file));
+  return absl::OkStatus();
+}
+
+}  // namespace tunefleet::tunectl

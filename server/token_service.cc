@@ -1,0 +1,55 @@
+#include "server/token_service.h"
+
+#include <iostream>
+
+#include "common/grpc_status.h"
+#include "server/auth_processor.h"
+
+namespace tunefleet::server {
+namespace {
+
+v1::TokenInfo ToProto(const TokenRecord& record) {
+  v1::TokenInfo info;
+  info.set_id(record.id);
+  info.set_name(record.name);
+  info.set_role(record.role);
+  info.set_created_unix_ms(record.created_unix_ms);
+  info.set_revoked_unix_ms(record.revoked_unix_ms);
+  return info;
+}
+
+}  // namespace
+
+grpc::Status TokenServiceImpl::CreateToken(grpc::ServerContext* context,
+                                           const v1::CreateTokenRequest* request,
+                                           v1::CreateTokenResponse* response) {
+  absl::StatusOr<Role> role = ParseTokenRole(request->role());
+  if (!role.ok()) return ToGrpcStatus(role.status());
+  absl::StatusOr<TokenBook::Issued> issued = tokens_->Create(request->name(), *role);
+  if (!issued.ok()) return ToGrpcStatus(issued.status());
+  std::cerr << "tunefleet-coordinator: " << CallerOf(*context).principal << " created token "
+            << issued->record.id << " for " << issued->record.name << " (role "
+            << issued->record.role << ")" << std::endl;
+  *response->mutable_info() = ToProto(issued->record);
+  response->set_token(std::move(issued->token));
+  return grpc::Status::OK;
+}
+
+grpc::Status TokenServiceImpl::ListTokens(grpc::ServerContext*, const v1::ListTokensRequest*,
+                                          v1::ListTokensResponse* response) {
+  for (const TokenRecord& record : tokens_->List()) *response->add_tokens() = ToProto(record);
+  return grpc::Status::OK;
+}
+
+grpc::Status TokenServiceImpl::RevokeToken(grpc::ServerContext* context,
+                                           const v1::RevokeTokenRequest* request,
+                                           v1::RevokeTokenResponse* response) {
+  absl::StatusOr<TokenRecord> revoked = tokens_->Revoke(request->id());
+  if (!revoked.ok()) return ToGrpcStatus(revoked.status());
+  std::cerr << "tunefleet-coordinator: " << CallerOf(*context).principal << " revoked token "
+            << revoked->id << " of " << revoked->name << std::endl;
+  *response->mutable_info() = ToProto(*revoked);
+  return grpc::Status::OK;
+}
+
+}  // namespace tunefleet::server
