@@ -53,9 +53,13 @@ grpc::Status AuthProcessor::Process(const InputMetadata& metadata, grpc::AuthCon
   Caller caller{"", Role::kNone, /*authenticated=*/true};
   if (RequiredRole(method) != Role::kNone) {
     absl::StatusOr<Caller> authenticated = Authenticate(metadata, *context);
-    if (!authenticated.ok()) return ToGrpcStatus(authenticated.status());
+    if (!authenticated.ok()) {
+      metrics_->CallRefused(/*authenticated=*/false);
+      return ToGrpcStatus(authenticated.status());
+    }
     caller = *std::move(authenticated);
     if (absl::Status allowed = CheckAllowed(caller, method); !allowed.ok()) {
+      metrics_->CallRefused(/*authenticated=*/true);
       return ToGrpcStatus(allowed);
     }
   }

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/access_policy.h"
+#include "server/metrics.h"
 #include "server/token_book.h"
 
 namespace tunefleet::server {
@@ -22,8 +23,9 @@ namespace tunefleet::server {
 // never blocks (token lookups read memory).
 class AuthProcessor : public grpc::AuthMetadataProcessor {
  public:
-  // `tokens` must outlive the processor.
-  explicit AuthProcessor(TokenBook* tokens) : tokens_(tokens) {}
+  // `tokens` and `metrics` must outlive the processor; `metrics` may be null.
+  AuthProcessor(TokenBook* tokens, CoordinatorMetrics* metrics)
+      : tokens_(tokens), metrics_(metrics != nullptr ? metrics : &null_metrics_) {}
 
   bool IsBlocking() const override { return false; }
   grpc::Status Process(const InputMetadata& metadata, grpc::AuthContext* context,
@@ -34,6 +36,8 @@ class AuthProcessor : public grpc::AuthMetadataProcessor {
                                       const grpc::AuthContext& context);
 
   TokenBook* const tokens_;
+  NullMetrics null_metrics_;
+  CoordinatorMetrics* const metrics_;
 };
 
 // The caller of the RPC `context` serves: the one the AuthProcessor

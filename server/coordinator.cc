@@ -73,7 +73,7 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                    MakeServerCredentials(options.tls));
   if (!options.tls.insecure()) {
-    credentials->SetAuthMetadataProcessor(std::make_shared<AuthProcessor>(tokens_.get()));
+    credentials->SetAuthMetadataProcessor(std::make_shared<AuthProcessor>(tokens_.get(), metrics_.get()));
   }
   token_service_ = std::make_unique<TokenServiceImpl>(tokens_.get());
   workers_ = std::make_unique<WorkerRegistry>(3 * options.heartbeat_interval, clock);

@@ -31,6 +31,9 @@ class CoordinatorMetrics {
   virtual void StrandedJobRepaired() = 0;
   // Whether the store answered its last health check.
   virtual void StoreHealthy(bool healthy) = 0;
+  // A call refused before its handler: no or a bad credential
+  // (`authenticated` false), or a role that may not call the method.
+  virtual void CallRefused(bool authenticated) = 0;
 };
 
 class NullMetrics final : public CoordinatorMetrics {
@@ -45,6 +48,7 @@ class NullMetrics final : public CoordinatorMetrics {
   void StoreCall(absl::Duration) override {}
   void StrandedJobRepaired() override {}
   void StoreHealthy(bool) override {}
+  void CallRefused(bool) override {}
 };
 
 }  // namespace tunefleet::server

@@ -37,6 +37,8 @@ struct PrometheusMetrics::Families {
   prometheus::Histogram* store_seconds = nullptr;
   prometheus::Counter* stranded = nullptr;
   prometheus::Gauge* store_up = nullptr;
+  prometheus::Counter* unauthenticated = nullptr;
+  prometheus::Counter* permission_denied = nullptr;
 };
 
 PrometheusMetrics::PrometheusMetrics()
@@ -118,6 +120,13 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                     .Register(registry)
                     .Add({});
   f.store_up->Set(1);
+  auto& refused = prometheus::BuildCounter()
+                      .Name("tunefleet_coordinator_calls_refused_total")
+                      .Help("Calls refused before their handler, by code: no or a bad "
+                            "credential, or a role that may not call the method")
+                      .Register(registry);
+  f.unauthenticated = &refused.Add({{"code", "UNAUTHENTICATED"}});
+  f.permission_denied = &refused.Add({{"code", "PERMISSION_DENIED"}});
   try {
     metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);
   } catch (const std::exception& e) {
@@ -159,6 +168,10 @@ void PrometheusMetrics::StoreCall(absl::Duration elapsed) {
 }
 
 void PrometheusMetrics::StrandedJobRepaired() { families_->stranded->Increment(); }
+
+void PrometheusMetrics::CallRefused(bool authenticated) {
+  (authenticated ? families_->permission_denied : families_->unauthenticated)->Increment();
+}
 
 void PrometheusMetrics::StoreHealthy(bool healthy) { families_->store_up->Set(healthy ? 1 : 0); }
 

@@ -38,6 +38,7 @@ class PrometheusMetrics final : public CoordinatorMetrics {
   void StoreCall(absl::Duration elapsed) override;
   void StrandedJobRepaired() override;
   void StoreHealthy(bool healthy) override;
+  void CallRefused(bool authenticated) override;
 
  private:
   struct Families;

@@ -17,6 +17,7 @@
 #include "common/subprocess.h"
 
 #include "common/config_text.h"
+#include "common/grpc_security.h"
 #include "common/spec_loader.h"
 #include "common/tuning_key.h"
 #include "gtest/gtest.h"
@@ -352,6 +353,42 @@ TEST_F(CoordinatorServiceTest, MetricsAreValidPrometheusTextWithoutDuplicateSeri
   ASSERT_OK(exit);
   EXPECT_TRUE(exit->success()) << "promtool check metrics: " << exit->ToString()
                                << " (install the Debian package prometheus)";
+}
+
+// A coordinator with TLS (a development CA made by scripts/dev-ca.sh): a
+// call without credentials never reaches its handler, and is counted.
+TEST(SecureCoordinatorTest, RefusesAndCountsACallWithoutCredentials) {
+  TempDir dir;
+  const std::string ca = dir.path() + "/ca";
+  SubprocessOptions make;
+  make.argv = {SourceDir() + "/scripts/dev-ca.sh", ca, "coordinator"};
+  absl::StatusOr<std::unique_ptr<Subprocess>> made = Subprocess::Start(make);
+  ASSERT_TRUE(made.ok()) << made.status();
+  absl::StatusOr<ExitInfo> exit = (*made)->Wait(absl::Seconds(30));
+  ASSERT_TRUE(exit.ok() && exit->success());
+  CoordinatorOptions options;
+  options.listen = "127.0.0.1:0";
+  options.data_dir = dir.path();
+  options.metrics_listen = "127.0.0.1:0";
+  options.tls = ServerTls{ca + "/coordinator.crt", ca + "/coordinator.key", ca + "/ca.crt"};
+  absl::StatusOr<std::unique_ptr<Coordinator>> coordinator = Coordinator::Start(options);
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  ChannelSecurity security;
+  security.ca_file = ca + "/ca.crt";
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(security);
+  ASSERT_TRUE(credentials.ok());
+  auto stub = v1::TuningService::NewStub(grpc::CreateChannel(
+      "localhost:" + std::to_string((*coordinator)->port()), *credentials));
+  grpc::ClientContext context;
+  v1::ListJobsResponse response;
+  grpc::Status status = stub->ListJobs(&context, v1::ListJobsRequest(), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
+  const std::string text = HttpGet((*coordinator)->metrics_port(), "/metrics");
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        "tunefleet_coordinator_calls_refused_total{code=\"UNAUTHENTICATED\"} 1"));
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        "tunefleet_coordinator_calls_refused_total{code=\"PERMISSION_DENIED\"} 0"));
 }
 
 }  // namespace
