@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -80,7 +81,8 @@ std::string TrimLog(const std::string& log, size_t max_bytes) {
 }
 
 std::string FilterCompilerLog(absl::string_view log, const JobFiles& files) {
-  std::string kept;
+  const bool ends_with_newline = absl::ConsumeSuffix(&log, "\n");
+  std::vector<absl::string_view> kept;
   int dropped = 0;
   bool keep = true;  // the fate of the last header, for the lines under it
   for (absl::string_view line : absl::StrSplit(log, '\n')) {
@@ -91,17 +93,16 @@ std::string FilterCompilerLog(absl::string_view log, const JobFiles& files) {
       keep = true;
     }
     if (keep) {
-      absl::StrAppend(&kept, line, "\n");
+      kept.push_back(line);
     } else {
       ++dropped;
     }
   }
-  if (!absl::EndsWith(log, "\n") && !kept.empty()) kept.pop_back();
-  if (dropped > 0) {
-    absl::StrAppend(&kept, kept.empty() || absl::EndsWith(kept, "\n") ? "" : "\n", "[", dropped,
-                    " line(s) about files outside the kernel's sources omitted]\n");
-  }
-  return kept;
+  std::string text = absl::StrJoin(kept, "\n");
+  if (ends_with_newline) text += "\n";
+  if (dropped == 0) return text;
+  return absl::StrCat(text, text.empty() || ends_with_newline ? "" : "\n", "[", dropped,
+                      " line(s) about files outside the kernel's sources omitted]\n");
 }
 
 std::string JobCompilerLog(absl::string_view log, const JobFiles& files, size_t max_bytes) {

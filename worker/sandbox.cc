@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
@@ -145,11 +146,22 @@ ExitInfo Sandbox::CommandExit(ExitInfo bwrap_exit) const {
   return bwrap_exit;
 }
 
+bool Sandbox::InSystem(const std::string& path) const {
+  for (const std::string& dir : system_.read_only) {
+    if (path == dir || absl::StartsWith(path, absl::StrCat(dir, "/"))) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> Sandbox::Wrap(const SandboxPolicy& policy,
                                        const std::vector<std::string>& command) const {
   if (!enabled()) return command;
+  SandboxPolicy extra = policy;
+  // bwrap cannot make a mount point inside the read-only system; the path
+  // is visible there already.
+  std::erase_if(extra.read_only, [this](const std::string& path) { return InSystem(path); });
   SandboxPolicy full = system_;
-  MergePolicy(policy, &full);
+  MergePolicy(extra, &full);
   return BwrapArgv(bwrap_, full, command);
 }
 

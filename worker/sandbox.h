@@ -112,10 +112,14 @@ class Sandbox {
   // disabled (a command exiting with 128 + N itself reads as killed by N).
   ExitInfo CommandExit(ExitInfo bwrap_exit) const;
   // The argv that runs `command` under `policy`; `command` when disabled.
+  // Read-only paths already inside the system view are left out.
   std::vector<std::string> Wrap(const SandboxPolicy& policy,
                                 const std::vector<std::string>& command) const;
 
  private:
+  // True when `path` lies in a read-only directory of the system view.
+  bool InSystem(const std::string& path) const;
+
   SandboxMode mode_ = SandboxMode::kNone;
   std::string bwrap_;     // absolute path
   SandboxPolicy system_;  // HostSystemPolicy() + extra_read_only

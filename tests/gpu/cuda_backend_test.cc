@@ -82,11 +82,21 @@ std::string HelperPath() {
     if (!LoadNvrtc().ok()) GTEST_SKIP() << LoadNvrtc().status();         \
   } while (0)
 
+// The worker's default sandbox (bubblewrap): compiles run in it.
+Sandbox BwrapSandbox() {
+  SandboxOptions options;
+  options.mode = SandboxMode::kBwrap;
+  absl::StatusOr<Sandbox> sandbox = Sandbox::Create(options);
+  EXPECT_TRUE(sandbox.ok()) << sandbox.status();
+  return sandbox.ok() ? *sandbox : Sandbox();
+}
+
 std::unique_ptr<NvrtcCompiler> MakeCompiler(const std::string& cache_dir,
                                             double timeout_seconds = 120) {
   NvrtcCompilerOptions options;
   options.cache_dir = cache_dir;
   options.helper_path = HelperPath();
+  if (!options.helper_path.empty()) options.sandbox = BwrapSandbox();
   options.timeout_seconds = timeout_seconds;
   absl::StatusOr<std::unique_ptr<NvrtcCompiler>> compiler = NvrtcCompiler::Create(options);
   EXPECT_TRUE(compiler.ok()) << compiler.status();
@@ -225,6 +235,35 @@ TEST(NvrtcCompiler, CompileErrorsKeepTheLog) {
     EXPECT_THAT(first_line, HasSubstr("error")) << outcome->log;
     EXPECT_EQ(outcome->log.find('\0'), std::string::npos);
   }
+}
+
+TEST(NvrtcCompiler, SandboxedCompileNeitherReadsNorEchoesFilesOutsideTheJob) {
+  REQUIRE_NVRTC();
+  if (HelperPath().empty()) GTEST_SKIP() << "no tunefleet-nvrtc helper built";
+  TempDir cache;
+  std::unique_ptr<NvrtcCompiler> compiler = MakeCompiler(cache.path());
+  KernelBundle bundle = LoadKernel("tests/gpu/faulty");
+  bundle.sources[0].set_content("#include \"/etc/passwd\"\n" + bundle.sources[0].content());
+  bundle.sources[0].clear_digest();
+  CompileOutcome outcome = MustCompile(compiler.get(), bundle,
+                                       Config(bundle.spec, "FAULT=0,BLOCK=128"),
+                                       PlaceholderDevice());
+  EXPECT_FALSE(outcome.ok);
+  EXPECT_THAT(outcome.log, ::testing::Not(HasSubstr("root:")));
+  EXPECT_THAT(outcome.log, HasSubstr("passwd"));  // "cannot open source file"
+}
+
+TEST(NvrtcCompiler, RefusesCompileOptionsOffTheAllowlist) {
+  REQUIRE_NVRTC();
+  TempDir cache;
+  std::unique_ptr<NvrtcCompiler> compiler = MakeCompiler(cache.path());
+  KernelBundle bundle = LoadKernel("tests/gpu/faulty");
+  bundle.spec.add_compile_options("--pre-include=/etc/passwd");
+  CompileOutcome outcome = MustCompile(compiler.get(), bundle,
+                                       Config(bundle.spec, "FAULT=0,BLOCK=128"),
+                                       PlaceholderDevice());
+  EXPECT_FALSE(outcome.ok);
+  EXPECT_THAT(outcome.log, HasSubstr("\"--pre-include=/etc/passwd\" is not allowed"));
 }
 
 TEST(NvrtcCompiler, RuntimeFaultsCompile) {
