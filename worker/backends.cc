@@ -99,7 +99,10 @@ SandboxPolicy ChildSandboxPolicy(v1::Backend backend, const std::string& worker_
   std::error_code ignored;  // bwrap names a missing one when the child starts
   std::filesystem::create_directories(artifacts, ignored);
   policy.read_only = {worker_binary, artifacts};
-  if (backend == v1::BACKEND_CUDA) AddCudaDevices(HostNvidiaDeviceNodes(), &policy);
+  if (backend == v1::BACKEND_CUDA) {
+    AddCudaDevices(HostNvidiaDeviceNodes(), &policy);
+    policy.read_only.push_back("/sys");  // the driver reads PCI and NUMA topology there
+  }
   return policy;
 }
 

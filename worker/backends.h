@@ -50,7 +50,8 @@ std::string ArtifactDir(v1::Backend backend, const std::string& cache_dir);
 
 // What a sandboxed benchmark child of `backend` sees beyond the system:
 // `worker_binary` and ArtifactDir read-only (created when missing), and for
-// CUDA the host's /dev/nvidia* nodes and /proc/driver/nvidia.
+// CUDA the host's /dev/nvidia* nodes, /proc/driver/nvidia and /sys
+// (read-only).
 SandboxPolicy ChildSandboxPolicy(v1::Backend backend, const std::string& worker_binary,
                                  const std::string& cache_dir);
 
