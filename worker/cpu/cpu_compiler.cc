@@ -132,6 +132,28 @@ JobFiles JobFilesOf(const CompileJob& job, const std::string& source_dir) {
   return files;
 }
 
+// The compiler's process: in the sandbox, in the staged sources (relative
+// paths, so that diagnostics name the job's files as the spec does), writing
+// only `scratch`; its output goes to <scratch>/compile.log.
+SubprocessOptions CompilerProcess(const Sandbox& sandbox, CommandLine cmd,
+                                  const std::string& source_dir, const std::string& scratch,
+                                  const std::string& output) {
+  cmd.argv.insert(cmd.argv.end(), {"-I", ".", "-o", output});
+  cmd.argv.insert(cmd.argv.end(), cmd.key.compile_files.begin(), cmd.key.compile_files.end());
+  SubprocessOptions options;
+  options.argv = std::move(cmd.argv);
+  options.stdout_mode = SubprocessOptions::Output::kFile;
+  options.stdout_path = scratch + "/compile.log";
+  options.stderr_mode = SubprocessOptions::Output::kStdout;
+  options.new_process_group = true;  // a timeout kills cc1plus/as/ld too
+  SandboxPolicy policy;
+  policy.read_only = {source_dir};
+  policy.writable = {scratch};
+  policy.working_dir = source_dir;
+  sandbox.Apply(policy, &options);
+  return options;
+}
+
 // Removes a directory tree when it goes out of scope.
 struct ScopedRemove {
   std::string dir;
@@ -216,21 +238,8 @@ absl::StatusOr<CompileOutcome> CpuCompiler::Compile(const CompileJob& job) {
   ASSIGN_OR_RETURN(std::string scratch, MakeScratchDir());
   const ScopedRemove cleanup{scratch};
   const std::string output = scratch + "/out.so";
-  // Relative paths from the staged sources: diagnostics name the job's files
-  // as the spec does, with or without a sandbox.
-  cmd.argv.insert(cmd.argv.end(), {"-I", ".", "-o", output});
-  cmd.argv.insert(cmd.argv.end(), cmd.key.compile_files.begin(), cmd.key.compile_files.end());
-  SubprocessOptions options;
-  options.argv = cmd.argv;
-  options.stdout_mode = SubprocessOptions::Output::kFile;
-  options.stdout_path = scratch + "/compile.log";
-  options.stderr_mode = SubprocessOptions::Output::kStdout;
-  options.new_process_group = true;  // a timeout kills cc1plus/as/ld too
-  SandboxPolicy policy;
-  policy.read_only = {source_dir};
-  policy.writable = {scratch};
-  policy.working_dir = source_dir;
-  options_.sandbox.Apply(policy, &options);
+  const SubprocessOptions options =
+      CompilerProcess(options_.sandbox, std::move(cmd), source_dir, scratch, output);
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> proc, Subprocess::Start(options));
   absl::StatusOr<ExitInfo> exit = proc->Wait(options_.timeout);
