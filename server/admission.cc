@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/compile_options.h"
 #include "common/config_text.h"
 #include "common/sha256.h"
 #include "common/spec_loader.h"
@@ -146,6 +147,8 @@ std::unique_ptr<TargetTrials> TrialsOf(const AdmissionLimits& limits, Search sea
 absl::Status ValidateSpec(const AdmissionLimits& limits, bool walk_space,
                           v1::JobSpec* spec) {
   RETURN_IF_ERROR(Prefixed("kernel: ", ValidateKernelSpec(spec->kernel())));
+  RETURN_IF_ERROR(Prefixed("kernel: ", CheckCompileOptions(spec->kernel().backend(),
+                                                           spec->kernel().compile_options())));
   RETURN_IF_ERROR(CheckSources(limits, spec));
   ASSIGN_OR_RETURN(*spec->mutable_shape(), NormalizeShape(spec->kernel(), spec->shape()));
   const DeviceLimits placeholder = PlaceholderLimits(spec->kernel().backend());

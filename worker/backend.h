@@ -13,6 +13,7 @@
 #include "tunefleet/v1/bench_child.pb.h"
 #include "tunefleet/v1/kernel_spec.pb.h"
 #include "tunefleet/v1/types.pb.h"
+#include "worker/sandbox.h"
 
 namespace tunefleet::worker {
 
@@ -35,6 +36,10 @@ struct CompilerOptions {
   // The compiler program; empty = the backend's default (CPU: the first of
   // c++, g++, clang++ found in PATH).
   std::string program;
+  // Where the compiler process runs; default: unsandboxed (the worker's
+  // --sandbox makes it bwrap). It sees the job's staged sources read-only
+  // and one scratch directory of its own read-write.
+  Sandbox sandbox;
 };
 
 struct CompileOutcome {
@@ -48,8 +53,11 @@ struct CompileOutcome {
 
 // Compiles configs of one backend. Thread-safe: the daemon's compile pool
 // calls Compile from several threads at once. A config that does not compile
-// is an OK status with outcome.ok == false; a non-OK status means the
-// compiler itself could not be run.
+// is an OK status with outcome.ok == false; so is a spec whose
+// compile_options are not on the allowlist (common/compile_options.h); a
+// non-OK status means the compiler itself could not be run. outcome.log is
+// JobCompilerLog (worker/compile_log.h): only the diagnostics about the
+// job's own files.
 class Compiler {
  public:
   virtual ~Compiler() = default;

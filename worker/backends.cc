@@ -1,5 +1,7 @@
 #include "worker/backends.h"
 
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "worker/cpu/cpu_compiler.h"
 #include "worker/cpu/cpu_device.h"
@@ -84,6 +86,24 @@ std::vector<std::pair<std::string, std::string>> ChildEnvironment(
     return {{"CUDA_VISIBLE_DEVICES", device.id()}};
   }
   return {};
+}
+
+std::string ArtifactDir(v1::Backend backend, const std::string& cache_dir) {
+  return absl::StrCat(cache_dir, backend == v1::BACKEND_CUDA ? "/nvrtc" : "/artifacts");
+}
+
+SandboxPolicy ChildSandboxPolicy(v1::Backend backend, const std::string& worker_binary,
+                                 const std::string& cache_dir) {
+  SandboxPolicy policy;
+  const std::string artifacts = ArtifactDir(backend, cache_dir);
+  std::error_code ignored;  // bwrap names a missing one when the child starts
+  std::filesystem::create_directories(artifacts, ignored);
+  policy.read_only = {worker_binary, artifacts};
+  if (backend == v1::BACKEND_CUDA) {
+    AddCudaDevices(HostNvidiaDeviceNodes(), &policy);
+    policy.read_only.push_back("/sys");  // the driver reads PCI and NUMA topology there
+  }
+  return policy;
 }
 
 }  // namespace tunefleet::worker

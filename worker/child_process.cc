@@ -17,6 +17,7 @@ absl::Status BenchChildProcess::Start() {
   options.pipe_stdin = true;
   options.stdout_mode = SubprocessOptions::Output::kPipe;
   options.new_process_group = true;
+  options_.sandbox.Apply(options_.policy, &options);
   ASSIGN_OR_RETURN(process_, Subprocess::Start(options));
   reader_ = std::make_unique<MessageReader>(process_->stdout_fd());
   ++starts_;
@@ -29,7 +30,7 @@ ChildReply BenchChildProcess::Died(std::string detail) {
   reply.kind = ChildReply::Kind::kDied;
   // The pipe closed: the process is on its way out; give it a moment.
   absl::StatusOr<ExitInfo> exit = process_->Wait(absl::Seconds(2));
-  reply.exit = exit.ok() ? *exit : process_->KillAndWait();
+  reply.exit = exit.ok() ? options_.sandbox.CommandExit(*exit) : process_->KillAndWait();
   reply.detail = detail.empty() ? reply.exit.ToString()
                                 : absl::StrCat(detail, " (", reply.exit.ToString(), ")");
   process_.reset();

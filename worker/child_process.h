@@ -13,6 +13,7 @@
 #include "common/subprocess.h"
 #include "tunefleet/v1/bench_child.pb.h"
 #include "worker/child_protocol.h"
+#include "worker/sandbox.h"
 
 namespace tunefleet::worker {
 
@@ -22,6 +23,11 @@ struct ChildOptions {
   std::vector<std::string> argv;
   // Added to the child's environment (ChildEnvironment(device)).
   std::vector<std::pair<std::string, std::string>> env;
+  // Where the child runs: default unsandboxed; the worker's --sandbox makes
+  // it bwrap, with `policy` (ChildSandboxPolicy: the worker binary and the
+  // artifact caches read-only, the GPUs for CUDA).
+  Sandbox sandbox;
+  SandboxPolicy policy;
 };
 
 // How one request ended.

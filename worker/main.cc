@@ -2,6 +2,7 @@
 //
 //   tunefleet-worker --coordinator HOST:PORT [--cache-dir DIR] [--max-trials N]
 //                    [--name NAME] [--measure-budget SECONDS] [--backend cpu|cuda]
+//                    [--sandbox bwrap|none] [--sandbox-ro PATH]...
 //
 // Child mode (started by the daemon itself, one per device):
 //   tunefleet-worker --child --backend cpu|cuda
@@ -15,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -23,6 +25,7 @@
 #include "worker/backends.h"
 #include "worker/bench_child.h"
 #include "worker/compile_pool.h"
+#include "worker/sandbox.h"
 #include "worker/coordinator_link.h"
 #include "worker/source_cache.h"
 #include "worker/trial_executor.h"
@@ -38,6 +41,8 @@ struct Flags {
   std::string name;
   std::string backend = "cpu";
   std::string log_level = "info";
+  std::string sandbox = "bwrap";
+  std::vector<std::string> sandbox_read_only;
   int max_trials = 0;
   int compile_threads = 0;  // 0 = the device's cores
   double measure_budget = 0.2;
@@ -88,9 +93,32 @@ void BlockStopSignals(sigset_t* set) {
   signal(SIGPIPE, SIG_IGN);
 }
 
+// The sandbox job code runs in; an error when --sandbox=bwrap cannot work.
+absl::StatusOr<Sandbox> MakeSandbox(const Flags& flags) {
+  SandboxOptions options;
+  options.extra_read_only = flags.sandbox_read_only;
+  if (flags.sandbox == "none") {
+    spdlog::warn("*** --sandbox=none: kernels submitted by clients are compiled and run "
+                 "WITHOUT a sandbox, with this worker's user, files and network. Use it only "
+                 "where every client is trusted. ***");
+    return Sandbox::Create(options);
+  }
+  if (flags.sandbox != "bwrap") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sandbox=", flags.sandbox, ": expected bwrap or none"));
+  }
+  options.mode = SandboxMode::kBwrap;
+  return Sandbox::Create(options);
+}
+
 int RunDaemon(const Flags& flags, v1::Backend backend) {
   sigset_t stop_signals;
   BlockStopSignals(&stop_signals);
+  absl::StatusOr<Sandbox> sandbox = MakeSandbox(flags);
+  if (!sandbox.ok()) {
+    spdlog::critical("{}", std::string(sandbox.status().message()));
+    return 1;
+  }
 
   absl::StatusOr<std::vector<v1::Device>> devices = DiscoverDevices(backend);
   if (!devices.ok() || devices->empty()) {
@@ -101,6 +129,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   CompilerOptions compiler_options;
   compiler_options.cache_dir = flags.cache_dir;
   compiler_options.timeout = absl::Seconds(flags.compile_timeout);
+  compiler_options.sandbox = *sandbox;
   absl::StatusOr<std::unique_ptr<Compiler>> compiler = CreateCompiler(backend, compiler_options);
   if (!compiler.ok()) {
     spdlog::critical("no compiler: {}", compiler.status().ToString());
@@ -120,8 +149,10 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   executor_options.trial_deadline = absl::Seconds(deadline);
   std::vector<std::unique_ptr<TrialExecutor>> executors;
   for (const v1::Device& device : *devices) {
-    ChildOptions child{{SelfExecutable(), "--child", "--backend", BackendName(backend)},
-                       ChildEnvironment(device)};
+    const std::string self = SelfExecutable();
+    ChildOptions child{{self, "--child", "--backend", BackendName(backend)},
+                       ChildEnvironment(device), *sandbox,
+                       ChildSandboxPolicy(backend, self, flags.cache_dir)};
     executors.push_back(
         std::make_unique<TrialExecutor>(&pool, device, std::move(child), executor_options));
     spdlog::info("device {}: {}", device.id(), device.model());
@@ -187,6 +218,13 @@ int main(int argc, char** argv) {
   app.add_option("--trial-deadline", flags.trial_deadline,
                  "seconds before a silent benchmark child is killed (0 = max(10, 20 x budget); "
                  "cuda: max(30, 20 x budget))");
+  app.add_option("--sandbox", flags.sandbox,
+                 "how compilers and benchmark children run job code: bwrap (bubblewrap "
+                 "namespaces, the default) or none (unsandboxed; trusted clients only)")
+      ->check(CLI::IsMember({"bwrap", "none"}))->capture_default_str();
+  app.add_option("--sandbox-ro", flags.sandbox_read_only,
+                 "a host path every sandboxed process also sees read-only (a toolchain "
+                 "outside /usr); repeatable");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   app.add_option("--tls-ca", flags.tls_ca,

@@ -10,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "client/tunectl/format.h"
 #include "client/tunectl/spec_locator.h"
+#include "common/compile_options.h"
 #include "common/config_space.h"
 #include "common/config_text.h"
 #include "common/file_util.h"
@@ -101,6 +102,10 @@ absl::StatusOr<ValidateReport> ValidateKernelDirectory(
                    ParseKernelSpec(text, report.spec_path));
   if (absl::Status valid = ValidateKernelSpec(spec); !valid.ok()) {
     return AtSpec(report.spec_path, text, valid);
+  }
+  if (absl::Status allowed = CheckCompileOptions(spec.backend(), spec.compile_options());
+      !allowed.ok()) {
+    return AtSpec(report.spec_path, text, allowed);
   }
   absl::StatusOr<KernelBundle> bundle = LoadKernelDir(dir);
   if (!bundle.ok()) return AtSpec(report.spec_path, text, bundle.status());

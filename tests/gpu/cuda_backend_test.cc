@@ -21,6 +21,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_support.h"
+#include "worker/backends.h"
+#include "worker/child_process.h"
 #include "worker/cuda/cuda_backend.h"
 #include "worker/cuda/cuda_devices.h"
 #include "worker/cuda/cuda_driver.h"
@@ -82,11 +84,21 @@ std::string HelperPath() {
     if (!LoadNvrtc().ok()) GTEST_SKIP() << LoadNvrtc().status();         \
   } while (0)
 
+// The worker's default sandbox (bubblewrap): compiles run in it.
+Sandbox BwrapSandbox() {
+  SandboxOptions options;
+  options.mode = SandboxMode::kBwrap;
+  absl::StatusOr<Sandbox> sandbox = Sandbox::Create(options);
+  EXPECT_TRUE(sandbox.ok()) << sandbox.status();
+  return sandbox.ok() ? *sandbox : Sandbox();
+}
+
 std::unique_ptr<NvrtcCompiler> MakeCompiler(const std::string& cache_dir,
                                             double timeout_seconds = 120) {
   NvrtcCompilerOptions options;
   options.cache_dir = cache_dir;
   options.helper_path = HelperPath();
+  if (!options.helper_path.empty()) options.sandbox = BwrapSandbox();
   options.timeout_seconds = timeout_seconds;
   absl::StatusOr<std::unique_ptr<NvrtcCompiler>> compiler = NvrtcCompiler::Create(options);
   EXPECT_TRUE(compiler.ok()) << compiler.status();
@@ -225,6 +237,35 @@ TEST(NvrtcCompiler, CompileErrorsKeepTheLog) {
     EXPECT_THAT(first_line, HasSubstr("error")) << outcome->log;
     EXPECT_EQ(outcome->log.find('\0'), std::string::npos);
   }
+}
+
+TEST(NvrtcCompiler, SandboxedCompileNeitherReadsNorEchoesFilesOutsideTheJob) {
+  REQUIRE_NVRTC();
+  if (HelperPath().empty()) GTEST_SKIP() << "no tunefleet-nvrtc helper built";
+  TempDir cache;
+  std::unique_ptr<NvrtcCompiler> compiler = MakeCompiler(cache.path());
+  KernelBundle bundle = LoadKernel("tests/gpu/faulty");
+  bundle.sources[0].set_content("#include \"/etc/passwd\"\n" + bundle.sources[0].content());
+  bundle.sources[0].clear_digest();
+  CompileOutcome outcome = MustCompile(compiler.get(), bundle,
+                                       Config(bundle.spec, "FAULT=0,BLOCK=128"),
+                                       PlaceholderDevice());
+  EXPECT_FALSE(outcome.ok);
+  EXPECT_THAT(outcome.log, ::testing::Not(HasSubstr("root:")));
+  EXPECT_THAT(outcome.log, HasSubstr("passwd"));  // "cannot open source file"
+}
+
+TEST(NvrtcCompiler, RefusesCompileOptionsOffTheAllowlist) {
+  REQUIRE_NVRTC();
+  TempDir cache;
+  std::unique_ptr<NvrtcCompiler> compiler = MakeCompiler(cache.path());
+  KernelBundle bundle = LoadKernel("tests/gpu/faulty");
+  bundle.spec.add_compile_options("--pre-include=/etc/passwd");
+  CompileOutcome outcome = MustCompile(compiler.get(), bundle,
+                                       Config(bundle.spec, "FAULT=0,BLOCK=128"),
+                                       PlaceholderDevice());
+  EXPECT_FALSE(outcome.ok);
+  EXPECT_THAT(outcome.log, HasSubstr("\"--pre-include=/etc/passwd\" is not allowed"));
 }
 
 TEST(NvrtcCompiler, RuntimeFaultsCompile) {
@@ -535,6 +576,62 @@ TEST(CudaRunner, GoodConfigAfterCrashesElsewhere) {
   ASSERT_OK(job.prepared());
   v1::TrialResult result = job.Run("FAULT=0,BLOCK=128");
   EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << Describe(result);
+}
+
+// The benchmark child as the worker starts it: the worker binary in the
+// bubblewrap sandbox with the GPU's device nodes, measuring artifacts the
+// sandboxed NVRTC helper compiled.
+TEST(CudaBenchChild, MeasuresAndCrashesInsideTheSandbox) {
+  REQUIRE_NVRTC();
+  REQUIRE_GPU();
+  if (HelperPath().empty()) GTEST_SKIP() << "no tunefleet-nvrtc helper built";
+  TempDir cache;
+  const std::vector<v1::Device> devices = *ListCudaDevices();
+  CompilerOptions compiler_options;
+  compiler_options.cache_dir = cache.path();
+  compiler_options.program = HelperPath();
+  compiler_options.sandbox = BwrapSandbox();
+  absl::StatusOr<std::unique_ptr<Compiler>> compiler = CreateCudaCompiler(compiler_options);
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  KernelBundle bundle = LoadKernel("tests/gpu/faulty");
+  auto compile = [&](const std::string& config, bool reference) {
+    CompileJob job{&bundle.spec, &bundle.sources, Config(bundle.spec, config), devices[0],
+                   reference};
+    absl::StatusOr<CompileOutcome> outcome = (*compiler)->Compile(job);
+    EXPECT_TRUE(outcome.ok() && outcome->ok) << (outcome.ok() ? outcome->log : "");
+    return outcome.ok() ? outcome->artifact : "";
+  };
+  const std::string worker = ::tunefleet::testing::BuildDir() + "/bin/tunefleet-worker";
+  ChildOptions child{{worker, "--child", "--backend", "cuda"}, ChildEnvironment(devices[0]),
+                     compiler_options.sandbox,
+                     ChildSandboxPolicy(v1::BACKEND_CUDA, worker, cache.path())};
+  BenchChildProcess process(child);
+  v1::ChildRequest prepare;
+  *prepare.mutable_prepare()->mutable_kernel() = bundle.spec;
+  *prepare.mutable_prepare()->mutable_shape() = Shape("N=1048576");
+  *prepare.mutable_prepare()->mutable_limits() = devices[0].limits();
+  prepare.mutable_prepare()->mutable_measure()->set_budget_seconds(0.02);
+  if (!bundle.spec.reference().entry().empty()) {
+    prepare.mutable_prepare()->set_reference_artifact(
+        compile(bundle.spec.default_config(), true));
+  }
+  absl::StatusOr<ChildReply> prepared = process.Call(prepare, absl::Seconds(120));
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  ASSERT_EQ(prepared->kind, ChildReply::Kind::kAnswered) << prepared->detail;
+  ASSERT_EQ(prepared->response.error(), "");
+  for (const auto& [config, status] :
+       std::vector<std::pair<std::string, v1::TrialStatus>>{
+           {"FAULT=0,BLOCK=128", v1::TRIAL_STATUS_OK},
+           {"FAULT=1,BLOCK=128", v1::TRIAL_STATUS_CRASHED}}) {
+    v1::ChildRequest run;
+    *run.mutable_run()->mutable_config() = Config(bundle.spec, config);
+    run.mutable_run()->set_artifact(compile(config, false));
+    absl::StatusOr<ChildReply> reply = process.Call(run, absl::Seconds(60));
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    ASSERT_EQ(reply->kind, ChildReply::Kind::kAnswered) << config << ": " << reply->detail;
+    EXPECT_EQ(reply->response.result().status(), status)
+        << config << ": " << reply->response.result().error();
+  }
 }
 
 }  // namespace

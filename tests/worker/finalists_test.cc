@@ -50,7 +50,8 @@ class FinalistsTest : public ::testing::Test {
       step_results_[index].push_back(result);
       if (after_step) after_step(round, index);
     };
-    ChildOptions child = CpuChild();
+    ChildOptions child = CpuChild(cache_.path());
+    child.policy.read_only.push_back(cache_.path());  // the crash marker
     child.env.emplace_back("TUNEFLEET_TEST_CRASH_MARKER", marker_);
     executor_ = std::make_unique<TrialExecutor>(compile_.pool.get(), DiscoverCpuDevice(),
                                                 std::move(child), std::move(options));

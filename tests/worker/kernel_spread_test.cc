@@ -34,7 +34,7 @@ TEST(KernelSpreadTest, DISABLED_SpreadOfValidConfigs) {
   ExecutorOptions options;
   options.measure.set_budget_seconds(std::stod(Env("SPREAD_BUDGET", "0.1")));
   options.measure.set_min_samples(3);
-  TrialExecutor executor(&pool, device, testing::CpuChild(), options);
+  TrialExecutor executor(&pool, device, testing::CpuChild(cache.path()), options);
 
   JobContext job = testing::LoadJob(Env("SPREAD_KERNEL", "kernels/cpu/matmul"),
                                     Env("SPREAD_SHAPE", "M=512,N=512,K=512"));

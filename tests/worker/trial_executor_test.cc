@@ -36,7 +36,7 @@ class TrialExecutorTest : public ::testing::Test {
     compile_.pool.reset();  // before the compiler it uses
     compile_ = MakeCpuCompileStack(cache_.path());
     ASSERT_NE(compile_.pool, nullptr);
-    executor_ = std::make_unique<TrialExecutor>(compile_.pool.get(), DiscoverCpuDevice(), CpuChild(),
+    executor_ = std::make_unique<TrialExecutor>(compile_.pool.get(), DiscoverCpuDevice(), CpuChild(cache_.path()),
                                                 FastOptions());
   }
 

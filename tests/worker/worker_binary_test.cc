@@ -2,6 +2,7 @@
 // unreachable, and a clean exit 0 on SIGTERM.
 #include <signal.h>
 
+#include "common/file_util.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -27,6 +28,25 @@ TEST(WorkerBinaryTest, SurvivesAnUnreachableCoordinatorAndExitsZeroOnSigterm) {
   absl::StatusOr<ExitInfo> exit = (*proc)->Wait(absl::Seconds(10));
   ASSERT_OK(exit);
   EXPECT_TRUE(exit->success()) << exit->ToString();
+}
+
+TEST(WorkerBinaryTest, RefusesToStartWithoutBwrapAndSaysWhatToDo) {
+  ::tunefleet::testing::TempDir dir;
+  SubprocessOptions options;
+  options.argv = {testing::WorkerBinary(), "--insecure", "--coordinator", "127.0.0.1:1", "--cache-dir",
+                  dir.path()};
+  options.env = {{"PATH", dir.path()}};  // no bwrap in it
+  options.stderr_mode = SubprocessOptions::Output::kFile;
+  options.stderr_path = dir.path() + "/worker.log";
+  auto proc = Subprocess::Start(options);
+  ASSERT_OK(proc);
+  absl::StatusOr<ExitInfo> exit = (*proc)->Wait(absl::Seconds(10));
+  ASSERT_OK(exit);
+  EXPECT_EQ(exit->code, 1) << exit->ToString();
+  absl::StatusOr<std::string> log = ReadFile(options.stderr_path);
+  ASSERT_OK(log);
+  EXPECT_THAT(*log, ::testing::HasSubstr("install bubblewrap"));
+  EXPECT_THAT(*log, ::testing::HasSubstr("--sandbox=none"));
 }
 
 TEST(WorkerBinaryTest, ChildModeExitsCleanlyWhenThePipeCloses) {

@@ -151,7 +151,7 @@ class WorkerDaemonTest : public ::testing::Test {
   void StartDaemon(ExecutorOptions executor_options = FastOptions()) {
     std::vector<std::unique_ptr<TrialExecutor>> executors;
     executors.push_back(std::make_unique<TrialExecutor>(compile_.pool.get(), DiscoverCpuDevice(),
-                                                        CpuChild(),
+                                                        CpuChild(cache_.path()),
                                                         std::move(executor_options)));
     WorkerOptions options;
     options.host = "test-host";

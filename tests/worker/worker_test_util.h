@@ -11,9 +11,11 @@
 #include "common/spec_loader.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_support.h"
+#include "worker/backends.h"
 #include "worker/child_process.h"
 #include "worker/compile_pool.h"
 #include "worker/cpu/cpu_compiler.h"
+#include "worker/sandbox.h"
 #include "worker/trial_executor.h"
 
 namespace tunefleet::worker::testing {
@@ -22,7 +24,23 @@ inline std::string WorkerBinary() {
   return ::tunefleet::testing::BuildDir() + "/bin/tunefleet-worker";
 }
 
-inline ChildOptions CpuChild() { return {{WorkerBinary(), "--child", "--backend", "cpu"}, {}}; }
+// The worker's default sandbox (bubblewrap): the tests run job code in it.
+inline Sandbox TestSandbox() {
+  SandboxOptions options;
+  options.mode = SandboxMode::kBwrap;
+  absl::StatusOr<Sandbox> sandbox = Sandbox::Create(options);
+  EXPECT_TRUE(sandbox.ok()) << sandbox.status();
+  return sandbox.ok() ? *sandbox : Sandbox();
+}
+
+// A sandboxed CPU benchmark child reading artifacts from `cache_dir`.
+inline ChildOptions CpuChild(const std::string& cache_dir) {
+  ChildOptions child;
+  child.argv = {WorkerBinary(), "--child", "--backend", "cpu"};
+  child.sandbox = TestSandbox();
+  child.policy = ChildSandboxPolicy(v1::BACKEND_CPU, WorkerBinary(), cache_dir);
+  return child;
+}
 
 // `dir` relative to the repository root.
 inline JobContext LoadJob(const std::string& dir, const std::string& shape,
@@ -45,7 +63,7 @@ inline v1::Trial MakeTrial(int64_t index, const std::string& config) {
   return trial;
 }
 
-// The real CPU compiler, caching under a test's directory, and a pool of two
+// The real CPU compiler, sandboxed, caching under a test's directory, and a pool of two
 // threads over it. The pool is declared last so that it goes first.
 struct CpuCompileStack {
   std::unique_ptr<CpuCompiler> compiler;
@@ -55,6 +73,7 @@ struct CpuCompileStack {
 inline CpuCompileStack MakeCpuCompileStack(const std::string& cache_dir) {
   CompilerOptions options;
   options.cache_dir = cache_dir;
+  options.sandbox = TestSandbox();
   absl::StatusOr<std::unique_ptr<CpuCompiler>> compiler = CpuCompiler::Create(options);
   EXPECT_TRUE(compiler.ok()) << compiler.status();
   CpuCompileStack stack;

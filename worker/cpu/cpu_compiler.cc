@@ -1,5 +1,9 @@
 #include "worker/cpu/cpu_compiler.h"
 
+#include <stdlib.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/compile_options.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
@@ -120,15 +125,45 @@ absl::StatusOr<CommandLine> BuildCommand(const CompileJob& job,
   return cmd;
 }
 
-}  // namespace
-
-std::string TrimLog(const std::string& log, size_t max_bytes) {
-  if (log.size() <= max_bytes) return log;
-  const size_t head = max_bytes * 3 / 4;
-  const size_t tail = max_bytes - head;
-  return absl::StrCat(log.substr(0, head), "\n... [", log.size() - head - tail,
-                      " bytes trimmed] ...\n", log.substr(log.size() - tail));
+JobFiles JobFilesOf(const CompileJob& job, const std::string& source_dir) {
+  JobFiles files;
+  files.dir = source_dir;
+  for (const v1::SourceFile& file : *job.sources) files.paths.push_back(file.path());
+  return files;
 }
+
+// The compiler's process: in the sandbox, in the staged sources (relative
+// paths, so that diagnostics name the job's files as the spec does), writing
+// only `scratch`; its output goes to <scratch>/compile.log.
+SubprocessOptions CompilerProcess(const Sandbox& sandbox, CommandLine cmd,
+                                  const std::string& source_dir, const std::string& scratch,
+                                  const std::string& output) {
+  cmd.argv.insert(cmd.argv.end(), {"-I", ".", "-o", output});
+  cmd.argv.insert(cmd.argv.end(), cmd.key.compile_files.begin(), cmd.key.compile_files.end());
+  SubprocessOptions options;
+  options.argv = std::move(cmd.argv);
+  options.stdout_mode = SubprocessOptions::Output::kFile;
+  options.stdout_path = scratch + "/compile.log";
+  options.stderr_mode = SubprocessOptions::Output::kStdout;
+  options.new_process_group = true;  // a timeout kills cc1plus/as/ld too
+  SandboxPolicy policy;
+  policy.read_only = {source_dir};
+  policy.writable = {scratch};
+  policy.working_dir = source_dir;
+  sandbox.Apply(policy, &options);
+  return options;
+}
+
+// Removes a directory tree when it goes out of scope.
+struct ScopedRemove {
+  std::string dir;
+  ~ScopedRemove() {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+};
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::Create(
     const CompilerOptions& options) {
@@ -170,12 +205,29 @@ absl::StatusOr<std::string> CpuCompiler::StageSources(const CompileJob& job) con
   return dir.string();
 }
 
+absl::StatusOr<std::string> CpuCompiler::MakeScratchDir() const {
+  const fs::path root = fs::path(options_.cache_dir) / "scratch";
+  std::error_code error;
+  fs::create_directories(root, error);
+  std::string pattern = (root / "cc-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("mkdtemp ", pattern, ": ", std::strerror(errno)));
+  }
+  return pattern;
+}
+
 absl::StatusOr<CompileOutcome> CpuCompiler::Compile(const CompileJob& job) {
   if (job.spec == nullptr || job.sources == nullptr) {
     return absl::InvalidArgumentError("CompileJob without spec or sources");
   }
-  ASSIGN_OR_RETURN(CommandLine cmd, BuildCommand(job, program_, toolkit_));
   CompileOutcome outcome;
+  // Checked at submit too; a worker does not trust its coordinator with this.
+  if (absl::Status allowed = CheckCompileOptions(v1::BACKEND_CPU, job.spec->compile_options());
+      !allowed.ok()) {
+    outcome.log = std::string(allowed.message());
+    return outcome;
+  }
+  ASSIGN_OR_RETURN(CommandLine cmd, BuildCommand(job, program_, toolkit_));
   const std::string artifact = cache_.PathFor(ArtifactKey(cmd.key), ".so");
   if (cache_.Contains(artifact)) {
     outcome.ok = outcome.cached = true;
@@ -183,18 +235,11 @@ absl::StatusOr<CompileOutcome> CpuCompiler::Compile(const CompileJob& job) {
     return outcome;
   }
   ASSIGN_OR_RETURN(std::string source_dir, StageSources(job));
-  ASSIGN_OR_RETURN(std::string temp, cache_.TempPathFor(artifact));
-  const std::string log_path = temp + ".log";
-  cmd.argv.insert(cmd.argv.end(), {"-I", source_dir, "-o", temp});
-  for (const std::string& file : cmd.key.compile_files) {
-    cmd.argv.push_back(source_dir + "/" + file);
-  }
-  SubprocessOptions options;
-  options.argv = cmd.argv;
-  options.stdout_mode = SubprocessOptions::Output::kFile;
-  options.stdout_path = log_path;
-  options.stderr_mode = SubprocessOptions::Output::kStdout;
-  options.new_process_group = true;  // a timeout kills cc1plus/as/ld too
+  ASSIGN_OR_RETURN(std::string scratch, MakeScratchDir());
+  const ScopedRemove cleanup{scratch};
+  const std::string output = scratch + "/out.so";
+  const SubprocessOptions options =
+      CompilerProcess(options_.sandbox, std::move(cmd), source_dir, scratch, output);
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> proc, Subprocess::Start(options));
   absl::StatusOr<ExitInfo> exit = proc->Wait(options_.timeout);
@@ -203,20 +248,22 @@ absl::StatusOr<CompileOutcome> CpuCompiler::Compile(const CompileJob& job) {
     outcome.timed_out = true;
   } else if (!exit.ok()) {
     return exit.status();
+  } else {
+    exit = options_.sandbox.CommandExit(*exit);
   }
   outcome.seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  outcome.log = TrimLog(ReadFileOrEmpty(log_path));
-  std::error_code ignored;
-  fs::remove(log_path, ignored);
+  outcome.log = JobCompilerLog(ReadFileOrEmpty(options.stdout_path), JobFilesOf(job, source_dir));
   if (outcome.timed_out || !exit->success()) {
-    fs::remove(temp, ignored);
     const std::string why = outcome.timed_out
         ? absl::StrCat("compile timed out after ", absl::FormatDuration(options_.timeout))
         : absl::StrCat("compiler ", exit->ToString());
     outcome.log = outcome.log.empty() ? why : absl::StrCat(why, "\n", outcome.log);
     return outcome;
   }
-  RETURN_IF_ERROR(cache_.Publish(temp, artifact));
+  // The scratch dir shares the cache's file system: an atomic rename.
+  std::error_code error;
+  fs::create_directories(fs::path(artifact).parent_path(), error);
+  RETURN_IF_ERROR(cache_.Publish(output, artifact));
   outcome.ok = true;
   outcome.artifact = artifact;
   return outcome;

@@ -1,7 +1,10 @@
 // The CPU backend's Compiler: the system C++ compiler, run as a subprocess
-// with a time limit, turns one config into a shared object:
+// with a time limit (in the options' sandbox, in the job's staged sources
+// directory), turns one config into a shared object:
 //   <c++> -O3 -march=native -fPIC -shared -std=c++17 <spec compile_options>
-//         -D NAME=value... -I <staged sources> -o <artifact> <sources>
+//         -D NAME=value... -I . -o <scratch>/out.so <sources, relative>
+// compile_options must pass CheckCompileOptions (else a failed compile
+// saying which option is refused).
 // Artifacts are cached on disk by ArtifactKey, so a re-run never recompiles.
 #ifndef TUNEFLEET_WORKER_CPU_CPU_COMPILER_H_
 #define TUNEFLEET_WORKER_CPU_CPU_COMPILER_H_
@@ -12,16 +15,9 @@
 #include "absl/status/statusor.h"
 #include "worker/artifact_cache.h"
 #include "worker/backend.h"
+#include "worker/compile_log.h"
 
 namespace tunefleet::worker {
-
-// Compiler output kept in a CompileOutcome log; longer logs keep their head
-// and tail.
-inline constexpr size_t kMaxCompileLogBytes = 8192;
-
-// Trims `log` to at most about `max_bytes`, keeping the head (the first
-// errors) and the tail, with a marker saying how much was cut.
-std::string TrimLog(const std::string& log, size_t max_bytes = kMaxCompileLogBytes);
 
 // Thread-safety: thread-safe (Compile may run on several threads at once).
 class CpuCompiler : public Compiler {
@@ -39,6 +35,9 @@ class CpuCompiler : public Compiler {
   // Writes the job's sources under the cache dir once per set of digests;
   // returns the directory.
   absl::StatusOr<std::string> StageSources(const CompileJob& job) const;
+  // A fresh directory for one compile's output, the only place the
+  // (sandboxed) compiler may write.
+  absl::StatusOr<std::string> MakeScratchDir() const;
 
   const CompilerOptions options_;
   const std::string program_;  // absolute path

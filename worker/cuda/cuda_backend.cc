@@ -26,6 +26,8 @@ absl::StatusOr<std::unique_ptr<Compiler>> CreateCudaCompiler(const CompilerOptio
   nvrtc.cache_dir = absl::StrCat(options.cache_dir, "/nvrtc");
   nvrtc.helper_path = options.program.empty() ? DefaultNvrtcHelperPath() : options.program;
   nvrtc.timeout_seconds = absl::ToDoubleSeconds(options.timeout);
+  nvrtc.scratch_dir = absl::StrCat(options.cache_dir, "/scratch");
+  nvrtc.sandbox = options.sandbox;
   ASSIGN_OR_RETURN(std::unique_ptr<NvrtcCompiler> compiler,
                    NvrtcCompiler::Create(std::move(nvrtc)));
   return std::unique_ptr<Compiler>(std::move(compiler));

@@ -19,8 +19,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
+#include "common/compile_options.h"
 #include "common/sha256.h"
+#include "common/subprocess.h"
 #include "common/status_macros.h"
+#include "worker/compile_log.h"
 #include "worker/cuda/cuda_devices.h"
 
 extern char** environ;
@@ -120,6 +123,13 @@ absl::Status WriteSources(const CompileJob& job, const std::string& dir) {
   return absl::OkStatus();
 }
 
+JobFiles JobFilesOf(const CompileJob& job, const std::string& work_dir) {
+  JobFiles files;
+  files.dir = work_dir;
+  for (const v1::SourceFile& file : *job.sources) files.paths.push_back(file.path());
+  return files;
+}
+
 struct HelperExit {
   bool timed_out = false;
   int exit_code = -1;  // -1 when killed by a signal
@@ -193,6 +203,11 @@ absl::StatusOr<std::vector<std::string>> NvrtcOptionsFor(const CompileJob& job,
 absl::StatusOr<std::unique_ptr<NvrtcCompiler>> NvrtcCompiler::Create(
     NvrtcCompilerOptions options) {
   if (options.cache_dir.empty()) return absl::InvalidArgumentError("cache_dir is empty");
+  if (options.sandbox.enabled() && options.helper_path.empty()) {
+    return absl::FailedPreconditionError(
+        "the sandbox needs the tunefleet-nvrtc helper beside the worker binary (in-process "
+        "NVRTC could read any file the worker can)");
+  }
   if (!(options.timeout_seconds > 0)) {
     return absl::InvalidArgumentError("timeout_seconds must be positive");
   }
@@ -210,8 +225,53 @@ std::string NvrtcCompiler::toolkit() const {
   return absl::StrCat("nvrtc ", nvrtc_->major, ".", nvrtc_->minor);
 }
 
+absl::Status NvrtcCompiler::RunHelper(const CompileJob& job, const std::string& work_dir,
+                                      const std::vector<std::string>& options,
+                                      NvrtcOutput* output, bool* timed_out) const {
+  const std::string main_path = (fs::path(work_dir) / MainSourcePath(job)).string();
+  const std::string out_cubin = work_dir + "/out.cubin";
+  const std::string out_log = work_dir + "/out.log";
+  std::vector<std::string> argv = {options_.helper_path, main_path, MainSourcePath(job),
+                                   out_cubin, out_log};
+  argv.insert(argv.end(), options.begin(), options.end());
+  SandboxPolicy policy;
+  policy.read_only = {options_.helper_path};
+  if (const std::string include = CudaIncludeDir(); !include.empty()) {
+    policy.read_only.push_back(include);
+  }
+  policy.writable = {work_dir};
+  policy.working_dir = work_dir;
+  ASSIGN_OR_RETURN(HelperExit exit, RunWithDeadline(options_.sandbox.Wrap(policy, argv),
+                                                    options_.timeout_seconds));
+  output->log = ReadFile(out_log).value_or("");
+  *timed_out = exit.timed_out;
+  if (exit.timed_out) return absl::OkStatus();
+  const ExitInfo command = options_.sandbox.CommandExit(
+      ExitInfo{exit.signal != 0, exit.exit_code, exit.signal});
+  if (command.success()) {
+    ASSIGN_OR_RETURN(output->cubin, ReadFile(out_cubin));
+    output->ok = true;
+  } else if (command.signaled) {
+    // This config's source crashed the compiler: a failed compile, not a
+    // failure of the worker.
+    output->log = absl::StrCat("NVRTC crashed (", SignalName(command.signal),
+                               ") compiling this config\n", output->log);
+  } else if (command.code != 1) {
+    return absl::InternalError(absl::StrCat(options_.helper_path, " failed (",
+                                            command.ToString(), "): ", output->log));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CompileOutcome> NvrtcCompiler::Compile(const CompileJob& job) {
   RETURN_IF_ERROR(ValidateJob(job));
+  CompileOutcome outcome;
+  // Checked at submit too; a worker does not trust its coordinator with this.
+  if (absl::Status allowed = CheckCompileOptions(v1::BACKEND_CUDA, job.spec->compile_options());
+      !allowed.ok()) {
+    outcome.log = std::string(allowed.message());
+    return outcome;
+  }
   // The key sees a placeholder for the per-compile source directory, whose
   // contents it hashes instead.
   ASSIGN_OR_RETURN(std::vector<std::string> key_options, NvrtcOptionsFor(job, "<src>"));
@@ -219,7 +279,6 @@ absl::StatusOr<CompileOutcome> NvrtcCompiler::Compile(const CompileJob& job) {
   const std::string cubin_path = (fs::path(options_.cache_dir) / (key + ".cubin")).string();
   const std::string log_path = (fs::path(options_.cache_dir) / (key + ".log")).string();
 
-  CompileOutcome outcome;
   std::error_code exists_error;
   if (fs::exists(cubin_path, exists_error)) {
     outcome.ok = true;
@@ -229,8 +288,12 @@ absl::StatusOr<CompileOutcome> NvrtcCompiler::Compile(const CompileJob& job) {
     return outcome;
   }
 
-  // A per-compile directory for the sources.
-  std::string pattern = (fs::path(options_.cache_dir) / "tmp-XXXXXX").string();
+  // A per-compile directory for the sources, outside the artifact cache
+  // that benchmark children see.
+  const fs::path scratch = options_.scratch_dir.empty() ? options_.cache_dir
+                                                        : options_.scratch_dir;
+  fs::create_directories(scratch, exists_error);
+  std::string pattern = (scratch / "nvrtc-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) {
     return absl::InternalError(absl::StrCat("mkdtemp ", pattern, ": ", std::strerror(errno)));
   }
@@ -245,46 +308,24 @@ absl::StatusOr<CompileOutcome> NvrtcCompiler::Compile(const CompileJob& job) {
 
   ASSIGN_OR_RETURN(std::vector<std::string> options, NvrtcOptionsFor(job, work_dir));
   RETURN_IF_ERROR(WriteSources(job, work_dir));
-  const std::string main_path = (fs::path(work_dir) / MainSourcePath(job)).string();
   const auto start = Clock::now();
   NvrtcOutput output;
   if (options_.helper_path.empty()) {
+    const std::string main_path = (fs::path(work_dir) / MainSourcePath(job)).string();
     ASSIGN_OR_RETURN(std::string source, ReadFile(main_path));
     ASSIGN_OR_RETURN(output, RunNvrtc(*nvrtc_, source, MainSourcePath(job), options));
   } else {
-    const std::string out_cubin = work_dir + "/out.cubin";
-    const std::string out_log = work_dir + "/out.log";
-    std::vector<std::string> argv = {options_.helper_path, main_path, MainSourcePath(job),
-                                     out_cubin, out_log};
-    argv.insert(argv.end(), options.begin(), options.end());
-    ASSIGN_OR_RETURN(HelperExit exit, RunWithDeadline(argv, options_.timeout_seconds));
-    output.log = ReadFile(out_log).value_or("");
-    if (exit.timed_out) {
-      outcome.timed_out = true;
-      outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      outcome.log = absl::StrCat("compile abandoned after ", options_.timeout_seconds,
-                                 " s\n", output.log);
-      return outcome;
-    }
-    if (exit.exit_code == 0) {
-      ASSIGN_OR_RETURN(output.cubin, ReadFile(out_cubin));
-      output.ok = true;
-    } else if (exit.signal != 0) {
-      // This config's source crashed the compiler: a failed compile, not a
-      // failure of the worker.
-      output.log = absl::StrCat("NVRTC crashed (signal ", exit.signal,
-                                ") compiling this config\n", output.log);
-    } else if (exit.exit_code != 1) {
-      return absl::InternalError(absl::StrCat(
-          options_.helper_path, " failed (exit ", exit.exit_code, ", signal ",
-          exit.signal, "): ", output.log));
-    }
+    RETURN_IF_ERROR(RunHelper(job, work_dir, options, &output, &outcome.timed_out));
   }
   outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  outcome.log = std::move(output.log);
   // NVRTC's log size counts its terminating NUL, and the ptxas log follows it.
-  outcome.log.erase(std::remove(outcome.log.begin(), outcome.log.end(), '\0'),
-                    outcome.log.end());
+  output.log.erase(std::remove(output.log.begin(), output.log.end(), '\0'), output.log.end());
+  outcome.log = JobCompilerLog(output.log, JobFilesOf(job, work_dir));
+  if (outcome.timed_out) {
+    outcome.log = absl::StrCat("compile abandoned after ", options_.timeout_seconds, " s\n",
+                               outcome.log);
+    return outcome;
+  }
   if (!output.ok) {
     outcome.log = WithErrorFirst(outcome.log);
     return outcome;

@@ -16,6 +16,18 @@
 // so a pathological compile is abandoned (outcome.timed_out). Without one,
 // NVRTC runs in-process and the limit is not enforced.
 //
+// Files: NVRTC opens whatever a source `#include`s, absolute paths included
+// ("/etc/passwd", the worker's keys). So with a sandbox the helper is
+// required and runs in it: it sees the system read-only, the CUDA headers,
+// and only this compile's directory (the job's sources, its output);
+// Create refuses a sandbox without a helper. Scanning sources for
+// `#include` instead was rejected: macros, line splices and __has_include
+// make such a scan unsound. In-process NVRTC remains for --sandbox=none.
+// compile_options must pass CheckCompileOptions (-I only relative, no
+// --include-path or --pre-include), else a failed compile naming the
+// option. The log keeps only diagnostics about the job's files
+// (JobCompilerLog).
+//
 // Cache: <cache_dir>/<key>.cubin (+ .log), key = SHA-256 of the NVRTC
 // version, the arch, every option (defines included), the entry, and the
 // path and digest of every source file. Entries are written to a temporary
@@ -44,12 +56,18 @@ struct NvrtcCompilerOptions {
   // The tunefleet-nvrtc executable; empty compiles in-process, unbounded.
   std::string helper_path;
   double timeout_seconds = 120;
+  // Where each compile's own directory is made; empty = cache_dir.
+  std::string scratch_dir;
+  // Where the helper runs; default unsandboxed. REQUIRES: helper_path set
+  // when enabled.
+  Sandbox sandbox;
 };
 
 class NvrtcCompiler : public Compiler {
  public:
   // Unavailable when NVRTC cannot be loaded; InvalidArgument for bad options;
   // Internal when the cache directory cannot be created.
+  // FailedPrecondition for a sandbox without a helper.
   static absl::StatusOr<std::unique_ptr<NvrtcCompiler>> Create(
       NvrtcCompilerOptions options);
 
@@ -60,6 +78,11 @@ class NvrtcCompiler : public Compiler {
  private:
   NvrtcCompiler(const Nvrtc* nvrtc, NvrtcCompilerOptions options)
       : nvrtc_(nvrtc), options_(std::move(options)) {}
+  // Runs the helper on the job's main source in `work_dir` (in the sandbox
+  // when set); sets `*timed_out` when it was abandoned at the deadline.
+  absl::Status RunHelper(const CompileJob& job, const std::string& work_dir,
+                         const std::vector<std::string>& options, NvrtcOutput* output,
+                         bool* timed_out) const;
 
   const Nvrtc* nvrtc_;
   const NvrtcCompilerOptions options_;

@@ -1,0 +1,182 @@
+#include "worker/sandbox.h"
+
+#include <glob.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+
+namespace tunefleet::worker {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kSystemPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+void Append(const std::vector<std::string>& more, std::vector<std::string>* list) {
+  list->insert(list->end(), more.begin(), more.end());
+}
+
+void AddPair(const char* flag, const std::string& a, const std::string& b,
+             std::vector<std::string>* argv) {
+  argv->insert(argv->end(), {flag, a, b});
+}
+
+// One host path of the system view: a symlink stays one, a directory or a
+// file is bound read-only, a missing path is left out.
+void AddSystemPath(const std::string& path, SandboxPolicy* policy) {
+  std::error_code error;
+  const fs::file_status status = fs::symlink_status(path, error);
+  if (error || !fs::exists(status)) return;
+  if (fs::is_symlink(status)) {
+    policy->symlinks.emplace_back(fs::read_symlink(path, error).string(), path);
+  } else {
+    policy->read_only.push_back(path);
+  }
+}
+
+std::vector<std::string> Glob(const std::string& pattern) {
+  std::vector<std::string> paths;
+  glob_t result{};
+  if (glob(pattern.c_str(), 0, nullptr, &result) == 0) {
+    for (size_t i = 0; i < result.gl_pathc; ++i) paths.emplace_back(result.gl_pathv[i]);
+  }
+  globfree(&result);
+  return paths;
+}
+
+}  // namespace
+
+void MergePolicy(const SandboxPolicy& more, SandboxPolicy* policy) {
+  Append(more.read_only, &policy->read_only);
+  Append(more.writable, &policy->writable);
+  Append(more.devices, &policy->devices);
+  policy->symlinks.insert(policy->symlinks.end(), more.symlinks.begin(), more.symlinks.end());
+  policy->env.insert(policy->env.end(), more.env.begin(), more.env.end());
+  if (!more.working_dir.empty()) policy->working_dir = more.working_dir;
+  policy->uid = more.uid;
+  policy->gid = more.gid;
+}
+
+std::vector<std::string> BwrapArgv(const std::string& bwrap, const SandboxPolicy& policy,
+                                   const std::vector<std::string>& command) {
+  std::vector<std::string> argv = {
+      bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+      "--unshare-uts", "--unshare-cgroup-try", "--uid", absl::StrCat(policy.uid),
+      "--gid", absl::StrCat(policy.gid), "--hostname", "sandbox", "--cap-drop", "ALL",
+      "--die-with-parent", "--new-session", "--clearenv",
+      // Mounted first: the binds below may lie under /tmp.
+      "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"};
+  for (const auto& [target, link] : policy.symlinks) AddPair("--symlink", target, link, &argv);
+  for (const std::string& path : policy.read_only) AddPair("--ro-bind", path, path, &argv);
+  for (const std::string& path : policy.writable) AddPair("--bind", path, path, &argv);
+  for (const std::string& path : policy.devices) AddPair("--dev-bind", path, path, &argv);
+  for (const auto& [name, value] : policy.env) AddPair("--setenv", name, value, &argv);
+  argv.insert(argv.end(), {"--chdir", policy.working_dir.empty() ? "/" : policy.working_dir});
+  argv.push_back("--");
+  Append(command, &argv);
+  return argv;
+}
+
+void AddCudaDevices(const std::vector<std::string>& device_nodes, SandboxPolicy* policy) {
+  Append(device_nodes, &policy->devices);
+  policy->read_only.push_back("/proc/driver/nvidia");
+}
+
+std::vector<std::string> HostNvidiaDeviceNodes() {
+  std::vector<std::string> nodes = Glob("/dev/nvidia*");  // nvidiactl, nvidia0, -uvm...
+  std::erase(nodes, "/dev/nvidia-caps");                  // a directory: its nodes below
+  Append(Glob("/dev/nvidia-caps/*"), &nodes);
+  return nodes;
+}
+
+SandboxPolicy HostSystemPolicy() {
+  SandboxPolicy policy;
+  for (const char* path : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+                           "/etc/ld.so.cache", "/etc/alternatives"}) {
+    AddSystemPath(path, &policy);
+  }
+  policy.env = {{"PATH", kSystemPath}, {"HOME", "/tmp"}, {"TMPDIR", "/tmp"},
+                {"LANG", "C.UTF-8"}};
+  const char* libraries = std::getenv("LD_LIBRARY_PATH");
+  if (libraries == nullptr || *libraries == '\0') return policy;
+  policy.env.emplace_back("LD_LIBRARY_PATH", libraries);
+  for (absl::string_view dir : absl::StrSplit(libraries, ':', absl::SkipEmpty())) {
+    std::error_code error;
+    if (dir[0] == '/' && fs::is_directory(std::string(dir), error)) {
+      policy.read_only.emplace_back(dir);
+    }
+  }
+  return policy;
+}
+
+absl::StatusOr<Sandbox> Sandbox::Create(SandboxOptions options) {
+  Sandbox sandbox;
+  if (options.mode == SandboxMode::kNone) return sandbox;
+  const std::string fix =
+      "install bubblewrap (apt-get install bubblewrap) or start the worker with "
+      "--sandbox=none to run job code unsandboxed";
+  absl::StatusOr<std::string> bwrap = FindProgram(options.bwrap);
+  if (!bwrap.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("sandbox: ", options.bwrap, " not found; ", fix));
+  }
+  sandbox.mode_ = SandboxMode::kBwrap;
+  sandbox.bwrap_ = *bwrap;
+  sandbox.system_ = HostSystemPolicy();
+  Append(options.extra_read_only, &sandbox.system_.read_only);
+  ASSIGN_OR_RETURN(CommandResult probe,
+                   RunCommand(sandbox.Wrap({}, {"/usr/bin/true"}), absl::Seconds(30)));
+  if (!probe.exit.success()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sandbox: ", *bwrap, " cannot create its namespaces here (", probe.exit.ToString(),
+        ": ", probe.output, "); ", fix));
+  }
+  return sandbox;
+}
+
+ExitInfo Sandbox::CommandExit(ExitInfo bwrap_exit) const {
+  if (enabled() && !bwrap_exit.signaled && bwrap_exit.code > 128 && bwrap_exit.code < 128 + 65) {
+    return ExitInfo{/*signaled=*/true, /*code=*/0, /*signal=*/bwrap_exit.code - 128};
+  }
+  return bwrap_exit;
+}
+
+bool Sandbox::InSystem(const std::string& path) const {
+  for (const std::string& dir : system_.read_only) {
+    if (path == dir || absl::StartsWith(path, absl::StrCat(dir, "/"))) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> Sandbox::Wrap(const SandboxPolicy& policy,
+                                       const std::vector<std::string>& command) const {
+  if (!enabled()) return command;
+  SandboxPolicy extra = policy;
+  // bwrap cannot make a mount point inside the read-only system; the path
+  // is visible there already.
+  std::erase_if(extra.read_only, [this](const std::string& path) { return InSystem(path); });
+  SandboxPolicy full = system_;
+  MergePolicy(extra, &full);
+  return BwrapArgv(bwrap_, full, command);
+}
+
+void Sandbox::Apply(const SandboxPolicy& policy, SubprocessOptions* options) const {
+  if (!enabled()) {
+    if (!policy.working_dir.empty()) options->working_dir = policy.working_dir;
+    options->env.insert(options->env.end(), policy.env.begin(), policy.env.end());
+    return;
+  }
+  SandboxPolicy with_caller = policy;
+  with_caller.env.insert(with_caller.env.end(), options->env.begin(), options->env.end());
+  if (with_caller.working_dir.empty()) with_caller.working_dir = options->working_dir;
+  options->argv = Wrap(with_caller, options->argv);
+  options->working_dir.clear();
+  options->env.clear();
+}
+
+}  // namespace tunefleet::worker
