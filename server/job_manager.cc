@@ -75,6 +75,7 @@ AdmissionLimits JobManager::LimitsOf(const JobManagerOptions& options) {
   limits.max_space_points = options.max_space_points;
   limits.max_trials = options.max_trials;
   limits.max_source_bytes = options.max_source_bytes;
+  limits.max_tensor_bytes = options.max_tensor_bytes;
   limits.max_lease_attempts = options.max_lease_attempts;
   limits.finalists = options.finalists;
   return limits;

@@ -28,6 +28,7 @@ struct Flags {
   int batch_size = 4;
   int64_t max_space_points = 10'000'000;
   int64_t max_trials = 100'000;
+  int64_t max_tensor_bytes = int64_t{16} << 30;
   int finalists = 5;
   int report_threads = 64;
 };
@@ -62,6 +63,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->check(CLI::Range(1, 1024));
   app.add_option("--max-trials", flags.max_trials,
                  "most configs one job measures per device model")->capture_default_str();
+  app.add_option("--max-tensor-bytes", flags.max_tensor_bytes,
+                 "largest total size of a job's tensors (default 16 GiB)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 }
 
 tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags) {
@@ -75,6 +80,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags) {
   options.jobs.batch_size = flags.batch_size;
   options.jobs.max_space_points = flags.max_space_points;
   options.jobs.max_trials = flags.max_trials;
+  options.jobs.max_tensor_bytes = flags.max_tensor_bytes;
   options.jobs.finalists = flags.finalists;
   options.report_threads = flags.report_threads;
   return options;
