@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/config_text.h"
+#include "common/public_status.h"
 #include "common/status_macros.h"
 #include "server/best_config_index.h"
 
@@ -313,7 +314,7 @@ void JobManager::OnWorkerRegistered() {
       }
     }
     if (job->targets.empty()) {
-      job->view.set_reason(!first_error.ok() ? std::string(first_error.message())
+      job->view.set_reason(!first_error.ok() ? PublicMessage(first_error)
                                              : WaitingReason(*job->spec));
     } else if (job->view.state() == v1::JOB_STATE_QUEUED) {
       job->view.set_reason("");

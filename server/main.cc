@@ -13,6 +13,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/database_url.h"
 #include "server/coordinator.h"
 
 namespace {
@@ -20,6 +21,7 @@ namespace {
 struct Flags {
   std::string listen = "127.0.0.1:7070";
   std::string database;
+  std::string database_file;
   std::string data_dir = "tunefleet-data";
   std::string address_file;
   std::string metrics_listen = "127.0.0.1:9464";
@@ -38,7 +40,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--database", flags.database,
                  "store URL: sqlite:///path.db or postgresql://user:pass@host:port/db "
-                 "(default: SQLite under --data-dir)");
+                 "(default: TUNEFLEET_DATABASE, else SQLite under --data-dir); a password "
+                 "given here is visible to every local user: prefer --database-file");
+  app.add_option("--database-file", flags.database_file,
+                 "file whose first line is the store URL; must not be readable by group or "
+                 "others");
   app.add_option("--data-dir", flags.data_dir, "directory of the embedded SQLite store")
       ->capture_default_str();
   app.add_option("--address-file", flags.address_file,
@@ -69,10 +75,25 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->check(CLI::PositiveNumber);
 }
 
-tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags) {
+// The store URL from --database, --database-file or TUNEFLEET_DATABASE.
+absl::StatusOr<std::string> DatabaseUrl(const Flags& flags) {
+  tunefleet::DatabaseUrlSources sources{flags.database, flags.database_file, std::nullopt};
+  if (const char* env = std::getenv("TUNEFLEET_DATABASE"); env != nullptr) {
+    sources.environment = env;
+  }
+  if (tunefleet::HasPassword(flags.database)) {
+    std::cerr << "tunefleet-coordinator: warning: the password in --database is visible to "
+                 "every local user (ps); use --database-file or TUNEFLEET_DATABASE"
+              << std::endl;
+  }
+  return tunefleet::ResolveDatabaseUrl(sources);
+}
+
+tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
+                                                       std::string database_url) {
   tunefleet::server::CoordinatorOptions options;
   options.listen = flags.listen;
-  options.database_url = flags.database;
+  options.database_url = std::move(database_url);
   options.data_dir = flags.data_dir;
   options.metrics_listen = flags.metrics_listen;
   options.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
@@ -122,7 +143,17 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  const tunefleet::server::CoordinatorOptions options = OptionsFromFlags(flags);
+  absl::StatusOr<std::string> database_url = DatabaseUrl(flags);
+  if (!database_url.ok()) {
+    std::cerr << "tunefleet-coordinator: " << database_url.status() << "\n";
+    return 2;
+  }
+  if (!database_url->empty()) {
+    std::cerr << "tunefleet-coordinator: store " << tunefleet::RedactUrl(*database_url)
+              << std::endl;
+  }
+  const tunefleet::server::CoordinatorOptions options =
+      OptionsFromFlags(flags, *std::move(database_url));
   auto coordinator = tunefleet::server::Coordinator::Start(options);
   if (!coordinator.ok()) {
     std::cerr << "tunefleet-coordinator: " << coordinator.status() << "\n";
