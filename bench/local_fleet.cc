@@ -77,6 +77,8 @@ absl::StatusOr<int> Fleet::StartWorker() {
                   "--measure-budget", absl::StrCat(options_.measure_budget),
                   "--compile-threads", std::to_string(options_.compile_threads),
                   "--backend", options_.backend};
+  options.argv.insert(options.argv.end(), options_.worker_flags.begin(),
+                      options_.worker_flags.end());
   ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> worker, Subprocess::Start(options));
   workers_.push_back(std::move(worker));
   return index;

@@ -27,6 +27,7 @@ struct FleetOptions {
   int compile_threads = 1;       // per worker; 0 = the host's cores
   int coordinator_cpu = -1;      // >= 0: the coordinator runs on this CPU only (taskset)
   std::vector<std::string> coordinator_flags;  // appended to the coordinator's command line
+  std::vector<std::string> worker_flags;       // appended to each worker's command line
 };
 
 // Not thread-safe. Processes are killed when the Fleet goes away.

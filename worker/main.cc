@@ -43,6 +43,8 @@ struct Flags {
   double measure_budget = 0.2;
   double compile_timeout = 60;
   double trial_deadline = 0;  // 0 = max(10 s, 20 x budget); CUDA: at least 30 s
+  double prepare_deadline = 180;
+  double drain_time = 10;
   bool child = false;
 };
 
@@ -114,6 +116,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
                               ? std::max(30.0, 20 * flags.measure_budget)
                               : 0;
   executor_options.trial_deadline = absl::Seconds(deadline);
+  executor_options.prepare_deadline = absl::Seconds(flags.prepare_deadline);
   std::vector<std::unique_ptr<TrialExecutor>> executors;
   for (const v1::Device& device : *devices) {
     ChildOptions child{{SelfExecutable(), "--child", "--backend", BackendName(backend)},
@@ -132,6 +135,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   options.host = flags.name.empty() ? HostName() : flags.name;
   options.toolkit = (*compiler)->toolkit();
   options.max_trials = flags.max_trials;
+  options.drain_time = absl::Seconds(flags.drain_time);
   WorkerDaemon daemon(options, coordinator.get(), &sources, std::move(executors));
 
   std::thread([&daemon, stop_signals] {
@@ -173,6 +177,14 @@ int main(int argc, char** argv) {
   app.add_option("--trial-deadline", flags.trial_deadline,
                  "seconds before a silent benchmark child is killed (0 = max(10, 20 x budget); "
                  "cuda: max(30, 20 x budget))");
+  app.add_option("--prepare-deadline", flags.prepare_deadline,
+                 "seconds a job's input generation and reference run may take; a job that "
+                 "overruns it is not prepared again by this worker")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--drain-time", flags.drain_time,
+                 "seconds after SIGTERM for the trial in progress to finish; then the "
+                 "benchmark children are killed and the trial handed back")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   app.add_flag("--child", flags.child, "internal: run as a benchmark child")->group("");

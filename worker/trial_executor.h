@@ -59,6 +59,7 @@ struct JobContext {
 // an executor. Owns the device's benchmark child.
 class TrialExecutor {
  public:
+  static constexpr size_t kMaxFailedPrepares = 1024;
   using ResultCallback = std::function<void(int64_t index, const v1::TrialResult&)>;
   using StopPredicate = std::function<bool()>;
 
@@ -94,6 +95,11 @@ class TrialExecutor {
   int child_starts() const { return child_.starts(); }
   // Stops the benchmark child.
   void Shutdown() { child_.Stop(); }
+  // Kills the benchmark child now, even in the middle of a Prepare or a
+  // trial; the Run in progress, and every later one, returns Cancelled with
+  // the interrupted trial unreported. For a daemon whose drain time is over.
+  // Thread-safe (may be called from any thread, unlike the rest).
+  void Interrupt() { child_.Interrupt(); }
 
  private:
   struct PendingTrial;
@@ -110,8 +116,14 @@ class TrialExecutor {
   void Plan(Batch* batch, const std::vector<v1::Trial>& trials);
   // Compiles the reference and prepares the child when it is not prepared
   // for this job and these measure options. A non-OK TrialResult status in
-  // `*failure` fails every remaining trial with that status.
+  // `*failure` fails every remaining trial with that status. A Prepare that
+  // timed out is not tried again, and a job whose Prepare failed is not
+  // prepared again by this executor: later leases of it get the same
+  // failure at once, so one job never costs the prepare deadline twice.
   absl::Status EnsurePrepared(Batch* batch, v1::TrialResult* failure);
+  // Sends the child a Prepare for `batch`; a failure as EnsurePrepared.
+  absl::Status Prepare(const Batch& batch, const std::string& reference_artifact,
+                       v1::TrialResult* failure);
   absl::StatusOr<v1::TrialResult> Measure(Batch* batch, const v1::Trial& trial,
                                           const std::string& artifact);
   // One trial's outcome; non-OK only for an infrastructure failure.
@@ -131,6 +143,9 @@ class TrialExecutor {
   int prepared_in_ = 0;
   // Kills of the child per (kernel digest, shape, config).
   absl::flat_hash_map<std::string, int> kills_;
+  // The failed Prepare of each job (by job, kernel, seed and reference),
+  // at most kMaxFailedPrepares of them (then forgotten all at once).
+  absl::flat_hash_map<std::string, v1::TrialResult> failed_prepares_;
 };
 
 }  // namespace tunefleet::worker
