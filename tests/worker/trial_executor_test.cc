@@ -154,6 +154,31 @@ TEST_F(TrialExecutorTest, FailsEveryTrialWhenTheShapeIsBad) {
   EXPECT_EQ(results[1].status(), v1::TRIAL_STATUS_INVALID_CONFIG);
 }
 
+TEST_F(TrialExecutorTest, UnknownDtypeFailsThePrepareInsteadOfSpinning) {
+  JobContext job = LoadJob(kFaulty, "N=1024");
+  job.spec.mutable_args(0)->mutable_tensor()->set_dtype(static_cast<v1::DType>(8));
+  for (int64_t first : {0, 2}) {  // two leases of the same job
+    auto results = RunTrials(job, {"FAULT=0,UNROLL=1", "FAULT=0,UNROLL=4"}, first);
+    ASSERT_EQ(results.size(), 2u);
+    for (const auto& [index, result] : results) {
+      EXPECT_EQ(result.status(), v1::TRIAL_STATUS_LAUNCH_ERROR) << index;
+      EXPECT_THAT(result.error(), HasSubstr("unknown dtype 8"));
+    }
+  }
+}
+
+TEST_F(TrialExecutorTest, InterruptedExecutorRunsNothingAndReportsNothing) {
+  JobContext job = LoadJob(kFaulty, "N=1024");
+  executor_->Interrupt();
+  int reported = 0;
+  absl::Status status = executor_->Run(
+      job, {MakeTrial(0, "FAULT=0,UNROLL=1")},
+      [&](int64_t, const v1::TrialResult&) { ++reported; }, /*should_stop=*/nullptr);
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+  EXPECT_EQ(reported, 0);
+  EXPECT_EQ(executor_->child_starts(), 0);
+}
+
 TEST_F(TrialExecutorTest, MeasuresMatmulConfigs) {
   JobContext job = LoadJob("kernels/cpu/matmul", "M=64,N=64,K=64");
   auto results = RunTrials(job, {"BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=1",
