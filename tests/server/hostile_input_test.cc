@@ -220,8 +220,15 @@ TEST_F(HostileInputTest, UndecodableRequestIsInvalidArgument) {
   grpc::Status status = RawCall("/tunefleet.v1.TuningService/SubmitJob", truncated);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
   EXPECT_THAT(status.error_message(), HasSubstr("cannot be decoded"));
-  status = RawCall("/tunefleet.v1.TuningService/GetBestConfig", truncated);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  // A callback method, a server-streaming one and the worker service.
+  for (const char* method : {"/tunefleet.v1.TuningService/GetBestConfig",
+                             "/tunefleet.v1.TuningService/WatchJob",
+                             "/tunefleet.v1.WorkerService/ReportResults",
+                             "/tunefleet.v1.WorkerService/LeaseWork"}) {
+    status = RawCall(method, truncated);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << method << ": " << status.error_message();
+  }
   ExpectServing();
 }
 
