@@ -95,10 +95,6 @@ int64_t BytesPerElement(v1::DType dtype) {
   }
 }
 
-bool AddOverflows(int64_t a, int64_t b, int64_t* sum) {
-  return __builtin_add_overflow(a, b, sum);
-}
-
 absl::Status BindDefault(ConfigSpace* space) {
   ASSIGN_OR_RETURN(v1::Config config, ParseConfig(space->spec().default_config()));
   ASSIGN_OR_RETURN(config, NormalizeConfig(space->spec(), config));
@@ -171,7 +167,7 @@ absl::StatusOr<int64_t> CheckTensorBytes(ConfigSpace* space, int64_t max_bytes) 
     int64_t bytes = 0;
     if (__builtin_mul_overflow(elements, BytesPerElement(spec.args(i).tensor().dtype()),
                                &bytes) ||
-        AddOverflows(total, bytes, &total)) {
+        __builtin_add_overflow(total, bytes, &total)) {
       return Invalid(field, absl::StrCat(elements, " elements: the size overflows"));
     }
   }
