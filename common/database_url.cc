@@ -5,9 +5,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 
@@ -35,30 +38,29 @@ absl::StatusOr<std::string> FirstLineOf(const std::string& path) {
   return std::string(absl::StripAsciiWhitespace(line));
 }
 
-// The part of `url` between "://" and the host: [begin, end) of the
-// userinfo, or npos when there is none.
-std::pair<size_t, size_t> Userinfo(absl::string_view url) {
+// Where the passwords of `url` are, [begin, end) each, in order: the
+// userinfo's (user:PASSWORD@host) and the values of `password=` query
+// parameters.
+std::vector<std::pair<size_t, size_t>> PasswordSpans(absl::string_view url) {
+  std::vector<std::pair<size_t, size_t>> spans;
   const size_t scheme_end = url.find("://");
-  if (scheme_end == absl::string_view::npos) return {absl::string_view::npos, 0};
-  const size_t begin = scheme_end + 3;
-  const size_t authority_end = url.find_first_of("/?#", begin);
-  const size_t at = url.substr(0, authority_end).rfind('@');
-  if (at == absl::string_view::npos || at < begin) return {absl::string_view::npos, 0};
-  return {begin, at};
-}
-
-// Masks the values of `password=` parameters of the query in place.
-void MaskQueryPassword(std::string* url) {
-  const size_t query = url->find('?');
-  if (query == std::string::npos) return;
-  for (size_t at = url->find("password=", query); at != std::string::npos;
-       at = url->find("password=", at + 1)) {
-    const char before = (*url)[at - 1];
-    if (before != '?' && before != '&') continue;
-    const size_t begin = at + 9;
-    const size_t end = std::min(url->find('&', begin), url->size());
-    url->replace(begin, end - begin, kMask);
+  if (scheme_end != absl::string_view::npos) {
+    const size_t begin = scheme_end + 3;
+    const size_t authority_end = std::min(url.find_first_of("/?#", begin), url.size());
+    const size_t at = url.substr(0, authority_end).rfind('@');
+    const size_t colon = url.substr(0, at == absl::string_view::npos ? 0 : at).find(':', begin);
+    if (at != absl::string_view::npos && at >= begin && colon != absl::string_view::npos) {
+      spans.emplace_back(colon + 1, at);
+    }
   }
+  const size_t query = url.find('?');
+  if (query == absl::string_view::npos) return spans;
+  for (size_t at = url.find("password=", query); at != absl::string_view::npos;
+       at = url.find("password=", at + 1)) {
+    if (url[at - 1] != '?' && url[at - 1] != '&') continue;
+    spans.emplace_back(at + 9, std::min(url.find('&', at + 9), url.size()));
+  }
+  return spans;
 }
 
 }  // namespace
@@ -86,17 +88,21 @@ absl::StatusOr<std::string> ResolveDatabaseUrl(const DatabaseUrlSources& sources
 
 std::string RedactUrl(absl::string_view url) {
   std::string out(url);
-  auto [begin, end] = Userinfo(url);
-  if (begin != absl::string_view::npos) {
-    const size_t colon = out.find(':', begin);
-    if (colon != std::string::npos && colon < end) {
-      out.replace(colon + 1, end - colon - 1, kMask);
-    }
+  const auto spans = PasswordSpans(url);
+  for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
+    out.replace(it->first, it->second - it->first, kMask);
   }
-  MaskQueryPassword(&out);
   return out;
 }
 
-bool HasPassword(absl::string_view url) { return RedactUrl(url) != url; }
+bool HasPassword(absl::string_view url) { return !PasswordSpans(url).empty(); }
+
+std::string RedactPasswordOf(absl::string_view url, absl::string_view text) {
+  std::string out(text);
+  for (const auto& [begin, end] : PasswordSpans(url)) {
+    if (end > begin) out = absl::StrReplaceAll(out, {{url.substr(begin, end - begin), kMask}});
+  }
+  return out;
+}
 
 }  // namespace tunefleet

@@ -34,6 +34,10 @@ std::string RedactUrl(absl::string_view url);
 // True when `url` carries a password (see RedactUrl).
 bool HasPassword(absl::string_view url);
 
+// `text` (e.g. a database client's error about `url`, which may quote parts
+// of it) with every occurrence of `url`'s password replaced by "***".
+std::string RedactPasswordOf(absl::string_view url, absl::string_view text);
+
 }  // namespace tunefleet
 
 #endif  // TUNEFLEET_COMMON_DATABASE_URL_H_

@@ -156,7 +156,11 @@ int main(int argc, char** argv) {
       OptionsFromFlags(flags, *std::move(database_url));
   auto coordinator = tunefleet::server::Coordinator::Start(options);
   if (!coordinator.ok()) {
-    std::cerr << "tunefleet-coordinator: " << coordinator.status() << "\n";
+    // libpq quotes pieces of a URL it cannot parse, the password included.
+    std::cerr << "tunefleet-coordinator: "
+              << tunefleet::RedactPasswordOf(options.database_url,
+                                             coordinator.status().ToString())
+              << "\n";
     return 1;
   }
   const std::string address =

@@ -77,6 +77,15 @@ TEST(RedactUrlTest, MasksThePasswordOnly) {
   EXPECT_FALSE(HasPassword("postgresql://u@h/db"));
 }
 
+TEST(RedactUrlTest, PasswordsQuotedInOtherTextAreMasked) {
+  EXPECT_EQ(RedactPasswordOf("postgresql://u:s%zzcret@h/db",
+                             "invalid percent-encoded token: \"s%zzcret\""),
+            "invalid percent-encoded token: \"***\"");
+  EXPECT_EQ(RedactPasswordOf("postgresql://h/db?password=pw1&user=u", "pw1 and pw1"),
+            "*** and ***");
+  EXPECT_EQ(RedactPasswordOf("postgresql://u@h/db", "u@h"), "u@h");
+}
+
 TEST(PublicMessageTest, StoreDetailsAndInternalErrorsAreNotShown) {
   const absl::Status outage = absl::UnavailableError(
       "postgres: insert trials: connection to server at \"10.0.0.5\", port 5432 failed");

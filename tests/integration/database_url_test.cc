@@ -132,5 +132,16 @@ TEST_F(DatabaseUrlTest, CoordinatorRefusesAFileOthersCanRead) {
   EXPECT_THAT(log, Not(HasSubstr("secret"))) << log;
 }
 
+TEST_F(DatabaseUrlTest, AUrlTheDatabaseClientCannotParseIsReportedWithoutItsPassword) {
+  // libpq quotes the malformed token, here the password itself.
+  Start({}, {{"TUNEFLEET_DATABASE", "postgresql://tunefleet:se%zzcret@127.0.0.1:1/db"}});
+  absl::StatusOr<ExitInfo> exit = coordinator_->Wait(absl::Seconds(60));
+  ASSERT_OK(exit);
+  EXPECT_NE(exit->code, 0);
+  const std::string log = Slurp(stderr_path_);
+  EXPECT_THAT(log, Not(HasSubstr("se%zzcret"))) << log;
+  EXPECT_THAT(log, HasSubstr("***")) << log;
+}
+
 }  // namespace
 }  // namespace tunefleet::testing
