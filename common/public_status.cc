@@ -26,7 +26,12 @@ std::string PublicMessage(const absl::Status& status) {
       if (store) return "store timed out";
       break;
     default:
-      if (store) return "internal error";
+      // Only a store's own message (the PostgreSQL store's refusal of
+      // invalid text): a client's names may hold the same words.
+      if (absl::StartsWith(status.message(), "postgres: ") ||
+          absl::StartsWith(status.message(), "sqlite: ")) {
+        return "internal error";
+      }
   }
   return std::string(status.message());
 }

@@ -16,7 +16,9 @@ bool IsStoreError(const absl::Status& status);
 
 // The message a client may see for `status`: its own message, except
 //  - a store error: "store unavailable" (UNAVAILABLE), "store conflict"
-//    (ABORTED), "store timed out" (DEADLINE_EXCEEDED), else "internal error";
+//    (ABORTED), "store timed out" (DEADLINE_EXCEEDED); with another code,
+//    "internal error" when the message starts with the store's name (a
+//    client's own names, quoted in an INVALID_ARGUMENT, are left alone);
 //  - INTERNAL, UNKNOWN, DATA_LOSS: "internal error".
 // REQUIRES: !status.ok().
 std::string PublicMessage(const absl::Status& status);

@@ -104,6 +104,9 @@ TEST(PublicMessageTest, StoreDetailsAndInternalErrorsAreNotShown) {
             "shape is missing dim K");
   EXPECT_EQ(PublicMessage(absl::UnavailableError("the coordinator is shutting down")),
             "the coordinator is shutting down");
+  EXPECT_EQ(PublicMessage(absl::InvalidArgumentError("sources: the job does not carry "
+                                                     "sqlite: a.cc")),
+            "sources: the job does not carry sqlite: a.cc");
 }
 
 }  // namespace
