@@ -133,14 +133,7 @@ absl::Status CpuKernelRunner::AllocateArgs() {
     arg.dtype = tensor.dtype();
     arg.role = tensor.role();
     ASSIGN_OR_RETURN(arg.count, space_->TensorElements(i));
-    // The coordinator refuses both at submission; a child never trusts it.
-    const size_t element_bytes = DTypeSize(arg.dtype);
-    if (element_bytes == 0 || static_cast<uint64_t>(arg.count) > SIZE_MAX / element_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensor ", arg.name, ": unknown dtype ", arg.dtype, " or ", arg.count,
-          " elements overflow"));
-    }
-    const size_t bytes = static_cast<size_t>(arg.count) * element_bytes;
+    ASSIGN_OR_RETURN(const size_t bytes, TensorBytes(arg.name, arg.dtype, arg.count));
     arg.work = Buffer::Allocate(bytes);
     if (arg.work.data == nullptr) return OutOfMemory(bytes, arg.name);
     if (arg.role != v1::ROLE_OUT) {
