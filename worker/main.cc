@@ -117,6 +117,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
                               : 0;
   executor_options.trial_deadline = absl::Seconds(deadline);
   executor_options.prepare_deadline = absl::Seconds(flags.prepare_deadline);
+  executor_options.failed_prepares = std::make_shared<FailedPrepares>();
   std::vector<std::unique_ptr<TrialExecutor>> executors;
   for (const v1::Device& device : *devices) {
     ChildOptions child{{SelfExecutable(), "--child", "--backend", BackendName(backend)},

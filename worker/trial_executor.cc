@@ -48,7 +48,10 @@ TrialExecutor::TrialExecutor(CompilePool* pool, v1::Device device, ChildOptions 
     : pool_(pool),
       device_(std::move(device)),
       options_(std::move(options)),
-      child_(std::move(child)) {}
+      child_(std::move(child)),
+      failed_prepares_(options_.failed_prepares != nullptr
+                           ? options_.failed_prepares
+                           : std::make_shared<FailedPrepares>()) {}
 
 absl::Duration TrialExecutor::TrialDeadline() const {
   if (options_.trial_deadline > absl::ZeroDuration()) return options_.trial_deadline;
@@ -106,8 +109,8 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
   const JobContext& job = *batch->job;
   const std::string job_key =
       absl::StrCat(job.job_id, "|", batch->kernel_key, "|", job.seed, "|", reference.artifact);
-  if (auto failed = failed_prepares_.find(job_key); failed != failed_prepares_.end()) {
-    *failure = failed->second;
+  if (std::optional<v1::TrialResult> failed = failed_prepares_->Find(job_key)) {
+    *failure = *std::move(failed);
     return absl::OkStatus();
   }
   // The same job with the same measure options in the same child process
@@ -119,8 +122,7 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
   }
   RETURN_IF_ERROR(Prepare(*batch, reference.artifact, failure));
   if (failure->status() != v1::TRIAL_STATUS_UNSPECIFIED) {
-    if (failed_prepares_.size() >= kMaxFailedPrepares) failed_prepares_.clear();
-    failed_prepares_[job_key] = *failure;
+    failed_prepares_->Add(job_key, *failure);
   } else {
     prepared_for_ = key;
     prepared_in_ = child_.starts();

@@ -3,9 +3,13 @@
 #include "worker/trial_executor.h"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
+#include "common/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_support.h"
@@ -165,6 +169,41 @@ TEST_F(TrialExecutorTest, UnknownDtypeFailsThePrepareInsteadOfSpinning) {
       EXPECT_THAT(result.error(), HasSubstr("dtype 8"));
     }
   }
+}
+
+TEST_F(TrialExecutorTest, APrepareThatTimedOutIsNeverRunAgainByExecutorsSharingFailures) {
+  JobContext job = LoadJob(kFaulty, "N=1024");
+  const std::string log = cache_.path() + "/prepares.log";
+  for (v1::SourceFile& file : job.sources) {
+    if (file.path() != "reference.cc") continue;
+    file.set_content(absl::StrCat(
+        "#include <cstdio>\nextern \"C\" void faulty_reference(void**) {\n"
+        "  std::FILE* log = std::fopen(\"", log, "\", \"a\");\n"
+        "  std::fputs(\"prepare\\n\", log);\n  std::fclose(log);\n"
+        "  for (volatile unsigned long i = 0;; ++i) {}\n}\n"));
+    file.set_digest(Sha256Hex(file.content()));
+  }
+  ExecutorOptions options = FastOptions();
+  options.prepare_deadline = absl::Seconds(1);
+  options.failed_prepares = std::make_shared<FailedPrepares>();
+  TrialExecutor first(compile_.pool.get(), DiscoverCpuDevice(), CpuChild(), options);
+  TrialExecutor second(compile_.pool.get(), DiscoverCpuDevice(), CpuChild(), options);
+  int64_t index = 0;
+  for (TrialExecutor* executor : {&first, &first, &second}) {  // three leases
+    std::vector<v1::TrialResult> results;
+    ASSERT_OK(executor->Run(
+        job, {MakeTrial(index++, "FAULT=0,UNROLL=1"), MakeTrial(index++, "FAULT=0,UNROLL=4")},
+        [&](int64_t, const v1::TrialResult& r) { results.push_back(r); },
+        /*should_stop=*/nullptr));
+    ASSERT_EQ(results.size(), 2u);
+    for (const v1::TrialResult& result : results) {
+      EXPECT_EQ(result.status(), v1::TRIAL_STATUS_TIMEOUT) << result.error();
+    }
+  }
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "prepare\n") << "the job was prepared more than once";
+  EXPECT_EQ(second.child_starts(), 0);
 }
 
 TEST_F(TrialExecutorTest, InterruptedExecutorRunsNothingAndReportsNothing) {
