@@ -68,9 +68,9 @@ absl::Status Fleet::StartCoordinator() {
                   "--batch-size", std::to_string(options_.batch_size),
                   "--metrics-listen", "127.0.0.1:0",
                   "--finalists", std::to_string(options_.finalists)};
-  if (!options_.database.empty()) {
-    options.argv.insert(options.argv.end(), {"--database", options_.database});
-  }
+  // The URL travels in the environment, as a password should; set even when
+  // empty (the default store), so that the caller's own does not leak in.
+  options.env.emplace_back("TUNEFLEET_DATABASE", options_.database);
   RETURN_IF_ERROR(SecurityFlags(&options.argv));
   options.argv.insert(options.argv.end(), options_.coordinator_flags.begin(),
                       options_.coordinator_flags.end());
@@ -120,6 +120,8 @@ absl::StatusOr<int> Fleet::StartWorker() {
   } else {
     options.argv.push_back("--insecure");
   }
+  options.argv.insert(options.argv.end(), options_.worker_flags.begin(),
+                      options_.worker_flags.end());
   ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> worker, Subprocess::Start(options));
   workers_.push_back(std::move(worker));
   return index;

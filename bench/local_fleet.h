@@ -17,7 +17,7 @@ namespace tunefleet::bench {
 struct FleetOptions {
   std::string bin_dir;          // where tunefleet-coordinator and tunefleet-worker are
   std::string data_dir;         // the coordinator's data dir (SQLite)
-  std::string database;         // the coordinator's --database; empty: SQLite under data_dir
+  std::string database;         // its TUNEFLEET_DATABASE; empty: SQLite under data_dir
   int64_t lease_ttl_ms = 3000;  // short, so that a killed worker's lease expires soon
   int64_t heartbeat_ms = 300;
   int batch_size = 2;
@@ -31,6 +31,7 @@ struct FleetOptions {
   // scripts/dev-ca.sh: the fleet then runs with TLS, a development CA under
   // data_dir/ca, a certificate per worker and an admin token.
   std::string dev_ca_script;
+  std::vector<std::string> worker_flags;       // appended to each worker's command line
 };
 
 // Not thread-safe. Processes are killed when the Fleet goes away.

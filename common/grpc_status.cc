@@ -1,14 +1,21 @@
 #include "common/grpc_status.h"
 
+#include <iostream>
 #include <string>
+
+#include "common/public_status.h"
 
 namespace tunefleet {
 
 // Both enumerations are the canonical codes with the same numbers (0..16).
+// A client gets the public message; what it hides goes to the log (stderr).
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  std::string message = PublicMessage(status);
+  if (message != status.message()) {
+    std::cerr << "tunefleet: answered \"" << message << "\" for: " << status << std::endl;
+  }
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::move(message));
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

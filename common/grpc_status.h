@@ -1,5 +1,7 @@
 // Conversion between absl::Status and grpc::Status, one canonical code to the
-// same code. Nothing else in tunefleet converts statuses.
+// same code. Nothing else in tunefleet converts statuses. What a server sends
+// carries PublicMessage (common/public_status.h): store details and internal
+// errors are logged to stderr, never sent.
 #ifndef TUNEFLEET_COMMON_GRPC_STATUS_H_
 #define TUNEFLEET_COMMON_GRPC_STATUS_H_
 

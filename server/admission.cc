@@ -11,6 +11,7 @@
 #include "common/spec_loader.h"
 #include "common/status_macros.h"
 #include "common/tuning_key.h"
+#include "server/job_input.h"
 #include "server/search_strategy.h"
 
 namespace tunefleet::server {
@@ -142,20 +143,31 @@ std::unique_ptr<TargetTrials> TrialsOf(const AdmissionLimits& limits, Search sea
                                         limits.finalists);
 }
 
+// The fields a spec read from disk cannot get wrong but a raw request can.
+absl::Status CheckUntrustedFields(const AdmissionLimits& limits, const v1::JobSpec& spec) {
+  RETURN_IF_ERROR(CheckEnums(spec.kernel()));
+  RETURN_IF_ERROR(CheckSourcePaths(spec));
+  RETURN_IF_ERROR(CheckTolerance(spec.kernel().tolerance()));
+  return CheckStrategy(spec, limits.max_trials);
+}
+
 }  // namespace
 
 absl::Status ValidateSpec(const AdmissionLimits& limits, bool walk_space,
                           v1::JobSpec* spec) {
+  RETURN_IF_ERROR(CheckUntrustedFields(limits, *spec));
   RETURN_IF_ERROR(Prefixed("kernel: ", ValidateKernelSpec(spec->kernel())));
   RETURN_IF_ERROR(Prefixed("kernel: ", CheckCompileOptions(spec->kernel().backend(),
                                                            spec->kernel().compile_options())));
   RETURN_IF_ERROR(CheckSources(limits, spec));
   ASSIGN_OR_RETURN(*spec->mutable_shape(), NormalizeShape(spec->kernel(), spec->shape()));
+  RETURN_IF_ERROR(CheckDims(spec->shape()));
   const DeviceLimits placeholder = PlaceholderLimits(spec->kernel().backend());
+  ASSIGN_OR_RETURN(std::unique_ptr<ConfigSpace> space, SpaceOf(limits, *spec, placeholder));
+  RETURN_IF_ERROR(CheckTensorBytes(space.get(), limits.max_tensor_bytes).status());
   if (walk_space) return MakeSearch(limits, *spec, placeholder).status();
   // Without the walk: the expressions compile, the space fits the cap and a
   // named config set exists.
-  ASSIGN_OR_RETURN(std::unique_ptr<ConfigSpace> space, SpaceOf(limits, *spec, placeholder));
   return StrategyFor(*spec, space.get(), limits.max_trials).status();
 }
 

@@ -23,12 +23,15 @@ struct AdmissionLimits {
   int64_t max_space_points = 10'000'000;
   int64_t max_trials = 100'000;
   int64_t max_source_bytes = 4 << 20;
+  int64_t max_tensor_bytes = int64_t{16} << 30;
   int max_lease_attempts = 3;
   int finalists = 5;
 };
 
 // Checks `spec` and normalizes it in place: source digests (set, or checked
-// when given), the shape (every dim, spec order). When `walk_space`, the
+// when given), the shape (every dim, spec order). Hostile fields are refused
+// first (see job_input.h), and the job's tensors under the default config
+// must fit `max_tensor_bytes`. When `walk_space`, the
 // strategy is also built once under placeholder limits, so that a space
 // with no valid config is refused before any device is known.
 // InvalidArgument naming the field, ResourceExhausted over a cap.

@@ -14,6 +14,7 @@
 #include "server/auth_processor.h"
 #include "server/best_config_index.h"
 #include "server/call_pool.h"
+#include "server/decode_errors.h"
 #include "server/long_polls.h"
 #include "server/prometheus_metrics.h"
 #include "server/source_blobs.h"
@@ -101,6 +102,9 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   builder.RegisterService(tuning_service_.get());
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(token_service_.get());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<DecodeErrorsFactory>());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));

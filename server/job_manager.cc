@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/config_text.h"
+#include "common/public_status.h"
 #include "common/status_macros.h"
 #include "server/best_config_index.h"
 
@@ -76,6 +77,7 @@ AdmissionLimits JobManager::LimitsOf(const JobManagerOptions& options) {
   limits.max_space_points = options.max_space_points;
   limits.max_trials = options.max_trials;
   limits.max_source_bytes = options.max_source_bytes;
+  limits.max_tensor_bytes = options.max_tensor_bytes;
   limits.max_lease_attempts = options.max_lease_attempts;
   limits.finalists = options.finalists;
   return limits;
@@ -330,7 +332,7 @@ void JobManager::OnWorkerRegistered() {
       }
     }
     if (job->targets.empty()) {
-      job->view.set_reason(!first_error.ok() ? std::string(first_error.message())
+      job->view.set_reason(!first_error.ok() ? PublicMessage(first_error)
                                              : WaitingReason(*job->spec));
     } else if (job->view.state() == v1::JOB_STATE_QUEUED) {
       job->view.set_reason("");

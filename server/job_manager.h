@@ -58,6 +58,9 @@ struct JobManagerOptions {
   int finalists = 5;
   // Largest total size of a job's source files. Default 4 MiB.
   int64_t max_source_bytes = 4 << 20;
+  // Largest total size of a job's tensors under its default config (what a
+  // worker allocates, before its copies). Default 16 GiB.
+  int64_t max_tensor_bytes = int64_t{16} << 30;
   // A batch of trial rows is tried this many times, with backoff from
   // `write_backoff` doubling, before its reports are refused. Default 3,
   // 50 ms. Rows of reports that arrive together share one transaction.

@@ -13,6 +13,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/database_url.h"
 #include "server/coordinator.h"
 
 namespace {
@@ -20,6 +21,7 @@ namespace {
 struct Flags {
   std::string listen = "127.0.0.1:7070";
   std::string database;
+  std::string database_file;
   std::string data_dir = "tunefleet-data";
   std::string address_file;
   std::string metrics_listen = "127.0.0.1:9464";
@@ -28,6 +30,7 @@ struct Flags {
   int batch_size = 4;
   int64_t max_space_points = 10'000'000;
   int64_t max_trials = 100'000;
+  int64_t max_tensor_bytes = int64_t{16} << 30;
   int finalists = 5;
   int report_threads = 64;
   std::string tls_cert;
@@ -89,7 +92,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--database", flags.database,
                  "store URL: sqlite:///path.db or postgresql://user:pass@host:port/db "
-                 "(default: SQLite under --data-dir)");
+                 "(default: TUNEFLEET_DATABASE, else SQLite under --data-dir); a password "
+                 "given here is visible to every local user: prefer --database-file");
+  app.add_option("--database-file", flags.database_file,
+                 "file whose first line is the store URL; must not be readable by group or "
+                 "others");
   app.add_option("--data-dir", flags.data_dir, "directory of the embedded SQLite store")
       ->capture_default_str();
   app.add_option("--address-file", flags.address_file,
@@ -114,12 +121,31 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->check(CLI::Range(1, 1024));
   app.add_option("--max-trials", flags.max_trials,
                  "most configs one job measures per device model")->capture_default_str();
+  app.add_option("--max-tensor-bytes", flags.max_tensor_bytes,
+                 "largest total size of a job's tensors (default 16 GiB)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 }
 
-tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags) {
+// The store URL from --database, --database-file or TUNEFLEET_DATABASE.
+absl::StatusOr<std::string> DatabaseUrl(const Flags& flags) {
+  tunefleet::DatabaseUrlSources sources{flags.database, flags.database_file, std::nullopt};
+  if (const char* env = std::getenv("TUNEFLEET_DATABASE"); env != nullptr) {
+    sources.environment = env;
+  }
+  if (tunefleet::HasPassword(flags.database)) {
+    std::cerr << "tunefleet-coordinator: warning: the password in --database is visible to "
+                 "every local user (ps); use --database-file or TUNEFLEET_DATABASE"
+              << std::endl;
+  }
+  return tunefleet::ResolveDatabaseUrl(sources);
+}
+
+tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
+                                                       std::string database_url) {
   tunefleet::server::CoordinatorOptions options;
   options.listen = flags.listen;
-  options.database_url = flags.database;
+  options.database_url = std::move(database_url);
   options.data_dir = flags.data_dir;
   options.metrics_listen = flags.metrics_listen;
   options.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
@@ -127,6 +153,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags) {
   options.jobs.batch_size = flags.batch_size;
   options.jobs.max_space_points = flags.max_space_points;
   options.jobs.max_trials = flags.max_trials;
+  options.jobs.max_tensor_bytes = flags.max_tensor_bytes;
   options.jobs.finalists = flags.finalists;
   options.report_threads = flags.report_threads;
   options.tls = tunefleet::ServerTls{flags.tls_cert, flags.tls_key, flags.tls_client_ca};
@@ -174,10 +201,24 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  const tunefleet::server::CoordinatorOptions options = OptionsFromFlags(flags);
+  absl::StatusOr<std::string> database_url = DatabaseUrl(flags);
+  if (!database_url.ok()) {
+    std::cerr << "tunefleet-coordinator: " << database_url.status() << "\n";
+    return 2;
+  }
+  if (!database_url->empty()) {
+    std::cerr << "tunefleet-coordinator: store " << tunefleet::RedactUrl(*database_url)
+              << std::endl;
+  }
+  const tunefleet::server::CoordinatorOptions options =
+      OptionsFromFlags(flags, *std::move(database_url));
   auto coordinator = tunefleet::server::Coordinator::Start(options);
   if (!coordinator.ok()) {
-    std::cerr << "tunefleet-coordinator: " << coordinator.status() << "\n";
+    // libpq quotes pieces of a URL it cannot parse, the password included.
+    std::cerr << "tunefleet-coordinator: "
+              << tunefleet::RedactPasswordOf(options.database_url,
+                                             coordinator.status().ToString())
+              << "\n";
     return 1;
   }
   const std::string address =

@@ -1,6 +1,11 @@
 #include "worker/child_process.h"
 
 #include <signal.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -8,7 +13,23 @@
 
 namespace tunefleet::worker {
 
-BenchChildProcess::~BenchChildProcess() { Stop(); }
+BenchChildProcess::BenchChildProcess(ChildOptions options)
+    : options_(std::move(options)), wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+BenchChildProcess::~BenchChildProcess() {
+  Stop();
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+void BenchChildProcess::Interrupt() {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
+}
+
+bool BenchChildProcess::interrupted() const {
+  pollfd pfd{.fd = wake_fd_, .events = POLLIN, .revents = 0};
+  return poll(&pfd, 1, 0) > 0;
+}
 
 absl::Status BenchChildProcess::Start() {
   SubprocessOptions options;
@@ -40,13 +61,20 @@ ChildReply BenchChildProcess::Died(std::string detail) {
 
 absl::StatusOr<ChildReply> BenchChildProcess::Call(const v1::ChildRequest& request,
                                                    absl::Duration deadline) {
+  if (interrupted()) return absl::CancelledError("interrupted: the worker is stopping");
   if (process_ == nullptr) RETURN_IF_ERROR(Start());
   absl::Status written = WriteMessage(process_->stdin_fd(), request);
   if (!written.ok()) {
     return Died(absl::IsUnavailable(written) ? "" : std::string(written.message()));
   }
   ChildReply reply;
-  absl::Status read = reader_->Read(&reply.response, absl::Now() + deadline);
+  absl::Status read = reader_->Read(&reply.response, absl::Now() + deadline, wake_fd_);
+  if (absl::IsCancelled(read)) {
+    process_->KillAndWait();
+    process_.reset();
+    reader_.reset();
+    return absl::CancelledError("interrupted: the worker is stopping; child killed");
+  }
   if (absl::IsDeadlineExceeded(read)) {
     reply.kind = ChildReply::Kind::kTimedOut;
     reply.exit = process_->KillAndWait();

@@ -50,15 +50,21 @@ struct ChildReply {
 // daemon serves that device.
 class BenchChildProcess {
  public:
-  explicit BenchChildProcess(ChildOptions options) : options_(std::move(options)) {}
+  explicit BenchChildProcess(ChildOptions options);
   // Stop().
   ~BenchChildProcess();
 
   // Sends `request`, starting the child first when none runs, and waits for
   // the answer until `deadline`. After kDied or kTimedOut, or an answer
   // with `exiting`, the child is gone and the next Call starts a fresh one.
-  // Non-OK only when the child cannot be started at all.
+  // Non-OK when the child cannot be started at all, and Cancelled once
+  // Interrupt was called (a call in progress kills the child first).
   absl::StatusOr<ChildReply> Call(const v1::ChildRequest& request, absl::Duration deadline);
+
+  // Makes the Call in progress, and every later one, end at once with
+  // Cancelled, killing the child. For a daemon that must stop while a child
+  // spins. Thread-safe, async-signal-safe; irreversible.
+  void Interrupt();
 
   // Closes the child's stdin (it exits at EOF), waits up to `grace`, then
   // kills it.
@@ -70,10 +76,12 @@ class BenchChildProcess {
 
  private:
   absl::Status Start();
+  bool interrupted() const;
   // Reaps the child after it closed its pipe (or failed a write).
   ChildReply Died(std::string detail);
 
   const ChildOptions options_;
+  const int wake_fd_;  // an eventfd, readable once interrupted
   std::unique_ptr<Subprocess> process_;
   std::unique_ptr<MessageReader> reader_;
   int starts_ = 0;

@@ -94,7 +94,7 @@ absl::StatusOr<bool> MessageReader::TakeFrame(google::protobuf::MessageLite* mes
 }
 
 absl::Status MessageReader::Read(google::protobuf::MessageLite* message,
-                                  absl::Time deadline) {
+                                  absl::Time deadline, int wake_fd) {
   char chunk[65536];
   while (true) {
     absl::StatusOr<bool> taken = TakeFrame(message);
@@ -108,10 +108,14 @@ absl::Status MessageReader::Read(google::protobuf::MessageLite* message,
       }
       timeout_ms = static_cast<int>(absl::ToInt64Milliseconds(left)) + 1;
     }
-    pollfd pfd{.fd = fd_, .events = POLLIN, .revents = 0};
-    int ready = poll(&pfd, 1, timeout_ms);
+    pollfd pfds[2] = {{.fd = fd_, .events = POLLIN, .revents = 0},
+                      {.fd = wake_fd, .events = POLLIN, .revents = 0}};
+    int ready = poll(pfds, wake_fd >= 0 ? 2 : 1, timeout_ms);
     if (ready < 0 && errno != EINTR) {
       return absl::InternalError(absl::StrCat("poll: ", strerror(errno)));
+    }
+    if (ready > 0 && wake_fd >= 0 && pfds[1].revents != 0) {
+      return absl::CancelledError("interrupted");
     }
     if (ready <= 0) continue;
     ssize_t n = read(fd_, chunk, sizeof(chunk));

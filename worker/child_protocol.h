@@ -30,9 +30,10 @@ class MessageReader {
   // Reads the next message, waiting until `deadline` at most.
   // DeadlineExceeded when no whole frame arrived in time (bytes read so far
   // are kept for the next call), Unavailable at EOF (the writer is gone),
-  // DataLoss for a frame that is too large or does not parse.
+  // DataLoss for a frame that is too large or does not parse, Cancelled as
+  // soon as `wake_fd` (when >= 0) is readable.
   absl::Status Read(google::protobuf::MessageLite* message,
-                    absl::Time deadline = absl::InfiniteFuture());
+                    absl::Time deadline = absl::InfiniteFuture(), int wake_fd = -1);
 
  private:
   // Parses a whole frame at the start of buffer_ into `message`; false when

@@ -113,6 +113,16 @@ size_t DTypeSize(v1::DType dtype) {
   }
 }
 
+absl::StatusOr<size_t> TensorBytes(const std::string& name, v1::DType dtype, int64_t elements) {
+  const size_t element = DTypeSize(dtype);
+  if (element == 0 || elements < 0 ||
+      static_cast<uint64_t>(elements) > std::numeric_limits<size_t>::max() / element) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor ", name, ": dtype ", dtype, " and ", elements, " elements make no size"));
+  }
+  return static_cast<size_t>(elements) * element;
+}
+
 float HalfToFloat(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
   const uint32_t exp = (h >> 10) & 0x1f;

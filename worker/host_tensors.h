@@ -6,14 +6,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "tunefleet/v1/kernel_spec.pb.h"
 
 namespace tunefleet::worker {
 
 // Bytes per element; 0 for DTYPE_UNSPECIFIED.
 size_t DTypeSize(v1::DType dtype);
+
+// Bytes of a tensor of `elements` of `dtype`. InvalidArgument naming `name`
+// for an unknown dtype, a negative count or a size that overflows (the
+// coordinator refuses these at submission; a child does not rely on it).
+absl::StatusOr<size_t> TensorBytes(const std::string& name, v1::DType dtype, int64_t elements);
 
 float HalfToFloat(uint16_t bits);
 uint16_t FloatToHalf(float value);  // round to nearest even

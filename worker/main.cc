@@ -48,6 +48,8 @@ struct Flags {
   double measure_budget = 0.2;
   double compile_timeout = 60;
   double trial_deadline = 0;  // 0 = max(10 s, 20 x budget); CUDA: at least 30 s
+  double prepare_deadline = 180;
+  double drain_time = 10;
   bool child = false;
   std::string tls_ca;
   std::string tls_cert;
@@ -147,6 +149,8 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
                               ? std::max(30.0, 20 * flags.measure_budget)
                               : 0;
   executor_options.trial_deadline = absl::Seconds(deadline);
+  executor_options.prepare_deadline = absl::Seconds(flags.prepare_deadline);
+  executor_options.failed_prepares = std::make_shared<FailedPrepares>();
   std::vector<std::unique_ptr<TrialExecutor>> executors;
   for (const v1::Device& device : *devices) {
     const std::string self = SelfExecutable();
@@ -177,6 +181,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   options.host = flags.name.empty() ? HostName() : flags.name;
   options.toolkit = (*compiler)->toolkit();
   options.max_trials = flags.max_trials;
+  options.drain_time = absl::Seconds(flags.drain_time);
   WorkerDaemon daemon(options, coordinator.get(), &sources, std::move(executors));
 
   std::thread([&daemon, stop_signals] {
@@ -225,6 +230,14 @@ int main(int argc, char** argv) {
   app.add_option("--sandbox-ro", flags.sandbox_read_only,
                  "a host path every sandboxed process also sees read-only (a toolchain "
                  "outside /usr); repeatable");
+  app.add_option("--prepare-deadline", flags.prepare_deadline,
+                 "seconds a job's input generation and reference run may take; a job that "
+                 "overruns it is not prepared again by this worker")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--drain-time", flags.drain_time,
+                 "seconds after SIGTERM for the trial in progress to finish; then the "
+                 "benchmark children are killed and the trial handed back")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   app.add_option("--tls-ca", flags.tls_ca,

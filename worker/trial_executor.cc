@@ -48,7 +48,10 @@ TrialExecutor::TrialExecutor(CompilePool* pool, v1::Device device, ChildOptions 
     : pool_(pool),
       device_(std::move(device)),
       options_(std::move(options)),
-      child_(std::move(child)) {}
+      child_(std::move(child)),
+      failed_prepares_(options_.failed_prepares != nullptr
+                           ? options_.failed_prepares
+                           : std::make_shared<FailedPrepares>()) {}
 
 absl::Duration TrialExecutor::TrialDeadline() const {
   if (options_.trial_deadline > absl::ZeroDuration()) return options_.trial_deadline;
@@ -104,41 +107,56 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
     return absl::OkStatus();
   }
   const JobContext& job = *batch->job;
+  const std::string job_key =
+      absl::StrCat(job.job_id, "|", batch->kernel_key, "|", job.seed, "|", reference.artifact);
+  if (std::optional<v1::TrialResult> failed = failed_prepares_->Find(job_key)) {
+    *failure = *std::move(failed);
+    return absl::OkStatus();
+  }
   // The same job with the same measure options in the same child process
   // needs no second Prepare (a finalists round measures with a smaller
   // budget than the leases before it).
-  const std::string key =
-      absl::StrCat(job.job_id, "|", batch->kernel_key, "|", job.seed, "|",
-                   reference.artifact, "|", batch->measure.ShortDebugString());
+  const std::string key = absl::StrCat(job_key, "|", batch->measure.ShortDebugString());
   if (child_.running() && prepared_for_ == key && prepared_in_ == child_.starts()) {
     return absl::OkStatus();
   }
+  RETURN_IF_ERROR(Prepare(*batch, reference.artifact, failure));
+  if (failure->status() != v1::TRIAL_STATUS_UNSPECIFIED) {
+    failed_prepares_->Add(job_key, *failure);
+  } else {
+    prepared_for_ = key;
+    prepared_in_ = child_.starts();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrialExecutor::Prepare(const Batch& batch, const std::string& reference_artifact,
+                                    v1::TrialResult* failure) {
+  const JobContext& job = *batch.job;
   v1::ChildRequest request;
   v1::PrepareRequest* prepare = request.mutable_prepare();
   *prepare->mutable_kernel() = job.spec;
-  *prepare->mutable_shape() = batch->shape;
+  *prepare->mutable_shape() = batch.shape;
   prepare->set_seed(job.seed);
   *prepare->mutable_limits() = device_.limits();
-  prepare->set_reference_artifact(reference.artifact);
-  *prepare->mutable_measure() = batch->measure;
+  prepare->set_reference_artifact(reference_artifact);
+  *prepare->mutable_measure() = batch.measure;
   prepare->mutable_measure()->set_run_seconds_limit(absl::ToDoubleSeconds(TrialDeadline()));
+  // A child that died may have been unlucky once; one that spun until the
+  // deadline would spin again.
   for (int attempt = 1;; ++attempt) {
     ASSIGN_OR_RETURN(ChildReply reply, child_.Call(request, options_.prepare_deadline));
     if (reply.kind == ChildReply::Kind::kAnswered) {
       if (!reply.response.error().empty()) {
         *failure = Outcome(v1::TRIAL_STATUS_LAUNCH_ERROR,
                            absl::StrCat("prepare failed: ", reply.response.error()));
-        return absl::OkStatus();
       }
-      prepared_for_ = key;
-      prepared_in_ = child_.starts();
       return absl::OkStatus();
     }
     spdlog::warn("benchmark child failed to prepare {}: {}", job.spec.name(), reply.detail);
-    if (attempt >= 2) {
-      *failure = Outcome(reply.kind == ChildReply::Kind::kTimedOut
-                             ? v1::TRIAL_STATUS_TIMEOUT
-                             : v1::TRIAL_STATUS_CRASHED,
+    const bool timed_out = reply.kind == ChildReply::Kind::kTimedOut;
+    if (timed_out || attempt >= 2) {
+      *failure = Outcome(timed_out ? v1::TRIAL_STATUS_TIMEOUT : v1::TRIAL_STATUS_CRASHED,
                          absl::StrCat("the reference run failed: ", reply.detail));
       return absl::OkStatus();
     }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "tunefleet/v1/worker_service.pb.h"
 #include "worker/child_process.h"
 #include "worker/compile_pool.h"
+#include "worker/failed_prepares.h"
 
 namespace tunefleet::worker {
 
@@ -44,6 +46,9 @@ struct ExecutorOptions {
   // logs; runs on the executor's thread. Default: none.
   std::function<void(int round, int64_t index, const v1::TrialResult& result)>
       on_finalist_step;
+  // Where failed Prepares are remembered; share one among the executors of
+  // a worker's devices. Default: null, the executor keeps its own.
+  std::shared_ptr<FailedPrepares> failed_prepares;
 };
 
 // One job's kernel and problem, as trials need it.
@@ -94,6 +99,11 @@ class TrialExecutor {
   int child_starts() const { return child_.starts(); }
   // Stops the benchmark child.
   void Shutdown() { child_.Stop(); }
+  // Kills the benchmark child now, even in the middle of a Prepare or a
+  // trial; the Run in progress, and every later one, returns Cancelled with
+  // the interrupted trial unreported. For a daemon whose drain time is over.
+  // Thread-safe (may be called from any thread, unlike the rest).
+  void Interrupt() { child_.Interrupt(); }
 
  private:
   struct PendingTrial;
@@ -110,8 +120,15 @@ class TrialExecutor {
   void Plan(Batch* batch, const std::vector<v1::Trial>& trials);
   // Compiles the reference and prepares the child when it is not prepared
   // for this job and these measure options. A non-OK TrialResult status in
-  // `*failure` fails every remaining trial with that status.
+  // `*failure` fails every remaining trial with that status. A Prepare that
+  // timed out is not tried again, and a job whose Prepare failed is not
+  // prepared again by this executor (nor by those sharing its
+  // FailedPrepares): later leases of it get the same failure at once, so one
+  // job never costs the prepare deadline twice.
   absl::Status EnsurePrepared(Batch* batch, v1::TrialResult* failure);
+  // Sends the child a Prepare for `batch`; a failure as EnsurePrepared.
+  absl::Status Prepare(const Batch& batch, const std::string& reference_artifact,
+                       v1::TrialResult* failure);
   absl::StatusOr<v1::TrialResult> Measure(Batch* batch, const v1::Trial& trial,
                                           const std::string& artifact);
   // One trial's outcome; non-OK only for an infrastructure failure.
@@ -131,6 +148,8 @@ class TrialExecutor {
   int prepared_in_ = 0;
   // Kills of the child per (kernel digest, shape, config).
   absl::flat_hash_map<std::string, int> kills_;
+  // The failed Prepare of each job (by job, kernel, seed and reference).
+  const std::shared_ptr<FailedPrepares> failed_prepares_;
 };
 
 }  // namespace tunefleet::worker

@@ -237,15 +237,35 @@ void WorkerDaemon::ServeLease(TrialExecutor* executor, const std::string& worker
   ++leases_done_;
 }
 
+void WorkerDaemon::DrainWatchdog() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&stopping_));
+  auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return loops_running_ == 0; };
+  if (mu_.AwaitWithTimeout(absl::Condition(&drained), options_.drain_time)) return;
+  spdlog::warn("drain time ({}) is over: killing the benchmark children",
+               absl::FormatDuration(options_.drain_time));
+  for (auto& executor : executors_) executor->Interrupt();
+}
+
 void WorkerDaemon::Run() {
   if (!Register(/*stale_id=*/"")) return;
   std::thread heartbeat([this] { HeartbeatLoop(); });
+  {
+    absl::MutexLock lock(&mu_);
+    loops_running_ = static_cast<int>(executors_.size());
+  }
+  std::thread watchdog([this] { DrainWatchdog(); });
   std::vector<std::thread> loops;
   for (auto& executor : executors_) {
-    loops.emplace_back([this, e = executor.get()] { LeaseLoop(e); });
+    loops.emplace_back([this, e = executor.get()] {
+      LeaseLoop(e);
+      absl::MutexLock lock(&mu_);
+      --loops_running_;
+    });
   }
   for (std::thread& loop : loops) loop.join();
   heartbeat.join();
+  watchdog.join();
   for (auto& executor : executors_) executor->Shutdown();
 }
 

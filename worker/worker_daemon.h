@@ -42,6 +42,10 @@ struct WorkerOptions {
   absl::Duration default_lease_ttl = absl::Seconds(30);
   // How often results are streamed back. Default 1 s.
   absl::Duration report_interval = absl::Seconds(1);
+  // After Stop, how long the trials in progress may take to finish; then
+  // the benchmark children are killed (TrialExecutor::Interrupt) and the
+  // interrupted trials handed back. Default 10 s.
+  absl::Duration drain_time = absl::Seconds(10);
 };
 
 // Thread-safety: Run blocks its caller; Stop may be called from any thread
@@ -56,8 +60,10 @@ class WorkerDaemon {
 
   // Registers (retrying until it succeeds or Stop), then serves leases on
   // every device until Stop. On Stop: no new lease is taken; the trial in
-  // progress finishes, its results are reported and the rest of the lease is
-  // handed back (release). Returns after every thread and child is gone.
+  // progress finishes (within options.drain_time, else its child is killed
+  // and it is handed back unreported), its results are reported and the rest
+  // of the lease is handed back (release). Returns after every thread and
+  // child is gone.
   void Run();
   // Asks Run to wind down. Idempotent.
   void Stop();
@@ -73,6 +79,9 @@ class WorkerDaemon {
   bool Register(const std::string& stale_id);
   void HeartbeatLoop();
   void LeaseLoop(TrialExecutor* executor);
+  // Once stopping, waits up to drain_time for the lease loops to end, then
+  // interrupts every executor.
+  void DrainWatchdog();
   void ServeLease(TrialExecutor* executor, const std::string& worker_id,
                   const v1::Lease& lease);
   // Sleeps `backoff` (with jitter) unless stopped first; doubles it.
@@ -90,6 +99,7 @@ class WorkerDaemon {
   absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_);
   absl::Duration lease_ttl_ ABSL_GUARDED_BY(mu_);
   int leases_done_ ABSL_GUARDED_BY(mu_) = 0;
+  int loops_running_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Mutex register_mu_;  // one registration at a time
 };
 

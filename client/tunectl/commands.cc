@@ -65,7 +65,7 @@ absl::StatusOr<ClientOptions> MakeClientOptions(const std::string& server,
 }
 
 int ReportError(const Console& console, const absl::Status& status) {
-  *console.err << "tunectl: " << status.message() << "\n";
+  *console.err << "tunectl: " << Printable(status.message()) << "\n";
   if (status.code() == absl::StatusCode::kUnavailable) {
     *console.err << "tunectl: is the coordinator running? Set the address with "
                     "--server or TUNEFLEET_SERVER.\n";
@@ -77,11 +77,11 @@ int RunSubmit(Client& client, const SubmitRequest& request, bool wait,
               const Console& console) {
   absl::StatusOr<Job> job = client.Submit(request);
   if (!job.ok()) return ReportError(console, job.status());
-  *console.err << "submitted job " << job->id << ": " << job->kernel << " "
-               << job->shape << ", " << job->trials_total << " trials\n";
+  *console.err << "submitted job " << Printable(job->id) << ": " << Printable(job->kernel)
+               << " " << Printable(job->shape) << ", " << job->trials_total << " trials\n";
   if (wait) return RunWatch(client, job->id, console);
   if (Json(console)) return PrintJob(console, *job);
-  *console.out << job->id << "\n";
+  *console.out << Printable(job->id) << "\n";
   return kExitOk;
 }
 
@@ -93,8 +93,8 @@ int RunWatch(Client& client, const std::string& job_id,
   });
   progress.Finish();
   if (job.status().code() == absl::StatusCode::kCancelled) {
-    *console.err << "tunectl: interrupted; job " << job_id
-                 << " keeps running (stop it with: tunectl cancel " << job_id
+    *console.err << "tunectl: interrupted; job " << Printable(job_id)
+                 << " keeps running (stop it with: tunectl cancel " << Printable(job_id)
                  << ")\n";
     return kExitInterrupted;
   }
@@ -115,7 +115,7 @@ int RunCancel(Client& client, const std::string& job_id,
   absl::StatusOr<Job> job = client.CancelJob(job_id);
   if (!job.ok()) return ReportError(console, job.status());
   if (Json(console)) return PrintJob(console, *job);
-  *console.out << job->id << " " << JobStateName(job->state) << "\n";
+  *console.out << Printable(job->id) << " " << JobStateName(job->state) << "\n";
   return kExitOk;
 }
 
@@ -149,13 +149,13 @@ int RunWorkers(Client& client, const Console& console) {
 int RunValidate(const std::string& kernel_dir, const std::string& shape,
                 const Console& console) {
   if (absl::StatusOr<v1::Shape> parsed = ParseShape(shape); !parsed.ok()) {
-    *console.err << "tunectl: --shape: " << parsed.status().message() << "\n";
+    *console.err << "tunectl: --shape: " << Printable(parsed.status().message()) << "\n";
     return kExitUsage;
   }
   absl::StatusOr<ValidateReport> report =
       ValidateKernelDirectory(kernel_dir, shape);
   if (!report.ok()) {
-    *console.err << "tunectl: " << report.status().message() << "\n";
+    *console.err << "tunectl: " << Printable(report.status().message()) << "\n";
     return ExitCodeForStatus(report.status());
   }
   *console.out << (Json(console) ? ValidateReportJson(*report)

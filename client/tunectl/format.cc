@@ -45,8 +45,8 @@ std::string TargetDetails(const Job& job, const JobTarget& target) {
                     absl::StrFormat("  (best is %.2fx faster)", speed_up));
   }
   rows.push_back({"  default", def});
-  std::string text = absl::StrCat("target ", target.device_model, " / ",
-                                  target.toolkit.empty() ? "-" : target.toolkit,
+  std::string text = absl::StrCat("target ", Printable(target.device_model), " / ",
+                                  target.toolkit.empty() ? "-" : Printable(target.toolkit),
                                   "\n", Details(rows));
   std::vector<TrialSummary> top = TopTrials(job, target);
   if (top.empty()) return text;
@@ -107,7 +107,58 @@ std::string DevicesText(const std::vector<DeviceInfo>& devices) {
   return parts.empty() ? "-" : absl::StrJoin(parts, ", ");
 }
 
+// Length of the valid UTF-8 sequence at the start of `text` (1 to 4), or 0
+// when it is not one (overlong forms and surrogates included).
+size_t Utf8SequenceLength(absl::string_view text) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(0);
+  size_t length = lead < 0x80 ? 1 : lead >= 0xc2 && lead <= 0xdf ? 2
+                  : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+  if (length == 0 || text.size() < length) return 0;
+  for (size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xc0) != 0x80) return 0;
+  }
+  if (length == 3 && ((lead == 0xe0 && byte(1) < 0xa0) || (lead == 0xed && byte(1) > 0x9f))) {
+    return 0;
+  }
+  if (length == 4 && ((lead == 0xf0 && byte(1) < 0x90) || (lead == 0xf4 && byte(1) > 0x8f))) {
+    return 0;
+  }
+  return length;
+}
+
+void AppendEscaped(unsigned char c, std::string* out) {
+  switch (c) {
+    case '\n': out->append("\\n"); return;
+    case '\r': out->append("\\r"); return;
+    case '\t': out->append("\\t"); return;
+    default: absl::StrAppend(out, absl::StrFormat("\\x%02x", c));
+  }
+}
+
 }  // namespace
+
+std::string Printable(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    const auto lead = static_cast<unsigned char>(text[0]);
+    const size_t length = Utf8SequenceLength(text);
+    if (length == 0 || (length == 1 && (lead < 0x20 || lead == 0x7f))) {
+      AppendEscaped(lead, &out);
+      text.remove_prefix(1);
+      continue;
+    }
+    const auto second = length == 2 ? static_cast<unsigned char>(text[1]) : 0;
+    if (lead == 0xc2 && second <= 0x9f) {  // C1 controls, U+0080..U+009F
+      absl::StrAppend(&out, absl::StrFormat("\\u%04x", second));
+    } else {
+      out.append(text.data(), length);
+    }
+    text.remove_prefix(length);
+  }
+  return out;
+}
 
 std::string FormatSeconds(double seconds) {
   if (!(seconds > 0) || !std::isfinite(seconds)) return "-";
@@ -165,7 +216,11 @@ std::vector<TrialSummary> TopTrials(const Job& job, const JobTarget& target) {
   return top;
 }
 
-std::string RenderTable(const Row& header, const std::vector<Row>& rows) {
+std::string RenderTable(const Row& header, const std::vector<Row>& raw_rows) {
+  std::vector<Row> rows = raw_rows;
+  for (Row& row : rows) {
+    for (std::string& cell : row) cell = Printable(cell);
+  }
   std::vector<size_t> widths(header.size(), 0);
   auto measure = [&widths](const Row& row) {
     if (widths.size() < row.size()) widths.resize(row.size(), 0);

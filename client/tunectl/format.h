@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "nlohmann/json_fwd.hpp"
 #include "tunefleet/client.h"
@@ -14,6 +15,14 @@
 namespace tunefleet::tunectl {
 
 enum class OutputFormat { kTable, kJson };
+
+// `text` safe to print on a terminal: control characters (C0, DEL, C1) and
+// bytes that are not valid UTF-8 become visible escapes ("\n", "\t",
+// "\x1b", "\u009b"); everything else, valid multi-byte UTF-8 included,
+// is kept. Every string tunectl prints that came from the server goes
+// through it (tables and details cell by cell, messages, errors); JSON
+// output escapes by itself.
+std::string Printable(absl::string_view text);
 
 using Row = std::vector<std::string>;
 
@@ -34,7 +43,8 @@ const JobTarget* FastestTarget(const Job& job);
 std::vector<TrialSummary> TopTrials(const Job& job, const JobTarget& target);
 
 // Columns padded to their widest cell, two spaces apart, `header` first (no
-// header line when empty). Each line ends with '\n'.
+// header line when empty). Each line ends with '\n'. Cells are printed
+// through Printable.
 std::string RenderTable(const Row& header, const std::vector<Row>& rows);
 
 // Tables and key-value blocks for the verbs.

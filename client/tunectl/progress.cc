@@ -43,7 +43,7 @@ std::string ProgressLine(const Job& job, std::optional<double> rate,
           ? static_cast<double>(job.trials_done) / job.trials_total
           : 0;
   std::string line =
-      style.terminal ? Bar(fraction, style) : absl::StrCat("job ", job.id, " ");
+      style.terminal ? Bar(fraction, style) : absl::StrCat("job ", Printable(job.id), " ");
   absl::StrAppend(&line, JobStateName(job.state), " ", job.trials_done, "/",
                   job.trials_total,
                   absl::StrFormat(" %d%%", static_cast<int>(fraction * 100)));

@@ -89,6 +89,9 @@ struct BestRecord {
 // (SQLite) its file is lost, read-only or full (retry later, or see
 // CheckHealth), Aborted when a transaction conflict persisted through the
 // store's own retry, Internal for anything else the database reports.
+// Every such message names its store ("postgres: ...", "sqlite: ...", "the
+// SQLite database ..."): IsStoreError (common/public_status.h) relies on it
+// to keep SQL, hosts and paths out of what clients see.
 // Strings are stored verbatim (parameterized SQL only). Free-form fields
 // (JobRecord::reason, spec, targets; TrialRecord::error; BlobRecord::content;
 // KernelRecord::spec) may hold any bytes.

@@ -115,6 +115,35 @@ TEST(TunectlFormatTest, JobJsonKeepsDecimalsAndSurvivesInvalidUtf8) {
   EXPECT_EQ(parsed["kernel"].get<std::string>(), "bad\xef\xbf\xbd\xef\xbf\xbdname");
 }
 
+TEST(TunectlFormatTest, PrintableEscapesControlsAndInvalidUtf8) {
+  EXPECT_EQ(Printable("matmul BLOCK_M=64"), "matmul BLOCK_M=64");
+  EXPECT_EQ(Printable("\x1b]0;title\x07"), "\\x1b]0;title\\x07");
+  EXPECT_EQ(Printable("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+  EXPECT_EQ(Printable(std::string("nul\0x", 5)), "nul\\x00x");
+  EXPECT_EQ(Printable("del\x7f"), "del\\x7f");
+  EXPECT_EQ(Printable("csi\xc2\x9b" "31m"), "csi\\u009b31m");  // C1 control
+  EXPECT_EQ(Printable("raw\x9b" "31m"), "raw\\x9b31m");     // stray byte
+  EXPECT_EQ(Printable("\xc0\xaf"), "\\xc0\\xaf");             // overlong '/'
+  EXPECT_EQ(Printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // surrogate
+  EXPECT_EQ(Printable("cut \xe2\x82"), "cut \\xe2\\x82");
+  EXPECT_EQ(Printable("\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80"),
+            "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80");  // kept
+}
+
+TEST(TunectlFormatTest, TablesAndDetailsEscapeServerText) {
+  Job job = FinishedJob();
+  job.kernel = "\x1b[31mred";
+  job.reason = "two\nlines";
+  job.targets[0].device_model = "gpu\x1b[0m";
+  const std::string details = JobDetails(job);
+  EXPECT_EQ(details.find('\x1b'), std::string::npos) << details;
+  EXPECT_THAT(details, HasSubstr("\\x1b[31mred"));
+  EXPECT_THAT(details, HasSubstr("two\\nlines"));
+  EXPECT_THAT(details, HasSubstr("target gpu\\x1b[0m"));
+  const std::string table = JobsTable({job}, absl::Now());
+  EXPECT_EQ(table.find('\x1b'), std::string::npos) << table;
+}
+
 TEST(TunectlFormatTest, BestConfigJsonListsValues) {
   BestConfig best;
   best.source = BestConfig::Source::kExact;

@@ -133,5 +133,26 @@ TEST_F(TunectlOnlineTest, SubmitWaitPrintsTheFinalJobAsJson) {
   EXPECT_THAT(run.output, HasSubstr("\"state\": \"SUCCEEDED\""));
 }
 
+TEST_F(TunectlOnlineTest, EscapeBytesFromTheServerNeverReachTheTerminal) {
+  v1::Job job = MakeJob("evil", v1::JOB_STATE_FAILED, 1, 1);
+  job.set_kernel_name("\x1b]0;owned\x07matmul");
+  job.set_reason("line one\n\x1b[2Jcleared");  // proto3 strings are valid UTF-8
+  v1::Target* target = job.add_targets();
+  target->set_device_model("cpu\xc2\x9b" "31m");
+  service_.AddJob("evil", {job});
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"status", "evil"}, std::vector<std::string>{"jobs"},
+        std::vector<std::string>{"status", "\x1b[31mnope"}}) {
+    std::vector<std::string> argv = args;
+    argv.insert(argv.end(), {"--insecure", "--server", server_.address()});
+    Outcome run = TunectlInterrupted(argv, /*interrupt_after=*/"");
+    EXPECT_EQ(run.output.find_first_of("\x1b\x07\xff"), std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find("\xc2\x9b"), std::string::npos) << run.output;
+    if (args[0] == "jobs" || args[1] == "evil") {
+      EXPECT_THAT(run.output, HasSubstr("\\x1b]0;owned\\x07matmul")) << run.output;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tunefleet::testing

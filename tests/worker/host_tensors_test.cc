@@ -31,6 +31,18 @@ v1::Tolerance Tol(double rtol, double atol, double ratio = 0) {
   return t;
 }
 
+TEST(TensorBytesTest, UnknownDtypesAndOverflowsHaveNoSize) {
+  EXPECT_EQ(*TensorBytes("x", v1::DTYPE_F32, 10), 40u);
+  EXPECT_EQ(*TensorBytes("x", v1::DTYPE_BF16, 0), 0u);
+  EXPECT_THAT(TensorBytes("x", static_cast<v1::DType>(8), 10),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "tensor x: dtype 8"));
+  EXPECT_THAT(TensorBytes("x", v1::DTYPE_UNSPECIFIED, 10),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(TensorBytes("x", v1::DTYPE_I64, int64_t{1} << 62),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(TensorBytes("x", v1::DTYPE_F32, -1), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
 TEST(FillTensorTest, SameSeedGivesTheSameBytes) {
   std::vector<float> a(1000), b(1000);
   FillTensor(v1::DTYPE_F32, v1::Distribution(), /*seed=*/7, a.size(), a.data());

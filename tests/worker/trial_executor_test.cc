@@ -3,9 +3,13 @@
 #include "worker/trial_executor.h"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
+#include "common/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_support.h"
@@ -152,6 +156,69 @@ TEST_F(TrialExecutorTest, FailsEveryTrialWhenTheShapeIsBad) {
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].status(), v1::TRIAL_STATUS_INVALID_CONFIG);
   EXPECT_EQ(results[1].status(), v1::TRIAL_STATUS_INVALID_CONFIG);
+}
+
+TEST_F(TrialExecutorTest, UnknownDtypeFailsThePrepareInsteadOfSpinning) {
+  JobContext job = LoadJob(kFaulty, "N=1024");
+  job.spec.mutable_args(0)->mutable_tensor()->set_dtype(static_cast<v1::DType>(8));
+  for (int64_t first : {0, 2}) {  // two leases of the same job
+    auto results = RunTrials(job, {"FAULT=0,UNROLL=1", "FAULT=0,UNROLL=4"}, first);
+    ASSERT_EQ(results.size(), 2u);
+    for (const auto& [index, result] : results) {
+      EXPECT_EQ(result.status(), v1::TRIAL_STATUS_LAUNCH_ERROR) << index;
+      EXPECT_THAT(result.error(), HasSubstr("dtype 8"));
+    }
+  }
+}
+
+TEST_F(TrialExecutorTest, APrepareThatTimedOutIsNeverRunAgainByExecutorsSharingFailures) {
+  JobContext job = LoadJob(kFaulty, "N=1024");
+  ::tunefleet::testing::TempDir log_dir;  // the one place the sandboxed child may write
+  const std::string log = log_dir.path() + "/prepares.log";
+  for (v1::SourceFile& file : job.sources) {
+    if (file.path() != "reference.cc") continue;
+    file.set_content(absl::StrCat(
+        "#include <cstdio>\nextern \"C\" void faulty_reference(void**) {\n"
+        "  std::FILE* log = std::fopen(\"", log, "\", \"a\");\n"
+        "  std::fputs(\"prepare\\n\", log);\n  std::fclose(log);\n"
+        "  for (volatile unsigned long i = 0;; ++i) {}\n}\n"));
+    file.set_digest(Sha256Hex(file.content()));
+  }
+  ExecutorOptions options = FastOptions();
+  options.prepare_deadline = absl::Seconds(1);
+  options.failed_prepares = std::make_shared<FailedPrepares>();
+  ChildOptions child = CpuChild(cache_.path());
+  child.policy.writable.push_back(log_dir.path());
+  TrialExecutor first(compile_.pool.get(), DiscoverCpuDevice(), child, options);
+  TrialExecutor second(compile_.pool.get(), DiscoverCpuDevice(), child, options);
+  int64_t index = 0;
+  for (TrialExecutor* executor : {&first, &first, &second}) {  // three leases
+    std::vector<v1::TrialResult> results;
+    ASSERT_OK(executor->Run(
+        job, {MakeTrial(index++, "FAULT=0,UNROLL=1"), MakeTrial(index++, "FAULT=0,UNROLL=4")},
+        [&](int64_t, const v1::TrialResult& r) { results.push_back(r); },
+        /*should_stop=*/nullptr));
+    ASSERT_EQ(results.size(), 2u);
+    for (const v1::TrialResult& result : results) {
+      EXPECT_EQ(result.status(), v1::TRIAL_STATUS_TIMEOUT) << result.error();
+    }
+  }
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "prepare\n") << "the job was prepared more than once";
+  EXPECT_EQ(second.child_starts(), 0);
+}
+
+TEST_F(TrialExecutorTest, InterruptedExecutorRunsNothingAndReportsNothing) {
+  JobContext job = LoadJob(kFaulty, "N=1024");
+  executor_->Interrupt();
+  int reported = 0;
+  absl::Status status = executor_->Run(
+      job, {MakeTrial(0, "FAULT=0,UNROLL=1")},
+      [&](int64_t, const v1::TrialResult&) { ++reported; }, /*should_stop=*/nullptr);
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+  EXPECT_EQ(reported, 0);
+  EXPECT_EQ(executor_->child_starts(), 0);
 }
 
 TEST_F(TrialExecutorTest, MeasuresMatmulConfigs) {

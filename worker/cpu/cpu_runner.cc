@@ -133,7 +133,7 @@ absl::Status CpuKernelRunner::AllocateArgs() {
     arg.dtype = tensor.dtype();
     arg.role = tensor.role();
     ASSIGN_OR_RETURN(arg.count, space_->TensorElements(i));
-    const size_t bytes = static_cast<size_t>(arg.count) * DTypeSize(arg.dtype);
+    ASSIGN_OR_RETURN(const size_t bytes, TensorBytes(arg.name, arg.dtype, arg.count));
     arg.work = Buffer::Allocate(bytes);
     if (arg.work.data == nullptr) return OutOfMemory(bytes, arg.name);
     if (arg.role != v1::ROLE_OUT) {

@@ -260,7 +260,7 @@ absl::Status CudaRunner::AllocateTensors(uint64_t seed) {
     tensor.dtype = arg.tensor().dtype();
     tensor.role = arg.tensor().role();
     ASSIGN_OR_RETURN(tensor.elements, job.space->TensorElements(i));
-    tensor.bytes = static_cast<size_t>(tensor.elements) * DTypeSize(tensor.dtype);
+    ASSIGN_OR_RETURN(tensor.bytes, TensorBytes(arg.name(), tensor.dtype, tensor.elements));
     const size_t alloc = std::max<size_t>(tensor.bytes, 16);
     job.tensor_of_arg[i] = static_cast<int>(job.tensors.size());
     job.tensors.push_back(tensor);  // owned by the job from here on
