@@ -104,6 +104,10 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
     return absl::OkStatus();
   }
   const JobContext& job = *batch->job;
+  // A child serves one job: another job's kernels never share its process
+  // (nor its artifact inbox).
+  if (child_.running() && served_job_ != job.job_id) child_.Stop();
+  served_job_ = job.job_id;
   // The same job with the same measure options in the same child process
   // needs no second Prepare (a finalists round measures with a smaller
   // budget than the leases before it).
