@@ -1,7 +1,5 @@
 #include "worker/backends.h"
 
-#include <filesystem>
-
 #include "absl/strings/str_cat.h"
 #include "worker/cpu/cpu_compiler.h"
 #include "worker/cpu/cpu_device.h"
@@ -88,17 +86,10 @@ std::vector<std::pair<std::string, std::string>> ChildEnvironment(
   return {};
 }
 
-std::string ArtifactDir(v1::Backend backend, const std::string& cache_dir) {
-  return absl::StrCat(cache_dir, backend == v1::BACKEND_CUDA ? "/nvrtc" : "/artifacts");
-}
-
 SandboxPolicy ChildSandboxPolicy(v1::Backend backend, const std::string& worker_binary,
-                                 const std::string& cache_dir) {
+                                 const std::string& inbox) {
   SandboxPolicy policy;
-  const std::string artifacts = ArtifactDir(backend, cache_dir);
-  std::error_code ignored;  // bwrap names a missing one when the child starts
-  std::filesystem::create_directories(artifacts, ignored);
-  policy.read_only = {worker_binary, artifacts};
+  policy.read_only = {worker_binary, inbox};
   if (backend == v1::BACKEND_CUDA) {
     AddCudaDevices(HostNvidiaDeviceNodes(), &policy);
     policy.read_only.push_back("/sys");  // the driver reads PCI and NUMA topology there

@@ -44,16 +44,12 @@ absl::StatusOr<std::unique_ptr<KernelRunner>> CreateKernelRunner(v1::Backend bac
 std::vector<std::pair<std::string, std::string>> ChildEnvironment(
     const v1::Device& device);
 
-// Where artifacts of `backend` are cached under the worker's cache dir
-// (CPU: <cache_dir>/artifacts, CUDA: <cache_dir>/nvrtc).
-std::string ArtifactDir(v1::Backend backend, const std::string& cache_dir);
-
 // What a sandboxed benchmark child of `backend` sees beyond the system:
-// `worker_binary` and ArtifactDir read-only (created when missing), and for
-// CUDA the host's /dev/nvidia* nodes, /proc/driver/nvidia and /sys
+// `worker_binary` and its artifact `inbox` (ChildOptions::inbox) read-only,
+// and for CUDA the host's /dev/nvidia* nodes, /proc/driver/nvidia and /sys
 // (read-only).
 SandboxPolicy ChildSandboxPolicy(v1::Backend backend, const std::string& worker_binary,
-                                 const std::string& cache_dir);
+                                 const std::string& inbox);
 
 }  // namespace tunefleet::worker
 

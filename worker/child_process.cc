@@ -7,11 +7,35 @@
 
 #include <cstdint>
 
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 
 namespace tunefleet::worker {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// `artifact` in `inbox`, hard-linked when the file systems allow, copied
+// otherwise; returns the new path.
+absl::StatusOr<std::string> IntoInbox(const std::string& inbox, const std::string& artifact) {
+  const fs::path target = fs::path(inbox) / fs::path(artifact).filename();
+  std::error_code error;
+  if (fs::exists(target, error)) return target.string();
+  fs::create_hard_link(artifact, target, error);
+  if (error) fs::copy_file(artifact, target, fs::copy_options::overwrite_existing, error);
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot put ", artifact, " into the child's inbox ",
+                                            inbox, ": ", error.message()));
+  }
+  return target.string();
+}
+
+}  // namespace
+
 
 BenchChildProcess::BenchChildProcess(ChildOptions options)
     : options_(std::move(options)), wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
@@ -31,7 +55,30 @@ bool BenchChildProcess::interrupted() const {
   return poll(&pfd, 1, 0) > 0;
 }
 
+absl::Status BenchChildProcess::Deliver(v1::ChildRequest* request) const {
+  if (options_.inbox.empty()) return absl::OkStatus();
+  if (request->has_prepare() && !request->prepare().reference_artifact().empty()) {
+    ASSIGN_OR_RETURN(std::string path,
+                     IntoInbox(options_.inbox, request->prepare().reference_artifact()));
+    request->mutable_prepare()->set_reference_artifact(path);
+  }
+  if (request->has_run() && !request->run().artifact().empty()) {
+    ASSIGN_OR_RETURN(std::string path, IntoInbox(options_.inbox, request->run().artifact()));
+    request->mutable_run()->set_artifact(path);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status BenchChildProcess::Start() {
+  if (!options_.inbox.empty()) {  // a new child sees nothing of the last one's jobs
+    std::error_code error;
+    fs::remove_all(options_.inbox, error);
+    fs::create_directories(options_.inbox, error);
+    if (error) {
+      return absl::InternalError(
+          absl::StrCat("cannot create the child's inbox ", options_.inbox, ": ", error.message()));
+    }
+  }
   SubprocessOptions options;
   options.argv = options_.argv;
   options.env = options_.env;
@@ -63,7 +110,9 @@ absl::StatusOr<ChildReply> BenchChildProcess::Call(const v1::ChildRequest& reque
                                                    absl::Duration deadline) {
   if (interrupted()) return absl::CancelledError("interrupted: the worker is stopping");
   if (process_ == nullptr) RETURN_IF_ERROR(Start());
-  absl::Status written = WriteMessage(process_->stdin_fd(), request);
+  v1::ChildRequest delivered = request;
+  RETURN_IF_ERROR(Deliver(&delivered));
+  absl::Status written = WriteMessage(process_->stdin_fd(), delivered);
   if (!written.ok()) {
     return Died(absl::IsUnavailable(written) ? "" : std::string(written.message()));
   }

@@ -25,9 +25,14 @@ struct ChildOptions {
   std::vector<std::pair<std::string, std::string>> env;
   // Where the child runs: default unsandboxed; the worker's --sandbox makes
   // it bwrap, with `policy` (ChildSandboxPolicy: the worker binary and the
-  // artifact caches read-only, the GPUs for CUDA).
+  // inbox read-only, the GPUs for CUDA).
   Sandbox sandbox;
   SandboxPolicy policy;
+  // When set, the only artifacts the child can see: each artifact a request
+  // names is hard-linked (or copied) into this directory and the request
+  // rewritten to point there; it is emptied whenever a child starts.
+  // Default empty: artifact paths are passed as they are.
+  std::string inbox;
 };
 
 // How one request ended.
@@ -77,6 +82,8 @@ class BenchChildProcess {
  private:
   absl::Status Start();
   bool interrupted() const;
+  // Puts the artifacts `request` names into the inbox and points it there.
+  absl::Status Deliver(v1::ChildRequest* request) const;
   // Reaps the child after it closed its pipe (or failed a write).
   ChildReply Died(std::string detail);
 

@@ -154,9 +154,10 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   std::vector<std::unique_ptr<TrialExecutor>> executors;
   for (const v1::Device& device : *devices) {
     const std::string self = SelfExecutable();
+    const std::string inbox = absl::StrCat(flags.cache_dir, "/children/", executors.size());
     ChildOptions child{{self, "--child", "--backend", BackendName(backend)},
                        ChildEnvironment(device), *sandbox,
-                       ChildSandboxPolicy(backend, self, flags.cache_dir)};
+                       ChildSandboxPolicy(backend, self, inbox), inbox};
     executors.push_back(
         std::make_unique<TrialExecutor>(&pool, device, std::move(child), executor_options));
     spdlog::info("device {}: {}", device.id(), device.model());

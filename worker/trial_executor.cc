@@ -113,6 +113,10 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
     *failure = *std::move(failed);
     return absl::OkStatus();
   }
+  // A child serves one job: another job's kernels never share its process
+  // (nor its artifact inbox).
+  if (child_.running() && served_job_ != job.job_id) child_.Stop();
+  served_job_ = job.job_id;
   // The same job with the same measure options in the same child process
   // needs no second Prepare (a finalists round measures with a smaller
   // budget than the leases before it).

@@ -146,6 +146,8 @@ class TrialExecutor {
   // What the child was last prepared for, and which child (by starts()).
   std::string prepared_for_;
   int prepared_in_ = 0;
+  // The job the running child serves; a new job gets a new child.
+  std::string served_job_;
   // Kills of the child per (kernel digest, shape, config).
   absl::flat_hash_map<std::string, int> kills_;
   // The failed Prepare of each job (by job, kernel, seed and reference).

@@ -602,9 +602,10 @@ TEST(CudaBenchChild, MeasuresAndCrashesInsideTheSandbox) {
     return outcome.ok() ? outcome->artifact : "";
   };
   const std::string worker = ::tunefleet::testing::BuildDir() + "/bin/tunefleet-worker";
+  const std::string inbox = cache.path() + "/children/0";
   ChildOptions child{{worker, "--child", "--backend", "cuda"}, ChildEnvironment(devices[0]),
                      compiler_options.sandbox,
-                     ChildSandboxPolicy(v1::BACKEND_CUDA, worker, cache.path())};
+                     ChildSandboxPolicy(v1::BACKEND_CUDA, worker, inbox), inbox};
   BenchChildProcess process(child);
   v1::ChildRequest prepare;
   *prepare.mutable_prepare()->mutable_kernel() = bundle.spec;

@@ -60,6 +60,7 @@ __attribute__((constructor)) void Payload() {
   std::ofstream("@CACHE@/pwned-in-cache") << "escaped";
   if (getuid() != 65534 || getgid() != 65534) std::abort();
   if (Readable("/etc/passwd") || Readable("@SECRET@")) std::abort();
+  if (Readable("@CACHE@")) std::abort();  // other jobs' artifacts
   if (Connects(@PORT@)) std::abort();
 }
 }  // namespace
@@ -137,6 +138,9 @@ TEST_F(SandboxTest, ConstructorPayloadRunsAsNobodyAndNothingEscapes) {
   fs::create_directories(outside);
   const std::string secret = outside + "/worker-key";
   std::ofstream(secret) << "not for kernels";
+  // Another client's job first: its artifacts are in the worker's cache.
+  ASSERT_EQ(SubmitAndWait(Quick(CopyMatmul("other"))).state, JobState::kSucceeded);
+  ASSERT_TRUE(fs::is_directory(dir_.path() + "/worker-cache-0/artifacts/cpu"));
   const std::string kernel_dir = CopyMatmul("payload");
   std::string payload = Replace(kPayload, "@OUTSIDE@", outside);
   payload = Replace(payload, "@CACHE@", dir_.path() + "/worker-cache-0/artifacts");

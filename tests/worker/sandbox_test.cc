@@ -1,13 +1,11 @@
 #include "worker/sandbox.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/test_support.h"
 #include "worker/backends.h"
 
 namespace tunefleet::worker {
@@ -76,20 +74,18 @@ TEST(SandboxTest, CudaChildKeepsItsGpusAndTheDriverProcEntries) {
   EXPECT_THAT(argv, Contains("--unshare-net"));
 }
 
-TEST(SandboxTest, BenchChildSeesItsBinaryAndTheArtifactCacheOnly) {
-  ::tunefleet::testing::TempDir cache;
-  SandboxPolicy cpu = ChildSandboxPolicy(v1::BACKEND_CPU, "/opt/tf/tunefleet-worker", cache.path());
-  EXPECT_THAT(cpu.read_only,
-              ElementsAre("/opt/tf/tunefleet-worker", cache.path() + "/artifacts"));
+TEST(SandboxTest, BenchChildSeesItsBinaryAndItsInboxOnly) {
+  SandboxPolicy cpu = ChildSandboxPolicy(v1::BACKEND_CPU, "/opt/tf/tunefleet-worker",
+                                         "/cache/children/0");
+  EXPECT_THAT(cpu.read_only, ElementsAre("/opt/tf/tunefleet-worker", "/cache/children/0"));
   EXPECT_TRUE(cpu.writable.empty());
   EXPECT_TRUE(cpu.devices.empty());
-  EXPECT_TRUE(std::filesystem::is_directory(cache.path() + "/artifacts"));
 
-  SandboxPolicy cuda =
-      ChildSandboxPolicy(v1::BACKEND_CUDA, "/opt/tf/tunefleet-worker", cache.path());
-  EXPECT_THAT(cuda.read_only, Contains(cache.path() + "/nvrtc"));
+  SandboxPolicy cuda = ChildSandboxPolicy(v1::BACKEND_CUDA, "/opt/tf/tunefleet-worker",
+                                          "/cache/children/0");
+  EXPECT_THAT(cuda.read_only, Contains("/cache/children/0"));
   EXPECT_THAT(cuda.read_only, Contains("/proc/driver/nvidia"));
-  EXPECT_THAT(cuda.read_only, Not(Contains(cache.path() + "/scratch")));
+  EXPECT_THAT(cuda.read_only, Not(Contains("/cache")));
   EXPECT_EQ(cuda.devices, HostNvidiaDeviceNodes());
   EXPECT_TRUE(cuda.writable.empty());
 }

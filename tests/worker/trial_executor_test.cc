@@ -132,7 +132,8 @@ TEST_F(TrialExecutorTest, ReusesCachedArtifactsOnRerun) {
   ExpectMeasured(again[0]);
   EXPECT_EQ(again[0].compile_seconds(), 0);  // served from the artifact cache
   int artifacts = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(cache_.path())) {
+  const std::string artifact_cache = cache_.path() + "/artifacts";  // not the child's inbox
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(artifact_cache)) {
     if (entry.path().extension() == ".so") ++artifacts;
   }
   EXPECT_EQ(artifacts, 2);  // the config and the reference, once each

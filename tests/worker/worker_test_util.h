@@ -33,12 +33,13 @@ inline Sandbox TestSandbox() {
   return sandbox.ok() ? *sandbox : Sandbox();
 }
 
-// A sandboxed CPU benchmark child reading artifacts from `cache_dir`.
+// A sandboxed CPU benchmark child with its artifact inbox under `cache_dir`.
 inline ChildOptions CpuChild(const std::string& cache_dir) {
   ChildOptions child;
   child.argv = {WorkerBinary(), "--child", "--backend", "cpu"};
   child.sandbox = TestSandbox();
-  child.policy = ChildSandboxPolicy(v1::BACKEND_CPU, WorkerBinary(), cache_dir);
+  child.inbox = cache_dir + "/child-inbox";
+  child.policy = ChildSandboxPolicy(v1::BACKEND_CPU, WorkerBinary(), child.inbox);
   return child;
 }
 
