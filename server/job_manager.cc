@@ -11,6 +11,7 @@
 #include "common/config_text.h"
 #include "common/status_macros.h"
 #include "server/best_config_index.h"
+#include "server/best_derivation.h"
 
 namespace tunefleet::server {
 namespace {
@@ -46,7 +47,8 @@ std::string WaitingReason(const v1::JobSpec& spec) {
 
 JobManager::JobManager(const JobManagerOptions& options, Store* store,
                        WorkerRegistry* workers, SourceBlobs* blobs, Clock clock,
-                       CoordinatorMetrics* metrics, BestConfigIndex* index)
+                       CoordinatorMetrics* metrics, BestConfigIndex* index,
+                       QuarantineList* quarantine, BestKeeper* keeper)
     : options_(options),
       limits_(LimitsOf(options)),
       store_(store),
@@ -54,6 +56,13 @@ JobManager::JobManager(const JobManagerOptions& options, Store* store,
       clock_(std::move(clock)),
       metrics_(metrics != nullptr ? metrics : &null_metrics_),
       index_(index),
+      own_quarantine_(quarantine == nullptr ? std::make_unique<QuarantineList>(store) : nullptr),
+      quarantine_(quarantine != nullptr ? quarantine : own_quarantine_.get()),
+      own_keeper_(keeper == nullptr
+                      ? std::make_unique<BestKeeper>(store, index, quarantine_,
+                                                     [this] { return absl::ToUnixMillis(clock_()); })
+                      : nullptr),
+      keeper_(keeper != nullptr ? keeper : own_keeper_.get()),
       blobs_(blobs),
       repository_(store),
       writer_(store,
@@ -329,22 +338,41 @@ void JobManager::OnWorkerRegistered() {
 absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery& query) {
   ASSIGN_OR_RETURN(WorkerRegistry::ModelOf device,
                    workers_->TouchDevice(query.worker_id, query.device_id));
+  if (quarantine_->Contains(device.principal)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "worker principal ", device.principal,
+        " is quarantined: its results disagreed with a re-measurement by another worker"));
+  }
   const int max = std::clamp(query.max_trials > 0 ? query.max_trials : options_.batch_size,
                              1, std::max(1, options_.max_batch_size));
+  const std::vector<LiveDevice> live = workers_->LiveDevices(device.model, device.toolkit);
+  Lease lease;
+  lease.worker_id = query.worker_id;
+  lease.device_id = device.device_id;
+  lease.principal = device.principal;
   Pending pending;
   std::optional<LeaseGrant> grant;
   {
     absl::MutexLock lock(&mu_);
+    if (leases_.CountOnDevice(query.worker_id, device.device_id) >=
+        std::max(1, options_.max_leases_per_device)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "device ", device.device_id, " of worker ", query.worker_id, " holds ",
+          options_.max_leases_per_device, " leases already; report or release one first"));
+    }
     for (auto& [sequence, job] : jobs_) {
       if (IsFinal(job->view.state()) || job->finishing) continue;
       for (int t = 0; t < static_cast<int>(job->targets.size()) && !grant; ++t) {
         const Target& target = job->targets[t];
-        if (target.trials == nullptr || !target.trials->HasWork() ||
-            target.info.device_model() != device.model ||
+        if (target.trials == nullptr || target.info.device_model() != device.model ||
             target.info.toolkit() != device.toolkit) {
           continue;
         }
-        grant = LeaseFrom(job.get(), t, query.worker_id, max, &pending);
+        if (target.verification != nullptr) {
+          grant = VerifyFrom(job.get(), t, lease, live, &pending);
+        } else if (target.trials->HasWork()) {
+          grant = LeaseFrom(job.get(), t, lease, max, &pending);
+        }
       }
       if (grant.has_value()) break;
     }
@@ -353,11 +381,9 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
   return grant;
 }
 
-std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, const std::string& worker_id,
-                                                int max, Pending* pending) {
+std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, Lease lease, int max,
+                                                Pending* pending) {
   Target& target = job->targets[t];
-  Lease lease;
-  lease.worker_id = worker_id;
   lease.job_id = job->view.id();
   lease.target = t;
   lease.expires = clock_() + options_.lease_ttl;
@@ -372,26 +398,73 @@ std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, const std::stri
     MaybeFinish(job, pending);  // a restored target may turn out to be complete
     return std::nullopt;
   }
-  Lease* held = leases_.Find(lease_id, epoch, worker_id);
+  Lease* held = leases_.Find(lease_id, epoch, granted.worker_id);
   held->ordinals = ordinals;
   held->finalists = finalists;
+  return GrantOf(job, *held, pending);
+}
+
+LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
+  const Target& target = job->targets[lease.target];
   LeaseGrant grant;
-  grant.lease_id = lease_id;
-  grant.epoch = epoch;
-  grant.expires = held->expires;
+  grant.lease_id = lease.id;
+  grant.epoch = lease.epoch;
+  grant.expires = lease.expires;
   grant.job_id = job->view.id();
   grant.spec = job->spec;
   grant.tuning_key = target.info.tuning_key();
-  grant.finalists = finalists;
-  for (uint64_t ordinal : ordinals) {
+  grant.finalists = lease.finalists;
+  for (uint64_t ordinal : lease.ordinals) {
     grant.trials.emplace_back(ordinal, target.trials->space()->ConfigAt(ordinal));
   }
-  metrics_->LeaseGranted(static_cast<int>(ordinals.size()));
+  metrics_->LeaseGranted(static_cast<int>(lease.ordinals.size()));
   if (job->view.state() == v1::JOB_STATE_QUEUED) {
     SetState(job, v1::JOB_STATE_RUNNING, "");
     pending->snapshots.push_back(Snapshot(*job));
   }
   return grant;
+}
+
+std::optional<LeaseGrant> JobManager::VerifyFrom(Job* job, int t, Lease lease,
+                                                 const std::vector<LiveDevice>& live,
+                                                 Pending* pending) {
+  Verification& verification = *job->targets[t].verification;
+  if (!verification.waiting()) return std::nullopt;
+  const bool other_principal_live = std::any_of(live.begin(), live.end(), [&](const LiveDevice& d) {
+    return verification.CanVerify(Measurer{d.principal, d.worker_id, d.device_id},
+                                  /*other_principal_live=*/true);
+  });
+  if (!verification.CanVerify(Measurer{lease.principal, lease.worker_id, lease.device_id},
+                              other_principal_live)) {
+    return std::nullopt;  // never to the principal whose claim is checked
+  }
+  lease.job_id = job->view.id();
+  lease.target = t;
+  lease.expires = clock_() + options_.lease_ttl;
+  lease.finalists = true;  // measured interleaved on one device
+  lease.verify = true;
+  const Lease& granted = leases_.Grant(std::move(lease));
+  Lease* held = leases_.Find(granted.id, granted.epoch, granted.worker_id);
+  held->ordinals = verification.Take(held->id, held->epoch, held->principal);
+  std::cerr << "tunefleet-coordinator: job " << job->view.id() << ": the best of "
+            << job->targets[t].info.tuning_key() << " is re-measured by " << held->principal
+            << " (" << held->worker_id << "/" << held->device_id << ")" << std::endl;
+  return GrantOf(job, *held, pending);
+}
+
+absl::Status JobManager::CheckBlobLeased(const std::string& worker_id,
+                                         const std::string& digest) {
+  absl::ReaderMutexLock lock(&mu_);
+  for (const Lease* lease : leases_.OfWorker(worker_id)) {
+    const Job* job = FindJob(lease->job_id);
+    if (job == nullptr) continue;
+    for (const v1::SourceFile& file : job->spec->sources()) {
+      if (file.digest() == digest) return absl::OkStatus();
+    }
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "blob ", digest, " belongs to no lease worker ", worker_id,
+      " holds; sources are served only for leased work"));
 }
 
 namespace {
@@ -410,7 +483,24 @@ v1::TrialResult Normalized(TargetTrials& trials, uint64_t ordinal,
 
 }  // namespace
 
+absl::Status JobManager::RefuseQuarantined(const ResultReport& report) {
+  absl::StatusOr<std::string> principal = workers_->PrincipalOf(report.worker_id);
+  if (!principal.ok() || !quarantine_->Contains(*principal)) return absl::OkStatus();
+  Pending refused;
+  {
+    absl::MutexLock lock(&mu_);
+    if (leases_.Find(report.lease_id, report.epoch, report.worker_id) != nullptr) {
+      ReturnLease(leases_.Remove(report.lease_id), /*expired=*/false, &refused);
+    }
+  }
+  Flush(std::move(refused));
+  return absl::PermissionDeniedError(
+      absl::StrCat("worker principal ", *principal,
+                   " is quarantined: its results are refused and its lease was returned"));
+}
+
 absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
+  RETURN_IF_ERROR(RefuseQuarantined(report));
   workers_->Touch(report.worker_id);
   std::vector<std::pair<uint64_t, v1::TrialResult>> results;  // held by the lease
   std::vector<TrialRecord> rows;
@@ -425,10 +515,7 @@ absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
                                   ordinal) != lease->ordinals.end();
       if (!held) continue;
       results.emplace_back(ordinal, Normalized(*target.trials, ordinal, result));
-      // A finalists round ranks configs whose rows are stored already.
-      if (!lease->finalists) {
-        rows.push_back(TrialRow(job, target, report.worker_id, results.back().second));
-      }
+      rows.push_back(TrialRow(job, target, *lease, results.back().second));
     }
     // The worker is alive: the lease must not expire while the rows are written.
     leases_.Renew(lease->id, clock_() + options_.lease_ttl);
@@ -466,12 +553,16 @@ void JobManager::ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResu
   for (const auto& [ordinal, result] : results) {
     auto pos = std::find(lease->ordinals.begin(), lease->ordinals.end(), ordinal);
     if (pos == lease->ordinals.end()) continue;  // reported twice
-    if (target.trials->Complete(ordinal, lease->id, lease->epoch, result) &&
-        !lease->finalists) {
-      metrics_->TrialRecorded(result.status());
+    const bool recorded =
+        !lease->verify && target.trials->Complete(ordinal, lease->id, lease->epoch, result);
+    if (recorded && !lease->finalists) metrics_->TrialRecorded(result.status());
+    if (recorded && result.status() == v1::TRIAL_STATUS_OK) {
+      target.measured_by[ordinal].push_back(
+          Measurer{lease->principal, lease->worker_id, lease->device_id});
     }
     lease->ordinals.erase(pos);
   }
+  if (lease->verify) ApplyVerification(results, *lease, &target, pending);
   leases_.Renew(lease->id, clock_() + options_.lease_ttl);
   if (release) {
     ReturnLease(leases_.Remove(lease->id), /*expired=*/false, pending);
@@ -487,16 +578,120 @@ void JobManager::ReturnLease(const Lease& lease, bool expired, Pending* pending)
   Job* job = FindJob(lease.job_id);
   if (job == nullptr) return;
   Target& target = job->targets[lease.target];
-  for (uint64_t ordinal : lease.ordinals) {
+  if (lease.verify && target.verification != nullptr) {
+    target.verification->Release(lease.id, lease.epoch);  // another verifier may take it
+  }
+  for (uint64_t ordinal : lease.verify ? std::vector<uint64_t>() : lease.ordinals) {
     std::optional<v1::TrialResult> lost =
         target.trials->Release(ordinal, lease.id, lease.epoch, expired);
     if (!lost.has_value()) continue;
-    pending->rows.push_back(TrialRow(*job, target, lease.worker_id, *lost));
+    pending->rows.push_back(TrialRow(*job, target, lease, *lost));
     metrics_->TrialRecorded(lost->status());
   }
   pending->work = true;
   MaybeFinish(job, pending);
   Changed(job);
+}
+
+void JobManager::ApplyVerification(
+    const std::vector<std::pair<uint64_t, v1::TrialResult>>& results, const Lease& lease,
+    Target* target, Pending* pending) {
+  Verification& verification = *target->verification;
+  for (const auto& [ordinal, result] : results) {
+    verification.Complete(ordinal, lease.id, lease.epoch, result, options_.verify.tolerance);
+  }
+  if (!verification.done()) return;
+  const bool agreed = verification.outcome() == Verification::Outcome::kAgreed;
+  metrics_->VerificationFinished(agreed ? CoordinatorMetrics::Verification::kAgreed
+                                        : CoordinatorMetrics::Verification::kDisagreed);
+  const std::string verified =
+      verification.verified_seconds().has_value()
+          ? absl::StrFormat("%.3g s", *verification.verified_seconds())
+          : std::string("a failure");
+  const std::string reason = absl::StrFormat(
+      "claimed %.3g s for %s of %s; %s measured %s", verification.claimed_seconds(),
+      ConfigToString(target->trials->space()->ConfigAt(verification.candidate())),
+      target->info.tuning_key(), lease.principal, verified);
+  std::cerr << "tunefleet-coordinator: verification " << (agreed ? "agreed" : "disagreed")
+            << ": " << reason << std::endl;
+  if (agreed) return;
+  absl::flat_hash_set<std::string> quarantined;
+  for (const Measurer& claimant : verification.claimants()) {
+    if (claimant.principal == lease.principal) continue;  // one host's devices disagreeing
+    if (quarantined.insert(claimant.principal).second) {
+      pending->quarantines.push_back(Quarantined{claimant.principal, reason});
+    }
+  }
+}
+
+bool JobManager::VerificationSettled(const Job& job, Target* target, Pending* pending) {
+  if (target->verification == nullptr) {
+    if (target->verify_decided) return true;
+    target->verify_decided = true;
+    if (!StartVerification(job, target)) return true;
+    pending->work = true;
+    return false;
+  }
+  Verification& verification = *target->verification;
+  if (verification.done()) return true;
+  if (!verification.waiting() || clock_() < verification.deadline()) return false;
+  verification.GiveUp();  // kAuto only: kRequired waits without a deadline
+  metrics_->VerificationFinished(CoordinatorMetrics::Verification::kUnverified);
+  std::cerr << "tunefleet-coordinator: job " << job.view.id() << ": no verifier came for "
+            << target->info.tuning_key() << " within " << options_.verify.wait
+            << "; its best is served unverified (verify_best=auto)" << std::endl;
+  return true;
+}
+
+// Whether the candidate needs verifying, and whether it can be: in kAuto a
+// candidate no live device may verify is served unverified at once.
+bool JobManager::StartVerification(const Job& job, Target* target) {
+  std::vector<TrialOutcome> best = target->trials->Fastest(1);
+  if (best.empty() || options_.verify.mode == VerifyMode::kOff) return false;
+  const TrialOutcome& candidate = best[0];
+  const double claimed = candidate.result.measurement().median_seconds();
+  std::vector<Measurer> claimants = target->measured_by[candidate.ordinal];
+  absl::flat_hash_set<std::string> principals;
+  for (const Measurer& claimant : claimants) principals.insert(claimant.principal);
+  std::optional<BestRecord> served;
+  if (index_ != nullptr) served = index_->Get(target->info.tuning_key());
+  std::optional<double> served_seconds;
+  if (served.has_value()) served_seconds = served->median_seconds;
+  if (!NeedsVerification(static_cast<int>(principals.size()), claimed, served_seconds,
+                         options_.verify.margin)) {
+    return false;
+  }
+  std::optional<uint64_t> served_ordinal;
+  if (served.has_value()) {
+    absl::StatusOr<v1::Config> config = ParseConfig(served->config);
+    if (config.ok()) {
+      absl::StatusOr<uint64_t> ordinal = target->trials->space()->OrdinalOf(*config);
+      if (ordinal.ok()) served_ordinal = *ordinal;
+    }
+  }
+  const bool required = options_.verify.mode == VerifyMode::kRequired;
+  auto verification = std::make_unique<Verification>(
+      candidate.ordinal, claimed, std::move(claimants), served_ordinal,
+      required ? absl::InfiniteFuture() : clock_() + options_.verify.wait);
+  std::vector<LiveDevice> live =
+      workers_->LiveDevices(target->info.device_model(), target->info.toolkit());
+  const bool other_principal = std::any_of(live.begin(), live.end(), [&](const LiveDevice& d) {
+    return verification->CanVerify({d.principal, d.worker_id, d.device_id}, true);
+  });
+  const bool any_verifier = std::any_of(live.begin(), live.end(), [&](const LiveDevice& d) {
+    return verification->CanVerify({d.principal, d.worker_id, d.device_id}, other_principal);
+  });
+  if (!any_verifier && !required) {
+    target->served_unverified = true;
+    metrics_->VerificationFinished(CoordinatorMetrics::Verification::kUnverified);
+    std::cerr << "tunefleet-coordinator: job " << job.view.id() << ": no other worker of "
+              << target->info.device_model() << " can verify the best of "
+              << target->info.tuning_key() << "; served unverified (verify_best=auto)"
+              << std::endl;
+    return false;
+  }
+  target->verification = std::move(verification);
+  return true;
 }
 
 void JobManager::RenewLeases(const std::string& worker_id) {
@@ -522,6 +717,13 @@ void JobManager::Tick() {
                                               unfinished_writes_.end());
     for (const std::string& id : unfinished) {
       if (Job* job = FindJob(id)) MaybeFinish(job, &pending);
+    }
+    for (auto& [sequence, job] : jobs_) {
+      const bool verifying = std::any_of(
+          job->targets.begin(), job->targets.end(), [](const Target& t) {
+            return t.verification != nullptr && !t.verification->done();
+          });
+      if (verifying) MaybeFinish(job.get(), &pending);  // an auto verification's deadline
     }
     RepairStranded(&pending);
   }
@@ -565,6 +767,13 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
   for (const Target& target : job->targets) {
     if (target.trials != nullptr && !target.trials->Finished()) return;
   }
+  bool settled = true;
+  for (Target& target : job->targets) {
+    if (target.trials != nullptr && !VerificationSettled(*job, &target, pending)) {
+      settled = false;
+    }
+  }
+  if (!settled) return;
   const std::string& id = job->view.id();
   if (std::any_of(unstored_rows_.begin(), unstored_rows_.end(),
                   [&](const TrialRecord& row) { return row.job_id == id; })) {
@@ -621,17 +830,36 @@ void JobManager::Flush(Pending pending) {
               })
         .IgnoreError();
   }
+  // Quarantines first: the finishes derive their bests without the trials
+  // of a principal a verification just caught.
+  for (const Quarantined& quarantined : pending.quarantines) Quarantine(quarantined);
   for (const Finish& finish : pending.finishes) {
     // A job ends only once every row of it is stored.
     bool stored = rows_stored;
     for (const BestRecord& best : finish.best) {
-      stored = stored && store_->UpsertBest(best).ok();
-      if (stored && index_ != nullptr) index_->PutBest(best);
+      stored = stored && keeper_->Rederive(best).ok();
     }
     stored = stored && repository_.Save(finish.snapshot).ok();
     CompleteFinish(finish, stored);
   }
   if (pending.work && work_listener_) work_listener_();
+}
+
+void JobManager::Quarantine(const Quarantined& quarantined) {
+  absl::Status added =
+      quarantine_->Add(quarantined.principal, quarantined.reason, absl::ToUnixMillis(clock_()));
+  absl::StatusOr<InvalidationResult> invalidated =
+      added.ok() ? keeper_->Invalidate(TrialFilter{.worker = quarantined.principal})
+                 : absl::StatusOr<InvalidationResult>(added);
+  metrics_->WorkersQuarantined(static_cast<int>(quarantine_->size()));
+  if (!invalidated.ok()) {
+    std::cerr << "tunefleet-coordinator: cannot quarantine " << quarantined.principal << ": "
+              << invalidated.status() << std::endl;
+    return;
+  }
+  std::cerr << "tunefleet-coordinator: quarantined " << quarantined.principal << " ("
+            << quarantined.reason << "); " << invalidated->trials << " of its trials excluded, "
+            << invalidated->keys << " best configs derived again" << std::endl;
 }
 
 void JobManager::CompleteFinish(const Finish& finish, bool stored) {
@@ -712,7 +940,10 @@ absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
       ASSIGN_OR_RETURN(target.trials, ResumeTarget(limits_, *job->spec, info));
     }
     for (const TrialRecord& trial : trials) {
-      if (target.trials == nullptr || trial.tuning_key != info.tuning_key()) continue;
+      if (target.trials == nullptr || trial.tuning_key != info.tuning_key() ||
+          trial.round != TrialRound::kSearch) {
+        continue;  // the later rounds run again
+      }
       ASSIGN_OR_RETURN(v1::Config config, ParseConfig(trial.config));
       ASSIGN_OR_RETURN(uint64_t ordinal, target.trials->space()->OrdinalOf(config));
       v1::TrialResult result;
@@ -724,6 +955,10 @@ absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
       result.mutable_measurement()->set_samples(trial.samples);
       result.set_error(trial.error);
       target.trials->Restore(ordinal, result);
+      if (result.status() == v1::TRIAL_STATUS_OK) {
+        target.measured_by[ordinal].push_back(
+            Measurer{trial.principal, trial.worker_id, trial.device_id});
+      }
     }
     job->targets.push_back(std::move(target));
   }

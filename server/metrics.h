@@ -13,6 +13,7 @@ namespace tunefleet::server {
 class CoordinatorMetrics {
  public:
   enum class Submission { kAccepted, kCached, kRejected };
+  enum class Verification { kAgreed, kDisagreed, kUnverified };
 
   virtual ~CoordinatorMetrics() = default;
   virtual void JobSubmitted(Submission submission) = 0;
@@ -31,6 +32,10 @@ class CoordinatorMetrics {
   virtual void StrandedJobRepaired() = 0;
   // Whether the store answered its last health check.
   virtual void StoreHealthy(bool healthy) = 0;
+  // A candidate best's verification ended (kUnverified: served without one).
+  virtual void VerificationFinished(Verification outcome) = 0;
+  // How many worker principals are quarantined now.
+  virtual void WorkersQuarantined(int count) = 0;
 };
 
 class NullMetrics final : public CoordinatorMetrics {
@@ -45,6 +50,8 @@ class NullMetrics final : public CoordinatorMetrics {
   void StoreCall(absl::Duration) override {}
   void StrandedJobRepaired() override {}
   void StoreHealthy(bool) override {}
+  void VerificationFinished(Verification) override {}
+  void WorkersQuarantined(int) override {}
 };
 
 }  // namespace tunefleet::server

@@ -37,6 +37,8 @@ struct PrometheusMetrics::Families {
   prometheus::Histogram* store_seconds = nullptr;
   prometheus::Counter* stranded = nullptr;
   prometheus::Gauge* store_up = nullptr;
+  std::array<prometheus::Counter*, 3> verifications{};
+  prometheus::Gauge* quarantined = nullptr;
 };
 
 PrometheusMetrics::PrometheusMetrics()
@@ -118,6 +120,18 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                     .Register(registry)
                     .Add({});
   f.store_up->Set(1);
+  auto& verifications = prometheus::BuildCounter()
+                            .Name("tunefleet_coordinator_verifications_total")
+                            .Help("Candidate bests' verifications, by outcome")
+                            .Register(registry);
+  f.verifications = {&verifications.Add({{"outcome", "agreed"}}),
+                     &verifications.Add({{"outcome", "disagreed"}}),
+                     &verifications.Add({{"outcome", "unverified"}})};
+  f.quarantined = &prometheus::BuildGauge()
+                       .Name("tunefleet_coordinator_workers_quarantined")
+                       .Help("Worker principals quarantined (results refused)")
+                       .Register(registry)
+                       .Add({});
   try {
     metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);
   } catch (const std::exception& e) {
@@ -161,5 +175,11 @@ void PrometheusMetrics::StoreCall(absl::Duration elapsed) {
 void PrometheusMetrics::StrandedJobRepaired() { families_->stranded->Increment(); }
 
 void PrometheusMetrics::StoreHealthy(bool healthy) { families_->store_up->Set(healthy ? 1 : 0); }
+
+void PrometheusMetrics::VerificationFinished(Verification outcome) {
+  families_->verifications[static_cast<int>(outcome)]->Increment();
+}
+
+void PrometheusMetrics::WorkersQuarantined(int count) { families_->quarantined->Set(count); }
 
 }  // namespace tunefleet::server

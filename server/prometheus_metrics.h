@@ -38,6 +38,8 @@ class PrometheusMetrics final : public CoordinatorMetrics {
   void StoreCall(absl::Duration elapsed) override;
   void StrandedJobRepaired() override;
   void StoreHealthy(bool healthy) override;
+  void VerificationFinished(Verification outcome) override;
+  void WorkersQuarantined(int count) override;
 
  private:
   struct Families;

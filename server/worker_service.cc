@@ -30,6 +30,15 @@ v1::Lease ToProto(const LeaseGrant& grant) {
   return lease;
 }
 
+// The identity of a registering worker. Until workers present client
+// certificates this is the host the worker names (one principal per host:
+// its devices vouch for nothing about each other); with mutual TLS it becomes
+// the certificate's identity, here and nowhere else.
+std::string PrincipalOf(grpc::ServerContext* /*context*/,
+                        const v1::RegisterWorkerRequest& request) {
+  return request.host().empty() ? std::string("host:unnamed") : "host:" + request.host();
+}
+
 ResultReport FromProto(const v1::ReportResultsRequest& request) {
   ResultReport report;
   report.worker_id = request.worker_id();
@@ -57,12 +66,12 @@ WorkerServiceImpl::WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers,
       heartbeat_interval_(heartbeat_interval),
       lease_ttl_(lease_ttl) {}
 
-grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
                                                const v1::RegisterWorkerRequest* request,
                                                v1::RegisterWorkerResponse* response) {
   WorkerRegistration registration{request->host(),
                                   {request->devices().begin(), request->devices().end()},
-                                  request->toolkit()};
+                                  request->toolkit(), PrincipalOf(context, *request)};
   absl::StatusOr<std::string> id = workers_->Register(registration);
   if (!id.ok()) return ToGrpcStatus(id.status());
   jobs_->OnWorkerRegistered();
@@ -138,6 +147,9 @@ grpc::Status WorkerServiceImpl::GetBlob(grpc::ServerContext*,
                                         const v1::GetBlobRequest* request,
                                         v1::GetBlobResponse* response) {
   if (request->digest().empty()) return MissingField("digest");
+  if (request->worker_id().empty()) return MissingField("worker_id");
+  absl::Status leased = jobs_->CheckBlobLeased(request->worker_id(), request->digest());
+  if (!leased.ok()) return ToGrpcStatus(leased);
   absl::StatusOr<std::string> blob = blobs_->Get(request->digest());
   if (!blob.ok()) return ToGrpcStatus(blob.status());
   response->set_content(*std::move(blob));

@@ -267,7 +267,10 @@ TEST_F(CoordinatorServiceTest, WorkerCallsCheckTheirInput) {
   blob.set_digest("00");
   v1::GetBlobResponse content;
   EXPECT_EQ(workers_->GetBlob(Context().get(), blob, &content).error_code(),
-            grpc::StatusCode::NOT_FOUND);
+            grpc::StatusCode::INVALID_ARGUMENT);  // no worker_id
+  blob.set_worker_id("w-unknown");
+  EXPECT_EQ(workers_->GetBlob(Context().get(), blob, &content).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);  // holds no lease
   ExpectServing();
 }
 

@@ -81,8 +81,9 @@ class JobManagerTest : public ::testing::Test {
     return spec;
   }
 
-  std::string AddWorker(const std::string& model = "test-cpu", double l2_bytes = 0) {
-    WorkerRegistration request{"localhost", {v1::Device()}, "g++ test"};
+  std::string AddWorker(const std::string& model = "test-cpu", double l2_bytes = 0,
+                        const std::string& principal = "localhost") {
+    WorkerRegistration request{"localhost", {v1::Device()}, "g++ test", principal};
     v1::Device* device = &request.devices[0];
     device->set_id("cpu0");
     device->set_model(model);
@@ -201,6 +202,8 @@ TEST_F(JobManagerTest, DuplicateReportChangesNothing) {
 }
 
 TEST_F(JobManagerTest, ExpiredLeaseIsRequeuedWithNewEpochAndLateReportIsIgnored) {
+  options_.verify.mode = VerifyMode::kOff;  // about epochs, not about verification
+  Restart();
   std::string slow = AddWorker();
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
   std::optional<v1::Lease> first = Lease(slow);
@@ -345,7 +348,11 @@ TEST_F(JobManagerTest, FinalistsRoundPicksTheWinnerByItsFinalMeasurement) {
   EXPECT_EQ(store_->GetBest(done.targets(0).tuning_key())->median_seconds, 5e-4);
   EXPECT_EQ(store_->GetBest(done.targets(0).tuning_key())->config,
             ConfigToString(first->trials(1).config()));
-  EXPECT_EQ(store_->ListTrials(job->id())->size(), 3u);  // no extra rows
+  std::vector<TrialRecord> rows = *store_->ListTrials(job->id());
+  ASSERT_EQ(rows.size(), 5u);  // 3 search rows, then the 2 finalists' own rows
+  EXPECT_EQ(rows[3].round, TrialRound::kFinalists);
+  EXPECT_EQ(rows[4].round, TrialRound::kFinalists);
+  EXPECT_EQ(rows[4].principal, "localhost");
   EXPECT_FALSE(Lease(worker).has_value());
 }
 
