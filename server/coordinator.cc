@@ -11,7 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/version.h"
+#include "server/admin_service.h"
 #include "server/best_config_index.h"
+#include "server/best_keeper.h"
+#include "server/quarantine.h"
 #include "server/call_pool.h"
 #include "server/long_polls.h"
 #include "server/prometheus_metrics.h"
@@ -64,8 +67,15 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   auto clock = [] { return absl::Now(); };
   workers_ = std::make_unique<WorkerRegistry>(3 * options.heartbeat_interval, clock);
   blobs_ = std::make_unique<SourceBlobs>(store_.get());
+  quarantine_ = std::make_unique<QuarantineList>(store_.get());
+  RETURN_IF_ERROR(quarantine_->Load());
+  keeper_ = std::make_unique<BestKeeper>(store_.get(), index_.get(), quarantine_.get(),
+                                         [] { return absl::ToUnixMillis(absl::Now()); });
   jobs_ = std::make_unique<JobManager>(options.jobs, store_.get(), workers_.get(),
-                                       blobs_.get(), clock, metrics_.get(), index_.get());
+                                       blobs_.get(), clock, metrics_.get(), index_.get(),
+                                       quarantine_.get(), keeper_.get());
+  admin_service_ =
+      std::make_unique<AdminServiceImpl>(keeper_.get(), quarantine_.get(), metrics_.get());
   long_polls_ = std::make_unique<LongPolls>(
       [jobs = jobs_.get()](const LeaseQuery& query) { return jobs->TryLease(query); },
       options.max_long_poll);
@@ -86,6 +96,7 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(tuning_service_.get());
   builder.RegisterService(worker_service_.get());
+  builder.RegisterService(admin_service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));

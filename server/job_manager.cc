@@ -893,6 +893,7 @@ void JobManager::Changed(Job* job) {
 }
 
 absl::Status JobManager::Recover() {
+  if (own_quarantine_ != nullptr) RETURN_IF_ERROR(own_quarantine_->Load());
   ASSIGN_OR_RETURN(JobRepository::Unfinished unfinished, repository_.LoadUnfinished());
   // One job that cannot be resumed (a corrupt row, caps lowered since) must
   // not keep the coordinator from starting: it fails with the reason.

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "client/tunectl/admin.h"
 #include "client/tunectl/commands.h"
 #include "client/tunectl/exit_codes.h"
 #include "client/tunectl/interrupt.h"
@@ -31,11 +32,28 @@ struct Flags {
   std::string device_model;
   std::string toolkit;
   int32_t limit = 0;
+  InvalidateFlags invalidate;
+  std::string principal;
 };
 
 struct Verbs {
   CLI::App *submit, *watch, *status, *cancel, *jobs, *best, *workers, *validate;
+  CLI::App *admin_invalidate, *admin_release;
 };
+
+void DefineAdmin(CLI::App& app, Flags& flags, Verbs* verbs) {
+  CLI::App* admin = app.add_subcommand("admin", "Operator repairs of served best configs");
+  admin->require_subcommand(1);
+  CLI::App* invalidate = admin->add_subcommand(
+      "invalidate", "Exclude trials (kept for audit) and derive the affected bests again");
+  invalidate->add_option("--worker", flags.invalidate.worker, "a worker principal or id");
+  invalidate->add_option("--key", flags.invalidate.tuning_key, "a tuning key");
+  invalidate->add_option("--job", flags.invalidate.job_id, "a job id");
+  CLI::App* release = admin->add_subcommand("release", "Lift a worker's quarantine");
+  release->add_option("--worker", flags.principal, "the quarantined principal")->required();
+  verbs->admin_invalidate = invalidate;
+  verbs->admin_release = release;
+}
 
 void DefineGlobalFlags(CLI::App& app, Flags& flags) {
   app.add_option("--server", flags.server,
@@ -115,6 +133,7 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   verbs.best = DefineBest(app, flags);
   verbs.workers = app.add_subcommand("workers", "List the workers");
   verbs.validate = DefineValidate(app, flags);
+  DefineAdmin(app, flags, &verbs);
   return verbs;
 }
 
@@ -143,6 +162,10 @@ int RunOnline(const Verbs& verbs, const Flags& flags, const Console& console) {
   absl::StatusOr<ClientOptions> options =
       MakeClientOptions(ServerAddress(flags), flags.timeout_seconds);
   if (!options.ok()) return ReportError(console, options.status());
+  if (verbs.admin_invalidate->parsed()) {
+    return RunAdminInvalidate(*options, flags.invalidate, console);
+  }
+  if (verbs.admin_release->parsed()) return RunAdminRelease(*options, flags.principal, console);
   absl::StatusOr<std::unique_ptr<Client>> connected = Client::Connect(*options);
   if (!connected.ok()) return ReportError(console, connected.status());
   Client& client = **connected;
