@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "common/subprocess.h"
 
+#include "common/config_space.h"
 #include "common/config_text.h"
 #include "common/spec_loader.h"
 #include "common/tuning_key.h"
@@ -355,6 +356,87 @@ TEST_F(CoordinatorServiceTest, MetricsAreValidPrometheusTextWithoutDuplicateSeri
   ASSERT_OK(exit);
   EXPECT_TRUE(exit->success()) << "promtool check metrics: " << exit->ToString()
                                << " (install the Debian package prometheus)";
+}
+
+}  // namespace
+}  // namespace tunefleet::server
+
+namespace tunefleet::server {
+namespace {
+
+// A worker speaking WorkerService directly, as any program can.
+class LeaseLimitsTest : public CoordinatorServiceTest {
+ protected:
+  std::string Register(const std::string& host) {
+    v1::RegisterWorkerRequest request;
+    request.set_host(host);
+    request.set_toolkit("g++ test");
+    v1::Device* device = request.add_devices();
+    device->set_id("cpu0");
+    device->set_model("test-cpu");
+    device->set_backend(v1::BACKEND_CPU);
+    for (const auto& [name, value] : PlaceholderLimits(v1::BACKEND_CPU)) {
+      v1::DeviceLimit* limit = device->add_limits();
+      limit->set_name(name);
+      limit->set_value(value);
+    }
+    v1::RegisterWorkerResponse response;
+    EXPECT_TRUE(workers_->RegisterWorker(Context().get(), request, &response).ok());
+    return response.worker_id();
+  }
+
+  grpc::Status Lease(const std::string& worker, int max_trials, v1::LeaseWorkResponse* response) {
+    v1::LeaseWorkRequest request;
+    request.set_worker_id(worker);
+    request.set_max_trials(max_trials);
+    request.set_wait_ms(2000);
+    return workers_->LeaseWork(Context().get(), request, response);
+  }
+
+  grpc::Status Blob(const std::string& worker, const std::string& digest) {
+    v1::GetBlobRequest request;
+    request.set_worker_id(worker);
+    request.set_digest(digest);
+    v1::GetBlobResponse response;
+    return workers_->GetBlob(Context().get(), request, &response);
+  }
+};
+
+TEST_F(LeaseLimitsTest, LeaseWorkCapsTrialsAndOutstandingLeasesPerDevice) {
+  const std::string rogue = Register("rogue.example");
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(Submit(request_, &submitted).ok());
+
+  v1::LeaseWorkResponse first, second, third;
+  ASSERT_TRUE(Lease(rogue, 1000, &first).ok());
+  ASSERT_TRUE(first.has_lease());
+  EXPECT_LE(first.lease().trials_size(), JobManagerOptions().max_batch_size);
+  ASSERT_TRUE(Lease(rogue, 1000, &second).ok());
+  grpc::Status refused = Lease(rogue, 1000, &third);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refused.error_message().find("leases already"), std::string::npos)
+      << refused.error_message();
+  ExpectServing();
+}
+
+TEST_F(LeaseLimitsTest, GetBlobServesOnlySourcesOfTheCallersLeases) {
+  const std::string holder = Register("a.example");
+  const std::string other = Register("b.example");
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(Submit(request_, &submitted).ok());
+  v1::LeaseWorkResponse leased;
+  ASSERT_TRUE(Lease(holder, 1, &leased).ok());
+  ASSERT_TRUE(leased.has_lease());
+  ASSERT_GT(leased.lease().sources_size(), 0);
+  const std::string digest = leased.lease().sources(0).digest();
+
+  EXPECT_TRUE(Blob(holder, digest).ok());
+  grpc::Status denied = Blob(other, digest);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(denied.error_message().find("leased work"), std::string::npos)
+      << denied.error_message();
+  EXPECT_EQ(Blob(holder, std::string(64, '0')).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  ExpectServing();
 }
 
 }  // namespace
