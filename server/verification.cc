@@ -16,15 +16,16 @@ Verification::Verification(uint64_t candidate, double claimed_seconds,
       served_(served == candidate ? std::nullopt : served),
       deadline_(deadline) {}
 
+// In the fallback, the verifier's device differs from the one whose
+// measurement made the claim (the last: the finalists round's when it ran).
 bool Verification::CanVerify(const Measurer& verifier, bool other_principal_live) const {
-  for (const Measurer& claimant : claimants_) {
-    if (claimant.principal != verifier.principal) continue;
-    if (other_principal_live) return false;
-    if (claimant.worker_id == verifier.worker_id && claimant.device_id == verifier.device_id) {
-      return false;
-    }
-  }
-  return true;
+  const bool claimant = std::any_of(claimants_.begin(), claimants_.end(), [&](const Measurer& c) {
+    return c.principal == verifier.principal;
+  });
+  if (!claimant) return true;
+  if (other_principal_live || claimants_.empty()) return false;
+  const Measurer& decisive = claimants_.back();
+  return decisive.worker_id != verifier.worker_id || decisive.device_id != verifier.device_id;
 }
 
 std::vector<uint64_t> Verification::Take(const std::string& lease_id, int64_t epoch,

@@ -57,7 +57,9 @@ class Verification {
 
   // A verifier is never a claimant's principal; when `other_principal_live`
   // is false (the fleet has no device of the model under another principal)
-  // a claimant principal's other device may verify.
+  // another device of a claimant's principal may verify (the same host's
+  // other device: a weaker check, which can catch a faulty device but not a
+  // lying host).
   bool CanVerify(const Measurer& verifier, bool other_principal_live) const;
   bool waiting() const { return state_ == State::kWaiting; }
   bool done() const { return state_ == State::kDone; }
