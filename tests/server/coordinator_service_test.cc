@@ -24,6 +24,7 @@
 #include "server/coordinator.h"
 #include "server/store/store.h"
 #include "tests/support/test_support.h"
+#include "tunefleet/v1/admin_service.grpc.pb.h"
 #include "tunefleet/v1/tuning_service.grpc.pb.h"
 #include "tunefleet/v1/worker_service.grpc.pb.h"
 
@@ -436,6 +437,34 @@ TEST_F(LeaseLimitsTest, GetBlobServesOnlySourcesOfTheCallersLeases) {
   EXPECT_NE(denied.error_message().find("leased work"), std::string::npos)
       << denied.error_message();
   EXPECT_EQ(Blob(holder, std::string(64, '0')).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  ExpectServing();
+}
+
+}  // namespace
+}  // namespace tunefleet::server
+
+namespace tunefleet::server {
+namespace {
+
+TEST_F(CoordinatorServiceTest, AdminCallsCheckTheirInputAndInvalidateNothingUnmatched) {
+  auto admin = v1::AdminService::NewStub(channel_);
+  v1::InvalidateTrialsResponse invalidated;
+  grpc::Status empty =
+      admin->InvalidateTrials(Context().get(), v1::InvalidateTrialsRequest(), &invalidated);
+  EXPECT_EQ(empty.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::InvalidateTrialsRequest nobody;
+  nobody.set_worker("host:nobody");
+  ASSERT_TRUE(admin->InvalidateTrials(Context().get(), nobody, &invalidated).ok());
+  EXPECT_EQ(invalidated.trials_excluded(), 0);
+  EXPECT_EQ(invalidated.keys_changed(), 0);
+  v1::ReleaseWorkerResponse released;
+  EXPECT_EQ(admin->ReleaseWorker(Context().get(), v1::ReleaseWorkerRequest(), &released)
+                .error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  v1::ReleaseWorkerRequest release;
+  release.set_principal("host:nobody");
+  ASSERT_TRUE(admin->ReleaseWorker(Context().get(), release, &released).ok());
+  EXPECT_FALSE(released.released());
   ExpectServing();
 }
 
