@@ -72,7 +72,7 @@ TEST_F(BestKeeperTest, InvalidatingAWorkerRestoresTheBestOfWhatRemains) {
   ASSERT_TRUE(keeper_->Rederive(Meta("k2")).ok());
   ASSERT_EQ(store_->GetBest("k1")->config, "B");
 
-  absl::StatusOr<InvalidationResult> result = keeper_->Invalidate({.worker = "host:rogue"});
+  absl::StatusOr<InvalidationResult> result = keeper_->Invalidate(TrialFilter{"host:rogue", "", ""});
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->trials, 2);
   EXPECT_EQ(result->keys, 2);
@@ -85,7 +85,7 @@ TEST_F(BestKeeperTest, InvalidatingEveryTrialOfAKeyRemovesItsBest) {
   ASSERT_TRUE(store_->InsertTrials({Row("k1", "j1", "A", 1e-3, "host:a")}).ok());
   ASSERT_TRUE(keeper_->Rederive(Meta("k1")).ok());
 
-  absl::StatusOr<InvalidationResult> result = keeper_->Invalidate({.tuning_key = "k1"});
+  absl::StatusOr<InvalidationResult> result = keeper_->Invalidate(TrialFilter{"", "k1", ""});
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->keys, 1);
   EXPECT_THAT(store_->GetBest("k1"), StatusIs(absl::StatusCode::kNotFound));

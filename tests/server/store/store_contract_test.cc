@@ -926,11 +926,11 @@ TEST_P(StoreContractTest, ExcludeTrialsMarksMatchingRowsOnceAndKeepsThem) {
   honest.principal = "honest-host";
   ASSERT_OK(store_->InsertTrials({rogue, rogue_other_key, honest}));
 
-  absl::StatusOr<Exclusion> excluded = store_->ExcludeTrials({.worker = "rogue-host"});
+  absl::StatusOr<Exclusion> excluded = store_->ExcludeTrials(TrialFilter{"rogue-host", "", ""});
   ASSERT_OK(excluded);
   EXPECT_EQ(excluded->trials, 2);
   EXPECT_THAT(excluded->tuning_keys, ElementsAre("key-1", "key-2"));
-  absl::StatusOr<Exclusion> again = store_->ExcludeTrials({.worker = "rogue-host"});
+  absl::StatusOr<Exclusion> again = store_->ExcludeTrials(TrialFilter{"rogue-host", "", ""});
   ASSERT_OK(again);
   EXPECT_EQ(again->trials, 0);
 
@@ -952,10 +952,10 @@ TEST_P(StoreContractTest, ExcludeTrialsMatchesWorkerIdKeyAndJob) {
   ASSERT_OK(store_->InsertTrials({a, b, c}));
 
   absl::StatusOr<Exclusion> by_job_and_key =
-      store_->ExcludeTrials({.tuning_key = "key-1", .job_id = "job-2"});
+      store_->ExcludeTrials(TrialFilter{"", "key-1", "job-2"});
   ASSERT_OK(by_job_and_key);
   EXPECT_EQ(by_job_and_key->trials, 1);
-  absl::StatusOr<Exclusion> by_worker_id = store_->ExcludeTrials({.worker = "worker-a"});
+  absl::StatusOr<Exclusion> by_worker_id = store_->ExcludeTrials(TrialFilter{"worker-a", "", ""});
   ASSERT_OK(by_worker_id);
   EXPECT_EQ(by_worker_id->trials, 2);
   EXPECT_THAT(store_->ExcludeTrials({}), StatusIs(absl::StatusCode::kInvalidArgument));
