@@ -69,6 +69,7 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   blobs_ = std::make_unique<SourceBlobs>(store_.get());
   quarantine_ = std::make_unique<QuarantineList>(store_.get());
   RETURN_IF_ERROR(quarantine_->Load());
+  if (metrics_ != nullptr) metrics_->WorkersQuarantined(static_cast<int>(quarantine_->size()));
   keeper_ = std::make_unique<BestKeeper>(store_.get(), index_.get(), quarantine_.get(),
                                          [] { return absl::ToUnixMillis(absl::Now()); });
   jobs_ = std::make_unique<JobManager>(options.jobs, store_.get(), workers_.get(),

@@ -572,6 +572,7 @@ void JobManager::Tick() {
     }
     pending.rows.insert(pending.rows.end(), unstored_rows_.begin(), unstored_rows_.end());
     unstored_rows_.clear();
+    pending.quarantines.swap(unstored_quarantines_);
     const std::vector<std::string> unfinished(unfinished_writes_.begin(),
                                               unfinished_writes_.end());
     for (const std::string& id : unfinished) {

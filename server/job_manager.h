@@ -1,7 +1,9 @@
 // The JobManager: the live tuning jobs, from submission to their final state.
 // It admits jobs (Admission), binds them to the device models of live
 // workers, hands out leases (LeaseBook) of their trials (TargetTrials),
-// records results, and finishes jobs by writing their best configs. Jobs,
+// records results, has a candidate best that needs it re-measured by another
+// worker (Verification; a claimant that disagrees is quarantined), and
+// finishes jobs by deriving their best configs (BestKeeper). Jobs,
 // trials, sources and best configs are persisted through the JobRepository,
 // the Store, SourceBlobs and the BestConfigIndex; a finished job leaves
 // memory and is answered from the store.
@@ -193,11 +195,12 @@ class JobManager {
     JobSnapshot snapshot;  // final
     std::vector<double> speedups;
   };
-  // The WORKER_LOST rows of expired leases, and finishes, to write.
+  // A principal a verification caught.
   struct Quarantined {
     std::string principal;
     std::string reason;
   };
+  // The WORKER_LOST rows of expired leases, and finishes, to write.
   struct Pending {
     std::vector<TrialRecord> rows;
     std::vector<Quarantined> quarantines;  // done before the finishes
@@ -247,8 +250,8 @@ class JobManager {
   void Flush(Pending pending) ABSL_LOCKS_EXCLUDED(mu_);
   void CompleteFinish(const Finish& finish, bool stored) ABSL_LOCKS_EXCLUDED(mu_);
   // Stores the quarantine, excludes the principal's trials and derives the
-  // bests they touched again. Logs a failure (the verifier's rows decide the
-  // job's own best either way).
+  // bests they touched again. When the store refuses, Tick tries again (the
+  // verifier's rows decide the job's own best either way).
   void Quarantine(const Quarantined& quarantined) ABSL_LOCKS_EXCLUDED(mu_);
   // Rows and views (job_manager_records.cc).
   TrialRecord TrialRow(const Job& job, const Target& target, const Lease& lease,
@@ -292,6 +295,8 @@ class JobManager {
   absl::flat_hash_set<std::string> unfinished_writes_ ABSL_GUARDED_BY(mu_);
   // WORKER_LOST rows the store refused; Tick tries again.
   std::vector<TrialRecord> unstored_rows_ ABSL_GUARDED_BY(mu_);
+  // Quarantines the store refused; Tick tries again.
+  std::vector<Quarantined> unstored_quarantines_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tunefleet::server

@@ -164,8 +164,10 @@ void JobManager::Quarantine(const Quarantined& quarantined) {
                  : absl::StatusOr<InvalidationResult>(added);
   metrics_->WorkersQuarantined(static_cast<int>(quarantine_->size()));
   if (!invalidated.ok()) {
-    std::cerr << "tunefleet-coordinator: cannot quarantine " << quarantined.principal << ": "
-              << invalidated.status() << std::endl;
+    std::cerr << "tunefleet-coordinator: cannot quarantine " << quarantined.principal << " yet ("
+              << invalidated.status() << "); trying again" << std::endl;
+    absl::MutexLock lock(&mu_);
+    unstored_quarantines_.push_back(quarantined);  // Tick tries again
     return;
   }
   std::cerr << "tunefleet-coordinator: quarantined " << quarantined.principal << " ("

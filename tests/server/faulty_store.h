@@ -21,6 +21,7 @@ class FaultyStore : public Store {
   std::atomic<bool> refuse_trials{false};  // InsertTrials
   std::atomic<bool> refuse_best{false};    // UpsertBest, PutBest, DeleteBest
   std::atomic<bool> refuse_jobs{false};    // PutJob
+  std::atomic<bool> refuse_quarantine{false};  // PutQuarantine
   std::atomic<int> trial_writes{0};        // InsertTrials calls, refused or not
   // Runs in every InsertTrials call (after counting it); set before use.
   std::function<void()> before_trial_write;
@@ -70,6 +71,7 @@ class FaultyStore : public Store {
     return store_->DeleteBest(key);
   }
   absl::Status PutQuarantine(const QuarantineRecord& record) override {
+    if (refuse_quarantine) return Down();
     return store_->PutQuarantine(record);
   }
   absl::StatusOr<bool> DeleteQuarantine(const std::string& principal) override {

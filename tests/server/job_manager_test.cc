@@ -700,6 +700,26 @@ TEST_F(VerificationFlowTest, ADisagreeingClaimIsQuarantinedAndTheVerifierDecides
   EXPECT_EQ((*stored)[0].principal, "host:rogue");
 }
 
+TEST_F(VerificationFlowTest, AQuarantineTheStoreRefusedIsStoredByALaterTick) {
+  std::string rogue = AddWorker("test-cpu", 0, "host:rogue");
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  while (std::optional<v1::Lease> lease = Lease(rogue)) {
+    ReportAll(rogue, *lease, false, [](int64_t) { return 1e-9; });
+  }
+  faulty_->refuse_quarantine = true;
+  std::optional<v1::Lease> verify = Lease(honest);
+  ASSERT_TRUE(verify.has_value());
+  ReportAll(honest, *verify, false, [](int64_t) { return 2e-3; });
+  EXPECT_TRUE(store_->ListQuarantine()->empty());
+
+  faulty_->refuse_quarantine = false;
+  jobs_->Tick();
+  ASSERT_EQ(store_->ListQuarantine()->size(), 1u);
+  EXPECT_THAT(jobs_->TryLease(QueryFor(rogue)), StatusIs(absl::StatusCode::kPermissionDenied));
+}
+
 TEST_F(VerificationFlowTest, AutoServesUnverifiedWhenNoVerifierComesInTime) {
   options_.verify.wait = absl::Seconds(5);
   Restart();
