@@ -69,6 +69,27 @@ void BestConfigIndex::PutKernel(const v1::JobSpec& spec) {
 }
 
 void BestConfigIndex::PutBest(const BestRecord& record) {
+  Install(record, /*keep_faster=*/true);
+}
+
+void BestConfigIndex::ReplaceBest(const BestRecord& record) {
+  Install(record, /*keep_faster=*/false);
+}
+
+void BestConfigIndex::RemoveBest(const std::string& tuning_key) {
+  absl::MutexLock write(&write_mu_);
+  absl::MutexLock lock(&mu_);
+  EraseRow(tuning_key);
+}
+
+std::optional<BestRecord> BestConfigIndex::Get(const std::string& tuning_key) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = rows_.find(tuning_key);
+  if (it == rows_.end()) return std::nullopt;
+  return it->second.record;
+}
+
+void BestConfigIndex::Install(const BestRecord& record, bool keep_faster) {
   absl::StatusOr<v1::Shape> shape = ParseShape(record.shape);
   Row row{record, shape, RowAnswer(record, shape)};
 
@@ -77,7 +98,7 @@ void BestConfigIndex::PutBest(const BestRecord& record) {
   {
     absl::ReaderMutexLock read(&mu_);
     auto stored = rows_.find(record.tuning_key);
-    if (stored != rows_.end() &&
+    if (keep_faster && stored != rows_.end() &&
         !(stored->second.record.median_seconds > record.median_seconds)) {
       return;
     }

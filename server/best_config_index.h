@@ -63,6 +63,13 @@ class BestConfigIndex {
   // row replaces the one with the same tuning key only when there is none or
   // the stored median is larger. Its key is checked here, once.
   void PutBest(const BestRecord& row);
+  // A best row the store accepted by Store::PutBest: replaces the key's row
+  // whatever its median (a derived best, which may be slower).
+  void ReplaceBest(const BestRecord& row);
+  // Forgets the key's row (its best was removed from the store).
+  void RemoveBest(const std::string& tuning_key);
+  // The key's row; nullopt when there is none.
+  std::optional<BestRecord> Get(const std::string& tuning_key) const;
 
   // Empty `device_model` or `toolkit` match any. NotFound when PutKernel
   // never saw the kernel; InvalidArgument for a shape NormalizeShape refuses;
@@ -100,6 +107,7 @@ class BestConfigIndex {
   Groups BuildGroups(const KernelCode& code, const Kernel& kernel) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void EraseRow(const std::string& tuning_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Install(const BestRecord& record, bool keep_faster) ABSL_LOCKS_EXCLUDED(mu_);
   std::optional<ShapeMatch> Best(const Kernel& kernel, const ShapeQuery& query,
                                  const std::string& device_model,
                                  const std::string& toolkit) const

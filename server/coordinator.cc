@@ -12,7 +12,10 @@
 #include "common/status_macros.h"
 #include "common/version.h"
 #include "server/auth_processor.h"
+#include "server/admin_service.h"
 #include "server/best_config_index.h"
+#include "server/best_keeper.h"
+#include "server/quarantine.h"
 #include "server/call_pool.h"
 #include "server/decode_errors.h"
 #include "server/long_polls.h"
@@ -79,8 +82,16 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   token_service_ = std::make_unique<TokenServiceImpl>(tokens_.get());
   workers_ = std::make_unique<WorkerRegistry>(3 * options.heartbeat_interval, clock);
   blobs_ = std::make_unique<SourceBlobs>(store_.get());
+  quarantine_ = std::make_unique<QuarantineList>(store_.get());
+  RETURN_IF_ERROR(quarantine_->Load());
+  if (metrics_ != nullptr) metrics_->WorkersQuarantined(static_cast<int>(quarantine_->size()));
+  keeper_ = std::make_unique<BestKeeper>(store_.get(), index_.get(), quarantine_.get(),
+                                         [] { return absl::ToUnixMillis(absl::Now()); });
   jobs_ = std::make_unique<JobManager>(options.jobs, store_.get(), workers_.get(),
-                                       blobs_.get(), clock, metrics_.get(), index_.get());
+                                       blobs_.get(), clock, metrics_.get(), index_.get(),
+                                       quarantine_.get(), keeper_.get());
+  admin_service_ =
+      std::make_unique<AdminServiceImpl>(keeper_.get(), quarantine_.get(), metrics_.get());
   long_polls_ = std::make_unique<LongPolls>(
       [jobs = jobs_.get()](const LeaseQuery& query) { return jobs->TryLease(query); },
       options.max_long_poll);
@@ -105,6 +116,7 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<DecodeErrorsFactory>());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  builder.RegisterService(admin_service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));

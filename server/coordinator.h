@@ -32,6 +32,9 @@ class PrometheusMetrics;
 class TuningServiceImpl;
 class TokenBook;
 class TokenServiceImpl;
+class AdminServiceImpl;
+class QuarantineList;
+class BestKeeper;
 class WorkerServiceImpl;
 
 struct CoordinatorOptions {
@@ -92,9 +95,12 @@ class Coordinator {
   std::unique_ptr<SourceBlobs> blobs_;
   std::unique_ptr<TokenBook> tokens_;
   std::unique_ptr<TokenServiceImpl> token_service_;
+  std::unique_ptr<QuarantineList> quarantine_;
+  std::unique_ptr<BestKeeper> keeper_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<LongPolls> long_polls_;
   std::unique_ptr<TuningServiceImpl> tuning_service_;
+  std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<CallPool> report_pool_;  // outlives the server
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<grpc::Server> server_;

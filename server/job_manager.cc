@@ -12,6 +12,7 @@
 #include "common/public_status.h"
 #include "common/status_macros.h"
 #include "server/best_config_index.h"
+#include "server/best_derivation.h"
 
 namespace tunefleet::server {
 namespace {
@@ -47,7 +48,8 @@ std::string WaitingReason(const v1::JobSpec& spec) {
 
 JobManager::JobManager(const JobManagerOptions& options, Store* store,
                        WorkerRegistry* workers, SourceBlobs* blobs, Clock clock,
-                       CoordinatorMetrics* metrics, BestConfigIndex* index)
+                       CoordinatorMetrics* metrics, BestConfigIndex* index,
+                       QuarantineList* quarantine, BestKeeper* keeper)
     : options_(options),
       limits_(LimitsOf(options)),
       store_(store),
@@ -55,6 +57,13 @@ JobManager::JobManager(const JobManagerOptions& options, Store* store,
       clock_(std::move(clock)),
       metrics_(metrics != nullptr ? metrics : &null_metrics_),
       index_(index),
+      own_quarantine_(quarantine == nullptr ? std::make_unique<QuarantineList>(store) : nullptr),
+      quarantine_(quarantine != nullptr ? quarantine : own_quarantine_.get()),
+      own_keeper_(keeper == nullptr
+                      ? std::make_unique<BestKeeper>(store, index, quarantine_,
+                                                     [this] { return absl::ToUnixMillis(clock_()); })
+                      : nullptr),
+      keeper_(keeper != nullptr ? keeper : own_keeper_.get()),
       blobs_(blobs),
       repository_(store),
       writer_(store,
@@ -105,7 +114,9 @@ std::vector<JobManager::Target> JobManager::PlanTargets(
       if (first_error->ok()) *first_error = plan.status();
       continue;
     }
-    targets.push_back(Target{std::move(plan->info), std::move(plan->trials)});
+    Target& target = targets.emplace_back();
+    target.info = std::move(plan->info);
+    target.trials = std::move(plan->trials);
   }
   return targets;
 }
@@ -349,22 +360,41 @@ void JobManager::OnWorkerRegistered() {
 absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery& query) {
   ASSIGN_OR_RETURN(WorkerRegistry::ModelOf device,
                    workers_->TouchDevice(query.worker_id, query.device_id));
+  if (quarantine_->Contains(device.principal)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "worker principal ", device.principal,
+        " is quarantined: its results disagreed with a re-measurement by another worker"));
+  }
   const int max = std::clamp(query.max_trials > 0 ? query.max_trials : options_.batch_size,
                              1, std::max(1, options_.max_batch_size));
+  const std::vector<LiveDevice> live = workers_->LiveDevices(device.model, device.toolkit);
+  Lease lease;
+  lease.worker_id = query.worker_id;
+  lease.device_id = device.device_id;
+  lease.principal = device.principal;
   Pending pending;
   std::optional<LeaseGrant> grant;
   {
     absl::MutexLock lock(&mu_);
+    if (leases_.CountOnDevice(query.worker_id, device.device_id) >=
+        std::max(1, options_.max_leases_per_device)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "device ", device.device_id, " of worker ", query.worker_id, " holds ",
+          options_.max_leases_per_device, " leases already; report or release one first"));
+    }
     for (auto& [sequence, job] : jobs_) {
       if (IsFinal(job->view.state()) || job->finishing) continue;
       for (int t = 0; t < static_cast<int>(job->targets.size()) && !grant; ++t) {
         const Target& target = job->targets[t];
-        if (target.trials == nullptr || !target.trials->HasWork() ||
-            target.info.device_model() != device.model ||
+        if (target.trials == nullptr || target.info.device_model() != device.model ||
             target.info.toolkit() != device.toolkit) {
           continue;
         }
-        grant = LeaseFrom(job.get(), t, query.worker_id, max, &pending);
+        if (target.verification != nullptr) {
+          grant = VerifyFrom(job.get(), t, lease, live, &pending);
+        } else if (target.trials->HasWork()) {
+          grant = LeaseFrom(job.get(), t, lease, max, &pending);
+        }
       }
       if (grant.has_value()) break;
     }
@@ -373,11 +403,9 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
   return grant;
 }
 
-std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, const std::string& worker_id,
-                                                int max, Pending* pending) {
+std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, Lease lease, int max,
+                                                Pending* pending) {
   Target& target = job->targets[t];
-  Lease lease;
-  lease.worker_id = worker_id;
   lease.job_id = job->view.id();
   lease.target = t;
   lease.expires = clock_() + options_.lease_ttl;
@@ -392,21 +420,26 @@ std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, const std::stri
     MaybeFinish(job, pending);  // a restored target may turn out to be complete
     return std::nullopt;
   }
-  Lease* held = leases_.Find(lease_id, epoch, worker_id);
+  Lease* held = leases_.Find(lease_id, epoch, granted.worker_id);
   held->ordinals = ordinals;
   held->finalists = finalists;
+  return GrantOf(job, *held, pending);
+}
+
+LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
+  const Target& target = job->targets[lease.target];
   LeaseGrant grant;
-  grant.lease_id = lease_id;
-  grant.epoch = epoch;
-  grant.expires = held->expires;
+  grant.lease_id = lease.id;
+  grant.epoch = lease.epoch;
+  grant.expires = lease.expires;
   grant.job_id = job->view.id();
   grant.spec = job->spec;
   grant.tuning_key = target.info.tuning_key();
-  grant.finalists = finalists;
-  for (uint64_t ordinal : ordinals) {
+  grant.finalists = lease.finalists;
+  for (uint64_t ordinal : lease.ordinals) {
     grant.trials.emplace_back(ordinal, target.trials->space()->ConfigAt(ordinal));
   }
-  metrics_->LeaseGranted(static_cast<int>(ordinals.size()));
+  metrics_->LeaseGranted(static_cast<int>(lease.ordinals.size()));
   if (job->view.state() == v1::JOB_STATE_QUEUED) {
     SetState(job, v1::JOB_STATE_RUNNING, "");
     pending->snapshots.push_back(Snapshot(*job));
@@ -430,7 +463,24 @@ v1::TrialResult Normalized(TargetTrials& trials, uint64_t ordinal,
 
 }  // namespace
 
+absl::Status JobManager::RefuseQuarantined(const ResultReport& report) {
+  absl::StatusOr<std::string> principal = workers_->PrincipalOf(report.worker_id);
+  if (!principal.ok() || !quarantine_->Contains(*principal)) return absl::OkStatus();
+  Pending refused;
+  {
+    absl::MutexLock lock(&mu_);
+    if (leases_.Find(report.lease_id, report.epoch, report.worker_id) != nullptr) {
+      ReturnLease(leases_.Remove(report.lease_id), /*expired=*/false, &refused);
+    }
+  }
+  Flush(std::move(refused));
+  return absl::PermissionDeniedError(
+      absl::StrCat("worker principal ", *principal,
+                   " is quarantined: its results are refused and its lease was returned"));
+}
+
 absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
+  RETURN_IF_ERROR(RefuseQuarantined(report));
   workers_->Touch(report.worker_id);
   std::vector<std::pair<uint64_t, v1::TrialResult>> results;  // held by the lease
   std::vector<TrialRecord> rows;
@@ -445,10 +495,7 @@ absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
                                   ordinal) != lease->ordinals.end();
       if (!held) continue;
       results.emplace_back(ordinal, Normalized(*target.trials, ordinal, result));
-      // A finalists round ranks configs whose rows are stored already.
-      if (!lease->finalists) {
-        rows.push_back(TrialRow(job, target, report.worker_id, results.back().second));
-      }
+      rows.push_back(TrialRow(job, target, *lease, results.back().second));
     }
     // The worker is alive: the lease must not expire while the rows are written.
     leases_.Renew(lease->id, clock_() + options_.lease_ttl);
@@ -487,14 +534,20 @@ void JobManager::ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResu
   for (const auto& [ordinal, result] : results) {
     auto pos = std::find(lease->ordinals.begin(), lease->ordinals.end(), ordinal);
     if (pos == lease->ordinals.end()) continue;  // reported twice
-    if (target.trials->Complete(ordinal, lease->id, lease->epoch, result) &&
-        !lease->finalists) {
+    const bool recorded =
+        !lease->verify && target.trials->Complete(ordinal, lease->id, lease->epoch, result);
+    if (recorded && !lease->finalists) {
       metrics_->TrialRecorded(result.status());
       ++measured;
+    }
+    if (recorded && result.status() == v1::TRIAL_STATUS_OK) {
+      target.measured_by[ordinal].push_back(
+          Measurer{lease->principal, lease->worker_id, lease->device_id});
     }
     lease->ordinals.erase(pos);
   }
   quotas_.CountTrials(job->view.owner(), measured, clock_());
+  if (lease->verify) ApplyVerification(results, *lease, &target, pending);
   leases_.Renew(lease->id, clock_() + options_.lease_ttl);
   if (release) {
     ReturnLease(leases_.Remove(lease->id), /*expired=*/false, pending);
@@ -510,11 +563,14 @@ void JobManager::ReturnLease(const Lease& lease, bool expired, Pending* pending)
   Job* job = FindJob(lease.job_id);
   if (job == nullptr) return;
   Target& target = job->targets[lease.target];
-  for (uint64_t ordinal : lease.ordinals) {
+  if (lease.verify && target.verification != nullptr) {
+    target.verification->Release(lease.id, lease.epoch);  // another verifier may take it
+  }
+  for (uint64_t ordinal : lease.verify ? std::vector<uint64_t>() : lease.ordinals) {
     std::optional<v1::TrialResult> lost =
         target.trials->Release(ordinal, lease.id, lease.epoch, expired);
     if (!lost.has_value()) continue;
-    pending->rows.push_back(TrialRow(*job, target, lease.worker_id, *lost));
+    pending->rows.push_back(TrialRow(*job, target, lease, *lost));
     metrics_->TrialRecorded(lost->status());
   }
   pending->work = true;
@@ -541,10 +597,18 @@ void JobManager::Tick() {
     }
     pending.rows.insert(pending.rows.end(), unstored_rows_.begin(), unstored_rows_.end());
     unstored_rows_.clear();
+    pending.quarantines.swap(unstored_quarantines_);
     const std::vector<std::string> unfinished(unfinished_writes_.begin(),
                                               unfinished_writes_.end());
     for (const std::string& id : unfinished) {
       if (Job* job = FindJob(id)) MaybeFinish(job, &pending);
+    }
+    for (auto& [sequence, job] : jobs_) {
+      const bool verifying = std::any_of(
+          job->targets.begin(), job->targets.end(), [](const Target& t) {
+            return t.verification != nullptr && !t.verification->done();
+          });
+      if (verifying) MaybeFinish(job.get(), &pending);  // an auto verification's deadline
     }
     RepairStranded(&pending);
   }
@@ -588,6 +652,13 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
   for (const Target& target : job->targets) {
     if (target.trials != nullptr && !target.trials->Finished()) return;
   }
+  bool settled = true;
+  for (Target& target : job->targets) {
+    if (target.trials != nullptr && !VerificationSettled(*job, &target, pending)) {
+      settled = false;
+    }
+  }
+  if (!settled) return;
   const std::string& id = job->view.id();
   if (std::any_of(unstored_rows_.begin(), unstored_rows_.end(),
                   [&](const TrialRecord& row) { return row.job_id == id; })) {
@@ -644,12 +715,14 @@ void JobManager::Flush(Pending pending) {
               })
         .IgnoreError();
   }
+  // Quarantines first: the finishes derive their bests without the trials
+  // of a principal a verification just caught.
+  for (const Quarantined& quarantined : pending.quarantines) Quarantine(quarantined);
   for (const Finish& finish : pending.finishes) {
     // A job ends only once every row of it is stored.
     bool stored = rows_stored;
     for (const BestRecord& best : finish.best) {
-      stored = stored && store_->UpsertBest(best).ok();
-      if (stored && index_ != nullptr) index_->PutBest(best);
+      stored = stored && keeper_->Rederive(best).ok();
     }
     stored = stored && repository_.Save(finish.snapshot).ok();
     CompleteFinish(finish, stored);
@@ -688,6 +761,7 @@ void JobManager::Changed(Job* job) {
 }
 
 absl::Status JobManager::Recover() {
+  if (own_quarantine_ != nullptr) RETURN_IF_ERROR(own_quarantine_->Load());
   ASSIGN_OR_RETURN(JobRepository::Unfinished unfinished, repository_.LoadUnfinished());
   // One job that cannot be resumed (a corrupt row, caps lowered since) must
   // not keep the coordinator from starting: it fails with the reason.
@@ -730,12 +804,16 @@ absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
   job->version = snapshot.version;
   ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_->ListTrials(snapshot.id()));
   for (const v1::StoredTarget& info : snapshot.stored.targets()) {
-    Target target{info, nullptr};
+    Target target;
+    target.info = info;
     if (!info.cached()) {
       ASSIGN_OR_RETURN(target.trials, ResumeTarget(limits_, *job->spec, info));
     }
     for (const TrialRecord& trial : trials) {
-      if (target.trials == nullptr || trial.tuning_key != info.tuning_key()) continue;
+      if (target.trials == nullptr || trial.tuning_key != info.tuning_key() ||
+          trial.round != TrialRound::kSearch) {
+        continue;  // the later rounds run again
+      }
       ASSIGN_OR_RETURN(v1::Config config, ParseConfig(trial.config));
       ASSIGN_OR_RETURN(uint64_t ordinal, target.trials->space()->OrdinalOf(config));
       v1::TrialResult result;
@@ -747,6 +825,10 @@ absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
       result.mutable_measurement()->set_samples(trial.samples);
       result.set_error(trial.error);
       target.trials->Restore(ordinal, result);
+      if (result.status() == v1::TRIAL_STATUS_OK) {
+        target.measured_by[ordinal].push_back(
+            Measurer{trial.principal, trial.worker_id, trial.device_id});
+      }
     }
     job->targets.push_back(std::move(target));
   }

@@ -1,7 +1,9 @@
 // The JobManager: the live tuning jobs, from submission to their final state.
 // It admits jobs (Admission), binds them to the device models of live
 // workers, hands out leases (LeaseBook) of their trials (TargetTrials),
-// records results, and finishes jobs by writing their best configs. Jobs,
+// records results, has a candidate best that needs it re-measured by another
+// worker (Verification; a claimant that disagrees is quarantined), and
+// finishes jobs by deriving their best configs (BestKeeper). Jobs,
 // trials, sources and best configs are persisted through the JobRepository,
 // the Store, SourceBlobs and the BestConfigIndex; a finished job leaves
 // memory and is answered from the store.
@@ -24,14 +26,17 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/admission.h"
+#include "server/best_keeper.h"
 #include "server/job_repository.h"
 #include "server/lease_book.h"
 #include "server/metrics.h"
+#include "server/quarantine.h"
 #include "server/source_blobs.h"
 #include "server/store/store.h"
 #include "server/submit_quotas.h"
 #include "server/target_trials.h"
 #include "server/trial_writer.h"
+#include "server/verification.h"
 #include "server/worker_registry.h"
 #include "tunefleet/v1/tuning_service.pb.h"
 
@@ -47,6 +52,12 @@ struct JobManagerOptions {
   int batch_size = 4;
   // Most trials one lease carries, whatever the worker asks. Default 64.
   int max_batch_size = 64;
+  // Most leases one worker device holds at once; asking for more is
+  // ResourceExhausted. Default 2 (a worker measures one lease per device at
+  // a time; the second covers a report still on its way).
+  int max_leases_per_device = 2;
+  // When a job's best is re-measured by another worker before it is served.
+  VerifyOptions verify;
   // Largest full (cartesian) space accepted. Default 10,000,000 points.
   int64_t max_space_points = 10'000'000;
   // Largest number of configs one job target measures. Default 100,000.
@@ -111,11 +122,13 @@ struct ReportAck {
 class JobManager {
  public:
   using Clock = std::function<absl::Time()>;
-  // `metrics` and `index` may be null; everything given must outlive the
-  // manager.
+  // `metrics`, `index`, `quarantine` and `keeper` may be null (the manager
+  // then keeps its own quarantine list and best keeper over `store` and
+  // `index`); everything given must outlive the manager.
   JobManager(const JobManagerOptions& options, Store* store, WorkerRegistry* workers,
              SourceBlobs* blobs, Clock clock, CoordinatorMetrics* metrics = nullptr,
-             BestConfigIndex* index = nullptr);
+             BestConfigIndex* index = nullptr, QuarantineList* quarantine = nullptr,
+             BestKeeper* keeper = nullptr);
   ~JobManager();
 
   // Reloads the unfinished jobs and their stored trials (once, at start-up).
@@ -143,12 +156,19 @@ class JobManager {
   // Binds waiting jobs to the device models now live.
   void OnWorkerRegistered();
   // Leases trials the worker's device can run, without waiting; no lease
-  // (nullopt) when there are none. NotFound for an unknown worker or device.
+  // (nullopt) when there are none. NotFound for an unknown worker or device,
+  // PermissionDenied for a quarantined worker, ResourceExhausted when the
+  // device holds max_leases_per_device leases already. A candidate best
+  // waiting for verification goes only to a device that may verify it.
   absl::StatusOr<std::optional<LeaseGrant>> TryLease(const LeaseQuery& query);
   // Stores the reported trials (one transaction) and then records them.
   // Unavailable when the store refused them after its retries: the lease is
-  // then returned and its trials are queued again.
+  // then returned and its trials are queued again. PermissionDenied for a
+  // quarantined worker (its lease is returned, its results dropped).
   absl::StatusOr<ReportAck> Report(const ResultReport& report);
+  // OK when a lease `worker_id` holds now carries a source file with
+  // `digest`; PermissionDenied otherwise.
+  absl::Status CheckBlobLeased(const std::string& worker_id, const std::string& digest);
   // Renews every lease of the worker (cost independent of other leases).
   void RenewLeases(const std::string& worker_id);
   // Periodic upkeep (the composition root calls it every 200 ms): expires
@@ -163,6 +183,11 @@ class JobManager {
   struct Target {
     v1::StoredTarget info;
     std::unique_ptr<TargetTrials> trials;  // null when cached
+    // Who measured each config OK (search and finalists rounds).
+    absl::flat_hash_map<uint64_t, std::vector<Measurer>> measured_by;
+    bool verify_decided = false;  // whether the candidate needs verifying was decided
+    bool served_unverified = false;
+    std::unique_ptr<Verification> verification;  // when it does
   };
   struct Job {
     std::shared_ptr<const v1::JobSpec> spec;
@@ -178,9 +203,15 @@ class JobManager {
     JobSnapshot snapshot;  // final
     std::vector<double> speedups;
   };
+  // A principal a verification caught.
+  struct Quarantined {
+    std::string principal;
+    std::string reason;
+  };
   // The WORKER_LOST rows of expired leases, and finishes, to write.
   struct Pending {
     std::vector<TrialRecord> rows;
+    std::vector<Quarantined> quarantines;  // done before the finishes
     std::vector<Finish> finishes;
     std::vector<JobSnapshot> snapshots;
     bool work = false;  // trials became available
@@ -194,9 +225,26 @@ class JobManager {
                                   const std::vector<WorkerDevice>& devices,
                                   absl::Status* first_error);
   void StartJob(std::unique_ptr<Job> job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::optional<LeaseGrant> LeaseFrom(Job* job, int target, const std::string& worker_id,
-                                      int max, Pending* pending)
+  std::optional<LeaseGrant> LeaseFrom(Job* job, int target, Lease lease, int max,
+                                      Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  LeaseGrant GrantOf(Job* job, const Lease& lease, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A verification lease of `target`, when `verifier` may verify it.
+  std::optional<LeaseGrant> VerifyFrom(Job* job, int target, Lease lease,
+                                       const std::vector<LiveDevice>& live, Pending* pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records verification results; quarantines a claimant that disagreed.
+  void ApplyVerification(const std::vector<std::pair<uint64_t, v1::TrialResult>>& results,
+                         const Lease& lease, Target* target, Pending* pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // True when the target's best may be stored: no verification is needed, or
+  // it ended. May start one (then false).
+  bool VerificationSettled(const Job& job, Target* target, Pending* pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool StartVerification(const Job& job, Target* target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // PermissionDenied (returning its lease) when the reporting worker is
+  // quarantined.
+  absl::Status RefuseQuarantined(const ResultReport& report) ABSL_LOCKS_EXCLUDED(mu_);
   // Records `results` (normalized, held by `lease` when the report came),
   // then returns what is left of the lease when `release`.
   void ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResult>>& results,
@@ -209,8 +257,12 @@ class JobManager {
   // Does the writes of `pending` without the lock, then applies them.
   void Flush(Pending pending) ABSL_LOCKS_EXCLUDED(mu_);
   void CompleteFinish(const Finish& finish, bool stored) ABSL_LOCKS_EXCLUDED(mu_);
+  // Stores the quarantine, excludes the principal's trials and derives the
+  // bests they touched again. When the store refuses, Tick tries again (the
+  // verifier's rows decide the job's own best either way).
+  void Quarantine(const Quarantined& quarantined) ABSL_LOCKS_EXCLUDED(mu_);
   // Rows and views (job_manager_records.cc).
-  TrialRecord TrialRow(const Job& job, const Target& target, const std::string& worker_id,
+  TrialRecord TrialRow(const Job& job, const Target& target, const Lease& lease,
                        const v1::TrialResult& result) const;
   BestRecord BestRow(const Job& job, const Target& target, const TrialOutcome& best) const;
   void SetState(Job* job, v1::JobState state, const std::string& reason)
@@ -218,6 +270,7 @@ class JobManager {
   void Changed(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   JobSnapshot Snapshot(const Job& job) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   v1::Job View(const Job& job) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  static v1::Verification VerificationView(const Target& target);
   Job* FindJob(const std::string& id) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   int ActiveJobsOf(const std::string& owner) ABSL_LOCKS_EXCLUDED(mu_);
   void Evict(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -231,6 +284,10 @@ class JobManager {
   NullMetrics null_metrics_;
   CoordinatorMetrics* const metrics_;
   BestConfigIndex* const index_;
+  std::unique_ptr<QuarantineList> own_quarantine_;
+  QuarantineList* const quarantine_;
+  std::unique_ptr<BestKeeper> own_keeper_;
+  BestKeeper* const keeper_;
   SourceBlobs* const blobs_;
   JobRepository repository_;
   TrialWriter writer_;
@@ -248,6 +305,8 @@ class JobManager {
   absl::flat_hash_set<std::string> unfinished_writes_ ABSL_GUARDED_BY(mu_);
   // WORKER_LOST rows the store refused; Tick tries again.
   std::vector<TrialRecord> unstored_rows_ ABSL_GUARDED_BY(mu_);
+  // Quarantines the store refused; Tick tries again.
+  std::vector<Quarantined> unstored_quarantines_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tunefleet::server

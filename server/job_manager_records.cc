@@ -34,6 +34,32 @@ v1::Target TargetView(const v1::StoredTarget& info) {
 
 }  // namespace
 
+v1::Verification JobManager::VerificationView(const Target& target) {
+  v1::Verification view;
+  if (target.served_unverified) view.set_state(v1::VERIFICATION_STATE_UNVERIFIED);
+  if (target.verification == nullptr) return view;
+  const Verification& verification = *target.verification;
+  switch (verification.outcome()) {
+    case Verification::Outcome::kPending:
+      view.set_state(v1::VERIFICATION_STATE_PENDING);
+      break;
+    case Verification::Outcome::kAgreed:
+      view.set_state(v1::VERIFICATION_STATE_AGREED);
+      break;
+    case Verification::Outcome::kDisagreed:
+      view.set_state(v1::VERIFICATION_STATE_DISAGREED);
+      break;
+    case Verification::Outcome::kUnverified:
+      view.set_state(v1::VERIFICATION_STATE_UNVERIFIED);
+      break;
+  }
+  view.set_candidate_config_text(
+      ConfigToString(target.trials->space()->ConfigAt(verification.candidate())));
+  view.set_claimed_seconds(verification.claimed_seconds());
+  view.set_verified_seconds(verification.verified_seconds().value_or(0));
+  return view;
+}
+
 v1::Job JobManager::View(const Job& job) const {
   v1::Job view = job.view;
   view.set_kernel_name(job.spec->kernel().name());
@@ -63,6 +89,16 @@ v1::Job JobManager::View(const Job& job) const {
     for (const TrialOutcome& outcome : fastest) {
       *view.add_top_trials() = Summary(outcome.result, target.info.device_model());
     }
+    *info->mutable_verification() = VerificationView(target);
+    if (target.verification != nullptr) {
+      // The verifier's round decides the best (DeriveBest), as served.
+      if (auto verified = target.verification->FastestVerified()) {
+        v1::Best* best = info->mutable_best();
+        *best->mutable_config() = target.trials->space()->ConfigAt(verified->first);
+        best->set_config_text(ConfigToString(best->config()));
+        best->set_median_seconds(verified->second);
+      }
+    }
   }
   for (const auto& [status, count] : outcomes) {
     v1::StatusCount* entry = view.add_outcomes();
@@ -85,8 +121,7 @@ JobSnapshot JobManager::Snapshot(const Job& job) const {
   return snapshot;
 }
 
-TrialRecord JobManager::TrialRow(const Job& job, const Target& target,
-                                 const std::string& worker_id,
+TrialRecord JobManager::TrialRow(const Job& job, const Target& target, const Lease& lease,
                                  const v1::TrialResult& result) const {
   TrialRecord record;
   record.job_id = job.view.id();
@@ -98,10 +133,16 @@ TrialRecord JobManager::TrialRow(const Job& job, const Target& target,
   record.p80_seconds = result.measurement().p80_seconds();
   record.samples = result.measurement().samples();
   record.compile_seconds = result.compile_seconds();
-  record.worker_id = worker_id;
-  record.device_id = result.device_id();
+  record.worker_id = lease.worker_id;
+  // The leased device: a worker does not choose where its results count.
+  record.device_id = lease.device_id.empty() ? result.device_id() : lease.device_id;
   record.error = result.error();
   record.finished_unix_ms = absl::ToUnixMillis(clock_());
+  record.principal = lease.principal;
+  record.clock_mhz = result.measurement().clock_mhz();
+  record.round = lease.verify        ? TrialRound::kVerify
+                 : lease.finalists ? TrialRound::kFinalists
+                                   : TrialRound::kSearch;
   return record;
 }
 

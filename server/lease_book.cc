@@ -80,4 +80,19 @@ bool LeaseBook::HasJob(const std::string& job_id) const {
   return by_job_.contains(job_id);
 }
 
+std::vector<const Lease*> LeaseBook::OfWorker(const std::string& worker_id) const {
+  std::vector<const Lease*> out;
+  auto it = by_worker_.find(worker_id);
+  if (it == by_worker_.end()) return out;
+  for (const std::string& id : it->second) out.push_back(&leases_.at(id));
+  return out;
+}
+
+int LeaseBook::CountOnDevice(const std::string& worker_id,
+                             const std::string& device_id) const {
+  int count = 0;
+  for (const Lease* lease : OfWorker(worker_id)) count += lease->device_id == device_id;
+  return count;
+}
+
 }  // namespace tunefleet::server

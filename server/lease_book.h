@@ -22,11 +22,14 @@ struct Lease {
   std::string id;
   int64_t epoch = 0;
   std::string worker_id;
+  std::string device_id;  // the device that runs it
+  std::string principal;  // the worker's, for provenance
   std::string job_id;
   int target = 0;
   absl::Time expires;
   std::vector<uint64_t> ordinals;
   bool finalists = false;  // the finalists round: trials already stored
+  bool verify = false;     // a verification: re-measures another principal's claim
 };
 
 // Thread-safety: not thread-safe; owned and locked by the JobManager.
@@ -56,6 +59,10 @@ class LeaseBook {
   std::vector<Lease> TakeJob(const std::string& job_id);
   // True when some lease of `job_id` is out.
   bool HasJob(const std::string& job_id) const;
+  // The leases `worker_id` holds now (O(k) for k leases of the worker).
+  std::vector<const Lease*> OfWorker(const std::string& worker_id) const;
+  // How many of them run on `device_id`.
+  int CountOnDevice(const std::string& worker_id, const std::string& device_id) const;
   size_t size() const { return leases_.size(); }
 
  private:

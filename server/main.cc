@@ -40,6 +40,11 @@ struct Flags {
   std::string admin_token_file;
   int max_active_jobs = 100;
   int64_t max_trials_per_day = 5'000'000;
+  int max_leases_per_device = 2;
+  std::string verify_best = "auto";
+  double verify_margin = 0.10;
+  double verify_tolerance = 0.25;
+  int64_t verify_wait_ms = 5000;
 };
 
 void AddSecurityFlags(CLI::App& app, Flags& flags) {
@@ -60,6 +65,31 @@ void AddSecurityFlags(CLI::App& app, Flags& flags) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--max-trials-per-day", flags.max_trials_per_day,
                  "trials measured for one principal's jobs over 24 hours (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+}
+
+void AddVerifyFlags(CLI::App& app, Flags& flags) {
+  app.add_option("--max-leases-per-device", flags.max_leases_per_device,
+                 "most leases one worker device holds at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--verify-best", flags.verify_best,
+                 "re-measure a new best on another worker before serving it: auto (serve "
+                 "unverified when no verifier is alive or none came within --verify-wait-ms), "
+                 "required (wait for one), off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "required", "off"}));
+  app.add_option("--verify-margin", flags.verify_margin,
+                 "verify a best that beats the served one by more than this fraction")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--verify-tolerance", flags.verify_tolerance,
+                 "a claim agrees when claimed >= verified / (1 + tolerance)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--verify-wait-ms", flags.verify_wait_ms,
+                 "auto: how long a new best waits for a verifier")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
 }
@@ -85,6 +115,18 @@ bool CheckSecurityFlags(const Flags& flags) {
     return false;
   }
   return true;
+}
+
+tunefleet::server::VerifyOptions VerifyOptionsFromFlags(const Flags& flags) {
+  using tunefleet::server::VerifyMode;
+  tunefleet::server::VerifyOptions verify;
+  verify.mode = flags.verify_best == "off"        ? VerifyMode::kOff
+                : flags.verify_best == "required" ? VerifyMode::kRequired
+                                                  : VerifyMode::kAuto;
+  verify.margin = flags.verify_margin;
+  verify.tolerance = flags.verify_tolerance;
+  verify.wait = absl::Milliseconds(flags.verify_wait_ms);
+  return verify;
 }
 
 void AddFlags(CLI::App& app, Flags& flags) {
@@ -155,6 +197,8 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.jobs.max_trials = flags.max_trials;
   options.jobs.max_tensor_bytes = flags.max_tensor_bytes;
   options.jobs.finalists = flags.finalists;
+  options.jobs.max_leases_per_device = flags.max_leases_per_device;
+  options.jobs.verify = VerifyOptionsFromFlags(flags);
   options.report_threads = flags.report_threads;
   options.tls = tunefleet::ServerTls{flags.tls_cert, flags.tls_key, flags.tls_client_ca};
   options.admin_token_file = flags.admin_token_file;
@@ -187,6 +231,7 @@ int main(int argc, char** argv) {
   Flags flags;
   AddFlags(app, flags);
   AddSecurityFlags(app, flags);
+  AddVerifyFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
   if (!CheckSecurityFlags(flags)) return 2;
   LimitMallocArenas();

@@ -13,6 +13,7 @@ namespace tunefleet::server {
 class CoordinatorMetrics {
  public:
   enum class Submission { kAccepted, kCached, kRejected };
+  enum class Verification { kAgreed, kDisagreed, kUnverified };
 
   virtual ~CoordinatorMetrics() = default;
   virtual void JobSubmitted(Submission submission) = 0;
@@ -34,6 +35,10 @@ class CoordinatorMetrics {
   // A call refused before its handler: no or a bad credential
   // (`authenticated` false), or a role that may not call the method.
   virtual void CallRefused(bool authenticated) = 0;
+  // A candidate best's verification ended (kUnverified: served without one).
+  virtual void VerificationFinished(Verification outcome) = 0;
+  // How many worker principals are quarantined now.
+  virtual void WorkersQuarantined(int count) = 0;
 };
 
 class NullMetrics final : public CoordinatorMetrics {
@@ -49,6 +54,8 @@ class NullMetrics final : public CoordinatorMetrics {
   void StrandedJobRepaired() override {}
   void StoreHealthy(bool) override {}
   void CallRefused(bool) override {}
+  void VerificationFinished(Verification) override {}
+  void WorkersQuarantined(int) override {}
 };
 
 }  // namespace tunefleet::server

@@ -39,6 +39,8 @@ struct PrometheusMetrics::Families {
   prometheus::Gauge* store_up = nullptr;
   prometheus::Counter* unauthenticated = nullptr;
   prometheus::Counter* permission_denied = nullptr;
+  std::array<prometheus::Counter*, 3> verifications{};
+  prometheus::Gauge* quarantined = nullptr;
 };
 
 PrometheusMetrics::PrometheusMetrics()
@@ -127,6 +129,18 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                       .Register(registry);
   f.unauthenticated = &refused.Add({{"code", "UNAUTHENTICATED"}});
   f.permission_denied = &refused.Add({{"code", "PERMISSION_DENIED"}});
+  auto& verifications = prometheus::BuildCounter()
+                            .Name("tunefleet_coordinator_verifications_total")
+                            .Help("Candidate bests' verifications, by outcome")
+                            .Register(registry);
+  f.verifications = {&verifications.Add({{"outcome", "agreed"}}),
+                     &verifications.Add({{"outcome", "disagreed"}}),
+                     &verifications.Add({{"outcome", "unverified"}})};
+  f.quarantined = &prometheus::BuildGauge()
+                       .Name("tunefleet_coordinator_workers_quarantined")
+                       .Help("Worker principals quarantined (results refused)")
+                       .Register(registry)
+                       .Add({});
   try {
     metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);
   } catch (const std::exception& e) {
@@ -174,5 +188,11 @@ void PrometheusMetrics::CallRefused(bool authenticated) {
 }
 
 void PrometheusMetrics::StoreHealthy(bool healthy) { families_->store_up->Set(healthy ? 1 : 0); }
+
+void PrometheusMetrics::VerificationFinished(Verification outcome) {
+  families_->verifications[static_cast<int>(outcome)]->Increment();
+}
+
+void PrometheusMetrics::WorkersQuarantined(int count) { families_->quarantined->Set(count); }
 
 }  // namespace tunefleet::server

@@ -39,6 +39,8 @@ class PrometheusMetrics final : public CoordinatorMetrics {
   void StrandedJobRepaired() override;
   void StoreHealthy(bool healthy) override;
   void CallRefused(bool authenticated) override;
+  void VerificationFinished(Verification outcome) override;
+  void WorkersQuarantined(int count) override;
 
  private:
   struct Families;

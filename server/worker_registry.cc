@@ -33,6 +33,9 @@ absl::StatusOr<std::string> WorkerRegistry::Register(
           "device \"", device.id(), "\" needs an id, a model and a backend"));
     }
   }
+  if (request.principal.empty()) {
+    return absl::InvalidArgumentError("worker registers without a principal");
+  }
   absl::MutexLock lock(&mu_);
   // The time makes ids unique across coordinator restarts.
   std::string id = absl::StrCat("w", absl::ToUnixMillis(clock_()) % 100000000,
@@ -42,6 +45,8 @@ absl::StatusOr<std::string> WorkerRegistry::Register(
   entry.info.set_host(request.host);
   entry.info.mutable_devices()->Assign(request.devices.begin(), request.devices.end());
   entry.info.set_toolkit(request.toolkit);
+  entry.info.set_principal(request.principal);
+  entry.principal = request.principal;
   entry.last_seen = clock_();
   return id;
 }
@@ -74,7 +79,8 @@ absl::StatusOr<WorkerRegistry::ModelOf> WorkerRegistry::TouchDevice(
   it->second.last_seen = clock_();
   for (const v1::Device& device : it->second.info.devices()) {
     if (device_id.empty() || device.id() == device_id) {
-      return ModelOf{device.model(), it->second.info.toolkit()};
+      return ModelOf{device.model(), it->second.info.toolkit(), it->second.principal,
+                     device.id()};
     }
   }
   return absl::NotFoundError(absl::StrCat("worker ", worker_id, " has no device ", device_id));
@@ -94,6 +100,29 @@ std::vector<WorkerDevice> WorkerRegistry::LiveModels(v1::Backend backend) {
     }
   }
   return out;
+}
+
+std::vector<LiveDevice> WorkerRegistry::LiveDevices(const std::string& model,
+                                                    const std::string& toolkit) {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<LiveDevice> out;
+  for (const auto& [id, entry] : workers_) {
+    if (!IsAlive(entry) || entry.info.toolkit() != toolkit) continue;
+    for (const v1::Device& device : entry.info.devices()) {
+      if (device.model() != model) continue;
+      out.push_back(LiveDevice{id, device.id(), entry.principal, entry.info.host()});
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> WorkerRegistry::PrincipalOf(const std::string& worker_id) {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register again"));
+  }
+  return it->second.principal;
 }
 
 std::vector<v1::WorkerInfo> WorkerRegistry::List() {

@@ -29,6 +29,17 @@ struct WorkerRegistration {
   std::string host;
   std::vector<v1::Device> devices;
   std::string toolkit;  // compiler name and version, part of the tuning key
+  // Who the worker is, as the transport established it: what provenance
+  // records, and what verification and quarantine are about. Not empty.
+  std::string principal;
+};
+
+// A live device able to run a (model, toolkit) target, with its principal.
+struct LiveDevice {
+  std::string worker_id;
+  std::string device_id;
+  std::string principal;
+  std::string host;
 };
 
 // Thread-safety: safe for concurrent use.
@@ -41,7 +52,7 @@ class WorkerRegistry {
                  absl::Duration forget_after = absl::InfiniteDuration());
 
   // InvalidArgument when the request names no device or a device without a
-  // model or backend. Returns the new worker id.
+  // model or backend, or no principal. Returns the new worker id.
   absl::StatusOr<std::string> Register(const WorkerRegistration& registration);
   // False when the worker is unknown (e.g. the coordinator restarted).
   bool Touch(const std::string& worker_id);
@@ -52,11 +63,17 @@ class WorkerRegistry {
   struct ModelOf {
     std::string model;
     std::string toolkit;
+    std::string principal;
+    std::string device_id;  // the device's own id (never empty)
   };
   absl::StatusOr<ModelOf> TouchDevice(const std::string& worker_id,
                                       const std::string& device_id);
   // One device per (model, toolkit) among live workers of `backend`.
   std::vector<WorkerDevice> LiveModels(v1::Backend backend);
+  // Every device of a live worker of `model` and `toolkit`.
+  std::vector<LiveDevice> LiveDevices(const std::string& model, const std::string& toolkit);
+  // The principal of a registered worker; NotFound for an unknown one.
+  absl::StatusOr<std::string> PrincipalOf(const std::string& worker_id);
   std::vector<v1::WorkerInfo> List();
   bool Alive(const std::string& worker_id);
   // Forgets workers silent for `forget_after`; returns how many. A forgotten
@@ -66,6 +83,7 @@ class WorkerRegistry {
  private:
   struct Entry {
     v1::WorkerInfo info;
+    std::string principal;
     absl::Time last_seen;
   };
   bool IsAlive(const Entry& entry) const ABSL_SHARED_LOCKS_REQUIRED(mu_);

@@ -1,6 +1,8 @@
 #include "server/worker_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "server/auth_processor.h"
 
 namespace tunefleet::server {
 namespace {
@@ -30,6 +32,18 @@ v1::Lease ToProto(const LeaseGrant& grant) {
   return lease;
 }
 
+// The identity of a registering worker. Until workers present client
+// certificates this is the host the worker names (one principal per host:
+// its devices vouch for nothing about each other); with mutual TLS it becomes
+// the certificate's identity, here and nowhere else.
+// A worker's principal: its certificate's identity; without authentication
+// (--insecure), the host it names, which nothing vouches for.
+std::string PrincipalOf(grpc::ServerContext* context, const v1::RegisterWorkerRequest& request) {
+  const Caller caller = CallerOf(*context);
+  if (caller.authenticated) return caller.principal;
+  return request.host().empty() ? std::string("host:unnamed") : "host:" + request.host();
+}
+
 ResultReport FromProto(const v1::ReportResultsRequest& request) {
   ResultReport report;
   report.worker_id = request.worker_id();
@@ -57,12 +71,12 @@ WorkerServiceImpl::WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers,
       heartbeat_interval_(heartbeat_interval),
       lease_ttl_(lease_ttl) {}
 
-grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
                                                const v1::RegisterWorkerRequest* request,
                                                v1::RegisterWorkerResponse* response) {
   WorkerRegistration registration{request->host(),
                                   {request->devices().begin(), request->devices().end()},
-                                  request->toolkit()};
+                                  request->toolkit(), PrincipalOf(context, *request)};
   absl::StatusOr<std::string> id = workers_->Register(registration);
   if (!id.ok()) return ToGrpcStatus(id.status());
   jobs_->OnWorkerRegistered();
@@ -72,12 +86,26 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
+absl::Status WorkerServiceImpl::CheckActsFor(const grpc::ServerContextBase& context,
+                                             const std::string& worker_id) {
+  const Caller caller = CallerOf(context);
+  if (!caller.authenticated) return absl::OkStatus();
+  absl::StatusOr<std::string> principal = workers_->PrincipalOf(worker_id);
+  if (!principal.ok() || *principal == caller.principal) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat("worker ", worker_id, " registered with "
+                                                  "another certificate than ", caller.principal));
+}
+
 grpc::ServerUnaryReactor* WorkerServiceImpl::LeaseWork(grpc::CallbackServerContext* context,
                                                        const v1::LeaseWorkRequest* request,
                                                        v1::LeaseWorkResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (request->worker_id().empty()) {
     reactor->Finish(MissingField("worker_id"));
+    return reactor;
+  }
+  if (absl::Status own = CheckActsFor(*context, request->worker_id()); !own.ok()) {
+    reactor->Finish(ToGrpcStatus(own));
     return reactor;
   }
   LeaseQuery query{request->worker_id(), request->device_id(), request->max_trials()};
@@ -104,6 +132,10 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ReportResults(
     reactor->Finish(MissingField(request->worker_id().empty() ? "worker_id" : "lease_id"));
     return reactor;
   }
+  if (absl::Status own = CheckActsFor(*context, request->worker_id()); !own.ok()) {
+    reactor->Finish(ToGrpcStatus(own));
+    return reactor;
+  }
   reports_->Run([this, reactor, report = FromProto(*request), response] {
     absl::StatusOr<ReportAck> ack = jobs_->Report(report);
     if (!ack.ok()) {
@@ -125,6 +157,10 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
     reactor->Finish(MissingField("worker_id"));
     return reactor;
   }
+  if (absl::Status own = CheckActsFor(*context, request->worker_id()); !own.ok()) {
+    reactor->Finish(ToGrpcStatus(own));
+    return reactor;
+  }
   if (workers_->Touch(request->worker_id())) {
     jobs_->RenewLeases(request->worker_id());
   } else {
@@ -134,10 +170,16 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
   return reactor;
 }
 
-grpc::Status WorkerServiceImpl::GetBlob(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::GetBlob(grpc::ServerContext* context,
                                         const v1::GetBlobRequest* request,
                                         v1::GetBlobResponse* response) {
   if (request->digest().empty()) return MissingField("digest");
+  if (request->worker_id().empty()) return MissingField("worker_id");
+  if (absl::Status own = CheckActsFor(*context, request->worker_id()); !own.ok()) {
+    return ToGrpcStatus(own);
+  }
+  absl::Status leased = jobs_->CheckBlobLeased(request->worker_id(), request->digest());
+  if (!leased.ok()) return ToGrpcStatus(leased);
   absl::StatusOr<std::string> blob = blobs_->Get(request->digest());
   if (!blob.ok()) return ToGrpcStatus(blob.status());
   response->set_content(*std::move(blob));

@@ -49,6 +49,12 @@ class WorkerServiceImpl final : public WorkerServiceBase {
                        v1::GetBlobResponse* response) override;
 
  private:
+  // OK unless the caller authenticated with a certificate other than the
+  // one `worker_id` registered with (PermissionDenied): a worker acts only
+  // for itself.
+  absl::Status CheckActsFor(const grpc::ServerContextBase& context,
+                            const std::string& worker_id);
+
   JobManager* const jobs_;
   WorkerRegistry* const workers_;
   LongPolls* const long_polls_;

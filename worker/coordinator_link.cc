@@ -28,7 +28,13 @@ class GrpcCoordinator : public Coordinator {
 
   absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
       const v1::RegisterWorkerRequest& request) override {
-    return Unary(&v1::WorkerService::Stub::RegisterWorker, request, options_.call_timeout);
+    absl::StatusOr<v1::RegisterWorkerResponse> response =
+        Unary(&v1::WorkerService::Stub::RegisterWorker, request, options_.call_timeout);
+    if (response.ok()) {
+      absl::MutexLock lock(&mu_);
+      worker_id_ = response->worker_id();
+    }
+    return response;
   }
 
   absl::StatusOr<v1::LeaseWorkResponse> LeaseWork(
@@ -63,6 +69,11 @@ class GrpcCoordinator : public Coordinator {
   absl::StatusOr<std::string> GetBlob(const std::string& digest) override {
     v1::GetBlobRequest request;
     request.set_digest(digest);
+    {
+      // The coordinator serves a worker only the sources of its own leases.
+      absl::MutexLock lock(&mu_);
+      request.set_worker_id(worker_id_);
+    }
     absl::StatusOr<v1::GetBlobResponse> response =
         Unary(&v1::WorkerService::Stub::GetBlob, request, options_.call_timeout);
     if (!response.ok()) return response.status();
@@ -97,6 +108,7 @@ class GrpcCoordinator : public Coordinator {
   std::unique_ptr<v1::WorkerService::Stub> stub_;
   absl::Mutex mu_;
   bool interrupted_ ABSL_GUARDED_BY(mu_) = false;
+  std::string worker_id_ ABSL_GUARDED_BY(mu_);  // from the last registration
   absl::flat_hash_set<grpc::ClientContext*> waiting_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "client/tunectl/admin.h"
 #include "client/tunectl/commands.h"
 #include "client/tunectl/connection.h"
 #include "client/tunectl/exit_codes.h"
@@ -36,11 +37,14 @@ struct Flags {
   std::string token_name;
   std::string token_role;
   std::string token_id;
+  InvalidateFlags invalidate;
+  std::string principal;
 };
 
 struct Verbs {
   CLI::App *submit, *watch, *status, *cancel, *jobs, *best, *workers, *validate;
   CLI::App *token_create, *token_list, *token_revoke;
+  CLI::App *admin_invalidate, *admin_release;
 };
 
 void DefineGlobalFlags(CLI::App& app, Flags& flags) {
@@ -84,6 +88,15 @@ void DefineAdmin(CLI::App& app, Flags& flags, Verbs* verbs) {
   verbs->token_list = token->add_subcommand("list", "List the tokens (never their secrets)");
   verbs->token_revoke = token->add_subcommand("revoke", "Revoke a token");
   verbs->token_revoke->add_option("ID", flags.token_id, "Token id (see list)")->required();
+  CLI::App* invalidate = admin->add_subcommand(
+      "invalidate", "Exclude trials (kept for audit) and derive the affected bests again");
+  invalidate->add_option("--worker", flags.invalidate.worker, "a worker principal or id");
+  invalidate->add_option("--key", flags.invalidate.tuning_key, "a tuning key");
+  invalidate->add_option("--job", flags.invalidate.job_id, "a job id");
+  CLI::App* release = admin->add_subcommand("release", "Lift a worker's quarantine");
+  release->add_option("--worker", flags.principal, "the quarantined principal")->required();
+  verbs->admin_invalidate = invalidate;
+  verbs->admin_release = release;
 }
 
 CLI::App* DefineSubmit(CLI::App& app, Flags& flags) {
@@ -194,6 +207,10 @@ int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
       !applied.ok()) {
     return ReportError(console, applied);
   }
+  if (verbs.admin_invalidate->parsed()) {
+    return RunAdminInvalidate(*options, flags.invalidate, console);
+  }
+  if (verbs.admin_release->parsed()) return RunAdminRelease(*options, flags.principal, console);
   absl::StatusOr<std::unique_ptr<Client>> connected = Client::Connect(*options);
   if (!connected.ok()) return ReportError(console, connected.status());
   Client& client = **connected;

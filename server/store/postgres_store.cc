@@ -82,7 +82,24 @@ CREATE TABLE kernels (
   spec BYTEA NOT NULL,
   updated_unix_ms BIGINT NOT NULL);
 )sql"},
+    // Provenance and exclusion of trials, the measurement round in the
+    // natural key, quarantined principals.
     {3, R"sql(
+ALTER TABLE trials ADD COLUMN principal TEXT NOT NULL DEFAULT '';
+ALTER TABLE trials ADD COLUMN clock_mhz DOUBLE PRECISION NOT NULL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN round INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN excluded BOOLEAN NOT NULL DEFAULT FALSE;
+ALTER TABLE trials DROP CONSTRAINT trials_job_id_tuning_key_config_key;
+ALTER TABLE trials ADD CONSTRAINT trials_job_id_tuning_key_config_round_key
+  UNIQUE (job_id, tuning_key, config, round);
+CREATE INDEX trials_by_key ON trials (tuning_key);
+CREATE TABLE quarantine (
+  principal TEXT PRIMARY KEY,
+  reason BYTEA NOT NULL,
+  since_unix_ms BIGINT NOT NULL);
+)sql"},
+    // Bearer tokens of clients, kept only hashed.
+    {4, R"sql(
 CREATE TABLE tokens (
   id TEXT PRIMARY KEY,
   name TEXT NOT NULL,
@@ -117,8 +134,37 @@ constexpr Query kListJobs = {"list_jobs",
                              " FROM jobs WHERE (NOT $1 OR state IN (1, 2)) "
                              "ORDER BY created_unix_ms DESC, id DESC LIMIT $2"};
 constexpr Query kListTrials = {"list_trials",
-                               "SELECT " TF_TRIAL_COLUMNS
+                               "SELECT " TF_TRIAL_READ_COLUMNS
                                " FROM trials WHERE job_id = $1 ORDER BY seq"};
+constexpr Query kListKeyTrials = {
+    "list_key_trials", "SELECT " TF_TRIAL_READ_COLUMNS
+                       " FROM trials WHERE tuning_key = $1 AND status = 1 "
+                       "AND NOT excluded ORDER BY seq"};
+constexpr Query kExcludeTrials = {
+    "exclude_trials",
+    "UPDATE trials SET excluded = TRUE WHERE NOT excluded "
+    "AND ($1 = '' OR principal = $1 OR worker_id = $1) "
+    "AND ($2 = '' OR tuning_key = $2) AND ($3 = '' OR job_id = $3) "
+    "RETURNING tuning_key"};
+constexpr Query kPutBest = {
+    "put_best",
+    "INSERT INTO best_configs (" TF_BEST_COLUMNS
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+    "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = EXCLUDED.kernel_name, "
+    "shape = EXCLUDED.shape, device_model = EXCLUDED.device_model, "
+    "toolkit = EXCLUDED.toolkit, config = EXCLUDED.config, "
+    "median_seconds = EXCLUDED.median_seconds, job_id = EXCLUDED.job_id, "
+    "updated_unix_ms = EXCLUDED.updated_unix_ms"};
+constexpr Query kDeleteBest = {"delete_best",
+                               "DELETE FROM best_configs WHERE tuning_key = $1"};
+constexpr Query kPutQuarantine = {
+    "put_quarantine", "INSERT INTO quarantine (" TF_QUARANTINE_COLUMNS
+                      ") VALUES ($1, $2, $3) ON CONFLICT (principal) DO UPDATE "
+                      "SET reason = EXCLUDED.reason, since_unix_ms = EXCLUDED.since_unix_ms"};
+constexpr Query kDeleteQuarantine = {"delete_quarantine",
+                                     "DELETE FROM quarantine WHERE principal = $1"};
+constexpr Query kListQuarantine = {
+    "list_quarantine", "SELECT " TF_QUARANTINE_COLUMNS " FROM quarantine ORDER BY principal"};
 constexpr Query kUpsertBest = {
     "upsert_best",
     "INSERT INTO best_configs (" TF_BEST_COLUMNS
@@ -164,8 +210,10 @@ constexpr Query kListTokens = {
     "list_tokens", "SELECT " TF_TOKEN_COLUMNS " FROM tokens ORDER BY id"};
 
 constexpr Query kAllQueries[] = {
-    kPutJob,  kGetJob,   kListJobs, kListTrials, kUpsertBest, kGetBest,
-    kListBest, kPutBlob, kGetBlob,  kPutKernel,  kListKernels, kPutToken, kListTokens};
+    kPutJob,  kGetJob,   kListJobs, kListTrials, kUpsertBest,
+    kGetBest, kListBest, kPutBlob,  kGetBlob,     kPutKernel,  kListKernels,
+    kListKeyTrials, kExcludeTrials, kPutBest, kDeleteBest, kPutQuarantine,
+    kDeleteQuarantine, kListQuarantine, kPutToken, kListTokens};
 
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -220,7 +268,16 @@ TrialRecord ReadTrial(const pqxx::row& row) {
   trial.device_id = row[10].as<std::string>();
   trial.error = ReadBytes(row[11]);
   trial.finished_unix_ms = row[12].as<int64_t>();
+  trial.principal = row[13].as<std::string>();
+  trial.clock_mhz = row[14].as<double>();
+  trial.round = static_cast<TrialRound>(row[15].as<int>());
+  trial.excluded = row[16].as<bool>();
   return trial;
+}
+
+QuarantineRecord ReadQuarantine(const pqxx::row& row) {
+  return QuarantineRecord{row[0].as<std::string>(), ReadBytes(row[1]),
+                          row[2].as<int64_t>()};
 }
 
 BestRecord ReadBest(const pqxx::row& row) {
@@ -311,8 +368,8 @@ Failure ClassifyCurrentException(absl::string_view what) {
 // job (the second is the hash of the job id): "trl" in ASCII.
 constexpr int kTrialLockClass = 0x74726c;
 
-// Trials per INSERT statement (13 parameters each; PostgreSQL takes at most
-// 65,535 parameters per statement).
+// Trials per INSERT statement (TF_TRIAL_COUNT parameters each; PostgreSQL
+// takes at most 65,535 parameters per statement).
 constexpr size_t kTrialsPerStatement = 1000;
 
 // A double as text that reads back to the same double.
@@ -326,11 +383,11 @@ void InsertTrialRows(pqxx::work& txn, const std::vector<TrialRecord>& trials,
                      absl::Span<const size_t> rows, std::vector<bool>* inserted) {
   std::string sql = "INSERT INTO trials (" TF_TRIAL_COLUMNS ") VALUES ";
   std::vector<std::string> params;
-  params.reserve(rows.size() * 13);
+  params.reserve(rows.size() * TF_TRIAL_COUNT);
   for (size_t i : rows) {
     const TrialRecord& t = trials[i];
     absl::StrAppend(&sql, params.empty() ? "" : ",", "(");
-    for (int column = 0; column < 13; ++column) {
+    for (int column = 0; column < TF_TRIAL_COUNT; ++column) {
       absl::StrAppend(&sql, column == 0 ? "" : ",", "$", params.size() + column + 1);
     }
     absl::StrAppend(&sql, ")");
@@ -339,21 +396,25 @@ void InsertTrialRows(pqxx::work& txn, const std::vector<TrialRecord>& trials,
           ExactText(t.median_seconds), ExactText(t.p20_seconds), ExactText(t.p80_seconds),
           absl::StrCat(t.samples), ExactText(t.compile_seconds), t.worker_id, t.device_id,
           absl::StrCat("\\x", absl::BytesToHexString(t.error)),
-          absl::StrCat(t.finished_unix_ms)}) {
+          absl::StrCat(t.finished_unix_ms), t.principal, ExactText(t.clock_mhz),
+          absl::StrCat(static_cast<int>(t.round))}) {
       params.push_back(std::move(value));
     }
   }
   absl::StrAppend(&sql,
-                  " ON CONFLICT (job_id, tuning_key, config) DO NOTHING "
-                  "RETURNING job_id, tuning_key, config");
+                  " ON CONFLICT (job_id, tuning_key, config, round) DO NOTHING "
+                  "RETURNING job_id, tuning_key, config, round");
   pqxx::result result = txn.exec_params(sql, pqxx::prepare::make_dynamic_params(params));
-  std::set<std::tuple<std::string, std::string, std::string>> fresh;
+  std::set<std::tuple<std::string, std::string, std::string, int>> fresh;
   for (const pqxx::row& row : result) {
-    fresh.emplace(row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>());
+    fresh.emplace(row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
+                  row[3].as<int>());
   }
   // A key twice in the batch: the first row (in batch order) is the new one.
   for (size_t i : rows) {
-    (*inserted)[i] = fresh.erase({trials[i].job_id, trials[i].tuning_key, trials[i].config}) > 0;
+    const TrialRecord& t = trials[i];
+    (*inserted)[i] =
+        fresh.erase({t.job_id, t.tuning_key, t.config, static_cast<int>(t.round)}) > 0;
   }
 }
 
@@ -549,7 +610,7 @@ absl::StatusOr<std::vector<bool>> PostgresStore::InsertTrials(
   if (trials.empty()) return std::vector<bool>();
   for (const TrialRecord& trial : trials) {
     RETURN_IF_ERROR(CheckText({trial.job_id, trial.tuning_key, trial.config,
-                               trial.worker_id, trial.device_id}));
+                               trial.worker_id, trial.device_id, trial.principal}));
   }
   // Batches of one job are serialized by an advisory lock per job, taken in
   // job order: two batches that share keys would otherwise lock them in
@@ -577,6 +638,70 @@ absl::StatusOr<std::vector<TrialRecord>> PostgresStore::ListTrials(
   RETURN_IF_ERROR(CheckText({job_id}));
   return Transact<std::vector<TrialRecord>>("ListTrials", [&](pqxx::work& txn) {
     return ReadAll(txn.exec_prepared(kListTrials.name, job_id), &ReadTrial);
+  });
+}
+
+absl::StatusOr<std::vector<TrialRecord>> PostgresStore::ListKeyTrials(
+    const std::string& tuning_key) {
+  RETURN_IF_ERROR(CheckText({tuning_key}));
+  return Transact<std::vector<TrialRecord>>("ListKeyTrials", [&](pqxx::work& txn) {
+    return ReadAll(txn.exec_prepared(kListKeyTrials.name, tuning_key), &ReadTrial);
+  });
+}
+
+absl::StatusOr<Exclusion> PostgresStore::ExcludeTrials(const TrialFilter& filter) {
+  RETURN_IF_ERROR(CheckFilter(filter));
+  RETURN_IF_ERROR(CheckText({filter.worker, filter.tuning_key, filter.job_id}));
+  return Transact<Exclusion>("ExcludeTrials", [&](pqxx::work& txn) {
+    pqxx::result result = txn.exec_prepared(kExcludeTrials.name, filter.worker,
+                                            filter.tuning_key, filter.job_id);
+    std::set<std::string> keys;
+    for (const pqxx::row& row : result) keys.insert(row[0].as<std::string>());
+    return Exclusion{static_cast<int64_t>(result.size()),
+                     std::vector<std::string>(keys.begin(), keys.end())};
+  });
+}
+
+absl::Status PostgresStore::PutBest(const BestRecord& best) {
+  RETURN_IF_ERROR(
+      CheckText({best.tuning_key, best.kernel_name, best.shape,
+                 best.device_model, best.toolkit, best.config, best.job_id}));
+  return Transact<bool>("PutBest", [&](pqxx::work& txn) {
+           txn.exec_prepared(kPutBest.name, best.tuning_key, best.kernel_name, best.shape,
+                             best.device_model, best.toolkit, best.config,
+                             best.median_seconds, best.job_id, best.updated_unix_ms);
+           return true;
+         })
+      .status();
+}
+
+absl::StatusOr<bool> PostgresStore::DeleteBest(const std::string& tuning_key) {
+  RETURN_IF_ERROR(CheckText({tuning_key}));
+  return Transact<bool>("DeleteBest", [&](pqxx::work& txn) {
+    return txn.exec_prepared(kDeleteBest.name, tuning_key).affected_rows() > 0;
+  });
+}
+
+absl::Status PostgresStore::PutQuarantine(const QuarantineRecord& record) {
+  RETURN_IF_ERROR(CheckText({record.principal}));
+  return Transact<bool>("PutQuarantine", [&](pqxx::work& txn) {
+           txn.exec_prepared(kPutQuarantine.name, record.principal, Bytes(record.reason),
+                             record.since_unix_ms);
+           return true;
+         })
+      .status();
+}
+
+absl::StatusOr<bool> PostgresStore::DeleteQuarantine(const std::string& principal) {
+  RETURN_IF_ERROR(CheckText({principal}));
+  return Transact<bool>("DeleteQuarantine", [&](pqxx::work& txn) {
+    return txn.exec_prepared(kDeleteQuarantine.name, principal).affected_rows() > 0;
+  });
+}
+
+absl::StatusOr<std::vector<QuarantineRecord>> PostgresStore::ListQuarantine() {
+  return Transact<std::vector<QuarantineRecord>>("ListQuarantine", [&](pqxx::work& txn) {
+    return ReadAll(txn.exec_prepared(kListQuarantine.name), &ReadQuarantine);
   });
 }
 

@@ -63,7 +63,15 @@ class PostgresStore : public Store {
       const std::vector<TrialRecord>& trials) override;
   absl::StatusOr<std::vector<TrialRecord>> ListTrials(
       const std::string& job_id) override;
+  absl::StatusOr<std::vector<TrialRecord>> ListKeyTrials(
+      const std::string& tuning_key) override;
+  absl::StatusOr<Exclusion> ExcludeTrials(const TrialFilter& filter) override;
   absl::StatusOr<bool> UpsertBest(const BestRecord& best) override;
+  absl::Status PutBest(const BestRecord& best) override;
+  absl::StatusOr<bool> DeleteBest(const std::string& tuning_key) override;
+  absl::Status PutQuarantine(const QuarantineRecord& record) override;
+  absl::StatusOr<bool> DeleteQuarantine(const std::string& principal) override;
+  absl::StatusOr<std::vector<QuarantineRecord>> ListQuarantine() override;
   absl::StatusOr<BestRecord> GetBest(const std::string& tuning_key) override;
   absl::StatusOr<std::vector<BestRecord>> ListBest(
       const std::string& kernel_name, const std::string& device_model,

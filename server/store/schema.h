@@ -14,12 +14,19 @@
   "id, kernel_name, state, reason, spec, targets, created_unix_ms, " \
   "updated_unix_ms"
 
-// trials: TrialRecord, unique on (job_id, tuning_key, config), read back in
-// insertion order (the store's own sequence column, not listed here).
+// trials: TrialRecord, unique on (job_id, tuning_key, config, round), read
+// back in insertion order (the store's own sequence column, not listed here).
+// TF_TRIAL_COLUMNS are the ones INSERT binds; `excluded` is only ever set by
+// ExcludeTrials, and read back after them (TF_TRIAL_READ_COLUMNS).
 #define TF_TRIAL_COLUMNS                                                 \
   "job_id, tuning_key, config, status, median_seconds, p20_seconds, "    \
   "p80_seconds, samples, compile_seconds, worker_id, device_id, error, " \
-  "finished_unix_ms"
+  "finished_unix_ms, principal, clock_mhz, round"
+#define TF_TRIAL_COUNT 16
+#define TF_TRIAL_READ_COLUMNS TF_TRIAL_COLUMNS ", excluded"
+
+// quarantine: QuarantineRecord, keyed by principal.
+#define TF_QUARANTINE_COLUMNS "principal, reason, since_unix_ms"
 
 // best_configs: BestRecord, keyed by tuning_key.
 #define TF_BEST_COLUMNS                                             \

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/memory/memory.h"
@@ -78,7 +79,46 @@ CREATE TABLE kernels (
   spec BLOB NOT NULL,
   updated_unix_ms INTEGER NOT NULL);
 )sql"},
+    // Provenance and exclusion of trials, the measurement round in the
+    // natural key, quarantined principals. SQLite cannot drop a UNIQUE
+    // constraint: the table is rebuilt.
     {3, R"sql(
+CREATE TABLE trials_v3 (
+  seq INTEGER PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  tuning_key TEXT NOT NULL,
+  config TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  median_seconds REAL NOT NULL,
+  p20_seconds REAL NOT NULL,
+  p80_seconds REAL NOT NULL,
+  samples INTEGER NOT NULL,
+  compile_seconds REAL NOT NULL,
+  worker_id TEXT NOT NULL,
+  device_id TEXT NOT NULL,
+  error BLOB NOT NULL,
+  finished_unix_ms INTEGER NOT NULL,
+  principal TEXT NOT NULL DEFAULT '',
+  clock_mhz REAL NOT NULL DEFAULT 0,
+  round INTEGER NOT NULL DEFAULT 0,
+  excluded INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (job_id, tuning_key, config, round));
+INSERT INTO trials_v3 (seq, job_id, tuning_key, config, status, median_seconds,
+  p20_seconds, p80_seconds, samples, compile_seconds, worker_id, device_id,
+  error, finished_unix_ms)
+SELECT seq, job_id, tuning_key, config, status, median_seconds, p20_seconds,
+  p80_seconds, samples, compile_seconds, worker_id, device_id, error,
+  finished_unix_ms FROM trials;
+DROP TABLE trials;
+ALTER TABLE trials_v3 RENAME TO trials;
+CREATE INDEX trials_by_key ON trials (tuning_key);
+CREATE TABLE quarantine (
+  principal TEXT PRIMARY KEY,
+  reason BLOB NOT NULL,
+  since_unix_ms INTEGER NOT NULL);
+)sql"},
+    // Bearer tokens of clients, kept only hashed.
+    {4, R"sql(
 CREATE TABLE tokens (
   id TEXT PRIMARY KEY,
   name TEXT NOT NULL,
@@ -107,10 +147,18 @@ constexpr const char* kQuerySql[] = {
     // kInsertTrial
     "INSERT INTO trials (" TF_TRIAL_COLUMNS
     ") VALUES "
-    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
-    "ON CONFLICT (job_id, tuning_key, config) DO NOTHING",
+    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16) "
+    "ON CONFLICT (job_id, tuning_key, config, round) DO NOTHING",
     // kListTrials
-    "SELECT " TF_TRIAL_COLUMNS " FROM trials WHERE job_id = ?1 ORDER BY seq",
+    "SELECT " TF_TRIAL_READ_COLUMNS " FROM trials WHERE job_id = ?1 ORDER BY seq",
+    // kListKeyTrials
+    "SELECT " TF_TRIAL_READ_COLUMNS
+    " FROM trials WHERE tuning_key = ?1 AND status = 1 AND excluded = 0 ORDER BY seq",
+    // kExcludeTrials
+    "UPDATE trials SET excluded = 1 WHERE excluded = 0 "
+    "AND (?1 = '' OR principal = ?1 OR worker_id = ?1) "
+    "AND (?2 = '' OR tuning_key = ?2) AND (?3 = '' OR job_id = ?3) "
+    "RETURNING tuning_key",
     // kUpsertBest
     "INSERT INTO best_configs (" TF_BEST_COLUMNS
     ") VALUES "
@@ -122,6 +170,11 @@ constexpr const char* kQuerySql[] = {
     "median_seconds = excluded.median_seconds, job_id = excluded.job_id, "
     "updated_unix_ms = excluded.updated_unix_ms "
     "WHERE excluded.median_seconds < best_configs.median_seconds",
+    // kPutBest
+    "INSERT OR REPLACE INTO best_configs (" TF_BEST_COLUMNS
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    // kDeleteBest
+    "DELETE FROM best_configs WHERE tuning_key = ?1",
     // kGetBest
     "SELECT " TF_BEST_COLUMNS " FROM best_configs WHERE tuning_key = ?1",
     // kListBest
@@ -149,6 +202,12 @@ constexpr const char* kQuerySql[] = {
     "revoked_unix_ms = excluded.revoked_unix_ms",
     // kListTokens
     "SELECT " TF_TOKEN_COLUMNS " FROM tokens ORDER BY id",
+    // kPutQuarantine
+    "INSERT OR REPLACE INTO quarantine (" TF_QUARANTINE_COLUMNS ") VALUES (?1, ?2, ?3)",
+    // kDeleteQuarantine
+    "DELETE FROM quarantine WHERE principal = ?1",
+    // kListQuarantine
+    "SELECT " TF_QUARANTINE_COLUMNS " FROM quarantine ORDER BY principal",
 };
 
 // The result codes an operator can fix or a retry can outlast, named for
@@ -308,7 +367,15 @@ TrialRecord ReadTrial(const Call& call) {
   trial.device_id = call.ColumnBytes(10);
   trial.error = call.ColumnBytes(11);
   trial.finished_unix_ms = call.ColumnInt(12);
+  trial.principal = call.ColumnBytes(13);
+  trial.clock_mhz = call.ColumnDouble(14);
+  trial.round = static_cast<TrialRound>(call.ColumnInt(15));
+  trial.excluded = call.ColumnInt(16) != 0;
   return trial;
+}
+
+QuarantineRecord ReadQuarantine(const Call& call) {
+  return QuarantineRecord{call.ColumnBytes(0), call.ColumnBytes(1), call.ColumnInt(2)};
 }
 
 BestRecord ReadBest(const Call& call) {
@@ -451,6 +518,8 @@ absl::StatusOr<bool> InsertTrialRow(sqlite3* db, sqlite3_stmt* stmt,
   call.BindText(trial.device_id)
       .BindBlob(trial.error)
       .BindInt(trial.finished_unix_ms);
+  call.BindText(trial.principal).BindDouble(trial.clock_mhz);
+  call.BindInt(static_cast<int>(trial.round));
   ASSIGN_OR_RETURN(int changed, call.Execute());
   return changed > 0;
 }
@@ -654,6 +723,87 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::ListTrials(
   Call call(db_.get(), statements_[kListTrials].get());
   call.BindText(job_id);
   return ReadAll(call, &ReadTrial);
+}
+
+absl::StatusOr<std::vector<TrialRecord>> SqliteStore::ListKeyTrials(
+    const std::string& tuning_key) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
+  Call call(db_.get(), statements_[kListKeyTrials].get());
+  call.BindText(tuning_key);
+  return ReadAll(call, &ReadTrial);
+}
+
+absl::StatusOr<Exclusion> SqliteStore::ExcludeTrials(const TrialFilter& filter) {
+  RETURN_IF_ERROR(CheckFilter(filter));
+  absl::MutexLock lock(&mu_);
+  return Write<Exclusion>([&]() -> absl::StatusOr<Exclusion> {
+    Call call(db_.get(), statements_[kExcludeTrials].get());
+    call.BindText(filter.worker).BindText(filter.tuning_key).BindText(filter.job_id);
+    std::set<std::string> keys;
+    Exclusion exclusion;
+    for (;;) {
+      ASSIGN_OR_RETURN(bool row, call.Step());
+      if (!row) break;
+      ++exclusion.trials;
+      keys.insert(call.ColumnBytes(0));
+    }
+    exclusion.tuning_keys.assign(keys.begin(), keys.end());
+    return exclusion;
+  });
+}
+
+absl::Status SqliteStore::PutBest(const BestRecord& best) {
+  absl::MutexLock lock(&mu_);
+  return Write<bool>([&]() -> absl::StatusOr<bool> {
+           Call call(db_.get(), statements_[kPutBest].get());
+           call.BindText(best.tuning_key).BindText(best.kernel_name).BindText(best.shape);
+           call.BindText(best.device_model).BindText(best.toolkit).BindText(best.config);
+           call.BindDouble(best.median_seconds).BindText(best.job_id);
+           call.BindInt(best.updated_unix_ms);
+           RETURN_IF_ERROR(call.Execute().status());
+           return true;
+         })
+      .status();
+}
+
+absl::StatusOr<bool> SqliteStore::DeleteBest(const std::string& tuning_key) {
+  absl::MutexLock lock(&mu_);
+  return Write<bool>([&]() -> absl::StatusOr<bool> {
+    Call call(db_.get(), statements_[kDeleteBest].get());
+    call.BindText(tuning_key);
+    ASSIGN_OR_RETURN(int changed, call.Execute());
+    return changed > 0;
+  });
+}
+
+absl::Status SqliteStore::PutQuarantine(const QuarantineRecord& record) {
+  absl::MutexLock lock(&mu_);
+  return Write<bool>([&]() -> absl::StatusOr<bool> {
+           Call call(db_.get(), statements_[kPutQuarantine].get());
+           call.BindText(record.principal).BindBlob(record.reason);
+           call.BindInt(record.since_unix_ms);
+           RETURN_IF_ERROR(call.Execute().status());
+           return true;
+         })
+      .status();
+}
+
+absl::StatusOr<bool> SqliteStore::DeleteQuarantine(const std::string& principal) {
+  absl::MutexLock lock(&mu_);
+  return Write<bool>([&]() -> absl::StatusOr<bool> {
+    Call call(db_.get(), statements_[kDeleteQuarantine].get());
+    call.BindText(principal);
+    ASSIGN_OR_RETURN(int changed, call.Execute());
+    return changed > 0;
+  });
+}
+
+absl::StatusOr<std::vector<QuarantineRecord>> SqliteStore::ListQuarantine() {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
+  Call call(db_.get(), statements_[kListQuarantine].get());
+  return ReadAll(call, &ReadQuarantine);
 }
 
 absl::StatusOr<bool> SqliteStore::UpsertBest(const BestRecord& best) {

@@ -70,7 +70,15 @@ class SqliteStore : public Store {
       const std::vector<TrialRecord>& trials) override;
   absl::StatusOr<std::vector<TrialRecord>> ListTrials(
       const std::string& job_id) override;
+  absl::StatusOr<std::vector<TrialRecord>> ListKeyTrials(
+      const std::string& tuning_key) override;
+  absl::StatusOr<Exclusion> ExcludeTrials(const TrialFilter& filter) override;
   absl::StatusOr<bool> UpsertBest(const BestRecord& best) override;
+  absl::Status PutBest(const BestRecord& best) override;
+  absl::StatusOr<bool> DeleteBest(const std::string& tuning_key) override;
+  absl::Status PutQuarantine(const QuarantineRecord& record) override;
+  absl::StatusOr<bool> DeleteQuarantine(const std::string& principal) override;
+  absl::StatusOr<std::vector<QuarantineRecord>> ListQuarantine() override;
   absl::StatusOr<BestRecord> GetBest(const std::string& tuning_key) override;
   absl::StatusOr<std::vector<BestRecord>> ListBest(
       const std::string& kernel_name, const std::string& device_model,
@@ -91,7 +99,11 @@ class SqliteStore : public Store {
     kListJobs,
     kInsertTrial,
     kListTrials,
+    kListKeyTrials,
+    kExcludeTrials,
     kUpsertBest,
+    kPutBest,
+    kDeleteBest,
     kGetBest,
     kListBest,
     kPutBlob,
@@ -100,6 +112,9 @@ class SqliteStore : public Store {
     kListKernels,
     kPutToken,
     kListTokens,
+    kPutQuarantine,
+    kDeleteQuarantine,
+    kListQuarantine,
     kNumQueries,
   };
 

@@ -17,4 +17,11 @@ absl::StatusOr<bool> Store::InsertTrial(const TrialRecord& trial) {
   return inserted.front();
 }
 
+absl::Status CheckFilter(const TrialFilter& filter) {
+  if (filter.worker.empty() && filter.tuning_key.empty() && filter.job_id.empty()) {
+    return absl::InvalidArgumentError("a trial filter needs a worker, a tuning key or a job");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tunefleet::server

@@ -28,8 +28,15 @@ struct JobRecord {
   int64_t updated_unix_ms = 0;
 };
 
+// Which measurement of a config a trial row holds.
+enum class TrialRound {
+  kSearch = 0,     // the search: one row per config of a job target
+  kFinalists = 1,  // the finalists round: the fastest configs again, interleaved
+  kVerify = 2,     // a re-measurement by another worker before a best is served
+};
+
 // One measured (or failed) config. The natural key is
-// (job_id, tuning_key, config): writing it twice keeps the first row.
+// (job_id, tuning_key, config, round): writing it twice keeps the first row.
 struct TrialRecord {
   std::string job_id;
   std::string tuning_key;
@@ -44,6 +51,35 @@ struct TrialRecord {
   std::string device_id;
   std::string error;
   int64_t finished_unix_ms = 0;
+  // Provenance: who measured (the worker's principal), and the device's SM
+  // clock during the measurement (0 when unknown).
+  std::string principal;
+  double clock_mhz = 0;
+  TrialRound round = TrialRound::kSearch;
+  // Set by ExcludeTrials (never by InsertTrials): the row is kept for audit
+  // but no best is derived from it.
+  bool excluded = false;
+};
+
+// Which trial rows ExcludeTrials marks: those matching every non-empty field.
+// `worker` matches the row's principal or its worker id.
+struct TrialFilter {
+  std::string worker;
+  std::string tuning_key;
+  std::string job_id;
+};
+
+// What ExcludeTrials changed: rows newly excluded, and their tuning keys.
+struct Exclusion {
+  int64_t trials = 0;
+  std::vector<std::string> tuning_keys;  // sorted, distinct
+};
+
+// A worker principal whose results are no longer accepted.
+struct QuarantineRecord {
+  std::string principal;
+  std::string reason;
+  int64_t since_unix_ms = 0;
 };
 
 // One source file, addressed by the SHA-256 hex digest of its content.
@@ -124,9 +160,28 @@ class Store {
   virtual absl::StatusOr<std::vector<TrialRecord>> ListTrials(
       const std::string& job_id) = 0;
 
+  // Every OK, not excluded trial of a tuning key (every job and round), in
+  // insertion order: what the key's best is derived from.
+  virtual absl::StatusOr<std::vector<TrialRecord>> ListKeyTrials(
+      const std::string& tuning_key) = 0;
+  // Marks the not yet excluded trials matching `filter` as excluded, in one
+  // transaction. InvalidArgument when every field of `filter` is empty.
+  virtual absl::StatusOr<Exclusion> ExcludeTrials(const TrialFilter& filter) = 0;
+
   // Keep-faster upsert: writes `best` when its key has no row or the stored
   // median is larger. Returns true when the row was written.
   virtual absl::StatusOr<bool> UpsertBest(const BestRecord& best) = 0;
+  // Writes `best` whatever the stored row holds (a derived best replaces).
+  virtual absl::Status PutBest(const BestRecord& best) = 0;
+  // Removes the key's best; true when there was one.
+  virtual absl::StatusOr<bool> DeleteBest(const std::string& tuning_key) = 0;
+
+  // Inserts or replaces the quarantine of `record.principal`.
+  virtual absl::Status PutQuarantine(const QuarantineRecord& record) = 0;
+  // Lifts a quarantine; true when there was one.
+  virtual absl::StatusOr<bool> DeleteQuarantine(const std::string& principal) = 0;
+  // Every quarantined principal, by principal.
+  virtual absl::StatusOr<std::vector<QuarantineRecord>> ListQuarantine() = 0;
   // NotFound when the key was never tuned.
   virtual absl::StatusOr<BestRecord> GetBest(const std::string& tuning_key) = 0;
   // Every best row of a kernel, by tuning_key; empty kernel_name,
@@ -157,6 +212,10 @@ class Store {
   // disk is full. Cheap enough to call every second.
   virtual absl::Status CheckHealth() = 0;
 };
+
+// InvalidArgument when every field of `filter` is empty (a filter that
+// would exclude every trial is refused).
+absl::Status CheckFilter(const TrialFilter& filter);
 
 // Opens the database named by `url` and applies pending migrations:
 //   sqlite:///abs/path/to/file.db   (created when missing, as are its

@@ -66,6 +66,17 @@ TEST(TunectlBinaryTest, UsageErrorsExitTwoAndHelpListsExitCodes) {
   EXPECT_THAT(help.output, HasSubstr("130  interrupted"));
 }
 
+TEST(TunectlBinaryTest, AdminVerbsNeedAFilterOrAWorker) {
+  Outcome run = Tunectl("--server 127.0.0.1:1 admin invalidate");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("--worker, --key or --job"));
+  EXPECT_EQ(Tunectl("admin release").exit_code, 2);
+  EXPECT_EQ(Tunectl("admin").exit_code, 2);
+  Outcome unreachable =
+      Tunectl("--server 127.0.0.1:1 --timeout 2 admin invalidate --worker host:x");
+  EXPECT_EQ(unreachable.exit_code, 6) << unreachable.output;
+}
+
 TEST(TunectlBinaryTest, UnreachableServerExitsSix) {
   Outcome run = Tunectl("--server 127.0.0.1:1 --timeout 2 workers");
   EXPECT_EQ(run.exit_code, 6) << run.output;

@@ -76,12 +76,17 @@ class FleetTest : public ::testing::Test {
     return done.ok() ? *done : Job();
   }
 
+  // The search rows of a job (not the finalists' or verifiers' own rows).
   std::vector<server::TrialRecord> Trials(const std::string& job_id) {
     auto store = server::OpenStore(fleet_->database_url());
     EXPECT_TRUE(store.ok()) << store.status();
     auto trials = (*store)->ListTrials(job_id);
     EXPECT_TRUE(trials.ok()) << trials.status();
-    return trials.ok() ? *trials : std::vector<server::TrialRecord>();
+    std::vector<server::TrialRecord> search;
+    for (const server::TrialRecord& trial : trials.ok() ? *trials : search) {
+      if (trial.round == server::TrialRound::kSearch) search.push_back(trial);
+    }
+    return search;
   }
 
   TempDir dir_;

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "common/subprocess.h"
 
+#include "common/config_space.h"
 #include "common/config_text.h"
 #include "common/grpc_security.h"
 #include "common/spec_loader.h"
@@ -24,6 +25,7 @@
 #include "server/coordinator.h"
 #include "server/store/store.h"
 #include "tests/support/test_support.h"
+#include "tunefleet/v1/admin_service.grpc.pb.h"
 #include "tunefleet/v1/tuning_service.grpc.pb.h"
 #include "tunefleet/v1/worker_service.grpc.pb.h"
 
@@ -268,7 +270,10 @@ TEST_F(CoordinatorServiceTest, WorkerCallsCheckTheirInput) {
   blob.set_digest("00");
   v1::GetBlobResponse content;
   EXPECT_EQ(workers_->GetBlob(Context().get(), blob, &content).error_code(),
-            grpc::StatusCode::NOT_FOUND);
+            grpc::StatusCode::INVALID_ARGUMENT);  // no worker_id
+  blob.set_worker_id("w-unknown");
+  EXPECT_EQ(workers_->GetBlob(Context().get(), blob, &content).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);  // holds no lease
   ExpectServing();
 }
 
@@ -389,6 +394,115 @@ TEST(SecureCoordinatorTest, RefusesAndCountsACallWithoutCredentials) {
                         "tunefleet_coordinator_calls_refused_total{code=\"UNAUTHENTICATED\"} 1"));
   EXPECT_THAT(text, ::testing::HasSubstr(
                         "tunefleet_coordinator_calls_refused_total{code=\"PERMISSION_DENIED\"} 0"));
+}
+
+}  // namespace
+}  // namespace tunefleet::server
+
+namespace tunefleet::server {
+namespace {
+
+// A worker speaking WorkerService directly, as any program can.
+class LeaseLimitsTest : public CoordinatorServiceTest {
+ protected:
+  std::string Register(const std::string& host) {
+    v1::RegisterWorkerRequest request;
+    request.set_host(host);
+    request.set_toolkit("g++ test");
+    v1::Device* device = request.add_devices();
+    device->set_id("cpu0");
+    device->set_model("test-cpu");
+    device->set_backend(v1::BACKEND_CPU);
+    for (const auto& [name, value] : PlaceholderLimits(v1::BACKEND_CPU)) {
+      v1::DeviceLimit* limit = device->add_limits();
+      limit->set_name(name);
+      limit->set_value(value);
+    }
+    v1::RegisterWorkerResponse response;
+    EXPECT_TRUE(workers_->RegisterWorker(Context().get(), request, &response).ok());
+    return response.worker_id();
+  }
+
+  grpc::Status Lease(const std::string& worker, int max_trials, v1::LeaseWorkResponse* response) {
+    v1::LeaseWorkRequest request;
+    request.set_worker_id(worker);
+    request.set_max_trials(max_trials);
+    request.set_wait_ms(2000);
+    return workers_->LeaseWork(Context().get(), request, response);
+  }
+
+  grpc::Status Blob(const std::string& worker, const std::string& digest) {
+    v1::GetBlobRequest request;
+    request.set_worker_id(worker);
+    request.set_digest(digest);
+    v1::GetBlobResponse response;
+    return workers_->GetBlob(Context().get(), request, &response);
+  }
+};
+
+TEST_F(LeaseLimitsTest, LeaseWorkCapsTrialsAndOutstandingLeasesPerDevice) {
+  const std::string rogue = Register("rogue.example");
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(Submit(request_, &submitted).ok());
+
+  v1::LeaseWorkResponse first, second, third;
+  ASSERT_TRUE(Lease(rogue, 1000, &first).ok());
+  ASSERT_TRUE(first.has_lease());
+  EXPECT_LE(first.lease().trials_size(), JobManagerOptions().max_batch_size);
+  ASSERT_TRUE(Lease(rogue, 1000, &second).ok());
+  grpc::Status refused = Lease(rogue, 1000, &third);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refused.error_message().find("leases already"), std::string::npos)
+      << refused.error_message();
+  ExpectServing();
+}
+
+TEST_F(LeaseLimitsTest, GetBlobServesOnlySourcesOfTheCallersLeases) {
+  const std::string holder = Register("a.example");
+  const std::string other = Register("b.example");
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(Submit(request_, &submitted).ok());
+  v1::LeaseWorkResponse leased;
+  ASSERT_TRUE(Lease(holder, 1, &leased).ok());
+  ASSERT_TRUE(leased.has_lease());
+  ASSERT_GT(leased.lease().sources_size(), 0);
+  const std::string digest = leased.lease().sources(0).digest();
+
+  EXPECT_TRUE(Blob(holder, digest).ok());
+  grpc::Status denied = Blob(other, digest);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(denied.error_message().find("leased work"), std::string::npos)
+      << denied.error_message();
+  EXPECT_EQ(Blob(holder, std::string(64, '0')).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  ExpectServing();
+}
+
+}  // namespace
+}  // namespace tunefleet::server
+
+namespace tunefleet::server {
+namespace {
+
+TEST_F(CoordinatorServiceTest, AdminCallsCheckTheirInputAndInvalidateNothingUnmatched) {
+  auto admin = v1::AdminService::NewStub(channel_);
+  v1::InvalidateTrialsResponse invalidated;
+  grpc::Status empty =
+      admin->InvalidateTrials(Context().get(), v1::InvalidateTrialsRequest(), &invalidated);
+  EXPECT_EQ(empty.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::InvalidateTrialsRequest nobody;
+  nobody.set_worker("host:nobody");
+  ASSERT_TRUE(admin->InvalidateTrials(Context().get(), nobody, &invalidated).ok());
+  EXPECT_EQ(invalidated.trials_excluded(), 0);
+  EXPECT_EQ(invalidated.keys_changed(), 0);
+  v1::ReleaseWorkerResponse released;
+  EXPECT_EQ(admin->ReleaseWorker(Context().get(), v1::ReleaseWorkerRequest(), &released)
+                .error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  v1::ReleaseWorkerRequest release;
+  release.set_principal("host:nobody");
+  ASSERT_TRUE(admin->ReleaseWorker(Context().get(), release, &released).ok());
+  EXPECT_FALSE(released.released());
+  ExpectServing();
 }
 
 }  // namespace

@@ -19,9 +19,10 @@ class FaultyStore : public Store {
   explicit FaultyStore(Store* store) : store_(store) {}
 
   std::atomic<bool> refuse_trials{false};  // InsertTrials
-  std::atomic<bool> refuse_best{false};    // UpsertBest
+  std::atomic<bool> refuse_best{false};    // UpsertBest, PutBest, DeleteBest
   std::atomic<bool> refuse_jobs{false};    // PutJob
   std::atomic<bool> refuse_tokens{false};  // PutToken
+  std::atomic<bool> refuse_quarantine{false};  // PutQuarantine
   std::atomic<int> trial_writes{0};        // InsertTrials calls, refused or not
   // Runs in every InsertTrials call (after counting it); set before use.
   std::function<void()> before_trial_write;
@@ -55,6 +56,30 @@ class FaultyStore : public Store {
   absl::StatusOr<bool> UpsertBest(const BestRecord& best) override {
     if (refuse_best) return Down();
     return store_->UpsertBest(best);
+  }
+  absl::StatusOr<std::vector<TrialRecord>> ListKeyTrials(const std::string& key) override {
+    return store_->ListKeyTrials(key);
+  }
+  absl::StatusOr<Exclusion> ExcludeTrials(const TrialFilter& filter) override {
+    return store_->ExcludeTrials(filter);
+  }
+  absl::Status PutBest(const BestRecord& best) override {
+    if (refuse_best) return Down();
+    return store_->PutBest(best);
+  }
+  absl::StatusOr<bool> DeleteBest(const std::string& key) override {
+    if (refuse_best) return Down();
+    return store_->DeleteBest(key);
+  }
+  absl::Status PutQuarantine(const QuarantineRecord& record) override {
+    if (refuse_quarantine) return Down();
+    return store_->PutQuarantine(record);
+  }
+  absl::StatusOr<bool> DeleteQuarantine(const std::string& principal) override {
+    return store_->DeleteQuarantine(principal);
+  }
+  absl::StatusOr<std::vector<QuarantineRecord>> ListQuarantine() override {
+    return store_->ListQuarantine();
   }
   absl::StatusOr<BestRecord> GetBest(const std::string& key) override {
     return store_->GetBest(key);

@@ -81,8 +81,9 @@ class JobManagerTest : public ::testing::Test {
     return spec;
   }
 
-  std::string AddWorker(const std::string& model = "test-cpu", double l2_bytes = 0) {
-    WorkerRegistration request{"localhost", {v1::Device()}, "g++ test"};
+  std::string AddWorker(const std::string& model = "test-cpu", double l2_bytes = 0,
+                        const std::string& principal = "localhost") {
+    WorkerRegistration request{"localhost", {v1::Device()}, "g++ test", principal};
     v1::Device* device = &request.devices[0];
     device->set_id("cpu0");
     device->set_model(model);
@@ -201,6 +202,8 @@ TEST_F(JobManagerTest, DuplicateReportChangesNothing) {
 }
 
 TEST_F(JobManagerTest, ExpiredLeaseIsRequeuedWithNewEpochAndLateReportIsIgnored) {
+  options_.verify.mode = VerifyMode::kOff;  // about epochs, not about verification
+  Restart();
   std::string slow = AddWorker();
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
   std::optional<v1::Lease> first = Lease(slow);
@@ -345,7 +348,11 @@ TEST_F(JobManagerTest, FinalistsRoundPicksTheWinnerByItsFinalMeasurement) {
   EXPECT_EQ(store_->GetBest(done.targets(0).tuning_key())->median_seconds, 5e-4);
   EXPECT_EQ(store_->GetBest(done.targets(0).tuning_key())->config,
             ConfigToString(first->trials(1).config()));
-  EXPECT_EQ(store_->ListTrials(job->id())->size(), 3u);  // no extra rows
+  std::vector<TrialRecord> rows = *store_->ListTrials(job->id());
+  ASSERT_EQ(rows.size(), 5u);  // 3 search rows, then the 2 finalists' own rows
+  EXPECT_EQ(rows[3].round, TrialRound::kFinalists);
+  EXPECT_EQ(rows[4].round, TrialRound::kFinalists);
+  EXPECT_EQ(rows[4].principal, "localhost");
   EXPECT_FALSE(Lease(worker).has_value());
 }
 
@@ -643,6 +650,117 @@ TEST_F(JobManagerTest, BestConfigIsExactThenNearestThenDefault) {
   EXPECT_EQ(fallback->config_text, bundle_.spec.default_config());
   EXPECT_THAT(index_->Resolve("nope", v1::Shape(), "", ""),
               StatusIs(absl::StatusCode::kNotFound));
+}
+
+}  // namespace
+}  // namespace tunefleet::server
+
+namespace tunefleet::server {
+namespace {
+
+// Verification through the JobManager directly, on a fake clock.
+class VerificationFlowTest : public JobManagerTest {};
+
+TEST_F(VerificationFlowTest, ADisagreeingClaimIsQuarantinedAndTheVerifierDecides) {
+  std::string rogue = AddWorker("test-cpu", 0, "host:rogue");
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  std::optional<v1::Lease> lease = Lease(rogue);
+  ASSERT_TRUE(lease.has_value());
+  const int64_t poisoned = lease->trials(0).index();
+  ReportAll(rogue, *lease, false, [&](int64_t index) { return index == poisoned ? 1e-9 : 1.0; });
+
+  // The rogue cannot verify itself; the honest worker gets the candidate.
+  EXPECT_FALSE(Lease(rogue).has_value());
+  v1::Job pending = *jobs_->Get(job->id());
+  EXPECT_EQ(pending.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(pending.targets(0).verification().state(), v1::VERIFICATION_STATE_PENDING);
+  std::optional<v1::Lease> verify = Lease(honest);
+  ASSERT_TRUE(verify.has_value());
+  EXPECT_TRUE(verify->finalists());
+  ASSERT_EQ(verify->trials_size(), 1);  // nothing served yet: the candidate alone
+  EXPECT_EQ(verify->trials(0).index(), poisoned);
+  ReportAll(honest, *verify, false, [](int64_t) { return 2e-3; });
+
+  v1::Job done = *jobs_->Get(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.targets(0).verification().state(), v1::VERIFICATION_STATE_DISAGREED);
+  absl::StatusOr<BestRecord> best = store_->GetBest(done.targets(0).tuning_key());
+  ASSERT_OK(best);
+  EXPECT_EQ(best->median_seconds, 2e-3);  // the verifier's numbers stand
+  EXPECT_THAT(jobs_->TryLease(QueryFor(rogue)),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(jobs_->Report(ReportOf(rogue, *lease, false, nullptr)),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  // The quarantine is stored: a coordinator started on this store has it.
+  absl::StatusOr<std::vector<QuarantineRecord>> stored = store_->ListQuarantine();
+  ASSERT_OK(stored);
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ((*stored)[0].principal, "host:rogue");
+}
+
+TEST_F(VerificationFlowTest, AQuarantineTheStoreRefusedIsStoredByALaterTick) {
+  std::string rogue = AddWorker("test-cpu", 0, "host:rogue");
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  while (std::optional<v1::Lease> lease = Lease(rogue)) {
+    ReportAll(rogue, *lease, false, [](int64_t) { return 1e-9; });
+  }
+  faulty_->refuse_quarantine = true;
+  std::optional<v1::Lease> verify = Lease(honest);
+  ASSERT_TRUE(verify.has_value());
+  ReportAll(honest, *verify, false, [](int64_t) { return 2e-3; });
+  EXPECT_TRUE(store_->ListQuarantine()->empty());
+
+  faulty_->refuse_quarantine = false;
+  jobs_->Tick();
+  ASSERT_EQ(store_->ListQuarantine()->size(), 1u);
+  EXPECT_THAT(jobs_->TryLease(QueryFor(rogue)), StatusIs(absl::StatusCode::kPermissionDenied));
+}
+
+TEST_F(VerificationFlowTest, AutoServesUnverifiedWhenNoVerifierComesInTime) {
+  options_.verify.wait = absl::Seconds(5);
+  Restart();
+  std::string first = AddWorker("test-cpu", 0, "host:a");
+  std::string second = AddWorker("test-cpu", 0, "host:b");  // alive, but never asks
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  while (std::optional<v1::Lease> lease = Lease(first)) ReportAll(first, *lease);
+  EXPECT_EQ(jobs_->Get(job->id())->targets(0).verification().state(),
+            v1::VERIFICATION_STATE_PENDING);
+  EXPECT_THAT(store_->GetBest(jobs_->Get(job->id())->targets(0).tuning_key()),
+              StatusIs(absl::StatusCode::kNotFound));  // not served yet
+
+  now_ += absl::Seconds(6);
+  workers_->Touch(first);
+  workers_->Touch(second);
+  jobs_->Tick();
+  v1::Job done = *jobs_->Get(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.targets(0).verification().state(), v1::VERIFICATION_STATE_UNVERIFIED);
+  EXPECT_OK(store_->GetBest(done.targets(0).tuning_key()));
+}
+
+TEST_F(VerificationFlowTest, RequiredWaitsForAVerifierWithoutADeadline) {
+  options_.verify.mode = VerifyMode::kRequired;
+  Restart();
+  std::string only = AddWorker("test-cpu", 0, "host:a");
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  while (std::optional<v1::Lease> lease = Lease(only)) ReportAll(only, *lease);
+  now_ += absl::Minutes(10);
+  workers_->Touch(only);
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_RUNNING);
+  std::string verifier = AddWorker("test-cpu", 0, "host:b");
+  std::optional<v1::Lease> verify = Lease(verifier);
+  ASSERT_TRUE(verify.has_value());
+  ReportAll(verifier, *verify);  // the same times as the claim: it agrees
+  v1::Job done = *jobs_->Get(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.targets(0).verification().state(), v1::VERIFICATION_STATE_AGREED);
 }
 
 }  // namespace

@@ -27,6 +27,27 @@ TEST(LeaseBookTest, GrantsFreshIdsAndEpochsFromTheFirstEpoch) {
   EXPECT_EQ(book.size(), 2u);
 }
 
+TEST(LeaseBookTest, CountsTheLeasesOfEachDeviceOfAWorker) {
+  LeaseBook book(/*first_epoch=*/1);
+  Lease on_gpu0 = LeaseOf("w1", "j1", absl::Seconds(10));
+  on_gpu0.device_id = "gpu0";
+  Lease on_gpu1 = on_gpu0;
+  on_gpu1.device_id = "gpu1";
+  const std::string first = book.Grant(on_gpu0).id;
+  book.Grant(on_gpu0);
+  book.Grant(on_gpu1);
+  Lease other_worker = on_gpu0;
+  other_worker.worker_id = "w2";
+  book.Grant(other_worker);
+
+  EXPECT_EQ(book.CountOnDevice("w1", "gpu0"), 2);
+  EXPECT_EQ(book.CountOnDevice("w1", "gpu1"), 1);
+  EXPECT_EQ(book.OfWorker("w1").size(), 3u);
+  book.Remove(first);
+  EXPECT_EQ(book.CountOnDevice("w1", "gpu0"), 1);
+  EXPECT_TRUE(book.OfWorker("w3").empty());
+}
+
 TEST(LeaseBookTest, FindsALeaseOnlyUnderItsEpochAndWorker) {
   LeaseBook book(1);
   const Lease& lease = book.Grant(LeaseOf("w1", "j1", absl::Seconds(10)));

@@ -13,7 +13,7 @@ WorkerRegistration Cpu(const std::string& model) {
   device.set_id("cpu0");
   device.set_model(model);
   device.set_backend(v1::BACKEND_CPU);
-  return WorkerRegistration{"host", {device}, "g++ 12"};
+  return WorkerRegistration{"host", {device}, "g++ 12", "host"};
 }
 
 class WorkerRegistryTest : public ::testing::Test {
@@ -56,6 +56,29 @@ TEST_F(WorkerRegistryTest, RegistrationsWithoutUsableDevicesAreRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument));
   WorkerRegistration no_model = Cpu("");
   EXPECT_THAT(registry_.Register(no_model), StatusIs(absl::StatusCode::kInvalidArgument));
+  WorkerRegistration no_principal = Cpu("m");
+  no_principal.principal.clear();
+  EXPECT_THAT(registry_.Register(no_principal), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_F(WorkerRegistryTest, LiveDevicesOfAModelCarryTheirPrincipals) {
+  WorkerRegistration a = Cpu("m");
+  a.principal = "host-a";
+  WorkerRegistration b = Cpu("m");
+  b.principal = "host-b";
+  const std::string id_a = *registry_.Register(a);
+  *registry_.Register(b);
+  *registry_.Register(Cpu("other"));
+
+  std::vector<LiveDevice> devices = registry_.LiveDevices("m", "g++ 12");
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_NE(devices[0].principal, devices[1].principal);
+  EXPECT_EQ(*registry_.PrincipalOf(id_a), "host-a");
+  absl::StatusOr<WorkerRegistry::ModelOf> model = registry_.TouchDevice(id_a, "");
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ(model->principal, "host-a");
+  EXPECT_EQ(model->device_id, "cpu0");
+  EXPECT_THAT(registry_.PrincipalOf("nobody"), StatusIs(absl::StatusCode::kNotFound));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // or fail when TUNEFLEET_REQUIRE_POSTGRES=1).
 #include <atomic>
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -766,6 +767,270 @@ TEST_P(StoreContractTest, StoresOpeningOneFreshDatabaseAtOnceAllSucceed) {
   absl::StatusOr<int64_t> expected = database_->MigrationRows();
   ASSERT_OK(expected);
   EXPECT_EQ(*migrations, *expected);
+}
+
+// The schema as migrations 1 and 2 left it (copied as shipped: a migration
+// is never edited), with one trial row of that time.
+std::string Version2Database(Backend backend) {
+  const char* sqlite = R"sql(CREATE TABLE schema_migrations (
+  version INTEGER PRIMARY KEY, applied_unix_ms INTEGER NOT NULL);
+INSERT INTO schema_migrations VALUES (1, 0), (2, 0);
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY,
+  kernel_name TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  reason BLOB NOT NULL,
+  spec BLOB NOT NULL,
+  targets BLOB NOT NULL,
+  created_unix_ms INTEGER NOT NULL,
+  updated_unix_ms INTEGER NOT NULL);
+CREATE INDEX jobs_by_created ON jobs (created_unix_ms DESC, id DESC);
+CREATE TABLE trials (
+  seq INTEGER PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  tuning_key TEXT NOT NULL,
+  config TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  median_seconds REAL NOT NULL,
+  p20_seconds REAL NOT NULL,
+  p80_seconds REAL NOT NULL,
+  samples INTEGER NOT NULL,
+  compile_seconds REAL NOT NULL,
+  worker_id TEXT NOT NULL,
+  device_id TEXT NOT NULL,
+  error BLOB NOT NULL,
+  finished_unix_ms INTEGER NOT NULL,
+  UNIQUE (job_id, tuning_key, config));
+CREATE TABLE best_configs (
+  tuning_key TEXT PRIMARY KEY,
+  kernel_name TEXT NOT NULL,
+  shape TEXT NOT NULL,
+  device_model TEXT NOT NULL,
+  toolkit TEXT NOT NULL,
+  config TEXT NOT NULL,
+  median_seconds REAL NOT NULL,
+  job_id TEXT NOT NULL,
+  updated_unix_ms INTEGER NOT NULL);
+CREATE INDEX best_configs_by_kernel ON best_configs (kernel_name);
+
+CREATE TABLE blobs (
+  digest TEXT PRIMARY KEY,
+  content BLOB NOT NULL);
+CREATE TABLE kernels (
+  name TEXT PRIMARY KEY,
+  spec BLOB NOT NULL,
+  updated_unix_ms INTEGER NOT NULL);
+)sql";
+  const char* postgres = R"sql(CREATE TABLE schema_migrations (
+  version INTEGER PRIMARY KEY, applied_unix_ms BIGINT NOT NULL);
+INSERT INTO schema_migrations VALUES (1, 0), (2, 0);
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY,
+  kernel_name TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  reason BYTEA NOT NULL,
+  spec BYTEA NOT NULL,
+  targets BYTEA NOT NULL,
+  created_unix_ms BIGINT NOT NULL,
+  updated_unix_ms BIGINT NOT NULL);
+CREATE INDEX jobs_by_created ON jobs (created_unix_ms DESC, id DESC);
+CREATE TABLE trials (
+  seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  tuning_key TEXT NOT NULL,
+  config TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  median_seconds DOUBLE PRECISION NOT NULL,
+  p20_seconds DOUBLE PRECISION NOT NULL,
+  p80_seconds DOUBLE PRECISION NOT NULL,
+  samples BIGINT NOT NULL,
+  compile_seconds DOUBLE PRECISION NOT NULL,
+  worker_id TEXT NOT NULL,
+  device_id TEXT NOT NULL,
+  error BYTEA NOT NULL,
+  finished_unix_ms BIGINT NOT NULL,
+  UNIQUE (job_id, tuning_key, config));
+CREATE TABLE best_configs (
+  tuning_key TEXT PRIMARY KEY,
+  kernel_name TEXT NOT NULL,
+  shape TEXT NOT NULL,
+  device_model TEXT NOT NULL,
+  toolkit TEXT NOT NULL,
+  config TEXT NOT NULL,
+  median_seconds DOUBLE PRECISION NOT NULL,
+  job_id TEXT NOT NULL,
+  updated_unix_ms BIGINT NOT NULL);
+CREATE INDEX best_configs_by_kernel ON best_configs (kernel_name);
+
+CREATE TABLE blobs (
+  digest TEXT PRIMARY KEY,
+  content BYTEA NOT NULL);
+CREATE TABLE kernels (
+  name TEXT PRIMARY KEY,
+  spec BYTEA NOT NULL,
+  updated_unix_ms BIGINT NOT NULL);
+)sql";
+  return absl::StrCat(backend == Backend::kSqlite ? sqlite : postgres,
+                      "INSERT INTO trials (job_id, tuning_key, config, status, median_seconds, "
+                      "p20_seconds, p80_seconds, samples, compile_seconds, worker_id, "
+                      "device_id, error, finished_unix_ms) VALUES ('job-1', 'key-1', "
+                      "'BM=64', 1, 0.5, 0.45, 0.55, 30, 0.25, 'worker-a', 'gpu-0', ",
+                      backend == Backend::kSqlite ? "X''" : "''::bytea", ", 1700000000123);");
+}
+
+TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvenance) {
+  absl::StatusOr<std::unique_ptr<TestDatabase>> old = TestDatabase::Create(GetParam());
+  ASSERT_TRUE(old.ok()) << old.status();
+  if (GetParam() == Backend::kSqlite) {  // an empty file is an empty database
+    std::ofstream((*old)->url().substr(std::string("sqlite://").size()));
+  }
+  ASSERT_OK((*old)->Execute(Version2Database(GetParam())));
+
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore((*old)->url());
+  ASSERT_TRUE(store.ok()) << store.status();
+
+  absl::StatusOr<std::vector<TrialRecord>> trials = (*store)->ListTrials("job-1");
+  ASSERT_OK(trials);
+  ASSERT_THAT(*trials, SizeIs(1));
+  EXPECT_EQ((*trials)[0].config, "BM=64");
+  EXPECT_EQ((*trials)[0].median_seconds, 0.5);
+  EXPECT_EQ((*trials)[0].principal, "");
+  EXPECT_EQ((*trials)[0].round, TrialRound::kSearch);
+  EXPECT_FALSE((*trials)[0].excluded);
+  TrialRecord finals = (*trials)[0];
+  finals.round = TrialRound::kFinalists;
+  absl::StatusOr<bool> inserted = (*store)->InsertTrial(finals);
+  ASSERT_OK(inserted);
+  EXPECT_TRUE(*inserted);
+  ASSERT_OK((*store)->PutQuarantine({"rogue-host", "test", 1}));
+  absl::StatusOr<int64_t> migrations = (*old)->MigrationRows();
+  ASSERT_OK(migrations);
+  EXPECT_EQ(*migrations, 4);  // 3: provenance and quarantine, 4: tokens
+  store->reset();  // closed before the database is dropped
+}
+
+TEST_P(StoreContractTest, TrialKeepsItsProvenanceAndRound) {
+  TrialRecord trial = MakeTrial("job-1", "BM=64", 0.5);
+  trial.principal = "host-a";
+  trial.clock_mhz = 1980.5;
+  trial.round = TrialRound::kFinalists;
+  ASSERT_OK(store_->InsertTrial(trial));
+
+  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials("job-1");
+  ASSERT_OK(trials);
+  ASSERT_THAT(*trials, SizeIs(1));
+  EXPECT_EQ((*trials)[0].principal, "host-a");
+  EXPECT_EQ((*trials)[0].clock_mhz, 1980.5);
+  EXPECT_EQ((*trials)[0].round, TrialRound::kFinalists);
+  EXPECT_FALSE((*trials)[0].excluded);
+}
+
+TEST_P(StoreContractTest, EachRoundOfAConfigIsItsOwnRow) {
+  TrialRecord search = MakeTrial("job-1", "BM=64", 0.5);
+  TrialRecord finals = search;
+  finals.round = TrialRound::kFinalists;
+  finals.median_seconds = 0.6;
+  TrialRecord verify = search;
+  verify.round = TrialRound::kVerify;
+
+  absl::StatusOr<std::vector<bool>> inserted =
+      store_->InsertTrials({search, finals, verify, finals});
+  ASSERT_OK(inserted);
+  EXPECT_THAT(*inserted, ElementsAre(true, true, true, false));
+}
+
+TEST_P(StoreContractTest, ListKeyTrialsReturnsOkRowsOfEveryJobNotExcluded) {
+  TrialRecord failed = MakeTrial("job-1", "BM=16", 0);
+  failed.status = 3;
+  TrialRecord other_key = MakeTrial("job-1", "BM=32", 0.1);
+  other_key.tuning_key = "key-2";
+  ASSERT_OK(store_->InsertTrials({MakeTrial("job-1", "BM=64", 0.5), failed, other_key,
+                                  MakeTrial("job-2", "BM=128", 0.4)}));
+
+  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListKeyTrials("key-1");
+  ASSERT_OK(trials);
+  EXPECT_THAT(*trials, ElementsAre(MakeTrial("job-1", "BM=64", 0.5),
+                                   MakeTrial("job-2", "BM=128", 0.4)));
+}
+
+TEST_P(StoreContractTest, ExcludeTrialsMarksMatchingRowsOnceAndKeepsThem) {
+  TrialRecord rogue = MakeTrial("job-1", "BM=64", 1e-9);
+  rogue.principal = "rogue-host";
+  TrialRecord rogue_other_key = rogue;
+  rogue_other_key.tuning_key = "key-2";
+  TrialRecord honest = MakeTrial("job-1", "BM=128", 0.4);
+  honest.principal = "honest-host";
+  ASSERT_OK(store_->InsertTrials({rogue, rogue_other_key, honest}));
+
+  absl::StatusOr<Exclusion> excluded = store_->ExcludeTrials(TrialFilter{"rogue-host", "", ""});
+  ASSERT_OK(excluded);
+  EXPECT_EQ(excluded->trials, 2);
+  EXPECT_THAT(excluded->tuning_keys, ElementsAre("key-1", "key-2"));
+  absl::StatusOr<Exclusion> again = store_->ExcludeTrials(TrialFilter{"rogue-host", "", ""});
+  ASSERT_OK(again);
+  EXPECT_EQ(again->trials, 0);
+
+  absl::StatusOr<std::vector<TrialRecord>> served = store_->ListKeyTrials("key-1");
+  ASSERT_OK(served);
+  EXPECT_THAT(*served, ElementsAre(honest));
+  absl::StatusOr<std::vector<TrialRecord>> audit = store_->ListTrials("job-1");
+  ASSERT_OK(audit);
+  ASSERT_THAT(*audit, SizeIs(3));
+  EXPECT_TRUE((*audit)[0].excluded);
+  EXPECT_FALSE((*audit)[2].excluded);
+}
+
+TEST_P(StoreContractTest, ExcludeTrialsMatchesWorkerIdKeyAndJob) {
+  TrialRecord a = MakeTrial("job-1", "BM=64", 0.5);
+  TrialRecord b = MakeTrial("job-2", "BM=64", 0.5);
+  TrialRecord c = MakeTrial("job-2", "BM=32", 0.5);
+  c.tuning_key = "key-2";
+  ASSERT_OK(store_->InsertTrials({a, b, c}));
+
+  absl::StatusOr<Exclusion> by_job_and_key =
+      store_->ExcludeTrials(TrialFilter{"", "key-1", "job-2"});
+  ASSERT_OK(by_job_and_key);
+  EXPECT_EQ(by_job_and_key->trials, 1);
+  absl::StatusOr<Exclusion> by_worker_id = store_->ExcludeTrials(TrialFilter{"worker-a", "", ""});
+  ASSERT_OK(by_worker_id);
+  EXPECT_EQ(by_worker_id->trials, 2);
+  EXPECT_THAT(store_->ExcludeTrials({}), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_P(StoreContractTest, PutBestReplacesEvenWithASlowerConfigAndDeleteBestRemoves) {
+  ASSERT_OK(store_->UpsertBest(MakeBest("key-1", "BM=64", 1e-9)));
+  ASSERT_OK(store_->PutBest(MakeBest("key-1", "BM=128", 0.5)));
+  absl::StatusOr<BestRecord> best = store_->GetBest("key-1");
+  ASSERT_OK(best);
+  EXPECT_EQ(*best, MakeBest("key-1", "BM=128", 0.5));
+
+  absl::StatusOr<bool> deleted = store_->DeleteBest("key-1");
+  ASSERT_OK(deleted);
+  EXPECT_TRUE(*deleted);
+  EXPECT_THAT(store_->GetBest("key-1"), StatusIs(absl::StatusCode::kNotFound));
+  deleted = store_->DeleteBest("key-1");
+  ASSERT_OK(deleted);
+  EXPECT_FALSE(*deleted);
+}
+
+TEST_P(StoreContractTest, QuarantineSurvivesReopeningUntilLifted) {
+  ASSERT_OK(store_->PutQuarantine({"rogue-host", "claimed 1 ns", 1700000000000}));
+  ASSERT_OK(store_->PutQuarantine({"b-host", "r\n'\"", 1700000000001}));
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+
+  absl::StatusOr<std::vector<QuarantineRecord>> quarantined = store_->ListQuarantine();
+  ASSERT_OK(quarantined);
+  ASSERT_THAT(*quarantined, SizeIs(2));
+  EXPECT_EQ((*quarantined)[0].principal, "b-host");
+  EXPECT_EQ((*quarantined)[0].reason, "r\n'\"");
+  EXPECT_EQ((*quarantined)[1].since_unix_ms, 1700000000000);
+
+  absl::StatusOr<bool> lifted = store_->DeleteQuarantine("rogue-host");
+  ASSERT_OK(lifted);
+  EXPECT_TRUE(*lifted);
+  quarantined = store_->ListQuarantine();
+  ASSERT_OK(quarantined);
+  EXPECT_THAT(*quarantined, SizeIs(1));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest,

@@ -1,0 +1,43 @@
+#include "server/admin_service.h"
+
+#include <iostream>
+
+#include "common/grpc_status.h"
+
+namespace tunefleet::server {
+
+AdminServiceImpl::AdminServiceImpl(BestKeeper* keeper, QuarantineList* quarantine,
+                                   CoordinatorMetrics* metrics)
+    : keeper_(keeper), quarantine_(quarantine), metrics_(metrics) {}
+
+grpc::Status AdminServiceImpl::InvalidateTrials(grpc::ServerContext*,
+                                                const v1::InvalidateTrialsRequest* request,
+                                                v1::InvalidateTrialsResponse* response) {
+  TrialFilter filter{request->worker(), request->tuning_key(), request->job_id()};
+  absl::Status valid = CheckFilter(filter);
+  if (!valid.ok()) return ToGrpcStatus(valid);
+  absl::StatusOr<InvalidationResult> result = keeper_->Invalidate(filter);
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  std::cerr << "tunefleet-coordinator: invalidated " << result->trials << " trials (worker \""
+            << filter.worker << "\" key \"" << filter.tuning_key << "\" job \"" << filter.job_id
+            << "\"); " << result->keys << " best configs changed" << std::endl;
+  response->set_trials_excluded(result->trials);
+  response->set_keys_changed(result->keys);
+  for (const std::string& key : result->tuning_keys) response->add_tuning_keys(key);
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminServiceImpl::ReleaseWorker(grpc::ServerContext*,
+                                             const v1::ReleaseWorkerRequest* request,
+                                             v1::ReleaseWorkerResponse* response) {
+  if (request->principal().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "principal is required");
+  }
+  absl::StatusOr<bool> released = quarantine_->Release(request->principal());
+  if (!released.ok()) return ToGrpcStatus(released.status());
+  if (metrics_ != nullptr) metrics_->WorkersQuarantined(static_cast<int>(quarantine_->size()));
+  response->set_released(*released);
+  return grpc::Status::OK;
+}
+
+}  // namespace tunefleet::server

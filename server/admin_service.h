@@ -1,0 +1,40 @@
+// The AdminService adapter: operator repairs of served best configs
+// (invalidating trials, lifting a quarantine) over the BestKeeper and the
+// QuarantineList. Sync methods: they are rare and wait on the store.
+#ifndef TUNEFLEET_SERVER_ADMIN_SERVICE_H_
+#define TUNEFLEET_SERVER_ADMIN_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include "server/best_keeper.h"
+#include "server/metrics.h"
+#include "server/quarantine.h"
+#include "tunefleet/v1/admin_service.grpc.pb.h"
+
+namespace tunefleet::server {
+
+// Thread-safety: safe for concurrent use.
+class AdminServiceImpl final : public v1::AdminService::Service {
+ public:
+  // Every pointer must outlive the service; `metrics` may be null.
+  AdminServiceImpl(BestKeeper* keeper, QuarantineList* quarantine,
+                   CoordinatorMetrics* metrics);
+
+  // INVALID_ARGUMENT when no field is set.
+  grpc::Status InvalidateTrials(grpc::ServerContext* context,
+                                const v1::InvalidateTrialsRequest* request,
+                                v1::InvalidateTrialsResponse* response) override;
+  // INVALID_ARGUMENT without a principal.
+  grpc::Status ReleaseWorker(grpc::ServerContext* context,
+                             const v1::ReleaseWorkerRequest* request,
+                             v1::ReleaseWorkerResponse* response) override;
+
+ private:
+  BestKeeper* const keeper_;
+  QuarantineList* const quarantine_;
+  CoordinatorMetrics* const metrics_;
+};
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_ADMIN_SERVICE_H_

@@ -1,0 +1,60 @@
+#include "server/best_keeper.h"
+
+#include <optional>
+#include <utility>
+
+#include "common/status_macros.h"
+#include "server/best_derivation.h"
+
+namespace tunefleet::server {
+
+BestKeeper::BestKeeper(Store* store, BestConfigIndex* index,
+                       const QuarantineList* quarantine, Clock now_unix_ms)
+    : store_(store), index_(index), quarantine_(quarantine),
+      now_unix_ms_(std::move(now_unix_ms)) {}
+
+absl::StatusOr<bool> BestKeeper::Rederive(const BestRecord& meta) {
+  absl::MutexLock lock(&mu_);
+  return RederiveLocked(meta);
+}
+
+absl::StatusOr<bool> BestKeeper::RederiveLocked(const BestRecord& meta) {
+  ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_->ListKeyTrials(meta.tuning_key));
+  std::optional<TrialRecord> best = DeriveBest(trials, quarantine_->Snapshot());
+  absl::StatusOr<BestRecord> stored = store_->GetBest(meta.tuning_key);
+  if (!stored.ok() && !absl::IsNotFound(stored.status())) return stored.status();
+  if (!best.has_value()) {
+    if (!stored.ok()) return false;
+    ASSIGN_OR_RETURN(bool removed, store_->DeleteBest(meta.tuning_key));
+    if (index_ != nullptr) index_->RemoveBest(meta.tuning_key);
+    return removed;
+  }
+  BestRecord row = meta;
+  row.config = best->config;
+  row.median_seconds = best->median_seconds;
+  row.job_id = best->job_id;
+  const bool changed = !stored.ok() || stored->config != row.config ||
+                       stored->median_seconds != row.median_seconds ||
+                       stored->job_id != row.job_id;
+  if (!changed) return false;
+  row.updated_unix_ms = now_unix_ms_();
+  RETURN_IF_ERROR(store_->PutBest(row));
+  if (index_ != nullptr) index_->ReplaceBest(row);
+  return true;
+}
+
+absl::StatusOr<InvalidationResult> BestKeeper::Invalidate(const TrialFilter& filter) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Exclusion excluded, store_->ExcludeTrials(filter));
+  InvalidationResult result{excluded.trials, 0, excluded.tuning_keys};
+  for (const std::string& key : excluded.tuning_keys) {
+    absl::StatusOr<BestRecord> meta = store_->GetBest(key);
+    if (absl::IsNotFound(meta.status())) continue;  // never served
+    if (!meta.ok()) return meta.status();
+    ASSIGN_OR_RETURN(bool changed, RederiveLocked(*meta));
+    result.keys += changed;
+  }
+  return result;
+}
+
+}  // namespace tunefleet::server

@@ -1,0 +1,178 @@
+// JobManager: the verification of candidate bests, quarantine, and which
+// blobs a worker may fetch (the parts of the manager that decide whom to
+// trust).
+#include <algorithm>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/config_text.h"
+#include "server/best_config_index.h"
+#include "server/best_derivation.h"
+#include "server/job_manager.h"
+
+namespace tunefleet::server {
+
+std::optional<LeaseGrant> JobManager::VerifyFrom(Job* job, int t, Lease lease,
+                                                 const std::vector<LiveDevice>& live,
+                                                 Pending* pending) {
+  Verification& verification = *job->targets[t].verification;
+  if (!verification.waiting()) return std::nullopt;
+  const bool other_principal_live = std::any_of(live.begin(), live.end(), [&](const LiveDevice& d) {
+    return verification.CanVerify(Measurer{d.principal, d.worker_id, d.device_id},
+                                  /*other_principal_live=*/true);
+  });
+  if (!verification.CanVerify(Measurer{lease.principal, lease.worker_id, lease.device_id},
+                              other_principal_live)) {
+    return std::nullopt;  // never to the principal whose claim is checked
+  }
+  lease.job_id = job->view.id();
+  lease.target = t;
+  lease.expires = clock_() + options_.lease_ttl;
+  lease.finalists = true;  // measured interleaved on one device
+  lease.verify = true;
+  const Lease& granted = leases_.Grant(std::move(lease));
+  Lease* held = leases_.Find(granted.id, granted.epoch, granted.worker_id);
+  held->ordinals = verification.Take(held->id, held->epoch, held->principal);
+  std::cerr << "tunefleet-coordinator: job " << job->view.id() << ": the best of "
+            << job->targets[t].info.tuning_key() << " is re-measured by " << held->principal
+            << " (" << held->worker_id << "/" << held->device_id << ")" << std::endl;
+  return GrantOf(job, *held, pending);
+}
+
+absl::Status JobManager::CheckBlobLeased(const std::string& worker_id,
+                                         const std::string& digest) {
+  absl::ReaderMutexLock lock(&mu_);
+  for (const Lease* lease : leases_.OfWorker(worker_id)) {
+    const Job* job = FindJob(lease->job_id);
+    if (job == nullptr) continue;
+    for (const v1::SourceFile& file : job->spec->sources()) {
+      if (file.digest() == digest) return absl::OkStatus();
+    }
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "blob ", digest, " belongs to no lease worker ", worker_id,
+      " holds; sources are served only for leased work"));
+}
+
+void JobManager::ApplyVerification(
+    const std::vector<std::pair<uint64_t, v1::TrialResult>>& results, const Lease& lease,
+    Target* target, Pending* pending) {
+  Verification& verification = *target->verification;
+  for (const auto& [ordinal, result] : results) {
+    verification.Complete(ordinal, lease.id, lease.epoch, result, options_.verify.tolerance);
+  }
+  if (!verification.done()) return;
+  const bool agreed = verification.outcome() == Verification::Outcome::kAgreed;
+  metrics_->VerificationFinished(agreed ? CoordinatorMetrics::Verification::kAgreed
+                                        : CoordinatorMetrics::Verification::kDisagreed);
+  const std::string verified =
+      verification.verified_seconds().has_value()
+          ? absl::StrFormat("%.3g s", *verification.verified_seconds())
+          : std::string("a failure");
+  const std::string reason = absl::StrFormat(
+      "claimed %.3g s for %s of %s; %s measured %s", verification.claimed_seconds(),
+      ConfigToString(target->trials->space()->ConfigAt(verification.candidate())),
+      target->info.tuning_key(), lease.principal, verified);
+  std::cerr << "tunefleet-coordinator: verification " << (agreed ? "agreed" : "disagreed")
+            << ": " << reason << std::endl;
+  if (agreed) return;
+  absl::flat_hash_set<std::string> quarantined;
+  for (const Measurer& claimant : verification.claimants()) {
+    if (claimant.principal == lease.principal) continue;  // one host's devices disagreeing
+    if (quarantined.insert(claimant.principal).second) {
+      pending->quarantines.push_back(Quarantined{claimant.principal, reason});
+    }
+  }
+}
+
+bool JobManager::VerificationSettled(const Job& job, Target* target, Pending* pending) {
+  if (target->verification == nullptr) {
+    if (target->verify_decided) return true;
+    target->verify_decided = true;
+    if (!StartVerification(job, target)) return true;
+    pending->work = true;
+    return false;
+  }
+  Verification& verification = *target->verification;
+  if (verification.done()) return true;
+  if (!verification.waiting() || clock_() < verification.deadline()) return false;
+  verification.GiveUp();  // kAuto only: kRequired waits without a deadline
+  metrics_->VerificationFinished(CoordinatorMetrics::Verification::kUnverified);
+  std::cerr << "tunefleet-coordinator: job " << job.view.id() << ": no verifier came for "
+            << target->info.tuning_key() << " within " << options_.verify.wait
+            << "; its best is served unverified (verify_best=auto)" << std::endl;
+  return true;
+}
+
+// Whether the candidate needs verifying, and whether it can be: in kAuto a
+// candidate no live device may verify is served unverified at once.
+bool JobManager::StartVerification(const Job& job, Target* target) {
+  std::vector<TrialOutcome> best = target->trials->Fastest(1);
+  if (best.empty() || options_.verify.mode == VerifyMode::kOff) return false;
+  const TrialOutcome& candidate = best[0];
+  const double claimed = candidate.result.measurement().median_seconds();
+  std::vector<Measurer> claimants = target->measured_by[candidate.ordinal];
+  absl::flat_hash_set<std::string> principals;
+  for (const Measurer& claimant : claimants) principals.insert(claimant.principal);
+  std::optional<BestRecord> served;
+  if (index_ != nullptr) served = index_->Get(target->info.tuning_key());
+  std::optional<double> served_seconds;
+  if (served.has_value()) served_seconds = served->median_seconds;
+  if (!NeedsVerification(static_cast<int>(principals.size()), claimed, served_seconds,
+                         options_.verify.margin)) {
+    return false;
+  }
+  std::optional<uint64_t> served_ordinal;
+  if (served.has_value()) {
+    absl::StatusOr<v1::Config> config = ParseConfig(served->config);
+    if (config.ok()) {
+      absl::StatusOr<uint64_t> ordinal = target->trials->space()->OrdinalOf(*config);
+      if (ordinal.ok()) served_ordinal = *ordinal;
+    }
+  }
+  const bool required = options_.verify.mode == VerifyMode::kRequired;
+  auto verification = std::make_unique<Verification>(
+      candidate.ordinal, claimed, std::move(claimants), served_ordinal,
+      required ? absl::InfiniteFuture() : clock_() + options_.verify.wait);
+  std::vector<LiveDevice> live =
+      workers_->LiveDevices(target->info.device_model(), target->info.toolkit());
+  const bool other_principal = std::any_of(live.begin(), live.end(), [&](const LiveDevice& d) {
+    return verification->CanVerify({d.principal, d.worker_id, d.device_id}, true);
+  });
+  const bool any_verifier = std::any_of(live.begin(), live.end(), [&](const LiveDevice& d) {
+    return verification->CanVerify({d.principal, d.worker_id, d.device_id}, other_principal);
+  });
+  if (!any_verifier && !required) {
+    target->served_unverified = true;
+    metrics_->VerificationFinished(CoordinatorMetrics::Verification::kUnverified);
+    std::cerr << "tunefleet-coordinator: job " << job.view.id() << ": no other worker of "
+              << target->info.device_model() << " can verify the best of "
+              << target->info.tuning_key() << "; served unverified (verify_best=auto)"
+              << std::endl;
+    return false;
+  }
+  target->verification = std::move(verification);
+  return true;
+}
+
+void JobManager::Quarantine(const Quarantined& quarantined) {
+  absl::Status added =
+      quarantine_->Add(quarantined.principal, quarantined.reason, absl::ToUnixMillis(clock_()));
+  absl::StatusOr<InvalidationResult> invalidated =
+      added.ok() ? keeper_->Invalidate(TrialFilter{quarantined.principal, "", ""})
+                 : absl::StatusOr<InvalidationResult>(added);
+  metrics_->WorkersQuarantined(static_cast<int>(quarantine_->size()));
+  if (!invalidated.ok()) {
+    std::cerr << "tunefleet-coordinator: cannot quarantine " << quarantined.principal << " yet ("
+              << invalidated.status() << "); trying again" << std::endl;
+    absl::MutexLock lock(&mu_);
+    unstored_quarantines_.push_back(quarantined);  // Tick tries again
+    return;
+  }
+  std::cerr << "tunefleet-coordinator: quarantined " << quarantined.principal << " ("
+            << quarantined.reason << "); " << invalidated->trials << " of its trials excluded, "
+            << invalidated->keys << " best configs derived again" << std::endl;
+}
+
+}  // namespace tunefleet::server

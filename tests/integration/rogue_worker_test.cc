@@ -1,0 +1,276 @@
+// A rogue worker against a real fleet: a program that speaks WorkerService
+// directly, registers with the model and toolkit an honest CPU worker process
+// published, leases a job's trials and claims 1 ns for one config. Its claim
+// is not served before another worker re-measured it; the re-measurement
+// quarantines it; and tunectl admin invalidate undoes a claim that was served.
+#include <csignal>
+#include <grpcpp/grpcpp.h>
+
+#include "gtest/gtest.h"
+#include "bench/local_fleet.h"
+#include "tests/support/test_support.h"
+#include "tunefleet/client.h"
+#include "tunefleet/v1/tuning_service.grpc.pb.h"
+#include "tunefleet/v1/worker_service.grpc.pb.h"
+
+namespace tunefleet::testing {
+namespace {
+
+using ::tunefleet::bench::Fleet;
+using ::tunefleet::bench::FleetOptions;
+using ::tunefleet::bench::RunProgram;
+
+constexpr char kShape[] = "M=96,N=96,K=96";
+constexpr char kRogueHost[] = "rogue.example";
+constexpr char kRoguePrincipal[] = "host:rogue.example";
+constexpr double kClaimed = 1e-9;
+
+std::unique_ptr<grpc::ClientContext> Context(int seconds = 10) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+  return context;
+}
+
+// The rogue: registers as a copy of the first live worker, leases as much as
+// it can, and reports 1 ns for the first config it was given (1 s for the
+// others), in the search and in the finalists round.
+class RogueWorker {
+ public:
+  explicit RogueWorker(const std::string& address)
+      : channel_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
+        tuning_(v1::TuningService::NewStub(channel_)),
+        workers_(v1::WorkerService::NewStub(channel_)) {}
+
+  void Register() {
+    v1::ListWorkersResponse listed;
+    ASSERT_TRUE(tuning_->ListWorkers(Context().get(), v1::ListWorkersRequest(), &listed).ok());
+    ASSERT_GT(listed.workers_size(), 0);
+    const v1::WorkerInfo& honest = listed.workers(0);
+    v1::RegisterWorkerRequest request;
+    request.set_host(kRogueHost);
+    request.set_toolkit(honest.toolkit());
+    *request.add_devices() = honest.devices(0);
+    v1::RegisterWorkerResponse registered;
+    ASSERT_TRUE(workers_->RegisterWorker(Context().get(), request, &registered).ok());
+    id_ = registered.worker_id();
+  }
+
+  grpc::Status Lease(v1::LeaseWorkResponse* response, int wait_ms = 1000) {
+    v1::LeaseWorkRequest request;
+    request.set_worker_id(id_);
+    request.set_max_trials(1000);
+    request.set_wait_ms(wait_ms);
+    return workers_->LeaseWork(Context().get(), request, response);
+  }
+
+  grpc::Status Report(const v1::Lease& lease) {
+    v1::ReportResultsRequest request;
+    request.set_worker_id(id_);
+    request.set_lease_id(lease.lease_id());
+    request.set_epoch(lease.epoch());
+    for (const v1::Trial& trial : lease.trials()) {
+      if (poisoned_ < 0) poisoned_ = trial.index();
+      const double seconds = trial.index() == poisoned_ ? kClaimed : 1.0;
+      v1::ReportedTrial* reported = request.add_trials();
+      reported->set_index(trial.index());
+      v1::TrialResult* result = reported->mutable_result();
+      result->set_status(v1::TRIAL_STATUS_OK);
+      result->set_device_id("cpu0");
+      result->mutable_measurement()->set_median_seconds(seconds);
+      result->mutable_measurement()->set_p20_seconds(seconds);
+      result->mutable_measurement()->set_p80_seconds(seconds);
+      result->mutable_measurement()->set_samples(10);
+    }
+    v1::ReportResultsResponse response;
+    return workers_->ReportResults(Context().get(), request, &response);
+  }
+
+  // Leases and reports until it has reported a finalists round.
+  void ClaimUntilFinalsReported(const std::string& job_id) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    bool finals = false;
+    while (!finals && absl::Now() < deadline) {
+      v1::LeaseWorkResponse leased;
+      ASSERT_TRUE(Lease(&leased).ok());
+      if (!leased.has_lease()) continue;
+      EXPECT_LE(leased.lease().trials_size(), 64);  // the coordinator's cap
+      ASSERT_TRUE(Report(leased.lease()).ok());
+      finals = leased.lease().finalists();
+    }
+    ASSERT_TRUE(finals) << "the rogue never got the finalists round: "
+                        << GetJob(job_id).ShortDebugString();
+  }
+
+  v1::Job GetJob(const std::string& id) {
+    v1::GetJobRequest request;
+    request.set_job_id(id);
+    v1::GetJobResponse response;
+    EXPECT_TRUE(tuning_->GetJob(Context().get(), request, &response).ok());
+    return response.job();
+  }
+
+  bool Alive(size_t honest_workers) {
+    v1::ListWorkersResponse listed;
+    if (!tuning_->ListWorkers(Context().get(), v1::ListWorkersRequest(), &listed).ok()) {
+      return false;
+    }
+    size_t alive = 0;
+    for (const v1::WorkerInfo& worker : listed.workers()) {
+      alive += worker.alive() && worker.host() != kRogueHost;
+    }
+    return alive == honest_workers;
+  }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::TuningService::Stub> tuning_;
+  std::unique_ptr<v1::WorkerService::Stub> workers_;
+  std::string id_;
+  int64_t poisoned_ = -1;
+};
+
+class RogueWorkerTest : public ::testing::Test {
+ protected:
+  void StartFleet(std::vector<std::string> coordinator_flags, int honest_workers) {
+    FleetOptions options;
+    options.bin_dir = BuildDir() + "/bin";
+    options.data_dir = dir_.path();
+    options.coordinator_flags = std::move(coordinator_flags);
+    fleet_ = std::make_unique<Fleet>(options);
+    ASSERT_OK(fleet_->StartCoordinator());
+    for (int i = 0; i < honest_workers; ++i) ASSERT_OK(fleet_->StartWorker());
+    ClientOptions client_options;
+    client_options.target = fleet_->address();
+    client_options.insecure = true;  // the fleet runs plaintext: the rogue has no certificate
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
+    ASSERT_OK(client);
+    client_ = *std::move(client);
+    rogue_ = std::make_unique<RogueWorker>(fleet_->address());
+  }
+
+  SubmitRequest Matmul(bool force) {
+    SubmitRequest request;
+    request.kernel_dir = SourceDir() + "/kernels/cpu/matmul";
+    request.shape = kShape;
+    request.strategy = "random";
+    request.budget = 6;
+    request.seed = 7;
+    request.force_retune = force;
+    return request;
+  }
+
+  Job Wait(const std::string& job_id) {
+    absl::StatusOr<Job> done = client_->Watch(job_id, [](const Job&) {});
+    EXPECT_TRUE(done.ok()) << done.status();
+    return done.ok() ? *done : Job();
+  }
+
+  BestConfig Served() {
+    absl::StatusOr<BestConfig> best = client_->GetBestConfig("matmul", kShape, "", "");
+    EXPECT_TRUE(best.ok()) << best.status();
+    return best.ok() ? *best : BestConfig();
+  }
+
+  // Stops (or resumes) every honest worker process.
+  void SignalWorkers(int count, int signal) {
+    for (int i = 0; i < count; ++i) fleet_->worker(i)->Kill(signal);
+  }
+
+  void WaitUntilAlive(size_t honest_workers) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (!rogue_->Alive(honest_workers) && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    ASSERT_TRUE(rogue_->Alive(honest_workers));
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Fleet> fleet_;
+  std::unique_ptr<Client> client_;
+  std::unique_ptr<RogueWorker> rogue_;
+};
+
+TEST_F(RogueWorkerTest, AClaimIsNotServedUntilReMeasuredAndADisagreeingClaimantIsQuarantined) {
+  // Two honest processes on one host: in the absence of another principal,
+  // one verifies the other's best.
+  ASSERT_NO_FATAL_FAILURE(StartFleet({"--verify-best=required"}, /*honest_workers=*/2));
+  Job first = Wait(client_->Submit(Matmul(/*force=*/false))->id);
+  ASSERT_EQ(first.state, JobState::kSucceeded) << first.reason;
+  const BestConfig honest = Served();
+  ASSERT_EQ(honest.source, BestConfig::Source::kExact);
+  ASSERT_GT(honest.median_seconds, 1e-7);
+
+  SignalWorkers(2, SIGSTOP);
+  WaitUntilAlive(0);
+  ASSERT_NO_FATAL_FAILURE(rogue_->Register());  // it reads them from ListWorkers
+  absl::StatusOr<Job> retune = client_->Submit(Matmul(/*force=*/true));
+  ASSERT_OK(retune);
+  ASSERT_NO_FATAL_FAILURE(rogue_->ClaimUntilFinalsReported(retune->id));
+
+  // The claim waits for a verifier, which the rogue can never be.
+  v1::LeaseWorkResponse nothing;
+  ASSERT_TRUE(rogue_->Lease(&nothing, /*wait_ms=*/500).ok());
+  EXPECT_FALSE(nothing.has_lease());
+  v1::Job pending = rogue_->GetJob(retune->id);
+  EXPECT_EQ(pending.state(), v1::JOB_STATE_RUNNING);
+  ASSERT_EQ(pending.targets_size(), 1);
+  EXPECT_EQ(pending.targets(0).verification().state(), v1::VERIFICATION_STATE_PENDING);
+  EXPECT_EQ(pending.targets(0).verification().claimed_seconds(), kClaimed);
+  EXPECT_EQ(Served().config, honest.config);
+  EXPECT_EQ(Served().median_seconds, honest.median_seconds);
+
+  SignalWorkers(2, SIGCONT);
+  Job retuned = Wait(retune->id);
+  ASSERT_EQ(retuned.state, JobState::kSucceeded) << retuned.reason;
+  v1::Job judged = rogue_->GetJob(retune->id);
+  EXPECT_EQ(judged.targets(0).verification().state(), v1::VERIFICATION_STATE_DISAGREED);
+  EXPECT_GT(judged.targets(0).verification().verified_seconds(), 1e-7);
+  const BestConfig after = Served();
+  EXPECT_GT(after.median_seconds, 1e-7);  // the verifier's numbers stand
+  EXPECT_EQ(after.job_id, retune->id);
+
+  v1::LeaseWorkResponse refused;
+  grpc::Status denied = rogue_->Lease(&refused, 0);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(denied.error_message().find("quarantined"), std::string::npos);
+  v1::Lease stale;
+  stale.set_lease_id("l1");
+  EXPECT_EQ(rogue_->Report(stale).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(RogueWorkerTest, AdminInvalidateRestoresTheHonestBestAfterAnUnverifiedClaim) {
+  // verify_best=auto with nobody to verify: the claim is served (and logged).
+  ASSERT_NO_FATAL_FAILURE(StartFleet({"--verify-best=auto"}, /*honest_workers=*/1));
+  Job first = Wait(client_->Submit(Matmul(/*force=*/false))->id);
+  ASSERT_EQ(first.state, JobState::kSucceeded) << first.reason;
+  const BestConfig honest = Served();
+
+  SignalWorkers(1, SIGSTOP);
+  WaitUntilAlive(0);
+  ASSERT_NO_FATAL_FAILURE(rogue_->Register());
+  absl::StatusOr<Job> retune = client_->Submit(Matmul(/*force=*/true));
+  ASSERT_OK(retune);
+  ASSERT_NO_FATAL_FAILURE(rogue_->ClaimUntilFinalsReported(retune->id));
+  ASSERT_EQ(Wait(retune->id).state, JobState::kSucceeded);
+  EXPECT_EQ(Served().median_seconds, kClaimed);
+  EXPECT_EQ(rogue_->GetJob(retune->id).targets(0).verification().state(),
+            v1::VERIFICATION_STATE_UNVERIFIED);
+
+  absl::StatusOr<bench::RunResult> run =
+      RunProgram({BuildDir() + "/bin/tunectl", "--server", fleet_->address(), "--insecure", "admin",
+                  "invalidate", "--worker", kRoguePrincipal},
+                 absl::Seconds(30));
+  ASSERT_OK(run);
+  EXPECT_EQ(run->exit.code, 0) << run->out;
+  EXPECT_NE(run->out.find("best configs changed"), std::string::npos) << run->out;
+  EXPECT_EQ(run->out.find("0 trials excluded"), std::string::npos) << run->out;
+
+  const BestConfig restored = Served();
+  EXPECT_EQ(restored.config, honest.config);
+  EXPECT_EQ(restored.median_seconds, honest.median_seconds);
+  EXPECT_EQ(restored.job_id, first.id);
+  SignalWorkers(1, SIGCONT);
+}
+
+}  // namespace
+}  // namespace tunefleet::testing

@@ -1,0 +1,95 @@
+#include "server/best_derivation.h"
+
+#include "gtest/gtest.h"
+
+namespace tunefleet::server {
+namespace {
+
+TrialRecord Row(const std::string& job, const std::string& config, double seconds,
+                int64_t finished, TrialRound round = TrialRound::kSearch,
+                const std::string& principal = "host:a") {
+  TrialRecord row;
+  row.job_id = job;
+  row.tuning_key = "key";
+  row.config = config;
+  row.status = 1;
+  row.median_seconds = seconds;
+  row.finished_unix_ms = finished;
+  row.round = round;
+  row.principal = principal;
+  return row;
+}
+
+TEST(DeriveBestTest, NoRowsGiveNoBest) {
+  EXPECT_FALSE(DeriveBest({}, {}).has_value());
+  TrialRecord failed = Row("j1", "A", 1e-3, 1);
+  failed.status = 3;
+  EXPECT_FALSE(DeriveBest({failed}, {}).has_value());
+}
+
+TEST(DeriveBestTest, TheFastestSearchRowWinsWithoutLaterRounds) {
+  std::optional<TrialRecord> best =
+      DeriveBest({Row("j1", "A", 3e-3, 1), Row("j1", "B", 1e-3, 2), Row("j1", "C", 2e-3, 3)}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "B");
+}
+
+TEST(DeriveBestTest, TheFinalistsRoundDecidesOverTheSearch) {
+  std::optional<TrialRecord> best = DeriveBest(
+      {Row("j1", "A", 1e-3, 1), Row("j1", "B", 2e-3, 2),
+       Row("j1", "A", 3e-3, 3, TrialRound::kFinalists),
+       Row("j1", "B", 2.5e-3, 3, TrialRound::kFinalists)},
+      {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "B");
+  EXPECT_EQ(best->median_seconds, 2.5e-3);
+}
+
+TEST(DeriveBestTest, TheVerificationRoundDecidesOverTheFinalists) {
+  std::optional<TrialRecord> best = DeriveBest(
+      {Row("j1", "A", 1e-9, 1, TrialRound::kFinalists, "host:rogue"),
+       Row("j1", "A", 4e-3, 2, TrialRound::kVerify, "host:honest"),
+       Row("j1", "B", 2e-3, 2, TrialRound::kVerify, "host:honest")},
+      {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "B");
+}
+
+TEST(DeriveBestTest, TheNewestJobReplacesAFasterOlderBest) {
+  std::optional<TrialRecord> best =
+      DeriveBest({Row("j1", "A", 1e-9, 10), Row("j2", "B", 2e-3, 20)}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "j2");
+  EXPECT_EQ(best->config, "B");
+}
+
+TEST(DeriveBestTest, QuarantinedAndExcludedRowsDoNotCount) {
+  TrialRecord excluded = Row("j3", "C", 1e-4, 30);
+  excluded.excluded = true;
+  std::optional<TrialRecord> best = DeriveBest(
+      {Row("j1", "A", 3e-3, 10), Row("j2", "B", 1e-9, 20, TrialRound::kSearch, "host:rogue"),
+       excluded},
+      {"host:rogue"});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "j1");
+  EXPECT_EQ(best->config, "A");
+}
+
+TEST(ClaimAgreesTest, AClaimWithinTheToleranceAgrees) {
+  EXPECT_TRUE(ClaimAgrees(/*claimed_seconds=*/1.0, /*verified_seconds=*/1.2, 0.25));
+  EXPECT_TRUE(ClaimAgrees(0.8, 1.0, 0.25));
+  EXPECT_FALSE(ClaimAgrees(0.79, 1.0, 0.25));
+  EXPECT_FALSE(ClaimAgrees(1e-9, 2e-5, 0.25));
+  EXPECT_TRUE(ClaimAgrees(5.0, 1.0, 0.0));  // slower than verified: the verifier's numbers stand
+}
+
+TEST(NeedsVerificationTest, OnePrincipalOrAWideMarginNeedsIt) {
+  EXPECT_TRUE(NeedsVerification(/*claim_principals=*/1, 1.0, std::nullopt, 0.1));
+  EXPECT_TRUE(NeedsVerification(0, 1.0, std::nullopt, 0.1));
+  EXPECT_FALSE(NeedsVerification(2, 1.0, std::nullopt, 0.1));
+  EXPECT_FALSE(NeedsVerification(2, 0.95, 1.0, 0.1));
+  EXPECT_TRUE(NeedsVerification(2, 0.5, 1.0, 0.1));
+}
+
+}  // namespace
+}  // namespace tunefleet::server

@@ -1,0 +1,73 @@
+#include "server/verification.h"
+
+#include "gtest/gtest.h"
+
+namespace tunefleet::server {
+namespace {
+
+const absl::Time kDeadline = absl::FromUnixSeconds(1'700'000'000);
+const Measurer kRogue{"host:rogue", "w1", "cpu0"};
+
+v1::TrialResult Ok(double seconds) {
+  v1::TrialResult result;
+  result.set_status(v1::TRIAL_STATUS_OK);
+  result.mutable_measurement()->set_median_seconds(seconds);
+  return result;
+}
+
+TEST(VerificationTest, NeverGoesToTheClaimantsPrincipal) {
+  Verification verification(/*candidate=*/7, 1e-9, {kRogue}, /*served=*/3, kDeadline);
+  EXPECT_FALSE(verification.CanVerify({"host:rogue", "w9", "cpu1"}, /*other_principal_live=*/true));
+  EXPECT_TRUE(verification.CanVerify({"host:honest", "w2", "cpu0"}, true));
+  // With no other principal alive, another device of the claimant's host may.
+  EXPECT_TRUE(verification.CanVerify({"host:rogue", "w9", "cpu1"}, false));
+  EXPECT_FALSE(verification.CanVerify(kRogue, false));
+}
+
+TEST(VerificationTest, MeasuresTheCandidateAndTheServedBestThenJudges) {
+  Verification verification(7, 1e-9, {kRogue}, 3, kDeadline);
+  ASSERT_TRUE(verification.waiting());
+  EXPECT_EQ(verification.Take("l1", 1, "host:honest"), (std::vector<uint64_t>{7, 3}));
+  EXPECT_FALSE(verification.Complete(7, "l1", /*epoch=*/2, Ok(2e-5), 0.25));  // stale
+  EXPECT_TRUE(verification.Complete(7, "l1", 1, Ok(2e-5), 0.25));
+  EXPECT_FALSE(verification.Complete(7, "l1", 1, Ok(2e-5), 0.25));  // twice
+  EXPECT_FALSE(verification.done());
+  EXPECT_TRUE(verification.Complete(3, "l1", 1, Ok(1e-5), 0.25));
+  ASSERT_TRUE(verification.done());
+  EXPECT_EQ(verification.outcome(), Verification::Outcome::kDisagreed);
+  EXPECT_EQ(verification.verified_seconds(), 2e-5);
+  auto fastest = verification.FastestVerified();
+  ASSERT_TRUE(fastest.has_value());
+  EXPECT_EQ(fastest->first, 3u);
+}
+
+TEST(VerificationTest, AClaimWithinToleranceAgrees) {
+  Verification verification(7, 1e-5, {kRogue}, std::nullopt, kDeadline);
+  EXPECT_EQ(verification.Take("l1", 1, "host:honest"), (std::vector<uint64_t>{7}));
+  EXPECT_TRUE(verification.Complete(7, "l1", 1, Ok(1.2e-5), 0.25));
+  EXPECT_EQ(verification.outcome(), Verification::Outcome::kAgreed);
+}
+
+TEST(VerificationTest, ACandidateTheVerifierCannotRunDisagrees) {
+  Verification verification(7, 1e-5, {kRogue}, std::nullopt, kDeadline);
+  verification.Take("l1", 1, "host:honest");
+  v1::TrialResult crashed;
+  crashed.set_status(v1::TRIAL_STATUS_CRASHED);
+  EXPECT_TRUE(verification.Complete(7, "l1", 1, crashed, 0.25));
+  EXPECT_EQ(verification.outcome(), Verification::Outcome::kDisagreed);
+}
+
+TEST(VerificationTest, AReleasedLeaseWaitsForAnotherVerifier) {
+  Verification verification(7, 1e-5, {kRogue}, 3, kDeadline);
+  verification.Take("l1", 1, "host:honest");
+  verification.Complete(7, "l1", 1, Ok(1e-5), 0.25);
+  verification.Release("l1", 1);
+  EXPECT_TRUE(verification.waiting());
+  verification.Take("l2", 2, "host:other");
+  EXPECT_FALSE(verification.Complete(7, "l1", 1, Ok(1e-5), 0.25));
+  verification.GiveUp();
+  EXPECT_EQ(verification.outcome(), Verification::Outcome::kUnverified);
+}
+
+}  // namespace
+}  // namespace tunefleet::server
