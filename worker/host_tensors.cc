@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -211,23 +212,32 @@ absl::Status CompareTensors(v1::DType dtype, const void* actual,
                             const v1::Tolerance& tolerance) {
   int64_t mismatches = 0;
   int64_t first = -1;
+  int64_t worst = -1;  // the lowest index of the largest finite error
+  double worst_error = 0;
   for (int64_t i = 0; i < count; ++i) {
     const double a = LoadAsDouble(dtype, actual, i);
     const double e = LoadAsDouble(dtype, expected, i);
-    const bool close = std::fabs(a - e) <= tolerance.atol() + tolerance.rtol() * std::fabs(e);
+    const double error = std::fabs(a - e);
+    const bool close = error <= tolerance.atol() + tolerance.rtol() * std::fabs(e);
     if (!close) {  // NaN compares false, so it never matches
       if (first < 0) first = i;
       ++mismatches;
+      if (std::isfinite(error) && error > worst_error) {
+        worst_error = error;
+        worst = i;
+      }
     }
   }
   const double allowed = tolerance.max_mismatch_ratio() * static_cast<double>(count);
   if (mismatches == 0 || static_cast<double>(mismatches) <= allowed) {
     return absl::OkStatus();
   }
-  return absl::FailedPreconditionError(absl::StrFormat(
+  std::string message = absl::StrFormat(
       "%d of %d elements differ (allowed %d); first at [%d]: got %.9g, expected %.9g",
       mismatches, count, static_cast<int64_t>(allowed), first,
-      LoadAsDouble(dtype, actual, first), LoadAsDouble(dtype, expected, first)));
+      LoadAsDouble(dtype, actual, first), LoadAsDouble(dtype, expected, first));
+  if (worst >= 0) absl::StrAppendFormat(&message, "; worst |error| %.3g at [%d]", worst_error, worst);
+  return absl::FailedPreconditionError(message);
 }
 
 }  // namespace tunefleet::worker

@@ -37,7 +37,8 @@ void FillTensor(v1::DType dtype, const v1::Distribution& init, uint64_t seed,
 
 // OK when at most max_mismatch_ratio of the elements differ by more than
 // atol + rtol * |expected| (NaN never matches). Otherwise FailedPrecondition
-// whose message gives the mismatch count and the first bad element.
+// whose message gives the mismatch count, the first bad element and the
+// largest finite error (the same wording as the CUDA runner's device_compare.h).
 absl::Status CompareTensors(v1::DType dtype, const void* actual,
                             const void* expected, int64_t count,
                             const v1::Tolerance& tolerance);

@@ -136,6 +136,7 @@ TEST(CompareTensorsTest, RejectsAndNamesTheFirstMismatch) {
       CompareTensors(v1::DTYPE_F32, actual.data(), expected.data(), 4, Tol(0, 0.1));
   EXPECT_THAT(status, StatusIsWith(absl::StatusCode::kFailedPrecondition, "2 of 4"));
   EXPECT_THAT(status, StatusIsWith(absl::StatusCode::kFailedPrecondition, "first at [2]"));
+  EXPECT_THAT(status, StatusIsWith(absl::StatusCode::kFailedPrecondition, "worst |error| 1 at [3]"));
 }
 
 TEST(CompareTensorsTest, NanNeverMatches) {

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <thread>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -15,6 +14,7 @@
 #include "common/status_macros.h"
 #include "worker/cuda/cublas_gemm.h"
 #include "worker/cuda/cuda_devices.h"
+#include "worker/cuda/device_compare.h"
 #include "worker/host_tensors.h"
 
 namespace tunefleet::worker::cuda {
@@ -71,41 +71,6 @@ absl::Status PackScalar(v1::DType dtype, double value, uint64_t* slot) {
   }
 }
 
-// CompareTensors over slices on several threads: the check of a large output
-// (hundreds of MB) would otherwise dominate a trial. Exact for
-// max_mismatch_ratio == 0 (any bad slice fails); with a mismatch allowance
-// the whole tensor is compared on one thread.
-absl::Status CompareInParallel(v1::DType dtype, const uint8_t* actual, const uint8_t* expected,
-                               int64_t count, const v1::Tolerance& tolerance) {
-  constexpr int64_t kMinSlice = int64_t{1} << 20;
-  const int threads = static_cast<int>(std::clamp<int64_t>(
-      std::min<int64_t>(std::thread::hardware_concurrency(), 8), 1, count / kMinSlice + 1));
-  if (threads == 1 || tolerance.max_mismatch_ratio() > 0) {
-    return CompareTensors(dtype, actual, expected, count, tolerance);
-  }
-  const size_t element = DTypeSize(dtype);
-  const int64_t slice = (count + threads - 1) / threads;
-  std::vector<absl::Status> results(threads);
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      const int64_t begin = std::min(count, t * slice);
-      const int64_t n = std::min(count, begin + slice) - begin;
-      results[t] = CompareTensors(dtype, actual + begin * element, expected + begin * element, n,
-                                  tolerance);
-    });
-  }
-  for (std::thread& worker : workers) worker.join();
-  for (int t = 0; t < threads; ++t) {
-    if (!results[t].ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "in elements [", t * slice, ", ", std::min(count, (t + 1) * slice), "): ",
-          results[t].message()));
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 struct CudaRunner::Tensor {
@@ -115,8 +80,8 @@ struct CudaRunner::Tensor {
   int64_t elements = 0;
   size_t bytes = 0;
   CUdeviceptr data = 0;
-  CUdeviceptr pristine = 0;       // ROLE_IN / ROLE_INOUT: the initial contents
-  std::vector<uint8_t> expected;  // ROLE_OUT / ROLE_INOUT when checked
+  CUdeviceptr pristine = 0;  // ROLE_IN / ROLE_INOUT: the initial contents
+  CUdeviceptr expected = 0;  // ROLE_OUT / ROLE_INOUT when checked: the reference's output
 };
 
 // One loaded cubin and the launch of its entry for one config.
@@ -216,6 +181,7 @@ void CudaRunner::ReleaseJob() {
   for (Tensor& tensor : job_->tensors) {
     if (tensor.data != 0) driver_->MemFree(tensor.data);
     if (tensor.pristine != 0) driver_->MemFree(tensor.pristine);
+    if (tensor.expected != 0) driver_->MemFree(tensor.expected);
   }
   if (job_->reference.module != nullptr) driver_->ModuleUnload(job_->reference.module);
   job_.reset();
@@ -303,7 +269,7 @@ absl::Status CudaRunner::ComputeExpected(const std::string& reference_artifact) 
   } else {
     return absl::OkStatus();  // no reference: timed, never checked
   }
-  return FetchExpected();
+  return KeepExpected();
 }
 
 absl::Status CudaRunner::RunReferenceKernel(const std::string& artifact) {
@@ -327,15 +293,20 @@ absl::Status CudaRunner::RunReferenceKernel(const std::string& artifact) {
   return absl::OkStatus();
 }
 
-absl::Status CudaRunner::FetchExpected() {
+absl::Status CudaRunner::KeepExpected() {
+  if (!comparator_) {
+    ASSIGN_OR_RETURN(comparator_, DeviceComparator::Create(driver_, cu_device_, stream_));
+  }
   for (Tensor& tensor : job_->tensors) {
     if (tensor.role != v1::ROLE_OUT && tensor.role != v1::ROLE_INOUT) continue;
-    tensor.expected.resize(tensor.bytes);
     if (tensor.bytes == 0) continue;
+    RETURN_IF_ERROR(driver_->Check(driver_->MemAlloc(&tensor.expected, tensor.bytes),
+                                   "cuMemAlloc(expected output)"));
     RETURN_IF_ERROR(driver_->Check(
-        driver_->MemcpyDtoH(tensor.expected.data(), tensor.data, tensor.bytes),
-        "cuMemcpyDtoH(expected)"));
+        driver_->MemcpyDtoDAsync(tensor.expected, tensor.data, tensor.bytes, stream_),
+        "cuMemcpyDtoDAsync(expected output)"));
   }
+  RETURN_IF_ERROR(driver_->Check(driver_->StreamSynchronize(stream_), "cuStreamSynchronize"));
   job_->checked = true;
   return absl::OkStatus();
 }
@@ -565,20 +536,23 @@ CudaRunner::Verdict CudaRunner::FromGpu(const GpuResult& result, const std::stri
 
 CudaRunner::Verdict CudaRunner::CompareOutputs() {
   if (!job_->checked) return Verdict();
-  std::vector<uint8_t> actual;
   for (const Tensor& tensor : job_->tensors) {
-    if (tensor.expected.empty() || tensor.bytes == 0) continue;
-    actual.resize(tensor.bytes);
-    CUresult result = driver_->MemcpyDtoH(actual.data(), tensor.data, tensor.bytes);
-    if (result != CUDA_SUCCESS) {
-      return FromGpu(GpuResult{result, false, "cuMemcpyDtoH"}, "reading the output");
+    if (tensor.expected == 0) continue;
+    CUresult error = CUDA_SUCCESS;
+    absl::StatusOr<DeviceComparison> comparison = comparator_->Compare(
+        tensor.dtype, tensor.data, tensor.expected, tensor.elements, job_->spec.tolerance(),
+        &error);
+    if (error != CUDA_SUCCESS) {
+      return FromGpu(GpuResult{error, false, "comparing outputs"}, "comparing outputs");
     }
-    absl::Status match = CompareInParallel(tensor.dtype, actual.data(), tensor.expected.data(),
-                                           tensor.elements, job_->spec.tolerance());
-    if (!match.ok()) {
+    if (!comparison.ok()) {
+      return Verdict::Fail(v1::TRIAL_STATUS_LAUNCH_ERROR,
+                           std::string(comparison.status().message()));
+    }
+    if (!comparison->ok()) {
       return Verdict::Fail(v1::TRIAL_STATUS_WRONG_RESULT,
                            absl::StrCat("argument ", job_->spec.args(tensor.arg).name(), ": ",
-                                        match.message()));
+                                        comparison->Describe()));
     }
   }
   return Verdict();

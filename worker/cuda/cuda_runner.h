@@ -5,7 +5,7 @@
 // Prepare (once per kernel + shape): allocates every tensor argument, fills
 // IN/INOUT tensors on the host with FillTensor (seeded per argument, so the
 // same bytes on every machine) and copies them over, then computes the
-// expected outputs once: with cuBLAS when reference.library is
+// expected outputs once, kept on the device: with cuBLAS when reference.library is
 // "cublas_gemm" (see cublas_gemm.h for the layout rules), else with the
 // reference kernel in request.reference_artifact (entry reference.entry,
 // launched with the spec's launch geometry under the default config). A spec
@@ -23,8 +23,8 @@
 //   wait up to launch_timeout_seconds     -> TIMEOUT, fatal
 //   a sticky error (700, 710, 715, 716, 719, 999, ...)
 //                                         -> CRASHED with the error's name, fatal
-//   compare with CompareTensors (slices on up to 8 host threads when no
-//   mismatches are allowed)               -> WRONG_RESULT
+//   compare with the expected outputs on the device (device_compare.h:
+//   the host's rule, only a summary crosses) -> WRONG_RESULT
 //   measure (gpu_timer.h)                 -> OK with the Measurement
 // "Fatal" means the context is unusable: poisoned() turns true, every later
 // call fails fast, and the owner must write the result and then _exit the
@@ -45,6 +45,7 @@
 #include "tunefleet/v1/types.pb.h"
 #include "worker/backend.h"
 #include "worker/cuda/cuda_driver.h"
+#include "worker/cuda/device_compare.h"
 #include "worker/cuda/gpu_timer.h"
 
 namespace tunefleet::worker::cuda {
@@ -95,7 +96,7 @@ class CudaRunner : public KernelRunner {
   absl::Status AllocateTensors(uint64_t seed);
   absl::Status ComputeExpected(const std::string& reference_artifact);
   absl::Status RunReferenceKernel(const std::string& artifact);
-  absl::Status FetchExpected();
+  absl::Status KeepExpected();
   LaunchFn ReferenceLaunch();
 
   // Run's steps.
@@ -116,6 +117,7 @@ class CudaRunner : public KernelRunner {
   CUcontext context_ = nullptr;
   CUstream stream_ = nullptr;
   std::unique_ptr<GpuTimer> timer_;
+  std::unique_ptr<DeviceComparator> comparator_;  // made by the first checked job
   std::unique_ptr<Job> job_;
   bool poisoned_ = false;
 };
