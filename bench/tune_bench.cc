@@ -187,7 +187,9 @@ int Main(const Flags& flags) {
   absl::Status started = fleet.StartCoordinator();
   for (int i = 0; started.ok() && i < flags.workers; ++i) started = fleet.StartWorker().status();
   absl::StatusOr<std::unique_ptr<Client>> client =
-      Client::Connect({.target = fleet.address(), .deadline = std::chrono::seconds(30)});
+      Client::Connect({.target = fleet.address(),
+                       .deadline = std::chrono::seconds(30),
+                       .insecure = true});  // the loopback fleet runs plaintext
   if (started.ok() && client.ok()) started = WaitForWorkers(client->get(), flags.workers);
   if (!started.ok() || !client.ok()) {
     std::cerr << "tune_bench: " << (started.ok() ? client.status() : started) << "\n";
