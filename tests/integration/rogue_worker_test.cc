@@ -1,4 +1,5 @@
-// A rogue worker against a real fleet: a program that speaks WorkerService
+// A rogue worker against a real fleet over mutual TLS: a program holding a
+// valid worker certificate of the fleet's CA that speaks WorkerService
 // directly, registers with the model and toolkit an honest CPU worker process
 // published, leases a job's trials and claims 1 ns for one config. Its claim
 // is not served before another worker re-measured it; the re-measurement
@@ -6,6 +7,8 @@
 #include <csignal>
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/ascii.h"
+#include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "bench/local_fleet.h"
 #include "tests/support/test_support.h"
@@ -22,7 +25,8 @@ using ::tunefleet::bench::RunProgram;
 
 constexpr char kShape[] = "M=96,N=96,K=96";
 constexpr char kRogueHost[] = "rogue.example";
-constexpr char kRoguePrincipal[] = "host:rogue.example";
+// The rogue's certificate's common name: its identity to the coordinator.
+constexpr char kRoguePrincipal[] = "rogue.example";
 constexpr double kClaimed = 1e-9;
 
 std::unique_ptr<grpc::ClientContext> Context(int seconds = 10) {
@@ -31,15 +35,29 @@ std::unique_ptr<grpc::ClientContext> Context(int seconds = 10) {
   return context;
 }
 
+std::string Contents(const std::string& path) {
+  absl::StatusOr<std::string> contents = ReadFile(path);
+  EXPECT_TRUE(contents.ok()) << contents.status();
+  return contents.value_or("");
+}
+
 // The rogue: registers as a copy of the first live worker, leases as much as
 // it can, and reports 1 ns for the first config it was given (1 s for the
-// others), in the search and in the finalists round.
+// others), in the search and in the finalists round. It speaks WorkerService
+// with its certificate, and reads TuningService (ListWorkers, GetJob) with a
+// token, as any client can.
 class RogueWorker {
  public:
-  explicit RogueWorker(const std::string& address)
-      : channel_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
-        tuning_(v1::TuningService::NewStub(channel_)),
-        workers_(v1::WorkerService::NewStub(channel_)) {}
+  RogueWorker(const std::string& address, const std::string& ca_file, const std::string& cert,
+              const std::string& key, const std::string& token)
+      : tuning_(v1::TuningService::NewStub(grpc::CreateChannel(
+            address, grpc::CompositeChannelCredentials(
+                         grpc::SslCredentials({.pem_root_certs = Contents(ca_file)}),
+                         grpc::AccessTokenCredentials(token))))),
+        workers_(v1::WorkerService::NewStub(grpc::CreateChannel(
+            address, grpc::SslCredentials({.pem_root_certs = Contents(ca_file),
+                                           .pem_private_key = Contents(key),
+                                           .pem_cert_chain = Contents(cert)})))) {}
 
   void Register() {
     v1::ListWorkersResponse listed;
@@ -122,7 +140,6 @@ class RogueWorker {
   }
 
  private:
-  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::TuningService::Stub> tuning_;
   std::unique_ptr<v1::WorkerService::Stub> workers_;
   std::string id_;
@@ -136,16 +153,25 @@ class RogueWorkerTest : public ::testing::Test {
     options.bin_dir = BuildDir() + "/bin";
     options.data_dir = dir_.path();
     options.coordinator_flags = std::move(coordinator_flags);
+    options.dev_ca_script = SourceDir() + "/scripts/dev-ca.sh";
     fleet_ = std::make_unique<Fleet>(options);
     ASSERT_OK(fleet_->StartCoordinator());
     for (int i = 0; i < honest_workers; ++i) ASSERT_OK(fleet_->StartWorker());
+    const std::string token = std::string(absl::StripAsciiWhitespace(
+        Contents(fleet_->admin_token_file())));
     ClientOptions client_options;
     client_options.target = fleet_->address();
-    client_options.insecure = true;  // the fleet runs plaintext: the rogue has no certificate
+    client_options.ca_file = fleet_->ca_file();
+    client_options.token = token;
     absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
     ASSERT_OK(client);
     client_ = *std::move(client);
-    rogue_ = std::make_unique<RogueWorker>(fleet_->address());
+    // A certificate the fleet's CA really issued: TLS alone does not stop it.
+    absl::StatusOr<std::vector<std::string>> rogue_tls =
+        fleet_->WorkerCertificateFlags(kRoguePrincipal);
+    ASSERT_OK(rogue_tls);
+    rogue_ = std::make_unique<RogueWorker>(fleet_->address(), fleet_->ca_file(), (*rogue_tls)[3],
+                                           (*rogue_tls)[5], token);
   }
 
   SubmitRequest Matmul(bool force) {
@@ -257,7 +283,8 @@ TEST_F(RogueWorkerTest, AdminInvalidateRestoresTheHonestBestAfterAnUnverifiedCla
             v1::VERIFICATION_STATE_UNVERIFIED);
 
   absl::StatusOr<bench::RunResult> run =
-      RunProgram({BuildDir() + "/bin/tunectl", "--server", fleet_->address(), "--insecure", "admin",
+      RunProgram({BuildDir() + "/bin/tunectl", "--server", fleet_->address(), "--ca-file",
+                  fleet_->ca_file(), "--token-file", fleet_->admin_token_file(), "admin",
                   "invalidate", "--worker", kRoguePrincipal},
                  absl::Seconds(30));
   ASSERT_OK(run);
