@@ -50,11 +50,22 @@ for target in "${targets[@]}"; do
   done
 done
 
+# The GPU machine's image has no bubblewrap: ship this machine's, so that
+# the worker's kernels run in the same sandbox there.
+if bwrap=$(command -v bwrap); then
+  cp -L "$bwrap" "$bundle/bin/bwrap"
+  ldd "$bwrap" | awk '/=> \// {print $1, $3}' | while read -r name path; do
+    if [[ "$name" =~ $system_lib ]]; then continue; fi
+    [ -f "$bundle/lib/$name" ] || cp -L "$path" "$bundle/lib/$name"
+  done
+fi
+
 cat > "$bundle/run.sh" <<'RUN'
 #!/bin/bash
 # Runs a bundled binary with the bundle's libraries: run.sh PROGRAM [ARGS...]
 here=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$here/bin:$PATH"  # the bundled bwrap
 export TUNEFLEET_SOURCE_DIR="${TUNEFLEET_SOURCE_DIR:-$(cd "$here/.." && pwd)}"
 export TUNEFLEET_BUILD_DIR="${TUNEFLEET_BUILD_DIR:-$here}"
 exec "$@"
