@@ -5,9 +5,15 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "server/adaptive_strategy.h"
+#include "server/valid_configs.h"
 
 namespace tunefleet::server {
 namespace {
+
+// The learning strategies hold at most this many valid configs as runs; past
+// it they draw configs by rejection from the full space.
+constexpr int64_t kMaxValidHeld = int64_t{1} << 22;
 
 // Proposes a fixed list of configs in order.
 class ListStrategy : public SearchStrategy {
@@ -31,36 +37,6 @@ class ListStrategy : public SearchStrategy {
   std::vector<uint64_t> ordinals_;
   size_t next_ = 0;
 };
-
-// Consecutive valid ordinals [first, first + count).
-struct OrdinalRun {
-  uint64_t first = 0;
-  uint64_t count = 0;
-};
-
-// The valid configs of a space as runs, in ordinal order, from one walk that
-// stops once more than `stop_after` are found.
-struct ValidConfigs {
-  std::vector<OrdinalRun> runs;
-  uint64_t count = 0;
-};
-
-ValidConfigs CollectValid(ConfigSpace* space, int64_t stop_after) {
-  ValidConfigs valid;
-  ConfigEnumerator enumerator(space);
-  OrdinalRun run;
-  while (valid.count <= static_cast<uint64_t>(stop_after) &&
-         enumerator.NextRun(&run.first, &run.count)) {
-    valid.count += run.count;
-    OrdinalRun* last = valid.runs.empty() ? nullptr : &valid.runs.back();
-    if (last != nullptr && last->first + last->count == run.first) {
-      last->count += run.count;
-    } else {
-      valid.runs.push_back(run);
-    }
-  }
-  return valid;
-}
 
 // Every valid config, the default first, then in ordinal order. Holds the
 // valid configs as runs of consecutive ordinals, found when it was built.
@@ -158,19 +134,19 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
   }
   std::optional<uint64_t> first = ValidDefault(space, options.default_ordinal);
   if (options.name == "exhaustive" || options.name.empty()) {
-    ValidConfigs valid = CollectValid(space, options.max_trials);
-    if (valid.count == 0) {
+    ValidConfigs valid = ValidConfigs::Collect(space, options.max_trials);
+    if (valid.count() == 0) {
       return absl::InvalidArgumentError(
           "the config space is empty: no config satisfies every constraint");
     }
-    if (valid.count > static_cast<uint64_t>(options.max_trials)) {
+    if (valid.truncated()) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "the space has more than ", options.max_trials,
           " valid configs, over the exhaustive cap; use --strategy random "
           "with a --budget"));
     }
     return std::make_unique<ExhaustiveStrategy>(
-        std::move(valid.runs), static_cast<int64_t>(valid.count), first);
+        valid.runs(), static_cast<int64_t>(valid.count()), first);
   }
   if (options.name == "random") {
     if (options.budget <= 0) {
@@ -189,8 +165,28 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
     }
     return std::make_unique<ListStrategy>(std::move(sample));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown strategy \"", options.name, "\" (exhaustive or random)"));
+  if (options.name == "model" || options.name == "evolutionary") {
+    if (options.budget <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the ", options.name, " strategy needs a budget > 0"));
+    }
+    if (options.budget > options.max_trials) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "a budget of ", options.budget, " is over the cap of ", options.max_trials,
+          " configs per job"));
+    }
+    ValidConfigs valid = ValidConfigs::Collect(space, kMaxValidHeld);
+    if (valid.count() == 0) {
+      return absl::InvalidArgumentError(
+          "the config space is empty: no config satisfies every constraint");
+    }
+    return options.name == "model"
+               ? MakeModelStrategy(space, std::move(valid), options.budget, options.seed, first)
+               : MakeEvolutionaryStrategy(space, std::move(valid), options.budget,
+                                          options.seed, first);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown strategy \"", options.name,
+                                                 "\" (", kStrategyNames, ")"));
 }
 
 }  // namespace tunefleet::server
