@@ -87,8 +87,8 @@ std::unique_ptr<SearchStrategy> MakeEvolutionaryStrategy(ConfigSpace* space, Val
 
 // A learned cost model (cost_model.h) over each config's param values,
 // derived values and the spec's priority, fitted to the log-times measured so
-// far (failures count as twice the slowest time) and refitted as results
-// arrive; each batch is the predicted-fastest of a candidate pool (every
+// far (failures count as twice the slowest time) and refitted whenever the
+// results grew by a fifth (at least 8) since the last fit; each batch is the predicted-fastest of a candidate pool (every
 // unused valid config when there are at most 4096, else a uniform sample of
 // 2048 plus every single-param neighbour of the 8 fastest), with one config
 // in five drawn uniformly for exploration. Before 8 results it samples
