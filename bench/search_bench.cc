@@ -4,7 +4,9 @@
 // strategy it prints the evaluations needed to come within 3 % and 1 % of the
 // exhaustive optimum (median and p90 over seeds) and the best found after 5,
 // 10 and 20 % of the space (median over seeds, as a ratio to the optimum).
-// Last, the time to propose a batch of 64 from a 10^6-config space.
+// Then the warm start: each shape held out, the best configs of the others
+// (nearest shapes first) measured first. Last, the time to propose a batch
+// of 64 from a 10^6-config space.
 //
 //   search_bench [--seeds 20] [--strategies random,evolutionary,model] [DATASET...]
 //   (no DATASET: every bench/data/*.csv.gz)
@@ -118,7 +120,8 @@ v1::TrialResult ResultOf(const Loaded& loaded, uint64_t ordinal) {
 }
 
 absl::StatusOr<Replay> ReplayOnce(const Loaded& loaded, const std::string& strategy_name,
-                                  uint64_t seed, int batch) {
+                                  uint64_t seed, int batch,
+                                  const std::vector<uint64_t>& warm_start = {}) {
   const int64_t space = static_cast<int64_t>(loaded.by_ordinal.size());
   server::StrategyOptions options;
   options.name = strategy_name;
@@ -126,6 +129,7 @@ absl::StatusOr<Replay> ReplayOnce(const Loaded& loaded, const std::string& strat
   options.max_trials = std::max<int64_t>(space, 1);
   options.seed = seed;
   options.default_ordinal = loaded.default_ordinal;
+  options.warm_start = warm_start;
   ASSIGN_OR_RETURN(std::unique_ptr<server::SearchStrategy> strategy,
                    server::MakeStrategy(loaded.space.get(), options));
   Replay replay;
@@ -157,6 +161,82 @@ absl::StatusOr<Replay> ReplayOnce(const Loaded& loaded, const std::string& strat
   if (replay.to3 < 0) replay.to3 = evaluated + 1;  // never: counted as past the end
   if (replay.to1 < 0) replay.to1 = evaluated + 1;
   return replay;
+}
+
+// Evaluations to 3 % and 1 % over the seeds, as a table row.
+void PrintRow(const std::string& label, const Loaded& loaded, const std::string& strategy,
+              const std::vector<uint64_t>& warm_start, const Flags& flags) {
+  const double space = static_cast<double>(loaded.by_ordinal.size());
+  std::vector<double> to3, to1;
+  for (int seed = 1; seed <= flags.seeds; ++seed) {
+    absl::StatusOr<Replay> replay = ReplayOnce(loaded, strategy, seed, flags.batch, warm_start);
+    if (!replay.ok()) return;
+    to3.push_back(static_cast<double>(replay->to3));
+    to1.push_back(static_cast<double>(replay->to1));
+  }
+  const double m3 = Percentile(to3, 0.5), m1 = Percentile(to1, 0.5);
+  std::printf("| %s | %s | %zu | %.0f (%.0f) | %.1f%% | %.0f (%.0f) | %.1f%% |\n", label.c_str(),
+              strategy.c_str(), warm_start.size(), m3, Percentile(to3, 0.9), 100 * m3 / space, m1,
+              Percentile(to1, 0.9), 100 * m1 / space);
+  std::fflush(stdout);
+}
+
+// The sum over dims of |log(a / b)|: the distance the coordinator's
+// BestConfigIndex ranks tuned shapes by.
+double ShapeDistance(const std::string& a, const std::string& b) {
+  absl::StatusOr<v1::Shape> x = ParseShape(a), y = ParseShape(b);
+  if (!x.ok() || !y.ok()) return HUGE_VAL;
+  double distance = 0;
+  for (const v1::DimValue& dim : x->dims()) {
+    auto it = std::find_if(y->dims().begin(), y->dims().end(),
+                           [&](const v1::DimValue& d) { return d.name() == dim.name(); });
+    if (it == y->dims().end()) return HUGE_VAL;
+    distance += std::abs(std::log(static_cast<double>(dim.value()) / it->value()));
+  }
+  return distance;
+}
+
+// Hold each shape out; the best configs of the other shapes of the same
+// kernel and device, nearest first, are its warm start (what the coordinator
+// does with its tuned shapes, up to 8).
+void PrintWarmStart(const std::vector<std::pair<std::string, Loaded>>& all, const Flags& flags) {
+  std::printf("\n### Warm start: each shape held out, the other shapes of its kernel and device "
+              "as history\n\n| held out | strategy | warm configs | to 3%%: median (p90) | "
+              "%% of space | to 1%%: median (p90) | %% of space |\n|---|---|---|---|---|---|---|\n");
+  for (const auto& [path, held] : all) {
+    std::vector<std::pair<double, std::string>> history;
+    for (const auto& [other_path, other] : all) {
+      if (&other == &held || other.data.kernel_dir != held.data.kernel_dir ||
+          other.data.device != held.data.device) {
+        continue;
+      }
+      const DatasetRow* best = nullptr;
+      for (const DatasetRow& row : other.data.rows) {
+        if (row.status == v1::TRIAL_STATUS_OK && (!best || row.median_seconds < best->median_seconds)) {
+          best = &row;
+        }
+      }
+      if (best) history.emplace_back(ShapeDistance(held.data.shape, other.data.shape), best->config);
+    }
+    if (history.empty()) continue;
+    std::sort(history.begin(), history.end());
+    std::vector<uint64_t> warm;
+    for (const auto& [distance, config] : history) {
+      if (warm.size() >= 8) break;
+      absl::StatusOr<v1::Config> parsed = ParseConfig(config);
+      if (!parsed.ok()) continue;
+      absl::StatusOr<v1::Config> normalized = NormalizeConfig(held.spec, *parsed);
+      if (!normalized.ok()) continue;
+      absl::StatusOr<uint64_t> ordinal = held.space->OrdinalOf(*normalized);
+      if (ordinal.ok() && std::find(warm.begin(), warm.end(), *ordinal) == warm.end()) {
+        warm.push_back(*ordinal);
+      }
+    }
+    const std::string label = std::filesystem::path(path).filename().string();
+    for (absl::string_view name : absl::StrSplit(flags.strategies, ',', absl::SkipEmpty())) {
+      PrintRow(label, held, std::string(name), warm, flags);
+    }
+  }
 }
 
 void PrintDataset(const std::string& path, const Loaded& loaded, const Flags& flags) {
@@ -260,6 +340,7 @@ int Main(const Flags& flags) {
     }
     std::sort(paths.begin(), paths.end());
   }
+  std::vector<std::pair<std::string, Loaded>> all;
   for (const std::string& path : paths) {
     absl::StatusOr<Loaded> loaded = Load(path);
     if (!loaded.ok()) {
@@ -267,7 +348,9 @@ int Main(const Flags& flags) {
       return 1;
     }
     PrintDataset(path, *loaded, flags);
+    all.emplace_back(path, *std::move(loaded));
   }
+  PrintWarmStart(all, flags);
   PrintProposeTime();
   return 0;
 }

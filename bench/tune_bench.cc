@@ -165,8 +165,10 @@ absl::Status WriteRunDataset(const Run& run, Fleet* fleet, const Flags& flags) {
   std::string name = absl::StrCat(flags.dataset_dir, "/",
                                   std::filesystem::path(flags.kernel_dir).filename().string(), "-",
                                   flags.shape, ".csv.gz");
-  std::replace(name.begin() + static_cast<std::ptrdiff_t>(flags.dataset_dir.size()), name.end(),
-               ',', '_');
+  // Letters, digits, '.', '_' and '-' only: M=16,N=4096 -> M16_N4096.
+  auto tail = name.begin() + static_cast<std::ptrdiff_t>(flags.dataset_dir.size());
+  std::replace(tail, name.end(), ',', '_');
+  name.erase(std::remove(tail, name.end(), '='), name.end());
   std::printf("dataset: %s (%zu configs)\n", name.c_str(), dataset.rows.size());
   return WriteDataset(dataset, name);
 }

@@ -13,12 +13,12 @@ constexpr int kRedraws = 16;
 }  // namespace
 
 AdaptiveStrategy::AdaptiveStrategy(ConfigSpace* space, ValidConfigs valid, int64_t budget,
-                                   uint64_t seed, std::optional<uint64_t> first)
+                                   uint64_t seed, std::vector<uint64_t> leading)
     : space_(space),
       valid_(std::move(valid)),
       digits_(space->spec()),
       rng_(seed),
-      first_(first),
+      leading_(std::move(leading)),
       total_(valid_.truncated() ? budget
                                 : std::min<int64_t>(budget, static_cast<int64_t>(valid_.count()))) {}
 
@@ -30,9 +30,9 @@ std::vector<uint64_t> AdaptiveStrategy::Propose(int max) {
     ++proposed_;
     out.push_back(ordinal);
   };
-  if (first_.has_value()) {
-    take(*first_);
-    first_.reset();
+  while (next_leading_ < leading_.size() && static_cast<int>(out.size()) < max &&
+         proposed_ < total_) {
+    take(leading_[next_leading_++]);
   }
   // The subclass may offer used or invalid configs; ask until the batch is
   // full, with uniform draws when it has nothing new.

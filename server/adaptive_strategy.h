@@ -1,5 +1,6 @@
 // The base of the strategies that learn from results (model, evolutionary):
-// a budget of distinct valid configs, the default first, never a config twice
+// a budget of distinct valid configs, the leading ones (the default, the warm
+// start) first, never a config twice
 // (proposed, or observed from a restored trial), and every result kept. The
 // subclass only chooses the next configs from what was observed.
 //
@@ -39,8 +40,9 @@ class AdaptiveStrategy : public SearchStrategy {
 
   // `valid`: the space's valid configs (truncated when there are too many to
   // hold: then configs are drawn by rejection from the full space).
+  // `leading`: valid distinct configs to propose first, in order.
   AdaptiveStrategy(ConfigSpace* space, ValidConfigs valid, int64_t budget, uint64_t seed,
-                   std::optional<uint64_t> first);
+                   std::vector<uint64_t> leading);
 
   // Up to `max` configs to propose now, best first. Configs already used
   // (see Used) or invalid are skipped by the caller, which then asks again.
@@ -70,7 +72,8 @@ class AdaptiveStrategy : public SearchStrategy {
   const ValidConfigs valid_;
   const ConfigDigits digits_;
   std::mt19937_64 rng_;
-  std::optional<uint64_t> first_;
+  std::vector<uint64_t> leading_;  // the default and the warm start, proposed first
+  size_t next_leading_ = 0;
   int64_t total_;
   int64_t proposed_ = 0;
   absl::flat_hash_set<uint64_t> used_;
@@ -83,7 +86,7 @@ class AdaptiveStrategy : public SearchStrategy {
 // value); children that break a constraint or were measured are discarded.
 std::unique_ptr<SearchStrategy> MakeEvolutionaryStrategy(ConfigSpace* space, ValidConfigs valid,
                                                          int64_t budget, uint64_t seed,
-                                                         std::optional<uint64_t> first);
+                                                         std::vector<uint64_t> leading);
 
 // A learned cost model (cost_model.h) over each config's param values,
 // derived values and the spec's priority, fitted to the log-times measured so
@@ -97,7 +100,7 @@ std::unique_ptr<SearchStrategy> MakeEvolutionaryStrategy(ConfigSpace* space, Val
 // best of it.
 std::unique_ptr<SearchStrategy> MakeModelStrategy(ConfigSpace* space, ValidConfigs valid,
                                                   int64_t budget, uint64_t seed,
-                                                  std::optional<uint64_t> first);
+                                                  std::vector<uint64_t> leading);
 
 }  // namespace tunefleet::server
 

@@ -17,8 +17,8 @@ constexpr double kNeighbourMove = 0.7;  // a mutation moves to an adjacent value
 class EvolutionaryStrategy : public AdaptiveStrategy {
  public:
   EvolutionaryStrategy(ConfigSpace* space, ValidConfigs valid, int64_t budget, uint64_t seed,
-                       std::optional<uint64_t> first)
-      : AdaptiveStrategy(space, std::move(valid), budget, seed, first) {}
+                       std::vector<uint64_t> leading)
+      : AdaptiveStrategy(space, std::move(valid), budget, seed, std::move(leading)) {}
 
  protected:
   std::vector<uint64_t> Choose(int max) override {
@@ -95,8 +95,8 @@ class EvolutionaryStrategy : public AdaptiveStrategy {
 
 std::unique_ptr<SearchStrategy> MakeEvolutionaryStrategy(ConfigSpace* space, ValidConfigs valid,
                                                          int64_t budget, uint64_t seed,
-                                                         std::optional<uint64_t> first) {
-  return std::make_unique<EvolutionaryStrategy>(space, std::move(valid), budget, seed, first);
+                                                         std::vector<uint64_t> leading) {
+  return std::make_unique<EvolutionaryStrategy>(space, std::move(valid), budget, seed, std::move(leading));
 }
 
 }  // namespace tunefleet::server

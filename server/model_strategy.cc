@@ -21,8 +21,8 @@ constexpr double kFailurePenalty = std::log(2.0);  // a failure: twice the slowe
 class ModelStrategy : public AdaptiveStrategy {
  public:
   ModelStrategy(ConfigSpace* space, ValidConfigs valid, int64_t budget, uint64_t seed,
-                std::optional<uint64_t> first)
-      : AdaptiveStrategy(space, std::move(valid), budget, seed, first),
+                std::vector<uint64_t> leading)
+      : AdaptiveStrategy(space, std::move(valid), budget, seed, std::move(leading)),
         model_(CostModelOptions{.seed = seed}) {
     features_ = digits().params() + space->derived_count() + (space->has_priority() ? 1 : 0);
   }
@@ -208,8 +208,8 @@ class ModelStrategy : public AdaptiveStrategy {
 
 std::unique_ptr<SearchStrategy> MakeModelStrategy(ConfigSpace* space, ValidConfigs valid,
                                                   int64_t budget, uint64_t seed,
-                                                  std::optional<uint64_t> first) {
-  return std::make_unique<ModelStrategy>(space, std::move(valid), budget, seed, first);
+                                                  std::vector<uint64_t> leading) {
+  return std::make_unique<ModelStrategy>(space, std::move(valid), budget, seed, std::move(leading));
 }
 
 }  // namespace tunefleet::server

@@ -41,6 +41,10 @@ struct StrategyOptions {
   int64_t max_trials = 100000;
   // Measured first when valid, so every job knows the default's time.
   std::optional<uint64_t> default_ordinal;
+  // Warm start: measured right after the default, in this order, those that
+  // are valid and distinct (the best configs of the nearest tuned shapes);
+  // they count against the budget. Ignored with `only`.
+  std::vector<uint64_t> warm_start;
   // When set, exactly these configs (a named config set), in order.
   std::vector<uint64_t> only;
 };
