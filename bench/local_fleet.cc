@@ -67,6 +67,7 @@ absl::Status Fleet::StartCoordinator() {
                   "--heartbeat-ms", std::to_string(options_.heartbeat_ms),
                   "--batch-size", std::to_string(options_.batch_size),
                   "--metrics-listen", "127.0.0.1:0",
+                  "--metrics-address-file", address_file + ".metrics",
                   "--finalists", std::to_string(options_.finalists)};
   // The URL travels in the environment, as a password should; set even when
   // empty (the default store), so that the caller's own does not leak in.
@@ -88,6 +89,7 @@ absl::Status Fleet::StartCoordinator() {
     std::string address;
     if (in >> address) {
       address_ = address;
+      std::ifstream(address_file + ".metrics") >> metrics_address_;  // written first
       return absl::OkStatus();
     }
     if (std::optional<ExitInfo> exit = coordinator_->Poll()) {

@@ -50,6 +50,8 @@ class Fleet {
   // Where the binaries are: <bin_dir>/<name>.
   std::string BinPath(const std::string& name) const;
   const std::string& address() const { return address_; }
+  // host:port of the coordinator's /metrics (empty when its flags turn it off).
+  const std::string& metrics_address() const { return metrics_address_; }
   // REQUIRES: StartCoordinator succeeded.
   pid_t coordinator_pid() const { return coordinator_->pid(); }
   // The store the coordinator uses: `database`, else its SQLite file.
@@ -74,6 +76,7 @@ class Fleet {
   std::unique_ptr<Subprocess> coordinator_;
   std::vector<std::unique_ptr<Subprocess>> workers_;
   std::string address_;
+  std::string metrics_address_;
   int restarts_ = 0;
 };
 

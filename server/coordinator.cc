@@ -80,7 +80,8 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
     credentials->SetAuthMetadataProcessor(std::make_shared<AuthProcessor>(tokens_.get(), metrics_.get()));
   }
   token_service_ = std::make_unique<TokenServiceImpl>(tokens_.get());
-  workers_ = std::make_unique<WorkerRegistry>(3 * options.heartbeat_interval, clock);
+  workers_ = std::make_unique<WorkerRegistry>(3 * options.heartbeat_interval, clock,
+                                              options.forget_workers_after);
   blobs_ = std::make_unique<SourceBlobs>(store_.get());
   quarantine_ = std::make_unique<QuarantineList>(store_.get());
   RETURN_IF_ERROR(quarantine_->Load());
@@ -108,6 +109,9 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, credentials, &port_);
+  // gRPC sets SO_REUSEPORT by default: a second coordinator on a taken port
+  // would then start beside the first and share its clients.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(tuning_service_.get());
@@ -119,7 +123,9 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   builder.RegisterService(admin_service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options.listen,
+        ": the address is in use (another coordinator?) or not this host's"));
   }
   server_->GetHealthCheckService()->SetServingStatus(true);
   ticker_ = std::thread([this] {

@@ -46,6 +46,9 @@ struct CoordinatorOptions {
   std::string data_dir = "tunefleet-data";
   // Workers heartbeat this often; one silent for 3 intervals is not alive.
   absl::Duration heartbeat_interval = absl::Seconds(1);
+  // A worker silent this long leaves ListWorkers (it registers again when it
+  // comes back). Default: 10 heartbeat timeouts (30 heartbeat intervals).
+  absl::Duration forget_workers_after = absl::InfiniteDuration();
   // host:port of the Prometheus /metrics endpoint; empty turns it off.
   // Default empty.
   std::string metrics_listen;

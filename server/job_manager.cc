@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "common/config_text.h"
 #include "common/public_status.h"
@@ -35,6 +36,8 @@ bool HasContents(const v1::JobSpec& spec) {
   return std::any_of(spec.sources().begin(), spec.sources().end(),
                      [](const v1::SourceFile& f) { return !f.content().empty(); });
 }
+
+constexpr absl::string_view kStallReason = "no live worker can take its work: none with ";
 
 std::string WaitingReason(const v1::JobSpec& spec) {
   return absl::StrCat("waiting for a worker with a ",
@@ -611,8 +614,24 @@ void JobManager::Tick() {
       if (verifying) MaybeFinish(job.get(), &pending);  // an auto verification's deadline
     }
     RepairStranded(&pending);
+    ExplainStalls();
   }
   Flush(std::move(pending));
+}
+
+void JobManager::ExplainStalls() {
+  for (auto& [sequence, job] : jobs_) {
+    if (IsFinal(job->view.state()) || job->finishing || job->targets.empty()) continue;
+    // A stall reason may come back from the store with a resumed job.
+    const std::string& current = job->view.reason();
+    if (!current.empty() && !absl::StartsWith(current, kStallReason)) continue;
+    const std::string missing = MissingWorkers(*job);
+    const std::string reason =
+        missing.empty() ? "" : absl::StrCat(kStallReason, missing, "; it waits for one");
+    if (reason == current) continue;
+    job->view.set_reason(reason);
+    Changed(job.get());
+  }
 }
 
 void JobManager::RepairStranded(Pending* pending) {

@@ -24,9 +24,11 @@ struct Flags {
   std::string database_file;
   std::string data_dir = "tunefleet-data";
   std::string address_file;
+  std::string metrics_address_file;
   std::string metrics_listen = "127.0.0.1:9464";
   int64_t lease_ttl_ms = 10000;
   int64_t heartbeat_ms = 1000;
+  int64_t forget_workers_after_ms = 0;
   int batch_size = 4;
   int64_t max_space_points = 10'000'000;
   int64_t max_trials = 100'000;
@@ -143,6 +145,8 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--address-file", flags.address_file,
                  "write the bound host:port to this file once serving");
+  app.add_option("--metrics-address-file", flags.metrics_address_file,
+                 "write the bound host:port of /metrics to this file once serving");
   app.add_option("--metrics-listen", flags.metrics_listen,
                  "host:port of the Prometheus /metrics endpoint; empty turns it off")
       ->capture_default_str();
@@ -150,6 +154,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "a lease not renewed for this long expires")->capture_default_str();
   app.add_option("--heartbeat-ms", flags.heartbeat_ms, "worker heartbeat interval")
       ->capture_default_str();
+  app.add_option("--forget-workers-after-ms", flags.forget_workers_after_ms,
+                 "a worker silent this long leaves the worker list (0: 30 heartbeat "
+                 "intervals)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--batch-size", flags.batch_size, "trials per lease")->capture_default_str();
   app.add_option("--max-space-points", flags.max_space_points,
                  "largest config space accepted")->capture_default_str();
@@ -191,6 +200,9 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.data_dir = flags.data_dir;
   options.metrics_listen = flags.metrics_listen;
   options.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
+  if (flags.forget_workers_after_ms > 0) {
+    options.forget_workers_after = absl::Milliseconds(flags.forget_workers_after_ms);
+  }
   options.jobs.lease_ttl = absl::Milliseconds(flags.lease_ttl_ms);
   options.jobs.batch_size = flags.batch_size;
   options.jobs.max_space_points = flags.max_space_points;
@@ -216,6 +228,13 @@ void LimitMallocArenas() {
   if (std::getenv("MALLOC_ARENA_MAX") != nullptr) return;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   mallopt(M_ARENA_MAX, static_cast<int>(2 * cores));
+}
+
+// Written whole or not at all: a reader polling for the file never sees half.
+void WriteAddressFile(const std::string& path, const std::string& address) {
+  if (path.empty()) return;
+  std::ofstream(path + ".tmp") << address << "\n";
+  std::rename((path + ".tmp").c_str(), path.c_str());
 }
 
 std::string HostOf(const std::string& listen) {
@@ -270,15 +289,13 @@ int main(int argc, char** argv) {
       HostOf(options.listen) + ":" + std::to_string((*coordinator)->port());
   std::cout << "tunefleet-coordinator listening on " << address;
   if ((*coordinator)->metrics_port() != 0) {
-    std::cout << ", metrics on " << HostOf(options.metrics_listen) << ":"
-              << (*coordinator)->metrics_port() << "/metrics";
+    const std::string metrics_address = HostOf(options.metrics_listen) + ":" +
+                                        std::to_string((*coordinator)->metrics_port());
+    std::cout << ", metrics on " << metrics_address << "/metrics";
+    WriteAddressFile(flags.metrics_address_file, metrics_address);
   }
   std::cout << std::endl;
-  if (!flags.address_file.empty()) {
-    const std::string& path = flags.address_file;
-    std::ofstream(path + ".tmp") << address << "\n";
-    std::rename((path + ".tmp").c_str(), path.c_str());
-  }
+  WriteAddressFile(flags.address_file, address);
   int signal = 0;
   sigwait(&stop_signals, &signal);
   std::cerr << "tunefleet-coordinator: signal " << signal << ", draining" << std::endl;

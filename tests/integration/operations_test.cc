@@ -1,0 +1,180 @@
+// What an operator relies on, against real coordinator and worker processes:
+// a taken port refused at start, the jobs gauge through cached submits (read
+// from the real /metrics endpoint), dead workers leaving the list, and a job
+// whose worker died saying so.
+#include <csignal>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "bench/local_fleet.h"
+#include "common/subprocess.h"
+#include "gtest/gtest.h"
+#include "tests/support/scrape.h"
+#include "tests/support/test_support.h"
+#include "tunefleet/client.h"
+
+namespace tunefleet::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tunefleet::bench::Fleet;
+using ::tunefleet::bench::FleetOptions;
+using ::tunefleet::bench::RunProgram;
+
+constexpr char kShape[] = "M=96,N=96,K=96";
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Polls `done` every 50 ms for up to a minute; whether it became true.
+bool Eventually(const std::function<bool()>& done) {
+  const absl::Time deadline = absl::Now() + absl::Minutes(1);
+  while (absl::Now() < deadline) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return done();
+}
+
+class OperationsTest : public ::testing::Test {
+ protected:
+  void StartFleet(std::vector<std::string> coordinator_flags = {}) {
+    FleetOptions options;
+    options.bin_dir = BuildDir() + "/bin";
+    options.data_dir = dir_.path();
+    options.coordinator_flags = std::move(coordinator_flags);
+    fleet_ = std::make_unique<Fleet>(options);
+    ASSERT_OK(fleet_->StartCoordinator());
+    ClientOptions client;
+    client.target = fleet_->address();
+    client.insecure = true;
+    absl::StatusOr<std::unique_ptr<Client>> connected = Client::Connect(client);
+    ASSERT_OK(connected);
+    client_ = *std::move(connected);
+  }
+
+  SubmitRequest Matmul() {
+    SubmitRequest request;
+    request.kernel_dir = SourceDir() + "/kernels/cpu/matmul";
+    request.shape = kShape;
+    request.config_set = "quick";
+    return request;
+  }
+
+  std::map<std::string, double> Scrape() {
+    absl::StatusOr<std::string> text = HttpGet(fleet_->metrics_address(), "/metrics");
+    EXPECT_TRUE(text.ok()) << text.status();
+    return ParseSamples(text.ok() ? *text : "");
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Fleet> fleet_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(OperationsTest, SecondCoordinatorOnATakenPortFailsAtStartAndTheFirstServesOn) {
+  StartFleet();
+  SubprocessOptions second;
+  second.argv = {BuildDir() + "/bin/tunefleet-coordinator", "--listen", fleet_->address(),
+                 "--data-dir", dir_.path() + "/second", "--metrics-listen", "", "--insecure"};
+  second.stdout_mode = SubprocessOptions::Output::kNull;
+  second.stderr_mode = SubprocessOptions::Output::kFile;
+  second.stderr_path = dir_.path() + "/second.err";
+  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(second);
+  ASSERT_OK(started);
+  absl::StatusOr<ExitInfo> exit = (*started)->Wait(absl::Seconds(60));
+  ASSERT_OK(exit);
+  EXPECT_FALSE(exit->success()) << "a second coordinator started on " << fleet_->address();
+  const std::string error = Slurp(second.stderr_path);
+  EXPECT_THAT(error, HasSubstr("cannot listen on " + fleet_->address()));
+  EXPECT_THAT(error, HasSubstr("in use"));
+  EXPECT_OK(client_->ListJobs());
+}
+
+TEST_F(OperationsTest, JobsGaugeStaysExactThroughCachedSubmits) {
+  StartFleet();
+  ASSERT_OK(fleet_->StartWorker());
+  absl::StatusOr<Job> first = client_->Submit(Matmul());
+  ASSERT_OK(first);
+  absl::StatusOr<Job> done = client_->Watch(first->id, [](const Job&) {});
+  ASSERT_OK(done);
+  ASSERT_EQ(done->state, JobState::kSucceeded) << done->reason;
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<Job> cached = client_->Submit(Matmul());
+    ASSERT_OK(cached);
+    EXPECT_EQ(cached->state, JobState::kSucceeded);
+    ASSERT_EQ(cached->targets.size(), 1u);
+    EXPECT_TRUE(cached->targets[0].cached);
+  }
+  std::map<std::string, double> samples = Scrape();
+  for (const std::string state : {"queued", "running", "succeeded", "failed", "cancelled"}) {
+    const std::string series = absl::StrCat("tunefleet_coordinator_jobs{state=\"", state, "\"}");
+    ASSERT_TRUE(samples.contains(series)) << series;
+    EXPECT_GE(samples[series], 0) << series;
+  }
+  EXPECT_EQ(samples["tunefleet_coordinator_jobs{state=\"queued\"}"], 0);
+  EXPECT_EQ(samples["tunefleet_coordinator_jobs{state=\"running\"}"], 0);
+  EXPECT_EQ(samples["tunefleet_coordinator_jobs{state=\"succeeded\"}"], 3);
+  EXPECT_EQ(samples["tunefleet_coordinator_jobs_submitted_total{result=\"cached\"}"], 2);
+  EXPECT_EQ(samples["tunefleet_coordinator_jobs_submitted_total{result=\"accepted\"}"], 1);
+}
+
+TEST_F(OperationsTest, DeadWorkerLeavesTheWorkerListAfterItsExpiry) {
+  StartFleet({"--forget-workers-after-ms", "2000"});
+  ASSERT_OK(fleet_->StartWorker());
+  ASSERT_TRUE(Eventually([&] {
+    absl::StatusOr<std::vector<WorkerInfo>> workers = client_->ListWorkers();
+    return workers.ok() && workers->size() == 1 && (*workers)[0].alive;
+  }));
+  fleet_->worker(0)->Kill(SIGKILL);
+  EXPECT_TRUE(Eventually([&] {
+    absl::StatusOr<std::vector<WorkerInfo>> workers = client_->ListWorkers();
+    return workers.ok() && workers->empty();
+  })) << "a dead worker is still listed";
+  absl::StatusOr<bench::RunResult> listed = RunProgram(
+      {BuildDir() + "/bin/tunectl", "--insecure", "--server", fleet_->address(), "workers",
+       "-o", "json"},
+      absl::Seconds(30));
+  ASSERT_OK(listed);
+  EXPECT_TRUE(listed->exit.success()) << listed->exit.ToString();
+  EXPECT_THAT(listed->out, ::testing::Not(HasSubstr("test-worker-0")));
+}
+
+TEST_F(OperationsTest, RunningJobWhoseWorkerDiedSaysSoInStatus) {
+  StartFleet();
+  ASSERT_OK(fleet_->StartWorker());
+  SubmitRequest request = Matmul();
+  request.config_set = "";  // the whole space: long enough to catch it running
+  absl::StatusOr<Job> job = client_->Submit(request);
+  ASSERT_OK(job);
+  ASSERT_TRUE(Eventually([&] {
+    absl::StatusOr<Job> now = client_->GetJob(job->id);
+    return now.ok() && now->state == JobState::kRunning;
+  }));
+  fleet_->worker(0)->Kill(SIGKILL);
+  ASSERT_TRUE(Eventually([&] {
+    absl::StatusOr<Job> now = client_->GetJob(job->id);
+    return now.ok() && absl::StrContains(now->reason, "no live worker");
+  })) << "a job whose only worker died gives no reason";
+  absl::StatusOr<bench::RunResult> status = RunProgram(
+      {BuildDir() + "/bin/tunectl", "--insecure", "--server", fleet_->address(), "status",
+       job->id},
+      absl::Seconds(30));
+  ASSERT_OK(status);
+  EXPECT_THAT(status->out, HasSubstr("RUNNING"));
+  EXPECT_THAT(status->out, HasSubstr("no live worker can take its work"));
+  ASSERT_OK(fleet_->StartWorker());  // a replacement finishes it
+  absl::StatusOr<Job> done = client_->Watch(job->id, [](const Job&) {});
+  ASSERT_OK(done);
+  EXPECT_EQ(done->state, JobState::kSucceeded) << done->reason;
+  EXPECT_EQ(done->reason, "");
+}
+
+}  // namespace
+}  // namespace tunefleet::testing
