@@ -47,6 +47,9 @@ class Fleet {
   // returns its index.
   absl::StatusOr<int> StartWorker();
   Subprocess* worker(int index) { return workers_[index].get(); }
+  // host:port of worker `index`'s /metrics, once it serves it (waits up to
+  // 30 s: the worker starts its exporter after finding its devices).
+  absl::StatusOr<std::string> WorkerMetricsAddress(int index) const;
   // Where the binaries are: <bin_dir>/<name>.
   std::string BinPath(const std::string& name) const;
   const std::string& address() const { return address_; }
@@ -69,6 +72,7 @@ class Fleet {
   absl::StatusOr<std::vector<std::string>> WorkerCertificateFlags(const std::string& name) const;
 
  private:
+  std::string WorkerMetricsFile(int index) const;
   // The coordinator's --insecure, or its TLS flags (making the CA's files).
   absl::Status SecurityFlags(std::vector<std::string>* argv);
 

@@ -1,7 +1,6 @@
 #include "server/coordinator.h"
 
 #include <filesystem>
-#include <iostream>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -9,6 +8,7 @@
 #include <grpcpp/server_builder.h>
 
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 #include "common/status_macros.h"
 #include "common/version.h"
 #include "server/auth_processor.h"
@@ -19,7 +19,9 @@
 #include "server/call_pool.h"
 #include "server/decode_errors.h"
 #include "server/long_polls.h"
+#include "server/metered_store.h"
 #include "server/prometheus_metrics.h"
+#include "server/rpc_metrics.h"
 #include "server/source_blobs.h"
 #include "server/store/store.h"
 #include "server/token_book.h"
@@ -66,6 +68,9 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
     ASSIGN_OR_RETURN(metrics_, PrometheusMetrics::Start(options.metrics_listen, kVersion));
   }
   ASSIGN_OR_RETURN(store_, OpenStore(url));
+  CoordinatorMetrics* const metrics =
+      metrics_ != nullptr ? static_cast<CoordinatorMetrics*>(metrics_.get()) : &null_metrics_;
+  store_ = std::make_unique<MeteredStore>(std::move(store_), metrics);
   index_ = std::make_unique<BestConfigIndex>();
   RETURN_IF_ERROR(LoadIndex(store_.get(), index_.get()));
   auto clock = [] { return absl::Now(); };
@@ -119,6 +124,9 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   builder.RegisterService(token_service_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<DecodeErrorsFactory>());
+  if (metrics_ != nullptr) {
+    interceptors.push_back(std::make_unique<RpcMetricsFactory>(metrics_.get()));  // sees the code sent
+  }
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(admin_service_.get());
   server_ = builder.BuildAndStart();
@@ -142,9 +150,11 @@ void Coordinator::Tick() {
   if (health.ok() != store_healthy_) {
     store_healthy_ = health.ok();
     if (metrics_ != nullptr) metrics_->StoreHealthy(store_healthy_);
-    std::cerr << "tunefleet-coordinator: store "
-              << (store_healthy_ ? "healthy again: serving" : "unhealthy: NOT_SERVING (")
-              << (store_healthy_ ? "" : std::string(health.message()) + ")") << std::endl;
+    if (store_healthy_) {
+      spdlog::info("store healthy again: serving");
+    } else {
+      spdlog::error("store unhealthy: NOT_SERVING ({})", std::string(health.message()));
+    }
     if (!stopping_.load()) server_->GetHealthCheckService()->SetServingStatus(store_healthy_);
   }
   jobs_->Tick();

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "common/grpc_security.h"
 #include "server/job_manager.h"
+#include "server/metrics.h"
 
 namespace grpc {
 class Server;
@@ -91,6 +92,7 @@ class Coordinator {
   // Periodic upkeep, and health from the store's health check.
   void Tick();
 
+  NullMetrics null_metrics_;  // when metrics are off
   std::unique_ptr<PrometheusMetrics> metrics_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<BestConfigIndex> index_;

@@ -6,7 +6,14 @@
 #include <fstream>
 #include <sstream>
 
+#include <algorithm>
+#include <set>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "bench/local_fleet.h"
 #include "common/subprocess.h"
@@ -174,6 +181,117 @@ TEST_F(OperationsTest, RunningJobWhoseWorkerDiedSaysSoInStatus) {
   ASSERT_OK(done);
   EXPECT_EQ(done->state, JobState::kSucceeded) << done->reason;
   EXPECT_EQ(done->reason, "");
+}
+
+// Every family declared once, every series once, and promtool satisfied.
+void ExpectValidExposition(const std::string& text, const std::string& dir) {
+  std::set<std::string> series;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (line.empty() || line[0] == '#') continue;
+    EXPECT_TRUE(series.insert(std::string(line.substr(0, line.rfind(' ')))).second)
+        << "duplicate series: " << line;
+  }
+  std::ofstream(dir + "/exposition.txt") << text;
+  absl::StatusOr<bench::RunResult> checked = RunProgram(
+      {"sh", "-c", "promtool check metrics < " + dir + "/exposition.txt"}, absl::Seconds(30));
+  ASSERT_OK(checked);
+  EXPECT_TRUE(checked->exit.success())
+      << "promtool check metrics: " << checked->exit.ToString()
+      << " (install the Debian package prometheus)";
+}
+
+TEST_F(OperationsTest, WorkerAndCoordinatorExportWhatAJobDid) {
+  StartFleet();
+  ASSERT_OK(fleet_->StartWorker());
+  absl::StatusOr<Job> job = client_->Submit(Matmul());
+  ASSERT_OK(job);
+  absl::StatusOr<Job> done = client_->Watch(job->id, [](const Job&) {});
+  ASSERT_OK(done);
+  ASSERT_EQ(done->state, JobState::kSucceeded) << done->reason;
+  absl::StatusOr<std::string> worker_address = fleet_->WorkerMetricsAddress(0);
+  ASSERT_OK(worker_address);
+  absl::StatusOr<std::string> worker_text = HttpGet(*worker_address, "/metrics");
+  ASSERT_OK(worker_text);
+  std::map<std::string, double> worker = ParseSamples(*worker_text);
+  EXPECT_EQ(worker["tunefleet_worker_trials_total{device=\"cpu0\",outcome=\"ok\"}"],
+            done->trials_done + 0.0)
+      << *worker_text;
+  EXPECT_EQ(worker["tunefleet_worker_trials_total{device=\"cpu0\",outcome=\"crashed\"}"], 0);
+  EXPECT_GT(worker["tunefleet_worker_compile_seconds_count{device=\"cpu0\"}"], 0);
+  EXPECT_GT(worker["tunefleet_worker_measure_seconds_count{device=\"cpu0\"}"], 0);
+  EXPECT_GE(worker["tunefleet_worker_child_starts_total{device=\"cpu0\"}"], 1);
+  EXPECT_GE(worker["tunefleet_worker_leases_total{device=\"cpu0\"}"], 1);
+  EXPECT_GE(worker["tunefleet_worker_lease_wait_seconds_count{device=\"cpu0\"}"],
+            worker["tunefleet_worker_leases_total{device=\"cpu0\"}"]);
+  EXPECT_GT(worker["process_start_time_seconds"], 1.6e9);
+  EXPECT_GT(worker["process_resident_memory_bytes"], 0);
+  EXPECT_GT(worker["process_open_fds"], 0);
+  EXPECT_THAT(*worker_text, HasSubstr("tunefleet_worker_info{"));
+  ExpectValidExposition(*worker_text, dir_.path());
+
+  absl::StatusOr<std::string> text = HttpGet(fleet_->metrics_address(), "/metrics");
+  ASSERT_OK(text);
+  std::map<std::string, double> coordinator = ParseSamples(*text);
+  EXPECT_EQ(coordinator["tunefleet_coordinator_rpc_seconds_count{code=\"OK\",method=\"TuningService/SubmitJob\"}"], 1)
+      << *text;
+  EXPECT_GE(coordinator["tunefleet_coordinator_rpc_seconds_count{code=\"OK\",method=\"WorkerService/ReportResults\"}"], 1);
+  EXPECT_GE(coordinator["tunefleet_coordinator_store_operation_seconds_count{operation=\"InsertTrials\"}"], 1);
+  EXPECT_EQ(coordinator["tunefleet_coordinator_queued_trials{device_model=\"" +
+                        done->targets[0].device_model + "\"}"], 0);
+  EXPECT_GT(coordinator["process_cpu_seconds_total"], 0);
+  EXPECT_GT(coordinator["process_start_time_seconds"], 1.6e9);
+  ExpectValidExposition(*text, dir_.path());
+}
+
+TEST(CoordinatorLogTest, JsonFormatWritesOneObjectPerLineWithTheJobLifecycle) {
+  TempDir dir;
+  SubprocessOptions options;
+  options.argv = {BuildDir() + "/bin/tunefleet-coordinator", "--listen", "127.0.0.1:0",
+                  "--data-dir", dir.path(), "--metrics-listen", "", "--insecure",
+                  "--address-file", dir.path() + "/address", "--log-format", "json"};
+  options.stdout_mode = SubprocessOptions::Output::kNull;
+  options.stderr_mode = SubprocessOptions::Output::kFile;
+  options.stderr_path = dir.path() + "/coordinator.log";
+  absl::StatusOr<std::unique_ptr<Subprocess>> coordinator = Subprocess::Start(options);
+  ASSERT_OK(coordinator);
+  std::string address;
+  ASSERT_TRUE(Eventually([&] { return static_cast<bool>(std::ifstream(dir.path() + "/address") >> address); }));
+  ClientOptions client_options;
+  client_options.target = address;
+  client_options.insecure = true;
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
+  ASSERT_OK(client);
+  SubmitRequest request;
+  request.kernel_dir = SourceDir() + "/kernels/cpu/matmul";
+  request.shape = "M=64,N=64,K=64";
+  absl::StatusOr<Job> job = (*client)->Submit(request);  // waits: no worker
+  ASSERT_OK(job);
+  ASSERT_OK((*client)->CancelJob(job->id));
+  (*coordinator)->Kill(SIGTERM);
+  absl::StatusOr<ExitInfo> exit = (*coordinator)->Wait(absl::Seconds(30));
+  ASSERT_OK(exit);
+  EXPECT_TRUE(exit->success()) << exit->ToString();
+
+  std::vector<std::string> messages;
+  std::istringstream log(Slurp(options.stderr_path));
+  for (std::string line; std::getline(log, line);) {
+    google::protobuf::Struct object;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &object).ok())
+        << "not a JSON object: " << line;
+    for (const char* field : {"time", "level", "logger", "message"}) {
+      EXPECT_TRUE(object.fields().contains(field)) << field << " missing: " << line;
+    }
+    EXPECT_EQ(object.fields().at("logger").string_value(), "coordinator");
+    messages.push_back(object.fields().at("message").string_value());
+  }
+  auto logged = [&](const std::string& text) {
+    return std::any_of(messages.begin(), messages.end(),
+                       [&](const std::string& m) { return absl::StrContains(m, text); });
+  };
+  EXPECT_TRUE(logged("listening on " + address));
+  EXPECT_TRUE(logged("job " + job->id + " submitted"));
+  EXPECT_TRUE(logged("job " + job->id + " CANCELLED"));
+  EXPECT_TRUE(logged("draining"));
 }
 
 }  // namespace
