@@ -109,6 +109,41 @@ TEST_F(DeployTest, SystemdUnitsVerifyCleanlyAndScoreAtMostFive) {
   }
 }
 
+// The unit hands TUNEFLEET_DATABASE over through its environment file, and
+// nothing on its command line overrides it; the installed coordinator opens
+// the store that variable names.
+TEST_F(DeployTest, CoordinatorUnitTakesItsStoreFromTheEnvironmentFile) {
+  const std::string unit =
+      Slurp(SourceDir() + "/deploy/systemd/tunefleet-coordinator.service");
+  EXPECT_THAT(unit, HasSubstr("\nEnvironmentFile=-/etc/tunefleet/coordinator.env\n"));
+  const size_t exec = unit.find("\nExecStart=");
+  ASSERT_NE(exec, std::string::npos);
+  const std::string command = unit.substr(exec, unit.find("\n\n", exec) - exec);
+  EXPECT_THAT(command, ::testing::Not(HasSubstr("--database")));
+
+  InstallInto(dir_.path());
+  const std::string store = dir_.path() + "/from-environment.db";
+  SubprocessOptions options;
+  options.argv = {dir_.path() + "/usr/bin/tunefleet-coordinator", "--listen", "127.0.0.1:0",
+                  "--metrics-listen", "", "--insecure", "--data-dir", dir_.path() + "/data",
+                  "--address-file", dir_.path() + "/address"};
+  options.env = {{"TUNEFLEET_DATABASE", "sqlite://" + store}};
+  options.stdout_mode = SubprocessOptions::Output::kNull;
+  absl::StatusOr<std::unique_ptr<Subprocess>> coordinator = Subprocess::Start(options);
+  ASSERT_OK(coordinator);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (!fs::exists(dir_.path() + "/address") && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_TRUE(fs::exists(dir_.path() + "/address")) << "the coordinator did not start";
+  EXPECT_TRUE(fs::exists(store));
+  EXPECT_FALSE(fs::exists(dir_.path() + "/data/tunefleet.db"));
+  (*coordinator)->Kill(SIGTERM);
+  absl::StatusOr<ExitInfo> exit = (*coordinator)->Wait(absl::Seconds(30));
+  ASSERT_OK(exit);
+  EXPECT_TRUE(exit->success()) << exit->ToString();
+}
+
 TEST_F(DeployTest, SysusersFileCreatesTheServiceUser) {
   if (!HaveProgram("systemd-sysusers")) GTEST_SKIP() << "systemd-sysusers is not installed";
   InstallInto(dir_.path());
