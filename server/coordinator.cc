@@ -8,7 +8,6 @@
 #include <grpcpp/server_builder.h>
 
 #include "absl/strings/str_cat.h"
-#include "spdlog/spdlog.h"
 #include "common/status_macros.h"
 #include "common/version.h"
 #include "server/auth_processor.h"
@@ -29,6 +28,7 @@
 #include "server/tuning_service.h"
 #include "server/worker_registry.h"
 #include "server/worker_service.h"
+#include "spdlog/spdlog.h"
 
 namespace tunefleet::server {
 namespace {

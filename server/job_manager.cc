@@ -4,17 +4,17 @@
 #include <limits>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "common/config_text.h"
 #include "common/public_status.h"
 #include "common/status_macros.h"
 #include "server/best_config_index.h"
+#include "server/best_derivation.h"
 #include "server/job_log.h"
 #include "spdlog/spdlog.h"
-#include "server/best_derivation.h"
 
 namespace tunefleet::server {
 namespace {
