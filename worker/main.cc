@@ -192,7 +192,8 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   for (const v1::Device& device : *devices) {
     const std::string self = SelfExecutable();
     const std::string inbox = absl::StrCat(flags.cache_dir, "/children/", executors.size());
-    ChildOptions child{{self, "--child", "--backend", BackendName(backend)},
+    ChildOptions child{{self, "--child", "--backend", BackendName(backend), "--log-format",
+                        flags.log_format},
                        ChildEnvironment(device), *sandbox,
                        ChildSandboxPolicy(backend, self, inbox), inbox};
     ExecutorOptions device_options = executor_options;

@@ -294,5 +294,41 @@ TEST(CoordinatorLogTest, JsonFormatWritesOneObjectPerLineWithTheJobLifecycle) {
   EXPECT_TRUE(logged("draining"));
 }
 
+TEST_F(OperationsTest, WorkerJsonLogIsOneObjectPerLine) {
+  StartFleet();
+  SubprocessOptions options;
+  options.argv = {BuildDir() + "/bin/tunefleet-worker", "--coordinator", fleet_->address(),
+                  "--insecure", "--cache-dir", dir_.path() + "/json-worker-cache",
+                  "--name", "json-worker", "--compile-threads", "1", "--log-format", "json"};
+  options.stdout_mode = SubprocessOptions::Output::kNull;
+  options.stderr_mode = SubprocessOptions::Output::kFile;
+  options.stderr_path = dir_.path() + "/worker.log";
+  absl::StatusOr<std::unique_ptr<Subprocess>> worker = Subprocess::Start(options);
+  ASSERT_OK(worker);
+  ASSERT_TRUE(Eventually([&] {
+    return absl::StrContains(Slurp(options.stderr_path), "registered as worker");
+  })) << Slurp(options.stderr_path);
+  absl::StatusOr<Job> job = client_->Submit(Matmul());  // its benchmark child logs too
+  ASSERT_OK(job);
+  absl::StatusOr<Job> done = client_->Watch(job->id, [](const Job&) {});
+  ASSERT_OK(done);
+  EXPECT_EQ(done->state, JobState::kSucceeded) << done->reason;
+  (*worker)->Kill(SIGTERM);
+  absl::StatusOr<ExitInfo> exit = (*worker)->Wait(absl::Seconds(60));
+  ASSERT_OK(exit);
+  EXPECT_TRUE(exit->success()) << exit->ToString();
+  std::istringstream log(Slurp(options.stderr_path));
+  int lines = 0;
+  for (std::string line; std::getline(log, line); ++lines) {
+    google::protobuf::Struct object;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &object).ok())
+        << "not a JSON object: " << line;
+    EXPECT_THAT(object.fields().at("logger").string_value(),
+                ::testing::AnyOf("worker", "bench-child"))
+        << line;
+  }
+  EXPECT_GE(lines, 3);  // a warning about --insecure, the device, registration, ...
+}
+
 }  // namespace
 }  // namespace tunefleet::testing
