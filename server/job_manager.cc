@@ -1,10 +1,10 @@
 #include "server/job_manager.h"
 
 #include <algorithm>
-#include <iostream>
 #include <limits>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -13,6 +13,8 @@
 #include "common/status_macros.h"
 #include "server/best_config_index.h"
 #include "server/best_derivation.h"
+#include "server/job_log.h"
+#include "spdlog/spdlog.h"
 
 namespace tunefleet::server {
 namespace {
@@ -35,6 +37,8 @@ bool HasContents(const v1::JobSpec& spec) {
   return std::any_of(spec.sources().begin(), spec.sources().end(),
                      [](const v1::SourceFile& f) { return !f.content().empty(); });
 }
+
+constexpr absl::string_view kStallReason = "no live worker can take its work: none with ";
 
 std::string WaitingReason(const v1::JobSpec& spec) {
   return absl::StrCat("waiting for a worker with a ",
@@ -135,6 +139,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request, const std
     absl::Status quota = quotas_.CheckSubmit(owner, ActiveJobsOf(owner), clock_());
     if (!quota.ok()) {
       metrics_->JobSubmitted(CoordinatorMetrics::Submission::kRejected);
+      job_log::Refused(request, quota);
       return quota;
     }
   }
@@ -148,6 +153,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request, const std
   if (valid.ok()) targets = PlanTargets(spec, devices, &first_error);
   if (!valid.ok() || (targets.empty() && !devices.empty())) {
     metrics_->JobSubmitted(CoordinatorMetrics::Submission::kRejected);
+    job_log::Refused(request, valid.ok() ? first_error : valid);
     return valid.ok() ? first_error : valid;
   }
   // Nothing is published unless stored: sources, kernel, then the job.
@@ -179,6 +185,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request, const std
   metrics_->JobStateChanged(v1::JOB_STATE_UNSPECIFIED, job->view.state());
   metrics_->JobSubmitted(cached ? CoordinatorMetrics::Submission::kCached
                                 : CoordinatorMetrics::Submission::kAccepted);
+  job_log::Submitted(snapshot.stored.last_view(), spec, cached);
   if (cached) return snapshot.stored.last_view();  // answered; never held
   blobs_->Hold(spec);
   {
@@ -279,6 +286,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
       leases_.TakeJob(job_id);
       SetState(job, v1::JOB_STATE_CANCELLED, view->reason());
       v1::Job cancelled = View(*job);
+      job_log::Finished(cancelled);
       Evict(job);
       return cancelled;
     }
@@ -442,6 +450,7 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
   metrics_->LeaseGranted(static_cast<int>(lease.ordinals.size()));
   if (job->view.state() == v1::JOB_STATE_QUEUED) {
     SetState(job, v1::JOB_STATE_RUNNING, "");
+    job_log::Started(job->view, lease);
     pending->snapshots.push_back(Snapshot(*job));
   }
   return grant;
@@ -584,15 +593,19 @@ void JobManager::RenewLeases(const std::string& worker_id) {
 }
 
 void JobManager::Tick() {
-  workers_->Prune();
+  if (const int forgotten = workers_->Prune(); forgotten > 0) {
+    job_log::WorkersForgotten(forgotten);
+  }
   std::vector<v1::WorkerInfo> workers = workers_->List();
   metrics_->WorkersAlive(static_cast<int>(std::count_if(
       workers.begin(), workers.end(), [](const v1::WorkerInfo& w) { return w.alive(); })));
   Pending pending;
+  std::vector<std::pair<std::string, int64_t>> queued;
   {
     absl::MutexLock lock(&mu_);
     for (const Lease& lease : leases_.TakeExpired(clock_())) {
       metrics_->LeaseExpired();
+      job_log::LeaseExpired(lease);
       ReturnLease(lease, /*expired=*/true, &pending);
     }
     pending.rows.insert(pending.rows.end(), unstored_rows_.begin(), unstored_rows_.end());
@@ -611,8 +624,38 @@ void JobManager::Tick() {
       if (verifying) MaybeFinish(job.get(), &pending);  // an auto verification's deadline
     }
     RepairStranded(&pending);
+    ExplainStalls();
+    queued = QueuedByModel();
   }
+  metrics_->QueuedTrials(queued);
   Flush(std::move(pending));
+}
+
+std::vector<std::pair<std::string, int64_t>> JobManager::QueuedByModel() const {
+  std::map<std::string, int64_t> by_model;
+  for (const auto& [sequence, job] : jobs_) {
+    for (const Target& target : job->targets) {
+      if (target.trials == nullptr) continue;
+      by_model[target.info.device_model()] += target.trials->queued();
+    }
+  }
+  return {by_model.begin(), by_model.end()};
+}
+
+void JobManager::ExplainStalls() {
+  for (auto& [sequence, job] : jobs_) {
+    if (IsFinal(job->view.state()) || job->finishing || job->targets.empty()) continue;
+    // A stall reason may come back from the store with a resumed job.
+    const std::string& current = job->view.reason();
+    if (!current.empty() && !absl::StartsWith(current, kStallReason)) continue;
+    const std::string missing = MissingWorkers(*job);
+    const std::string reason =
+        missing.empty() ? "" : absl::StrCat(kStallReason, missing, "; it waits for one");
+    if (reason == current) continue;
+    job_log::Stalled(job->view.id(), reason);
+    job->view.set_reason(reason);
+    Changed(job.get());
+  }
 }
 
 void JobManager::RepairStranded(Pending* pending) {
@@ -637,9 +680,8 @@ void JobManager::RepairStranded(Pending* pending) {
       moved += target.trials->ReclaimOrphans([](const std::string&) { return false; });
     }
     if (!finished || moved > 0) {
-      std::cerr << "tunefleet-coordinator: job " << job->view.id()
-                << " had nothing leased and nothing queued; " << moved
-                << " configs queued again" << std::endl;
+      spdlog::warn("job {} had nothing leased and nothing queued; {} configs queued again",
+                   job->view.id(), moved);
       metrics_->StrandedJobRepaired();
       pending->work = true;
     }
@@ -742,6 +784,7 @@ void JobManager::CompleteFinish(const Finish& finish, bool stored) {
   unfinished_writes_.erase(finish.job_id);
   for (double speedup : finish.speedups) metrics_->SpeedupObserved(speedup);
   const v1::Job& view = finish.snapshot.stored.last_view();
+  job_log::Finished(view);
   SetState(job, view.state(), view.reason());
   leases_.TakeJob(finish.job_id);
   Evict(job);

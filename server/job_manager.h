@@ -254,6 +254,15 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeFinish(Job* job, Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RepairStranded(Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets (or clears) the reason of each unfinished job that has work no
+  // live worker can take.
+  void ExplainStalls() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Trials left to hand out, summed per target device model.
+  std::vector<std::pair<std::string, int64_t>> QueuedByModel() const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The device models (with toolkits) of `job`'s unfinished targets that no
+  // live worker has; empty when every one has a worker.
+  std::string MissingWorkers(const Job& job) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Does the writes of `pending` without the lock, then applies them.
   void Flush(Pending pending) ABSL_LOCKS_EXCLUDED(mu_);
   void CompleteFinish(const Finish& finish, bool stored) ABSL_LOCKS_EXCLUDED(mu_);

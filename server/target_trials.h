@@ -4,6 +4,7 @@
 #ifndef TUNEFLEET_SERVER_TARGET_TRIALS_H_
 #define TUNEFLEET_SERVER_TARGET_TRIALS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -71,6 +72,8 @@ class TargetTrials {
   bool HasWork() const;
   int64_t total() const;
   int64_t done() const { return done_; }
+  // Configs neither done nor leased: what is left to hand out.
+  int64_t queued() const { return std::max<int64_t>(total() - done_ - leased_, 0); }
   // True while the finalists lease is out or waiting.
   bool in_finals() const { return finals_ == Finals::kWaiting || finals_ == Finals::kLeased; }
   // Fastest OK results, fastest first (at most `n`); after the finalists

@@ -12,7 +12,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -24,7 +27,10 @@
 #include "spdlog/spdlog.h"
 #include "worker/backends.h"
 #include "worker/bench_child.h"
+#include "common/logging.h"
+#include "common/version.h"
 #include "worker/compile_pool.h"
+#include "worker/prometheus_metrics.h"
 #include "worker/sandbox.h"
 #include "worker/coordinator_link.h"
 #include "worker/source_cache.h"
@@ -41,6 +47,10 @@ struct Flags {
   std::string name;
   std::string backend = "cpu";
   std::string log_level = "info";
+  std::string log_format = "text";
+  int metrics_port = -1;  // off
+  std::string metrics_host = "0.0.0.0";
+  std::string metrics_address_file;
   std::string sandbox = "bwrap";
   std::vector<std::string> sandbox_read_only;
   int max_trials = 0;
@@ -113,6 +123,26 @@ absl::StatusOr<Sandbox> MakeSandbox(const Flags& flags) {
   return Sandbox::Create(options);
 }
 
+// Serves /metrics when --metrics-port asks for it; writes the bound address
+// to --metrics-address-file. Null (and no error) when it is off.
+absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> StartMetrics(
+    const Flags& flags, v1::Backend backend, const std::vector<v1::Device>& devices) {
+  if (flags.metrics_port < 0) return nullptr;
+  const std::string listen = absl::StrCat(flags.metrics_host, ":", flags.metrics_port);
+  absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> metrics =
+      PrometheusWorkerMetrics::Start(listen, kVersion, BackendName(backend), devices);
+  if (!metrics.ok()) return metrics.status();
+  const std::string host = flags.metrics_host == "0.0.0.0" ? "127.0.0.1" : flags.metrics_host;
+  const std::string address = absl::StrCat(host, ":", (*metrics)->port());
+  spdlog::info("metrics on {}/metrics", address);
+  if (!flags.metrics_address_file.empty()) {
+    const std::string& path = flags.metrics_address_file;
+    std::ofstream(path + ".tmp") << address << "\n";
+    std::rename((path + ".tmp").c_str(), path.c_str());
+  }
+  return metrics;
+}
+
 int RunDaemon(const Flags& flags, v1::Backend backend) {
   sigset_t stop_signals;
   BlockStopSignals(&stop_signals);
@@ -137,6 +167,13 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
     spdlog::critical("no compiler: {}", compiler.status().ToString());
     return 1;
   }
+  absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> metrics =
+      StartMetrics(flags, backend, *devices);
+  if (!metrics.ok()) {
+    spdlog::critical("{}", std::string(metrics.status().message()));
+    return 1;
+  }
+  WorkerMetrics* const sink = metrics->get();
   const int threads = flags.compile_threads > 0 ? flags.compile_threads : Cores(devices->front());
   CompilePool pool(compiler->get(), threads);
 
@@ -155,11 +192,19 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   for (const v1::Device& device : *devices) {
     const std::string self = SelfExecutable();
     const std::string inbox = absl::StrCat(flags.cache_dir, "/children/", executors.size());
-    ChildOptions child{{self, "--child", "--backend", BackendName(backend)},
+    ChildOptions child{{self, "--child", "--backend", BackendName(backend), "--log-format",
+                        flags.log_format},
                        ChildEnvironment(device), *sandbox,
                        ChildSandboxPolicy(backend, self, inbox), inbox};
+    ExecutorOptions device_options = executor_options;
+    if (sink != nullptr) {
+      device_options.on_measured = [sink, id = device.id()](const v1::TrialResult& result,
+                                                            absl::Duration elapsed) {
+        sink->Measured(id, result, elapsed);
+      };
+    }
     executors.push_back(
-        std::make_unique<TrialExecutor>(&pool, device, std::move(child), executor_options));
+        std::make_unique<TrialExecutor>(&pool, device, std::move(child), device_options));
     spdlog::info("device {}: {}", device.id(), device.model());
   }
 
@@ -183,7 +228,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   options.toolkit = (*compiler)->toolkit();
   options.max_trials = flags.max_trials;
   options.drain_time = absl::Seconds(flags.drain_time);
-  WorkerDaemon daemon(options, coordinator.get(), &sources, std::move(executors));
+  WorkerDaemon daemon(options, coordinator.get(), &sources, std::move(executors), sink);
 
   std::thread([&daemon, stop_signals] {
     int signal_number = 0;
@@ -241,6 +286,18 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
+  app.add_option("--log-format", flags.log_format,
+                 "text, or json: one JSON object per line, for log collectors")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("--metrics-port", flags.metrics_port,
+                 "serve Prometheus /metrics on this port (0 picks a free one; -1: off)")
+      ->check(CLI::Range(-1, 65535))
+      ->capture_default_str();
+  app.add_option("--metrics-host", flags.metrics_host, "address /metrics listens on")
+      ->capture_default_str();
+  app.add_option("--metrics-address-file", flags.metrics_address_file,
+                 "write the bound host:port of /metrics to this file once serving");
   app.add_option("--tls-ca", flags.tls_ca,
                  "PEM CA that signed the coordinator's certificate (default: the system's)");
   app.add_option("--tls-cert", flags.tls_cert,
@@ -252,9 +309,14 @@ int main(int argc, char** argv) {
   app.add_flag("--child", flags.child, "internal: run as a benchmark child")->group("");
   CLI11_PARSE(app, argc, argv);
 
-  auto logger = spdlog::stderr_logger_mt(flags.child ? "bench-child" : "worker");
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  const absl::Status logging = tunefleet::ConfigureLogging(
+      flags.child ? "bench-child" : "worker",
+      flags.log_format == "json" ? tunefleet::LogFormat::kJson : tunefleet::LogFormat::kText,
+      flags.log_level);
+  if (!logging.ok()) {
+    std::cerr << "tunefleet-worker: " << logging.message() << "\n";
+    return 2;
+  }
 
   absl::StatusOr<tunefleet::v1::Backend> backend =
       tunefleet::worker::ParseBackendName(flags.backend);

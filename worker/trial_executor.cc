@@ -181,6 +181,7 @@ absl::StatusOr<v1::TrialResult> TrialExecutor::Measure(Batch* batch, const v1::T
   request.mutable_run()->set_index(trial.index());
   *request.mutable_run()->mutable_config() = trial.config();
   request.mutable_run()->set_artifact(artifact);
+  const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(ChildReply reply, child_.Call(request, TrialDeadline()));
   v1::TrialResult result;
   switch (reply.kind) {
@@ -195,6 +196,7 @@ absl::StatusOr<v1::TrialResult> TrialExecutor::Measure(Batch* batch, const v1::T
       result = Outcome(v1::TRIAL_STATUS_TIMEOUT, reply.detail);
       break;
   }
+  if (options_.on_measured) options_.on_measured(result, absl::Now() - start);
   const bool killed = result.status() == v1::TRIAL_STATUS_CRASHED ||
                       result.status() == v1::TRIAL_STATUS_TIMEOUT;
   if (killed && CountKill(ConfigKey(*batch, trial.config()))) {

@@ -46,6 +46,11 @@ struct ExecutorOptions {
   // logs; runs on the executor's thread. Default: none.
   std::function<void(int round, int64_t index, const v1::TrialResult& result)>
       on_finalist_step;
+  // Called after every run of a config in the benchmark child (correctness
+  // check, warm-up and timing), with its result and how long the child
+  // took, crashes and timeouts included. For metrics; runs on the
+  // executor's thread. Default: none.
+  std::function<void(const v1::TrialResult& result, absl::Duration elapsed)> on_measured;
   // Where failed Prepares are remembered; share one among the executors of
   // a worker's devices. Default: null, the executor keeps its own.
   std::shared_ptr<FailedPrepares> failed_prepares;

@@ -44,11 +44,13 @@ void LogTrial(int64_t index, const v1::TrialResult& result) {
 
 WorkerDaemon::WorkerDaemon(WorkerOptions options, Coordinator* coordinator,
                            SourceCache* sources,
-                           std::vector<std::unique_ptr<TrialExecutor>> executors)
+                           std::vector<std::unique_ptr<TrialExecutor>> executors,
+                           WorkerMetrics* metrics)
     : options_(std::move(options)),
       coordinator_(coordinator),
       sources_(sources),
       executors_(std::move(executors)),
+      metrics_(metrics != nullptr ? metrics : &null_metrics_),
       heartbeat_interval_(options_.default_heartbeat_interval),
       lease_ttl_(options_.default_lease_ttl) {}
 
@@ -148,7 +150,10 @@ void WorkerDaemon::LeaseLoop(TrialExecutor* executor) {
     request.set_device_id(executor->device().id());
     request.set_max_trials(options_.max_trials);
     request.set_wait_ms(absl::ToInt64Milliseconds(options_.lease_wait));
+    const absl::Time asked = absl::Now();
     absl::StatusOr<v1::LeaseWorkResponse> response = coordinator_->LeaseWork(request);
+    metrics_->LeaseWaited(executor->device().id(), absl::Now() - asked,
+                          response.ok() && response->has_lease());
     if (stopping()) break;  // a lease won now would only be handed back
     if (!response.ok()) {
       if (absl::IsNotFound(response.status()) ||
@@ -200,6 +205,7 @@ void WorkerDaemon::ServeLease(TrialExecutor* executor, const std::string& worker
     std::set<int64_t> done;
     auto on_result = [&](int64_t index, const v1::TrialResult& result) {
       LogTrial(index, result);
+      metrics_->TrialFinished(device_id, result);
       reporter.Add(index, result);
       done.insert(index);
       ++reported;
@@ -211,6 +217,7 @@ void WorkerDaemon::ServeLease(TrialExecutor* executor, const std::string& worker
     absl::Status status = lease.finalists()
                               ? executor->RunFinalists(job, trials, on_result, should_stop)
                               : executor->Run(job, trials, on_result, should_stop);
+    metrics_->ChildStarts(device_id, executor->child_starts());
     if (!status.ok()) {
       spdlog::error("lease {}: the worker cannot run trials: {}", lease.lease_id(),
                     status.ToString());

@@ -17,6 +17,7 @@
 #include "common/version.h"
 #include "worker/coordinator.h"
 #include "worker/lease_reporter.h"
+#include "worker/metrics.h"
 #include "worker/source_cache.h"
 #include "worker/trial_executor.h"
 
@@ -53,9 +54,11 @@ struct WorkerOptions {
 class WorkerDaemon {
  public:
   // One executor per device (its benchmark child included). REQUIRES:
-  // `coordinator` and `sources` outlive the daemon; executors non-empty.
+  // `coordinator`, `sources` and `metrics` (when not null: counts nothing)
+  // outlive the daemon; executors non-empty.
   WorkerDaemon(WorkerOptions options, Coordinator* coordinator, SourceCache* sources,
-               std::vector<std::unique_ptr<TrialExecutor>> executors);
+               std::vector<std::unique_ptr<TrialExecutor>> executors,
+               WorkerMetrics* metrics = nullptr);
   ~WorkerDaemon();
 
   // Registers (retrying until it succeeds or Stop), then serves leases on
@@ -92,6 +95,8 @@ class WorkerDaemon {
   Coordinator* const coordinator_;
   SourceCache* const sources_;
   std::vector<std::unique_ptr<TrialExecutor>> executors_;
+  NullWorkerMetrics null_metrics_;
+  WorkerMetrics* const metrics_;
 
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

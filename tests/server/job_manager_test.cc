@@ -165,6 +165,26 @@ TEST_F(JobManagerTest, JobWithoutMatchingWorkerWaitsQueuedAndSaysWhy) {
   EXPECT_EQ(jobs_->Get(job->id())->reason(), "");
 }
 
+TEST_F(JobManagerTest, RunningJobWhoseWorkerDiedSaysSoUntilAnotherComes) {
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  ASSERT_TRUE(Lease(worker).has_value());
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(job->id())->reason(), "");
+  now_ += absl::Seconds(31);  // the worker is silent past its timeout
+  jobs_->Tick();
+  v1::Job stalled = *jobs_->Get(job->id());
+  EXPECT_EQ(stalled.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_THAT(stalled.reason(), ::testing::HasSubstr("no live worker can take its work"));
+  EXPECT_THAT(stalled.reason(), ::testing::HasSubstr("test-cpu (g++ test)"));
+  std::string replacement = AddWorker();
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(job->id())->reason(), "");
+  RunToCompletion(replacement);
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+}
+
 TEST_F(JobManagerTest, RunsJobToSuccessAndStoresTheFastestAsBest) {
   std::string worker = AddWorker();
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
