@@ -1,7 +1,8 @@
 // tunefleet-worker: the worker daemon's composition root.
 //
 //   tunefleet-worker --coordinator HOST:PORT [--cache-dir DIR] [--max-trials N]
-//                    [--name NAME] [--measure-budget SECONDS] [--backend cpu|cuda]
+//                    [--name NAME] [--measure-budget SECONDS] [--cut-factor K]
+//                    [--backend cpu|cuda]
 //                    [--sandbox bwrap|none] [--sandbox-ro PATH]...
 //
 // Child mode (started by the daemon itself, one per device):
@@ -46,6 +47,7 @@ struct Flags {
   int max_trials = 0;
   int compile_threads = 0;  // 0 = the device's cores
   double measure_budget = 0.2;
+  double cut_factor = 1.5;  // the early-cut rule's k; negative = never cut
   double compile_timeout = 60;
   double trial_deadline = 0;  // 0 = max(10 s, 20 x budget); CUDA: at least 30 s
   double prepare_deadline = 180;
@@ -142,6 +144,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
 
   ExecutorOptions executor_options;
   executor_options.measure.set_budget_seconds(flags.measure_budget);
+  executor_options.measure.set_cut_factor(flags.cut_factor);
   // A CUDA runner reports a hung launch itself after 10 s; the daemon's kill
   // is the backstop behind it, so it must come later.
   const double deadline = flags.trial_deadline > 0 ? flags.trial_deadline
@@ -217,6 +220,10 @@ int main(int argc, char** argv) {
   app.add_option("--name", flags.name, "name reported to the coordinator (default hostname)");
   app.add_option("--measure-budget", flags.measure_budget,
                  "seconds of timing samples per config")->check(CLI::PositiveNumber);
+  app.add_option("--cut-factor", flags.cut_factor,
+                 "early-cut rule: stop sampling a config once its p20 over the first "
+                 "samples exceeds this many times the best median (negative = never cut)")
+      ->check(CLI::NonNegativeNumber | CLI::Range(-1e9, 0.0))->capture_default_str();
   app.add_option("--backend", flags.backend, "cpu or cuda")->capture_default_str();
   app.add_option("--compile-timeout", flags.compile_timeout, "seconds per compile")
       ->check(CLI::PositiveNumber)->capture_default_str();

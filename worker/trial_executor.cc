@@ -24,6 +24,13 @@ v1::TrialResult Outcome(v1::TrialStatus status, std::string error) {
   return result;
 }
 
+// The smaller of two best medians where 0 (or less) means none known.
+double FasterOf(double a, double b) {
+  if (a <= 0) return std::max(b, 0.0);
+  if (b <= 0) return a;
+  return std::min(a, b);
+}
+
 }  // namespace
 
 struct TrialExecutor::PendingTrial {
@@ -176,11 +183,13 @@ bool TrialExecutor::CountKill(const std::string& config_key) {
 }
 
 absl::StatusOr<v1::TrialResult> TrialExecutor::Measure(Batch* batch, const v1::Trial& trial,
-                                                       const std::string& artifact) {
+                                                       const std::string& artifact,
+                                                       double best_seconds) {
   v1::ChildRequest request;
   request.mutable_run()->set_index(trial.index());
   *request.mutable_run()->mutable_config() = trial.config();
   request.mutable_run()->set_artifact(artifact);
+  request.mutable_run()->set_best_seconds(best_seconds);
   ASSIGN_OR_RETURN(ChildReply reply, child_.Call(request, TrialDeadline()));
   v1::TrialResult result;
   switch (reply.kind) {
@@ -206,7 +215,8 @@ absl::StatusOr<v1::TrialResult> TrialExecutor::Measure(Batch* batch, const v1::T
   return result;
 }
 
-absl::StatusOr<v1::TrialResult> TrialExecutor::RunOne(Batch* batch, const PendingTrial& p) {
+absl::StatusOr<v1::TrialResult> TrialExecutor::RunOne(Batch* batch, const PendingTrial& p,
+                                                      double best_seconds) {
   if (p.early.has_value()) return *p.early;
   if (batch->job_failure.has_value()) return *batch->job_failure;
   ASSIGN_OR_RETURN(CompileOutcome compiled, p.compile.get());
@@ -220,7 +230,7 @@ absl::StatusOr<v1::TrialResult> TrialExecutor::RunOne(Batch* batch, const Pendin
       batch->job_failure = failure;  // the same for every later trial
       result = failure;
     } else {
-      ASSIGN_OR_RETURN(result, Measure(batch, p.trial, compiled.artifact));
+      ASSIGN_OR_RETURN(result, Measure(batch, p.trial, compiled.artifact, best_seconds));
     }
   }
   result.set_compile_seconds(compiled.seconds);
@@ -251,17 +261,22 @@ void TrialExecutor::StartBatch(const JobContext& job, const v1::MeasureOptions& 
 
 absl::Status TrialExecutor::Run(const JobContext& job, const std::vector<v1::Trial>& trials,
                                 const ResultCallback& on_result,
-                                const StopPredicate& should_stop) {
+                                const StopPredicate& should_stop, const BestSeconds& best) {
   Batch batch;
   StartBatch(job, options_.measure, &batch);  // the reference compiles first
   Plan(&batch, trials);
   absl::Status status;
+  double own_best = 0;  // the fastest uncut OK median of this call
   for (const PendingTrial& p : batch.pending) {
     if (should_stop && should_stop()) break;
-    absl::StatusOr<v1::TrialResult> result = RunOne(&batch, p);
+    absl::StatusOr<v1::TrialResult> result =
+        RunOne(&batch, p, FasterOf(best ? best() : 0, own_best));
     if (!result.ok()) {
       status = result.status();
       break;
+    }
+    if (result->status() == v1::TRIAL_STATUS_OK && !result->cut_early()) {
+      own_best = FasterOf(own_best, result->measurement().median_seconds());
     }
     *result->mutable_config() = p.trial.config();
     result->set_device_id(device_.id());

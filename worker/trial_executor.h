@@ -66,6 +66,9 @@ class TrialExecutor {
  public:
   using ResultCallback = std::function<void(int64_t index, const v1::TrialResult&)>;
   using StopPredicate = std::function<bool()>;
+  // The job target's best median as the coordinator knows it now (seconds;
+  // 0 when none is known), for the early-cut rule.
+  using BestSeconds = std::function<double()>;
 
   // REQUIRES: `pool` outlives the executor.
   TrialExecutor(CompilePool* pool, v1::Device device, ChildOptions child,
@@ -76,9 +79,12 @@ class TrialExecutor {
   // every trial status). Checks `should_stop` before each trial and returns
   // early, leaving the rest unreported, when it says so. Non-OK only when
   // the infrastructure fails (the child binary cannot be started, the
-  // compiler cannot be run).
+  // compiler cannot be run). Each trial is measured under the early-cut rule
+  // against the faster of `best` (asked before each trial; null: none) and
+  // the fastest uncut OK median this call measured so far.
   absl::Status Run(const JobContext& job, const std::vector<v1::Trial>& trials,
-                   const ResultCallback& on_result, const StopPredicate& should_stop);
+                   const ResultCallback& on_result, const StopPredicate& should_stop,
+                   const BestSeconds& best = nullptr);
 
   // The finalists round (a lease with `finalists` set): measures `trials`
   // again, interleaved on this one device: the child is prepared once, then
@@ -130,9 +136,11 @@ class TrialExecutor {
   absl::Status Prepare(const Batch& batch, const std::string& reference_artifact,
                        v1::TrialResult* failure);
   absl::StatusOr<v1::TrialResult> Measure(Batch* batch, const v1::Trial& trial,
-                                          const std::string& artifact);
+                                          const std::string& artifact, double best_seconds);
   // One trial's outcome; non-OK only for an infrastructure failure.
-  absl::StatusOr<v1::TrialResult> RunOne(Batch* batch, const PendingTrial& p);
+  // `best_seconds` for the early-cut rule (0: none, never cut).
+  absl::StatusOr<v1::TrialResult> RunOne(Batch* batch, const PendingTrial& p,
+                                         double best_seconds = 0);
   // What a config is quarantined under: kernel digest, shape, config.
   static std::string ConfigKey(const Batch& batch, const v1::Config& config);
   // Counts a kill of the child by `config_key`; true when it is now

@@ -31,8 +31,9 @@ void FailAll(const v1::Lease& lease, v1::TrialStatus status, const std::string& 
 
 void LogTrial(int64_t index, const v1::TrialResult& result) {
   if (result.status() == v1::TRIAL_STATUS_OK) {
-    spdlog::info("trial {}: OK, median {:.2f} us over {} samples", index,
-                 result.measurement().median_seconds() * 1e6, result.measurement().samples());
+    spdlog::info("trial {}: OK, median {:.2f} us over {} samples{}", index,
+                 result.measurement().median_seconds() * 1e6, result.measurement().samples(),
+                 result.cut_early() ? ", cut early (clearly slower than the best)" : "");
     return;
   }
   const std::string& error = result.error();
@@ -210,7 +211,8 @@ void WorkerDaemon::ServeLease(TrialExecutor* executor, const std::string& worker
     // nothing and hands the whole lease back).
     absl::Status status = lease.finalists()
                               ? executor->RunFinalists(job, trials, on_result, should_stop)
-                              : executor->Run(job, trials, on_result, should_stop);
+                              : executor->Run(job, trials, on_result, should_stop,
+                                              [&] { return reporter.best_seconds(); });
     if (!status.ok()) {
       spdlog::error("lease {}: the worker cannot run trials: {}", lease.lease_id(),
                     status.ToString());
