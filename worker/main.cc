@@ -45,6 +45,7 @@ struct Flags {
   std::string sandbox = "bwrap";
   std::vector<std::string> sandbox_read_only;
   int max_trials = 0;
+  int lookahead_trials = 4;  // trials of the lease held ahead per device; 0 = off
   int compile_threads = 0;  // 0 = the device's cores
   double measure_budget = 0.2;
   double cut_factor = 1.5;  // the early-cut rule's k; negative = never cut
@@ -185,6 +186,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   options.host = flags.name.empty() ? HostName() : flags.name;
   options.toolkit = (*compiler)->toolkit();
   options.max_trials = flags.max_trials;
+  options.lookahead_trials = flags.lookahead_trials;
   options.drain_time = absl::Seconds(flags.drain_time);
   WorkerDaemon daemon(options, coordinator.get(), &sources, std::move(executors));
 
@@ -217,6 +219,10 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", flags.cache_dir,
                  "artifact and source cache (default ~/.cache/tunefleet-worker)");
   app.add_option("--max-trials", flags.max_trials, "trials per lease (0 = coordinator's)");
+  app.add_option("--lookahead-trials", flags.lookahead_trials,
+                 "trials of the next lease each device holds and compiles ahead while it "
+                 "measures the current one (0 = no look-ahead)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--name", flags.name, "name reported to the coordinator (default hostname)");
   app.add_option("--measure-budget", flags.measure_budget,
                  "seconds of timing samples per config")->check(CLI::PositiveNumber);

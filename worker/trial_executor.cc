@@ -66,7 +66,7 @@ absl::Duration TrialExecutor::TrialDeadline() const {
   return std::max(absl::Seconds(10), absl::Seconds(20 * budget));
 }
 
-void TrialExecutor::Plan(Batch* batch, const std::vector<v1::Trial>& trials) {
+void TrialExecutor::PlanTrials(Batch* batch, const std::vector<v1::Trial>& trials) {
   const JobContext& job = *batch->job;
   absl::StatusOr<std::unique_ptr<ConfigSpace>> space =
       batch->job_failure.has_value()
@@ -90,11 +90,16 @@ void TrialExecutor::Plan(Batch* batch, const std::vector<v1::Trial>& trials) {
       continue;
     }
     *p.trial.mutable_config() = *config;
-    auto kills = kills_.find(ConfigKey(*batch, *config));
-    if (kills != kills_.end() && kills->second >= options_.kills_to_quarantine) {
+    int kills = 0;
+    {
+      absl::MutexLock lock(&kills_mu_);
+      auto it = kills_.find(ConfigKey(*batch, *config));
+      if (it != kills_.end()) kills = it->second;
+    }
+    if (kills >= options_.kills_to_quarantine) {
       p.early = Outcome(v1::TRIAL_STATUS_QUARANTINED,
-                        absl::StrCat("quarantined: killed the benchmark child ",
-                                     kills->second, " times before"));
+                        absl::StrCat("quarantined: killed the benchmark child ", kills,
+                                     " times before"));
       continue;
     }
     CompileJob compile{&job.spec, &job.sources, *config, device_, /*reference=*/false};
@@ -179,6 +184,7 @@ std::string TrialExecutor::ConfigKey(const Batch& batch, const v1::Config& confi
 }
 
 bool TrialExecutor::CountKill(const std::string& config_key) {
+  absl::MutexLock lock(&kills_mu_);
   return ++kills_[config_key] >= options_.kills_to_quarantine;
 }
 
@@ -259,12 +265,31 @@ void TrialExecutor::StartBatch(const JobContext& job, const v1::MeasureOptions& 
       batch->cancel);
 }
 
+TrialExecutor::Planned::Planned(JobContext job) : job_(std::move(job)) {}
+
+TrialExecutor::Planned::~Planned() {
+  if (batch_ != nullptr) FinishBatch(batch_.get());
+}
+
+std::unique_ptr<TrialExecutor::Planned> TrialExecutor::Plan(JobContext job,
+                                                            const std::vector<v1::Trial>& trials) {
+  std::unique_ptr<Planned> planned(new Planned(std::move(job)));
+  planned->batch_ = std::make_unique<Batch>();
+  StartBatch(planned->job_, options_.measure, planned->batch_.get());  // the reference first
+  PlanTrials(planned->batch_.get(), trials);
+  return planned;
+}
+
 absl::Status TrialExecutor::Run(const JobContext& job, const std::vector<v1::Trial>& trials,
                                 const ResultCallback& on_result,
                                 const StopPredicate& should_stop, const BestSeconds& best) {
-  Batch batch;
-  StartBatch(job, options_.measure, &batch);  // the reference compiles first
-  Plan(&batch, trials);
+  std::unique_ptr<Planned> planned = Plan(job, trials);
+  return Run(planned.get(), on_result, should_stop, best);
+}
+
+absl::Status TrialExecutor::Run(Planned* planned, const ResultCallback& on_result,
+                                const StopPredicate& should_stop, const BestSeconds& best) {
+  Batch& batch = *planned->batch_;
   absl::Status status;
   double own_best = 0;  // the fastest uncut OK median of this call
   for (const PendingTrial& p : batch.pending) {
@@ -302,7 +327,7 @@ absl::Status TrialExecutor::RunFinalists(const JobContext& job,
   const int rounds = std::max(1, options_.finalist_rounds);
   Batch batch;
   StartBatch(job, PerRoundOptions(options_.measure, rounds), &batch);
-  Plan(&batch, trials);  // artifact cache hits: every finalist was measured once
+  PlanTrials(&batch, trials);  // artifact cache hits: every finalist was measured once
   struct Finalist {
     std::optional<v1::TrialResult> failure;  // the first failed round's result
     std::optional<v1::TrialResult> last_ok;

@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "tunefleet/v1/bench_child.pb.h"
 #include "tunefleet/v1/worker_service.pb.h"
@@ -60,10 +62,30 @@ struct JobContext {
   uint64_t seed = 0;
 };
 
-// Thread-safety: not thread-safe; one thread (the device's lease loop) owns
-// an executor. Owns the device's benchmark child.
+// Thread-safety: Plan and Interrupt may be called from any thread; the rest
+// is not thread-safe: one thread (the device's lease loop) owns an executor.
+// Owns the device's benchmark child.
 class TrialExecutor {
+ private:
+  struct Batch;
+
  public:
+  // The trials of one lease with their compiles under way in the pool (see
+  // Plan). Destroying it cancels the compiles not yet started and waits for
+  // those running.
+  class Planned {
+   public:
+    ~Planned();
+    Planned(const Planned&) = delete;
+    Planned& operator=(const Planned&) = delete;
+
+   private:
+    friend class TrialExecutor;
+    explicit Planned(JobContext job);
+    JobContext job_;
+    std::unique_ptr<Batch> batch_;
+  };
+
   using ResultCallback = std::function<void(int64_t index, const v1::TrialResult&)>;
   using StopPredicate = std::function<bool()>;
   // The job target's best median as the coordinator knows it now (seconds;
@@ -85,6 +107,16 @@ class TrialExecutor {
   absl::Status Run(const JobContext& job, const std::vector<v1::Trial>& trials,
                    const ResultCallback& on_result, const StopPredicate& should_stop,
                    const BestSeconds& best = nullptr);
+
+  // The first half of Run, for a lease held ahead of the one running:
+  // validates `trials` and queues their compiles (and the reference's) now,
+  // so that the pool works on them while the child measures other trials.
+  // Thread-safe.
+  std::unique_ptr<Planned> Plan(JobContext job, const std::vector<v1::Trial>& trials);
+  // The second half: runs the planned trials as Run does. REQUIRES: `planned`
+  // came from this executor's Plan and was not run before.
+  absl::Status Run(Planned* planned, const ResultCallback& on_result,
+                   const StopPredicate& should_stop, const BestSeconds& best = nullptr);
 
   // The finalists round (a lease with `finalists` set): measures `trials`
   // again, interleaved on this one device: the child is prepared once, then
@@ -113,7 +145,6 @@ class TrialExecutor {
 
  private:
   struct PendingTrial;
-  struct Batch;
 
   absl::Duration TrialDeadline() const;
   // Normalizes the shape and queues the reference compile; the child is
@@ -123,7 +154,7 @@ class TrialExecutor {
   // job), cancelling them first.
   static void FinishBatch(Batch* batch);
   // Validates and queues every trial's compile; fills batch->pending.
-  void Plan(Batch* batch, const std::vector<v1::Trial>& trials);
+  void PlanTrials(Batch* batch, const std::vector<v1::Trial>& trials);
   // Compiles the reference and prepares the child when it is not prepared
   // for this job and these measure options. A non-OK TrialResult status in
   // `*failure` fails every remaining trial with that status. A Prepare that
@@ -156,8 +187,10 @@ class TrialExecutor {
   int prepared_in_ = 0;
   // The job the running child serves; a new job gets a new child.
   std::string served_job_;
-  // Kills of the child per (kernel digest, shape, config).
-  absl::flat_hash_map<std::string, int> kills_;
+  // Kills of the child per (kernel digest, shape, config); Plan reads them
+  // from any thread.
+  absl::Mutex kills_mu_;
+  absl::flat_hash_map<std::string, int> kills_ ABSL_GUARDED_BY(kills_mu_);
   // The failed Prepare of each job (by job, kernel, seed and reference).
   const std::shared_ptr<FailedPrepares> failed_prepares_;
 };
