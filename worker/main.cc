@@ -26,6 +26,7 @@
 #include "worker/backends.h"
 #include "worker/bench_child.h"
 #include "worker/compile_pool.h"
+#include "worker/idle_meter.h"
 #include "worker/sandbox.h"
 #include "worker/coordinator_link.h"
 #include "worker/source_cache.h"
@@ -46,6 +47,7 @@ struct Flags {
   std::vector<std::string> sandbox_read_only;
   int max_trials = 0;
   int lookahead_trials = 4;  // trials of the lease held ahead per device; 0 = off
+  std::string stats_dir;     // where worker-<pid>.stats is kept up to date
   int compile_threads = 0;  // 0 = the device's cores
   double measure_budget = 0.2;
   double cut_factor = 1.5;  // the early-cut rule's k; negative = never cut
@@ -58,6 +60,46 @@ struct Flags {
   std::string tls_cert;
   std::string tls_key;
   bool insecure = false;
+};
+
+// Rewrites <dir>/worker-<pid>.stats (WriteIdleStats) every 200 ms and once
+// more on Stop; does nothing for an empty dir.
+class StatsWriter {
+ public:
+  StatsWriter(const std::string& dir, IdleMeter* pool, std::vector<IdleMeter*> devices)
+      : path_(dir.empty() ? "" : absl::StrCat(dir, "/worker-", getpid(), ".stats")),
+        pool_(pool),
+        devices_(std::move(devices)) {
+    if (path_.empty()) return;
+    thread_ = std::thread([this] {
+      absl::MutexLock lock(&mu_);
+      while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(200))) {
+        Write();
+      }
+    });
+  }
+  ~StatsWriter() { Stop(); }
+  void Stop() {
+    if (!thread_.joinable()) return;
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    thread_.join();
+    Write();
+  }
+
+ private:
+  void Write() {
+    absl::Status written = WriteIdleStats(path_, pool_, devices_);
+    if (!written.ok()) spdlog::warn("{}", written.ToString());
+  }
+  const std::string path_;
+  IdleMeter* const pool_;
+  const std::vector<IdleMeter*> devices_;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
 };
 
 std::string DefaultCacheDir() {
@@ -141,7 +183,8 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
     return 1;
   }
   const int threads = flags.compile_threads > 0 ? flags.compile_threads : Cores(devices->front());
-  CompilePool pool(compiler->get(), threads);
+  IdleMeter pool_meter(threads);
+  CompilePool pool(compiler->get(), threads, &pool_meter);
 
   ExecutorOptions executor_options;
   executor_options.measure.set_budget_seconds(flags.measure_budget);
@@ -156,7 +199,10 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   executor_options.prepare_deadline = absl::Seconds(flags.prepare_deadline);
   executor_options.failed_prepares = std::make_shared<FailedPrepares>();
   std::vector<std::unique_ptr<TrialExecutor>> executors;
+  std::vector<IdleMeter*> device_meters;
   for (const v1::Device& device : *devices) {
+    executor_options.device_meter = std::make_shared<IdleMeter>(/*units=*/1);
+    device_meters.push_back(executor_options.device_meter.get());
     const std::string self = SelfExecutable();
     const std::string inbox = absl::StrCat(flags.cache_dir, "/children/", executors.size());
     ChildOptions child{{self, "--child", "--backend", BackendName(backend)},
@@ -187,6 +233,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   options.toolkit = (*compiler)->toolkit();
   options.max_trials = flags.max_trials;
   options.lookahead_trials = flags.lookahead_trials;
+  options.pool_meter = &pool_meter;
   options.drain_time = absl::Seconds(flags.drain_time);
   WorkerDaemon daemon(options, coordinator.get(), &sources, std::move(executors));
 
@@ -202,8 +249,17 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
 
   spdlog::info("tunefleet-worker {} serving {} for {}", options.host, options.toolkit,
                flags.coordinator);
+  StatsWriter stats(flags.stats_dir, &pool_meter, device_meters);
   daemon.Run();
-  spdlog::info("stopped");
+  stats.Stop();
+  spdlog::info("stopped: compile pool idle {:.2f} thread-s, devices idle {:.2f} s, while "
+               "holding work for {:.2f} s", pool_meter.idle_seconds(),
+               [&] {
+                 double idle = 0;
+                 for (IdleMeter* meter : device_meters) idle += meter->idle_seconds();
+                 return idle;
+               }(),
+               pool_meter.held_seconds());
   return 0;
 }
 
@@ -219,6 +275,9 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", flags.cache_dir,
                  "artifact and source cache (default ~/.cache/tunefleet-worker)");
   app.add_option("--max-trials", flags.max_trials, "trials per lease (0 = coordinator's)");
+  app.add_option("--stats-dir", flags.stats_dir,
+                 "keep DIR/worker-<pid>.stats up to date with the compile pool's and the "
+                 "devices' idle seconds while work was held (for bench/tune_bench)");
   app.add_option("--lookahead-trials", flags.lookahead_trials,
                  "trials of the next lease each device holds and compiles ahead while it "
                  "measures the current one (0 = no look-ahead)")

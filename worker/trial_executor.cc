@@ -196,7 +196,12 @@ absl::StatusOr<v1::TrialResult> TrialExecutor::Measure(Batch* batch, const v1::T
   *request.mutable_run()->mutable_config() = trial.config();
   request.mutable_run()->set_artifact(artifact);
   request.mutable_run()->set_best_seconds(best_seconds);
-  ASSIGN_OR_RETURN(ChildReply reply, child_.Call(request, TrialDeadline()));
+  absl::StatusOr<ChildReply> answered;
+  {
+    BusyScope busy(options_.device_meter.get());
+    answered = child_.Call(request, TrialDeadline());
+  }
+  ASSIGN_OR_RETURN(ChildReply reply, std::move(answered));
   v1::TrialResult result;
   switch (reply.kind) {
     case ChildReply::Kind::kAnswered:

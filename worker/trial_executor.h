@@ -21,6 +21,7 @@
 #include "worker/child_process.h"
 #include "worker/compile_pool.h"
 #include "worker/failed_prepares.h"
+#include "worker/idle_meter.h"
 
 namespace tunefleet::worker {
 
@@ -48,6 +49,9 @@ struct ExecutorOptions {
   // logs; runs on the executor's thread. Default: none.
   std::function<void(int round, int64_t index, const v1::TrialResult& result)>
       on_finalist_step;
+  // Counts the device busy while its child runs a trial, for the idle time
+  // the worker reports (tunefleet-worker --stats-dir). Default: null.
+  std::shared_ptr<IdleMeter> device_meter;
   // Where failed Prepares are remembered; share one among the executors of
   // a worker's devices. Default: null, the executor keeps its own.
   std::shared_ptr<FailedPrepares> failed_prepares;
@@ -133,6 +137,7 @@ class TrialExecutor {
                             const StopPredicate& should_stop);
 
   const v1::Device& device() const { return device_; }
+  IdleMeter* device_meter() const { return options_.device_meter.get(); }
   // Benchmark children started so far (1 + respawns).
   int child_starts() const { return child_.starts(); }
   // Stops the benchmark child.

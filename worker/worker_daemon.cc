@@ -141,6 +141,21 @@ void WorkerDaemon::HeartbeatLoop() {
 }
 
 struct WorkerDaemon::Held {
+  // Work is held for the pool and the device from acceptance until this
+  // goes away (run or handed back).
+  Held(IdleMeter* pool, IdleMeter* device) : pool_meter(pool), device_meter(device) {
+    for (IdleMeter* meter : {pool_meter, device_meter}) {
+      if (meter != nullptr) meter->Hold(+1);
+    }
+  }
+  ~Held() {
+    planned.reset();  // its compiles end before the work stops counting as held
+    for (IdleMeter* meter : {pool_meter, device_meter}) {
+      if (meter != nullptr) meter->Hold(-1);
+    }
+  }
+  IdleMeter* const pool_meter;
+  IdleMeter* const device_meter;
   v1::Lease lease;
   std::unique_ptr<LeaseReporter> reporter;
   absl::StatusOr<std::vector<v1::SourceFile>> sources;
@@ -178,7 +193,7 @@ std::optional<v1::Lease> WorkerDaemon::TakeLease(TrialExecutor* executor, int ma
 std::unique_ptr<WorkerDaemon::Held> WorkerDaemon::Accept(TrialExecutor* executor,
                                                          const std::string& worker_id,
                                                          const v1::Lease& lease) {
-  auto held = std::make_unique<Held>();
+  auto held = std::make_unique<Held>(options_.pool_meter, executor->device_meter());
   held->lease = lease;
   LeaseReporterOptions reporter_options;
   reporter_options.interval = options_.report_interval;

@@ -39,6 +39,10 @@ struct WorkerOptions {
   // device never waits for a lease. At most one lease is held ahead per
   // device. 0 turns it off. Default 4.
   int lookahead_trials = 4;
+  // Counts the compile pool's idle time while leases are held (each lease
+  // held counts; the devices' own meters are their executors'). Not owned;
+  // must outlive the daemon. Default: null.
+  IdleMeter* pool_meter = nullptr;
   // How long one LeaseWork waits for work. Default 5 s.
   absl::Duration lease_wait = absl::Seconds(5);
   // Retry backoff when the coordinator is unreachable: doubles from min to

@@ -203,6 +203,7 @@ class WorkerDaemonTest : public ::testing::Test {
     options.report_interval = absl::Milliseconds(50);
     options.lookahead_trials = lookahead_trials;
     options.max_trials = max_trials;
+    options.pool_meter = &pool_meter_;
     daemon_ = std::make_unique<WorkerDaemon>(options, &coordinator_, sources_.get(),
                                              std::move(executors));
     thread_ = std::thread([this] { daemon_->Run(); });
@@ -218,6 +219,7 @@ class WorkerDaemonTest : public ::testing::Test {
   void TearDown() override { StopDaemon(); }
 
   ::tunefleet::testing::TempDir cache_;
+  IdleMeter pool_meter_{/*units=*/2};
   FakeCoordinator coordinator_;
   CpuCompileStack compile_;
   std::unique_ptr<SourceCache> sources_;
@@ -329,9 +331,18 @@ TEST_F(WorkerDaemonTest, HoldsOneLeaseAheadOfAtMostNTrialsAndMeasuresEachTrialOn
     trials.push_back(MakeTrial(i, i % 2 ? "FAULT=0,UNROLL=1" : "FAULT=0,UNROLL=4"));
   }
   coordinator_.AddLease(job, trials);  // handed out in pieces of what is asked
-  StartDaemon(FastOptions(), /*lookahead_trials=*/2, /*max_trials=*/3);
+  ExecutorOptions executor_options = FastOptions();
+  auto device_meter = std::make_shared<IdleMeter>(/*units=*/1);
+  executor_options.device_meter = device_meter;
+  StartDaemon(std::move(executor_options), /*lookahead_trials=*/2, /*max_trials=*/3);
   ASSERT_TRUE(coordinator_.AwaitResults(11));
   StopDaemon();
+  // Work was held, and the device measured (its busy time is the child's
+  // runs); idle time never exceeds what was held.
+  EXPECT_GT(pool_meter_.held_seconds(), 0);
+  EXPECT_GT(device_meter->busy_seconds(), 0);
+  EXPECT_LE(device_meter->idle_seconds(), device_meter->held_seconds());
+  EXPECT_LE(pool_meter_.idle_seconds(), 2 * pool_meter_.held_seconds());
   absl::MutexLock lock(&coordinator_.mu_);
   // Leases of three trials as the worker asks when it has none, and leases
   // ahead of at most two.
