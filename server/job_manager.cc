@@ -444,6 +444,7 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
   grant.spec = job->spec;
   grant.tuning_key = target.info.tuning_key();
   grant.finalists = lease.finalists;
+  grant.best_seconds = BestFor(target, lease);
   for (uint64_t ordinal : lease.ordinals) {
     grant.trials.emplace_back(ordinal, target.trials->space()->ConfigAt(ordinal));
   }
@@ -454,6 +455,11 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
     pending->snapshots.push_back(Snapshot(*job));
   }
   return grant;
+}
+
+double JobManager::BestFor(const Target& target, const Lease& lease) {
+  if (lease.finalists || lease.verify || target.trials == nullptr) return 0;
+  return target.trials->best_seconds().value_or(0);
 }
 
 namespace {
@@ -523,6 +529,7 @@ absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
       ack.cancelled = true;  // expired or cancelled meanwhile; the rows stand
     } else {
       ack.expires = clock_() + options_.lease_ttl;
+      ack.best_seconds = BestFor(FindJob(lease->job_id)->targets[lease->target], *lease);
       ApplyReport(results, report.release, lease, &pending);
     }
   }
@@ -867,6 +874,7 @@ absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
       result.mutable_measurement()->set_p80_seconds(trial.p80_seconds);
       result.mutable_measurement()->set_samples(trial.samples);
       result.set_error(trial.error);
+      result.set_cut_early(trial.cut_early);
       target.trials->Restore(ordinal, result);
       if (result.status() == v1::TRIAL_STATUS_OK) {
         target.measured_by[ordinal].push_back(

@@ -97,6 +97,9 @@ struct LeaseGrant {
   std::shared_ptr<const v1::JobSpec> spec;  // sources carry digests only
   std::string tuning_key;
   bool finalists = false;
+  // The target's best median so far for the early-cut rule; 0 when none is
+  // known, and for finalists and verification leases (never cut).
+  double best_seconds = 0;
   std::vector<std::pair<uint64_t, v1::Config>> trials;  // ordinal, config
 };
 
@@ -112,6 +115,7 @@ struct ResultReport {
 struct ReportAck {
   absl::Time expires;
   bool cancelled = false;  // the lease is gone: stop working on it
+  double best_seconds = 0;  // as LeaseGrant::best_seconds, as of the report
 };
 
 // Thread-safety: safe for concurrent use. One lock guards the live jobs and
@@ -229,6 +233,8 @@ class JobManager {
                                       Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   LeaseGrant GrantOf(Job* job, const Lease& lease, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What a lease of `target` is told of its best (LeaseGrant::best_seconds).
+  static double BestFor(const Target& target, const Lease& lease);
   // A verification lease of `target`, when `verifier` may verify it.
   std::optional<LeaseGrant> VerifyFrom(Job* job, int target, Lease lease,
                                        const std::vector<LiveDevice>& live, Pending* pending)

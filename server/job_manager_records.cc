@@ -154,6 +154,7 @@ TrialRecord JobManager::TrialRow(const Job& job, const Target& target, const Lea
   record.finished_unix_ms = absl::ToUnixMillis(clock_());
   record.principal = lease.principal;
   record.clock_mhz = result.measurement().clock_mhz();
+  record.cut_early = result.status() == v1::TRIAL_STATUS_OK && result.cut_early();
   record.round = lease.verify        ? TrialRound::kVerify
                  : lease.finalists ? TrialRound::kFinalists
                                    : TrialRound::kSearch;
