@@ -906,7 +906,7 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   ASSERT_OK((*store)->PutQuarantine({"rogue-host", "test", 1}));
   absl::StatusOr<int64_t> migrations = (*old)->MigrationRows();
   ASSERT_OK(migrations);
-  // 3: provenance and quarantine, 4: tokens, 7: cut_early.
+  // 3: provenance and quarantine, 4: tokens, 5: cut_early.
   EXPECT_EQ(*migrations, 5);
   store->reset();  // closed before the database is dropped
 }
