@@ -67,6 +67,7 @@ absl::Status Fleet::StartCoordinator() {
                   "--heartbeat-ms", std::to_string(options_.heartbeat_ms),
                   "--batch-size", std::to_string(options_.batch_size),
                   "--metrics-listen", "127.0.0.1:0",
+                  "--metrics-address-file", address_file + ".metrics",
                   "--finalists", std::to_string(options_.finalists)};
   // The URL travels in the environment, as a password should; set even when
   // empty (the default store), so that the caller's own does not leak in.
@@ -88,6 +89,7 @@ absl::Status Fleet::StartCoordinator() {
     std::string address;
     if (in >> address) {
       address_ = address;
+      std::ifstream(address_file + ".metrics") >> metrics_address_;  // written first
       return absl::OkStatus();
     }
     if (std::optional<ExitInfo> exit = coordinator_->Poll()) {
@@ -112,7 +114,10 @@ absl::StatusOr<int> Fleet::StartWorker() {
                   "--name", absl::StrCat("test-worker-", index),
                   "--measure-budget", absl::StrCat(options_.measure_budget),
                   "--compile-threads", std::to_string(options_.compile_threads),
-                  "--backend", options_.backend};
+                  "--backend", options_.backend,
+                  "--metrics-port", "0",
+                  "--metrics-host", "127.0.0.1",
+                  "--metrics-address-file", WorkerMetricsFile(index)};
   if (secure()) {
     ASSIGN_OR_RETURN(std::vector<std::string> certificate,
                      WorkerCertificateFlags(absl::StrCat("test-worker-", index)));
@@ -125,6 +130,21 @@ absl::StatusOr<int> Fleet::StartWorker() {
   ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> worker, Subprocess::Start(options));
   workers_.push_back(std::move(worker));
   return index;
+}
+
+std::string Fleet::WorkerMetricsFile(int index) const {
+  return absl::StrCat(options_.data_dir, "/worker-", index, ".metrics");
+}
+
+absl::StatusOr<std::string> Fleet::WorkerMetricsAddress(int index) const {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    std::string address;
+    if (std::ifstream(WorkerMetricsFile(index)) >> address) return address;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("worker ", index, " did not serve /metrics in 30 s"));
 }
 
 absl::StatusOr<RunResult> RunProgram(const std::vector<std::string>& argv,

@@ -47,9 +47,14 @@ class Fleet {
   // returns its index.
   absl::StatusOr<int> StartWorker();
   Subprocess* worker(int index) { return workers_[index].get(); }
+  // host:port of worker `index`'s /metrics, once it serves it (waits up to
+  // 30 s: the worker starts its exporter after finding its devices).
+  absl::StatusOr<std::string> WorkerMetricsAddress(int index) const;
   // Where the binaries are: <bin_dir>/<name>.
   std::string BinPath(const std::string& name) const;
   const std::string& address() const { return address_; }
+  // host:port of the coordinator's /metrics (empty when its flags turn it off).
+  const std::string& metrics_address() const { return metrics_address_; }
   // REQUIRES: StartCoordinator succeeded.
   pid_t coordinator_pid() const { return coordinator_->pid(); }
   // The store the coordinator uses: `database`, else its SQLite file.
@@ -67,6 +72,7 @@ class Fleet {
   absl::StatusOr<std::vector<std::string>> WorkerCertificateFlags(const std::string& name) const;
 
  private:
+  std::string WorkerMetricsFile(int index) const;
   // The coordinator's --insecure, or its TLS flags (making the CA's files).
   absl::Status SecurityFlags(std::vector<std::string>* argv);
 
@@ -74,6 +80,7 @@ class Fleet {
   std::unique_ptr<Subprocess> coordinator_;
   std::vector<std::unique_ptr<Subprocess>> workers_;
   std::string address_;
+  std::string metrics_address_;
   int restarts_ = 0;
 };
 

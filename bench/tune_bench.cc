@@ -1,7 +1,9 @@
 // tune_bench: tunes one kernel end to end on a loopback fleet (a coordinator
 // with SQLite and N workers, real processes) and prints, per run: wall time
 // from submit to best, configs per second, compile and measured time, the
-// best config and its metric, and the speed-up over the default. With
+// best config and its metric, the speed-up over the default, the configs cut
+// early, and how long the workers' compile pools and devices stood idle while
+// they held leases (their --stats-dir files). With
 // --repeat K the same space is tuned K times (force_retune) and the spread of
 // the winners is printed last.
 #include <unistd.h>
@@ -10,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -58,13 +61,41 @@ struct Run {
   double measured_seconds = 0;  // samples x median over every trial
   int64_t trials = 0;
   int64_t ok = 0;
+  int64_t cut = 0;  // OK trials cut early (docs/measurement.md)
+  // Idle time while the workers held leases (tunefleet-worker --stats-dir):
+  // compile-pool thread-seconds and device-seconds.
+  double pool_idle_seconds = 0;
+  double device_idle_seconds = 0;
 };
+
+// The sums of the workers' idle-time files (WriteIdleStats) under `dir`.
+struct IdleTotals {
+  double pool_idle = 0;
+  double device_idle = 0;
+};
+
+IdleTotals ReadIdle(const std::string& dir) {
+  IdleTotals totals;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    if (entry.path().extension() != ".stats") continue;
+    std::ifstream in(entry.path());
+    std::string name;
+    double value = 0;
+    while (in >> name >> value) {
+      if (name == "compile_pool_idle_seconds") totals.pool_idle += value;
+      if (name == "device_idle_seconds") totals.device_idle += value;
+    }
+  }
+  return totals;
+}
 
 std::string DefaultBinDir(const char* argv0) {
   return std::filesystem::absolute(argv0).parent_path().string();
 }
 
-absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, bool force) {
+absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, bool force,
+                             const std::string& stats_dir) {
   SubmitRequest request;
   request.kernel_dir = flags.kernel_dir;
   request.shape = flags.shape;
@@ -73,6 +104,7 @@ absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, b
   request.config_set = flags.config_set;
   request.force_retune = force;
   Run run;
+  const IdleTotals idle_before = ReadIdle(stats_dir);
   const absl::Time start = absl::Now();
   absl::StatusOr<Job> job = client->Submit(request);
   if (!job.ok()) return job.status();
@@ -80,6 +112,12 @@ absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, b
   if (!done.ok()) return done.status();
   run.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   run.job = *done;
+  // The workers rewrite their files every 200 ms; the last lease's share is
+  // in after the next write.
+  absl::SleepFor(absl::Milliseconds(500));
+  const IdleTotals idle_after = ReadIdle(stats_dir);
+  run.pool_idle_seconds = idle_after.pool_idle - idle_before.pool_idle;
+  run.device_idle_seconds = idle_after.device_idle - idle_before.device_idle;
   absl::StatusOr<std::unique_ptr<server::Store>> store = server::OpenStore(fleet->database_url());
   if (!store.ok()) return store.status();
   absl::StatusOr<std::vector<server::TrialRecord>> trials = (*store)->ListTrials(done->id);
@@ -90,6 +128,7 @@ absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, b
     run.compile_seconds += trial.compile_seconds;
     if (trial.status == 1) {
       ++run.ok;
+      if (trial.cut_early) ++run.cut;
       run.measured_seconds += trial.median_seconds * static_cast<double>(trial.samples);
     }
   }
@@ -115,11 +154,13 @@ void PrintRun(int index, const Run& run, const KernelBundle& bundle, const Flags
   const JobTarget* target = run.job.targets.empty() ? nullptr : &run.job.targets[0];
   const double best = target ? target->best_seconds : 0;
   const double def = target ? target->default_seconds : 0;
-  std::printf("| %d | %s | %.2f | %lld/%lld | %.1f | %.2f | %.2f | %s | %.4g | %s | %s |\n", index,
-              JobStateName(run.job.state), run.wall_seconds,
+  std::printf("| %d | %s | %.2f | %lld/%lld | %lld | %.1f | %.2f | %.2f | %.2f | %.2f | %s | %.4g "
+              "| %s | %s |\n",
+              index, JobStateName(run.job.state), run.wall_seconds,
               static_cast<long long>(run.ok), static_cast<long long>(run.trials),
-              run.trials / std::max(run.wall_seconds, 1e-9), run.compile_seconds,
-              run.measured_seconds, target ? target->best_config.c_str() : "-", best * 1e3,
+              static_cast<long long>(run.cut), run.trials / std::max(run.wall_seconds, 1e-9),
+              run.compile_seconds, run.measured_seconds, run.pool_idle_seconds,
+              run.device_idle_seconds, target ? target->best_config.c_str() : "-", best * 1e3,
               MetricText(bundle, flags.shape, best).c_str(),
               def > 0 && best > 0 ? absl::StrFormat("%.2fx", def / best).c_str() : "-");
 }
@@ -207,16 +248,18 @@ absl::Status WaitForWorkers(Client* client, int count) {
 }
 
 // Tunes flags.shape `repeat` times and prints the table.
-int TuneShape(const Flags& flags, const KernelBundle& bundle, Client* client, Fleet* fleet) {
+int TuneShape(const Flags& flags, const KernelBundle& bundle, Client* client, Fleet* fleet,
+              const std::string& stats_dir) {
   std::printf("kernel %s, shape %s, strategy %s, %d %s worker(s), measure budget %.3g s\n\n",
               bundle.spec.name().c_str(), flags.shape.c_str(),
               flags.config_set.empty() ? flags.strategy.c_str() : flags.config_set.c_str(),
               flags.workers, flags.backend.c_str(), flags.measure_budget);
-  std::printf("| run | state | wall s | ok/trials | configs/s | compile s | measured s | best config "
-              "| best ms | best metric | vs default |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| run | state | wall s | ok/trials | cut early | configs/s | compile s | measured s "
+              "| pool idle thread-s | device idle s | best config | best ms | best metric "
+              "| vs default |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<Run> runs;
   for (int i = 0; i < flags.repeat; ++i) {
-    absl::StatusOr<Run> run = TuneOnce(client, fleet, flags, /*force=*/i > 0);
+    absl::StatusOr<Run> run = TuneOnce(client, fleet, flags, /*force=*/i > 0, stats_dir);
     if (!run.ok()) {
       std::cerr << "tune_bench: run " << i + 1 << ": " << run.status() << "\n";
       return 1;
@@ -255,13 +298,17 @@ int Main(const Flags& flags) {
   options.finalists = flags.finalists;
   options.backend = flags.backend;
   options.compile_threads = flags.compile_threads;
+  const std::string stats_dir = dir + "/stats";
+  std::filesystem::create_directories(stats_dir);
+  options.worker_flags = {"--stats-dir", stats_dir};
   Fleet fleet(options);
   absl::Status started = fleet.StartCoordinator();
   for (int i = 0; started.ok() && i < flags.workers; ++i) started = fleet.StartWorker().status();
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      Client::Connect({.target = fleet.address(),
-                       .deadline = std::chrono::seconds(30),
-                       .insecure = true});  // the loopback fleet runs plaintext
+  ClientOptions client_options;
+  client_options.target = fleet.address();
+  client_options.deadline = std::chrono::seconds(30);
+  client_options.insecure = true;  // the loopback fleet runs plaintext
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
   if (started.ok() && client.ok()) started = WaitForWorkers(client->get(), flags.workers);
   if (!started.ok() || !client.ok()) {
     std::cerr << "tune_bench: " << (started.ok() ? client.status() : started) << "\n";
@@ -270,7 +317,7 @@ int Main(const Flags& flags) {
   for (const std::string& shape : flags.shapes) {
     Flags one = flags;
     one.shape = shape;
-    if (int failed = TuneShape(one, *bundle, client->get(), &fleet); failed != 0) return failed;
+    if (int failed = TuneShape(one, *bundle, client->get(), &fleet, stats_dir); failed != 0) return failed;
   }
   std::filesystem::remove_all(dir);
   return 0;

@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libssl-dev libpqxx-dev libsqlite3-dev libmuparser-dev
-  libspdlog-dev libcli11-dev nlohmann-json3-dev prometheus-cpp-dev
+  libspdlog-dev libcli11-dev nlohmann-json3-dev prometheus-cpp-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   postgresql postgresql-common prometheus
   bubblewrap libxgboost-dev

@@ -1,8 +1,7 @@
 #include "server/admin_service.h"
 
-#include <iostream>
-
 #include "common/grpc_status.h"
+#include "spdlog/spdlog.h"
 
 namespace tunefleet::server {
 
@@ -18,9 +17,9 @@ grpc::Status AdminServiceImpl::InvalidateTrials(grpc::ServerContext*,
   if (!valid.ok()) return ToGrpcStatus(valid);
   absl::StatusOr<InvalidationResult> result = keeper_->Invalidate(filter);
   if (!result.ok()) return ToGrpcStatus(result.status());
-  std::cerr << "tunefleet-coordinator: invalidated " << result->trials << " trials (worker \""
-            << filter.worker << "\" key \"" << filter.tuning_key << "\" job \"" << filter.job_id
-            << "\"); " << result->keys << " best configs changed" << std::endl;
+  spdlog::warn("invalidated {} trials (worker \"{}\" key \"{}\" job \"{}\"); {} best configs "
+               "changed",
+               result->trials, filter.worker, filter.tuning_key, filter.job_id, result->keys);
   response->set_trials_excluded(result->trials);
   response->set_keys_changed(result->keys);
   for (const std::string& key : result->tuning_keys) response->add_tuning_keys(key);

@@ -27,7 +27,8 @@ std::optional<TrialRecord> DeriveBest(const std::vector<TrialRecord>& trials,
                                       const absl::flat_hash_set<std::string>& quarantined) {
   std::vector<const TrialRecord*> rows;
   for (const TrialRecord& trial : trials) {
-    if (trial.status == 1 && !trial.excluded && !quarantined.contains(trial.principal)) {
+    if (trial.status == 1 && !trial.excluded && !trial.cut_early &&
+        !quarantined.contains(trial.principal)) {
       rows.push_back(&trial);
     }
   }

@@ -14,7 +14,8 @@
 
 namespace tunefleet::server {
 
-// The best of a key, from its OK, not excluded trials (Store::ListKeyTrials):
+// The best of a key, from its OK, not excluded trials (Store::ListKeyTrials)
+// that were not cut early (a cut trial's measurement is partial):
 //   1. rows measured by a principal in `quarantined` are dropped;
 //   2. the newest job decides (the job of the row finished last; ties to the
 //      larger job id): a retune replaces the best whether it is faster or not;

@@ -1,7 +1,6 @@
 #include "server/coordinator.h"
 
 #include <filesystem>
-#include <iostream>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -19,7 +18,9 @@
 #include "server/call_pool.h"
 #include "server/decode_errors.h"
 #include "server/long_polls.h"
+#include "server/metered_store.h"
 #include "server/prometheus_metrics.h"
+#include "server/rpc_metrics.h"
 #include "server/source_blobs.h"
 #include "server/store/store.h"
 #include "server/token_book.h"
@@ -27,6 +28,7 @@
 #include "server/tuning_service.h"
 #include "server/worker_registry.h"
 #include "server/worker_service.h"
+#include "spdlog/spdlog.h"
 
 namespace tunefleet::server {
 namespace {
@@ -66,6 +68,9 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
     ASSIGN_OR_RETURN(metrics_, PrometheusMetrics::Start(options.metrics_listen, kVersion));
   }
   ASSIGN_OR_RETURN(store_, OpenStore(url));
+  CoordinatorMetrics* const metrics =
+      metrics_ != nullptr ? static_cast<CoordinatorMetrics*>(metrics_.get()) : &null_metrics_;
+  store_ = std::make_unique<MeteredStore>(std::move(store_), metrics);
   index_ = std::make_unique<BestConfigIndex>();
   RETURN_IF_ERROR(LoadIndex(store_.get(), index_.get()));
   auto clock = [] { return absl::Now(); };
@@ -80,7 +85,8 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
     credentials->SetAuthMetadataProcessor(std::make_shared<AuthProcessor>(tokens_.get(), metrics_.get()));
   }
   token_service_ = std::make_unique<TokenServiceImpl>(tokens_.get());
-  workers_ = std::make_unique<WorkerRegistry>(3 * options.heartbeat_interval, clock);
+  workers_ = std::make_unique<WorkerRegistry>(3 * options.heartbeat_interval, clock,
+                                              options.forget_workers_after);
   blobs_ = std::make_unique<SourceBlobs>(store_.get());
   quarantine_ = std::make_unique<QuarantineList>(store_.get());
   RETURN_IF_ERROR(quarantine_->Load());
@@ -108,6 +114,9 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, credentials, &port_);
+  // gRPC sets SO_REUSEPORT by default: a second coordinator on a taken port
+  // would then start beside the first and share its clients.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(tuning_service_.get());
@@ -115,11 +124,16 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   builder.RegisterService(token_service_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<DecodeErrorsFactory>());
+  if (metrics_ != nullptr) {
+    interceptors.push_back(std::make_unique<RpcMetricsFactory>(metrics_.get()));  // sees the code sent
+  }
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(admin_service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options.listen,
+        ": the address is in use (another coordinator?) or not this host's"));
   }
   server_->GetHealthCheckService()->SetServingStatus(true);
   ticker_ = std::thread([this] {
@@ -136,9 +150,11 @@ void Coordinator::Tick() {
   if (health.ok() != store_healthy_) {
     store_healthy_ = health.ok();
     if (metrics_ != nullptr) metrics_->StoreHealthy(store_healthy_);
-    std::cerr << "tunefleet-coordinator: store "
-              << (store_healthy_ ? "healthy again: serving" : "unhealthy: NOT_SERVING (")
-              << (store_healthy_ ? "" : std::string(health.message()) + ")") << std::endl;
+    if (store_healthy_) {
+      spdlog::info("store healthy again: serving");
+    } else {
+      spdlog::error("store unhealthy: NOT_SERVING ({})", std::string(health.message()));
+    }
     if (!stopping_.load()) server_->GetHealthCheckService()->SetServingStatus(store_healthy_);
   }
   jobs_->Tick();

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "common/grpc_security.h"
 #include "server/job_manager.h"
+#include "server/metrics.h"
 
 namespace grpc {
 class Server;
@@ -46,6 +47,9 @@ struct CoordinatorOptions {
   std::string data_dir = "tunefleet-data";
   // Workers heartbeat this often; one silent for 3 intervals is not alive.
   absl::Duration heartbeat_interval = absl::Seconds(1);
+  // A worker silent this long leaves ListWorkers (it registers again when it
+  // comes back). Default: 10 heartbeat timeouts (30 heartbeat intervals).
+  absl::Duration forget_workers_after = absl::InfiniteDuration();
   // host:port of the Prometheus /metrics endpoint; empty turns it off.
   // Default empty.
   std::string metrics_listen;
@@ -88,6 +92,7 @@ class Coordinator {
   // Periodic upkeep, and health from the store's health check.
   void Tick();
 
+  NullMetrics null_metrics_;  // when metrics are off
   std::unique_ptr<PrometheusMetrics> metrics_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<BestConfigIndex> index_;

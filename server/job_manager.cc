@@ -1,10 +1,10 @@
 #include "server/job_manager.h"
 
 #include <algorithm>
-#include <iostream>
 #include <limits>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -13,6 +13,8 @@
 #include "common/status_macros.h"
 #include "server/best_config_index.h"
 #include "server/best_derivation.h"
+#include "server/job_log.h"
+#include "spdlog/spdlog.h"
 
 namespace tunefleet::server {
 namespace {
@@ -35,6 +37,8 @@ bool HasContents(const v1::JobSpec& spec) {
   return std::any_of(spec.sources().begin(), spec.sources().end(),
                      [](const v1::SourceFile& f) { return !f.content().empty(); });
 }
+
+constexpr absl::string_view kStallReason = "no live worker can take its work: none with ";
 
 std::string WaitingReason(const v1::JobSpec& spec) {
   return absl::StrCat("waiting for a worker with a ",
@@ -149,6 +153,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request, const std
     absl::Status quota = quotas_.CheckSubmit(owner, ActiveJobsOf(owner), clock_());
     if (!quota.ok()) {
       metrics_->JobSubmitted(CoordinatorMetrics::Submission::kRejected);
+      job_log::Refused(request, quota);
       return quota;
     }
   }
@@ -162,6 +167,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request, const std
   if (valid.ok()) targets = PlanTargets(spec, devices, &first_error);
   if (!valid.ok() || (targets.empty() && !devices.empty())) {
     metrics_->JobSubmitted(CoordinatorMetrics::Submission::kRejected);
+    job_log::Refused(request, valid.ok() ? first_error : valid);
     return valid.ok() ? first_error : valid;
   }
   // Nothing is published unless stored: sources, kernel, then the job.
@@ -193,6 +199,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request, const std
   metrics_->JobStateChanged(v1::JOB_STATE_UNSPECIFIED, job->view.state());
   metrics_->JobSubmitted(cached ? CoordinatorMetrics::Submission::kCached
                                 : CoordinatorMetrics::Submission::kAccepted);
+  job_log::Submitted(snapshot.stored.last_view(), spec, cached);
   if (cached) return snapshot.stored.last_view();  // answered; never held
   blobs_->Hold(spec);
   {
@@ -293,6 +300,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
       leases_.TakeJob(job_id);
       SetState(job, v1::JOB_STATE_CANCELLED, view->reason());
       v1::Job cancelled = View(*job);
+      job_log::Finished(cancelled);
       Evict(job);
       return cancelled;
     }
@@ -450,15 +458,22 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
   grant.spec = job->spec;
   grant.tuning_key = target.info.tuning_key();
   grant.finalists = lease.finalists;
+  grant.best_seconds = BestFor(target, lease);
   for (uint64_t ordinal : lease.ordinals) {
     grant.trials.emplace_back(ordinal, target.trials->space()->ConfigAt(ordinal));
   }
   metrics_->LeaseGranted(static_cast<int>(lease.ordinals.size()));
   if (job->view.state() == v1::JOB_STATE_QUEUED) {
     SetState(job, v1::JOB_STATE_RUNNING, "");
+    job_log::Started(job->view, lease);
     pending->snapshots.push_back(Snapshot(*job));
   }
   return grant;
+}
+
+double JobManager::BestFor(const Target& target, const Lease& lease) {
+  if (lease.finalists || lease.verify || target.trials == nullptr) return 0;
+  return target.trials->best_seconds().value_or(0);
 }
 
 namespace {
@@ -528,6 +543,7 @@ absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
       ack.cancelled = true;  // expired or cancelled meanwhile; the rows stand
     } else {
       ack.expires = clock_() + options_.lease_ttl;
+      ack.best_seconds = BestFor(FindJob(lease->job_id)->targets[lease->target], *lease);
       ApplyReport(results, report.release, lease, &pending);
     }
   }
@@ -598,15 +614,19 @@ void JobManager::RenewLeases(const std::string& worker_id) {
 }
 
 void JobManager::Tick() {
-  workers_->Prune();
+  if (const int forgotten = workers_->Prune(); forgotten > 0) {
+    job_log::WorkersForgotten(forgotten);
+  }
   std::vector<v1::WorkerInfo> workers = workers_->List();
   metrics_->WorkersAlive(static_cast<int>(std::count_if(
       workers.begin(), workers.end(), [](const v1::WorkerInfo& w) { return w.alive(); })));
   Pending pending;
+  std::vector<std::pair<std::string, int64_t>> queued;
   {
     absl::MutexLock lock(&mu_);
     for (const Lease& lease : leases_.TakeExpired(clock_())) {
       metrics_->LeaseExpired();
+      job_log::LeaseExpired(lease);
       ReturnLease(lease, /*expired=*/true, &pending);
     }
     pending.rows.insert(pending.rows.end(), unstored_rows_.begin(), unstored_rows_.end());
@@ -625,8 +645,38 @@ void JobManager::Tick() {
       if (verifying) MaybeFinish(job.get(), &pending);  // an auto verification's deadline
     }
     RepairStranded(&pending);
+    ExplainStalls();
+    queued = QueuedByModel();
   }
+  metrics_->QueuedTrials(queued);
   Flush(std::move(pending));
+}
+
+std::vector<std::pair<std::string, int64_t>> JobManager::QueuedByModel() const {
+  std::map<std::string, int64_t> by_model;
+  for (const auto& [sequence, job] : jobs_) {
+    for (const Target& target : job->targets) {
+      if (target.trials == nullptr) continue;
+      by_model[target.info.device_model()] += target.trials->queued();
+    }
+  }
+  return {by_model.begin(), by_model.end()};
+}
+
+void JobManager::ExplainStalls() {
+  for (auto& [sequence, job] : jobs_) {
+    if (IsFinal(job->view.state()) || job->finishing || job->targets.empty()) continue;
+    // A stall reason may come back from the store with a resumed job.
+    const std::string& current = job->view.reason();
+    if (!current.empty() && !absl::StartsWith(current, kStallReason)) continue;
+    const std::string missing = MissingWorkers(*job);
+    const std::string reason =
+        missing.empty() ? "" : absl::StrCat(kStallReason, missing, "; it waits for one");
+    if (reason == current) continue;
+    job_log::Stalled(job->view.id(), reason);
+    job->view.set_reason(reason);
+    Changed(job.get());
+  }
 }
 
 void JobManager::RepairStranded(Pending* pending) {
@@ -651,9 +701,8 @@ void JobManager::RepairStranded(Pending* pending) {
       moved += target.trials->ReclaimOrphans([](const std::string&) { return false; });
     }
     if (!finished || moved > 0) {
-      std::cerr << "tunefleet-coordinator: job " << job->view.id()
-                << " had nothing leased and nothing queued; " << moved
-                << " configs queued again" << std::endl;
+      spdlog::warn("job {} had nothing leased and nothing queued; {} configs queued again",
+                   job->view.id(), moved);
       metrics_->StrandedJobRepaired();
       pending->work = true;
     }
@@ -756,6 +805,7 @@ void JobManager::CompleteFinish(const Finish& finish, bool stored) {
   unfinished_writes_.erase(finish.job_id);
   for (double speedup : finish.speedups) metrics_->SpeedupObserved(speedup);
   const v1::Job& view = finish.snapshot.stored.last_view();
+  job_log::Finished(view);
   SetState(job, view.state(), view.reason());
   leases_.TakeJob(finish.job_id);
   Evict(job);
@@ -838,6 +888,7 @@ absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
       result.mutable_measurement()->set_p80_seconds(trial.p80_seconds);
       result.mutable_measurement()->set_samples(trial.samples);
       result.set_error(trial.error);
+      result.set_cut_early(trial.cut_early);
       target.trials->Restore(ordinal, result);
       if (result.status() == v1::TRIAL_STATUS_OK) {
         target.measured_by[ordinal].push_back(

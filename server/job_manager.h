@@ -100,6 +100,9 @@ struct LeaseGrant {
   std::shared_ptr<const v1::JobSpec> spec;  // sources carry digests only
   std::string tuning_key;
   bool finalists = false;
+  // The target's best median so far for the early-cut rule; 0 when none is
+  // known, and for finalists and verification leases (never cut).
+  double best_seconds = 0;
   std::vector<std::pair<uint64_t, v1::Config>> trials;  // ordinal, config
 };
 
@@ -115,6 +118,7 @@ struct ResultReport {
 struct ReportAck {
   absl::Time expires;
   bool cancelled = false;  // the lease is gone: stop working on it
+  double best_seconds = 0;  // as LeaseGrant::best_seconds, as of the report
 };
 
 // Thread-safety: safe for concurrent use. One lock guards the live jobs and
@@ -235,6 +239,8 @@ class JobManager {
                                       Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   LeaseGrant GrantOf(Job* job, const Lease& lease, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What a lease of `target` is told of its best (LeaseGrant::best_seconds).
+  static double BestFor(const Target& target, const Lease& lease);
   // A verification lease of `target`, when `verifier` may verify it.
   std::optional<LeaseGrant> VerifyFrom(Job* job, int target, Lease lease,
                                        const std::vector<LiveDevice>& live, Pending* pending)
@@ -260,6 +266,15 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeFinish(Job* job, Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RepairStranded(Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets (or clears) the reason of each unfinished job that has work no
+  // live worker can take.
+  void ExplainStalls() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Trials left to hand out, summed per target device model.
+  std::vector<std::pair<std::string, int64_t>> QueuedByModel() const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The device models (with toolkits) of `job`'s unfinished targets that no
+  // live worker has; empty when every one has a worker.
+  std::string MissingWorkers(const Job& job) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Does the writes of `pending` without the lock, then applies them.
   void Flush(Pending pending) ABSL_LOCKS_EXCLUDED(mu_);
   void CompleteFinish(const Finish& finish, bool stored) ABSL_LOCKS_EXCLUDED(mu_);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/config_text.h"
 
 namespace tunefleet::server {
@@ -33,6 +34,19 @@ v1::Target TargetView(const v1::StoredTarget& info) {
 }
 
 }  // namespace
+
+std::string JobManager::MissingWorkers(const Job& job) const {
+  std::vector<std::string> missing;
+  for (const Target& target : job.targets) {
+    if (target.trials == nullptr || target.trials->Finished()) continue;
+    const std::string& model = target.info.device_model();
+    const std::string& toolkit = target.info.toolkit();
+    if (workers_->LiveDevices(model, toolkit).empty()) {
+      missing.push_back(absl::StrCat(model, " (", toolkit, ")"));
+    }
+  }
+  return absl::StrJoin(missing, ", ");
+}
 
 v1::Verification JobManager::VerificationView(const Target& target) {
   v1::Verification view;
@@ -140,6 +154,7 @@ TrialRecord JobManager::TrialRow(const Job& job, const Target& target, const Lea
   record.finished_unix_ms = absl::ToUnixMillis(clock_());
   record.principal = lease.principal;
   record.clock_mhz = result.measurement().clock_mhz();
+  record.cut_early = result.status() == v1::TRIAL_STATUS_OK && result.cut_early();
   record.round = lease.verify        ? TrialRound::kVerify
                  : lease.finalists ? TrialRound::kFinalists
                                    : TrialRound::kSearch;

@@ -2,7 +2,6 @@
 // blobs a worker may fetch (the parts of the manager that decide whom to
 // trust).
 #include <algorithm>
-#include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -10,6 +9,7 @@
 #include "server/best_config_index.h"
 #include "server/best_derivation.h"
 #include "server/job_manager.h"
+#include "spdlog/spdlog.h"
 
 namespace tunefleet::server {
 
@@ -34,9 +34,9 @@ std::optional<LeaseGrant> JobManager::VerifyFrom(Job* job, int t, Lease lease,
   const Lease& granted = leases_.Grant(std::move(lease));
   Lease* held = leases_.Find(granted.id, granted.epoch, granted.worker_id);
   held->ordinals = verification.Take(held->id, held->epoch, held->principal);
-  std::cerr << "tunefleet-coordinator: job " << job->view.id() << ": the best of "
-            << job->targets[t].info.tuning_key() << " is re-measured by " << held->principal
-            << " (" << held->worker_id << "/" << held->device_id << ")" << std::endl;
+  spdlog::info("job {}: the best of {} is re-measured by {} ({}/{})", job->view.id(),
+               job->targets[t].info.tuning_key(), held->principal, held->worker_id,
+               held->device_id);
   return GrantOf(job, *held, pending);
 }
 
@@ -74,8 +74,11 @@ void JobManager::ApplyVerification(
       "claimed %.3g s for %s of %s; %s measured %s", verification.claimed_seconds(),
       ConfigToString(target->trials->space()->ConfigAt(verification.candidate())),
       target->info.tuning_key(), lease.principal, verified);
-  std::cerr << "tunefleet-coordinator: verification " << (agreed ? "agreed" : "disagreed")
-            << ": " << reason << std::endl;
+  if (agreed) {
+    spdlog::info("verification agreed: {}", reason);
+  } else {
+    spdlog::warn("verification disagreed: {}", reason);
+  }
   if (agreed) return;
   absl::flat_hash_set<std::string> quarantined;
   for (const Measurer& claimant : verification.claimants()) {
@@ -99,9 +102,10 @@ bool JobManager::VerificationSettled(const Job& job, Target* target, Pending* pe
   if (!verification.waiting() || clock_() < verification.deadline()) return false;
   verification.GiveUp();  // kAuto only: kRequired waits without a deadline
   metrics_->VerificationFinished(CoordinatorMetrics::Verification::kUnverified);
-  std::cerr << "tunefleet-coordinator: job " << job.view.id() << ": no verifier came for "
-            << target->info.tuning_key() << " within " << options_.verify.wait
-            << "; its best is served unverified (verify_best=auto)" << std::endl;
+  spdlog::warn("job {}: no verifier came for {} within {}; its best is served unverified "
+               "(verify_best=auto)",
+               job.view.id(), target->info.tuning_key(),
+               absl::FormatDuration(options_.verify.wait));
   return true;
 }
 
@@ -146,10 +150,9 @@ bool JobManager::StartVerification(const Job& job, Target* target) {
   if (!any_verifier && !required) {
     target->served_unverified = true;
     metrics_->VerificationFinished(CoordinatorMetrics::Verification::kUnverified);
-    std::cerr << "tunefleet-coordinator: job " << job.view.id() << ": no other worker of "
-              << target->info.device_model() << " can verify the best of "
-              << target->info.tuning_key() << "; served unverified (verify_best=auto)"
-              << std::endl;
+    spdlog::warn("job {}: no other worker of {} can verify the best of {}; served "
+                 "unverified (verify_best=auto)",
+                 job.view.id(), target->info.device_model(), target->info.tuning_key());
     return false;
   }
   target->verification = std::move(verification);
@@ -164,15 +167,15 @@ void JobManager::Quarantine(const Quarantined& quarantined) {
                  : absl::StatusOr<InvalidationResult>(added);
   metrics_->WorkersQuarantined(static_cast<int>(quarantine_->size()));
   if (!invalidated.ok()) {
-    std::cerr << "tunefleet-coordinator: cannot quarantine " << quarantined.principal << " yet ("
-              << invalidated.status() << "); trying again" << std::endl;
+    spdlog::error("cannot quarantine {} yet ({}); trying again", quarantined.principal,
+                  invalidated.status().ToString());
     absl::MutexLock lock(&mu_);
     unstored_quarantines_.push_back(quarantined);  // Tick tries again
     return;
   }
-  std::cerr << "tunefleet-coordinator: quarantined " << quarantined.principal << " ("
-            << quarantined.reason << "); " << invalidated->trials << " of its trials excluded, "
-            << invalidated->keys << " best configs derived again" << std::endl;
+  spdlog::warn("quarantined {} ({}); {} of its trials excluded, {} best configs derived again",
+               quarantined.principal, quarantined.reason, invalidated->trials,
+               invalidated->keys);
 }
 
 }  // namespace tunefleet::server

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -13,7 +14,10 @@
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/strings/str_cat.h"
 #include "common/database_url.h"
+#include "common/logging.h"
+#include "spdlog/spdlog.h"
 #include "server/coordinator.h"
 
 namespace {
@@ -24,9 +28,11 @@ struct Flags {
   std::string database_file;
   std::string data_dir = "tunefleet-data";
   std::string address_file;
+  std::string metrics_address_file;
   std::string metrics_listen = "127.0.0.1:9464";
   int64_t lease_ttl_ms = 10000;
   int64_t heartbeat_ms = 1000;
+  int64_t forget_workers_after_ms = 0;
   int batch_size = 4;
   int64_t max_space_points = 10'000'000;
   int64_t max_trials = 100'000;
@@ -42,6 +48,8 @@ struct Flags {
   int max_active_jobs = 100;
   int64_t max_trials_per_day = 5'000'000;
   int max_leases_per_device = 2;
+  std::string log_level = "info";
+  std::string log_format = "text";
   std::string verify_best = "auto";
   double verify_margin = 0.10;
   double verify_tolerance = 0.25;
@@ -100,19 +108,17 @@ bool CheckSecurityFlags(const Flags& flags) {
   const bool any_tls =
       !flags.tls_cert.empty() || !flags.tls_key.empty() || !flags.tls_client_ca.empty();
   if (flags.insecure && any_tls) {
-    std::cerr << "tunefleet-coordinator: --insecure and --tls-* exclude each other\n";
+    spdlog::critical("--insecure and --tls-* exclude each other");
     return false;
   }
   if (flags.insecure) {
-    std::cerr << "tunefleet-coordinator: WARNING: --insecure: plaintext, no authentication; "
-                 "anyone who can reach the port can submit code to the fleet's hosts and "
-                 "change its results"
-              << std::endl;
+    spdlog::warn("--insecure: plaintext, no authentication; anyone who can reach the port can "
+                 "submit code to the fleet's hosts and change its results");
     return true;
   }
   if (flags.tls_cert.empty() || flags.tls_key.empty() || flags.tls_client_ca.empty()) {
-    std::cerr << "tunefleet-coordinator: give --tls-cert, --tls-key and --tls-client-ca "
-                 "(scripts/dev-ca.sh makes a development CA), or --insecure\n";
+    spdlog::critical("give --tls-cert, --tls-key and --tls-client-ca (scripts/dev-ca.sh makes "
+                     "a development CA), or --insecure");
     return false;
   }
   return true;
@@ -144,6 +150,8 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--address-file", flags.address_file,
                  "write the bound host:port to this file once serving");
+  app.add_option("--metrics-address-file", flags.metrics_address_file,
+                 "write the bound host:port of /metrics to this file once serving");
   app.add_option("--metrics-listen", flags.metrics_listen,
                  "host:port of the Prometheus /metrics endpoint; empty turns it off")
       ->capture_default_str();
@@ -151,6 +159,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "a lease not renewed for this long expires")->capture_default_str();
   app.add_option("--heartbeat-ms", flags.heartbeat_ms, "worker heartbeat interval")
       ->capture_default_str();
+  app.add_option("--forget-workers-after-ms", flags.forget_workers_after_ms,
+                 "a worker silent this long leaves the worker list (0: 30 heartbeat "
+                 "intervals)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--batch-size", flags.batch_size, "trials per lease")->capture_default_str();
   app.add_option("--max-space-points", flags.max_space_points,
                  "largest config space accepted")->capture_default_str();
@@ -168,6 +181,14 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->check(CLI::Range(1, 1024));
   app.add_option("--max-trials", flags.max_trials,
                  "most configs one job measures per device model")->capture_default_str();
+  app.add_option("--log-level", flags.log_level,
+                 "trace, debug, info, warn, error, critical or off")
+      ->capture_default_str();
+  app.add_option("--log-format", flags.log_format,
+                 "text, or json: one JSON object per line (time, level, logger, message) "
+                 "for log collectors")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--max-tensor-bytes", flags.max_tensor_bytes,
                  "largest total size of a job's tensors (default 16 GiB)")
       ->capture_default_str()
@@ -181,9 +202,8 @@ absl::StatusOr<std::string> DatabaseUrl(const Flags& flags) {
     sources.environment = env;
   }
   if (tunefleet::HasPassword(flags.database)) {
-    std::cerr << "tunefleet-coordinator: warning: the password in --database is visible to "
-                 "every local user (ps); use --database-file or TUNEFLEET_DATABASE"
-              << std::endl;
+    spdlog::warn("the password in --database is visible to every local user (ps); use "
+                 "--database-file or TUNEFLEET_DATABASE");
   }
   return tunefleet::ResolveDatabaseUrl(sources);
 }
@@ -196,6 +216,9 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.data_dir = flags.data_dir;
   options.metrics_listen = flags.metrics_listen;
   options.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
+  if (flags.forget_workers_after_ms > 0) {
+    options.forget_workers_after = absl::Milliseconds(flags.forget_workers_after_ms);
+  }
   options.jobs.lease_ttl = absl::Milliseconds(flags.lease_ttl_ms);
   options.jobs.batch_size = flags.batch_size;
   options.jobs.max_space_points = flags.max_space_points;
@@ -224,6 +247,13 @@ void LimitMallocArenas() {
   mallopt(M_ARENA_MAX, static_cast<int>(2 * cores));
 }
 
+// Written whole or not at all: a reader polling for the file never sees half.
+void WriteAddressFile(const std::string& path, const std::string& address) {
+  if (path.empty()) return;
+  std::ofstream(path + ".tmp") << address << "\n";
+  std::rename((path + ".tmp").c_str(), path.c_str());
+}
+
 std::string HostOf(const std::string& listen) {
   std::string host = listen.substr(0, listen.rfind(':'));
   return host.empty() || host == "0.0.0.0" || host == "[::]" ? "127.0.0.1" : host;
@@ -239,6 +269,14 @@ int main(int argc, char** argv) {
   AddSecurityFlags(app, flags);
   AddVerifyFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
+  const absl::Status logging = tunefleet::ConfigureLogging(
+      "coordinator",
+      flags.log_format == "json" ? tunefleet::LogFormat::kJson : tunefleet::LogFormat::kText,
+      flags.log_level);
+  if (!logging.ok()) {
+    std::cerr << "tunefleet-coordinator: " << logging.message() << "\n";
+    return 2;
+  }
   if (!CheckSecurityFlags(flags)) return 2;
   LimitMallocArenas();
   // Abseil built without NDEBUG (as Debian's is) checks every lock
@@ -254,40 +292,37 @@ int main(int argc, char** argv) {
 
   absl::StatusOr<std::string> database_url = DatabaseUrl(flags);
   if (!database_url.ok()) {
-    std::cerr << "tunefleet-coordinator: " << database_url.status() << "\n";
+    spdlog::critical("{}", database_url.status().ToString());
     return 2;
   }
-  if (!database_url->empty()) {
-    std::cerr << "tunefleet-coordinator: store " << tunefleet::RedactUrl(*database_url)
-              << std::endl;
-  }
+  if (!database_url->empty()) spdlog::info("store {}", tunefleet::RedactUrl(*database_url));
   const tunefleet::server::CoordinatorOptions options =
       OptionsFromFlags(flags, *std::move(database_url));
   auto coordinator = tunefleet::server::Coordinator::Start(options);
   if (!coordinator.ok()) {
     // libpq quotes pieces of a URL it cannot parse, the password included.
-    std::cerr << "tunefleet-coordinator: "
-              << tunefleet::RedactPasswordOf(options.database_url,
-                                             coordinator.status().ToString())
-              << "\n";
+    spdlog::critical("{}", tunefleet::RedactPasswordOf(options.database_url,
+                                                       coordinator.status().ToString()));
     return 1;
   }
   const std::string address =
       HostOf(options.listen) + ":" + std::to_string((*coordinator)->port());
   std::cout << "tunefleet-coordinator listening on " << address;
   if ((*coordinator)->metrics_port() != 0) {
-    std::cout << ", metrics on " << HostOf(options.metrics_listen) << ":"
-              << (*coordinator)->metrics_port() << "/metrics";
+    const std::string metrics_address = HostOf(options.metrics_listen) + ":" +
+                                        std::to_string((*coordinator)->metrics_port());
+    std::cout << ", metrics on " << metrics_address << "/metrics";
+    WriteAddressFile(flags.metrics_address_file, metrics_address);
   }
   std::cout << std::endl;
-  if (!flags.address_file.empty()) {
-    const std::string& path = flags.address_file;
-    std::ofstream(path + ".tmp") << address << "\n";
-    std::rename((path + ".tmp").c_str(), path.c_str());
-  }
+  spdlog::info("listening on {}{}", address,
+               (*coordinator)->metrics_port() == 0
+                   ? ""
+                   : absl::StrCat(", metrics on port ", (*coordinator)->metrics_port()));
+  WriteAddressFile(flags.address_file, address);
   int signal = 0;
   sigwait(&stop_signals, &signal);
-  std::cerr << "tunefleet-coordinator: signal " << signal << ", draining" << std::endl;
+  spdlog::info("signal {} ({}): draining", signal, strsignal(signal));
   (*coordinator)->Shutdown(absl::Seconds(5));
   return 0;
 }

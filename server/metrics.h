@@ -4,6 +4,13 @@
 #ifndef TUNEFLEET_SERVER_METRICS_H_
 #define TUNEFLEET_SERVER_METRICS_H_
 
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "tunefleet/v1/tuning_service.pb.h"
 
@@ -39,9 +46,21 @@ class CoordinatorMetrics {
   virtual void VerificationFinished(Verification outcome) = 0;
   // How many worker principals are quarantined now.
   virtual void WorkersQuarantined(int count) = 0;
+  // One store call ended: its operation (the Store method, e.g.
+  // "InsertTrials"), its code (kOk included) and how long it took.
+  virtual void StoreOperation(absl::string_view operation, absl::StatusCode code,
+                              absl::Duration elapsed) = 0;
+  // One RPC ended: `method` is "Service/Method" for a method of a
+  // registered service, else "other"; its code and how long it took.
+  virtual void CallFinished(absl::string_view method, absl::StatusCode code,
+                            absl::Duration elapsed) = 0;
+  // Trials waiting to be leased now, per device model, for every model
+  // with unfinished jobs (a model left out has none).
+  virtual void QueuedTrials(const std::vector<std::pair<std::string, int64_t>>& by_model) = 0;
 };
 
-class NullMetrics final : public CoordinatorMetrics {
+// Not final: a test records what it needs by overriding a method or two.
+class NullMetrics : public CoordinatorMetrics {
  public:
   void JobSubmitted(Submission) override {}
   void JobStateChanged(v1::JobState, v1::JobState) override {}
@@ -56,6 +75,9 @@ class NullMetrics final : public CoordinatorMetrics {
   void CallRefused(bool) override {}
   void VerificationFinished(Verification) override {}
   void WorkersQuarantined(int) override {}
+  void StoreOperation(absl::string_view, absl::StatusCode, absl::Duration) override {}
+  void CallFinished(absl::string_view, absl::StatusCode, absl::Duration) override {}
+  void QueuedTrials(const std::vector<std::pair<std::string, int64_t>>&) override {}
 };
 
 }  // namespace tunefleet::server

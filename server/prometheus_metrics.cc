@@ -9,7 +9,11 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
+#include "absl/synchronization/mutex.h"
+#include "common/process_metrics.h"
 #include "absl/strings/str_cat.h"
 
 namespace tunefleet::server {
@@ -41,7 +45,32 @@ struct PrometheusMetrics::Families {
   prometheus::Counter* permission_denied = nullptr;
   std::array<prometheus::Counter*, 3> verifications{};
   prometheus::Gauge* quarantined = nullptr;
+  prometheus::Family<prometheus::Histogram>* store_operations = nullptr;
+  prometheus::Family<prometheus::Counter>* store_errors = nullptr;
+  prometheus::Family<prometheus::Histogram>* rpc_seconds = nullptr;
+  prometheus::Family<prometheus::Gauge>* queued = nullptr;
+  absl::Mutex queued_mu;
+  // Models ever given a series: one that has no work left is set to 0.
+  absl::flat_hash_set<std::string> queued_models ABSL_GUARDED_BY(queued_mu);
 };
+
+namespace {
+
+const prometheus::Histogram::BucketBoundaries& StoreBuckets() {
+  static const auto* buckets = new prometheus::Histogram::BucketBoundaries{
+      0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3};
+  return *buckets;
+}
+
+// Long-polls (LeaseWork, WatchJob) last up to their deadline: the top
+// buckets are for them.
+const prometheus::Histogram::BucketBoundaries& RpcBuckets() {
+  static const auto* buckets = new prometheus::Histogram::BucketBoundaries{
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+  return *buckets;
+}
+
+}  // namespace
 
 PrometheusMetrics::PrometheusMetrics()
     : registry_(std::make_shared<prometheus::Registry>()),
@@ -141,6 +170,23 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                        .Help("Worker principals quarantined (results refused)")
                        .Register(registry)
                        .Add({});
+  f.store_operations = &prometheus::BuildHistogram()
+                            .Name("tunefleet_coordinator_store_operation_seconds")
+                            .Help("Time of store calls, by operation (every outcome)")
+                            .Register(registry);
+  f.store_errors = &prometheus::BuildCounter()
+                        .Name("tunefleet_coordinator_store_errors_total")
+                        .Help("Store calls that failed, by operation and status code")
+                        .Register(registry);
+  f.rpc_seconds = &prometheus::BuildHistogram()
+                       .Name("tunefleet_coordinator_rpc_seconds")
+                       .Help("Time of gRPC calls, by method and status code (the _count is "
+                             "the number of calls)")
+                       .Register(registry);
+  f.queued = &prometheus::BuildGauge()
+                  .Name("tunefleet_coordinator_queued_trials")
+                  .Help("Trials waiting to be leased, by target device model")
+                  .Register(registry);
   try {
     metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);
   } catch (const std::exception& e) {
@@ -148,6 +194,8 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
         absl::StrCat("cannot serve metrics on ", listen, ": ", e.what()));
   }
   metrics->exposer_->RegisterCollectable(metrics->registry_);
+  metrics->process_ = MakeProcessMetrics();
+  metrics->exposer_->RegisterCollectable(metrics->process_);
   std::vector<int> ports = metrics->exposer_->GetListeningPorts();
   metrics->port_ = ports.empty() ? 0 : ports[0];
   return metrics;
@@ -194,5 +242,37 @@ void PrometheusMetrics::VerificationFinished(Verification outcome) {
 }
 
 void PrometheusMetrics::WorkersQuarantined(int count) { families_->quarantined->Set(count); }
+
+void PrometheusMetrics::StoreOperation(absl::string_view operation, absl::StatusCode code,
+                                       absl::Duration elapsed) {
+  const std::string name(operation);
+  families_->store_operations->Add({{"operation", name}}, StoreBuckets())
+      .Observe(absl::ToDoubleSeconds(elapsed));
+  if (code != absl::StatusCode::kOk) {
+    families_->store_errors->Add({{"operation", name}, {"code", absl::StatusCodeToString(code)}})
+        .Increment();
+  }
+}
+
+void PrometheusMetrics::CallFinished(absl::string_view method, absl::StatusCode code,
+                                     absl::Duration elapsed) {
+  families_->rpc_seconds
+      ->Add({{"method", std::string(method)}, {"code", absl::StatusCodeToString(code)}},
+            RpcBuckets())
+      .Observe(absl::ToDoubleSeconds(elapsed));
+}
+
+void PrometheusMetrics::QueuedTrials(
+    const std::vector<std::pair<std::string, int64_t>>& by_model) {
+  Families& f = *families_;
+  absl::MutexLock lock(&f.queued_mu);
+  absl::flat_hash_set<std::string> idle = f.queued_models;
+  for (const auto& [model, trials] : by_model) {
+    f.queued->Add({{"device_model", model}}).Set(static_cast<double>(trials));
+    f.queued_models.insert(model);
+    idle.erase(model);
+  }
+  for (const std::string& model : idle) f.queued->Add({{"device_model", model}}).Set(0);
+}
 
 }  // namespace tunefleet::server

@@ -11,6 +11,7 @@
 #include "server/metrics.h"
 
 namespace prometheus {
+class Collectable;
 class Exposer;
 class Registry;
 }  // namespace prometheus
@@ -20,8 +21,9 @@ namespace tunefleet::server {
 // Thread-safety: safe for concurrent use.
 class PrometheusMetrics final : public CoordinatorMetrics {
  public:
-  // Serves /metrics on `listen` ("host:port"; port 0 picks one).
-  // Unavailable when it cannot listen.
+  // Serves /metrics on `listen` ("host:port"; port 0 picks one), with the
+  // process_* metrics beside the coordinator's. Unavailable when it cannot
+  // listen.
   static absl::StatusOr<std::unique_ptr<PrometheusMetrics>> Start(
       const std::string& listen, const std::string& version);
   ~PrometheusMetrics() override;
@@ -41,6 +43,11 @@ class PrometheusMetrics final : public CoordinatorMetrics {
   void CallRefused(bool authenticated) override;
   void VerificationFinished(Verification outcome) override;
   void WorkersQuarantined(int count) override;
+  void StoreOperation(absl::string_view operation, absl::StatusCode code,
+                      absl::Duration elapsed) override;
+  void CallFinished(absl::string_view method, absl::StatusCode code,
+                    absl::Duration elapsed) override;
+  void QueuedTrials(const std::vector<std::pair<std::string, int64_t>>& by_model) override;
 
  private:
   struct Families;
@@ -48,6 +55,7 @@ class PrometheusMetrics final : public CoordinatorMetrics {
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Families> families_;
+  std::shared_ptr<prometheus::Collectable> process_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
 };

@@ -115,7 +115,7 @@ void TargetTrials::EndFinals() {
   std::vector<TrialOutcome> finals;
   for (uint64_t ordinal : finalist_ordinals_) {
     const v1::TrialResult& result = finals_results_.at(ordinal);
-    if (result.status() != v1::TRIAL_STATUS_OK) continue;
+    if (result.status() != v1::TRIAL_STATUS_OK || result.cut_early()) continue;
     finals.push_back(TrialOutcome{ordinal, result});
     if (default_ordinal_ == ordinal) {
       default_seconds_ = result.measurement().median_seconds();
@@ -211,6 +211,7 @@ void TargetTrials::Record(uint64_t ordinal, const v1::TrialResult& result) {
   if (default_ordinal_ == ordinal) {
     default_seconds_ = result.measurement().median_seconds();
   }
+  if (result.cut_early()) return;  // a partial measurement: never ranked
   TrialOutcome outcome{ordinal, result};
   auto pos = std::upper_bound(
       fastest_.begin(), fastest_.end(), outcome,
@@ -232,6 +233,11 @@ bool TargetTrials::HasWork() const {
 
 int64_t TargetTrials::total() const {
   return std::max<int64_t>(strategy_->planned_total(), done_);
+}
+
+std::optional<double> TargetTrials::best_seconds() const {
+  if (fastest_.empty()) return std::nullopt;
+  return fastest_.front().result.measurement().median_seconds();
 }
 
 std::vector<TrialOutcome> TargetTrials::Fastest(size_t n) const {

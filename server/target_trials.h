@@ -4,6 +4,7 @@
 #ifndef TUNEFLEET_SERVER_TARGET_TRIALS_H_
 #define TUNEFLEET_SERVER_TARGET_TRIALS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -71,11 +72,18 @@ class TargetTrials {
   bool HasWork() const;
   int64_t total() const;
   int64_t done() const { return done_; }
+  // Configs neither done nor leased: what is left to hand out.
+  int64_t queued() const { return std::max<int64_t>(total() - done_ - leased_, 0); }
   // True while the finalists lease is out or waiting.
   bool in_finals() const { return finals_ == Finals::kWaiting || finals_ == Finals::kLeased; }
   // Fastest OK results, fastest first (at most `n`); after the finalists
-  // round, the finalists ranked by their final measurement come first.
+  // round, the finalists ranked by their final measurement come first. A
+  // trial cut early (TrialResult.cut_early) is never among them, so it is
+  // never a finalist nor a best.
   std::vector<TrialOutcome> Fastest(size_t n) const;
+  // The fastest median of an OK trial so far (a trial cut early never
+  // counts), for the early-cut rule; nullopt before the first.
+  std::optional<double> best_seconds() const;
   std::optional<double> default_seconds() const { return default_seconds_; }
   const absl::flat_hash_map<int, int64_t>& outcome_counts() const {
     return outcome_counts_;

@@ -1,9 +1,8 @@
 #include "server/token_service.h"
 
-#include <iostream>
-
 #include "common/grpc_status.h"
 #include "server/auth_processor.h"
+#include "spdlog/spdlog.h"
 
 namespace tunefleet::server {
 namespace {
@@ -27,9 +26,8 @@ grpc::Status TokenServiceImpl::CreateToken(grpc::ServerContext* context,
   if (!role.ok()) return ToGrpcStatus(role.status());
   absl::StatusOr<TokenBook::Issued> issued = tokens_->Create(request->name(), *role);
   if (!issued.ok()) return ToGrpcStatus(issued.status());
-  std::cerr << "tunefleet-coordinator: " << CallerOf(*context).principal << " created token "
-            << issued->record.id << " for " << issued->record.name << " (role "
-            << issued->record.role << ")" << std::endl;
+  spdlog::info("{} created token {} for {} (role {})", CallerOf(*context).principal,
+               issued->record.id, issued->record.name, issued->record.role);
   *response->mutable_info() = ToProto(issued->record);
   response->set_token(std::move(issued->token));
   return grpc::Status::OK;
@@ -46,8 +44,8 @@ grpc::Status TokenServiceImpl::RevokeToken(grpc::ServerContext* context,
                                            v1::RevokeTokenResponse* response) {
   absl::StatusOr<TokenRecord> revoked = tokens_->Revoke(request->id());
   if (!revoked.ok()) return ToGrpcStatus(revoked.status());
-  std::cerr << "tunefleet-coordinator: " << CallerOf(*context).principal << " revoked token "
-            << revoked->id << " of " << revoked->name << std::endl;
+  spdlog::info("{} revoked token {} of {}", CallerOf(*context).principal, revoked->id,
+               revoked->name);
   *response->mutable_info() = ToProto(*revoked);
   return grpc::Status::OK;
 }

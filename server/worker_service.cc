@@ -24,6 +24,7 @@ v1::Lease ToProto(const LeaseGrant& grant) {
   lease.set_seed(grant.spec->seed());
   lease.set_tuning_key(grant.tuning_key);
   lease.set_finalists(grant.finalists);
+  lease.set_best_seconds(grant.best_seconds);
   for (const auto& [ordinal, config] : grant.trials) {
     v1::Trial* trial = lease.add_trials();
     trial->set_index(static_cast<int64_t>(ordinal));
@@ -143,7 +144,10 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ReportResults(
       return;
     }
     response->set_cancelled(ack->cancelled);
-    if (!ack->cancelled) response->set_expires_unix_ms(absl::ToUnixMillis(ack->expires));
+    if (!ack->cancelled) {
+      response->set_expires_unix_ms(absl::ToUnixMillis(ack->expires));
+      response->set_best_seconds(ack->best_seconds);
+    }
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

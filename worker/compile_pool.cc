@@ -4,7 +4,8 @@
 
 namespace tunefleet::worker {
 
-CompilePool::CompilePool(Compiler* compiler, int threads) : compiler_(compiler) {
+CompilePool::CompilePool(Compiler* compiler, int threads, IdleMeter* meter)
+    : compiler_(compiler), meter_(meter) {
   for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { Loop(); });
 }
 
@@ -45,6 +46,7 @@ void CompilePool::Loop() {
       task.promise.set_value(absl::CancelledError("compile cancelled"));
       continue;
     }
+    BusyScope busy(meter_);
     task.promise.set_value(compiler_->Compile(task.job));
   }
 }

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "worker/backend.h"
+#include "worker/idle_meter.h"
 
 namespace tunefleet::worker {
 
@@ -24,8 +25,9 @@ class CompilePool {
   using Result = absl::StatusOr<CompileOutcome>;
   using CancelFlag = std::shared_ptr<const std::atomic<bool>>;
 
-  // REQUIRES: `compiler` outlives the pool; threads >= 1.
-  CompilePool(Compiler* compiler, int threads);
+  // REQUIRES: `compiler` outlives the pool; threads >= 1. `meter` (may be
+  // null; must outlive the pool) counts each thread busy while it compiles.
+  CompilePool(Compiler* compiler, int threads, IdleMeter* meter = nullptr);
   // Finishes the running compiles, resolves queued ones as Cancelled, joins.
   ~CompilePool();
   CompilePool(const CompilePool&) = delete;
@@ -47,6 +49,7 @@ class CompilePool {
   void Loop();
 
   Compiler* const compiler_;
+  IdleMeter* const meter_;
   absl::Mutex mu_;
   std::deque<Task> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

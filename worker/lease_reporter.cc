@@ -11,6 +11,7 @@ LeaseReporter::LeaseReporter(Coordinator* coordinator, std::string worker_id,
       lease_id_(lease.lease_id()),
       epoch_(lease.epoch()),
       options_(options),
+      best_seconds_(lease.best_seconds()),
       last_report_(absl::Now()) {
   thread_ = std::thread([this] { Loop(); });
 }
@@ -69,6 +70,7 @@ absl::Status LeaseReporter::Send(bool release) {
   }
   pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(sent));
   last_report_ = absl::Now();
+  if (response->best_seconds() > 0) best_seconds_.store(response->best_seconds());
   if (response->cancelled()) {
     spdlog::info("lease {} cancelled by the coordinator", lease_id_);
     cancelled_.store(true);

@@ -47,6 +47,9 @@ class LeaseReporter {
   // True once the coordinator said the lease is cancelled (the job ended or
   // the lease expired) or no longer knows it: stop working on it.
   bool cancelled() const { return cancelled_.load(); }
+  // The job target's best median as the coordinator last said it
+  // (Lease.best_seconds, then each report's answer); 0 when none is known.
+  double best_seconds() const { return best_seconds_.load(); }
   // Stops the background thread and sends what is pending, with `release`
   // set (hand back the trials not reported). Unavailable when the
   // coordinator could not be reached after final_attempts.
@@ -64,6 +67,7 @@ class LeaseReporter {
   const int64_t epoch_;
   const LeaseReporterOptions options_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<double> best_seconds_;
 
   absl::Mutex send_mu_;  // one report in flight at a time
   absl::Mutex mu_;

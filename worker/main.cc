@@ -1,7 +1,8 @@
 // tunefleet-worker: the worker daemon's composition root.
 //
 //   tunefleet-worker --coordinator HOST:PORT [--cache-dir DIR] [--max-trials N]
-//                    [--name NAME] [--measure-budget SECONDS] [--backend cpu|cuda]
+//                    [--name NAME] [--measure-budget SECONDS] [--cut-factor K]
+//                    [--backend cpu|cuda]
 //                    [--sandbox bwrap|none] [--sandbox-ro PATH]...
 //
 // Child mode (started by the daemon itself, one per device):
@@ -12,7 +13,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -24,7 +28,11 @@
 #include "spdlog/spdlog.h"
 #include "worker/backends.h"
 #include "worker/bench_child.h"
+#include "common/logging.h"
+#include "common/version.h"
 #include "worker/compile_pool.h"
+#include "worker/prometheus_metrics.h"
+#include "worker/idle_meter.h"
 #include "worker/sandbox.h"
 #include "worker/coordinator_link.h"
 #include "worker/source_cache.h"
@@ -41,11 +49,18 @@ struct Flags {
   std::string name;
   std::string backend = "cpu";
   std::string log_level = "info";
+  std::string log_format = "text";
+  int metrics_port = -1;  // off
+  std::string metrics_host = "0.0.0.0";
+  std::string metrics_address_file;
   std::string sandbox = "bwrap";
   std::vector<std::string> sandbox_read_only;
   int max_trials = 0;
+  int lookahead_trials = 4;  // trials of the lease held ahead per device; 0 = off
+  std::string stats_dir;     // where worker-<pid>.stats is kept up to date
   int compile_threads = 0;  // 0 = the device's cores
   double measure_budget = 0.2;
+  double cut_factor = 1.5;  // the early-cut rule's k; negative = never cut
   double compile_timeout = 60;
   double trial_deadline = 0;  // 0 = max(10 s, 20 x budget); CUDA: at least 30 s
   double prepare_deadline = 180;
@@ -55,6 +70,46 @@ struct Flags {
   std::string tls_cert;
   std::string tls_key;
   bool insecure = false;
+};
+
+// Rewrites <dir>/worker-<pid>.stats (WriteIdleStats) every 200 ms and once
+// more on Stop; does nothing for an empty dir.
+class StatsWriter {
+ public:
+  StatsWriter(const std::string& dir, IdleMeter* pool, std::vector<IdleMeter*> devices)
+      : path_(dir.empty() ? "" : absl::StrCat(dir, "/worker-", getpid(), ".stats")),
+        pool_(pool),
+        devices_(std::move(devices)) {
+    if (path_.empty()) return;
+    thread_ = std::thread([this] {
+      absl::MutexLock lock(&mu_);
+      while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(200))) {
+        Write();
+      }
+    });
+  }
+  ~StatsWriter() { Stop(); }
+  void Stop() {
+    if (!thread_.joinable()) return;
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    thread_.join();
+    Write();
+  }
+
+ private:
+  void Write() {
+    absl::Status written = WriteIdleStats(path_, pool_, devices_);
+    if (!written.ok()) spdlog::warn("{}", written.ToString());
+  }
+  const std::string path_;
+  IdleMeter* const pool_;
+  const std::vector<IdleMeter*> devices_;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
 };
 
 std::string DefaultCacheDir() {
@@ -113,6 +168,26 @@ absl::StatusOr<Sandbox> MakeSandbox(const Flags& flags) {
   return Sandbox::Create(options);
 }
 
+// Serves /metrics when --metrics-port asks for it; writes the bound address
+// to --metrics-address-file. Null (and no error) when it is off.
+absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> StartMetrics(
+    const Flags& flags, v1::Backend backend, const std::vector<v1::Device>& devices) {
+  if (flags.metrics_port < 0) return nullptr;
+  const std::string listen = absl::StrCat(flags.metrics_host, ":", flags.metrics_port);
+  absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> metrics =
+      PrometheusWorkerMetrics::Start(listen, kVersion, BackendName(backend), devices);
+  if (!metrics.ok()) return metrics.status();
+  const std::string host = flags.metrics_host == "0.0.0.0" ? "127.0.0.1" : flags.metrics_host;
+  const std::string address = absl::StrCat(host, ":", (*metrics)->port());
+  spdlog::info("metrics on {}/metrics", address);
+  if (!flags.metrics_address_file.empty()) {
+    const std::string& path = flags.metrics_address_file;
+    std::ofstream(path + ".tmp") << address << "\n";
+    std::rename((path + ".tmp").c_str(), path.c_str());
+  }
+  return metrics;
+}
+
 int RunDaemon(const Flags& flags, v1::Backend backend) {
   sigset_t stop_signals;
   BlockStopSignals(&stop_signals);
@@ -137,11 +212,20 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
     spdlog::critical("no compiler: {}", compiler.status().ToString());
     return 1;
   }
+  absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> metrics =
+      StartMetrics(flags, backend, *devices);
+  if (!metrics.ok()) {
+    spdlog::critical("{}", std::string(metrics.status().message()));
+    return 1;
+  }
+  WorkerMetrics* const sink = metrics->get();
   const int threads = flags.compile_threads > 0 ? flags.compile_threads : Cores(devices->front());
-  CompilePool pool(compiler->get(), threads);
+  IdleMeter pool_meter(threads);
+  CompilePool pool(compiler->get(), threads, &pool_meter);
 
   ExecutorOptions executor_options;
   executor_options.measure.set_budget_seconds(flags.measure_budget);
+  executor_options.measure.set_cut_factor(flags.cut_factor);
   // A CUDA runner reports a hung launch itself after 10 s; the daemon's kill
   // is the backstop behind it, so it must come later.
   const double deadline = flags.trial_deadline > 0 ? flags.trial_deadline
@@ -152,14 +236,25 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   executor_options.prepare_deadline = absl::Seconds(flags.prepare_deadline);
   executor_options.failed_prepares = std::make_shared<FailedPrepares>();
   std::vector<std::unique_ptr<TrialExecutor>> executors;
+  std::vector<IdleMeter*> device_meters;
   for (const v1::Device& device : *devices) {
+    executor_options.device_meter = std::make_shared<IdleMeter>(/*units=*/1);
+    device_meters.push_back(executor_options.device_meter.get());
     const std::string self = SelfExecutable();
     const std::string inbox = absl::StrCat(flags.cache_dir, "/children/", executors.size());
-    ChildOptions child{{self, "--child", "--backend", BackendName(backend)},
+    ChildOptions child{{self, "--child", "--backend", BackendName(backend), "--log-format",
+                        flags.log_format},
                        ChildEnvironment(device), *sandbox,
                        ChildSandboxPolicy(backend, self, inbox), inbox};
+    ExecutorOptions device_options = executor_options;
+    if (sink != nullptr) {
+      device_options.on_measured = [sink, id = device.id()](const v1::TrialResult& result,
+                                                            absl::Duration elapsed) {
+        sink->Measured(id, result, elapsed);
+      };
+    }
     executors.push_back(
-        std::make_unique<TrialExecutor>(&pool, device, std::move(child), executor_options));
+        std::make_unique<TrialExecutor>(&pool, device, std::move(child), device_options));
     spdlog::info("device {}: {}", device.id(), device.model());
   }
 
@@ -182,8 +277,10 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   options.host = flags.name.empty() ? HostName() : flags.name;
   options.toolkit = (*compiler)->toolkit();
   options.max_trials = flags.max_trials;
+  options.lookahead_trials = flags.lookahead_trials;
+  options.pool_meter = &pool_meter;
   options.drain_time = absl::Seconds(flags.drain_time);
-  WorkerDaemon daemon(options, coordinator.get(), &sources, std::move(executors));
+  WorkerDaemon daemon(options, coordinator.get(), &sources, std::move(executors), sink);
 
   std::thread([&daemon, stop_signals] {
     int signal_number = 0;
@@ -197,8 +294,17 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
 
   spdlog::info("tunefleet-worker {} serving {} for {}", options.host, options.toolkit,
                flags.coordinator);
+  StatsWriter stats(flags.stats_dir, &pool_meter, device_meters);
   daemon.Run();
-  spdlog::info("stopped");
+  stats.Stop();
+  spdlog::info("stopped: compile pool idle {:.2f} thread-s, devices idle {:.2f} s, while "
+               "holding work for {:.2f} s", pool_meter.idle_seconds(),
+               [&] {
+                 double idle = 0;
+                 for (IdleMeter* meter : device_meters) idle += meter->idle_seconds();
+                 return idle;
+               }(),
+               pool_meter.held_seconds());
   return 0;
 }
 
@@ -214,9 +320,20 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", flags.cache_dir,
                  "artifact and source cache (default ~/.cache/tunefleet-worker)");
   app.add_option("--max-trials", flags.max_trials, "trials per lease (0 = coordinator's)");
+  app.add_option("--stats-dir", flags.stats_dir,
+                 "keep DIR/worker-<pid>.stats up to date with the compile pool's and the "
+                 "devices' idle seconds while work was held (for bench/tune_bench)");
+  app.add_option("--lookahead-trials", flags.lookahead_trials,
+                 "trials of the next lease each device holds and compiles ahead while it "
+                 "measures the current one (0 = no look-ahead)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--name", flags.name, "name reported to the coordinator (default hostname)");
   app.add_option("--measure-budget", flags.measure_budget,
                  "seconds of timing samples per config")->check(CLI::PositiveNumber);
+  app.add_option("--cut-factor", flags.cut_factor,
+                 "early-cut rule: stop sampling a config once its p20 over the first "
+                 "samples exceeds this many times the best median (negative = never cut)")
+      ->check(CLI::NonNegativeNumber | CLI::Range(-1e9, 0.0))->capture_default_str();
   app.add_option("--backend", flags.backend, "cpu or cuda")->capture_default_str();
   app.add_option("--compile-timeout", flags.compile_timeout, "seconds per compile")
       ->check(CLI::PositiveNumber)->capture_default_str();
@@ -241,6 +358,18 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
+  app.add_option("--log-format", flags.log_format,
+                 "text, or json: one JSON object per line, for log collectors")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("--metrics-port", flags.metrics_port,
+                 "serve Prometheus /metrics on this port (0 picks a free one; -1: off)")
+      ->check(CLI::Range(-1, 65535))
+      ->capture_default_str();
+  app.add_option("--metrics-host", flags.metrics_host, "address /metrics listens on")
+      ->capture_default_str();
+  app.add_option("--metrics-address-file", flags.metrics_address_file,
+                 "write the bound host:port of /metrics to this file once serving");
   app.add_option("--tls-ca", flags.tls_ca,
                  "PEM CA that signed the coordinator's certificate (default: the system's)");
   app.add_option("--tls-cert", flags.tls_cert,
@@ -252,9 +381,14 @@ int main(int argc, char** argv) {
   app.add_flag("--child", flags.child, "internal: run as a benchmark child")->group("");
   CLI11_PARSE(app, argc, argv);
 
-  auto logger = spdlog::stderr_logger_mt(flags.child ? "bench-child" : "worker");
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  const absl::Status logging = tunefleet::ConfigureLogging(
+      flags.child ? "bench-child" : "worker",
+      flags.log_format == "json" ? tunefleet::LogFormat::kJson : tunefleet::LogFormat::kText,
+      flags.log_level);
+  if (!logging.ok()) {
+    std::cerr << "tunefleet-worker: " << logging.message() << "\n";
+    return 2;
+  }
 
   absl::StatusOr<tunefleet::v1::Backend> backend =
       tunefleet::worker::ParseBackendName(flags.backend);

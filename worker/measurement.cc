@@ -22,6 +22,7 @@ v1::MeasureOptions WithMeasureDefaults(v1::MeasureOptions options) {
   if (options.budget_seconds() <= 0) options.set_budget_seconds(0.2);
   if (options.min_samples() <= 0) options.set_min_samples(5);
   if (options.max_samples() <= 0) options.set_max_samples(1000);
+  if (options.cut_factor() == 0) options.set_cut_factor(1.5);
   if (options.max_samples() < options.min_samples()) {
     options.set_max_samples(options.min_samples());
   }
@@ -32,6 +33,17 @@ bool WantMoreSamples(const v1::MeasureOptions& options, int samples,
                      double elapsed_seconds) {
   if (samples < options.min_samples()) return true;
   return samples < options.max_samples() && elapsed_seconds < options.budget_seconds();
+}
+
+bool CutEarly(const v1::MeasureOptions& options, double best_seconds,
+              const std::vector<double>& sorted) {
+  if (best_seconds <= 0 || options.cut_factor() < 0) return false;
+  if (sorted.empty() || static_cast<int>(sorted.size()) < options.min_samples()) return false;
+  return Quantile(sorted, 0.2) > options.cut_factor() * best_seconds;
+}
+
+void InsertSorted(double seconds, std::vector<double>* sorted) {
+  sorted->insert(std::upper_bound(sorted->begin(), sorted->end(), seconds), seconds);
 }
 
 v1::MeasureOptions FitToDeadline(v1::MeasureOptions options, double call_seconds) {

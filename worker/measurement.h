@@ -12,13 +12,26 @@
 namespace tunefleet::worker {
 
 // `options` with every unset (zero) field at its default: warm-up 0.02 s,
-// budget 0.2 s, min 5 samples, max 1000 samples.
+// budget 0.2 s, min 5 samples, max 1000 samples, cut factor 1.5.
 v1::MeasureOptions WithMeasureDefaults(v1::MeasureOptions options);
 
 // True while the sampling loop should take another sample: fewer than
 // min_samples, or budget left and fewer than max_samples.
 bool WantMoreSamples(const v1::MeasureOptions& options, int samples,
                      double elapsed_seconds);
+
+// The early-cut rule: true when a run should stop sampling because its
+// samples so far (`sorted`, ascending) show the config clearly slower than
+// `best_seconds`, the fastest median of its job target: at least
+// options.min_samples samples, and their p20 > options.cut_factor x
+// best_seconds. Never true when best_seconds <= 0 (no best known) or
+// cut_factor < 0 (cutting off). REQUIRES: options with defaults.
+bool CutEarly(const v1::MeasureOptions& options, double best_seconds,
+              const std::vector<double>& sorted);
+
+// Inserts `seconds` into the ascending `sorted` (O(n), no re-sort), so that
+// CutEarly can be asked after every sample.
+void InsertSorted(double seconds, std::vector<double>* sorted);
 
 // `options` fitted to a kernel whose one call takes `call_seconds`, so that
 // warm-up plus sampling end within half of run_seconds_limit (which leaves

@@ -24,6 +24,13 @@ v1::TrialResult Outcome(v1::TrialStatus status, std::string error) {
   return result;
 }
 
+// The smaller of two best medians where 0 (or less) means none known.
+double FasterOf(double a, double b) {
+  if (a <= 0) return std::max(b, 0.0);
+  if (b <= 0) return a;
+  return std::min(a, b);
+}
+
 }  // namespace
 
 struct TrialExecutor::PendingTrial {
@@ -59,7 +66,7 @@ absl::Duration TrialExecutor::TrialDeadline() const {
   return std::max(absl::Seconds(10), absl::Seconds(20 * budget));
 }
 
-void TrialExecutor::Plan(Batch* batch, const std::vector<v1::Trial>& trials) {
+void TrialExecutor::PlanTrials(Batch* batch, const std::vector<v1::Trial>& trials) {
   const JobContext& job = *batch->job;
   absl::StatusOr<std::unique_ptr<ConfigSpace>> space =
       batch->job_failure.has_value()
@@ -83,11 +90,16 @@ void TrialExecutor::Plan(Batch* batch, const std::vector<v1::Trial>& trials) {
       continue;
     }
     *p.trial.mutable_config() = *config;
-    auto kills = kills_.find(ConfigKey(*batch, *config));
-    if (kills != kills_.end() && kills->second >= options_.kills_to_quarantine) {
+    int kills = 0;
+    {
+      absl::MutexLock lock(&kills_mu_);
+      auto it = kills_.find(ConfigKey(*batch, *config));
+      if (it != kills_.end()) kills = it->second;
+    }
+    if (kills >= options_.kills_to_quarantine) {
       p.early = Outcome(v1::TRIAL_STATUS_QUARANTINED,
-                        absl::StrCat("quarantined: killed the benchmark child ",
-                                     kills->second, " times before"));
+                        absl::StrCat("quarantined: killed the benchmark child ", kills,
+                                     " times before"));
       continue;
     }
     CompileJob compile{&job.spec, &job.sources, *config, device_, /*reference=*/false};
@@ -172,16 +184,25 @@ std::string TrialExecutor::ConfigKey(const Batch& batch, const v1::Config& confi
 }
 
 bool TrialExecutor::CountKill(const std::string& config_key) {
+  absl::MutexLock lock(&kills_mu_);
   return ++kills_[config_key] >= options_.kills_to_quarantine;
 }
 
 absl::StatusOr<v1::TrialResult> TrialExecutor::Measure(Batch* batch, const v1::Trial& trial,
-                                                       const std::string& artifact) {
+                                                       const std::string& artifact,
+                                                       double best_seconds) {
   v1::ChildRequest request;
   request.mutable_run()->set_index(trial.index());
   *request.mutable_run()->mutable_config() = trial.config();
   request.mutable_run()->set_artifact(artifact);
-  ASSIGN_OR_RETURN(ChildReply reply, child_.Call(request, TrialDeadline()));
+  request.mutable_run()->set_best_seconds(best_seconds);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<ChildReply> answered;
+  {
+    BusyScope busy(options_.device_meter.get());
+    answered = child_.Call(request, TrialDeadline());
+  }
+  ASSIGN_OR_RETURN(ChildReply reply, std::move(answered));
   v1::TrialResult result;
   switch (reply.kind) {
     case ChildReply::Kind::kAnswered:
@@ -195,6 +216,7 @@ absl::StatusOr<v1::TrialResult> TrialExecutor::Measure(Batch* batch, const v1::T
       result = Outcome(v1::TRIAL_STATUS_TIMEOUT, reply.detail);
       break;
   }
+  if (options_.on_measured) options_.on_measured(result, absl::Now() - start);
   const bool killed = result.status() == v1::TRIAL_STATUS_CRASHED ||
                       result.status() == v1::TRIAL_STATUS_TIMEOUT;
   if (killed && CountKill(ConfigKey(*batch, trial.config()))) {
@@ -206,7 +228,8 @@ absl::StatusOr<v1::TrialResult> TrialExecutor::Measure(Batch* batch, const v1::T
   return result;
 }
 
-absl::StatusOr<v1::TrialResult> TrialExecutor::RunOne(Batch* batch, const PendingTrial& p) {
+absl::StatusOr<v1::TrialResult> TrialExecutor::RunOne(Batch* batch, const PendingTrial& p,
+                                                      double best_seconds) {
   if (p.early.has_value()) return *p.early;
   if (batch->job_failure.has_value()) return *batch->job_failure;
   ASSIGN_OR_RETURN(CompileOutcome compiled, p.compile.get());
@@ -220,7 +243,7 @@ absl::StatusOr<v1::TrialResult> TrialExecutor::RunOne(Batch* batch, const Pendin
       batch->job_failure = failure;  // the same for every later trial
       result = failure;
     } else {
-      ASSIGN_OR_RETURN(result, Measure(batch, p.trial, compiled.artifact));
+      ASSIGN_OR_RETURN(result, Measure(batch, p.trial, compiled.artifact, best_seconds));
     }
   }
   result.set_compile_seconds(compiled.seconds);
@@ -249,19 +272,43 @@ void TrialExecutor::StartBatch(const JobContext& job, const v1::MeasureOptions& 
       batch->cancel);
 }
 
+TrialExecutor::Planned::Planned(JobContext job) : job_(std::move(job)) {}
+
+TrialExecutor::Planned::~Planned() {
+  if (batch_ != nullptr) FinishBatch(batch_.get());
+}
+
+std::unique_ptr<TrialExecutor::Planned> TrialExecutor::Plan(JobContext job,
+                                                            const std::vector<v1::Trial>& trials) {
+  std::unique_ptr<Planned> planned(new Planned(std::move(job)));
+  planned->batch_ = std::make_unique<Batch>();
+  StartBatch(planned->job_, options_.measure, planned->batch_.get());  // the reference first
+  PlanTrials(planned->batch_.get(), trials);
+  return planned;
+}
+
 absl::Status TrialExecutor::Run(const JobContext& job, const std::vector<v1::Trial>& trials,
                                 const ResultCallback& on_result,
-                                const StopPredicate& should_stop) {
-  Batch batch;
-  StartBatch(job, options_.measure, &batch);  // the reference compiles first
-  Plan(&batch, trials);
+                                const StopPredicate& should_stop, const BestSeconds& best) {
+  std::unique_ptr<Planned> planned = Plan(job, trials);
+  return Run(planned.get(), on_result, should_stop, best);
+}
+
+absl::Status TrialExecutor::Run(Planned* planned, const ResultCallback& on_result,
+                                const StopPredicate& should_stop, const BestSeconds& best) {
+  Batch& batch = *planned->batch_;
   absl::Status status;
+  double own_best = 0;  // the fastest uncut OK median of this call
   for (const PendingTrial& p : batch.pending) {
     if (should_stop && should_stop()) break;
-    absl::StatusOr<v1::TrialResult> result = RunOne(&batch, p);
+    absl::StatusOr<v1::TrialResult> result =
+        RunOne(&batch, p, FasterOf(best ? best() : 0, own_best));
     if (!result.ok()) {
       status = result.status();
       break;
+    }
+    if (result->status() == v1::TRIAL_STATUS_OK && !result->cut_early()) {
+      own_best = FasterOf(own_best, result->measurement().median_seconds());
     }
     *result->mutable_config() = p.trial.config();
     result->set_device_id(device_.id());
@@ -287,7 +334,7 @@ absl::Status TrialExecutor::RunFinalists(const JobContext& job,
   const int rounds = std::max(1, options_.finalist_rounds);
   Batch batch;
   StartBatch(job, PerRoundOptions(options_.measure, rounds), &batch);
-  Plan(&batch, trials);  // artifact cache hits: every finalist was measured once
+  PlanTrials(&batch, trials);  // artifact cache hits: every finalist was measured once
   struct Finalist {
     std::optional<v1::TrialResult> failure;  // the first failed round's result
     std::optional<v1::TrialResult> last_ok;

@@ -11,14 +11,17 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "tunefleet/v1/bench_child.pb.h"
 #include "tunefleet/v1/worker_service.pb.h"
 #include "worker/child_process.h"
 #include "worker/compile_pool.h"
 #include "worker/failed_prepares.h"
+#include "worker/idle_meter.h"
 
 namespace tunefleet::worker {
 
@@ -46,6 +49,14 @@ struct ExecutorOptions {
   // logs; runs on the executor's thread. Default: none.
   std::function<void(int round, int64_t index, const v1::TrialResult& result)>
       on_finalist_step;
+  // Called after every run of a config in the benchmark child (correctness
+  // check, warm-up and timing), with its result and how long the child
+  // took, crashes and timeouts included. For metrics; runs on the
+  // executor's thread. Default: none.
+  std::function<void(const v1::TrialResult& result, absl::Duration elapsed)> on_measured;
+  // Counts the device busy while its child runs a trial, for the idle time
+  // the worker reports (tunefleet-worker --stats-dir). Default: null.
+  std::shared_ptr<IdleMeter> device_meter;
   // Where failed Prepares are remembered; share one among the executors of
   // a worker's devices. Default: null, the executor keeps its own.
   std::shared_ptr<FailedPrepares> failed_prepares;
@@ -60,12 +71,35 @@ struct JobContext {
   uint64_t seed = 0;
 };
 
-// Thread-safety: not thread-safe; one thread (the device's lease loop) owns
-// an executor. Owns the device's benchmark child.
+// Thread-safety: Plan and Interrupt may be called from any thread; the rest
+// is not thread-safe: one thread (the device's lease loop) owns an executor.
+// Owns the device's benchmark child.
 class TrialExecutor {
+ private:
+  struct Batch;
+
  public:
+  // The trials of one lease with their compiles under way in the pool (see
+  // Plan). Destroying it cancels the compiles not yet started and waits for
+  // those running.
+  class Planned {
+   public:
+    ~Planned();
+    Planned(const Planned&) = delete;
+    Planned& operator=(const Planned&) = delete;
+
+   private:
+    friend class TrialExecutor;
+    explicit Planned(JobContext job);
+    JobContext job_;
+    std::unique_ptr<Batch> batch_;
+  };
+
   using ResultCallback = std::function<void(int64_t index, const v1::TrialResult&)>;
   using StopPredicate = std::function<bool()>;
+  // The job target's best median as the coordinator knows it now (seconds;
+  // 0 when none is known), for the early-cut rule.
+  using BestSeconds = std::function<double()>;
 
   // REQUIRES: `pool` outlives the executor.
   TrialExecutor(CompilePool* pool, v1::Device device, ChildOptions child,
@@ -76,9 +110,22 @@ class TrialExecutor {
   // every trial status). Checks `should_stop` before each trial and returns
   // early, leaving the rest unreported, when it says so. Non-OK only when
   // the infrastructure fails (the child binary cannot be started, the
-  // compiler cannot be run).
+  // compiler cannot be run). Each trial is measured under the early-cut rule
+  // against the faster of `best` (asked before each trial; null: none) and
+  // the fastest uncut OK median this call measured so far.
   absl::Status Run(const JobContext& job, const std::vector<v1::Trial>& trials,
-                   const ResultCallback& on_result, const StopPredicate& should_stop);
+                   const ResultCallback& on_result, const StopPredicate& should_stop,
+                   const BestSeconds& best = nullptr);
+
+  // The first half of Run, for a lease held ahead of the one running:
+  // validates `trials` and queues their compiles (and the reference's) now,
+  // so that the pool works on them while the child measures other trials.
+  // Thread-safe.
+  std::unique_ptr<Planned> Plan(JobContext job, const std::vector<v1::Trial>& trials);
+  // The second half: runs the planned trials as Run does. REQUIRES: `planned`
+  // came from this executor's Plan and was not run before.
+  absl::Status Run(Planned* planned, const ResultCallback& on_result,
+                   const StopPredicate& should_stop, const BestSeconds& best = nullptr);
 
   // The finalists round (a lease with `finalists` set): measures `trials`
   // again, interleaved on this one device: the child is prepared once, then
@@ -95,6 +142,7 @@ class TrialExecutor {
                             const StopPredicate& should_stop);
 
   const v1::Device& device() const { return device_; }
+  IdleMeter* device_meter() const { return options_.device_meter.get(); }
   // Benchmark children started so far (1 + respawns).
   int child_starts() const { return child_.starts(); }
   // Stops the benchmark child.
@@ -107,7 +155,6 @@ class TrialExecutor {
 
  private:
   struct PendingTrial;
-  struct Batch;
 
   absl::Duration TrialDeadline() const;
   // Normalizes the shape and queues the reference compile; the child is
@@ -117,7 +164,7 @@ class TrialExecutor {
   // job), cancelling them first.
   static void FinishBatch(Batch* batch);
   // Validates and queues every trial's compile; fills batch->pending.
-  void Plan(Batch* batch, const std::vector<v1::Trial>& trials);
+  void PlanTrials(Batch* batch, const std::vector<v1::Trial>& trials);
   // Compiles the reference and prepares the child when it is not prepared
   // for this job and these measure options. A non-OK TrialResult status in
   // `*failure` fails every remaining trial with that status. A Prepare that
@@ -130,9 +177,11 @@ class TrialExecutor {
   absl::Status Prepare(const Batch& batch, const std::string& reference_artifact,
                        v1::TrialResult* failure);
   absl::StatusOr<v1::TrialResult> Measure(Batch* batch, const v1::Trial& trial,
-                                          const std::string& artifact);
+                                          const std::string& artifact, double best_seconds);
   // One trial's outcome; non-OK only for an infrastructure failure.
-  absl::StatusOr<v1::TrialResult> RunOne(Batch* batch, const PendingTrial& p);
+  // `best_seconds` for the early-cut rule (0: none, never cut).
+  absl::StatusOr<v1::TrialResult> RunOne(Batch* batch, const PendingTrial& p,
+                                         double best_seconds = 0);
   // What a config is quarantined under: kernel digest, shape, config.
   static std::string ConfigKey(const Batch& batch, const v1::Config& config);
   // Counts a kill of the child by `config_key`; true when it is now
@@ -148,8 +197,10 @@ class TrialExecutor {
   int prepared_in_ = 0;
   // The job the running child serves; a new job gets a new child.
   std::string served_job_;
-  // Kills of the child per (kernel digest, shape, config).
-  absl::flat_hash_map<std::string, int> kills_;
+  // Kills of the child per (kernel digest, shape, config); Plan reads them
+  // from any thread.
+  absl::Mutex kills_mu_;
+  absl::flat_hash_map<std::string, int> kills_ ABSL_GUARDED_BY(kills_mu_);
   // The failed Prepare of each job (by job, kernel, seed and reference).
   const std::shared_ptr<FailedPrepares> failed_prepares_;
 };

@@ -31,8 +31,9 @@ void FailAll(const v1::Lease& lease, v1::TrialStatus status, const std::string& 
 
 void LogTrial(int64_t index, const v1::TrialResult& result) {
   if (result.status() == v1::TRIAL_STATUS_OK) {
-    spdlog::info("trial {}: OK, median {:.2f} us over {} samples", index,
-                 result.measurement().median_seconds() * 1e6, result.measurement().samples());
+    spdlog::info("trial {}: OK, median {:.2f} us over {} samples{}", index,
+                 result.measurement().median_seconds() * 1e6, result.measurement().samples(),
+                 result.cut_early() ? ", cut early (clearly slower than the best)" : "");
     return;
   }
   const std::string& error = result.error();
@@ -44,11 +45,13 @@ void LogTrial(int64_t index, const v1::TrialResult& result) {
 
 WorkerDaemon::WorkerDaemon(WorkerOptions options, Coordinator* coordinator,
                            SourceCache* sources,
-                           std::vector<std::unique_ptr<TrialExecutor>> executors)
+                           std::vector<std::unique_ptr<TrialExecutor>> executors,
+                           WorkerMetrics* metrics)
     : options_(std::move(options)),
       coordinator_(coordinator),
       sources_(sources),
       executors_(std::move(executors)),
+      metrics_(metrics != nullptr ? metrics : &null_metrics_),
       heartbeat_interval_(options_.default_heartbeat_interval),
       lease_ttl_(options_.default_lease_ttl) {}
 
@@ -139,78 +142,154 @@ void WorkerDaemon::HeartbeatLoop() {
   }
 }
 
-void WorkerDaemon::LeaseLoop(TrialExecutor* executor) {
-  absl::Duration backoff = options_.min_backoff;
-  while (!stopping()) {
-    const std::string id = worker_id();
-    v1::LeaseWorkRequest request;
-    request.set_worker_id(id);
-    request.set_device_id(executor->device().id());
-    request.set_max_trials(options_.max_trials);
-    request.set_wait_ms(absl::ToInt64Milliseconds(options_.lease_wait));
-    absl::StatusOr<v1::LeaseWorkResponse> response = coordinator_->LeaseWork(request);
-    if (stopping()) break;  // a lease won now would only be handed back
-    if (!response.ok()) {
-      if (absl::IsNotFound(response.status()) ||
-          absl::IsFailedPrecondition(response.status())) {
-        spdlog::info("lease refused ({}): registering again", response.status().ToString());
-        if (!Register(id)) break;
-      } else {
-        spdlog::warn("cannot lease work: {}", response.status().ToString());
-      }
-      Backoff(&backoff);
-      continue;
+struct WorkerDaemon::Held {
+  // Work is held for the pool and the device from acceptance until this
+  // goes away (run or handed back).
+  Held(IdleMeter* pool, IdleMeter* device) : pool_meter(pool), device_meter(device) {
+    for (IdleMeter* meter : {pool_meter, device_meter}) {
+      if (meter != nullptr) meter->Hold(+1);
     }
-    backoff = options_.min_backoff;
-    if (response->has_lease()) ServeLease(executor, id, response->lease());
   }
+  ~Held() {
+    planned.reset();  // its compiles end before the work stops counting as held
+    for (IdleMeter* meter : {pool_meter, device_meter}) {
+      if (meter != nullptr) meter->Hold(-1);
+    }
+  }
+  IdleMeter* const pool_meter;
+  IdleMeter* const device_meter;
+  v1::Lease lease;
+  std::unique_ptr<LeaseReporter> reporter;
+  absl::StatusOr<std::vector<v1::SourceFile>> sources;
+  std::unique_ptr<TrialExecutor::Planned> planned;  // a search lease, sources resolved
+};
+
+std::optional<v1::Lease> WorkerDaemon::TakeLease(TrialExecutor* executor, int max_trials,
+                                                 bool quiet, absl::Duration* backoff) {
+  const std::string id = worker_id();
+  v1::LeaseWorkRequest request;
+  request.set_worker_id(id);
+  request.set_device_id(executor->device().id());
+  request.set_max_trials(max_trials);
+  request.set_wait_ms(absl::ToInt64Milliseconds(options_.lease_wait));
+  const absl::Time asked = absl::Now();
+  absl::StatusOr<v1::LeaseWorkResponse> response = coordinator_->LeaseWork(request);
+  metrics_->LeaseWaited(executor->device().id(), absl::Now() - asked,
+                        response.ok() && response->has_lease());
+  if (response.ok()) {
+    *backoff = options_.min_backoff;
+    if (!response->has_lease()) return std::nullopt;
+    return response->lease();
+  }
+  if (quiet || stopping()) {
+    spdlog::debug("no lease ahead: {}", response.status().ToString());
+    return std::nullopt;
+  }
+  if (absl::IsNotFound(response.status()) || absl::IsFailedPrecondition(response.status())) {
+    spdlog::info("lease refused ({}): registering again", response.status().ToString());
+    Register(id);
+  } else {
+    spdlog::warn("cannot lease work: {}", response.status().ToString());
+  }
+  Backoff(backoff);
+  return std::nullopt;
 }
 
-void WorkerDaemon::ServeLease(TrialExecutor* executor, const std::string& worker_id,
-                              const v1::Lease& lease) {
-  const std::string& device_id = executor->device().id();
-  spdlog::info("lease {} (epoch {}): {} {} of {} for job {} on {}", lease.lease_id(),
-               lease.epoch(), lease.trials_size(),
-               lease.finalists() ? "finalist(s), interleaved" : "trial(s)",
-               lease.kernel().name(), lease.job_id(), device_id);
+std::unique_ptr<WorkerDaemon::Held> WorkerDaemon::Accept(TrialExecutor* executor,
+                                                         const std::string& worker_id,
+                                                         const v1::Lease& lease) {
+  auto held = std::make_unique<Held>(options_.pool_meter, executor->device_meter());
+  held->lease = lease;
   LeaseReporterOptions reporter_options;
   reporter_options.interval = options_.report_interval;
   {
     absl::MutexLock lock(&mu_);
     reporter_options.renew_every = lease_ttl_ / 3;
   }
-  LeaseReporter reporter(coordinator_, worker_id, lease, reporter_options);
+  held->reporter =
+      std::make_unique<LeaseReporter>(coordinator_, worker_id, lease, reporter_options);
+  held->sources = sources_->Resolve(lease.sources());
+  if (held->sources.ok() && !lease.finalists()) {
+    JobContext job{lease.job_id(), lease.kernel(), *held->sources, lease.shape(), lease.seed()};
+    held->planned = executor->Plan(
+        std::move(job), std::vector<v1::Trial>(lease.trials().begin(), lease.trials().end()));
+  }
+  return held;
+}
 
-  absl::StatusOr<std::vector<v1::SourceFile>> sources = sources_->Resolve(lease.sources());
+void WorkerDaemon::LeaseLoop(TrialExecutor* executor) {
+  absl::Duration backoff = options_.min_backoff;
+  std::unique_ptr<Held> next;
+  while (!stopping()) {
+    std::unique_ptr<Held> current = std::move(next);
+    if (current == nullptr) {
+      std::optional<v1::Lease> lease =
+          TakeLease(executor, options_.max_trials, /*quiet=*/false, &backoff);
+      if (stopping()) break;  // a lease won now would only be handed back
+      if (!lease.has_value()) continue;
+      current = Accept(executor, worker_id(), *lease);
+    }
+    // The next lease is asked for and its compiles start while this one runs.
+    std::thread ahead;
+    if (options_.lookahead_trials > 0 && !current->lease.finalists()) {
+      ahead = std::thread([&] {
+        absl::Duration quiet_backoff = options_.min_backoff;
+        std::optional<v1::Lease> lease =
+            TakeLease(executor, options_.lookahead_trials, /*quiet=*/true, &quiet_backoff);
+        if (lease.has_value()) next = Accept(executor, worker_id(), *lease);
+      });
+    }
+    Serve(executor, current.get());
+    current.reset();
+    if (ahead.joinable()) ahead.join();
+  }
+  // A lease held ahead and never run goes back (its reporter releases it).
+  next.reset();
+}
+
+void WorkerDaemon::Serve(TrialExecutor* executor, Held* held) {
+  const v1::Lease& lease = held->lease;
+  LeaseReporter& reporter = *held->reporter;
+  const std::string& device_id = executor->device().id();
+  spdlog::info("lease {} (epoch {}): {} {} of {} for job {} on {}", lease.lease_id(),
+               lease.epoch(), lease.trials_size(),
+               lease.finalists() ? "finalist(s), interleaved" : "trial(s)",
+               lease.kernel().name(), lease.job_id(), device_id);
   bool release = false;
   int reported = 0;
-  if (!sources.ok()) {
+  if (!held->sources.ok()) {
     spdlog::error("lease {}: cannot fetch sources: {}", lease.lease_id(),
-                  sources.status().ToString());
-    release = IsRetryable(sources.status());
+                  held->sources.status().ToString());
+    release = IsRetryable(held->sources.status());
     if (!release) {
       FailAll(lease, v1::TRIAL_STATUS_COMPILE_ERROR,
-              absl::StrCat("cannot fetch the sources: ", sources.status().message()),
+              absl::StrCat("cannot fetch the sources: ", held->sources.status().message()),
               device_id, &reporter);
     }
   } else {
-    JobContext job{lease.job_id(), lease.kernel(), *std::move(sources), lease.shape(),
-                   lease.seed()};
-    std::vector<v1::Trial> trials(lease.trials().begin(), lease.trials().end());
     std::set<int64_t> done;
     auto on_result = [&](int64_t index, const v1::TrialResult& result) {
       LogTrial(index, result);
+      metrics_->TrialFinished(device_id, result);
       reporter.Add(index, result);
       done.insert(index);
       ++reported;
     };
     auto should_stop = [&] { return stopping() || reporter.cancelled(); };
-    // A finalists lease reports every finalist after its last round; the
-    // same reporter, the same release rule (an interrupted round reports
-    // nothing and hands the whole lease back).
-    absl::Status status = lease.finalists()
-                              ? executor->RunFinalists(job, trials, on_result, should_stop)
-                              : executor->Run(job, trials, on_result, should_stop);
+    absl::Status status;
+    if (lease.finalists()) {
+      // A finalists lease reports every finalist after its last round; the
+      // same reporter, the same release rule (an interrupted round reports
+      // nothing and hands the whole lease back).
+      JobContext job{lease.job_id(), lease.kernel(), *held->sources, lease.shape(),
+                     lease.seed()};
+      std::vector<v1::Trial> trials(lease.trials().begin(), lease.trials().end());
+      status = executor->RunFinalists(job, trials, on_result, should_stop);
+    } else {
+      status = executor->Run(held->planned.get(), on_result, should_stop,
+                             [&] { return reporter.best_seconds(); });
+    }
+    metrics_->ChildStarts(device_id, executor->child_starts());
     if (!status.ok()) {
       spdlog::error("lease {}: the worker cannot run trials: {}", lease.lease_id(),
                     status.ToString());

@@ -2,11 +2,13 @@
 // pulls leases for each device, runs their trials through the device's
 // TrialExecutor (a `finalists` lease through RunFinalists: interleaved
 // rounds, ExecutorOptions::finalist_rounds) and reports the results,
-// heartbeating in the background, until Stop.
+// heartbeating in the background, until Stop. Each device holds the next
+// lease ahead of the one it runs (WorkerOptions::lookahead_trials).
 #ifndef TUNEFLEET_WORKER_WORKER_DAEMON_H_
 #define TUNEFLEET_WORKER_WORKER_DAEMON_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "common/version.h"
 #include "worker/coordinator.h"
 #include "worker/lease_reporter.h"
+#include "worker/metrics.h"
 #include "worker/source_cache.h"
 #include "worker/trial_executor.h"
 
@@ -31,6 +34,16 @@ struct WorkerOptions {
   std::string version = kVersion;
   // Trials asked per lease (0 = the coordinator's batch size). Default 0.
   int max_trials = 0;
+  // Look-ahead: while a device runs a lease, its lease loop already asks for
+  // the next one, of at most this many trials, and starts its compiles, so
+  // that the compile pool never idles while the device measures and the
+  // device never waits for a lease. At most one lease is held ahead per
+  // device. 0 turns it off. Default 4.
+  int lookahead_trials = 4;
+  // Counts the compile pool's idle time while leases are held (each lease
+  // held counts; the devices' own meters are their executors'). Not owned;
+  // must outlive the daemon. Default: null.
+  IdleMeter* pool_meter = nullptr;
   // How long one LeaseWork waits for work. Default 5 s.
   absl::Duration lease_wait = absl::Seconds(5);
   // Retry backoff when the coordinator is unreachable: doubles from min to
@@ -53,9 +66,11 @@ struct WorkerOptions {
 class WorkerDaemon {
  public:
   // One executor per device (its benchmark child included). REQUIRES:
-  // `coordinator` and `sources` outlive the daemon; executors non-empty.
+  // `coordinator`, `sources` and `metrics` (when not null: counts nothing)
+  // outlive the daemon; executors non-empty.
   WorkerDaemon(WorkerOptions options, Coordinator* coordinator, SourceCache* sources,
-               std::vector<std::unique_ptr<TrialExecutor>> executors);
+               std::vector<std::unique_ptr<TrialExecutor>> executors,
+               WorkerMetrics* metrics = nullptr);
   ~WorkerDaemon();
 
   // Registers (retrying until it succeeds or Stop), then serves leases on
@@ -78,12 +93,22 @@ class WorkerDaemon {
   // re-registered already). False when stopped first.
   bool Register(const std::string& stale_id);
   void HeartbeatLoop();
+  // A lease taken: its reporter (which renews it from now on) and, for a
+  // search lease whose sources resolved, its trials planned.
+  struct Held;
   void LeaseLoop(TrialExecutor* executor);
+  // One LeaseWork for `executor`'s device; nullopt when none came (an error
+  // is logged and, unless `quiet`, registered again or backed off from).
+  std::optional<v1::Lease> TakeLease(TrialExecutor* executor, int max_trials, bool quiet,
+                                     absl::Duration* backoff);
+  // Starts serving `lease`: reporter, sources, compiles. Thread-safe.
+  std::unique_ptr<Held> Accept(TrialExecutor* executor, const std::string& worker_id,
+                               const v1::Lease& lease);
+  // Runs a held lease to its end and reports it.
+  void Serve(TrialExecutor* executor, Held* held);
   // Once stopping, waits up to drain_time for the lease loops to end, then
   // interrupts every executor.
   void DrainWatchdog();
-  void ServeLease(TrialExecutor* executor, const std::string& worker_id,
-                  const v1::Lease& lease);
   // Sleeps `backoff` (with jitter) unless stopped first; doubles it.
   void Backoff(absl::Duration* backoff);
   bool stopping() const;
@@ -92,6 +117,8 @@ class WorkerDaemon {
   Coordinator* const coordinator_;
   SourceCache* const sources_;
   std::vector<std::unique_ptr<TrialExecutor>> executors_;
+  NullWorkerMetrics null_metrics_;
+  WorkerMetrics* const metrics_;
 
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

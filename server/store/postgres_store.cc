@@ -108,6 +108,11 @@ CREATE TABLE tokens (
   created_unix_ms BIGINT NOT NULL,
   revoked_unix_ms BIGINT NOT NULL);
 )sql"},
+    // A trial whose sampling stopped early under the early-cut rule
+    // (docs/measurement.md): its measurement is partial, it is never best.
+    {5, R"sql(
+ALTER TABLE trials ADD COLUMN cut_early BOOLEAN NOT NULL DEFAULT FALSE;
+)sql"},
 };
 
 // Advisory lock key that serializes migrations of one database ("tunefleet"
@@ -271,7 +276,8 @@ TrialRecord ReadTrial(const pqxx::row& row) {
   trial.principal = row[13].as<std::string>();
   trial.clock_mhz = row[14].as<double>();
   trial.round = static_cast<TrialRound>(row[15].as<int>());
-  trial.excluded = row[16].as<bool>();
+  trial.cut_early = row[16].as<bool>();
+  trial.excluded = row[17].as<bool>();
   return trial;
 }
 
@@ -397,7 +403,7 @@ void InsertTrialRows(pqxx::work& txn, const std::vector<TrialRecord>& trials,
           absl::StrCat(t.samples), ExactText(t.compile_seconds), t.worker_id, t.device_id,
           absl::StrCat("\\x", absl::BytesToHexString(t.error)),
           absl::StrCat(t.finished_unix_ms), t.principal, ExactText(t.clock_mhz),
-          absl::StrCat(static_cast<int>(t.round))}) {
+          absl::StrCat(static_cast<int>(t.round)), std::string(t.cut_early ? "true" : "false")}) {
       params.push_back(std::move(value));
     }
   }

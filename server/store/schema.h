@@ -21,8 +21,8 @@
 #define TF_TRIAL_COLUMNS                                                 \
   "job_id, tuning_key, config, status, median_seconds, p20_seconds, "    \
   "p80_seconds, samples, compile_seconds, worker_id, device_id, error, " \
-  "finished_unix_ms, principal, clock_mhz, round"
-#define TF_TRIAL_COUNT 16
+  "finished_unix_ms, principal, clock_mhz, round, cut_early"
+#define TF_TRIAL_COUNT 17
 #define TF_TRIAL_READ_COLUMNS TF_TRIAL_COLUMNS ", excluded"
 
 // quarantine: QuarantineRecord, keyed by principal.

@@ -127,6 +127,11 @@ CREATE TABLE tokens (
   created_unix_ms INTEGER NOT NULL,
   revoked_unix_ms INTEGER NOT NULL);
 )sql"},
+    // A trial whose sampling stopped early under the early-cut rule
+    // (docs/measurement.md): its measurement is partial, it is never best.
+    {5, R"sql(
+ALTER TABLE trials ADD COLUMN cut_early INTEGER NOT NULL DEFAULT 0;
+)sql"},
 };
 
 // Indexed by SqliteStore::Query.
@@ -147,7 +152,7 @@ constexpr const char* kQuerySql[] = {
     // kInsertTrial
     "INSERT INTO trials (" TF_TRIAL_COLUMNS
     ") VALUES "
-    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16) "
+    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) "
     "ON CONFLICT (job_id, tuning_key, config, round) DO NOTHING",
     // kListTrials
     "SELECT " TF_TRIAL_READ_COLUMNS " FROM trials WHERE job_id = ?1 ORDER BY seq",
@@ -370,7 +375,8 @@ TrialRecord ReadTrial(const Call& call) {
   trial.principal = call.ColumnBytes(13);
   trial.clock_mhz = call.ColumnDouble(14);
   trial.round = static_cast<TrialRound>(call.ColumnInt(15));
-  trial.excluded = call.ColumnInt(16) != 0;
+  trial.cut_early = call.ColumnInt(16) != 0;
+  trial.excluded = call.ColumnInt(17) != 0;
   return trial;
 }
 
@@ -519,7 +525,7 @@ absl::StatusOr<bool> InsertTrialRow(sqlite3* db, sqlite3_stmt* stmt,
       .BindBlob(trial.error)
       .BindInt(trial.finished_unix_ms);
   call.BindText(trial.principal).BindDouble(trial.clock_mhz);
-  call.BindInt(static_cast<int>(trial.round));
+  call.BindInt(static_cast<int>(trial.round)).BindInt(trial.cut_early ? 1 : 0);
   ASSIGN_OR_RETURN(int changed, call.Execute());
   return changed > 0;
 }

@@ -56,6 +56,9 @@ struct TrialRecord {
   std::string principal;
   double clock_mhz = 0;
   TrialRound round = TrialRound::kSearch;
+  // Sampling stopped under the early-cut rule (docs/measurement.md): the
+  // measurement is partial and the row is never a best.
+  bool cut_early = false;
   // Set by ExcludeTrials (never by InsertTrials): the row is kept for audit
   // but no best is derived from it.
   bool excluded = false;

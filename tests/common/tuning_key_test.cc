@@ -36,11 +36,12 @@ TEST_F(TuningKeyTest, FixedInputsGiveAFixedKey) {
   file.set_digest("00");
   std::vector<v1::SourceFile> sources = {file};
   // A golden value: changing the canonical form must be a deliberate,
-  // versioned decision (it disowns every stored result).
-  EXPECT_EQ(Key(spec, sources, "N=1"), "71e35297fc8c9bd8cc87a36fcf5cf250");
+  // versioned decision (it disowns every stored result). Protocol 2: the
+  // early-cut rule.
+  EXPECT_EQ(Key(spec, sources, "N=1"), "0f6ef9e88d0786572cd5642dfc7cd1c3");
   EXPECT_EQ(CanonicalKeyText({&spec, &sources, *ParseShape("N=1"), "cpu", "g++ 12"}),
             "tunefleet-tuning-key\nkernel=k\ncode=" + KernelDigest(spec, sources) +
-                "\nshape=N=1\ndtypes=\ndevice_model=cpu\ntoolkit=g++ 12\nprotocol=1\n");
+                "\nshape=N=1\ndtypes=\ndevice_model=cpu\ntoolkit=g++ 12\nprotocol=2\n");
 }
 
 TEST_F(TuningKeyTest, EveryInputChangesTheKey) {

@@ -34,6 +34,17 @@ TEST(DeriveBestTest, TheFastestSearchRowWinsWithoutLaterRounds) {
   EXPECT_EQ(best->config, "B");
 }
 
+TEST(DeriveBestTest, ARowCutEarlyIsNeverTheBest) {
+  // A cut row's partial median may even read faster (after an invalidation,
+  // say); it is never a best.
+  TrialRecord cut = Row("j1", "A", 1e-3, 1);
+  cut.cut_early = true;
+  EXPECT_FALSE(DeriveBest({cut}, {}).has_value());
+  std::optional<TrialRecord> best = DeriveBest({cut, Row("j1", "B", 2e-3, 2)}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "B");
+}
+
 TEST(DeriveBestTest, TheFinalistsRoundDecidesOverTheSearch) {
   std::optional<TrialRecord> best = DeriveBest(
       {Row("j1", "A", 1e-3, 1), Row("j1", "B", 2e-3, 2),

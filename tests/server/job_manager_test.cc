@@ -36,6 +36,7 @@ v1::Lease AsProto(const LeaseGrant& grant) {
   lease.set_epoch(grant.epoch);
   lease.set_job_id(grant.job_id);
   lease.set_finalists(grant.finalists);
+  lease.set_best_seconds(grant.best_seconds);
   for (const auto& [ordinal, config] : grant.trials) {
     v1::Trial* trial = lease.add_trials();
     trial->set_index(static_cast<int64_t>(ordinal));
@@ -165,6 +166,26 @@ TEST_F(JobManagerTest, JobWithoutMatchingWorkerWaitsQueuedAndSaysWhy) {
   EXPECT_EQ(jobs_->Get(job->id())->reason(), "");
 }
 
+TEST_F(JobManagerTest, RunningJobWhoseWorkerDiedSaysSoUntilAnotherComes) {
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  ASSERT_TRUE(Lease(worker).has_value());
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(job->id())->reason(), "");
+  now_ += absl::Seconds(31);  // the worker is silent past its timeout
+  jobs_->Tick();
+  v1::Job stalled = *jobs_->Get(job->id());
+  EXPECT_EQ(stalled.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_THAT(stalled.reason(), ::testing::HasSubstr("no live worker can take its work"));
+  EXPECT_THAT(stalled.reason(), ::testing::HasSubstr("test-cpu (g++ test)"));
+  std::string replacement = AddWorker();
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(job->id())->reason(), "");
+  RunToCompletion(replacement);
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+}
+
 TEST_F(JobManagerTest, RunsJobToSuccessAndStoresTheFastestAsBest) {
   std::string worker = AddWorker();
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
@@ -186,6 +207,48 @@ TEST_F(JobManagerTest, RunsJobToSuccessAndStoresTheFastestAsBest) {
   EXPECT_GT(done.targets(0).default_seconds(), 0);  // the default is in the quick set
   ASSERT_EQ(done.top_trials_size(), 3);
   EXPECT_LE(done.top_trials(0).median_seconds(), done.top_trials(1).median_seconds());
+}
+
+TEST_F(JobManagerTest, LeasesAndReportAnswersCarryTheBestUncutMedian) {
+  options_.finalists = 2;
+  Restart();
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  LeaseQuery one = QueryFor(worker);
+  one.max_trials = 1;
+  auto take = [&] { return AsProto(**jobs_->TryLease(one)); };
+  v1::Lease first = take();
+  EXPECT_EQ(first.best_seconds(), 0);  // nothing measured yet
+  EXPECT_EQ(ReportAll(worker, first, false, [](int64_t) { return 4e-3; }).best_seconds, 0);
+  v1::Lease second = take();
+  EXPECT_EQ(second.best_seconds(), 4e-3);
+  // A cut trial's partial median never becomes the best.
+  ResultReport cut = ReportOf(worker, second, false, [](int64_t) { return 1e-3; });
+  cut.trials[0].second.set_cut_early(true);
+  ASSERT_OK(jobs_->Report(cut));
+  v1::Lease third = take();
+  EXPECT_EQ(third.best_seconds(), 4e-3);
+  ResultReport renewal = ReportOf(worker, third, false, nullptr);
+  renewal.trials.clear();
+  absl::StatusOr<ReportAck> ack = jobs_->Report(renewal);
+  ASSERT_OK(ack);
+  EXPECT_EQ(ack->best_seconds, 4e-3);
+  ReportAll(worker, third, false, [](int64_t) { return 2e-3; });
+  // The finalists round is never cut: its lease carries no best.
+  v1::Lease finals = take();
+  ASSERT_TRUE(finals.finalists());
+  EXPECT_EQ(finals.trials_size(), 2);
+  EXPECT_EQ(finals.best_seconds(), 0);
+  for (const v1::Trial& trial : finals.trials()) {
+    EXPECT_NE(trial.index(), second.trials(0).index()) << "a cut trial became a finalist";
+  }
+  ReportAll(worker, finals);
+  ASSERT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+  std::vector<TrialRecord> rows = *store_->ListTrials(job->id());
+  int cut_rows = 0;
+  for (const TrialRecord& row : rows) cut_rows += row.cut_early ? 1 : 0;
+  EXPECT_EQ(cut_rows, 1);
 }
 
 TEST_F(JobManagerTest, DuplicateReportChangesNothing) {

@@ -74,5 +74,29 @@ TEST_F(TargetTrialsTest, OrphanedConfigsGoBackToTheQueueWithoutCountingAsLost) {
   EXPECT_EQ(trials_->done(), 6);
 }
 
+TEST_F(TargetTrialsTest, TheBestIgnoresCutTrialsWhichAreNeverFinalists) {
+  bool finalists = false;
+  EXPECT_FALSE(trials_->best_seconds().has_value());
+  std::vector<uint64_t> taken = trials_->Take(6, "l", 1, &finalists);
+  ASSERT_EQ(taken.size(), 6u);
+  ASSERT_TRUE(trials_->Complete(taken[0], "l", 1, Ok(4e-3)));
+  EXPECT_EQ(trials_->best_seconds(), 4e-3);
+  // Cut trials: one with a partial median that reads fastest of all.
+  for (size_t i = 1; i < 4; ++i) {
+    v1::TrialResult cut = Ok(i == 1 ? 1e-3 : 9e-3);
+    cut.set_cut_early(true);
+    ASSERT_TRUE(trials_->Complete(taken[i], "l", 1, cut));
+  }
+  EXPECT_EQ(trials_->best_seconds(), 4e-3);
+  ASSERT_TRUE(trials_->Complete(taken[4], "l", 1, Ok(3e-3)));
+  ASSERT_TRUE(trials_->Complete(taken[5], "l", 1, Ok(5e-3)));
+  EXPECT_EQ(trials_->best_seconds(), 3e-3);
+  // The finalists are the two fastest uncut configs.
+  std::vector<uint64_t> finals = trials_->Take(1, "finals", 2, &finalists);
+  ASSERT_TRUE(finalists);
+  EXPECT_EQ(finals, (std::vector<uint64_t>{taken[4], taken[0]}));
+  EXPECT_EQ(trials_->outcome_counts().at(v1::TRIAL_STATUS_OK), 6);
+}
+
 }  // namespace
 }  // namespace tunefleet::server

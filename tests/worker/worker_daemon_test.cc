@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <thread>
 
@@ -39,7 +40,7 @@ class FakeCoordinator : public Coordinator {
     v1::RegisterWorkerResponse response;
     response.set_worker_id(absl::StrCat("w", ++registrations_));
     response.set_heartbeat_interval_ms(50);
-    response.set_lease_ttl_ms(3000);
+    response.set_lease_ttl_ms(lease_ttl_ms_);
     return response;
   }
 
@@ -47,8 +48,7 @@ class FakeCoordinator : public Coordinator {
     absl::MutexLock lock(&mu_);
     v1::LeaseWorkResponse response;
     if (!leases_.empty()) {
-      *response.mutable_lease() = leases_.front();
-      leases_.pop_front();
+      *response.mutable_lease() = TakeFront(request.max_trials());
       return response;
     }
     auto has_lease = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
@@ -56,15 +56,46 @@ class FakeCoordinator : public Coordinator {
     };
     mu_.AwaitWithTimeout(absl::Condition(&has_lease), absl::Milliseconds(request.wait_ms()));
     if (interrupted_) return absl::CancelledError("interrupted");
+    if (!leases_.empty()) *response.mutable_lease() = TakeFront(request.max_trials());
     return response;
+  }
+
+  // The first queued lease, cut to `max_trials` (the rest stays queued as a
+  // lease of its own), counted as held until reported in full or released.
+  v1::Lease TakeFront(int max_trials) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    v1::Lease lease = leases_.front();
+    leases_.pop_front();
+    if (max_trials > 0 && lease.trials_size() > max_trials) {
+      v1::Lease rest = lease;
+      rest.set_lease_id(absl::StrCat(lease.lease_id(), "-rest"));
+      rest.mutable_trials()->DeleteSubrange(0, max_trials);
+      lease.mutable_trials()->DeleteSubrange(max_trials, lease.trials_size() - max_trials);
+      leases_.push_front(rest);
+    }
+    asked_.push_back(max_trials);
+    for (const v1::Trial& trial : lease.trials()) unreported_[lease.lease_id()].insert(trial.index());
+    max_held_ = std::max(max_held_, static_cast<int>(unreported_.size()));
+    return lease;
   }
 
   absl::StatusOr<v1::ReportResultsResponse> ReportResults(
       const v1::ReportResultsRequest& request) override {
     absl::MutexLock lock(&mu_);
     reports_.push_back(request);
-    for (const v1::ReportedTrial& trial : request.trials()) results_[trial.index()] = trial.result();
     v1::ReportResultsResponse response;
+    if (cancelled_leases_.contains(request.lease_id())) {
+      unreported_.erase(request.lease_id());
+      response.set_cancelled(true);  // results of a cancelled lease are dropped
+      return response;
+    }
+    for (const v1::ReportedTrial& trial : request.trials()) {
+      results_[trial.index()] = trial.result();
+      ++times_reported_[trial.index()];
+      unreported_[request.lease_id()].erase(trial.index());
+    }
+    if (request.release() || unreported_[request.lease_id()].empty()) {
+      unreported_.erase(request.lease_id());
+    }
     response.set_cancelled(cancel_after_ > 0 && static_cast<int>(results_.size()) >= cancel_after_);
     return response;
   }
@@ -136,6 +167,15 @@ class FakeCoordinator : public Coordinator {
   int cancel_after_ ABSL_GUARDED_BY(mu_) = 0;
   bool forget_worker_once_ ABSL_GUARDED_BY(mu_) = false;
   bool interrupted_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t lease_ttl_ms_ ABSL_GUARDED_BY(mu_) = 3000;
+  // Look-ahead bookkeeping: max_trials of each lease handed out, the trials
+  // of each held lease not yet reported, the most leases held at once, how
+  // often each trial was reported, and leases answered `cancelled`.
+  std::vector<int> asked_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::set<int64_t>> unreported_ ABSL_GUARDED_BY(mu_);
+  int max_held_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int64_t, int> times_reported_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> cancelled_leases_ ABSL_GUARDED_BY(mu_);
 };
 
 class WorkerDaemonTest : public ::testing::Test {
@@ -148,7 +188,8 @@ class WorkerDaemonTest : public ::testing::Test {
         [this](const std::string& digest) { return coordinator_.GetBlob(digest); });
   }
 
-  void StartDaemon(ExecutorOptions executor_options = FastOptions()) {
+  void StartDaemon(ExecutorOptions executor_options = FastOptions(), int lookahead_trials = 4,
+                   int max_trials = 0) {
     std::vector<std::unique_ptr<TrialExecutor>> executors;
     executors.push_back(std::make_unique<TrialExecutor>(compile_.pool.get(), DiscoverCpuDevice(),
                                                         CpuChild(cache_.path()),
@@ -160,6 +201,9 @@ class WorkerDaemonTest : public ::testing::Test {
     options.min_backoff = absl::Milliseconds(10);
     options.max_backoff = absl::Milliseconds(50);
     options.report_interval = absl::Milliseconds(50);
+    options.lookahead_trials = lookahead_trials;
+    options.max_trials = max_trials;
+    options.pool_meter = &pool_meter_;
     daemon_ = std::make_unique<WorkerDaemon>(options, &coordinator_, sources_.get(),
                                              std::move(executors));
     thread_ = std::thread([this] { daemon_->Run(); });
@@ -175,6 +219,7 @@ class WorkerDaemonTest : public ::testing::Test {
   void TearDown() override { StopDaemon(); }
 
   ::tunefleet::testing::TempDir cache_;
+  IdleMeter pool_meter_{/*units=*/2};
   FakeCoordinator coordinator_;
   CpuCompileStack compile_;
   std::unique_ptr<SourceCache> sources_;
@@ -277,6 +322,68 @@ TEST_F(WorkerDaemonTest, DropsALeaseTheCoordinatorCancelled) {
   };
   ASSERT_TRUE(coordinator_.mu_.AwaitWithTimeout(absl::Condition(&served_second), absl::Seconds(60)));
   EXPECT_LT(coordinator_.results_.size(), 20u);
+}
+
+TEST_F(WorkerDaemonTest, HoldsOneLeaseAheadOfAtMostNTrialsAndMeasuresEachTrialOnce) {
+  JobContext job = LoadJob("tests/worker/faulty_cpu", "N=1024");
+  std::vector<v1::Trial> trials;
+  for (int i = 0; i < 11; ++i) {
+    trials.push_back(MakeTrial(i, i % 2 ? "FAULT=0,UNROLL=1" : "FAULT=0,UNROLL=4"));
+  }
+  coordinator_.AddLease(job, trials);  // handed out in pieces of what is asked
+  ExecutorOptions executor_options = FastOptions();
+  auto device_meter = std::make_shared<IdleMeter>(/*units=*/1);
+  executor_options.device_meter = device_meter;
+  StartDaemon(std::move(executor_options), /*lookahead_trials=*/2, /*max_trials=*/3);
+  ASSERT_TRUE(coordinator_.AwaitResults(11));
+  StopDaemon();
+  // Work was held, and the device measured (its busy time is the child's
+  // runs); idle time never exceeds what was held.
+  EXPECT_GT(pool_meter_.held_seconds(), 0);
+  EXPECT_GT(device_meter->busy_seconds(), 0);
+  EXPECT_LE(device_meter->idle_seconds(), device_meter->held_seconds());
+  EXPECT_LE(pool_meter_.idle_seconds(), 2 * pool_meter_.held_seconds());
+  absl::MutexLock lock(&coordinator_.mu_);
+  // Leases of three trials as the worker asks when it has none, and leases
+  // ahead of at most two.
+  ASSERT_GE(coordinator_.asked_.size(), 2u);
+  EXPECT_EQ(coordinator_.asked_[0], 3);
+  EXPECT_EQ(coordinator_.asked_[1], 2);  // asked while the first one ran
+  for (int asked : coordinator_.asked_) EXPECT_TRUE(asked == 3 || asked == 2) << asked;
+  EXPECT_LE(coordinator_.max_held_, 2);  // the running lease and one ahead
+  for (int i = 0; i < 11; ++i) {
+    EXPECT_EQ(coordinator_.times_reported_[i], 1) << i;
+    EXPECT_EQ(coordinator_.results_[i].status(), v1::TRIAL_STATUS_OK) << i;
+  }
+  EXPECT_TRUE(coordinator_.unreported_.empty());  // nothing left held
+}
+
+TEST_F(WorkerDaemonTest, ALeaseCancelledWhileHeldAheadIsNeverMeasured) {
+  JobContext job = LoadJob("tests/worker/faulty_cpu", "N=1024");
+  std::vector<v1::Trial> first;
+  for (int i = 0; i < 16; ++i) first.push_back(MakeTrial(i, "FAULT=0,UNROLL=4"));
+  coordinator_.AddLease(job, first);
+  coordinator_.AddLease(job, {MakeTrial(100, "FAULT=0,UNROLL=1")});  // lease-2: cancelled
+  coordinator_.AddLease(job, {MakeTrial(200, "FAULT=0,UNROLL=1")});
+  {
+    absl::MutexLock lock(&coordinator_.mu_);
+    coordinator_.cancelled_leases_.insert("lease-2");
+    coordinator_.lease_ttl_ms_ = 300;
+  }
+  // Renewals every 100 ms: the held lease learns it was cancelled while the
+  // first one still runs.
+  StartDaemon(FastOptions(), /*lookahead_trials=*/1);
+  absl::MutexLock lock(&coordinator_.mu_);
+  auto served_third = [&]() ABSL_SHARED_LOCKS_REQUIRED(coordinator_.mu_) {
+    return coordinator_.results_.count(200) > 0;
+  };
+  ASSERT_TRUE(coordinator_.mu_.AwaitWithTimeout(absl::Condition(&served_third),
+                                                absl::Seconds(60)));
+  EXPECT_EQ(coordinator_.results_.count(100), 0u);
+  for (const v1::ReportResultsRequest& report : coordinator_.reports_) {
+    if (report.lease_id() == "lease-2") EXPECT_EQ(report.trials_size(), 0);
+  }
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(coordinator_.times_reported_[i], 1) << i;
 }
 
 TEST_F(WorkerDaemonTest, RetriesRegistrationAndRegistersAgainWhenForgotten) {

@@ -239,7 +239,8 @@ absl::Status CpuKernelRunner::Prepare(const v1::PrepareRequest& request) {
   return absl::OkStatus();
 }
 
-v1::Measurement CpuKernelRunner::Time(KernelFn fn, double call_seconds) {
+v1::Measurement CpuKernelRunner::Time(KernelFn fn, double call_seconds, double best_seconds,
+                                      bool* cut_early) {
   const v1::MeasureOptions measure = FitToDeadline(measure_, call_seconds);
   void** args = arg_ptrs_.data();
   int warmup_calls = 0;
@@ -258,13 +259,18 @@ v1::Measurement CpuKernelRunner::Time(KernelFn fn, double call_seconds) {
   if (!has_inout_ && per_call < kMinSampleSeconds) {
     batch = static_cast<int>(std::ceil(kMinSampleSeconds / std::max(per_call, 1e-9)));
   }
-  std::vector<double> samples;
+  std::vector<double> samples;  // ascending
   const Clock::time_point start = Clock::now();
+  *cut_early = false;
   while (WantMoreSamples(measure, static_cast<int>(samples.size()), SecondsSince(start))) {
     RestoreInouts();
     const Clock::time_point t0 = Clock::now();
     for (int b = 0; b < batch; ++b) fn(args);
-    samples.push_back(SecondsSince(t0) / batch);
+    InsertSorted(SecondsSince(t0) / batch, &samples);
+    if (CutEarly(measure, best_seconds, samples)) {
+      *cut_early = true;
+      break;
+    }
   }
   return Summarize(std::move(samples));
 }
@@ -293,8 +299,10 @@ v1::TrialResult CpuKernelRunner::Run(const v1::RunRequest& request) {
 
   v1::TrialResult result;
   *result.mutable_config() = request.config();
-  *result.mutable_measurement() = Time(*fn, call_seconds);
+  bool cut_early = false;
+  *result.mutable_measurement() = Time(*fn, call_seconds, request.best_seconds(), &cut_early);
   result.set_status(v1::TRIAL_STATUS_OK);
+  result.set_cut_early(cut_early);
   // Inputs a kernel may have scribbled on are restored by the next ResetArgs.
   return result;
 }

@@ -49,8 +49,10 @@ class CpuKernelRunner : public KernelRunner {
   void RestoreInouts();
   // OK, or FailedPrecondition naming the first argument that differs.
   absl::Status CheckOutputs();
-  // Times `fn` whose checked run took `call_seconds`.
-  v1::Measurement Time(KernelFn fn, double call_seconds);
+  // Times `fn` whose checked run took `call_seconds`; stops early, setting
+  // `*cut_early`, when the early-cut rule says so against `best_seconds`.
+  v1::Measurement Time(KernelFn fn, double call_seconds, double best_seconds,
+                       bool* cut_early);
 
   v1::KernelSpec spec_;
   v1::MeasureOptions measure_;

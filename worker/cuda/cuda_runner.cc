@@ -359,12 +359,14 @@ v1::TrialResult CudaRunner::Run(const v1::RunRequest& request) {
   const LaunchFn launch = KernelLaunch(&kernel);
   if (verdict.ok()) verdict = LaunchAndWait(launch, options_.launch_timeout_seconds);
   if (verdict.ok()) verdict = CompareOutputs();
-  if (verdict.ok()) verdict = Measure(launch, &measurement);
+  bool cut_early = false;
+  if (verdict.ok()) verdict = Measure(launch, &measurement, request.best_seconds(), &cut_early);
   if (kernel.module != nullptr && !poisoned_) driver_->ModuleUnload(kernel.module);
 
   result.set_status(verdict.status);
   if (verdict.ok()) {
     *result.mutable_measurement() = measurement;
+    result.set_cut_early(cut_early);
   } else {
     result.set_error(verdict.error);
   }
@@ -558,9 +560,10 @@ CudaRunner::Verdict CudaRunner::CompareOutputs() {
   return Verdict();
 }
 
-CudaRunner::Verdict CudaRunner::Measure(const LaunchFn& launch, v1::Measurement* measurement) {
+CudaRunner::Verdict CudaRunner::Measure(const LaunchFn& launch, v1::Measurement* measurement,
+                                        double best_seconds, bool* cut_early) {
   return FromGpu(timer_->Measure(launch, job_->measure, options_.launch_timeout_seconds,
-                                 measurement),
+                                 measurement, best_seconds, cut_early),
                  "measuring");
 }
 

@@ -106,7 +106,9 @@ class CudaRunner : public KernelRunner {
   Verdict ResetOutputs();
   Verdict LaunchAndWait(const LaunchFn& launch, double timeout_seconds);
   Verdict CompareOutputs();
-  Verdict Measure(const LaunchFn& launch, v1::Measurement* measurement);
+  // Times `launch`; `best_seconds` and `cut_early` as in GpuTimer::Measure.
+  Verdict Measure(const LaunchFn& launch, v1::Measurement* measurement,
+                  double best_seconds = 0, bool* cut_early = nullptr);
   Verdict FromGpu(const GpuResult& result, const std::string& what);
   LaunchFn KernelLaunch(Kernel* kernel);
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/measurement.h"
 
 namespace tunefleet::worker::cuda {
 namespace {
@@ -180,8 +181,9 @@ GpuResult GpuTimer::TimeBatch(const LaunchFn& launch, int batch, double timeout_
 }
 
 GpuResult GpuTimer::Measure(const LaunchFn& launch, const v1::MeasureOptions& options,
-                            double launch_timeout_seconds, v1::Measurement* out) {
-  const v1::MeasureOptions opts = WithDefaults(options);
+                            double launch_timeout_seconds, v1::Measurement* out,
+                            double best_seconds, bool* cut_early) {
+  const v1::MeasureOptions opts = WithMeasureDefaults(options);
   double estimate = 0;
   GpuResult result = TimeBatch(launch, 1, launch_timeout_seconds, &estimate);
   if (!result.ok()) return result;
@@ -197,17 +199,18 @@ GpuResult GpuTimer::Measure(const LaunchFn& launch, const v1::MeasureOptions& op
                         : static_cast<int>(std::min<double>(
                               kMaxBatch, std::ceil(kBatchTargetSeconds / std::max(estimate, 1e-8))));
 
-  std::vector<double> samples;
+  std::vector<double> samples;  // ascending
   const auto start = Clock::now();
   auto spent = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  while (static_cast<int>(samples.size()) < opts.max_samples() &&
-         (static_cast<int>(samples.size()) < opts.min_samples() ||
-          spent() < opts.budget_seconds())) {
+  bool cut = false;
+  while (!cut && WantMoreSamples(opts, static_cast<int>(samples.size()), spent())) {
     double seconds = 0;
     result = TimeBatch(launch, batch, launch_timeout_seconds * batch, &seconds);
     if (!result.ok()) return result;
-    samples.push_back(seconds);
+    InsertSorted(seconds, &samples);
+    cut = CutEarly(opts, best_seconds, samples);
   }
+  if (cut_early != nullptr) *cut_early = cut;
   *out = Summarize(&samples);
   out->set_clock_mhz(ProbeClockMhz());
   return result;

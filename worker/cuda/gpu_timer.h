@@ -6,7 +6,8 @@
 //  - before each timed batch the L2 is flushed by a memset of a buffer of
 //    twice the device's L2 size;
 //  - samples (seconds per launch) are taken until `budget_seconds` of wall
-//    time are spent, at least `min_samples`, at most `max_samples`;
+//    time are spent, at least `min_samples`, at most `max_samples`, unless
+//    the early-cut rule (CutEarly, worker/measurement.h) stops them sooner;
 //  - the result: median, p20, p80 (linear interpolation), the count, and the
 //    SM clock measured right after the samples by a probe kernel that counts
 //    clock64 cycles against %globaltimer nanoseconds.
@@ -60,9 +61,12 @@ class GpuTimer {
   GpuResult Sync(double timeout_seconds);
 
   // Runs the protocol on `launch`. Each wait is bounded by
-  // `launch_timeout_seconds` per launch it waits for.
+  // `launch_timeout_seconds` per launch it waits for. `best_seconds` is the
+  // job target's best median for the early-cut rule (0: none); a run it
+  // cuts sets `*cut_early` (when not null).
   GpuResult Measure(const LaunchFn& launch, const v1::MeasureOptions& options,
-                    double launch_timeout_seconds, v1::Measurement* out);
+                    double launch_timeout_seconds, v1::Measurement* out,
+                    double best_seconds = 0, bool* cut_early = nullptr);
 
   // The current SM clock in MHz (0 when the probe could not run).
   double ProbeClockMhz();

@@ -897,6 +897,7 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   EXPECT_EQ((*trials)[0].principal, "");
   EXPECT_EQ((*trials)[0].round, TrialRound::kSearch);
   EXPECT_FALSE((*trials)[0].excluded);
+  EXPECT_FALSE((*trials)[0].cut_early);
   TrialRecord finals = (*trials)[0];
   finals.round = TrialRound::kFinalists;
   absl::StatusOr<bool> inserted = (*store)->InsertTrial(finals);
@@ -905,7 +906,8 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   ASSERT_OK((*store)->PutQuarantine({"rogue-host", "test", 1}));
   absl::StatusOr<int64_t> migrations = (*old)->MigrationRows();
   ASSERT_OK(migrations);
-  EXPECT_EQ(*migrations, 4);  // 3: provenance and quarantine, 4: tokens
+  // 3: provenance and quarantine, 4: tokens, 5: cut_early.
+  EXPECT_EQ(*migrations, 5);
   store->reset();  // closed before the database is dropped
 }
 
@@ -914,11 +916,13 @@ TEST_P(StoreContractTest, TrialKeepsItsProvenanceAndRound) {
   trial.principal = "host-a";
   trial.clock_mhz = 1980.5;
   trial.round = TrialRound::kFinalists;
+  trial.cut_early = true;
   ASSERT_OK(store_->InsertTrial(trial));
 
   absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials("job-1");
   ASSERT_OK(trials);
   ASSERT_THAT(*trials, SizeIs(1));
+  EXPECT_TRUE((*trials)[0].cut_early);
   EXPECT_EQ((*trials)[0].principal, "host-a");
   EXPECT_EQ((*trials)[0].clock_mhz, 1980.5);
   EXPECT_EQ((*trials)[0].round, TrialRound::kFinalists);

@@ -1,0 +1,72 @@
+#include "server/job_log.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/config_text.h"
+#include "spdlog/spdlog.h"
+
+namespace tunefleet::server::job_log {
+namespace {
+
+// "OK 10, COMPILE_ERROR 2".
+std::string Outcomes(const v1::Job& job) {
+  std::vector<std::string> parts;
+  for (const v1::StatusCount& count : job.outcomes()) {
+    parts.push_back(absl::StrCat(v1::TrialStatus_Name(count.status()).substr(13), " ",
+                                 count.count()));
+  }
+  return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+void Submitted(const v1::Job& job, const v1::JobSpec& spec, bool cached) {
+  spdlog::info("job {} submitted by {}: kernel {}, shape {}, {} target(s){}", job.id(),
+               job.owner().empty() ? "(anonymous)" : job.owner(), spec.kernel().name(),
+               ShapeToString(spec.shape()), job.targets_size(),
+               cached ? "; every target cached: answered from the store" : "");
+}
+
+void Refused(const v1::JobSpec& spec, const absl::Status& status) {
+  spdlog::info("submission of kernel {} refused: {}", spec.kernel().name(), status.ToString());
+}
+
+void Started(const v1::Job& job, const Lease& lease) {
+  spdlog::info("job {} started: first lease {} to worker {} ({})", job.id(), lease.id,
+               lease.worker_id, lease.principal);
+}
+
+void LeaseExpired(const Lease& lease) {
+  spdlog::warn("lease {} (epoch {}) of job {} expired: worker {} ({}) lost {} trial(s), "
+               "queued again",
+               lease.id, lease.epoch, lease.job_id, lease.worker_id, lease.principal,
+               lease.ordinals.size());
+}
+
+void Stalled(const std::string& job_id, const std::string& reason) {
+  if (reason.empty()) {
+    spdlog::info("job {}: a live worker can take its work again", job_id);
+  } else {
+    spdlog::warn("job {}: {}", job_id, reason);
+  }
+}
+
+void Finished(const v1::Job& job) {
+  const std::string state = v1::JobState_Name(job.state()).substr(10);
+  const std::string summary =
+      absl::StrCat("job ", job.id(), " ", state, ": ", job.trials_done(), " trial(s) (",
+                   Outcomes(job), ")", job.reason().empty() ? "" : "; ", job.reason());
+  if (job.state() == v1::JOB_STATE_FAILED) {
+    spdlog::warn("{}", summary);
+  } else {
+    spdlog::info("{}", summary);
+  }
+}
+
+void WorkersForgotten(int count) {
+  spdlog::info("forgot {} worker(s) silent past their expiry", count);
+}
+
+}  // namespace tunefleet::server::job_log

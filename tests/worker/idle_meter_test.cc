@@ -1,0 +1,62 @@
+// IdleMeter's arithmetic on a fake clock.
+#include "worker/idle_meter.h"
+
+#include "gtest/gtest.h"
+
+namespace tunefleet::worker {
+namespace {
+
+class IdleMeterTest : public ::testing::Test {
+ protected:
+  void Wait(double seconds) { now_ += absl::Seconds(seconds); }
+  absl::Time now_ = absl::FromUnixSeconds(1000);
+  IdleMeter meter_{/*units=*/2, [this] { return now_; }};
+};
+
+TEST_F(IdleMeterTest, CountsNothingWhileNoWorkIsHeld) {
+  Wait(5);
+  EXPECT_EQ(meter_.idle_seconds(), 0);
+  EXPECT_EQ(meter_.held_seconds(), 0);
+}
+
+TEST_F(IdleMeterTest, CountsIdleUnitsWhileWorkIsHeld) {
+  meter_.Hold(+1);
+  Wait(1);  // 2 idle units
+  meter_.Busy(+1);
+  Wait(2);  // 1 idle unit
+  meter_.Busy(+1);
+  Wait(3);  // none idle
+  meter_.Busy(-1);
+  meter_.Busy(-1);
+  meter_.Hold(-1);
+  Wait(10);  // nothing held: not counted
+  EXPECT_DOUBLE_EQ(meter_.idle_seconds(), 2 * 1 + 1 * 2);
+  EXPECT_DOUBLE_EQ(meter_.held_seconds(), 6);
+  EXPECT_DOUBLE_EQ(meter_.busy_seconds(), 2 + 2 * 3);
+}
+
+TEST_F(IdleMeterTest, TwoLeasesHeldCountTheTimeOnce) {
+  meter_.Hold(+1);
+  meter_.Hold(+1);
+  Wait(1);
+  meter_.Hold(-1);
+  Wait(1);
+  meter_.Hold(-1);
+  EXPECT_DOUBLE_EQ(meter_.held_seconds(), 2);
+  EXPECT_DOUBLE_EQ(meter_.idle_seconds(), 4);
+}
+
+TEST_F(IdleMeterTest, BusyScopeMarksAUnitForItsLifetime) {
+  meter_.Hold(+1);
+  {
+    BusyScope busy(&meter_);
+    Wait(1);
+  }
+  Wait(1);
+  EXPECT_DOUBLE_EQ(meter_.busy_seconds(), 1);
+  EXPECT_DOUBLE_EQ(meter_.idle_seconds(), 1 + 2);
+  BusyScope none(nullptr);  // a null meter is allowed
+}
+
+}  // namespace
+}  // namespace tunefleet::worker

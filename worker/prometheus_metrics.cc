@@ -1,0 +1,179 @@
+#include "worker/prometheus_metrics.h"
+
+#include <array>
+#include <atomic>
+#include <exception>
+
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/process_metrics.h"
+
+namespace tunefleet::worker {
+namespace {
+
+constexpr int kTrialStatuses = v1::TrialStatus_ARRAYSIZE;
+
+// "TRIAL_STATUS_WRONG_RESULT" -> "wrong_result".
+std::string OutcomeLabel(int status) {
+  return absl::AsciiStrToLower(
+      v1::TrialStatus_Name(static_cast<v1::TrialStatus>(status)).substr(13));
+}
+
+prometheus::Histogram::BucketBoundaries CompileBuckets() {
+  return {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+}
+
+prometheus::Histogram::BucketBoundaries MeasureBuckets() {
+  return {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+}
+
+// LeaseWork long-polls: a device without work waits up to --lease-wait.
+prometheus::Histogram::BucketBoundaries LeaseWaitBuckets() {
+  return {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30};
+}
+
+}  // namespace
+
+struct PrometheusWorkerMetrics::Device {
+  std::array<prometheus::Counter*, kTrialStatuses> trials{};
+  prometheus::Histogram* compile_seconds = nullptr;
+  prometheus::Histogram* measure_seconds = nullptr;
+  prometheus::Counter* child_starts = nullptr;
+  prometheus::Counter* restarts_crashed = nullptr;
+  prometheus::Counter* restarts_timeout = nullptr;
+  prometheus::Gauge* sm_clock = nullptr;
+  prometheus::Histogram* lease_wait = nullptr;
+  prometheus::Counter* leases = nullptr;
+  std::atomic<int> starts_seen{0};
+};
+
+PrometheusWorkerMetrics::PrometheusWorkerMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()) {}
+
+PrometheusWorkerMetrics::~PrometheusWorkerMetrics() = default;
+
+absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> PrometheusWorkerMetrics::Start(
+    const std::string& listen, const std::string& version, const std::string& backend,
+    const std::vector<v1::Device>& devices) {
+  std::unique_ptr<PrometheusWorkerMetrics> metrics(new PrometheusWorkerMetrics());
+  prometheus::Registry& registry = *metrics->registry_;
+  prometheus::BuildGauge()
+      .Name("tunefleet_worker_info")
+      .Help("Build information of the worker; always 1")
+      .Register(registry)
+      .Add({{"version", version}, {"backend", backend}})
+      .Set(1);
+  auto& trials = prometheus::BuildCounter()
+                     .Name("tunefleet_worker_trials_total")
+                     .Help("Trials this worker finished, by device and outcome")
+                     .Register(registry);
+  auto& compile = prometheus::BuildHistogram()
+                      .Name("tunefleet_worker_compile_seconds")
+                      .Help("Compile time of a config (cache hits included), by device")
+                      .Register(registry);
+  auto& measure = prometheus::BuildHistogram()
+                      .Name("tunefleet_worker_measure_seconds")
+                      .Help("Time the benchmark child spent on a config (check, warm-up, "
+                            "timing), by device")
+                      .Register(registry);
+  auto& starts = prometheus::BuildCounter()
+                     .Name("tunefleet_worker_child_starts_total")
+                     .Help("Benchmark children started (one per job served, and one after "
+                           "each kill), by device")
+                     .Register(registry);
+  auto& restarts = prometheus::BuildCounter()
+                       .Name("tunefleet_worker_child_restarts_total")
+                       .Help("Benchmark children killed by a config and started again, by "
+                             "device and reason")
+                       .Register(registry);
+  auto& clock = prometheus::BuildGauge()
+                    .Name("tunefleet_worker_sm_clock_mhz")
+                    .Help("SM clock during the last measurement, by device (only where the "
+                          "device reports it)")
+                    .Register(registry);
+  auto& wait = prometheus::BuildHistogram()
+                   .Name("tunefleet_worker_lease_wait_seconds")
+                   .Help("Time a device waited in LeaseWork, by device (with or without a "
+                         "lease at the end)")
+                   .Register(registry);
+  auto& leases = prometheus::BuildCounter()
+                     .Name("tunefleet_worker_leases_total")
+                     .Help("Leases this worker was granted, by device")
+                     .Register(registry);
+  for (const v1::Device& device : devices) {
+    auto entry = std::make_unique<Device>();
+    const prometheus::Labels labels{{"device", device.id()}};
+    for (int s = 1; s < kTrialStatuses; ++s) {
+      entry->trials[s] = &trials.Add({{"device", device.id()}, {"outcome", OutcomeLabel(s)}});
+    }
+    entry->compile_seconds = &compile.Add(labels, CompileBuckets());
+    entry->measure_seconds = &measure.Add(labels, MeasureBuckets());
+    entry->child_starts = &starts.Add(labels);
+    entry->restarts_crashed = &restarts.Add({{"device", device.id()}, {"reason", "crashed"}});
+    entry->restarts_timeout = &restarts.Add({{"device", device.id()}, {"reason", "timeout"}});
+    if (device.backend() == v1::BACKEND_CUDA) entry->sm_clock = &clock.Add(labels);
+    entry->lease_wait = &wait.Add(labels, LeaseWaitBuckets());
+    entry->leases = &leases.Add(labels);
+    metrics->devices_[device.id()] = std::move(entry);
+  }
+  try {
+    metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", listen, ": ", e.what()));
+  }
+  metrics->exposer_->RegisterCollectable(metrics->registry_);
+  metrics->process_ = MakeProcessMetrics();
+  metrics->exposer_->RegisterCollectable(metrics->process_);
+  std::vector<int> ports = metrics->exposer_->GetListeningPorts();
+  metrics->port_ = ports.empty() ? 0 : ports[0];
+  return metrics;
+}
+
+PrometheusWorkerMetrics::Device* PrometheusWorkerMetrics::Find(const std::string& device_id) {
+  auto it = devices_.find(device_id);
+  return it == devices_.end() ? nullptr : it->second.get();
+}
+
+void PrometheusWorkerMetrics::TrialFinished(const std::string& device_id,
+                                            const v1::TrialResult& result) {
+  Device* device = Find(device_id);
+  if (device == nullptr) return;
+  const int status = result.status();
+  if (status > 0 && status < kTrialStatuses) device->trials[status]->Increment();
+  if (result.compile_seconds() > 0) device->compile_seconds->Observe(result.compile_seconds());
+}
+
+void PrometheusWorkerMetrics::Measured(const std::string& device_id,
+                                       const v1::TrialResult& result, absl::Duration elapsed) {
+  Device* device = Find(device_id);
+  if (device == nullptr) return;
+  device->measure_seconds->Observe(absl::ToDoubleSeconds(elapsed));
+  if (result.status() == v1::TRIAL_STATUS_CRASHED) device->restarts_crashed->Increment();
+  if (result.status() == v1::TRIAL_STATUS_TIMEOUT) device->restarts_timeout->Increment();
+  const double mhz = result.measurement().clock_mhz();
+  if (device->sm_clock != nullptr && mhz > 0) device->sm_clock->Set(mhz);
+}
+
+void PrometheusWorkerMetrics::ChildStarts(const std::string& device_id, int starts) {
+  Device* device = Find(device_id);
+  if (device == nullptr) return;
+  const int seen = device->starts_seen.exchange(starts);
+  if (starts > seen) device->child_starts->Increment(starts - seen);
+}
+
+void PrometheusWorkerMetrics::LeaseWaited(const std::string& device_id, absl::Duration waited,
+                                          bool granted) {
+  Device* device = Find(device_id);
+  if (device == nullptr) return;
+  device->lease_wait->Observe(absl::ToDoubleSeconds(waited));
+  if (granted) device->leases->Increment();
+}
+
+}  // namespace tunefleet::worker
