@@ -22,6 +22,9 @@ namespace tunefleet {
 
 using client_internal::BestConfigFromProto;
 using client_internal::JobFromProto;
+using client_internal::JobStateToProto;
+using client_internal::TrialFromProto;
+using client_internal::TrialStatusFromName;
 using client_internal::JobSpecFromRequest;
 using client_internal::WorkerFromProto;
 
@@ -250,6 +253,53 @@ absl::StatusOr<std::vector<Job>> Client::ListJobs(int32_t limit) {
   std::vector<Job> jobs;
   for (const v1::Job& job : response.jobs()) jobs.push_back(JobFromProto(job));
   return jobs;
+}
+
+absl::StatusOr<JobPage> Client::ListJobs(const JobFilter& filter) {
+  v1::ListJobsRequest request;
+  request.set_limit(filter.limit);
+  request.set_state(JobStateToProto(filter.state));
+  request.set_kernel_name(filter.kernel);
+  request.set_owner(filter.owner);
+  request.set_page_token(filter.page_token);
+  ASSIGN_OR_RETURN(v1::ListJobsResponse response,
+                   impl_->Call(&v1::TuningService::Stub::ListJobs, request));
+  JobPage page;
+  for (const v1::Job& job : response.jobs()) page.jobs.push_back(JobFromProto(job));
+  page.next_page_token = response.next_page_token();
+  return page;
+}
+
+absl::StatusOr<TrialPage> Client::ListTrials(const std::string& job_id,
+                                             const std::string& status, int32_t page_size,
+                                             const std::string& page_token) {
+  if (job_id.empty()) return absl::InvalidArgumentError("no job id given");
+  v1::ListTrialsRequest request;
+  request.set_job_id(job_id);
+  if (!status.empty()) {
+    ASSIGN_OR_RETURN(v1::TrialStatus parsed, TrialStatusFromName(status));
+    request.set_status(parsed);
+  }
+  request.set_page_size(page_size);
+  request.set_page_token(page_token);
+  ASSIGN_OR_RETURN(v1::ListTrialsResponse response,
+                   impl_->Call(&v1::TuningService::Stub::ListTrials, request));
+  TrialPage page;
+  for (const v1::TrialRecord& trial : response.trials()) page.trials.push_back(TrialFromProto(trial));
+  page.next_page_token = response.next_page_token();
+  return page;
+}
+
+absl::StatusOr<std::vector<Trial>> Client::ListAllTrials(const std::string& job_id,
+                                                        const std::string& status) {
+  std::vector<Trial> trials;
+  std::string token;
+  do {
+    ASSIGN_OR_RETURN(TrialPage page, ListTrials(job_id, status, /*page_size=*/0, token));
+    for (Trial& trial : page.trials) trials.push_back(std::move(trial));
+    token = std::move(page.next_page_token);
+  } while (!token.empty());
+  return trials;
 }
 
 absl::StatusOr<BestConfig> Client::GetBestConfig(

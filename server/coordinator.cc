@@ -97,8 +97,9 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
       options.max_long_poll);
   jobs_->SetWorkListener([polls = long_polls_.get()] { polls->Notify(); });
   RETURN_IF_ERROR(jobs_->Recover());
+  history_ = std::make_unique<JobHistory>(store_.get(), jobs_.get());
   tuning_service_ = std::make_unique<TuningServiceImpl>(jobs_.get(), workers_.get(),
-                                                        index_.get());
+                                                        index_.get(), history_.get());
   report_pool_ = std::make_unique<CallPool>(options.report_threads);
   worker_service_ = std::make_unique<WorkerServiceImpl>(
       jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(), report_pool_.get(),

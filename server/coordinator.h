@@ -30,6 +30,7 @@ class SourceBlobs;
 class WorkerRegistry;
 class PrometheusMetrics;
 class TuningServiceImpl;
+class JobHistory;
 class TokenBook;
 class TokenServiceImpl;
 class AdminServiceImpl;
@@ -99,6 +100,7 @@ class Coordinator {
   std::unique_ptr<BestKeeper> keeper_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<LongPolls> long_polls_;
+  std::unique_ptr<JobHistory> history_;
   std::unique_ptr<TuningServiceImpl> tuning_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<CallPool> report_pool_;  // outlives the server

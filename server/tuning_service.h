@@ -5,6 +5,7 @@
 #define TUNEFLEET_SERVER_TUNING_SERVICE_H_
 
 #include "server/best_config_index.h"
+#include "server/job_history.h"
 #include "server/job_manager.h"
 #include "server/worker_registry.h"
 #include "tunefleet/v1/tuning_service.grpc.pb.h"
@@ -23,7 +24,7 @@ class TuningServiceImpl final : public TuningServiceBase {
  public:
   // Every pointer must outlive the service.
   TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
-                    const BestConfigIndex* best_configs);
+                    const BestConfigIndex* best_configs, JobHistory* history);
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
                          v1::SubmitJobResponse* response) override;
@@ -35,6 +36,8 @@ class TuningServiceImpl final : public TuningServiceBase {
                          v1::CancelJobResponse* response) override;
   grpc::Status ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest* request,
                         v1::ListJobsResponse* response) override;
+  grpc::Status ListTrials(grpc::ServerContext* context, const v1::ListTrialsRequest* request,
+                          v1::ListTrialsResponse* response) override;
   grpc::ServerUnaryReactor* GetBestConfig(grpc::CallbackServerContext* context,
                                           const v1::GetBestConfigRequest* request,
                                           v1::GetBestConfigResponse* response) override;
@@ -45,6 +48,7 @@ class TuningServiceImpl final : public TuningServiceBase {
   JobManager* const jobs_;
   WorkerRegistry* const workers_;
   const BestConfigIndex* const best_configs_;
+  JobHistory* const history_;
 };
 
 }  // namespace tunefleet::server

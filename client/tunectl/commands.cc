@@ -119,14 +119,6 @@ int RunCancel(Client& client, const std::string& job_id,
   return kExitOk;
 }
 
-int RunJobs(Client& client, int32_t limit, const Console& console) {
-  absl::StatusOr<std::vector<Job>> jobs = client.ListJobs(limit);
-  if (!jobs.ok()) return ReportError(console, jobs.status());
-  *console.out << (Json(console) ? JobsJson(*jobs)
-                                 : JobsTable(*jobs, console.now()));
-  return kExitOk;
-}
-
 int RunBest(Client& client, const std::string& kernel, const std::string& shape,
             const std::string& device_model, const std::string& toolkit,
             const Console& console) {

@@ -63,7 +63,6 @@ int RunStatus(Client& client, const std::string& job_id,
               const Console& console);
 int RunCancel(Client& client, const std::string& job_id,
               const Console& console);
-int RunJobs(Client& client, int32_t limit, const Console& console);
 int RunBest(Client& client, const std::string& kernel, const std::string& shape,
             const std::string& device_model, const std::string& toolkit,
             const Console& console);

@@ -309,10 +309,12 @@ std::string JsonDocument(const Json& json) {
 
 std::string JobJson(const Job& job) { return JsonDocument(JobToJson(job)); }
 
-std::string JobsJson(const std::vector<Job>& jobs) {
+std::string JobsJson(const std::vector<Job>& jobs, const std::string& next_page_token) {
   Json list = Json::array();
   for (const Job& job : jobs) list.push_back(JobToJson(job));
-  return JsonDocument({{"jobs", std::move(list)}});
+  Json document = {{"jobs", std::move(list)}};
+  if (!next_page_token.empty()) document["next_page_token"] = next_page_token;
+  return JsonDocument(document);
 }
 
 std::string BestConfigJson(const BestConfig& best) {

@@ -14,7 +14,8 @@
 
 namespace tunefleet::tunectl {
 
-enum class OutputFormat { kTable, kJson };
+// kCsv only where a verb says so (`trials`); others print a table.
+enum class OutputFormat { kTable, kJson, kCsv };
 
 // `text` safe to print on a terminal: control characters (C0, DEL, C1) and
 // bytes that are not valid UTF-8 become visible escapes ("\n", "\t",
@@ -62,7 +63,8 @@ std::string JsonDocument(const nlohmann::ordered_json& json);
 // One JSON document each, field names in snake_case; seconds as numbers, 0
 // for unknown (non-finite seconds print as null).
 std::string JobJson(const Job& job);
-std::string JobsJson(const std::vector<Job>& jobs);
+// `next_page_token` is a member only when not empty.
+std::string JobsJson(const std::vector<Job>& jobs, const std::string& next_page_token = "");
 std::string BestConfigJson(const BestConfig& best);
 std::string WorkersJson(const std::vector<WorkerInfo>& workers);
 

@@ -13,6 +13,7 @@
 #include "client/tunectl/connection.h"
 #include "client/tunectl/exit_codes.h"
 #include "client/tunectl/interrupt.h"
+#include "client/tunectl/trials.h"
 #include "tunefleet/client.h"
 
 namespace {
@@ -32,7 +33,8 @@ struct Flags {
   std::string shape;
   std::string device_model;
   std::string toolkit;
-  int32_t limit = 0;
+  JobsFlags jobs;
+  std::string trial_status;
   ConnectionFlags connection;
   std::string token_name;
   std::string token_role;
@@ -42,7 +44,7 @@ struct Flags {
 };
 
 struct Verbs {
-  CLI::App *submit, *watch, *status, *cancel, *jobs, *best, *workers, *validate;
+  CLI::App *submit, *watch, *status, *cancel, *jobs, *trials, *best, *workers, *validate;
   CLI::App *token_create, *token_list, *token_revoke;
   CLI::App *admin_invalidate, *admin_release;
 };
@@ -55,8 +57,8 @@ void DefineGlobalFlags(CLI::App& app, Flags& flags) {
                  "Config file of `key = value` lines (default: "
                  "$XDG_CONFIG_HOME/tunefleet/tunectl.conf or "
                  "~/.config/tunefleet/tunectl.conf)");
-  app.add_option("-o,--output", flags.output, "Output format: table or json")
-      ->check(CLI::IsMember({"table", "json"}))
+  app.add_option("-o,--output", flags.output, "Output format: table, json, or csv (trials)")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
       ->capture_default_str();
   app.add_option("--timeout", flags.timeout_seconds, "Seconds allowed per call")
       ->check(CLI::PositiveNumber)
@@ -148,6 +150,20 @@ CLI::App* DefineValidate(CLI::App& app, Flags& flags) {
   return cmd;
 }
 
+CLI::App* DefineJobs(CLI::App& app, Flags& flags) {
+  CLI::App* cmd = app.add_subcommand("jobs", "List jobs, newest first");
+  cmd->add_option("--state", flags.jobs.state, "Only jobs in this state")
+      ->transform(CLI::IsMember({"queued", "running", "succeeded", "failed", "cancelled"},
+                                CLI::ignore_case));
+  cmd->add_option("--kernel", flags.jobs.kernel, "Only jobs of this kernel");
+  cmd->add_option("--owner", flags.jobs.owner, "Only jobs this principal submitted");
+  cmd->add_option("--limit", flags.jobs.limit, "Jobs per page (default 100, at most 1000)")
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--page-token", flags.jobs.page_token,
+                  "Show the page after the previous one (printed on stderr)");
+  return cmd;
+}
+
 Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   Verbs verbs{};
   verbs.submit = DefineSubmit(app, flags);
@@ -155,9 +171,17 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
       DefineJobVerb(app, flags, "watch", "Follow a job until it finishes");
   verbs.status = DefineJobVerb(app, flags, "status", "Show a job");
   verbs.cancel = DefineJobVerb(app, flags, "cancel", "Cancel a job");
-  verbs.jobs = app.add_subcommand("jobs", "List recent jobs, newest first");
-  verbs.jobs->add_option("--limit", flags.limit, "Jobs to list (default 100)")
-      ->check(CLI::NonNegativeNumber);
+  verbs.jobs = DefineJobs(app, flags);
+  verbs.trials = DefineJobVerb(app, flags, "trials",
+                               "List every trial of a job with the reason of each failure");
+  verbs.trials
+      ->add_option("--status", flags.trial_status,
+                   "Only trials with this outcome: ok, compile_error, invalid_config, "
+                   "launch_error, crashed, timeout, wrong_result, quarantined, worker_lost")
+      ->transform(CLI::IsMember({"ok", "compile_error", "invalid_config", "launch_error",
+                                 "crashed", "timeout", "wrong_result", "quarantined",
+                                 "worker_lost"},
+                                CLI::ignore_case));
   verbs.best = DefineBest(app, flags);
   verbs.workers = app.add_subcommand("workers", "List the workers");
   verbs.validate = DefineValidate(app, flags);
@@ -169,8 +193,9 @@ Console MakeConsole(const Flags& flags) {
   Console console;
   console.out = &std::cout;
   console.err = &std::cerr;
-  console.format =
-      flags.output == "json" ? OutputFormat::kJson : OutputFormat::kTable;
+  console.format = flags.output == "json"  ? OutputFormat::kJson
+                   : flags.output == "csv" ? OutputFormat::kCsv
+                                           : OutputFormat::kTable;
   console.progress.terminal = isatty(STDERR_FILENO) == 1;
   console.progress.color =
       ColorAllowed(console.progress.terminal, std::getenv("NO_COLOR"));
@@ -225,7 +250,8 @@ int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
   }
   if (verbs.status->parsed()) return RunStatus(client, flags.job_id, console);
   if (verbs.cancel->parsed()) return RunCancel(client, flags.job_id, console);
-  if (verbs.jobs->parsed()) return RunJobs(client, flags.limit, console);
+  if (verbs.jobs->parsed()) return RunJobs(client, flags.jobs, console);
+  if (verbs.trials->parsed()) return RunTrials(client, flags.job_id, flags.trial_status, console);
   if (verbs.best->parsed()) {
     return RunBest(client, flags.kernel, flags.shape, flags.device_model,
                    flags.toolkit, console);

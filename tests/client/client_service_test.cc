@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "client/tunectl/commands.h"
+#include "client/tunectl/trials.h"
 #include "client/tunectl/exit_codes.h"
 #include "common/sha256.h"
 #include "gtest/gtest.h"
@@ -237,7 +238,7 @@ TEST_F(TunectlServiceTest, JobsAsJsonIsOneDocument) {
   service_.AddJob("a", {MakeJob("a", v1::JOB_STATE_SUCCEEDED, 4, 4)});
   std::unique_ptr<Client> client = Connect();
   ASSERT_EQ(
-      tunectl::RunJobs(*client, 0, MakeConsole(tunectl::OutputFormat::kJson)),
+      tunectl::RunJobs(*client, tunectl::JobsFlags{}, MakeConsole(tunectl::OutputFormat::kJson)),
       tunectl::kExitOk);
   EXPECT_THAT(out_.str(), ::testing::StartsWith("{\n  \"jobs\": [\n"));
   EXPECT_THAT(out_.str(), HasSubstr("\"state\": \"SUCCEEDED\""));

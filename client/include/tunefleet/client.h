@@ -120,6 +120,48 @@ struct Job {
   std::string owner;  // the principal that submitted it
 };
 
+// Which jobs ListJobs returns, newest first: those matching every set field.
+struct JobFilter {
+  JobState state = JobState::kUnspecified;  // kUnspecified: any
+  std::string kernel;                       // empty: any
+  std::string owner;                        // empty: any principal
+  // Jobs per page; 0 is the server's default (100), at most 1000.
+  int32_t limit = 0;
+  // JobPage::next_page_token of the previous page; empty: the newest jobs.
+  std::string page_token;
+};
+
+struct JobPage {
+  std::vector<Job> jobs;
+  std::string next_page_token;  // empty on the last page
+};
+
+// One stored trial of a job: a config as measured, or why it failed.
+struct Trial {
+  std::string config;  // short form
+  std::string status;  // trial status name: "OK", "COMPILE_ERROR", "TIMEOUT", ...
+  std::string error;   // the reason of a failure: compiler log, signal, mismatch
+  double median_seconds = 0;
+  double p20_seconds = 0;
+  double p80_seconds = 0;
+  int64_t samples = 0;
+  double compile_seconds = 0;
+  std::string tuning_key;
+  std::string device_model;
+  std::string worker_id;
+  std::string device_id;
+  std::string principal;  // who measured it
+  double clock_mhz = 0;   // the device's SM clock while measuring; 0 if unknown
+  std::string round;      // "search", "finalists" or "verify"
+  bool excluded = false;  // an admin excluded it from deriving bests
+  int64_t finished_unix_ms = 0;
+};
+
+struct TrialPage {
+  std::vector<Trial> trials;
+  std::string next_page_token;  // empty on the last page
+};
+
 // The config an application should use for a kernel and shape.
 struct BestConfig {
   enum class Source {
@@ -216,6 +258,20 @@ class Client {
   // The most recent jobs, newest first. `limit` 0 means the server's
   // default (100).
   absl::StatusOr<std::vector<Job>> ListJobs(int32_t limit = 0);
+  // One page of the jobs `filter` selects.
+  absl::StatusOr<JobPage> ListJobs(const JobFilter& filter);
+
+  // One page of a job's trials in the order they were stored; `status` (a
+  // trial status name, "" for every status) keeps only trials with that
+  // outcome. `page_size` 0 is the server's default (1000), at most 10000.
+  // NOT_FOUND for an unknown job; INVALID_ARGUMENT for an unknown status.
+  absl::StatusOr<TrialPage> ListTrials(const std::string& job_id,
+                                       const std::string& status = "",
+                                       int32_t page_size = 0,
+                                       const std::string& page_token = "");
+  // Every trial of the job: ListTrials page after page.
+  absl::StatusOr<std::vector<Trial>> ListAllTrials(const std::string& job_id,
+                                                   const std::string& status = "");
 
   // The best config of `kernel` for `shape` ("M=1024,N=1024,K=1024").
   // Empty `device_model` or `toolkit` matches any. NOT_FOUND when the server
