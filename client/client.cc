@@ -15,6 +15,8 @@
 #include "common/grpc_status.h"
 #include "common/spec_loader.h"
 #include "common/status_macros.h"
+#include "client/best_table_json.h"
+#include "tunefleet/v1/admin_service.grpc.pb.h"
 #include "tunefleet/v1/token_service.grpc.pb.h"
 #include "tunefleet/v1/tuning_service.grpc.pb.h"
 
@@ -68,7 +70,8 @@ class Client::Impl {
   Impl(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
       : options_(std::move(options)),
         stub_(v1::TuningService::NewStub(channel)),
-        token_stub_(v1::TokenService::NewStub(channel)) {}
+        token_stub_(v1::TokenService::NewStub(channel)),
+        admin_stub_(v1::AdminService::NewStub(channel)) {}
 
   template <typename Stub, typename Request, typename Response>
   using Method = grpc::Status (Stub::*)(grpc::ClientContext*, const Request&, Response*);
@@ -93,6 +96,11 @@ class Client::Impl {
   absl::StatusOr<Response> Call(Method<v1::TokenService::Stub, Request, Response> method,
                                 const Request& request) {
     return Call(token_stub_.get(), method, request);
+  }
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(Method<v1::AdminService::Stub, Request, Response> method,
+                                const Request& request) {
+    return Call(admin_stub_.get(), method, request);
   }
 
   absl::StatusOr<Job> GetJob(const std::string& job_id) {
@@ -126,6 +134,7 @@ class Client::Impl {
   const ClientOptions options_;
   const std::unique_ptr<v1::TuningService::Stub> stub_;
   const std::unique_ptr<v1::TokenService::Stub> token_stub_;
+  const std::unique_ptr<v1::AdminService::Stub> admin_stub_;
   absl::Mutex mu_;
   bool watches_cancelled_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<grpc::ClientContext*> watches_ ABSL_GUARDED_BY(mu_);
@@ -315,6 +324,31 @@ absl::StatusOr<BestConfig> Client::GetBestConfig(
       v1::GetBestConfigResponse response,
       impl_->Call(&v1::TuningService::Stub::GetBestConfig, request));
   return BestConfigFromProto(response);
+}
+
+absl::StatusOr<std::string> Client::ExportBest(const std::string& kernel,
+                                               const std::string& device_model) {
+  v1::ExportBestRequest request;
+  request.set_kernel_name(kernel);
+  request.set_device_model(device_model);
+  ASSIGN_OR_RETURN(v1::ExportBestResponse response,
+                   impl_->Call(&v1::TuningService::Stub::ExportBest, request));
+  return client_internal::BestTableToJson(response);
+}
+
+absl::StatusOr<ImportResult> Client::ImportBest(const std::string& json,
+                                                const std::string& origin, bool overwrite) {
+  if (origin.empty()) return absl::InvalidArgumentError("an import needs an origin");
+  ASSIGN_OR_RETURN(v1::ExportBestResponse table, client_internal::BestTableFromJson(json));
+  v1::ImportBestRequest request;
+  *request.mutable_kernels() = std::move(*table.mutable_kernels());
+  *request.mutable_rows() = std::move(*table.mutable_rows());
+  request.set_origin(origin);
+  request.set_overwrite(overwrite);
+  ASSIGN_OR_RETURN(v1::ImportBestResponse response,
+                   impl_->Call(&v1::AdminService::Stub::ImportBest, request));
+  return ImportResult{response.imported(), response.kept_measured(), response.kernels_added(),
+                      response.not_served()};
 }
 
 absl::StatusOr<std::vector<WorkerInfo>> Client::ListWorkers() {

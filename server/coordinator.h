@@ -31,6 +31,7 @@ class WorkerRegistry;
 class PrometheusMetrics;
 class TuningServiceImpl;
 class JobHistory;
+class BestTransfer;
 class TokenBook;
 class TokenServiceImpl;
 class AdminServiceImpl;
@@ -98,6 +99,7 @@ class Coordinator {
   std::unique_ptr<TokenServiceImpl> token_service_;
   std::unique_ptr<QuarantineList> quarantine_;
   std::unique_ptr<BestKeeper> keeper_;
+  std::unique_ptr<BestTransfer> transfer_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<LongPolls> long_polls_;
   std::unique_ptr<JobHistory> history_;

@@ -43,8 +43,13 @@ void ToProto(BestConfigAnswer answer, v1::GetBestConfigResponse* response) {
 }  // namespace
 
 TuningServiceImpl::TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
-                                     const BestConfigIndex* best_configs, JobHistory* history)
-    : jobs_(jobs), workers_(workers), best_configs_(best_configs), history_(history) {}
+                                     const BestConfigIndex* best_configs, JobHistory* history,
+                                     BestTransfer* transfer)
+    : jobs_(jobs),
+      workers_(workers),
+      best_configs_(best_configs),
+      history_(history),
+      transfer_(transfer) {}
 
 grpc::Status TuningServiceImpl::SubmitJob(grpc::ServerContext* context,
                                           const v1::SubmitJobRequest* request,
@@ -167,6 +172,16 @@ grpc::Status TuningServiceImpl::ListWorkers(grpc::ServerContext*,
   for (v1::WorkerInfo& info : workers_->List()) {
     *response->add_workers() = std::move(info);
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ExportBest(grpc::ServerContext*,
+                                           const v1::ExportBestRequest* request,
+                                           v1::ExportBestResponse* response) {
+  absl::StatusOr<v1::ExportBestResponse> table =
+      transfer_->Export(request->kernel_name(), request->device_model());
+  if (!table.ok()) return ToGrpcStatus(table.status());
+  *response = *std::move(table);
   return grpc::Status::OK;
 }
 

@@ -13,6 +13,7 @@
 #include "client/tunectl/connection.h"
 #include "client/tunectl/exit_codes.h"
 #include "client/tunectl/interrupt.h"
+#include "client/tunectl/transfer.h"
 #include "client/tunectl/trials.h"
 #include "tunefleet/client.h"
 
@@ -35,6 +36,7 @@ struct Flags {
   std::string toolkit;
   JobsFlags jobs;
   std::string trial_status;
+  ImportFlags import;
   ConnectionFlags connection;
   std::string token_name;
   std::string token_role;
@@ -45,6 +47,7 @@ struct Flags {
 
 struct Verbs {
   CLI::App *submit, *watch, *status, *cancel, *jobs, *trials, *best, *workers, *validate;
+  CLI::App *export_best, *import_best;
   CLI::App *token_create, *token_list, *token_revoke;
   CLI::App *admin_invalidate, *admin_release;
 };
@@ -164,6 +167,21 @@ CLI::App* DefineJobs(CLI::App& app, Flags& flags) {
   return cmd;
 }
 
+void DefineTransfer(CLI::App& app, Flags& flags, Verbs* verbs) {
+  verbs->export_best = app.add_subcommand(
+      "export", "Print a kernel's best configs as a JSON table an application can ship");
+  verbs->export_best->add_option("KERNEL_NAME", flags.kernel, "Kernel name")->required();
+  verbs->export_best->add_option("--device", flags.device_model, "Only this device model");
+  verbs->import_best = app.add_subcommand(
+      "import", "Store the best configs of an exported table (role admin)");
+  verbs->import_best->add_option("FILE", flags.import.file, "A table tunectl export wrote")
+      ->required();
+  verbs->import_best->add_option("--origin", flags.import.origin,
+                                 "Where the rows come from (default: the file's name)");
+  verbs->import_best->add_flag("--overwrite", flags.import.overwrite,
+                               "Replace best configs measured here too");
+}
+
 Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   Verbs verbs{};
   verbs.submit = DefineSubmit(app, flags);
@@ -183,6 +201,7 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
                                  "worker_lost"},
                                 CLI::ignore_case));
   verbs.best = DefineBest(app, flags);
+  DefineTransfer(app, flags, &verbs);
   verbs.workers = app.add_subcommand("workers", "List the workers");
   verbs.validate = DefineValidate(app, flags);
   DefineAdmin(app, flags, &verbs);
@@ -257,6 +276,10 @@ int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
                    flags.toolkit, console);
   }
   if (verbs.workers->parsed()) return RunWorkers(client, console);
+  if (verbs.export_best->parsed()) {
+    return RunExport(client, flags.kernel, flags.device_model, console);
+  }
+  if (verbs.import_best->parsed()) return RunImport(client, flags.import, console);
   return RunAdmin(client, verbs, flags, console);
 }
 

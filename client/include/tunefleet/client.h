@@ -214,6 +214,50 @@ struct IssuedToken {
   std::string token;  // the secret, shown only once
 };
 
+// A table of best configs exported by a coordinator (`tunectl export`, or
+// Client::ExportBest), loaded offline: what an application ships so that it
+// needs no coordinator at start-up. The file format is documented in
+// docs/best-table-format.md.
+//
+//   auto table = tunefleet::BestConfigTable::Load("best.json");
+//   auto best = table->Lookup("matmul", "M=1024,N=1024,K=1024", "NVIDIA H100");
+//
+// Thread-safety: a loaded table is immutable; Lookup may be called from any
+// thread. Copies share the loaded rows.
+class BestConfigTable {
+ public:
+  // NOT_FOUND when the file cannot be read; INVALID_ARGUMENT when it is not
+  // a table of a version this library reads.
+  static absl::StatusOr<BestConfigTable> Load(const std::string& path);
+  static absl::StatusOr<BestConfigTable> Parse(const std::string& json);
+
+  // The config for `kernel` and `shape`, in the coordinator's tiers: a row
+  // tuned for exactly this shape (source kExact), else the row of the
+  // nearest tuned shape (kNearestShape; the distance is the sum over dims of
+  // |log(a/b)|, ties to the smallest tuning key), else the kernel's default
+  // config (kDefault). Empty `device_model` or `toolkit` match any.
+  // NOT_FOUND when the table has no row and no spec of the kernel;
+  // INVALID_ARGUMENT when `shape` does not parse.
+  absl::StatusOr<BestConfig> Lookup(const std::string& kernel, const std::string& shape,
+                                    const std::string& device_model = "",
+                                    const std::string& toolkit = "") const;
+  // How many rows (tuned configs) the table holds.
+  size_t size() const;
+
+ private:
+  struct Rows;
+  explicit BestConfigTable(std::shared_ptr<const Rows> rows);
+  std::shared_ptr<const Rows> rows_;
+};
+
+// What ImportBest did.
+struct ImportResult {
+  int64_t imported = 0;       // rows written
+  int64_t kept_measured = 0;  // rows not written: a measured best of the key is kept
+  int64_t kernels_added = 0;  // kernels the coordinator did not know
+  int64_t not_served = 0;     // written, but tuned with other code than the coordinator's
+};
+
 // A connection to one tunefleet coordinator.
 //
 // Thread-safety: a Client is safe for concurrent use from multiple threads
@@ -282,6 +326,18 @@ class Client {
                                            const std::string& toolkit = "");
 
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers();
+
+  // The best configs the coordinator serves for `kernel` (empty: every
+  // kernel) on `device_model` (empty: every model), as the JSON document
+  // BestConfigTable reads. NOT_FOUND for a kernel never submitted there.
+  absl::StatusOr<std::string> ExportBest(const std::string& kernel,
+                                         const std::string& device_model = "");
+  // Admin only. Stores the rows of an exported table (`json`), marked
+  // imported and named by `origin` (required); a measured row of the same key
+  // is kept unless `overwrite`. INVALID_ARGUMENT for a document that is not
+  // a table, before anything is sent.
+  absl::StatusOr<ImportResult> ImportBest(const std::string& json, const std::string& origin,
+                                          bool overwrite = false);
 
   // Admin only. A new token for principal `name` with `role` ("read",
   // "submit" or "admin"); its secret is returned only here.
