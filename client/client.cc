@@ -15,6 +15,7 @@
 #include "common/grpc_status.h"
 #include "common/spec_loader.h"
 #include "common/status_macros.h"
+#include "common/version.h"
 #include "client/best_table_json.h"
 #include "tunefleet/v1/admin_service.grpc.pb.h"
 #include "tunefleet/v1/token_service.grpc.pb.h"
@@ -324,6 +325,15 @@ absl::StatusOr<BestConfig> Client::GetBestConfig(
       v1::GetBestConfigResponse response,
       impl_->Call(&v1::TuningService::Stub::GetBestConfig, request));
   return BestConfigFromProto(response);
+}
+
+const char* ClientVersion() { return kVersion; }
+
+absl::StatusOr<std::string> Client::ServerVersion() {
+  ASSIGN_OR_RETURN(v1::GetServerInfoResponse response,
+                   impl_->Call(&v1::TuningService::Stub::GetServerInfo,
+                               v1::GetServerInfoRequest()));
+  return response.version();
 }
 
 absl::StatusOr<std::string> Client::ExportBest(const std::string& kernel,

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/version.h"
 #include "server/auth_processor.h"
 
 namespace tunefleet::server {
@@ -172,6 +173,13 @@ grpc::Status TuningServiceImpl::ListWorkers(grpc::ServerContext*,
   for (v1::WorkerInfo& info : workers_->List()) {
     *response->add_workers() = std::move(info);
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::GetServerInfo(grpc::ServerContext*,
+                                              const v1::GetServerInfoRequest*,
+                                              v1::GetServerInfoResponse* response) {
+  response->set_version(kVersion);
   return grpc::Status::OK;
 }
 

@@ -45,6 +45,9 @@ class TuningServiceImpl final : public TuningServiceBase {
                                           v1::GetBestConfigResponse* response) override;
   grpc::Status ListWorkers(grpc::ServerContext* context, const v1::ListWorkersRequest* request,
                            v1::ListWorkersResponse* response) override;
+  grpc::Status GetServerInfo(grpc::ServerContext* context,
+                             const v1::GetServerInfoRequest* request,
+                             v1::GetServerInfoResponse* response) override;
   grpc::Status ExportBest(grpc::ServerContext* context, const v1::ExportBestRequest* request,
                           v1::ExportBestResponse* response) override;
 

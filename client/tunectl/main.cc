@@ -13,8 +13,10 @@
 #include "client/tunectl/connection.h"
 #include "client/tunectl/exit_codes.h"
 #include "client/tunectl/interrupt.h"
+#include "client/tunectl/suggest.h"
 #include "client/tunectl/transfer.h"
 #include "client/tunectl/trials.h"
+#include "common/version.h"
 #include "tunefleet/client.h"
 
 namespace {
@@ -47,7 +49,7 @@ struct Flags {
 
 struct Verbs {
   CLI::App *submit, *watch, *status, *cancel, *jobs, *trials, *best, *workers, *validate;
-  CLI::App *export_best, *import_best;
+  CLI::App *export_best, *import_best, *version;
   CLI::App *token_create, *token_list, *token_revoke;
   CLI::App *admin_invalidate, *admin_release;
 };
@@ -202,6 +204,7 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
                                 CLI::ignore_case));
   verbs.best = DefineBest(app, flags);
   DefineTransfer(app, flags, &verbs);
+  verbs.version = app.add_subcommand("version", "Show tunectl's and the coordinator's versions");
   verbs.workers = app.add_subcommand("workers", "List the workers");
   verbs.validate = DefineValidate(app, flags);
   DefineAdmin(app, flags, &verbs);
@@ -276,11 +279,24 @@ int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
                    flags.toolkit, console);
   }
   if (verbs.workers->parsed()) return RunWorkers(client, console);
+  if (verbs.version->parsed()) return RunVersion(client, console);
   if (verbs.export_best->parsed()) {
     return RunExport(client, flags.kernel, flags.device_model, console);
   }
   if (verbs.import_best->parsed()) return RunImport(client, flags.import, console);
   return RunAdmin(client, verbs, flags, console);
+}
+
+// Names a mistyped verb (CLI11 would only say that one is required).
+std::optional<std::string> MistypedVerb(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> verbs;
+  for (const CLI::App* verb : app.get_subcommands({})) verbs.push_back(verb->get_name());
+  std::optional<std::string> word =
+      UnknownVerb(std::vector<std::string>(argv + 1, argv + argc), verbs,
+                  {"--server", "--config", "-o", "--output", "--timeout", "--ca-file",
+                   "--token-file"});
+  if (!word.has_value()) return std::nullopt;
+  return UnknownVerbMessage(*word, verbs);
 }
 
 }  // namespace
@@ -293,6 +309,11 @@ int main(int argc, char** argv) {
   Flags flags;
   DefineGlobalFlags(app, flags);
   Verbs verbs = DefineVerbs(app, flags);
+  app.set_version_flag("--version", std::string("tunectl ") + kVersion);
+  if (std::optional<std::string> message = MistypedVerb(app, argc, argv); message.has_value()) {
+    std::cerr << "tunectl: " << *message << std::endl;
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

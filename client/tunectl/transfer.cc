@@ -17,6 +17,19 @@ int RunExport(Client& client, const std::string& kernel, const std::string& devi
   return kExitOk;
 }
 
+int RunVersion(Client& client, const Console& console) {
+  absl::StatusOr<std::string> server = client.ServerVersion();
+  if (console.format == OutputFormat::kJson) {
+    nlohmann::ordered_json json = {{"client", ClientVersion()}};
+    if (server.ok()) json["server"] = *server;
+    *console.out << JsonDocument(json);
+  } else {
+    *console.out << RenderTable({}, {{"client", ClientVersion()},
+                                     {"server", server.ok() ? *server : "-"}});
+  }
+  return server.ok() ? kExitOk : ReportError(console, server.status());
+}
+
 int RunImport(Client& client, const ImportFlags& flags, const Console& console) {
   absl::StatusOr<std::string> text = ReadFile(flags.file);
   if (!text.ok()) return ReportError(console, text.status());

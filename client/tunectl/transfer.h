@@ -15,6 +15,10 @@ namespace tunefleet::tunectl {
 int RunExport(Client& client, const std::string& kernel, const std::string& device_model,
               const Console& console);
 
+// Prints tunectl's version, then the coordinator's (exit 6 and the client's
+// alone when the coordinator cannot be reached).
+int RunVersion(Client& client, const Console& console);
+
 struct ImportFlags {
   std::string file;
   std::string origin;      // "": the file's name

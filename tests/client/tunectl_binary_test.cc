@@ -48,6 +48,22 @@ TEST(TunectlBinaryTest, ValidatesTheMatmulKernel) {
               ::testing::ContainsRegex("valid configs  [0-9]+ of 256"));
 }
 
+TEST(TunectlBinaryTest, AMistypedCommandIsNamedWithTheNearestOne) {
+  Outcome run = Tunectl("--server localhost:1 stauts j-1");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("unknown command 'stauts'; did you mean 'status'?"));
+  run = Tunectl("frobnicate");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("unknown command 'frobnicate'"));
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("did you mean")));
+}
+
+TEST(TunectlBinaryTest, VersionFlagPrintsTheVersion) {
+  Outcome run = Tunectl("--version");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, MatchesRegex("tunectl [0-9]+\\.[0-9]+\\.[0-9]+\n"));
+}
+
 TEST(TunectlBinaryTest, MalformedSpecFailsWithFileAndLine) {
   TempDir dir;
   std::ofstream(dir.path() + "/kernel.textproto")

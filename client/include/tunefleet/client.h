@@ -214,6 +214,9 @@ struct IssuedToken {
   std::string token;  // the secret, shown only once
 };
 
+// This library's tunefleet version, e.g. "0.1.0".
+const char* ClientVersion();
+
 // A table of best configs exported by a coordinator (`tunectl export`, or
 // Client::ExportBest), loaded offline: what an application ships so that it
 // needs no coordinator at start-up. The file format is documented in
@@ -326,6 +329,8 @@ class Client {
                                            const std::string& toolkit = "");
 
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers();
+  // The coordinator's tunefleet version.
+  absl::StatusOr<std::string> ServerVersion();
 
   // The best configs the coordinator serves for `kernel` (empty: every
   // kernel) on `device_model` (empty: every model), as the JSON document
