@@ -241,5 +241,18 @@ TEST_F(UserVerbsTest, JobsAreFilteredByStateKernelAndOwnerAndPaged) {
   EXPECT_EQ(Tunectl({"jobs", "--state", "sleeping"}).exit.code, 2);
 }
 
+TEST_F(UserVerbsTest, VersionShowsTheClientsAndTheCoordinatorsVersions) {
+  absl::StatusOr<std::string> server = client_->ServerVersion();
+  ASSERT_OK(server);
+  EXPECT_EQ(*server, ClientVersion());
+  Json json = TunectlJson({"version"});
+  EXPECT_EQ(json["client"], ClientVersion());
+  EXPECT_EQ(json["server"], *server);
+  RunResult table = Tunectl({"version"});
+  ASSERT_TRUE(table.exit.success());
+  EXPECT_THAT(table.out, ::testing::ContainsRegex("client +" + *server));
+  EXPECT_THAT(table.out, ::testing::ContainsRegex("server +" + *server));
+}
+
 }  // namespace
 }  // namespace tunefleet::testing
