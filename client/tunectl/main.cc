@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "client/tunectl/admin.h"
@@ -16,6 +17,7 @@
 #include "client/tunectl/suggest.h"
 #include "client/tunectl/transfer.h"
 #include "client/tunectl/trials.h"
+#include "client/tunectl/yaml.h"
 #include "common/version.h"
 #include "tunefleet/client.h"
 
@@ -62,8 +64,9 @@ void DefineGlobalFlags(CLI::App& app, Flags& flags) {
                  "Config file of `key = value` lines (default: "
                  "$XDG_CONFIG_HOME/tunefleet/tunectl.conf or "
                  "~/.config/tunefleet/tunectl.conf)");
-  app.add_option("-o,--output", flags.output, "Output format: table, json, or csv (trials)")
-      ->check(CLI::IsMember({"table", "json", "csv"}))
+  app.add_option("-o,--output", flags.output,
+                 "Output format: table, json, yaml, or csv (trials)")
+      ->check(CLI::IsMember({"table", "json", "yaml", "csv"}))
       ->capture_default_str();
   app.add_option("--timeout", flags.timeout_seconds, "Seconds allowed per call")
       ->check(CLI::PositiveNumber)
@@ -215,7 +218,7 @@ Console MakeConsole(const Flags& flags) {
   Console console;
   console.out = &std::cout;
   console.err = &std::cerr;
-  console.format = flags.output == "json"  ? OutputFormat::kJson
+  console.format = flags.output == "json" || flags.output == "yaml" ? OutputFormat::kJson
                    : flags.output == "csv" ? OutputFormat::kCsv
                                            : OutputFormat::kTable;
   console.progress.terminal = isatty(STDERR_FILENO) == 1;
@@ -287,6 +290,11 @@ int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
   return RunAdmin(client, verbs, flags, console);
 }
 
+int Run(const Verbs& verbs, const Flags& flags, const Console& console) {
+  if (verbs.validate->parsed()) return RunValidate(flags.kernel, flags.shape, console);
+  return RunOnline(verbs, flags, console);
+}
+
 // Names a mistyped verb (CLI11 would only say that one is required).
 std::optional<std::string> MistypedVerb(const CLI::App& app, int argc, char** argv) {
   std::vector<std::string> verbs;
@@ -321,7 +329,13 @@ int main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   Console console = MakeConsole(flags);
-  if (verbs.validate->parsed())
-    return RunValidate(flags.kernel, flags.shape, console);
-  return RunOnline(verbs, flags, console);
+  if (flags.output != "yaml" || verbs.export_best->parsed()) return Run(verbs, flags, console);
+  // YAML is the JSON document the verb prints, converted.
+  std::ostringstream json;
+  console.out = &json;
+  const int code = Run(verbs, flags, console);
+  if (json.str().empty()) return code;
+  absl::StatusOr<std::string> yaml = JsonToYaml(json.str());
+  std::cout << (yaml.ok() ? *yaml : json.str());
+  return code;
 }

@@ -76,7 +76,7 @@ TEST(TunectlBinaryTest, MalformedSpecFailsWithFileAndLine) {
 
 TEST(TunectlBinaryTest, UsageErrorsExitTwoAndHelpListsExitCodes) {
   EXPECT_EQ(Tunectl("submit").exit_code, 2);
-  EXPECT_EQ(Tunectl("--output yaml jobs").exit_code, 2);
+  EXPECT_EQ(Tunectl("--output xml jobs").exit_code, 2);
   Outcome help = Tunectl("--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_THAT(help.output, HasSubstr("130  interrupted"));

@@ -234,6 +234,10 @@ TEST_F(UserVerbsTest, JobsAreFilteredByStateKernelAndOwnerAndPaged) {
   ASSERT_THAT(json["jobs"], SizeIs(1));
   EXPECT_EQ(json["jobs"][0]["id"], cancelled.id);
 
+  RunResult yaml = Tunectl({"-o", "yaml", "jobs", "--state", "queued"});
+  ASSERT_TRUE(yaml.exit.success());
+  EXPECT_THAT(yaml.out, ::testing::StartsWith("\"jobs\":\n  -\n    \"id\": \"" + queued.id + "\"\n"));
+
   RunResult table = Tunectl({"jobs", "--state", "queued"});
   ASSERT_TRUE(table.exit.success());
   EXPECT_THAT(table.out, HasSubstr(queued.id));
