@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 
 #include "client/tunectl/admin.h"
 #include "client/tunectl/commands.h"
+#include "client/tunectl/completion.h"
 #include "client/tunectl/connection.h"
 #include "client/tunectl/exit_codes.h"
 #include "client/tunectl/interrupt.h"
@@ -41,6 +43,7 @@ struct Flags {
   JobsFlags jobs;
   std::string trial_status;
   ImportFlags import;
+  std::string shell;
   ConnectionFlags connection;
   std::string token_name;
   std::string token_role;
@@ -51,7 +54,7 @@ struct Flags {
 
 struct Verbs {
   CLI::App *submit, *watch, *status, *cancel, *jobs, *trials, *best, *workers, *validate;
-  CLI::App *export_best, *import_best, *version;
+  CLI::App *export_best, *import_best, *version, *completion;
   CLI::App *token_create, *token_list, *token_revoke;
   CLI::App *admin_invalidate, *admin_release;
 };
@@ -208,6 +211,11 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   verbs.best = DefineBest(app, flags);
   DefineTransfer(app, flags, &verbs);
   verbs.version = app.add_subcommand("version", "Show tunectl's and the coordinator's versions");
+  verbs.completion = app.add_subcommand(
+      "completion", "Print a shell completion script: source <(tunectl completion bash)");
+  verbs.completion->add_option("SHELL", flags.shell, "bash or zsh")
+      ->required()
+      ->check(CLI::IsMember({"bash", "zsh"}));
   verbs.workers = app.add_subcommand("workers", "List the workers");
   verbs.validate = DefineValidate(app, flags);
   DefineAdmin(app, flags, &verbs);
@@ -295,14 +303,27 @@ int Run(const Verbs& verbs, const Flags& flags, const Console& console) {
   return RunOnline(verbs, flags, console);
 }
 
+// The global flags whose next word is their value.
+const std::vector<std::string> kValueFlags = {"--server", "--config",  "-o",
+                                              "--output", "--timeout", "--ca-file",
+                                              "--token-file"};
+
+CommandWords WordsOf(const CLI::App& app) {
+  CommandWords words{app.get_name(), {}, {}};
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& name : option->get_lnames()) words.flags.push_back("--" + name);
+  }
+  for (const CLI::App* verb : app.get_subcommands({})) words.verbs.push_back(WordsOf(*verb));
+  return words;
+}
+
 // Names a mistyped verb (CLI11 would only say that one is required).
 std::optional<std::string> MistypedVerb(const CLI::App& app, int argc, char** argv) {
   std::vector<std::string> verbs;
   for (const CLI::App* verb : app.get_subcommands({})) verbs.push_back(verb->get_name());
   std::optional<std::string> word =
       UnknownVerb(std::vector<std::string>(argv + 1, argv + argc), verbs,
-                  {"--server", "--config", "-o", "--output", "--timeout", "--ca-file",
-                   "--token-file"});
+                  std::set<std::string>(kValueFlags.begin(), kValueFlags.end()));
   if (!word.has_value()) return std::nullopt;
   return UnknownVerbMessage(*word, verbs);
 }
@@ -327,6 +348,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);  // prints help, or the error and a hint
     return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (verbs.completion->parsed()) {
+    CommandWords words = WordsOf(app);
+    words.name = "tunectl";  // not argv[0], which may be a path
+    std::cout << (flags.shell == "zsh" ? ZshCompletion(words, kValueFlags)
+                                       : BashCompletion(words, kValueFlags));
+    return kExitOk;
   }
   Console console = MakeConsole(flags);
   if (flags.output != "yaml" || verbs.export_best->parsed()) return Run(verbs, flags, console);

@@ -58,6 +58,34 @@ TEST(TunectlBinaryTest, AMistypedCommandIsNamedWithTheNearestOne) {
   EXPECT_THAT(run.output, ::testing::Not(HasSubstr("did you mean")));
 }
 
+// Completes `words` (the last one being typed) with the generated bash script.
+Outcome BashComplete(const std::string& shell, const std::string& words) {
+  const std::string script =
+      "source <(" + BuildDir() + "/bin/tunectl completion " + shell + ") && "
+      "COMP_WORDS=(" + words + ") && COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) && _tunectl && "
+      "echo \"${COMPREPLY[*]}\"";
+  std::string command = "bash -c '" + script + "' 2>&1";
+  Outcome run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) run.output.append(buffer, n);
+  int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+TEST(TunectlBinaryTest, BashCompletionCompletesVerbsFlagsAndSubVerbs) {
+  EXPECT_EQ(BashComplete("bash", "tunectl st").output, "status\n");
+  EXPECT_EQ(BashComplete("bash", "tunectl --server h:1 tri").output, "trials\n");
+  EXPECT_EQ(BashComplete("bash", "tunectl trials J --st").output, "--status\n");
+  EXPECT_EQ(BashComplete("bash", "tunectl admin token c").output, "create\n");
+  Outcome zsh = Tunectl("completion zsh");
+  EXPECT_EQ(zsh.exit_code, 0);
+  EXPECT_THAT(zsh.output, HasSubstr("bashcompinit"));
+  EXPECT_EQ(Tunectl("completion fish").exit_code, 2);
+}
+
 TEST(TunectlBinaryTest, VersionFlagPrintsTheVersion) {
   Outcome run = Tunectl("--version");
   EXPECT_EQ(run.exit_code, 0) << run.output;
