@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,17 @@ TEST(TunectlBinaryTest, BashCompletionCompletesVerbsFlagsAndSubVerbs) {
   EXPECT_EQ(zsh.exit_code, 0);
   EXPECT_THAT(zsh.output, HasSubstr("bashcompinit"));
   EXPECT_EQ(Tunectl("completion fish").exit_code, 2);
+}
+
+TEST(TunectlBinaryTest, TheManPageDescribesTheVerbs) {
+  const std::string page = BuildDir() + "/man/tunectl.1";
+  std::ifstream file(page);
+  if (!file) GTEST_SKIP() << page << " was not made (help2man is missing)";
+  std::stringstream text;
+  text << file.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr(".TH TUNECTL \"1\""));
+  EXPECT_THAT(text.str(), HasSubstr("trials"));
+  EXPECT_THAT(text.str(), HasSubstr("job finished with failed trials"));  // the exit codes
 }
 
 TEST(TunectlBinaryTest, VersionFlagPrintsTheVersion) {
