@@ -15,6 +15,7 @@
 #include "client/tunectl/completion.h"
 #include "client/tunectl/connection.h"
 #include "client/tunectl/exit_codes.h"
+#include "client/tunectl/history.h"
 #include "client/tunectl/interrupt.h"
 #include "client/tunectl/suggest.h"
 #include "client/tunectl/transfer.h"
@@ -44,6 +45,7 @@ struct Flags {
   std::string trial_status;
   ImportFlags import;
   std::string shell;
+  std::string second_job;
   ConnectionFlags connection;
   std::string token_name;
   std::string token_role;
@@ -54,7 +56,7 @@ struct Flags {
 
 struct Verbs {
   CLI::App *submit, *watch, *status, *cancel, *jobs, *trials, *best, *workers, *validate;
-  CLI::App *export_best, *import_best, *version, *completion;
+  CLI::App *export_best, *import_best, *version, *completion, *history, *compare;
   CLI::App *token_create, *token_list, *token_revoke;
   CLI::App *admin_invalidate, *admin_release;
 };
@@ -211,6 +213,13 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   verbs.best = DefineBest(app, flags);
   DefineTransfer(app, flags, &verbs);
   verbs.version = app.add_subcommand("version", "Show tunectl's and the coordinator's versions");
+  verbs.history = app.add_subcommand(
+      "history", "Show a kernel's best per shape and device model over time");
+  verbs.history->add_option("KERNEL_NAME", flags.kernel, "Kernel name")->required();
+  verbs.history->add_option("--device", flags.device_model, "Only this device model");
+  verbs.compare = app.add_subcommand("compare", "Compare two jobs, config by config");
+  verbs.compare->add_option("JOB", flags.job_id, "The first job")->required();
+  verbs.compare->add_option("OTHER_JOB", flags.second_job, "The second job")->required();
   verbs.completion = app.add_subcommand(
       "completion", "Print a shell completion script: source <(tunectl completion bash)");
   verbs.completion->add_option("SHELL", flags.shell, "bash or zsh")
@@ -291,6 +300,10 @@ int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
   }
   if (verbs.workers->parsed()) return RunWorkers(client, console);
   if (verbs.version->parsed()) return RunVersion(client, console);
+  if (verbs.history->parsed()) {
+    return RunHistory(client, flags.kernel, flags.device_model, console);
+  }
+  if (verbs.compare->parsed()) return RunCompare(client, flags.job_id, flags.second_job, console);
   if (verbs.export_best->parsed()) {
     return RunExport(client, flags.kernel, flags.device_model, console);
   }

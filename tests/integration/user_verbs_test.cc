@@ -258,5 +258,38 @@ TEST_F(UserVerbsTest, VersionShowsTheClientsAndTheCoordinatorsVersions) {
   EXPECT_THAT(table.out, ::testing::ContainsRegex("server +" + *server));
 }
 
+TEST_F(UserVerbsTest, HistoryShowsEachShapesBestAndCompareLinesUpConfigs) {
+  ASSERT_OK(fleet_->StartWorker());
+  Job first = SubmitAndWait(PartlyBrokenMatmul());
+  SubmitRequest other_shape = PartlyBrokenMatmul();
+  other_shape.shape = "M=256,N=256,K=128";
+  Job second = SubmitAndWait(other_shape);
+  ASSERT_EQ(first.state, JobState::kSucceeded) << first.reason;
+  ASSERT_EQ(second.state, JobState::kSucceeded) << second.reason;
+
+  Json history = TunectlJson({"history", "matmul"});
+  ASSERT_THAT(history["history"], SizeIs(2));
+  EXPECT_EQ(history["history"][0]["shape"], "M=256,N=256,K=128");  // by shape
+  EXPECT_EQ(history["history"][0]["job_id"], second.id);
+  EXPECT_EQ(history["history"][1]["job_id"], first.id);
+  EXPECT_EQ(history["history"][1]["best_config"], first.targets[0].best_config);
+  EXPECT_THAT(TunectlJson({"history", "matmul", "--device", "no-such-device"})["history"],
+              SizeIs(0));
+  RunResult table = Tunectl({"history", "matmul"});
+  ASSERT_TRUE(table.exit.success());
+  EXPECT_THAT(table.out, HasSubstr("M=256,N=256,K=128"));
+  EXPECT_THAT(table.out, HasSubstr(first.id));
+
+  Json compared = TunectlJson({"compare", first.id, second.id});
+  ASSERT_THAT(compared["jobs"], SizeIs(2));
+  ASSERT_THAT(compared["common_configs"], SizeIs(1));  // the one config that compiles
+  EXPECT_THAT(compared["common_configs"][0]["config"].get<std::string>(), HasSubstr("UNROLL=1"));
+  EXPECT_GT(compared["common_configs"][0]["second_seconds"].get<double>(), 0);
+  RunResult side_by_side = Tunectl({"compare", first.id, second.id});
+  ASSERT_TRUE(side_by_side.exit.success());
+  EXPECT_THAT(side_by_side.out, HasSubstr("RATIO"));
+  EXPECT_EQ(Tunectl({"compare", first.id, "j-unknown"}).exit.code, 5);
+}
+
 }  // namespace
 }  // namespace tunefleet::testing
