@@ -46,6 +46,7 @@ struct Flags {
   ImportFlags import;
   std::string shell;
   std::string second_job;
+  bool quiet = false;
   ConnectionFlags connection;
   std::string token_name;
   std::string token_role;
@@ -76,6 +77,8 @@ void DefineGlobalFlags(CLI::App& app, Flags& flags) {
   app.add_option("--timeout", flags.timeout_seconds, "Seconds allowed per call")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_flag("-q,--quiet", flags.quiet,
+               "Print only data on stdout and errors on stderr: no progress, no notes");
   app.add_flag("--insecure", flags.connection.insecure,
                "Plaintext, no token: for a coordinator started with --insecure "
                "(or $TUNEFLEET_INSECURE=1, or `insecure = true` in the config file)");
@@ -235,6 +238,7 @@ Console MakeConsole(const Flags& flags) {
   Console console;
   console.out = &std::cout;
   console.err = &std::cerr;
+  console.quiet = flags.quiet;
   console.format = flags.output == "json" || flags.output == "yaml" ? OutputFormat::kJson
                    : flags.output == "csv" ? OutputFormat::kCsv
                                            : OutputFormat::kTable;

@@ -51,7 +51,7 @@ int RunImport(Client& client, const ImportFlags& flags, const Console& console) 
                                    {"kernels added", absl::StrCat(result->kernels_added)},
                                    {"not served", absl::StrCat(result->not_served)}});
   if (result->kept_measured > 0 && !flags.overwrite) {
-    *console.err << "tunectl: " << result->kept_measured
+    Notes(console) << "tunectl: " << result->kept_measured
                  << " rows were kept as measured here; --overwrite replaces them\n";
   }
   return kExitOk;

@@ -156,7 +156,7 @@ int RunJobs(Client& client, const JobsFlags& flags, const Console& console) {
     *console.out << JobsTable(page->jobs, console.now());
   }
   if (!page->next_page_token.empty()) {
-    *console.err << "more jobs: add --page-token " << page->next_page_token << "\n";
+    Notes(console) << "more jobs: add --page-token " << page->next_page_token << "\n";
   }
   return kExitOk;
 }

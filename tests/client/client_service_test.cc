@@ -225,6 +225,19 @@ TEST_F(TunectlServiceTest, WatchPrintsTheSummaryAndFlagsFailedTrials) {
   EXPECT_THAT(err_.str(), HasSubstr("RUNNING 1/4"));
 }
 
+TEST_F(TunectlServiceTest, QuietWatchPrintsTheSummaryWithoutProgressButStillErrors) {
+  v1::Job done = MakeJob("j", v1::JOB_STATE_SUCCEEDED, 4, 4);
+  service_.AddJob("j", {MakeJob("j", v1::JOB_STATE_RUNNING, 1, 4), done});
+  std::unique_ptr<Client> client = Connect();
+  tunectl::Console console = MakeConsole(tunectl::OutputFormat::kTable);
+  console.quiet = true;
+  EXPECT_EQ(tunectl::RunWatch(*client, "j", console), tunectl::kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("SUCCEEDED"));
+  EXPECT_EQ(err_.str(), "");
+  EXPECT_EQ(tunectl::RunStatus(*client, "nope", console), tunectl::kExitNotFound);
+  EXPECT_THAT(err_.str(), HasSubstr("no job nope"));
+}
+
 TEST_F(TunectlServiceTest, StatusOfAnUnknownJobExitsNotFound) {
   std::unique_ptr<Client> client = Connect();
   EXPECT_EQ(tunectl::RunStatus(*client, "nope",
