@@ -14,8 +14,10 @@
 
 namespace tunefleet::tunectl {
 
-// kCsv only where a verb says so (`trials`); others print a table.
-enum class OutputFormat { kTable, kJson, kCsv };
+// kCsv only where a verb says so (`trials`); others print a table. kWide:
+// a table with more columns where a verb has them (`jobs`, `trials`), else
+// the table.
+enum class OutputFormat { kTable, kJson, kCsv, kWide };
 
 // `text` safe to print on a terminal: control characters (C0, DEL, C1) and
 // bytes that are not valid UTF-8 become visible escapes ("\n", "\t",
@@ -50,7 +52,7 @@ std::string RenderTable(const Row& header, const std::vector<Row>& rows);
 
 // Tables and key-value blocks for the verbs.
 std::string JobDetails(const Job& job);  // `status`, and the end of `watch`
-std::string JobsTable(const std::vector<Job>& jobs, absl::Time now);
+std::string JobsTable(const std::vector<Job>& jobs, absl::Time now, bool wide = false);
 std::string BestConfigDetails(const BestConfig& best);
 std::string WorkersTable(const std::vector<WorkerInfo>& workers,
                          absl::Time now);

@@ -71,8 +71,8 @@ void DefineGlobalFlags(CLI::App& app, Flags& flags) {
                  "$XDG_CONFIG_HOME/tunefleet/tunectl.conf or "
                  "~/.config/tunefleet/tunectl.conf)");
   app.add_option("-o,--output", flags.output,
-                 "Output format: table, json, yaml, or csv (trials)")
-      ->check(CLI::IsMember({"table", "json", "yaml", "csv"}))
+                 "Output format: table, wide (jobs, trials), json, yaml, or csv (trials)")
+      ->check(CLI::IsMember({"table", "wide", "json", "yaml", "csv"}))
       ->capture_default_str();
   app.add_option("--timeout", flags.timeout_seconds, "Seconds allowed per call")
       ->check(CLI::PositiveNumber)
@@ -240,7 +240,8 @@ Console MakeConsole(const Flags& flags) {
   console.err = &std::cerr;
   console.quiet = flags.quiet;
   console.format = flags.output == "json" || flags.output == "yaml" ? OutputFormat::kJson
-                   : flags.output == "csv" ? OutputFormat::kCsv
+                   : flags.output == "csv"  ? OutputFormat::kCsv
+                   : flags.output == "wide" ? OutputFormat::kWide
                                            : OutputFormat::kTable;
   console.progress.terminal = isatty(STDERR_FILENO) == 1;
   console.progress.color =

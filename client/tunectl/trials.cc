@@ -76,17 +76,31 @@ std::string ReasonSummary(const std::string& error, size_t width) {
   return cut || summary.size() == width ? absl::StrCat(summary, "...") : summary;
 }
 
-std::string TrialsTable(const std::vector<Trial>& trials) {
+std::string TrialsTable(const std::vector<Trial>& trials, bool wide) {
   std::vector<Row> rows;
   rows.reserve(trials.size());
   for (const Trial& trial : trials) {
-    rows.push_back({trial.config, trial.device_model.empty() ? "-" : trial.device_model,
-                    trial.status, FormatSeconds(trial.median_seconds), trial.round,
-                    trial.worker_id.empty() ? "-" : trial.worker_id,
-                    trial.error.empty() ? "-" : ReasonSummary(trial.error, kReasonWidth)});
+    Row row = {trial.config, trial.device_model.empty() ? "-" : trial.device_model,
+               trial.status, FormatSeconds(trial.median_seconds), trial.round,
+               trial.worker_id.empty() ? "-" : trial.worker_id};
+    if (wide) {
+      row.insert(row.end(),
+                 {FormatSeconds(trial.p20_seconds), FormatSeconds(trial.p80_seconds),
+                  absl::StrCat(trial.samples), FormatSeconds(trial.compile_seconds),
+                  trial.clock_mhz > 0 ? absl::StrCat(trial.clock_mhz, " MHz") : "-",
+                  trial.principal.empty() ? "-" : trial.principal,
+                  trial.excluded ? "yes" : "no", trial.tuning_key});
+    }
+    row.push_back(trial.error.empty() ? "-" : ReasonSummary(trial.error, kReasonWidth));
+    rows.push_back(std::move(row));
   }
-  return RenderTable({"CONFIG", "DEVICE", "STATUS", "MEDIAN", "ROUND", "WORKER", "REASON"},
-                     rows);
+  Row header = {"CONFIG", "DEVICE", "STATUS", "MEDIAN", "ROUND", "WORKER"};
+  if (wide) {
+    header.insert(header.end(), {"P20", "P80", "SAMPLES", "COMPILE", "CLOCK", "PRINCIPAL",
+                                 "EXCLUDED", "KEY"});
+  }
+  header.push_back("REASON");
+  return RenderTable(header, rows);
 }
 
 std::string TrialsJson(const std::string& job_id, const std::vector<Trial>& trials) {
@@ -128,7 +142,7 @@ int RunTrials(Client& client, const std::string& job_id, const std::string& stat
       *console.out << TrialsCsv(*trials);
       break;
     default:
-      *console.out << TrialsTable(*trials);
+      *console.out << TrialsTable(*trials, console.format == OutputFormat::kWide);
   }
   return kExitOk;
 }
@@ -153,7 +167,8 @@ int RunJobs(Client& client, const JobsFlags& flags, const Console& console) {
   if (console.format == OutputFormat::kJson) {
     *console.out << JobsJson(page->jobs, page->next_page_token);
   } else {
-    *console.out << JobsTable(page->jobs, console.now());
+    *console.out << JobsTable(page->jobs, console.now(),
+                              console.format == OutputFormat::kWide);
   }
   if (!page->next_page_token.empty()) {
     Notes(console) << "more jobs: add --page-token " << page->next_page_token << "\n";

@@ -19,7 +19,8 @@ std::string CsvField(const std::string& field);
 // `width` characters; "..." marks that the full text says more.
 std::string ReasonSummary(const std::string& error, size_t width);
 
-std::string TrialsTable(const std::vector<Trial>& trials);
+// `wide` adds the spread, samples, compile time, clock, principal and key.
+std::string TrialsTable(const std::vector<Trial>& trials, bool wide = false);
 std::string TrialsJson(const std::string& job_id, const std::vector<Trial>& trials);
 // A header line, then one line per trial; the full error text is the last column.
 std::string TrialsCsv(const std::vector<Trial>& trials);

@@ -44,6 +44,19 @@ TEST(TrialsFormatTest, CsvHasAHeaderAndTheFullErrorLast) {
   EXPECT_THAT(csv, HasSubstr(",\"exit 1\nx.cc: error, bad\"\r\n"));
 }
 
+TEST(TrialsFormatTest, WideTableAddsTheSpreadProvenanceAndKey) {
+  Trial ok = MakeTrial("B=1", "OK", "");
+  ok.principal = "host:gpu-7";
+  ok.tuning_key = "k-123";
+  ok.clock_mhz = 1980;
+  const std::string wide = TrialsTable({ok}, /*wide=*/true);
+  EXPECT_THAT(wide, HasSubstr("PRINCIPAL"));
+  EXPECT_THAT(wide, HasSubstr("host:gpu-7"));
+  EXPECT_THAT(wide, HasSubstr("1980 MHz"));
+  EXPECT_THAT(wide, HasSubstr("k-123"));
+  EXPECT_THAT(TrialsTable({ok}), ::testing::Not(HasSubstr("PRINCIPAL")));
+}
+
 TEST(TrialsFormatTest, TableShowsTheReasonAndJsonTheWholeError) {
   Trial failed = MakeTrial("B=2", "TIMEOUT", "deadline of 2 s passed");
   EXPECT_THAT(TrialsTable({failed}), HasSubstr("deadline of 2 s passed"));

@@ -174,6 +174,11 @@ TEST_F(UserVerbsTest, TunectlTrialsPrintsTableJsonAndCsv) {
   EXPECT_THAT(table.out, HasSubstr("OK"));
   EXPECT_THAT(table.out, HasSubstr(kRefusal));  // the compiler's diagnostic
 
+  RunResult wide = Tunectl({"-o", "wide", "trials", job.id});
+  ASSERT_TRUE(wide.exit.success()) << wide.out;
+  EXPECT_THAT(wide.out, HasSubstr("PRINCIPAL"));
+  EXPECT_THAT(wide.out, HasSubstr(job.targets[0].tuning_key));
+
   RunResult csv = Tunectl({"-o", "csv", "trials", job.id, "--status", "ok"});
   ASSERT_TRUE(csv.exit.success()) << csv.out;
   std::vector<std::string> rows = absl::StrSplit(csv.out, "\r\n", absl::SkipEmpty());
