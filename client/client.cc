@@ -15,6 +15,9 @@
 #include "common/grpc_status.h"
 #include "common/spec_loader.h"
 #include "common/status_macros.h"
+#include "common/version.h"
+#include "client/best_table_json.h"
+#include "tunefleet/v1/admin_service.grpc.pb.h"
 #include "tunefleet/v1/token_service.grpc.pb.h"
 #include "tunefleet/v1/tuning_service.grpc.pb.h"
 
@@ -22,6 +25,9 @@ namespace tunefleet {
 
 using client_internal::BestConfigFromProto;
 using client_internal::JobFromProto;
+using client_internal::JobStateToProto;
+using client_internal::TrialFromProto;
+using client_internal::TrialStatusFromName;
 using client_internal::JobSpecFromRequest;
 using client_internal::WorkerFromProto;
 
@@ -65,7 +71,8 @@ class Client::Impl {
   Impl(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
       : options_(std::move(options)),
         stub_(v1::TuningService::NewStub(channel)),
-        token_stub_(v1::TokenService::NewStub(channel)) {}
+        token_stub_(v1::TokenService::NewStub(channel)),
+        admin_stub_(v1::AdminService::NewStub(channel)) {}
 
   template <typename Stub, typename Request, typename Response>
   using Method = grpc::Status (Stub::*)(grpc::ClientContext*, const Request&, Response*);
@@ -90,6 +97,11 @@ class Client::Impl {
   absl::StatusOr<Response> Call(Method<v1::TokenService::Stub, Request, Response> method,
                                 const Request& request) {
     return Call(token_stub_.get(), method, request);
+  }
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(Method<v1::AdminService::Stub, Request, Response> method,
+                                const Request& request) {
+    return Call(admin_stub_.get(), method, request);
   }
 
   absl::StatusOr<Job> GetJob(const std::string& job_id) {
@@ -123,6 +135,7 @@ class Client::Impl {
   const ClientOptions options_;
   const std::unique_ptr<v1::TuningService::Stub> stub_;
   const std::unique_ptr<v1::TokenService::Stub> token_stub_;
+  const std::unique_ptr<v1::AdminService::Stub> admin_stub_;
   absl::Mutex mu_;
   bool watches_cancelled_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<grpc::ClientContext*> watches_ ABSL_GUARDED_BY(mu_);
@@ -252,6 +265,53 @@ absl::StatusOr<std::vector<Job>> Client::ListJobs(int32_t limit) {
   return jobs;
 }
 
+absl::StatusOr<JobPage> Client::ListJobs(const JobFilter& filter) {
+  v1::ListJobsRequest request;
+  request.set_limit(filter.limit);
+  request.set_state(JobStateToProto(filter.state));
+  request.set_kernel_name(filter.kernel);
+  request.set_owner(filter.owner);
+  request.set_page_token(filter.page_token);
+  ASSIGN_OR_RETURN(v1::ListJobsResponse response,
+                   impl_->Call(&v1::TuningService::Stub::ListJobs, request));
+  JobPage page;
+  for (const v1::Job& job : response.jobs()) page.jobs.push_back(JobFromProto(job));
+  page.next_page_token = response.next_page_token();
+  return page;
+}
+
+absl::StatusOr<TrialPage> Client::ListTrials(const std::string& job_id,
+                                             const std::string& status, int32_t page_size,
+                                             const std::string& page_token) {
+  if (job_id.empty()) return absl::InvalidArgumentError("no job id given");
+  v1::ListTrialsRequest request;
+  request.set_job_id(job_id);
+  if (!status.empty()) {
+    ASSIGN_OR_RETURN(v1::TrialStatus parsed, TrialStatusFromName(status));
+    request.set_status(parsed);
+  }
+  request.set_page_size(page_size);
+  request.set_page_token(page_token);
+  ASSIGN_OR_RETURN(v1::ListTrialsResponse response,
+                   impl_->Call(&v1::TuningService::Stub::ListTrials, request));
+  TrialPage page;
+  for (const v1::TrialRecord& trial : response.trials()) page.trials.push_back(TrialFromProto(trial));
+  page.next_page_token = response.next_page_token();
+  return page;
+}
+
+absl::StatusOr<std::vector<Trial>> Client::ListAllTrials(const std::string& job_id,
+                                                        const std::string& status) {
+  std::vector<Trial> trials;
+  std::string token;
+  do {
+    ASSIGN_OR_RETURN(TrialPage page, ListTrials(job_id, status, /*page_size=*/0, token));
+    for (Trial& trial : page.trials) trials.push_back(std::move(trial));
+    token = std::move(page.next_page_token);
+  } while (!token.empty());
+  return trials;
+}
+
 absl::StatusOr<BestConfig> Client::GetBestConfig(
     const std::string& kernel, const std::string& shape,
     const std::string& device_model, const std::string& toolkit) {
@@ -265,6 +325,40 @@ absl::StatusOr<BestConfig> Client::GetBestConfig(
       v1::GetBestConfigResponse response,
       impl_->Call(&v1::TuningService::Stub::GetBestConfig, request));
   return BestConfigFromProto(response);
+}
+
+const char* ClientVersion() { return kVersion; }
+
+absl::StatusOr<std::string> Client::ServerVersion() {
+  ASSIGN_OR_RETURN(v1::GetServerInfoResponse response,
+                   impl_->Call(&v1::TuningService::Stub::GetServerInfo,
+                               v1::GetServerInfoRequest()));
+  return response.version();
+}
+
+absl::StatusOr<std::string> Client::ExportBest(const std::string& kernel,
+                                               const std::string& device_model) {
+  v1::ExportBestRequest request;
+  request.set_kernel_name(kernel);
+  request.set_device_model(device_model);
+  ASSIGN_OR_RETURN(v1::ExportBestResponse response,
+                   impl_->Call(&v1::TuningService::Stub::ExportBest, request));
+  return client_internal::BestTableToJson(response);
+}
+
+absl::StatusOr<ImportResult> Client::ImportBest(const std::string& json,
+                                                const std::string& origin, bool overwrite) {
+  if (origin.empty()) return absl::InvalidArgumentError("an import needs an origin");
+  ASSIGN_OR_RETURN(v1::ExportBestResponse table, client_internal::BestTableFromJson(json));
+  v1::ImportBestRequest request;
+  *request.mutable_kernels() = std::move(*table.mutable_kernels());
+  *request.mutable_rows() = std::move(*table.mutable_rows());
+  request.set_origin(origin);
+  request.set_overwrite(overwrite);
+  ASSIGN_OR_RETURN(v1::ImportBestResponse response,
+                   impl_->Call(&v1::AdminService::Stub::ImportBest, request));
+  return ImportResult{response.imported(), response.kept_measured(), response.kernels_added(),
+                      response.not_served()};
 }
 
 absl::StatusOr<std::vector<WorkerInfo>> Client::ListWorkers() {

@@ -87,6 +87,52 @@ std::string TrialStatusName(v1::TrialStatus status) {
   return std::string(absl::StripPrefix(name, "TRIAL_STATUS_"));
 }
 
+absl::StatusOr<v1::TrialStatus> TrialStatusFromName(const std::string& name) {
+  v1::TrialStatus status;
+  if (name.empty() || name == "UNSPECIFIED" ||
+      !v1::TrialStatus_Parse(absl::StrCat("TRIAL_STATUS_", name), &status)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown trial status \"", name,
+        "\" (OK, COMPILE_ERROR, INVALID_CONFIG, LAUNCH_ERROR, CRASHED, TIMEOUT, "
+        "WRONG_RESULT, QUARANTINED, WORKER_LOST)"));
+  }
+  return status;
+}
+
+v1::JobState JobStateToProto(JobState state) {
+  switch (state) {
+    case JobState::kQueued: return v1::JOB_STATE_QUEUED;
+    case JobState::kRunning: return v1::JOB_STATE_RUNNING;
+    case JobState::kSucceeded: return v1::JOB_STATE_SUCCEEDED;
+    case JobState::kFailed: return v1::JOB_STATE_FAILED;
+    case JobState::kCancelled: return v1::JOB_STATE_CANCELLED;
+    case JobState::kUnspecified: break;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+Trial TrialFromProto(const v1::TrialRecord& trial) {
+  Trial out;
+  out.config = trial.config_text();
+  out.status = TrialStatusName(trial.status());
+  out.error = trial.error();
+  out.median_seconds = trial.median_seconds();
+  out.p20_seconds = trial.p20_seconds();
+  out.p80_seconds = trial.p80_seconds();
+  out.samples = trial.samples();
+  out.compile_seconds = trial.compile_seconds();
+  out.tuning_key = trial.tuning_key();
+  out.device_model = trial.device_model();
+  out.worker_id = trial.worker_id();
+  out.device_id = trial.device_id();
+  out.principal = trial.principal();
+  out.clock_mhz = trial.clock_mhz();
+  out.round = trial.round();
+  out.excluded = trial.excluded();
+  out.finished_unix_ms = trial.finished_unix_ms();
+  return out;
+}
+
 Job JobFromProto(const v1::Job& job) {
   Job out;
   out.id = job.id();

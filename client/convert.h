@@ -13,7 +13,12 @@ namespace tunefleet::client_internal {
 // "OK", "COMPILE_ERROR", ...: the enum name without its TRIAL_STATUS_ prefix.
 std::string TrialStatusName(v1::TrialStatus status);
 
+// The enum of a name TrialStatusName gives; INVALID_ARGUMENT for another.
+absl::StatusOr<v1::TrialStatus> TrialStatusFromName(const std::string& name);
+v1::JobState JobStateToProto(JobState state);
+
 Job JobFromProto(const v1::Job& job);
+Trial TrialFromProto(const v1::TrialRecord& trial);
 BestConfig BestConfigFromProto(const v1::GetBestConfigResponse& response);
 WorkerInfo WorkerFromProto(const v1::WorkerInfo& worker);
 

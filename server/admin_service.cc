@@ -6,8 +6,23 @@
 namespace tunefleet::server {
 
 AdminServiceImpl::AdminServiceImpl(BestKeeper* keeper, QuarantineList* quarantine,
-                                   CoordinatorMetrics* metrics)
-    : keeper_(keeper), quarantine_(quarantine), metrics_(metrics) {}
+                                   CoordinatorMetrics* metrics, BestTransfer* transfer)
+    : keeper_(keeper), quarantine_(quarantine), metrics_(metrics), transfer_(transfer) {}
+
+grpc::Status AdminServiceImpl::ImportBest(grpc::ServerContext*,
+                                          const v1::ImportBestRequest* request,
+                                          v1::ImportBestResponse* response) {
+  absl::StatusOr<ImportSummary> summary = transfer_->Import(*request);
+  if (!summary.ok()) return ToGrpcStatus(summary.status());
+  std::cerr << "tunefleet-coordinator: imported " << summary->imported << " best configs from \""
+            << request->origin() << "\" (" << summary->kept_measured << " kept measured, "
+            << summary->kernels_added << " kernels added)" << std::endl;
+  response->set_imported(summary->imported);
+  response->set_kept_measured(summary->kept_measured);
+  response->set_kernels_added(summary->kernels_added);
+  response->set_not_served(summary->not_served);
+  return grpc::Status::OK;
+}
 
 grpc::Status AdminServiceImpl::InvalidateTrials(grpc::ServerContext*,
                                                 const v1::InvalidateTrialsRequest* request,

@@ -14,6 +14,8 @@
 #include "server/admin_service.h"
 #include "server/best_config_index.h"
 #include "server/best_keeper.h"
+#include "server/best_transfer.h"
+#include "server/job_history.h"
 #include "server/quarantine.h"
 #include "server/call_pool.h"
 #include "server/decode_errors.h"
@@ -96,15 +98,19 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   jobs_ = std::make_unique<JobManager>(options.jobs, store_.get(), workers_.get(),
                                        blobs_.get(), clock, metrics_.get(), index_.get(),
                                        quarantine_.get(), keeper_.get());
-  admin_service_ =
-      std::make_unique<AdminServiceImpl>(keeper_.get(), quarantine_.get(), metrics_.get());
+  transfer_ = std::make_unique<BestTransfer>(store_.get(), index_.get(),
+                                             [] { return absl::ToUnixMillis(absl::Now()); });
+  admin_service_ = std::make_unique<AdminServiceImpl>(keeper_.get(), quarantine_.get(),
+                                                      metrics_.get(), transfer_.get());
   long_polls_ = std::make_unique<LongPolls>(
       [jobs = jobs_.get()](const LeaseQuery& query) { return jobs->TryLease(query); },
       options.max_long_poll);
   jobs_->SetWorkListener([polls = long_polls_.get()] { polls->Notify(); });
   RETURN_IF_ERROR(jobs_->Recover());
+  history_ = std::make_unique<JobHistory>(store_.get(), jobs_.get());
   tuning_service_ = std::make_unique<TuningServiceImpl>(jobs_.get(), workers_.get(),
-                                                        index_.get());
+                                                        index_.get(), history_.get(),
+                                                        transfer_.get());
   report_pool_ = std::make_unique<CallPool>(options.report_threads);
   worker_service_ = std::make_unique<WorkerServiceImpl>(
       jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(), report_pool_.get(),

@@ -31,6 +31,8 @@ class SourceBlobs;
 class WorkerRegistry;
 class PrometheusMetrics;
 class TuningServiceImpl;
+class JobHistory;
+class BestTransfer;
 class TokenBook;
 class TokenServiceImpl;
 class AdminServiceImpl;
@@ -102,8 +104,10 @@ class Coordinator {
   std::unique_ptr<TokenServiceImpl> token_service_;
   std::unique_ptr<QuarantineList> quarantine_;
   std::unique_ptr<BestKeeper> keeper_;
+  std::unique_ptr<BestTransfer> transfer_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<LongPolls> long_polls_;
+  std::unique_ptr<JobHistory> history_;
   std::unique_ptr<TuningServiceImpl> tuning_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<CallPool> report_pool_;  // outlives the server

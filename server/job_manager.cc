@@ -265,8 +265,8 @@ absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
   return stored->stored.last_view();
 }
 
-absl::StatusOr<std::vector<v1::Job>> JobManager::List(int limit) {
-  ASSIGN_OR_RETURN(std::vector<v1::Job> views, repository_.ListViews(limit));
+absl::StatusOr<std::vector<v1::Job>> JobManager::List(const JobQuery& query) {
+  ASSIGN_OR_RETURN(std::vector<v1::Job> views, repository_.ListViews(query));
   absl::ReaderMutexLock lock(&mu_);
   for (v1::Job& view : views) {
     if (Job* job = FindJob(view.id())) view = View(*job);  // live counts

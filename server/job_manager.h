@@ -152,8 +152,9 @@ class JobManager {
   // From memory for a live job, else from the store. NotFound.
   absl::StatusOr<v1::Job> Get(const std::string& job_id);
   absl::StatusOr<v1::Job> Cancel(const std::string& job_id);
-  // Newest first.
-  absl::StatusOr<std::vector<v1::Job>> List(int limit);
+  // The jobs `query` selects, newest first, as last stored; a live job's
+  // counts are current.
+  absl::StatusOr<std::vector<v1::Job>> List(const JobQuery& query);
   // Returns the job once its version differs from `*version` (at once for
   // *version < 0, or for a job no longer in memory) or when `timeout`
   // passes; updates `*version`.

@@ -19,6 +19,7 @@ JobRecord ToRecord(const JobSnapshot& snapshot) {
   record.targets = snapshot.stored.SerializeAsString();
   record.created_unix_ms = view.created_unix_ms();
   record.updated_unix_ms = view.updated_unix_ms();
+  record.owner = view.owner();
   return record;
 }
 
@@ -106,9 +107,8 @@ absl::StatusOr<JobRepository::Unfinished> JobRepository::LoadUnfinished() {
   return out;
 }
 
-absl::StatusOr<std::vector<v1::Job>> JobRepository::ListViews(int limit) {
-  ASSIGN_OR_RETURN(std::vector<JobRecord> records,
-                   store_->ListJobs(/*unfinished_only=*/false, limit));
+absl::StatusOr<std::vector<v1::Job>> JobRepository::ListViews(const JobQuery& query) {
+  ASSIGN_OR_RETURN(std::vector<JobRecord> records, store_->QueryJobs(query));
   std::vector<v1::Job> views;
   views.reserve(records.size());
   for (const JobRecord& record : records) {

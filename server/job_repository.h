@@ -57,8 +57,8 @@ class JobRepository {
     std::vector<std::pair<JobRecord, std::string>> failures;
   };
   absl::StatusOr<Unfinished> LoadUnfinished();
-  // The client view of the newest `limit` jobs as last persisted.
-  absl::StatusOr<std::vector<v1::Job>> ListViews(int limit);
+  // The client view of the jobs `query` selects, as last persisted.
+  absl::StatusOr<std::vector<v1::Job>> ListViews(const JobQuery& query);
 
   // The persisted model of a record; DataLoss when it cannot be parsed.
   // Records written by older coordinators (a v1::Job in `targets`, sources

@@ -84,6 +84,18 @@ absl::StatusOr<Exclusion> MeteredStore::ExcludeTrials(const TrialFilter& filter)
   return Timed("ExcludeTrials", [&] { return store_->ExcludeTrials(filter); });
 }
 
+absl::StatusOr<std::vector<JobRecord>> MeteredStore::QueryJobs(const JobQuery& query) {
+  return Timed("QueryJobs", [&] { return store_->QueryJobs(query); });
+}
+
+absl::StatusOr<TrialPage> MeteredStore::QueryTrials(const TrialQuery& query) {
+  return Timed("QueryTrials", [&] { return store_->QueryTrials(query); });
+}
+
+absl::StatusOr<bool> MeteredStore::ImportBest(const BestRecord& best, bool overwrite) {
+  return Timed("ImportBest", [&] { return store_->ImportBest(best, overwrite); });
+}
+
 absl::StatusOr<bool> MeteredStore::UpsertBest(const BestRecord& best) {
   return Timed("UpsertBest", [&] { return store_->UpsertBest(best); });
 }

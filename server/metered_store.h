@@ -31,6 +31,9 @@ class MeteredStore final : public Store {
   absl::StatusOr<std::vector<JobRecord>> ListJobs(bool unfinished_only, int limit) override;
   absl::StatusOr<std::vector<bool>> InsertTrials(const std::vector<TrialRecord>& trials) override;
   absl::StatusOr<std::vector<TrialRecord>> ListTrials(const std::string& job_id) override;
+  absl::StatusOr<std::vector<JobRecord>> QueryJobs(const JobQuery& query) override;
+  absl::StatusOr<TrialPage> QueryTrials(const TrialQuery& query) override;
+  absl::StatusOr<bool> ImportBest(const BestRecord& best, bool overwrite) override;
   absl::StatusOr<std::vector<TrialRecord>> ListKeyTrials(const std::string& tuning_key) override;
   absl::StatusOr<Exclusion> ExcludeTrials(const TrialFilter& filter) override;
   absl::StatusOr<bool> UpsertBest(const BestRecord& best) override;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/version.h"
 #include "server/auth_processor.h"
 
 namespace tunefleet::server {
@@ -10,6 +11,10 @@ namespace {
 grpc::Status MissingField(const char* field) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                       std::string(field) + " is required");
+}
+
+grpc::Status InvalidArgument(const std::string& message) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
 }
 
 v1::GetBestConfigResponse::Source ToProto(BestConfigAnswer::Source source) {
@@ -39,8 +44,13 @@ void ToProto(BestConfigAnswer answer, v1::GetBestConfigResponse* response) {
 }  // namespace
 
 TuningServiceImpl::TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
-                                     const BestConfigIndex* best_configs)
-    : jobs_(jobs), workers_(workers), best_configs_(best_configs) {}
+                                     const BestConfigIndex* best_configs, JobHistory* history,
+                                     BestTransfer* transfer)
+    : jobs_(jobs),
+      workers_(workers),
+      best_configs_(best_configs),
+      history_(history),
+      transfer_(transfer) {}
 
 grpc::Status TuningServiceImpl::SubmitJob(grpc::ServerContext* context,
                                           const v1::SubmitJobRequest* request,
@@ -104,13 +114,40 @@ grpc::Status TuningServiceImpl::CancelJob(grpc::ServerContext* context,
 grpc::Status TuningServiceImpl::ListJobs(grpc::ServerContext*,
                                          const v1::ListJobsRequest* request,
                                          v1::ListJobsResponse* response) {
-  if (request->limit() < 0) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "limit must not be negative");
+  if (request->limit() < 0 || request->limit() > kMaxJobPageSize) {
+    return InvalidArgument(absl::StrCat("limit must be 0..", kMaxJobPageSize));
   }
-  absl::StatusOr<std::vector<v1::Job>> jobs =
-      jobs_->List(request->limit() == 0 ? 100 : request->limit());
-  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
-  for (v1::Job& job : *jobs) *response->add_jobs() = std::move(job);
+  if (!v1::JobState_IsValid(request->state())) return InvalidArgument("unknown job state");
+  JobListRequest list;
+  list.state = request->state();
+  list.kernel_name = request->kernel_name();
+  list.owner = request->owner();
+  list.page_size = request->limit() == 0 ? 100 : request->limit();
+  list.page_token = request->page_token();
+  absl::StatusOr<JobListPage> page = history_->ListJobs(list);
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  for (v1::Job& job : page->jobs) *response->add_jobs() = std::move(job);
+  response->set_next_page_token(std::move(page->next_page_token));
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ListTrials(grpc::ServerContext*,
+                                           const v1::ListTrialsRequest* request,
+                                           v1::ListTrialsResponse* response) {
+  if (request->job_id().empty()) return MissingField("job_id");
+  if (request->page_size() < 0 || request->page_size() > kMaxTrialPageSize) {
+    return InvalidArgument(absl::StrCat("page_size must be 0..", kMaxTrialPageSize));
+  }
+  if (!v1::TrialStatus_IsValid(request->status())) return InvalidArgument("unknown trial status");
+  TrialListRequest list;
+  list.job_id = request->job_id();
+  list.status = request->status();
+  list.page_size = request->page_size() == 0 ? 1000 : request->page_size();
+  list.page_token = request->page_token();
+  absl::StatusOr<TrialListPage> page = history_->ListTrials(list);
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  for (v1::TrialRecord& trial : page->trials) *response->add_trials() = std::move(trial);
+  response->set_next_page_token(std::move(page->next_page_token));
   return grpc::Status::OK;
 }
 
@@ -136,6 +173,23 @@ grpc::Status TuningServiceImpl::ListWorkers(grpc::ServerContext*,
   for (v1::WorkerInfo& info : workers_->List()) {
     *response->add_workers() = std::move(info);
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::GetServerInfo(grpc::ServerContext*,
+                                              const v1::GetServerInfoRequest*,
+                                              v1::GetServerInfoResponse* response) {
+  response->set_version(kVersion);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ExportBest(grpc::ServerContext*,
+                                           const v1::ExportBestRequest* request,
+                                           v1::ExportBestResponse* response) {
+  absl::StatusOr<v1::ExportBestResponse> table =
+      transfer_->Export(request->kernel_name(), request->device_model());
+  if (!table.ok()) return ToGrpcStatus(table.status());
+  *response = *std::move(table);
   return grpc::Status::OK;
 }
 

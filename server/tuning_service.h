@@ -5,6 +5,8 @@
 #define TUNEFLEET_SERVER_TUNING_SERVICE_H_
 
 #include "server/best_config_index.h"
+#include "server/best_transfer.h"
+#include "server/job_history.h"
 #include "server/job_manager.h"
 #include "server/worker_registry.h"
 #include "tunefleet/v1/tuning_service.grpc.pb.h"
@@ -23,7 +25,8 @@ class TuningServiceImpl final : public TuningServiceBase {
  public:
   // Every pointer must outlive the service.
   TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
-                    const BestConfigIndex* best_configs);
+                    const BestConfigIndex* best_configs, JobHistory* history,
+                    BestTransfer* transfer);
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
                          v1::SubmitJobResponse* response) override;
@@ -35,16 +38,25 @@ class TuningServiceImpl final : public TuningServiceBase {
                          v1::CancelJobResponse* response) override;
   grpc::Status ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest* request,
                         v1::ListJobsResponse* response) override;
+  grpc::Status ListTrials(grpc::ServerContext* context, const v1::ListTrialsRequest* request,
+                          v1::ListTrialsResponse* response) override;
   grpc::ServerUnaryReactor* GetBestConfig(grpc::CallbackServerContext* context,
                                           const v1::GetBestConfigRequest* request,
                                           v1::GetBestConfigResponse* response) override;
   grpc::Status ListWorkers(grpc::ServerContext* context, const v1::ListWorkersRequest* request,
                            v1::ListWorkersResponse* response) override;
+  grpc::Status GetServerInfo(grpc::ServerContext* context,
+                             const v1::GetServerInfoRequest* request,
+                             v1::GetServerInfoResponse* response) override;
+  grpc::Status ExportBest(grpc::ServerContext* context, const v1::ExportBestRequest* request,
+                          v1::ExportBestResponse* response) override;
 
  private:
   JobManager* const jobs_;
   WorkerRegistry* const workers_;
   const BestConfigIndex* const best_configs_;
+  JobHistory* const history_;
+  BestTransfer* const transfer_;
 };
 
 }  // namespace tunefleet::server

@@ -25,6 +25,11 @@ int PrintJob(const Console& console, const Job& job) {
 
 }  // namespace
 
+std::ostream& Notes(const Console& console) {
+  static std::ostream* const kNowhere = new std::ostream(nullptr);
+  return console.quiet ? *kNowhere : *console.err;
+}
+
 std::string ResolveServer(const std::string& flag, const char* env,
                           const std::string& config) {
   if (!flag.empty()) return flag;
@@ -77,7 +82,7 @@ int RunSubmit(Client& client, const SubmitRequest& request, bool wait,
               const Console& console) {
   absl::StatusOr<Job> job = client.Submit(request);
   if (!job.ok()) return ReportError(console, job.status());
-  *console.err << "submitted job " << Printable(job->id) << ": " << Printable(job->kernel)
+  Notes(console) << "submitted job " << Printable(job->id) << ": " << Printable(job->kernel)
                << " " << Printable(job->shape) << ", " << job->trials_total << " trials\n";
   if (wait) return RunWatch(client, job->id, console);
   if (Json(console)) return PrintJob(console, *job);
@@ -87,7 +92,7 @@ int RunSubmit(Client& client, const SubmitRequest& request, bool wait,
 
 int RunWatch(Client& client, const std::string& job_id,
              const Console& console) {
-  ProgressReporter progress(console.err, console.progress);
+  ProgressReporter progress(&Notes(console), console.progress);
   absl::StatusOr<Job> job = client.Watch(job_id, [&](const Job& update) {
     progress.Update(update, console.now());
   });
@@ -116,14 +121,6 @@ int RunCancel(Client& client, const std::string& job_id,
   if (!job.ok()) return ReportError(console, job.status());
   if (Json(console)) return PrintJob(console, *job);
   *console.out << Printable(job->id) << " " << JobStateName(job->state) << "\n";
-  return kExitOk;
-}
-
-int RunJobs(Client& client, int32_t limit, const Console& console) {
-  absl::StatusOr<std::vector<Job>> jobs = client.ListJobs(limit);
-  if (!jobs.ok()) return ReportError(console, jobs.status());
-  *console.out << (Json(console) ? JobsJson(*jobs)
-                                 : JobsTable(*jobs, console.now()));
   return kExitOk;
 }
 

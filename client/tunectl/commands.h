@@ -23,7 +23,9 @@ inline constexpr char kDefaultServer[] = "localhost:7070";
 // Where and how tunectl writes.
 struct Console {
   std::ostream* out = nullptr;  // data: tables and JSON documents
-  std::ostream* err = nullptr;  // messages and progress
+  std::ostream* err = nullptr;  // errors; and messages and progress unless `quiet`
+  // --quiet: only data on `out` and errors on `err`. Default false.
+  bool quiet = false;
   // Default: tables.
   OutputFormat format = OutputFormat::kTable;
   // How progress is drawn on `err`. Default: plain lines, no color.
@@ -48,6 +50,9 @@ bool ColorAllowed(bool terminal, const char* no_color_env);
 absl::StatusOr<ClientOptions> MakeClientOptions(const std::string& server,
                                                 double timeout_seconds);
 
+// Where informational messages and progress go: `err`, or nowhere when quiet.
+std::ostream& Notes(const Console& console);
+
 // Prints "tunectl: <message>" (and a hint for an unreachable server) on
 // `err` and returns the status's exit code.
 int ReportError(const Console& console, const absl::Status& status);
@@ -63,7 +68,6 @@ int RunStatus(Client& client, const std::string& job_id,
               const Console& console);
 int RunCancel(Client& client, const std::string& job_id,
               const Console& console);
-int RunJobs(Client& client, int32_t limit, const Console& console);
 int RunBest(Client& client, const std::string& kernel, const std::string& shape,
             const std::string& device_model, const std::string& toolkit,
             const Console& console);

@@ -260,17 +260,24 @@ std::string JobDetails(const Job& job) {
   return text;
 }
 
-std::string JobsTable(const std::vector<Job>& jobs, absl::Time now) {
+std::string JobsTable(const std::vector<Job>& jobs, absl::Time now, bool wide) {
   std::vector<Row> rows;
   for (const Job& job : jobs) {
     const JobTarget* fastest = FastestTarget(job);
-    rows.push_back({job.id, job.kernel, job.shape, JobStateName(job.state),
-                    absl::StrCat(job.trials_done, "/", job.trials_total),
-                    fastest ? FormatSeconds(fastest->best_seconds) : "-",
-                    FormatAge(job.updated_unix_ms, now)});
+    Row row = {job.id, job.kernel, job.shape, JobStateName(job.state),
+               absl::StrCat(job.trials_done, "/", job.trials_total),
+               fastest ? FormatSeconds(fastest->best_seconds) : "-",
+               FormatAge(job.updated_unix_ms, now)};
+    if (wide) {
+      row.insert(row.end(), {job.owner.empty() ? "-" : job.owner,
+                             job.strategy.empty() ? "-" : job.strategy,
+                             FormatOutcomes(job.outcomes), job.reason.empty() ? "-" : job.reason});
+    }
+    rows.push_back(std::move(row));
   }
-  return RenderTable(
-      {"ID", "KERNEL", "SHAPE", "STATE", "TRIALS", "BEST", "UPDATED"}, rows);
+  Row header = {"ID", "KERNEL", "SHAPE", "STATE", "TRIALS", "BEST", "UPDATED"};
+  if (wide) header.insert(header.end(), {"OWNER", "STRATEGY", "OUTCOMES", "REASON"});
+  return RenderTable(header, rows);
 }
 
 std::string BestConfigDetails(const BestConfig& best) {
@@ -309,10 +316,12 @@ std::string JsonDocument(const Json& json) {
 
 std::string JobJson(const Job& job) { return JsonDocument(JobToJson(job)); }
 
-std::string JobsJson(const std::vector<Job>& jobs) {
+std::string JobsJson(const std::vector<Job>& jobs, const std::string& next_page_token) {
   Json list = Json::array();
   for (const Job& job : jobs) list.push_back(JobToJson(job));
-  return JsonDocument({{"jobs", std::move(list)}});
+  Json document = {{"jobs", std::move(list)}};
+  if (!next_page_token.empty()) document["next_page_token"] = next_page_token;
+  return JsonDocument(document);
 }
 
 std::string BestConfigJson(const BestConfig& best) {

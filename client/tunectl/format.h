@@ -14,7 +14,10 @@
 
 namespace tunefleet::tunectl {
 
-enum class OutputFormat { kTable, kJson };
+// kCsv only where a verb says so (`trials`); others print a table. kWide:
+// a table with more columns where a verb has them (`jobs`, `trials`), else
+// the table.
+enum class OutputFormat { kTable, kJson, kCsv, kWide };
 
 // `text` safe to print on a terminal: control characters (C0, DEL, C1) and
 // bytes that are not valid UTF-8 become visible escapes ("\n", "\t",
@@ -49,7 +52,7 @@ std::string RenderTable(const Row& header, const std::vector<Row>& rows);
 
 // Tables and key-value blocks for the verbs.
 std::string JobDetails(const Job& job);  // `status`, and the end of `watch`
-std::string JobsTable(const std::vector<Job>& jobs, absl::Time now);
+std::string JobsTable(const std::vector<Job>& jobs, absl::Time now, bool wide = false);
 std::string BestConfigDetails(const BestConfig& best);
 std::string WorkersTable(const std::vector<WorkerInfo>& workers,
                          absl::Time now);
@@ -62,7 +65,8 @@ std::string JsonDocument(const nlohmann::ordered_json& json);
 // One JSON document each, field names in snake_case; seconds as numbers, 0
 // for unknown (non-finite seconds print as null).
 std::string JobJson(const Job& job);
-std::string JobsJson(const std::vector<Job>& jobs);
+// `next_page_token` is a member only when not empty.
+std::string JobsJson(const std::vector<Job>& jobs, const std::string& next_page_token = "");
 std::string BestConfigJson(const BestConfig& best);
 std::string WorkersJson(const std::vector<WorkerInfo>& workers);
 

@@ -6,13 +6,22 @@
 #include <cstdlib>
 #include <iostream>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "client/tunectl/admin.h"
 #include "client/tunectl/commands.h"
+#include "client/tunectl/completion.h"
 #include "client/tunectl/connection.h"
 #include "client/tunectl/exit_codes.h"
+#include "client/tunectl/history.h"
 #include "client/tunectl/interrupt.h"
+#include "client/tunectl/suggest.h"
+#include "client/tunectl/transfer.h"
+#include "client/tunectl/trials.h"
+#include "client/tunectl/yaml.h"
+#include "common/version.h"
 #include "tunefleet/client.h"
 
 namespace {
@@ -32,7 +41,12 @@ struct Flags {
   std::string shape;
   std::string device_model;
   std::string toolkit;
-  int32_t limit = 0;
+  JobsFlags jobs;
+  std::string trial_status;
+  ImportFlags import;
+  std::string shell;
+  std::string second_job;
+  bool quiet = false;
   ConnectionFlags connection;
   std::string token_name;
   std::string token_role;
@@ -42,7 +56,8 @@ struct Flags {
 };
 
 struct Verbs {
-  CLI::App *submit, *watch, *status, *cancel, *jobs, *best, *workers, *validate;
+  CLI::App *submit, *watch, *status, *cancel, *jobs, *trials, *best, *workers, *validate;
+  CLI::App *export_best, *import_best, *version, *completion, *history, *compare;
   CLI::App *token_create, *token_list, *token_revoke;
   CLI::App *admin_invalidate, *admin_release;
 };
@@ -55,12 +70,15 @@ void DefineGlobalFlags(CLI::App& app, Flags& flags) {
                  "Config file of `key = value` lines (default: "
                  "$XDG_CONFIG_HOME/tunefleet/tunectl.conf or "
                  "~/.config/tunefleet/tunectl.conf)");
-  app.add_option("-o,--output", flags.output, "Output format: table or json")
-      ->check(CLI::IsMember({"table", "json"}))
+  app.add_option("-o,--output", flags.output,
+                 "Output format: table, wide (jobs, trials), json, yaml, or csv (trials)")
+      ->check(CLI::IsMember({"table", "wide", "json", "yaml", "csv"}))
       ->capture_default_str();
   app.add_option("--timeout", flags.timeout_seconds, "Seconds allowed per call")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_flag("-q,--quiet", flags.quiet,
+               "Print only data on stdout and errors on stderr: no progress, no notes");
   app.add_flag("--insecure", flags.connection.insecure,
                "Plaintext, no token: for a coordinator started with --insecure "
                "(or $TUNEFLEET_INSECURE=1, or `insecure = true` in the config file)");
@@ -151,6 +169,35 @@ CLI::App* DefineValidate(CLI::App& app, Flags& flags) {
   return cmd;
 }
 
+CLI::App* DefineJobs(CLI::App& app, Flags& flags) {
+  CLI::App* cmd = app.add_subcommand("jobs", "List jobs, newest first");
+  cmd->add_option("--state", flags.jobs.state, "Only jobs in this state")
+      ->transform(CLI::IsMember({"queued", "running", "succeeded", "failed", "cancelled"},
+                                CLI::ignore_case));
+  cmd->add_option("--kernel", flags.jobs.kernel, "Only jobs of this kernel");
+  cmd->add_option("--owner", flags.jobs.owner, "Only jobs this principal submitted");
+  cmd->add_option("--limit", flags.jobs.limit, "Jobs per page (default 100, at most 1000)")
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--page-token", flags.jobs.page_token,
+                  "Show the page after the previous one (printed on stderr)");
+  return cmd;
+}
+
+void DefineTransfer(CLI::App& app, Flags& flags, Verbs* verbs) {
+  verbs->export_best = app.add_subcommand(
+      "export", "Print a kernel's best configs as a JSON table an application can ship");
+  verbs->export_best->add_option("KERNEL_NAME", flags.kernel, "Kernel name")->required();
+  verbs->export_best->add_option("--device", flags.device_model, "Only this device model");
+  verbs->import_best = app.add_subcommand(
+      "import", "Store the best configs of an exported table (role admin)");
+  verbs->import_best->add_option("FILE", flags.import.file, "A table tunectl export wrote")
+      ->required();
+  verbs->import_best->add_option("--origin", flags.import.origin,
+                                 "Where the rows come from (default: the file's name)");
+  verbs->import_best->add_flag("--overwrite", flags.import.overwrite,
+                               "Replace best configs measured here too");
+}
+
 Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   Verbs verbs{};
   verbs.submit = DefineSubmit(app, flags);
@@ -158,10 +205,32 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
       DefineJobVerb(app, flags, "watch", "Follow a job until it finishes");
   verbs.status = DefineJobVerb(app, flags, "status", "Show a job");
   verbs.cancel = DefineJobVerb(app, flags, "cancel", "Cancel a job");
-  verbs.jobs = app.add_subcommand("jobs", "List recent jobs, newest first");
-  verbs.jobs->add_option("--limit", flags.limit, "Jobs to list (default 100)")
-      ->check(CLI::NonNegativeNumber);
+  verbs.jobs = DefineJobs(app, flags);
+  verbs.trials = DefineJobVerb(app, flags, "trials",
+                               "List every trial of a job with the reason of each failure");
+  verbs.trials
+      ->add_option("--status", flags.trial_status,
+                   "Only trials with this outcome: ok, compile_error, invalid_config, "
+                   "launch_error, crashed, timeout, wrong_result, quarantined, worker_lost")
+      ->transform(CLI::IsMember({"ok", "compile_error", "invalid_config", "launch_error",
+                                 "crashed", "timeout", "wrong_result", "quarantined",
+                                 "worker_lost"},
+                                CLI::ignore_case));
   verbs.best = DefineBest(app, flags);
+  DefineTransfer(app, flags, &verbs);
+  verbs.version = app.add_subcommand("version", "Show tunectl's and the coordinator's versions");
+  verbs.history = app.add_subcommand(
+      "history", "Show a kernel's best per shape and device model over time");
+  verbs.history->add_option("KERNEL_NAME", flags.kernel, "Kernel name")->required();
+  verbs.history->add_option("--device", flags.device_model, "Only this device model");
+  verbs.compare = app.add_subcommand("compare", "Compare two jobs, config by config");
+  verbs.compare->add_option("JOB", flags.job_id, "The first job")->required();
+  verbs.compare->add_option("OTHER_JOB", flags.second_job, "The second job")->required();
+  verbs.completion = app.add_subcommand(
+      "completion", "Print a shell completion script: source <(tunectl completion bash)");
+  verbs.completion->add_option("SHELL", flags.shell, "bash or zsh")
+      ->required()
+      ->check(CLI::IsMember({"bash", "zsh"}));
   verbs.workers = app.add_subcommand("workers", "List the workers");
   verbs.validate = DefineValidate(app, flags);
   DefineAdmin(app, flags, &verbs);
@@ -172,8 +241,11 @@ Console MakeConsole(const Flags& flags) {
   Console console;
   console.out = &std::cout;
   console.err = &std::cerr;
-  console.format =
-      flags.output == "json" ? OutputFormat::kJson : OutputFormat::kTable;
+  console.quiet = flags.quiet;
+  console.format = flags.output == "json" || flags.output == "yaml" ? OutputFormat::kJson
+                   : flags.output == "csv"  ? OutputFormat::kCsv
+                   : flags.output == "wide" ? OutputFormat::kWide
+                                           : OutputFormat::kTable;
   console.progress.terminal = isatty(STDERR_FILENO) == 1;
   console.progress.color =
       ColorAllowed(console.progress.terminal, std::getenv("NO_COLOR"));
@@ -228,13 +300,53 @@ int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
   }
   if (verbs.status->parsed()) return RunStatus(client, flags.job_id, console);
   if (verbs.cancel->parsed()) return RunCancel(client, flags.job_id, console);
-  if (verbs.jobs->parsed()) return RunJobs(client, flags.limit, console);
+  if (verbs.jobs->parsed()) return RunJobs(client, flags.jobs, console);
+  if (verbs.trials->parsed()) return RunTrials(client, flags.job_id, flags.trial_status, console);
   if (verbs.best->parsed()) {
     return RunBest(client, flags.kernel, flags.shape, flags.device_model,
                    flags.toolkit, console);
   }
   if (verbs.workers->parsed()) return RunWorkers(client, console);
+  if (verbs.version->parsed()) return RunVersion(client, console);
+  if (verbs.history->parsed()) {
+    return RunHistory(client, flags.kernel, flags.device_model, console);
+  }
+  if (verbs.compare->parsed()) return RunCompare(client, flags.job_id, flags.second_job, console);
+  if (verbs.export_best->parsed()) {
+    return RunExport(client, flags.kernel, flags.device_model, console);
+  }
+  if (verbs.import_best->parsed()) return RunImport(client, flags.import, console);
   return RunAdmin(client, verbs, flags, console);
+}
+
+int Run(const Verbs& verbs, const Flags& flags, const Console& console) {
+  if (verbs.validate->parsed()) return RunValidate(flags.kernel, flags.shape, console);
+  return RunOnline(verbs, flags, console);
+}
+
+// The global flags whose next word is their value.
+const std::vector<std::string> kValueFlags = {"--server", "--config",  "-o",
+                                              "--output", "--timeout", "--ca-file",
+                                              "--token-file"};
+
+CommandWords WordsOf(const CLI::App& app) {
+  CommandWords words{app.get_name(), {}, {}};
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& name : option->get_lnames()) words.flags.push_back("--" + name);
+  }
+  for (const CLI::App* verb : app.get_subcommands({})) words.verbs.push_back(WordsOf(*verb));
+  return words;
+}
+
+// Names a mistyped verb (CLI11 would only say that one is required).
+std::optional<std::string> MistypedVerb(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> verbs;
+  for (const CLI::App* verb : app.get_subcommands({})) verbs.push_back(verb->get_name());
+  std::optional<std::string> word =
+      UnknownVerb(std::vector<std::string>(argv + 1, argv + argc), verbs,
+                  std::set<std::string>(kValueFlags.begin(), kValueFlags.end()));
+  if (!word.has_value()) return std::nullopt;
+  return UnknownVerbMessage(*word, verbs);
 }
 
 }  // namespace
@@ -247,14 +359,32 @@ int main(int argc, char** argv) {
   Flags flags;
   DefineGlobalFlags(app, flags);
   Verbs verbs = DefineVerbs(app, flags);
+  app.set_version_flag("--version", std::string("tunectl ") + kVersion);
+  if (std::optional<std::string> message = MistypedVerb(app, argc, argv); message.has_value()) {
+    std::cerr << "tunectl: " << *message << std::endl;
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);  // prints help, or the error and a hint
     return code == 0 ? kExitOk : kExitUsage;
   }
+  if (verbs.completion->parsed()) {
+    CommandWords words = WordsOf(app);
+    words.name = "tunectl";  // not argv[0], which may be a path
+    std::cout << (flags.shell == "zsh" ? ZshCompletion(words, kValueFlags)
+                                       : BashCompletion(words, kValueFlags));
+    return kExitOk;
+  }
   Console console = MakeConsole(flags);
-  if (verbs.validate->parsed())
-    return RunValidate(flags.kernel, flags.shape, console);
-  return RunOnline(verbs, flags, console);
+  if (flags.output != "yaml" || verbs.export_best->parsed()) return Run(verbs, flags, console);
+  // YAML is the JSON document the verb prints, converted.
+  std::ostringstream json;
+  console.out = &json;
+  const int code = Run(verbs, flags, console);
+  if (json.str().empty()) return code;
+  absl::StatusOr<std::string> yaml = JsonToYaml(json.str());
+  std::cout << (yaml.ok() ? *yaml : json.str());
+  return code;
 }

@@ -27,7 +27,7 @@ int RunTokenCreate(Client& client, const std::string& name, const std::string& r
     *console.out << JsonDocument(json);
     return kExitOk;
   }
-  *console.err << "token " << issued->info.id << " for " << issued->info.name << " (role "
+  Notes(console) << "token " << issued->info.id << " for " << issued->info.name << " (role "
                << issued->info.role << "); it is shown only this once\n";
   *console.out << issued->token << "\n";
   return kExitOk;
@@ -55,7 +55,7 @@ int RunTokenList(Client& client, const Console& console) {
 int RunTokenRevoke(Client& client, const std::string& id, const Console& console) {
   absl::StatusOr<TokenInfo> revoked = client.RevokeToken(id);
   if (!revoked.ok()) return ReportError(console, revoked.status());
-  *console.err << "revoked token " << revoked->id << " of " << revoked->name << "\n";
+  Notes(console) << "revoked token " << revoked->id << " of " << revoked->name << "\n";
   return kExitOk;
 }
 

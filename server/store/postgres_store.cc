@@ -113,6 +113,14 @@ CREATE TABLE tokens (
     {5, R"sql(
 ALTER TABLE trials ADD COLUMN cut_early BOOLEAN NOT NULL DEFAULT FALSE;
 )sql"},
+    // Listing jobs by owner, kernel and state; imported best rows.
+    {6, R"sql(
+ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_by_kernel ON jobs (kernel_name, created_unix_ms DESC, id DESC);
+CREATE INDEX trials_by_job ON trials (job_id, seq);
+ALTER TABLE best_configs ADD COLUMN imported BOOLEAN NOT NULL DEFAULT FALSE;
+ALTER TABLE best_configs ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 // Advisory lock key that serializes migrations of one database ("tunefleet"
@@ -127,17 +135,29 @@ struct Query {
 constexpr Query kPutJob = {
     "put_job",
     "INSERT INTO jobs (" TF_JOB_COLUMNS
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
     "ON CONFLICT (id) DO UPDATE SET kernel_name = EXCLUDED.kernel_name, "
     "state = EXCLUDED.state, reason = EXCLUDED.reason, spec = EXCLUDED.spec, "
     "targets = EXCLUDED.targets, created_unix_ms = EXCLUDED.created_unix_ms, "
-    "updated_unix_ms = EXCLUDED.updated_unix_ms"};
+    "updated_unix_ms = EXCLUDED.updated_unix_ms, owner = EXCLUDED.owner"};
 constexpr Query kGetJob = {"get_job",
                            "SELECT " TF_JOB_COLUMNS " FROM jobs WHERE id = $1"};
 constexpr Query kListJobs = {"list_jobs",
                              "SELECT " TF_JOB_COLUMNS
                              " FROM jobs WHERE (NOT $1 OR state IN (1, 2)) "
                              "ORDER BY created_unix_ms DESC, id DESC LIMIT $2"};
+constexpr Query kQueryJobs = {
+    "query_jobs",
+    "SELECT " TF_JOB_COLUMNS
+    " FROM jobs WHERE ($1 = 0 OR state = $1) AND ($2 = '' OR kernel_name = $2) "
+    "AND ($3 = '' OR owner = $3) "
+    "AND ($5 = '' OR (created_unix_ms, id) < ($4, $5)) "
+    "ORDER BY created_unix_ms DESC, id DESC LIMIT $6"};
+// One row more than asked, to know whether a page follows.
+constexpr Query kQueryTrials = {
+    "query_trials", "SELECT " TF_TRIAL_READ_COLUMNS
+                    ", seq FROM trials WHERE job_id = $1 AND ($2 = 0 OR status = $2) "
+                    "AND seq > $3 ORDER BY seq LIMIT $4"};
 constexpr Query kListTrials = {"list_trials",
                                "SELECT " TF_TRIAL_READ_COLUMNS
                                " FROM trials WHERE job_id = $1 ORDER BY seq"};
@@ -154,12 +174,23 @@ constexpr Query kExcludeTrials = {
 constexpr Query kPutBest = {
     "put_best",
     "INSERT INTO best_configs (" TF_BEST_COLUMNS
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
     "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = EXCLUDED.kernel_name, "
     "shape = EXCLUDED.shape, device_model = EXCLUDED.device_model, "
     "toolkit = EXCLUDED.toolkit, config = EXCLUDED.config, "
     "median_seconds = EXCLUDED.median_seconds, job_id = EXCLUDED.job_id, "
-    "updated_unix_ms = EXCLUDED.updated_unix_ms"};
+    "updated_unix_ms = EXCLUDED.updated_unix_ms, imported = EXCLUDED.imported, "
+    "origin = EXCLUDED.origin"};
+constexpr Query kImportBest = {
+    "import_best",
+    "INSERT INTO best_configs (" TF_BEST_COLUMNS
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+    "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = EXCLUDED.kernel_name, "
+    "shape = EXCLUDED.shape, device_model = EXCLUDED.device_model, "
+    "toolkit = EXCLUDED.toolkit, config = EXCLUDED.config, "
+    "median_seconds = EXCLUDED.median_seconds, job_id = EXCLUDED.job_id, "
+    "updated_unix_ms = EXCLUDED.updated_unix_ms, imported = EXCLUDED.imported, "
+    "origin = EXCLUDED.origin WHERE best_configs.imported OR $12"};
 constexpr Query kDeleteBest = {"delete_best",
                                "DELETE FROM best_configs WHERE tuning_key = $1"};
 constexpr Query kPutQuarantine = {
@@ -174,13 +205,14 @@ constexpr Query kUpsertBest = {
     "upsert_best",
     "INSERT INTO best_configs (" TF_BEST_COLUMNS
     ") VALUES "
-    "($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+    "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
     "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = "
     "EXCLUDED.kernel_name, "
     "shape = EXCLUDED.shape, device_model = EXCLUDED.device_model, "
     "toolkit = EXCLUDED.toolkit, config = EXCLUDED.config, "
     "median_seconds = EXCLUDED.median_seconds, job_id = EXCLUDED.job_id, "
-    "updated_unix_ms = EXCLUDED.updated_unix_ms "
+    "updated_unix_ms = EXCLUDED.updated_unix_ms, imported = EXCLUDED.imported, "
+    "origin = EXCLUDED.origin "
     "WHERE best_configs.median_seconds > EXCLUDED.median_seconds"};
 constexpr Query kGetBest = {"get_best",
                             "SELECT " TF_BEST_COLUMNS
@@ -215,7 +247,8 @@ constexpr Query kListTokens = {
     "list_tokens", "SELECT " TF_TOKEN_COLUMNS " FROM tokens ORDER BY id"};
 
 constexpr Query kAllQueries[] = {
-    kPutJob,  kGetJob,   kListJobs, kListTrials, kUpsertBest,
+    kPutJob,  kGetJob,   kListJobs, kQueryJobs, kListTrials, kQueryTrials, kUpsertBest,
+    kImportBest,
     kGetBest, kListBest, kPutBlob,  kGetBlob,     kPutKernel,  kListKernels,
     kListKeyTrials, kExcludeTrials, kPutBest, kDeleteBest, kPutQuarantine,
     kDeleteQuarantine, kListQuarantine, kPutToken, kListTokens};
@@ -255,6 +288,7 @@ JobRecord ReadJob(const pqxx::row& row) {
   job.targets = ReadBytes(row[5]);
   job.created_unix_ms = row[6].as<int64_t>();
   job.updated_unix_ms = row[7].as<int64_t>();
+  job.owner = row[8].as<std::string>();
   return job;
 }
 
@@ -297,6 +331,8 @@ BestRecord ReadBest(const pqxx::row& row) {
   best.median_seconds = row[6].as<double>();
   best.job_id = row[7].as<std::string>();
   best.updated_unix_ms = row[8].as<int64_t>();
+  best.imported = row[9].as<bool>();
+  best.origin = row[10].as<std::string>();
   return best;
 }
 
@@ -575,14 +611,14 @@ absl::StatusOr<T> PostgresStore::Transact(absl::string_view what, Body body) {
 }
 
 absl::Status PostgresStore::PutJob(const JobRecord& job) {
-  RETURN_IF_ERROR(CheckText({job.id, job.kernel_name}));
+  RETURN_IF_ERROR(CheckText({job.id, job.kernel_name, job.owner}));
   return Transact<bool>("PutJob",
                         [&](pqxx::work& txn) {
                           txn.exec_prepared(
                               kPutJob.name, job.id, job.kernel_name, job.state,
                               Bytes(job.reason), Bytes(job.spec),
                               Bytes(job.targets), job.created_unix_ms,
-                              job.updated_unix_ms);
+                              job.updated_unix_ms, job.owner);
                           return true;
                         })
       .status();
@@ -604,6 +640,16 @@ absl::StatusOr<std::vector<JobRecord>> PostgresStore::ListJobs(
   const int64_t rows = limit > 0 ? limit : std::numeric_limits<int64_t>::max();
   return Transact<std::vector<JobRecord>>("ListJobs", [&](pqxx::work& txn) {
     return ReadAll(txn.exec_prepared(kListJobs.name, unfinished_only, rows),
+                   &ReadJob);
+  });
+}
+
+absl::StatusOr<std::vector<JobRecord>> PostgresStore::QueryJobs(const JobQuery& query) {
+  RETURN_IF_ERROR(CheckText({query.kernel_name, query.owner, query.after_id}));
+  return Transact<std::vector<JobRecord>>("QueryJobs", [&](pqxx::work& txn) {
+    return ReadAll(txn.exec_prepared(kQueryJobs.name, query.state, query.kernel_name,
+                                     query.owner, query.after_created_unix_ms,
+                                     query.after_id, query.limit),
                    &ReadJob);
   });
 }
@@ -647,6 +693,23 @@ absl::StatusOr<std::vector<TrialRecord>> PostgresStore::ListTrials(
   });
 }
 
+absl::StatusOr<TrialPage> PostgresStore::QueryTrials(const TrialQuery& query) {
+  RETURN_IF_ERROR(CheckText({query.job_id}));
+  return Transact<TrialPage>("QueryTrials", [&](pqxx::work& txn) {
+    pqxx::result result = txn.exec_prepared(kQueryTrials.name, query.job_id, query.status,
+                                            query.after_seq, int64_t{query.limit} + 1);
+    TrialPage page;
+    for (const pqxx::row& row : result) {
+      if (static_cast<int>(page.trials.size()) == query.limit) {
+        page.next_seq = result[query.limit - 1][TF_TRIAL_COUNT + 1].as<int64_t>();
+        break;
+      }
+      page.trials.push_back(ReadTrial(row));
+    }
+    return page;
+  });
+}
+
 absl::StatusOr<std::vector<TrialRecord>> PostgresStore::ListKeyTrials(
     const std::string& tuning_key) {
   RETURN_IF_ERROR(CheckText({tuning_key}));
@@ -675,7 +738,8 @@ absl::Status PostgresStore::PutBest(const BestRecord& best) {
   return Transact<bool>("PutBest", [&](pqxx::work& txn) {
            txn.exec_prepared(kPutBest.name, best.tuning_key, best.kernel_name, best.shape,
                              best.device_model, best.toolkit, best.config,
-                             best.median_seconds, best.job_id, best.updated_unix_ms);
+                             best.median_seconds, best.job_id, best.updated_unix_ms,
+                             best.imported, best.origin);
            return true;
          })
       .status();
@@ -719,7 +783,19 @@ absl::StatusOr<bool> PostgresStore::UpsertBest(const BestRecord& best) {
     pqxx::result result = txn.exec_prepared(
         kUpsertBest.name, best.tuning_key, best.kernel_name, best.shape,
         best.device_model, best.toolkit, best.config, best.median_seconds,
-        best.job_id, best.updated_unix_ms);
+        best.job_id, best.updated_unix_ms, best.imported, best.origin);
+    return result.affected_rows() > 0;
+  });
+}
+
+absl::StatusOr<bool> PostgresStore::ImportBest(const BestRecord& best, bool overwrite) {
+  RETURN_IF_ERROR(CheckText({best.tuning_key, best.kernel_name, best.shape, best.device_model,
+                             best.toolkit, best.config, best.job_id, best.origin}));
+  return Transact<bool>("ImportBest", [&](pqxx::work& txn) {
+    pqxx::result result = txn.exec_prepared(
+        kImportBest.name, best.tuning_key, best.kernel_name, best.shape,
+        best.device_model, best.toolkit, best.config, best.median_seconds,
+        best.job_id, best.updated_unix_ms, best.imported, best.origin, overwrite);
     return result.affected_rows() > 0;
   });
 }

@@ -12,7 +12,7 @@
 // jobs: JobRecord, keyed by id.
 #define TF_JOB_COLUMNS                                               \
   "id, kernel_name, state, reason, spec, targets, created_unix_ms, " \
-  "updated_unix_ms"
+  "updated_unix_ms, owner"
 
 // trials: TrialRecord, unique on (job_id, tuning_key, config, round), read
 // back in insertion order (the store's own sequence column, not listed here).
@@ -31,7 +31,7 @@
 // best_configs: BestRecord, keyed by tuning_key.
 #define TF_BEST_COLUMNS                                             \
   "tuning_key, kernel_name, shape, device_model, toolkit, config, " \
-  "median_seconds, job_id, updated_unix_ms"
+  "median_seconds, job_id, updated_unix_ms, imported, origin"
 
 // blobs: BlobRecord, keyed by digest.
 #define TF_BLOB_COLUMNS "digest, content"

@@ -132,23 +132,37 @@ CREATE TABLE tokens (
     {5, R"sql(
 ALTER TABLE trials ADD COLUMN cut_early INTEGER NOT NULL DEFAULT 0;
 )sql"},
+    // Listing jobs by owner, kernel and state; imported best rows.
+    {6, R"sql(
+ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_by_kernel ON jobs (kernel_name, created_unix_ms DESC, id DESC);
+CREATE INDEX trials_by_job ON trials (job_id, seq);
+ALTER TABLE best_configs ADD COLUMN imported INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE best_configs ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 // Indexed by SqliteStore::Query.
 constexpr const char* kQuerySql[] = {
     // kPutJob
     "INSERT INTO jobs (" TF_JOB_COLUMNS
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
     "ON CONFLICT (id) DO UPDATE SET kernel_name = excluded.kernel_name, "
     "state = excluded.state, reason = excluded.reason, spec = excluded.spec, "
     "targets = excluded.targets, created_unix_ms = excluded.created_unix_ms, "
-    "updated_unix_ms = excluded.updated_unix_ms",
+    "updated_unix_ms = excluded.updated_unix_ms, owner = excluded.owner",
     // kGetJob
     "SELECT " TF_JOB_COLUMNS " FROM jobs WHERE id = ?1",
     // kListJobs
     "SELECT " TF_JOB_COLUMNS
     " FROM jobs WHERE (?1 = 0 OR state IN (1, 2)) "
     "ORDER BY created_unix_ms DESC, id DESC LIMIT ?2",
+    // kQueryJobs
+    "SELECT " TF_JOB_COLUMNS
+    " FROM jobs WHERE (?1 = 0 OR state = ?1) AND (?2 = '' OR kernel_name = ?2) "
+    "AND (?3 = '' OR owner = ?3) "
+    "AND (?5 = '' OR (created_unix_ms, id) < (?4, ?5)) "
+    "ORDER BY created_unix_ms DESC, id DESC LIMIT ?6",
     // kInsertTrial
     "INSERT INTO trials (" TF_TRIAL_COLUMNS
     ") VALUES "
@@ -156,6 +170,10 @@ constexpr const char* kQuerySql[] = {
     "ON CONFLICT (job_id, tuning_key, config, round) DO NOTHING",
     // kListTrials
     "SELECT " TF_TRIAL_READ_COLUMNS " FROM trials WHERE job_id = ?1 ORDER BY seq",
+    // kQueryTrials: one row more than asked, to know whether a page follows
+    "SELECT " TF_TRIAL_READ_COLUMNS
+    ", seq FROM trials WHERE job_id = ?1 AND (?2 = 0 OR status = ?2) "
+    "AND seq > ?3 ORDER BY seq LIMIT ?4",
     // kListKeyTrials
     "SELECT " TF_TRIAL_READ_COLUMNS
     " FROM trials WHERE tuning_key = ?1 AND status = 1 AND excluded = 0 ORDER BY seq",
@@ -167,17 +185,27 @@ constexpr const char* kQuerySql[] = {
     // kUpsertBest
     "INSERT INTO best_configs (" TF_BEST_COLUMNS
     ") VALUES "
-    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
     "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = "
     "excluded.kernel_name, "
     "shape = excluded.shape, device_model = excluded.device_model, "
     "toolkit = excluded.toolkit, config = excluded.config, "
     "median_seconds = excluded.median_seconds, job_id = excluded.job_id, "
-    "updated_unix_ms = excluded.updated_unix_ms "
+    "updated_unix_ms = excluded.updated_unix_ms, imported = excluded.imported, "
+    "origin = excluded.origin "
     "WHERE excluded.median_seconds < best_configs.median_seconds",
     // kPutBest
     "INSERT OR REPLACE INTO best_configs (" TF_BEST_COLUMNS
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    // kImportBest
+    "INSERT INTO best_configs (" TF_BEST_COLUMNS
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+    "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = excluded.kernel_name, "
+    "shape = excluded.shape, device_model = excluded.device_model, "
+    "toolkit = excluded.toolkit, config = excluded.config, "
+    "median_seconds = excluded.median_seconds, job_id = excluded.job_id, "
+    "updated_unix_ms = excluded.updated_unix_ms, imported = excluded.imported, "
+    "origin = excluded.origin WHERE best_configs.imported <> 0 OR ?12 <> 0",
     // kDeleteBest
     "DELETE FROM best_configs WHERE tuning_key = ?1",
     // kGetBest
@@ -354,6 +382,7 @@ JobRecord ReadJob(const Call& call) {
   job.targets = call.ColumnBytes(5);
   job.created_unix_ms = call.ColumnInt(6);
   job.updated_unix_ms = call.ColumnInt(7);
+  job.owner = call.ColumnBytes(8);
   return job;
 }
 
@@ -395,7 +424,16 @@ BestRecord ReadBest(const Call& call) {
   best.median_seconds = call.ColumnDouble(6);
   best.job_id = call.ColumnBytes(7);
   best.updated_unix_ms = call.ColumnInt(8);
+  best.imported = call.ColumnInt(9) != 0;
+  best.origin = call.ColumnBytes(10);
   return best;
+}
+
+void BindBest(Call& call, const BestRecord& best) {
+  call.BindText(best.tuning_key).BindText(best.kernel_name).BindText(best.shape);
+  call.BindText(best.device_model).BindText(best.toolkit).BindText(best.config);
+  call.BindDouble(best.median_seconds).BindText(best.job_id);
+  call.BindInt(best.updated_unix_ms).BindInt(best.imported ? 1 : 0).BindText(best.origin);
 }
 
 KernelRecord ReadKernel(const Call& call) {
@@ -679,6 +717,7 @@ absl::Status SqliteStore::PutJob(const JobRecord& job) {
                .BindBlob(job.reason);
            call.BindBlob(job.spec).BindBlob(job.targets);
            call.BindInt(job.created_unix_ms).BindInt(job.updated_unix_ms);
+           call.BindText(job.owner);
            RETURN_IF_ERROR(call.Execute().status());
            return true;
          })
@@ -702,6 +741,15 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs(
   Call call(db_.get(), statements_[kListJobs].get());
   call.BindInt(unfinished_only ? 1 : 0)
       .BindInt(limit > 0 ? limit : -1);  // -1: all
+  return ReadAll(call, &ReadJob);
+}
+
+absl::StatusOr<std::vector<JobRecord>> SqliteStore::QueryJobs(const JobQuery& query) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
+  Call call(db_.get(), statements_[kQueryJobs].get());
+  call.BindInt(query.state).BindText(query.kernel_name).BindText(query.owner);
+  call.BindInt(query.after_created_unix_ms).BindText(query.after_id).BindInt(query.limit);
   return ReadAll(call, &ReadJob);
 }
 
@@ -729,6 +777,27 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::ListTrials(
   Call call(db_.get(), statements_[kListTrials].get());
   call.BindText(job_id);
   return ReadAll(call, &ReadTrial);
+}
+
+absl::StatusOr<TrialPage> SqliteStore::QueryTrials(const TrialQuery& query) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
+  Call call(db_.get(), statements_[kQueryTrials].get());
+  call.BindText(query.job_id).BindInt(query.status).BindInt(query.after_seq);
+  call.BindInt(int64_t{query.limit} + 1);
+  TrialPage page;
+  int64_t last_seq = 0;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, call.Step());
+    if (!row) break;
+    if (static_cast<int>(page.trials.size()) == query.limit) {
+      page.next_seq = last_seq;
+      break;
+    }
+    page.trials.push_back(ReadTrial(call));
+    last_seq = call.ColumnInt(TF_TRIAL_COUNT + 1);
+  }
+  return page;
 }
 
 absl::StatusOr<std::vector<TrialRecord>> SqliteStore::ListKeyTrials(
@@ -763,10 +832,7 @@ absl::Status SqliteStore::PutBest(const BestRecord& best) {
   absl::MutexLock lock(&mu_);
   return Write<bool>([&]() -> absl::StatusOr<bool> {
            Call call(db_.get(), statements_[kPutBest].get());
-           call.BindText(best.tuning_key).BindText(best.kernel_name).BindText(best.shape);
-           call.BindText(best.device_model).BindText(best.toolkit).BindText(best.config);
-           call.BindDouble(best.median_seconds).BindText(best.job_id);
-           call.BindInt(best.updated_unix_ms);
+           BindBest(call, best);
            RETURN_IF_ERROR(call.Execute().status());
            return true;
          })
@@ -816,15 +882,18 @@ absl::StatusOr<bool> SqliteStore::UpsertBest(const BestRecord& best) {
   absl::MutexLock lock(&mu_);
   return Write<bool>([&]() -> absl::StatusOr<bool> {
     Call call(db_.get(), statements_[kUpsertBest].get());
-    call.BindText(best.tuning_key)
-        .BindText(best.kernel_name)
-        .BindText(best.shape);
-    call.BindText(best.device_model)
-        .BindText(best.toolkit)
-        .BindText(best.config);
-    call.BindDouble(best.median_seconds)
-        .BindText(best.job_id)
-        .BindInt(best.updated_unix_ms);
+    BindBest(call, best);
+    ASSIGN_OR_RETURN(int changed, call.Execute());
+    return changed > 0;
+  });
+}
+
+absl::StatusOr<bool> SqliteStore::ImportBest(const BestRecord& best, bool overwrite) {
+  absl::MutexLock lock(&mu_);
+  return Write<bool>([&]() -> absl::StatusOr<bool> {
+    Call call(db_.get(), statements_[kImportBest].get());
+    BindBest(call, best);
+    call.BindInt(overwrite ? 1 : 0);
     ASSIGN_OR_RETURN(int changed, call.Execute());
     return changed > 0;
   });

@@ -66,15 +66,18 @@ class SqliteStore : public Store {
   absl::StatusOr<JobRecord> GetJob(const std::string& id) override;
   absl::StatusOr<std::vector<JobRecord>> ListJobs(bool unfinished_only,
                                                   int limit) override;
+  absl::StatusOr<std::vector<JobRecord>> QueryJobs(const JobQuery& query) override;
   absl::StatusOr<std::vector<bool>> InsertTrials(
       const std::vector<TrialRecord>& trials) override;
   absl::StatusOr<std::vector<TrialRecord>> ListTrials(
       const std::string& job_id) override;
+  absl::StatusOr<TrialPage> QueryTrials(const TrialQuery& query) override;
   absl::StatusOr<std::vector<TrialRecord>> ListKeyTrials(
       const std::string& tuning_key) override;
   absl::StatusOr<Exclusion> ExcludeTrials(const TrialFilter& filter) override;
   absl::StatusOr<bool> UpsertBest(const BestRecord& best) override;
   absl::Status PutBest(const BestRecord& best) override;
+  absl::StatusOr<bool> ImportBest(const BestRecord& best, bool overwrite) override;
   absl::StatusOr<bool> DeleteBest(const std::string& tuning_key) override;
   absl::Status PutQuarantine(const QuarantineRecord& record) override;
   absl::StatusOr<bool> DeleteQuarantine(const std::string& principal) override;
@@ -97,12 +100,15 @@ class SqliteStore : public Store {
     kPutJob,
     kGetJob,
     kListJobs,
+    kQueryJobs,
     kInsertTrial,
     kListTrials,
+    kQueryTrials,
     kListKeyTrials,
     kExcludeTrials,
     kUpsertBest,
     kPutBest,
+    kImportBest,
     kDeleteBest,
     kGetBest,
     kListBest,

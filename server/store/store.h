@@ -26,6 +26,28 @@ struct JobRecord {
   std::string targets;  // bytes of a v1::Job carrying only its targets
   int64_t created_unix_ms = 0;
   int64_t updated_unix_ms = 0;
+  std::string owner;  // the submitting principal; "" when anonymous
+};
+
+// Which jobs QueryJobs returns: those matching every set field, newest first
+// (created_unix_ms, then id, descending), starting after the cursor.
+struct JobQuery {
+  int state = 0;            // a v1::JobState number; 0: any
+  std::string kernel_name;  // "": any
+  std::string owner;        // "": any
+  // Keyset cursor: only jobs strictly after (before in time) this job.
+  // Empty `after_id`: from the newest.
+  int64_t after_created_unix_ms = 0;
+  std::string after_id;
+  int limit = 100;  // REQUIRES: > 0
+};
+
+// Which trials of a job QueryTrials returns, in insertion order.
+struct TrialQuery {
+  std::string job_id;
+  int status = 0;         // a v1::TrialStatus number; 0: any
+  int64_t after_seq = 0;  // only rows after this position (0: from the first)
+  int limit = 1000;       // REQUIRES: > 0
 };
 
 // Which measurement of a config a trial row holds.
@@ -64,6 +86,13 @@ struct TrialRecord {
   bool excluded = false;
 };
 
+// One page of QueryTrials: `next_seq` is the position to pass as the next
+// query's `after_seq`, 0 when no row follows.
+struct TrialPage {
+  std::vector<TrialRecord> trials;
+  int64_t next_seq = 0;
+};
+
 // Which trial rows ExcludeTrials marks: those matching every non-empty field.
 // `worker` matches the row's principal or its worker id.
 struct TrialFilter {
@@ -100,7 +129,6 @@ struct KernelRecord {
   int64_t updated_unix_ms = 0;
 };
 
-// The best config of one tuning key.
 // tokens: a client's bearer token, kept only as a hash. Keyed by `id`.
 struct TokenRecord {
   std::string id;           // public: shown in listings, names the token to revoke
@@ -111,6 +139,9 @@ struct TokenRecord {
   int64_t revoked_unix_ms = 0;  // 0 while the token is valid
 };
 
+// The best config of one tuning key. A row is measured (by a job of this
+// coordinator: `job_id`) or imported (ImportBest: `job_id` and the times are
+// the exporting fleet's, `origin` names where it came from).
 struct BestRecord {
   std::string tuning_key;
   std::string kernel_name;
@@ -121,6 +152,8 @@ struct BestRecord {
   double median_seconds = 0;
   std::string job_id;
   int64_t updated_unix_ms = 0;
+  bool imported = false;
+  std::string origin;  // imported rows: their source as the importer named it
 };
 
 // Thread-safety: every method may be called from any thread concurrently.
@@ -150,6 +183,9 @@ class Store {
   virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(bool unfinished_only,
                                                           int limit) = 0;
 
+  // The jobs `query` selects, at most query.limit of them.
+  virtual absl::StatusOr<std::vector<JobRecord>> QueryJobs(const JobQuery& query) = 0;
+
   // Inserts `trials` in one transaction: all of them or none. Returns, per
   // trial in order, true when the row was new, false when (job_id,
   // tuning_key, config) was already stored (the stored row is left
@@ -162,6 +198,10 @@ class Store {
   // Every trial of a job, in insertion order.
   virtual absl::StatusOr<std::vector<TrialRecord>> ListTrials(
       const std::string& job_id) = 0;
+
+  // At most query.limit trials of a job matching query.status, after
+  // query.after_seq, in insertion order.
+  virtual absl::StatusOr<TrialPage> QueryTrials(const TrialQuery& query) = 0;
 
   // Every OK, not excluded trial of a tuning key (every job and round), in
   // insertion order: what the key's best is derived from.
@@ -176,6 +216,10 @@ class Store {
   virtual absl::StatusOr<bool> UpsertBest(const BestRecord& best) = 0;
   // Writes `best` whatever the stored row holds (a derived best replaces).
   virtual absl::Status PutBest(const BestRecord& best) = 0;
+  // Writes an imported `best` (REQUIRES: best.imported) when its key has no
+  // row, or an imported one, or `overwrite`; a measured row is kept
+  // otherwise. Returns true when the row was written.
+  virtual absl::StatusOr<bool> ImportBest(const BestRecord& best, bool overwrite) = 0;
   // Removes the key's best; true when there was one.
   virtual absl::StatusOr<bool> DeleteBest(const std::string& tuning_key) = 0;
 

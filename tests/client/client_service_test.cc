@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "client/tunectl/commands.h"
+#include "client/tunectl/trials.h"
 #include "client/tunectl/exit_codes.h"
 #include "common/sha256.h"
 #include "gtest/gtest.h"
@@ -224,6 +225,19 @@ TEST_F(TunectlServiceTest, WatchPrintsTheSummaryAndFlagsFailedTrials) {
   EXPECT_THAT(err_.str(), HasSubstr("RUNNING 1/4"));
 }
 
+TEST_F(TunectlServiceTest, QuietWatchPrintsTheSummaryWithoutProgressButStillErrors) {
+  v1::Job done = MakeJob("j", v1::JOB_STATE_SUCCEEDED, 4, 4);
+  service_.AddJob("j", {MakeJob("j", v1::JOB_STATE_RUNNING, 1, 4), done});
+  std::unique_ptr<Client> client = Connect();
+  tunectl::Console console = MakeConsole(tunectl::OutputFormat::kTable);
+  console.quiet = true;
+  EXPECT_EQ(tunectl::RunWatch(*client, "j", console), tunectl::kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("SUCCEEDED"));
+  EXPECT_EQ(err_.str(), "");
+  EXPECT_EQ(tunectl::RunStatus(*client, "nope", console), tunectl::kExitNotFound);
+  EXPECT_THAT(err_.str(), HasSubstr("no job nope"));
+}
+
 TEST_F(TunectlServiceTest, StatusOfAnUnknownJobExitsNotFound) {
   std::unique_ptr<Client> client = Connect();
   EXPECT_EQ(tunectl::RunStatus(*client, "nope",
@@ -237,7 +251,7 @@ TEST_F(TunectlServiceTest, JobsAsJsonIsOneDocument) {
   service_.AddJob("a", {MakeJob("a", v1::JOB_STATE_SUCCEEDED, 4, 4)});
   std::unique_ptr<Client> client = Connect();
   ASSERT_EQ(
-      tunectl::RunJobs(*client, 0, MakeConsole(tunectl::OutputFormat::kJson)),
+      tunectl::RunJobs(*client, tunectl::JobsFlags{}, MakeConsole(tunectl::OutputFormat::kJson)),
       tunectl::kExitOk);
   EXPECT_THAT(out_.str(), ::testing::StartsWith("{\n  \"jobs\": [\n"));
   EXPECT_THAT(out_.str(), HasSubstr("\"state\": \"SUCCEEDED\""));

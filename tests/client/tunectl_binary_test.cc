@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,61 @@ TEST(TunectlBinaryTest, ValidatesTheMatmulKernel) {
               ::testing::ContainsRegex("valid configs  [0-9]+ of 256"));
 }
 
+TEST(TunectlBinaryTest, AMistypedCommandIsNamedWithTheNearestOne) {
+  Outcome run = Tunectl("--server localhost:1 stauts j-1");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("unknown command 'stauts'; did you mean 'status'?"));
+  run = Tunectl("frobnicate");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("unknown command 'frobnicate'"));
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("did you mean")));
+}
+
+// Completes `words` (the last one being typed) with the generated bash script.
+Outcome BashComplete(const std::string& shell, const std::string& words) {
+  const std::string script =
+      "source <(" + BuildDir() + "/bin/tunectl completion " + shell + ") && "
+      "COMP_WORDS=(" + words + ") && COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) && _tunectl && "
+      "echo \"${COMPREPLY[*]}\"";
+  std::string command = "bash -c '" + script + "' 2>&1";
+  Outcome run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) run.output.append(buffer, n);
+  int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+TEST(TunectlBinaryTest, BashCompletionCompletesVerbsFlagsAndSubVerbs) {
+  EXPECT_EQ(BashComplete("bash", "tunectl st").output, "status\n");
+  EXPECT_EQ(BashComplete("bash", "tunectl --server h:1 tri").output, "trials\n");
+  EXPECT_EQ(BashComplete("bash", "tunectl trials J --st").output, "--status\n");
+  EXPECT_EQ(BashComplete("bash", "tunectl admin token c").output, "create\n");
+  Outcome zsh = Tunectl("completion zsh");
+  EXPECT_EQ(zsh.exit_code, 0);
+  EXPECT_THAT(zsh.output, HasSubstr("bashcompinit"));
+  EXPECT_EQ(Tunectl("completion fish").exit_code, 2);
+}
+
+TEST(TunectlBinaryTest, TheManPageDescribesTheVerbs) {
+  const std::string page = BuildDir() + "/man/tunectl.1";
+  std::ifstream file(page);
+  if (!file) GTEST_SKIP() << page << " was not made (help2man is missing)";
+  std::stringstream text;
+  text << file.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr(".TH TUNECTL \"1\""));
+  EXPECT_THAT(text.str(), HasSubstr("trials"));
+  EXPECT_THAT(text.str(), HasSubstr("job finished with failed trials"));  // the exit codes
+}
+
+TEST(TunectlBinaryTest, VersionFlagPrintsTheVersion) {
+  Outcome run = Tunectl("--version");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, MatchesRegex("tunectl [0-9]+\\.[0-9]+\\.[0-9]+\n"));
+}
+
 TEST(TunectlBinaryTest, MalformedSpecFailsWithFileAndLine) {
   TempDir dir;
   std::ofstream(dir.path() + "/kernel.textproto")
@@ -60,7 +116,7 @@ TEST(TunectlBinaryTest, MalformedSpecFailsWithFileAndLine) {
 
 TEST(TunectlBinaryTest, UsageErrorsExitTwoAndHelpListsExitCodes) {
   EXPECT_EQ(Tunectl("submit").exit_code, 2);
-  EXPECT_EQ(Tunectl("--output yaml jobs").exit_code, 2);
+  EXPECT_EQ(Tunectl("--output xml jobs").exit_code, 2);
   Outcome help = Tunectl("--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_THAT(help.output, HasSubstr("130  interrupted"));

@@ -19,7 +19,7 @@ class FaultyStore : public Store {
   explicit FaultyStore(Store* store) : store_(store) {}
 
   std::atomic<bool> refuse_trials{false};  // InsertTrials
-  std::atomic<bool> refuse_best{false};    // UpsertBest, PutBest, DeleteBest
+  std::atomic<bool> refuse_best{false};    // UpsertBest, PutBest, ImportBest, DeleteBest
   std::atomic<bool> refuse_jobs{false};    // PutJob
   std::atomic<bool> refuse_tokens{false};  // PutToken
   std::atomic<bool> refuse_quarantine{false};  // PutQuarantine
@@ -42,6 +42,16 @@ class FaultyStore : public Store {
   absl::StatusOr<JobRecord> GetJob(const std::string& id) override { return store_->GetJob(id); }
   absl::StatusOr<std::vector<JobRecord>> ListJobs(bool unfinished_only, int limit) override {
     return store_->ListJobs(unfinished_only, limit);
+  }
+  absl::StatusOr<std::vector<JobRecord>> QueryJobs(const JobQuery& query) override {
+    return store_->QueryJobs(query);
+  }
+  absl::StatusOr<TrialPage> QueryTrials(const TrialQuery& query) override {
+    return store_->QueryTrials(query);
+  }
+  absl::StatusOr<bool> ImportBest(const BestRecord& best, bool overwrite) override {
+    if (refuse_best) return Down();
+    return store_->ImportBest(best, overwrite);
   }
   absl::StatusOr<std::vector<bool>> InsertTrials(
       const std::vector<TrialRecord>& trials) override {

@@ -599,7 +599,7 @@ TEST_F(JobManagerTest, AJobThatCannotBeStoredIsNotAccepted) {
   EXPECT_THAT(jobs_->Submit(Spec()), StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_EQ(jobs_->live_jobs(), 0u);
   faulty_->refuse_jobs = false;
-  EXPECT_TRUE(jobs_->List(10)->empty());
+  EXPECT_TRUE(jobs_->List(JobQuery{})->empty());
 }
 
 TEST_F(JobManagerTest, FinishedJobsLeaveMemoryAndAreAnsweredFromTheStore) {
@@ -614,7 +614,7 @@ TEST_F(JobManagerTest, FinishedJobsLeaveMemoryAndAreAnsweredFromTheStore) {
   EXPECT_EQ(done.trials_done(), 3);
   EXPECT_EQ(done.top_trials_size(), 3);
   EXPECT_GT(done.targets(0).best().median_seconds(), 0);
-  std::vector<v1::Job> listed = *jobs_->List(10);
+  std::vector<v1::Job> listed = *jobs_->List(JobQuery{});
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_EQ(listed[0].state(), v1::JOB_STATE_SUCCEEDED);
   int64_t version = 0;
@@ -637,7 +637,7 @@ TEST_F(JobManagerTest, RestartLoadsOnlyUnfinishedJobs) {
   Restart();
   ASSERT_OK(jobs_->Recover());
   EXPECT_EQ(jobs_->live_jobs(), 1u);
-  EXPECT_EQ(jobs_->List(10)->size(), 2u);
+  EXPECT_EQ(jobs_->List(JobQuery{})->size(), 2u);
   worker = AddWorker();
   EXPECT_EQ(RunToCompletion(worker), 3);
   EXPECT_EQ(jobs_->Get(open->id())->state(), v1::JOB_STATE_SUCCEEDED);
@@ -680,7 +680,7 @@ TEST_F(JobManagerTest, BadJobsAreRefusedWithTheFieldNamed) {
   EXPECT_THAT(jobs_->Submit(bad_set), StatusIsWith(absl::StatusCode::kInvalidArgument, "nope"));
   EXPECT_THAT(jobs_->Get("j-unknown"), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(jobs_->Cancel("j-unknown"), StatusIs(absl::StatusCode::kNotFound));
-  EXPECT_TRUE(jobs_->List(10)->empty());
+  EXPECT_TRUE(jobs_->List(JobQuery{})->empty());
 }
 
 TEST_F(JobManagerTest, SpaceOverTheCapIsResourceExhausted) {

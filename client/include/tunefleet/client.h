@@ -120,6 +120,48 @@ struct Job {
   std::string owner;  // the principal that submitted it
 };
 
+// Which jobs ListJobs returns, newest first: those matching every set field.
+struct JobFilter {
+  JobState state = JobState::kUnspecified;  // kUnspecified: any
+  std::string kernel;                       // empty: any
+  std::string owner;                        // empty: any principal
+  // Jobs per page; 0 is the server's default (100), at most 1000.
+  int32_t limit = 0;
+  // JobPage::next_page_token of the previous page; empty: the newest jobs.
+  std::string page_token;
+};
+
+struct JobPage {
+  std::vector<Job> jobs;
+  std::string next_page_token;  // empty on the last page
+};
+
+// One stored trial of a job: a config as measured, or why it failed.
+struct Trial {
+  std::string config;  // short form
+  std::string status;  // trial status name: "OK", "COMPILE_ERROR", "TIMEOUT", ...
+  std::string error;   // the reason of a failure: compiler log, signal, mismatch
+  double median_seconds = 0;
+  double p20_seconds = 0;
+  double p80_seconds = 0;
+  int64_t samples = 0;
+  double compile_seconds = 0;
+  std::string tuning_key;
+  std::string device_model;
+  std::string worker_id;
+  std::string device_id;
+  std::string principal;  // who measured it
+  double clock_mhz = 0;   // the device's SM clock while measuring; 0 if unknown
+  std::string round;      // "search", "finalists" or "verify"
+  bool excluded = false;  // an admin excluded it from deriving bests
+  int64_t finished_unix_ms = 0;
+};
+
+struct TrialPage {
+  std::vector<Trial> trials;
+  std::string next_page_token;  // empty on the last page
+};
+
 // The config an application should use for a kernel and shape.
 struct BestConfig {
   enum class Source {
@@ -172,6 +214,53 @@ struct IssuedToken {
   std::string token;  // the secret, shown only once
 };
 
+// This library's tunefleet version, e.g. "0.1.0".
+const char* ClientVersion();
+
+// A table of best configs exported by a coordinator (`tunectl export`, or
+// Client::ExportBest), loaded offline: what an application ships so that it
+// needs no coordinator at start-up. The file format is documented in
+// docs/best-table-format.md.
+//
+//   auto table = tunefleet::BestConfigTable::Load("best.json");
+//   auto best = table->Lookup("matmul", "M=1024,N=1024,K=1024", "NVIDIA H100");
+//
+// Thread-safety: a loaded table is immutable; Lookup may be called from any
+// thread. Copies share the loaded rows.
+class BestConfigTable {
+ public:
+  // NOT_FOUND when the file cannot be read; INVALID_ARGUMENT when it is not
+  // a table of a version this library reads.
+  static absl::StatusOr<BestConfigTable> Load(const std::string& path);
+  static absl::StatusOr<BestConfigTable> Parse(const std::string& json);
+
+  // The config for `kernel` and `shape`, in the coordinator's tiers: a row
+  // tuned for exactly this shape (source kExact), else the row of the
+  // nearest tuned shape (kNearestShape; the distance is the sum over dims of
+  // |log(a/b)|, ties to the smallest tuning key), else the kernel's default
+  // config (kDefault). Empty `device_model` or `toolkit` match any.
+  // NOT_FOUND when the table has no row and no spec of the kernel;
+  // INVALID_ARGUMENT when `shape` does not parse.
+  absl::StatusOr<BestConfig> Lookup(const std::string& kernel, const std::string& shape,
+                                    const std::string& device_model = "",
+                                    const std::string& toolkit = "") const;
+  // How many rows (tuned configs) the table holds.
+  size_t size() const;
+
+ private:
+  struct Rows;
+  explicit BestConfigTable(std::shared_ptr<const Rows> rows);
+  std::shared_ptr<const Rows> rows_;
+};
+
+// What ImportBest did.
+struct ImportResult {
+  int64_t imported = 0;       // rows written
+  int64_t kept_measured = 0;  // rows not written: a measured best of the key is kept
+  int64_t kernels_added = 0;  // kernels the coordinator did not know
+  int64_t not_served = 0;     // written, but tuned with other code than the coordinator's
+};
+
 // A connection to one tunefleet coordinator.
 //
 // Thread-safety: a Client is safe for concurrent use from multiple threads
@@ -216,6 +305,20 @@ class Client {
   // The most recent jobs, newest first. `limit` 0 means the server's
   // default (100).
   absl::StatusOr<std::vector<Job>> ListJobs(int32_t limit = 0);
+  // One page of the jobs `filter` selects.
+  absl::StatusOr<JobPage> ListJobs(const JobFilter& filter);
+
+  // One page of a job's trials in the order they were stored; `status` (a
+  // trial status name, "" for every status) keeps only trials with that
+  // outcome. `page_size` 0 is the server's default (1000), at most 10000.
+  // NOT_FOUND for an unknown job; INVALID_ARGUMENT for an unknown status.
+  absl::StatusOr<TrialPage> ListTrials(const std::string& job_id,
+                                       const std::string& status = "",
+                                       int32_t page_size = 0,
+                                       const std::string& page_token = "");
+  // Every trial of the job: ListTrials page after page.
+  absl::StatusOr<std::vector<Trial>> ListAllTrials(const std::string& job_id,
+                                                   const std::string& status = "");
 
   // The best config of `kernel` for `shape` ("M=1024,N=1024,K=1024").
   // Empty `device_model` or `toolkit` matches any. NOT_FOUND when the server
@@ -226,6 +329,20 @@ class Client {
                                            const std::string& toolkit = "");
 
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers();
+  // The coordinator's tunefleet version.
+  absl::StatusOr<std::string> ServerVersion();
+
+  // The best configs the coordinator serves for `kernel` (empty: every
+  // kernel) on `device_model` (empty: every model), as the JSON document
+  // BestConfigTable reads. NOT_FOUND for a kernel never submitted there.
+  absl::StatusOr<std::string> ExportBest(const std::string& kernel,
+                                         const std::string& device_model = "");
+  // Admin only. Stores the rows of an exported table (`json`), marked
+  // imported and named by `origin` (required); a measured row of the same key
+  // is kept unless `overwrite`. INVALID_ARGUMENT for a document that is not
+  // a table, before anything is sent.
+  absl::StatusOr<ImportResult> ImportBest(const std::string& json, const std::string& origin,
+                                          bool overwrite = false);
 
   // Admin only. A new token for principal `name` with `role` ("read",
   // "submit" or "admin"); its secret is returned only here.

@@ -23,9 +23,9 @@ namespace tunefleet::server {
 // Field-by-field equality and printing, for EXPECT_EQ on records.
 bool operator==(const JobRecord& a, const JobRecord& b) {
   return std::tie(a.id, a.kernel_name, a.state, a.reason, a.spec, a.targets,
-                  a.created_unix_ms, a.updated_unix_ms) ==
+                  a.created_unix_ms, a.updated_unix_ms, a.owner) ==
          std::tie(b.id, b.kernel_name, b.state, b.reason, b.spec, b.targets,
-                  b.created_unix_ms, b.updated_unix_ms);
+                  b.created_unix_ms, b.updated_unix_ms, b.owner);
 }
 bool operator==(const TrialRecord& a, const TrialRecord& b) {
   return std::tie(a.job_id, a.tuning_key, a.config, a.status, a.median_seconds,
@@ -38,10 +38,10 @@ bool operator==(const TrialRecord& a, const TrialRecord& b) {
 bool operator==(const BestRecord& a, const BestRecord& b) {
   return std::tie(a.tuning_key, a.kernel_name, a.shape, a.device_model,
                   a.toolkit, a.config, a.median_seconds, a.job_id,
-                  a.updated_unix_ms) ==
+                  a.updated_unix_ms, a.imported, a.origin) ==
          std::tie(b.tuning_key, b.kernel_name, b.shape, b.device_model,
                   b.toolkit, b.config, b.median_seconds, b.job_id,
-                  b.updated_unix_ms);
+                  b.updated_unix_ms, b.imported, b.origin);
 }
 bool operator==(const KernelRecord& a, const KernelRecord& b) {
   return std::tie(a.name, a.spec, a.updated_unix_ms) ==
@@ -83,6 +83,7 @@ JobRecord MakeJob(const std::string& id, int64_t created_unix_ms,
   job.targets = "targets of " + id;
   job.created_unix_ms = created_unix_ms;
   job.updated_unix_ms = created_unix_ms + 5;
+  job.owner = "alice";
   return job;
 }
 
@@ -180,6 +181,12 @@ class StoreContractTest : public ::testing::TestWithParam<Backend> {
 
   void PutJobs(const std::vector<JobRecord>& jobs) {
     for (const JobRecord& job : jobs) ASSERT_OK(store_->PutJob(job));
+  }
+
+  void ExpectBest(const std::string& key, const BestRecord& expected) {
+    absl::StatusOr<BestRecord> best = store_->GetBest(key);
+    ASSERT_OK(best);
+    EXPECT_EQ(*best, expected);
   }
 
   std::unique_ptr<TestDatabase> database_;
@@ -906,8 +913,8 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   ASSERT_OK((*store)->PutQuarantine({"rogue-host", "test", 1}));
   absl::StatusOr<int64_t> migrations = (*old)->MigrationRows();
   ASSERT_OK(migrations);
-  // 3: provenance and quarantine, 4: tokens, 5: cut_early.
-  EXPECT_EQ(*migrations, 5);
+  // 3: provenance and quarantine, 4: tokens, 5: cut_early, 6: job owners, imported bests
+  EXPECT_EQ(*migrations, 6);
   store->reset();  // closed before the database is dropped
 }
 
@@ -1015,6 +1022,111 @@ TEST_P(StoreContractTest, PutBestReplacesEvenWithASlowerConfigAndDeleteBestRemov
   deleted = store_->DeleteBest("key-1");
   ASSERT_OK(deleted);
   EXPECT_FALSE(*deleted);
+}
+
+TEST_P(StoreContractTest, QueryJobsFiltersByStateKernelAndOwner) {
+  JobRecord other_kernel = MakeJob("job-2", 2000, /*state=*/3);
+  other_kernel.kernel_name = "softmax";
+  JobRecord other_owner = MakeJob("job-3", 3000, /*state=*/3);
+  other_owner.owner = "bob";
+  PutJobs({MakeJob("job-1", 1000, /*state=*/3), other_kernel, other_owner,
+           MakeJob("job-4", 4000, /*state=*/2)});
+
+  JobQuery query;
+  query.state = 3;
+  query.kernel_name = "matmul";
+  query.owner = "alice";
+  absl::StatusOr<std::vector<JobRecord>> jobs = store_->QueryJobs(query);
+  ASSERT_OK(jobs);
+  EXPECT_THAT(JobIds(*jobs), ElementsAre("job-1"));
+  query = JobQuery();
+  query.owner = "bob";
+  jobs = store_->QueryJobs(query);
+  ASSERT_OK(jobs);
+  ASSERT_THAT(JobIds(*jobs), ElementsAre("job-3"));
+  EXPECT_EQ((*jobs)[0], other_owner);
+}
+
+TEST_P(StoreContractTest, QueryJobsPagesNewestFirstAfterTheCursor) {
+  // Two jobs created in the same millisecond are ordered by id.
+  PutJobs({MakeJob("job-a", 1000), MakeJob("job-b", 2000), MakeJob("job-c", 2000),
+           MakeJob("job-d", 3000)});
+  JobQuery query;
+  query.limit = 2;
+  std::vector<std::string> seen;
+  for (int page = 0; page < 4; ++page) {
+    absl::StatusOr<std::vector<JobRecord>> jobs = store_->QueryJobs(query);
+    ASSERT_OK(jobs);
+    if (jobs->empty()) break;
+    for (const JobRecord& job : *jobs) seen.push_back(job.id);
+    query.after_created_unix_ms = jobs->back().created_unix_ms;
+    query.after_id = jobs->back().id;
+  }
+  EXPECT_THAT(seen, ElementsAre("job-d", "job-c", "job-b", "job-a"));
+}
+
+TEST_P(StoreContractTest, QueryTrialsFiltersByStatusAndPagesInInsertionOrder) {
+  std::vector<TrialRecord> trials;
+  for (int i = 0; i < 5; ++i) {
+    TrialRecord trial = MakeTrial("job-1", absl::StrCat("BM=", i), 0.1 * (i + 1));
+    trial.status = i % 2 == 0 ? 1 : 3;
+    trial.error = i % 2 == 0 ? "" : absl::StrCat("error ", i);
+    trials.push_back(trial);
+  }
+  ASSERT_OK(store_->InsertTrials(trials));
+  ASSERT_OK(store_->InsertTrial(MakeTrial("job-2", "BM=9", 0.5)));
+
+  TrialQuery query;
+  query.job_id = "job-1";
+  query.limit = 2;
+  absl::StatusOr<TrialPage> page = store_->QueryTrials(query);
+  ASSERT_OK(page);
+  EXPECT_EQ(page->trials, std::vector<TrialRecord>({trials[0], trials[1]}));
+  ASSERT_NE(page->next_seq, 0);
+  query.after_seq = page->next_seq;
+  query.limit = 3;
+  page = store_->QueryTrials(query);
+  ASSERT_OK(page);
+  EXPECT_EQ(page->trials, std::vector<TrialRecord>({trials[2], trials[3], trials[4]}));
+  EXPECT_EQ(page->next_seq, 0);
+
+  query = TrialQuery();
+  query.job_id = "job-1";
+  query.status = 3;
+  page = store_->QueryTrials(query);
+  ASSERT_OK(page);
+  EXPECT_EQ(page->trials, std::vector<TrialRecord>({trials[1], trials[3]}));
+}
+
+TEST_P(StoreContractTest, ImportBestNeverReplacesAMeasuredRowUnlessOverwriting) {
+  ASSERT_OK(store_->PutBest(MakeBest("key-1", "BM=64", 0.2)));
+  BestRecord imported = MakeBest("key-1", "BM=128", 0.1);
+  imported.imported = true;
+  imported.origin = "fleet-a";
+  absl::StatusOr<bool> written = store_->ImportBest(imported, /*overwrite=*/false);
+  ASSERT_OK(written);
+  EXPECT_FALSE(*written);
+  ExpectBest("key-1", MakeBest("key-1", "BM=64", 0.2));
+
+  written = store_->ImportBest(imported, /*overwrite=*/true);
+  ASSERT_OK(written);
+  EXPECT_TRUE(*written);
+  ExpectBest("key-1", imported);
+}
+
+TEST_P(StoreContractTest, ImportBestReplacesAnImportedRowAndAMeasuredOneReplacesIt) {
+  BestRecord first = MakeBest("key-1", "BM=64", 0.1);
+  first.imported = true;
+  first.origin = "fleet-a";
+  BestRecord second = MakeBest("key-1", "BM=32", 0.3);
+  second.imported = true;
+  second.origin = "fleet-b";
+  ASSERT_TRUE(store_->ImportBest(first, /*overwrite=*/false).value_or(false));
+  ASSERT_TRUE(store_->ImportBest(second, /*overwrite=*/false).value_or(false));
+  ExpectBest("key-1", second);
+
+  ASSERT_OK(store_->PutBest(MakeBest("key-1", "BM=128", 0.5)));
+  ExpectBest("key-1", MakeBest("key-1", "BM=128", 0.5));
 }
 
 TEST_P(StoreContractTest, QuarantineSurvivesReopeningUntilLifted) {

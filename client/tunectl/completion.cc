@@ -1,0 +1,62 @@
+#include "client/tunectl/completion.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tunefleet::tunectl {
+namespace {
+
+std::string Words(const CommandWords& command) {
+  std::vector<std::string> words;
+  for (const CommandWords& verb : command.verbs) words.push_back(verb.name);
+  words.insert(words.end(), command.flags.begin(), command.flags.end());
+  return absl::StrJoin(words, " ");
+}
+
+// One `case` arm per verb path ("admin token"), the path joined by spaces.
+void AppendCases(const CommandWords& command, const std::string& path, std::string* out) {
+  for (const CommandWords& verb : command.verbs) {
+    const std::string verb_path = path.empty() ? verb.name : absl::StrCat(path, " ", verb.name);
+    absl::StrAppend(out, "    \"", verb_path, "\") words=\"", Words(verb), "\" ;;\n");
+    AppendCases(verb, verb_path, out);
+  }
+}
+
+}  // namespace
+
+std::string BashCompletion(const CommandWords& root, const std::vector<std::string>& value_flags) {
+  std::string script = absl::StrCat(
+      "# bash completion for ", root.name, " (", root.name, " completion bash)\n",
+      "_", root.name, "() {\n",
+      "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" path=\"\" skip=0 i words\n",
+      "  for ((i = 1; i < COMP_CWORD; i++)); do\n",
+      "    local w=\"${COMP_WORDS[i]}\"\n",
+      "    if ((skip)); then skip=0; continue; fi\n",
+      "    case \"$w\" in\n",
+      "      ", absl::StrJoin(value_flags, "|"), ") skip=1 ;;\n",
+      "      -*) ;;\n",
+      "      *) local next=\"${path:+$path }$w\"\n",
+      "         case \" $(_", root.name, "_words \"$path\") \" in\n",
+      "           *\" $w \"*) path=\"$next\" ;;\n",
+      "         esac ;;\n",
+      "    esac\n",
+      "  done\n",
+      "  words=\"$(_", root.name, "_words \"$path\")\"\n",
+      "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n",
+      "}\n",
+      "_", root.name, "_words() {\n",
+      "  case \"$1\" in\n",
+      "    \"\") words=\"", Words(root), "\" ;;\n");
+  AppendCases(root, "", &script);
+  absl::StrAppend(&script, "    *) words=\"\" ;;\n  esac\n  echo \"$words\"\n}\n",
+                  "complete -o default -F _", root.name, " ", root.name, "\n");
+  return script;
+}
+
+std::string ZshCompletion(const CommandWords& root, const std::vector<std::string>& value_flags) {
+  return absl::StrCat("# zsh completion for ", root.name, " (", root.name,
+                      " completion zsh)\nautoload -U +X bashcompinit && bashcompinit\n",
+                      BashCompletion(root, value_flags));
+}
+
+}  // namespace tunefleet::tunectl
