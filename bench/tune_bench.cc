@@ -22,11 +22,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "bench/local_fleet.h"
+#include "bench/search_dataset.h"
+#include "common/status_macros.h"
 #include "common/config_space.h"
 #include "common/config_text.h"
 #include "common/spec_loader.h"
 #include "server/store/store.h"
 #include "tunefleet/client.h"
+#include "tunefleet/v1/job_record.pb.h"
 #include "tunefleet/v1/types.pb.h"
 
 namespace tunefleet::bench {
@@ -34,7 +37,8 @@ namespace {
 
 struct Flags {
   std::string kernel_dir;
-  std::string shape;
+  std::vector<std::string> shapes;
+  std::string shape;  // the one being tuned
   std::string strategy = "exhaustive";
   std::string config_set;
   int64_t budget = 0;
@@ -46,6 +50,7 @@ struct Flags {
   int compile_threads = 0;
   std::string bin_dir;
   bool print_trials = false;
+  std::string dataset_dir;  // write each shape's first run here (search_dataset.h)
 };
 
 struct Run {
@@ -173,6 +178,42 @@ void PrintTrials(const Run& run) {
   std::printf("\n");
 }
 
+// The first run's search trials as a replay dataset; the device limits come
+// from the job's stored target.
+absl::Status WriteRunDataset(const Run& run, Fleet* fleet, const Flags& flags) {
+  ASSIGN_OR_RETURN(std::unique_ptr<server::Store> store,
+                   server::OpenStore(fleet->database_url()));
+  ASSIGN_OR_RETURN(server::JobRecord record, store->GetJob(run.job.id));
+  v1::StoredJob stored;
+  if (!stored.ParseFromString(record.targets) || stored.targets_size() == 0) {
+    return absl::DataLossError("the job's stored targets do not parse");
+  }
+  SearchDataset dataset;
+  dataset.kernel_dir = flags.kernel_dir;
+  dataset.shape = flags.shape;
+  dataset.device = stored.targets(0).device_model();
+  for (const v1::DeviceLimit& limit : stored.targets(0).limits()) {
+    dataset.limits[limit.name()] = limit.value();
+  }
+  for (const server::TrialRecord& trial : run.records) {
+    if (trial.round != server::TrialRound::kSearch) continue;
+    DatasetRow row;
+    row.config = trial.config;
+    row.status = static_cast<v1::TrialStatus>(trial.status);
+    row.median_seconds = row.status == v1::TRIAL_STATUS_OK ? trial.median_seconds : 0;
+    dataset.rows.push_back(std::move(row));
+  }
+  std::string name = absl::StrCat(flags.dataset_dir, "/",
+                                  std::filesystem::path(flags.kernel_dir).filename().string(), "-",
+                                  flags.shape, ".csv.gz");
+  // Letters, digits, '.', '_' and '-' only: M=16,N=4096 -> M16_N4096.
+  auto tail = name.begin() + static_cast<std::ptrdiff_t>(flags.dataset_dir.size());
+  std::replace(tail, name.end(), ',', '_');
+  name.erase(std::remove(tail, name.end(), '='), name.end());
+  std::printf("dataset: %s (%zu configs)\n", name.c_str(), dataset.rows.size());
+  return WriteDataset(dataset, name);
+}
+
 void PrintSpread(const std::vector<Run>& runs) {
   std::map<std::string, int> winners;
   std::vector<double> best;
@@ -204,6 +245,39 @@ absl::Status WaitForWorkers(Client* client, int count) {
   }
   return absl::DeadlineExceededError(
       absl::StrCat("fewer than ", count, " workers registered within 60 s"));
+}
+
+// Tunes flags.shape `repeat` times and prints the table.
+int TuneShape(const Flags& flags, const KernelBundle& bundle, Client* client, Fleet* fleet,
+              const std::string& stats_dir) {
+  std::printf("kernel %s, shape %s, strategy %s, %d %s worker(s), measure budget %.3g s\n\n",
+              bundle.spec.name().c_str(), flags.shape.c_str(),
+              flags.config_set.empty() ? flags.strategy.c_str() : flags.config_set.c_str(),
+              flags.workers, flags.backend.c_str(), flags.measure_budget);
+  std::printf("| run | state | wall s | ok/trials | cut early | configs/s | compile s | measured s "
+              "| pool idle thread-s | device idle s | best config | best ms | best metric "
+              "| vs default |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::vector<Run> runs;
+  for (int i = 0; i < flags.repeat; ++i) {
+    absl::StatusOr<Run> run = TuneOnce(client, fleet, flags, /*force=*/i > 0, stats_dir);
+    if (!run.ok()) {
+      std::cerr << "tune_bench: run " << i + 1 << ": " << run.status() << "\n";
+      return 1;
+    }
+    PrintRun(i + 1, *run, bundle, flags);
+    if (flags.print_trials) PrintTrials(*run);
+    if (i == 0 && !flags.dataset_dir.empty()) {
+      if (absl::Status written = WriteRunDataset(*run, fleet, flags); !written.ok()) {
+        std::cerr << "tune_bench: " << written << "\n";
+        return 1;
+      }
+    }
+    std::fflush(stdout);
+    runs.push_back(*std::move(run));
+  }
+  PrintSpread(runs);
+  std::printf("\n");
+  return 0;
 }
 
 int Main(const Flags& flags) {
@@ -240,27 +314,11 @@ int Main(const Flags& flags) {
     std::cerr << "tune_bench: " << (started.ok() ? client.status() : started) << "\n";
     return 1;
   }
-  std::printf("kernel %s, shape %s, strategy %s, %d %s worker(s), measure budget %.3g s\n\n",
-              bundle->spec.name().c_str(), flags.shape.c_str(),
-              flags.config_set.empty() ? flags.strategy.c_str() : flags.config_set.c_str(),
-              flags.workers, flags.backend.c_str(), flags.measure_budget);
-  std::printf("| run | state | wall s | ok/trials | cut early | configs/s | compile s | measured s "
-              "| pool idle thread-s | device idle s | best config | best ms | best metric "
-              "| vs default |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  std::vector<Run> runs;
-  for (int i = 0; i < flags.repeat; ++i) {
-    absl::StatusOr<Run> run =
-        TuneOnce(client->get(), &fleet, flags, /*force=*/i > 0, stats_dir);
-    if (!run.ok()) {
-      std::cerr << "tune_bench: run " << i + 1 << ": " << run.status() << "\n";
-      return 1;
-    }
-    PrintRun(i + 1, *run, *bundle, flags);
-    if (flags.print_trials) PrintTrials(*run);
-    std::fflush(stdout);
-    runs.push_back(*std::move(run));
+  for (const std::string& shape : flags.shapes) {
+    Flags one = flags;
+    one.shape = shape;
+    if (int failed = TuneShape(one, *bundle, client->get(), &fleet, stats_dir); failed != 0) return failed;
   }
-  PrintSpread(runs);
   std::filesystem::remove_all(dir);
   return 0;
 }
@@ -273,9 +331,13 @@ int main(int argc, char** argv) {
   tunefleet::bench::Flags flags;
   flags.bin_dir = tunefleet::bench::DefaultBinDir(argv[0]);
   app.add_option("--kernel", flags.kernel_dir, "kernel directory")->required();
-  app.add_option("--shape", flags.shape, "problem shape, M=..,N=..")->required();
-  app.add_option("--strategy", flags.strategy, "exhaustive or random")->capture_default_str();
-  app.add_option("--budget", flags.budget, "random: configs to try");
+  app.add_option("--shape", flags.shapes,
+                 "problem shape, M=..,N=.. (repeat the flag to tune several in turn, on the "
+                 "same fleet and caches)")
+      ->required();
+  app.add_option("--strategy", flags.strategy, "exhaustive, random, model or evolutionary")
+      ->capture_default_str();
+  app.add_option("--budget", flags.budget, "random, model, evolutionary: configs to try");
   app.add_option("--config-set", flags.config_set, "tune only this named set");
   app.add_option("--workers", flags.workers, "worker processes")->capture_default_str();
   app.add_option("--repeat", flags.repeat, "tune the space this many times")->capture_default_str();
@@ -288,6 +350,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--bin-dir", flags.bin_dir, "where the tunefleet binaries are");
   app.add_flag("--trials", flags.print_trials, "print every trial of every run");
+  app.add_option("--dataset-dir", flags.dataset_dir,
+                 "write each shape's first run as a search dataset "
+                 "(DIR/KERNEL-SHAPE.csv.gz) for search_bench");
   CLI11_PARSE(app, argc, argv);
   return tunefleet::bench::Main(flags);
 }

@@ -187,6 +187,9 @@ absl::Status ConfigSpace::Compile(const DeviceLimits& limits) {
     ASSIGN_OR_RETURN(metrics_.emplace_back(),
                      CompileExpr(metric.expr(), absl::StrCat("metric ", metric.name())));
   }
+  if (!spec_.priority().empty()) {
+    ASSIGN_OR_RETURN(priority_, CompileExpr(spec_.priority(), "priority"));
+  }
   PlanWalk();
   return absl::OkStatus();
 }
@@ -424,6 +427,10 @@ absl::StatusOr<double> ConfigSpace::Metric(int index, double seconds) {
   }
   symbols_[seconds_slot_] = seconds;
   return metrics_[index]->Eval();
+}
+
+double ConfigSpace::Priority() {
+  return priority_ ? priority_->ValueOrNan() : std::numeric_limits<double>::quiet_NaN();
 }
 
 absl::StatusOr<double> ConfigSpace::Evaluate(const std::string& expr) {

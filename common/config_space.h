@@ -75,6 +75,14 @@ class ConfigSpace {
   absl::StatusOr<double> Evaluate(const std::string& expr);
 
   const v1::KernelSpec& spec() const { return spec_; }
+  // After Bind: derived value `index` (spec order), NaN where it could not be
+  // evaluated. For features of a cost model.
+  int derived_count() const { return static_cast<int>(spec_.derived_size()); }
+  double DerivedValue(int index) const { return symbols_[derived_base_ + index]; }
+  // After Bind: the spec's priority expression (higher ranks first); NaN when
+  // the spec has none or it cannot be evaluated.
+  bool has_priority() const { return priority_ != nullptr; }
+  double Priority();
 
  private:
   friend class ConfigEnumerator;
@@ -115,6 +123,7 @@ class ConfigSpace {
   std::vector<std::vector<std::unique_ptr<CompiledExpr>>> tensor_shapes_;
   std::vector<std::unique_ptr<CompiledExpr>> scalars_;
   std::vector<std::unique_ptr<CompiledExpr>> metrics_;
+  std::unique_ptr<CompiledExpr> priority_;
   std::vector<Level> levels_;  // params + 1 of them
   // Params from this one on appear in no constraint: every config sharing a
   // valid prefix of the first `walk_depth_` params is valid.

@@ -58,6 +58,22 @@ absl::StatusOr<std::vector<uint64_t>> ConfigSetOrdinals(const v1::JobSpec& spec,
 }
 
 // The options of the job's strategy over `space`.
+// The ordinals in `space` of the short-form `configs` that parse and name
+// listed values; the rest are dropped (a warm start is advice).
+std::vector<uint64_t> OrdinalsOf(const v1::KernelSpec& kernel, const ConfigSpace& space,
+                                 const google::protobuf::RepeatedPtrField<std::string>& configs) {
+  std::vector<uint64_t> ordinals;
+  for (const std::string& text : configs) {
+    absl::StatusOr<v1::Config> parsed = ParseConfig(text);
+    if (!parsed.ok()) continue;
+    absl::StatusOr<v1::Config> config = NormalizeConfig(kernel, *parsed);
+    if (!config.ok()) continue;
+    absl::StatusOr<uint64_t> ordinal = space.OrdinalOf(*config);
+    if (ordinal.ok()) ordinals.push_back(*ordinal);
+  }
+  return ordinals;
+}
+
 absl::StatusOr<StrategyOptions> StrategyFor(const v1::JobSpec& spec, ConfigSpace* space,
                                             int64_t max_trials) {
   StrategyOptions options;
@@ -120,12 +136,14 @@ absl::StatusOr<std::unique_ptr<ConfigSpace>> SpaceOf(const AdmissionLimits& limi
   return space;
 }
 
-absl::StatusOr<Search> MakeSearch(const AdmissionLimits& limits, const v1::JobSpec& spec,
-                                  const DeviceLimits& limits_of_device) {
+absl::StatusOr<Search> MakeSearch(
+    const AdmissionLimits& limits, const v1::JobSpec& spec, const DeviceLimits& limits_of_device,
+    const google::protobuf::RepeatedPtrField<std::string>& warm_start = {}) {
   Search search;
   ASSIGN_OR_RETURN(search.space, SpaceOf(limits, spec, limits_of_device));
   ASSIGN_OR_RETURN(StrategyOptions options,
                    StrategyFor(spec, search.space.get(), limits.max_trials));
+  options.warm_start = OrdinalsOf(spec.kernel(), *search.space, warm_start);
   search.default_ordinal = options.default_ordinal;
   ASSIGN_OR_RETURN(search.strategy, MakeStrategy(search.space.get(), options));
   return search;
@@ -173,7 +191,8 @@ absl::Status ValidateSpec(const AdmissionLimits& limits, bool walk_space,
 
 absl::StatusOr<TargetPlan> PlanTarget(const AdmissionLimits& limits,
                                       const v1::JobSpec& spec,
-                                      const WorkerDevice& device, Store* cache) {
+                                      const WorkerDevice& device, Store* cache,
+                                      const std::vector<std::string>& warm_start) {
   TargetPlan plan;
   plan.info.set_device_model(device.device.model());
   plan.info.set_toolkit(device.toolkit);
@@ -193,7 +212,9 @@ absl::StatusOr<TargetPlan> PlanTarget(const AdmissionLimits& limits,
     }
     if (best.status().code() != absl::StatusCode::kNotFound) return best.status();
   }
-  absl::StatusOr<Search> search = MakeSearch(limits, spec, LimitsFromDevice(device.device));
+  for (const std::string& config : warm_start) plan.info.add_warm_start(config);
+  absl::StatusOr<Search> search =
+      MakeSearch(limits, spec, LimitsFromDevice(device.device), plan.info.warm_start());
   if (!search.ok()) {
     return Prefixed(absl::StrCat("on ", device.device.model(), ": "), search.status());
   }
@@ -204,7 +225,8 @@ absl::StatusOr<TargetPlan> PlanTarget(const AdmissionLimits& limits,
 absl::StatusOr<std::unique_ptr<TargetTrials>> ResumeTarget(
     const AdmissionLimits& limits, const v1::JobSpec& spec,
     const v1::StoredTarget& target) {
-  ASSIGN_OR_RETURN(Search search, MakeSearch(limits, spec, LimitsOf(target)));
+  ASSIGN_OR_RETURN(Search search,
+                   MakeSearch(limits, spec, LimitsOf(target), target.warm_start()));
   return TrialsOf(limits, std::move(search));
 }
 

@@ -26,6 +26,8 @@ struct AdmissionLimits {
   int64_t max_tensor_bytes = int64_t{16} << 30;
   int max_lease_attempts = 3;
   int finalists = 5;
+  // Best configs of the nearest tuned shapes measured first (0: none).
+  size_t warm_start = 8;
 };
 
 // Checks `spec` and normalizes it in place: source digests (set, or checked
@@ -48,9 +50,14 @@ struct TargetPlan {
 // without force_retune, a tuned key is answered from the store. Walks the
 // config space once. Errors name the model; the store's errors pass through.
 // REQUIRES: `spec` passed ValidateSpec.
+// `warm_start`: short-form configs to measure right after the default (the
+// best configs of the nearest tuned shapes, BestConfigIndex::Neighbours);
+// those that do not parse or are invalid here are dropped. They are kept in
+// the plan's info, so that a resumed target proposes the same.
 absl::StatusOr<TargetPlan> PlanTarget(const AdmissionLimits& limits,
                                       const v1::JobSpec& spec,
-                                      const WorkerDevice& device, Store* cache);
+                                      const WorkerDevice& device, Store* cache,
+                                      const std::vector<std::string>& warm_start = {});
 
 // The trials of a target that was planned before a restart.
 // REQUIRES: `spec` passed ValidateSpec; `target` is not cached.

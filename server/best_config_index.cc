@@ -1,5 +1,8 @@
 #include "server/best_config_index.h"
 
+#include <algorithm>
+#include <tuple>
+
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "common/config_text.h"
@@ -137,6 +140,40 @@ absl::StatusOr<BestConfigAnswer> BestConfigIndex::Resolve(const std::string& ker
   answer.device_model = device_model;
   answer.toolkit = toolkit;
   return answer;
+}
+
+std::vector<BestConfigAnswer> BestConfigIndex::Neighbours(const std::string& kernel_name,
+                                                          const v1::Shape& shape,
+                                                          const std::string& device_model,
+                                                          const std::string& toolkit,
+                                                          size_t k) const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<BestConfigAnswer> out;
+  auto it = kernels_.find(kernel_name);
+  if (it == kernels_.end() || !it->second.code.has_value() || k == 0) return out;
+  const Kernel& kernel = it->second;
+  absl::StatusOr<v1::Shape> normalized = NormalizeShape(kernel.code->spec, shape);
+  if (!normalized.ok()) return out;
+  absl::InlinedVector<int64_t, 4> values;
+  for (const v1::DimValue& dim : normalized->dims()) values.push_back(dim.value());
+  const ShapeQuery query(values);
+  // Rank 0: the same model and toolkit; 1: the same model; 2: other models.
+  std::vector<std::tuple<int, ShapeMatch>> ranked;
+  for (const auto& [target, group] : kernel.groups) {
+    const int rank = target.first != device_model ? 2 : target.second != toolkit ? 1 : 0;
+    for (const ShapeMatch& match : group.NearestK(query, k)) ranked.emplace_back(rank, match);
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) < std::get<0>(b);
+    return Precedes(std::get<1>(a), std::get<1>(b));
+  });
+  absl::flat_hash_set<std::string> configs;
+  for (const auto& [rank, match] : ranked) {
+    if (out.size() >= k) break;
+    absl::StatusOr<BestConfigAnswer> answer = AnswerOf(match);
+    if (answer.ok() && configs.insert(answer->config_text).second) out.push_back(*answer);
+  }
+  return out;
 }
 
 std::optional<std::vector<int64_t>> BestConfigIndex::ServedPoint(const KernelCode& code,

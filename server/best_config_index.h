@@ -79,6 +79,16 @@ class BestConfigIndex {
                                            const std::string& device_model,
                                            const std::string& toolkit) const;
 
+  // Warm-start material for tuning `shape`: the best configs of up to `k`
+  // served rows of the kernel, distinct configs, nearest first; rows of the
+  // same device model and toolkit come before rows of the same model with
+  // another toolkit, which come before other models. Empty when the kernel
+  // is unknown or the shape does not normalize.
+  std::vector<BestConfigAnswer> Neighbours(const std::string& kernel_name,
+                                           const v1::Shape& shape,
+                                           const std::string& device_model,
+                                           const std::string& toolkit, size_t k) const;
+
  private:
   // What the newest spec of a kernel decides.
   struct KernelCode {

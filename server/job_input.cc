@@ -1,5 +1,7 @@
 #include "server/job_input.h"
 
+#include "server/search_strategy.h"
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -132,9 +134,10 @@ absl::Status CheckTolerance(const v1::Tolerance& tolerance) {
 
 absl::Status CheckStrategy(const v1::JobSpec& spec, int64_t max_trials) {
   const std::string& name = spec.strategy();
-  if (!name.empty() && name != "exhaustive" && name != "random") {
-    return Invalid("strategy", absl::StrCat("unknown strategy \"", name,
-                                            "\" (exhaustive or random)"));
+  if (!name.empty() && name != "exhaustive" && name != "random" && name != "model" &&
+      name != "evolutionary") {
+    return Invalid("strategy",
+                   absl::StrCat("unknown strategy \"", name, "\" (", kStrategyNames, ")"));
   }
   if (spec.budget() < 0) {
     return Invalid("budget", absl::StrCat(spec.budget(), " is negative"));

@@ -93,6 +93,7 @@ AdmissionLimits JobManager::LimitsOf(const JobManagerOptions& options) {
   limits.max_tensor_bytes = options.max_tensor_bytes;
   limits.max_lease_attempts = options.max_lease_attempts;
   limits.finalists = options.finalists;
+  limits.warm_start = static_cast<size_t>(std::max(0, options.warm_start));
   return limits;
 }
 
@@ -112,7 +113,8 @@ std::vector<JobManager::Target> JobManager::PlanTargets(
     absl::Status* first_error) {
   std::vector<Target> targets;
   for (const WorkerDevice& device : devices) {
-    absl::StatusOr<TargetPlan> plan = PlanTarget(limits_, spec, device, store_);
+    absl::StatusOr<TargetPlan> plan =
+        PlanTarget(limits_, spec, device, store_, WarmStartFor(spec, device));
     if (!plan.ok()) {
       // A model without a valid config is left unbound; others may run it.
       if (first_error->ok()) *first_error = plan.status();
@@ -123,6 +125,18 @@ std::vector<JobManager::Target> JobManager::PlanTargets(
     target.trials = std::move(plan->trials);
   }
   return targets;
+}
+
+std::vector<std::string> JobManager::WarmStartFor(const v1::JobSpec& spec,
+                                                  const WorkerDevice& device) const {
+  std::vector<std::string> configs;
+  if (index_ == nullptr || !spec.config_set().empty()) return configs;
+  for (const BestConfigAnswer& neighbour :
+       index_->Neighbours(spec.kernel().name(), spec.shape(), device.device.model(),
+                          device.toolkit, limits_.warm_start)) {
+    configs.push_back(neighbour.config_text);
+  }
+  return configs;
 }
 
 int JobManager::ActiveJobsOf(const std::string& owner) {

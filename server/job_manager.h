@@ -67,6 +67,9 @@ struct JobManagerOptions {
   // Configs re-measured in the finalists round of each target; 0 or 1
   // turns the round off. Default 5.
   int finalists = 5;
+  // Best configs of the nearest tuned shapes (same kernel; the same device
+  // model and toolkit first) a new target measures right after the default.
+  int warm_start = 8;
   // Largest total size of a job's source files. Default 4 MiB.
   int64_t max_source_bytes = 4 << 20;
   // Largest total size of a job's tensors under its default config (what a
@@ -226,6 +229,9 @@ class JobManager {
   // A target of `job` is bound to (model, toolkit).
   static bool HasTarget(const Job& job, const std::string& model, const std::string& toolkit);
   std::vector<WorkerDevice> LiveModelsFor(const v1::JobSpec& spec);
+  // The configs a new target of `spec` on `device` measures first.
+  std::vector<std::string> WarmStartFor(const v1::JobSpec& spec,
+                                        const WorkerDevice& device) const;
   std::vector<Target> PlanTargets(const v1::JobSpec& spec,
                                   const std::vector<WorkerDevice>& devices,
                                   absl::Status* first_error);

@@ -38,6 +38,7 @@ struct Flags {
   int64_t max_trials = 100'000;
   int64_t max_tensor_bytes = int64_t{16} << 30;
   int finalists = 5;
+  int warm_start = 8;
   int report_threads = 64;
   std::string tls_cert;
   std::string tls_key;
@@ -169,6 +170,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--finalists", flags.finalists,
                  "configs re-measured, interleaved, before the winner is chosen (0: off)")
       ->capture_default_str();
+  app.add_option("--warm-start", flags.warm_start,
+                 "best configs of the nearest tuned shapes a new target measures first (0: off)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--report-threads", flags.report_threads,
                  "threads that record reported results (reports that arrive together share "
                  "one store transaction)")
@@ -220,6 +225,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.jobs.max_trials = flags.max_trials;
   options.jobs.max_tensor_bytes = flags.max_tensor_bytes;
   options.jobs.finalists = flags.finalists;
+  options.jobs.warm_start = flags.warm_start;
   options.jobs.max_leases_per_device = flags.max_leases_per_device;
   options.jobs.verify = VerifyOptionsFromFlags(flags);
   options.report_threads = flags.report_threads;

@@ -5,9 +5,15 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "server/adaptive_strategy.h"
+#include "server/valid_configs.h"
 
 namespace tunefleet::server {
 namespace {
+
+// The learning strategies hold at most this many valid configs as runs; past
+// it they draw configs by rejection from the full space.
+constexpr int64_t kMaxValidHeld = int64_t{1} << 22;
 
 // Proposes a fixed list of configs in order.
 class ListStrategy : public SearchStrategy {
@@ -32,56 +38,29 @@ class ListStrategy : public SearchStrategy {
   size_t next_ = 0;
 };
 
-// Consecutive valid ordinals [first, first + count).
-struct OrdinalRun {
-  uint64_t first = 0;
-  uint64_t count = 0;
-};
-
-// The valid configs of a space as runs, in ordinal order, from one walk that
-// stops once more than `stop_after` are found.
-struct ValidConfigs {
-  std::vector<OrdinalRun> runs;
-  uint64_t count = 0;
-};
-
-ValidConfigs CollectValid(ConfigSpace* space, int64_t stop_after) {
-  ValidConfigs valid;
-  ConfigEnumerator enumerator(space);
-  OrdinalRun run;
-  while (valid.count <= static_cast<uint64_t>(stop_after) &&
-         enumerator.NextRun(&run.first, &run.count)) {
-    valid.count += run.count;
-    OrdinalRun* last = valid.runs.empty() ? nullptr : &valid.runs.back();
-    if (last != nullptr && last->first + last->count == run.first) {
-      last->count += run.count;
-    } else {
-      valid.runs.push_back(run);
-    }
-  }
-  return valid;
-}
-
-// Every valid config, the default first, then in ordinal order. Holds the
-// valid configs as runs of consecutive ordinals, found when it was built.
+// Every valid config: the leading configs (default, warm start) first, then
+// the rest in ordinal order. Holds the valid configs as runs of consecutive
+// ordinals, found when it was built.
 class ExhaustiveStrategy : public SearchStrategy {
  public:
   ExhaustiveStrategy(std::vector<OrdinalRun> runs, int64_t valid_count,
-                     std::optional<uint64_t> first)
-      : runs_(std::move(runs)), total_(valid_count), first_(first), skip_(first) {}
+                     std::vector<uint64_t> leading)
+      : runs_(std::move(runs)),
+        total_(valid_count),
+        leading_(std::move(leading)),
+        skip_(leading_.begin(), leading_.end()) {}
   std::vector<uint64_t> Propose(int max) override {
     std::vector<uint64_t> out;
-    if (first_.has_value() && max > 0) {
-      out.push_back(*first_);
+    while (static_cast<int>(out.size()) < max && next_leading_ < leading_.size()) {
+      out.push_back(leading_[next_leading_++]);
       ++proposed_;
     }
     uint64_t ordinal = 0;
     while (static_cast<int>(out.size()) < max && NextOrdinal(&ordinal)) {
-      if (skip_.has_value() && ordinal == *skip_) continue;
+      if (skip_.contains(ordinal)) continue;
       out.push_back(ordinal);
       ++proposed_;
     }
-    if (max > 0) first_.reset();
     return out;
   }
   void Observe(uint64_t, const v1::TrialResult&) override {}
@@ -104,24 +83,25 @@ class ExhaustiveStrategy : public SearchStrategy {
   uint64_t offset_ = 0;
   int64_t total_;
   int64_t proposed_ = 0;
-  std::optional<uint64_t> first_;  // still to propose
-  std::optional<uint64_t> skip_;   // proposed first; skipped in the walk
+  std::vector<uint64_t> leading_;             // proposed first, in order
+  size_t next_leading_ = 0;
+  absl::flat_hash_set<uint64_t> skip_;        // the leading ones: skipped in the walk
 };
 
 // A uniform sample of `budget` valid configs (reservoir sampling in one lazy
-// pass), the default first.
-std::vector<uint64_t> SampleValid(ConfigSpace* space, int64_t budget,
-                                  uint64_t seed,
-                                  std::optional<uint64_t> first) {
+// pass) after the leading configs, which the sample leaves out.
+std::vector<uint64_t> SampleValid(ConfigSpace* space, int64_t budget, uint64_t seed,
+                                  const std::vector<uint64_t>& leading) {
   std::mt19937_64 rng(seed);
   std::vector<uint64_t> reservoir;
   ConfigEnumerator enumerator(space);
   OrdinalRun run;
   int64_t seen = 0;
-  const int64_t slots = budget - (first.has_value() ? 1 : 0);
+  const absl::flat_hash_set<uint64_t> left_out(leading.begin(), leading.end());
+  const int64_t slots = budget - static_cast<int64_t>(leading.size());
   while (enumerator.NextRun(&run.first, &run.count)) {
     for (uint64_t ordinal = run.first; ordinal != run.first + run.count; ++ordinal) {
-      if (first.has_value() && ordinal == *first) continue;
+      if (left_out.contains(ordinal)) continue;
       ++seen;
       if (static_cast<int64_t>(reservoir.size()) < slots) {
         reservoir.push_back(ordinal);
@@ -133,15 +113,24 @@ std::vector<uint64_t> SampleValid(ConfigSpace* space, int64_t budget,
     }
   }
   std::shuffle(reservoir.begin(), reservoir.end(), rng);
-  if (first.has_value()) reservoir.insert(reservoir.begin(), *first);
-  return reservoir;
+  std::vector<uint64_t> out(leading.begin(),
+                            leading.begin() + std::min<int64_t>(budget, leading.size()));
+  out.insert(out.end(), reservoir.begin(), reservoir.end());
+  return out;
 }
 
-std::optional<uint64_t> ValidDefault(ConfigSpace* space,
-                                     std::optional<uint64_t> ordinal) {
-  if (!ordinal.has_value()) return std::nullopt;
-  space->Bind(*ordinal);
-  return space->Valid() ? ordinal : std::nullopt;
+// The default (when valid), then the valid warm-start configs, distinct.
+std::vector<uint64_t> Leading(ConfigSpace* space, const StrategyOptions& options) {
+  std::vector<uint64_t> leading;
+  auto add = [&](uint64_t ordinal) {
+    if (ordinal >= space->full_size()) return;
+    if (std::find(leading.begin(), leading.end(), ordinal) != leading.end()) return;
+    space->Bind(ordinal);
+    if (space->Valid()) leading.push_back(ordinal);
+  };
+  if (options.default_ordinal.has_value()) add(*options.default_ordinal);
+  for (uint64_t ordinal : options.warm_start) add(ordinal);
+  return leading;
 }
 
 }  // namespace
@@ -156,21 +145,21 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
     }
     return std::make_unique<ListStrategy>(options.only);
   }
-  std::optional<uint64_t> first = ValidDefault(space, options.default_ordinal);
+  const std::vector<uint64_t> leading = Leading(space, options);
   if (options.name == "exhaustive" || options.name.empty()) {
-    ValidConfigs valid = CollectValid(space, options.max_trials);
-    if (valid.count == 0) {
+    ValidConfigs valid = ValidConfigs::Collect(space, options.max_trials);
+    if (valid.count() == 0) {
       return absl::InvalidArgumentError(
           "the config space is empty: no config satisfies every constraint");
     }
-    if (valid.count > static_cast<uint64_t>(options.max_trials)) {
+    if (valid.truncated()) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "the space has more than ", options.max_trials,
           " valid configs, over the exhaustive cap; use --strategy random "
           "with a --budget"));
     }
-    return std::make_unique<ExhaustiveStrategy>(
-        std::move(valid.runs), static_cast<int64_t>(valid.count), first);
+    return std::make_unique<ExhaustiveStrategy>(valid.runs(), static_cast<int64_t>(valid.count()),
+                                                leading);
   }
   if (options.name == "random") {
     if (options.budget <= 0) {
@@ -181,16 +170,35 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
           "a budget of ", options.budget, " is over the cap of ", options.max_trials,
           " configs per job"));
     }
-    std::vector<uint64_t> sample =
-        SampleValid(space, options.budget, options.seed, first);
+    std::vector<uint64_t> sample = SampleValid(space, options.budget, options.seed, leading);
     if (sample.empty()) {
       return absl::InvalidArgumentError(
           "the config space is empty: no config satisfies every constraint");
     }
     return std::make_unique<ListStrategy>(std::move(sample));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown strategy \"", options.name, "\" (exhaustive or random)"));
+  if (options.name == "model" || options.name == "evolutionary") {
+    if (options.budget <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the ", options.name, " strategy needs a budget > 0"));
+    }
+    if (options.budget > options.max_trials) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "a budget of ", options.budget, " is over the cap of ", options.max_trials,
+          " configs per job"));
+    }
+    ValidConfigs valid = ValidConfigs::Collect(space, kMaxValidHeld);
+    if (valid.count() == 0) {
+      return absl::InvalidArgumentError(
+          "the config space is empty: no config satisfies every constraint");
+    }
+    return options.name == "model"
+               ? MakeModelStrategy(space, std::move(valid), options.budget, options.seed, leading)
+               : MakeEvolutionaryStrategy(space, std::move(valid), options.budget,
+                                          options.seed, leading);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown strategy \"", options.name,
+                                                 "\" (", kStrategyNames, ")"));
 }
 
 }  // namespace tunefleet::server

@@ -30,22 +30,32 @@ class SearchStrategy {
   virtual int64_t planned_total() const = 0;
 };
 
+// The strategy names MakeStrategy knows, for messages.
+inline constexpr char kStrategyNames[] = "exhaustive, random, model or evolutionary";
+
 struct StrategyOptions {
-  std::string name = "exhaustive";  // "exhaustive" or "random"
-  int64_t budget = 64;              // random: configs to try
+  std::string name = "exhaustive";  // see kStrategyNames
+  int64_t budget = 64;              // random, model, evolutionary: configs to try
   uint64_t seed = 0;
   // Exhaustive: refuse spaces with more valid configs (ResourceExhausted).
   int64_t max_trials = 100000;
   // Measured first when valid, so every job knows the default's time.
   std::optional<uint64_t> default_ordinal;
+  // Warm start: measured right after the default, in this order, those that
+  // are valid and distinct (the best configs of the nearest tuned shapes);
+  // they count against the budget. Ignored with `only`.
+  std::vector<uint64_t> warm_start;
   // When set, exactly these configs (a named config set), in order.
   std::vector<uint64_t> only;
 };
 
 // Builds a strategy over `space` in at most one walk of its valid configs
-// (none for a config set); the strategy does not keep `space`. Exhaustive
-// holds the valid configs as runs of consecutive ordinals (at most
-// max_trials runs); random holds its sample. InvalidArgument for an
+// (none for a config set). Exhaustive holds the valid configs as runs of
+// consecutive ordinals (at most max_trials runs); random holds its sample;
+// neither keeps `space`. Model and evolutionary (adaptive_strategy.h) learn
+// from results, keep `space` (which must outlive them: the TargetTrials owns
+// both) and propose `budget` distinct configs. Every strategy is
+// deterministic for a seed and the same results. InvalidArgument for an
 // unknown name or an empty space, ResourceExhausted over `max_trials`.
 absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
     ConfigSpace* space, const StrategyOptions& options);

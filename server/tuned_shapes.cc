@@ -145,6 +145,19 @@ std::optional<ShapeMatch> TunedShapes::Nearest(const ShapeQuery& query) const {
   return nearest;
 }
 
+std::vector<ShapeMatch> TunedShapes::NearestK(const ShapeQuery& query, size_t k) const {
+  std::vector<ShapeMatch> matches;
+  matches.reserve(keys_.size());
+  for (size_t row = 0; row < keys_.size(); ++row) {
+    matches.push_back(ShapeMatch{&keys_[row], Distance(row, query)});
+  }
+  const size_t keep = std::min(k, matches.size());
+  std::partial_sort(matches.begin(), matches.begin() + static_cast<std::ptrdiff_t>(keep),
+                    matches.end(), Precedes);
+  matches.resize(keep);
+  return matches;
+}
+
 double TunedShapes::ApproximateDistance(size_t row, const ShapeQuery& query) const {
   const double* logs = logs_.data() + row * dims_;
   double distance = 0;

@@ -66,6 +66,9 @@ class TunedShapes {
   // once that dim alone is farther than the nearest row found: the distance
   // is at least the first dim's term. REQUIRES: query.point.size() == dims.
   std::optional<ShapeMatch> Nearest(const ShapeQuery& query) const;
+  // The `k` rows nearest to `query`, nearest first (Precedes), the exact
+  // row included. Visits every row: for planning, not for lookups.
+  std::vector<ShapeMatch> NearestK(const ShapeQuery& query, size_t k) const;
 
   size_t size() const { return keys_.size(); }
 

@@ -125,9 +125,12 @@ CLI::App* DefineSubmit(CLI::App& app, Flags& flags) {
   cmd->add_option("--shape", r.shape,
                   "Problem shape, e.g. M=1024,N=1024,K=1024")
       ->required();
-  cmd->add_option("--strategy", r.strategy, "exhaustive (default) or random")
-      ->check(CLI::IsMember({"exhaustive", "random"}));
-  cmd->add_option("--budget", r.budget, "Random: configs to try (default 64)")
+  cmd->add_option("--strategy", r.strategy,
+                  "exhaustive (default), random, model (a learned cost model) or "
+                  "evolutionary (a genetic algorithm)")
+      ->check(CLI::IsMember({"exhaustive", "random", "model", "evolutionary"}));
+  cmd->add_option("--budget", r.budget,
+                  "random, model, evolutionary: configs to try (default 64)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--config-set", r.config_set,
                   "Tune only this named config set");

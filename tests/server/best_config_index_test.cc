@@ -309,5 +309,36 @@ TEST(TunedShapesTest, RemovingARowKeepsTheOthersFindable) {
   EXPECT_EQ(*shapes.Nearest(ShapeQuery(near_four))->tuning_key, "k4");
 }
 
+TEST_F(BestConfigIndexTest, NeighboursAreNearestFirstSameTargetBeforeOthersDistinctConfigs) {
+  PutKernel(current_);
+  const std::string& model = kModels[0];
+  const std::string& toolkit = kToolkits[0];
+  auto put = [&](const std::string& shape, const std::string& m, const std::string& t,
+                 const std::string& config) {
+    BestRecord row = Row(shape, current_, m, t);
+    row.config = config;
+    Put(row);
+  };
+  const std::string a = "BLOCK_M=16,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  const std::string b = "BLOCK_M=32,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  const std::string c = "BLOCK_M=64,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  const std::string d = "BLOCK_M=128,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  put("M=512,N=256,K=256", model, toolkit, a);      // distance log 2
+  put("M=1024,N=256,K=256", model, toolkit, b);     // log 4
+  put("M=256,N=256,K=200", model, toolkit, a);      // near, but config a again
+  put("M=256,N=256,K=256", model, kToolkits[1], c);  // exact, another toolkit
+  put("M=256,N=256,K=256", kModels[1], toolkit, d);  // exact, another model
+  std::vector<std::string> configs;
+  for (const BestConfigAnswer& answer :
+       index_.Neighbours("matmul", *ParseShape("M=256,N=256,K=256"), model, toolkit, 8)) {
+    configs.push_back(answer.config_text);
+  }
+  EXPECT_EQ(configs, (std::vector<std::string>{a, b, c, d}));
+  EXPECT_EQ(index_.Neighbours("matmul", *ParseShape("M=256,N=256,K=256"), model, toolkit, 1)
+                .size(),
+            1u);
+  EXPECT_TRUE(index_.Neighbours("nope", *ParseShape("M=1"), model, toolkit, 8).empty());
+}
+
 }  // namespace
 }  // namespace tunefleet::server

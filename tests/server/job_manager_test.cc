@@ -715,6 +715,48 @@ TEST_F(JobManagerTest, BestConfigIsExactThenNearestThenDefault) {
               StatusIs(absl::StatusCode::kNotFound));
 }
 
+TEST_F(JobManagerTest, ANewShapeMeasuresTheNearestShapesBestRightAfterTheDefault) {
+  std::string worker = AddWorker();
+  const std::string default_text =
+      ConfigToString(*NormalizeConfig(bundle_.spec, *ParseConfig(bundle_.spec.default_config())));
+  ASSERT_OK(jobs_->Submit(Spec("M=256,N=256,K=256")));
+  // The default is the slowest, so the best is another config.
+  while (std::optional<v1::Lease> lease = Lease(worker)) {
+    ReportAll(worker, *lease, false, [&](int64_t index) {
+      for (const v1::Trial& trial : lease->trials()) {
+        if (trial.index() == index && ConfigToString(trial.config()) == default_text) return 1.0;
+      }
+      return 1e-3 * (1 + index % 7);
+    });
+  }
+  absl::StatusOr<BestConfigAnswer> tuned =
+      index_->Resolve("matmul", *ParseShape("M=256,N=256,K=256"), "", "");
+  ASSERT_OK(tuned);
+  ASSERT_NE(tuned->config_text, default_text);
+
+  v1::JobSpec next = Spec("M=512,N=256,K=256");
+  next.clear_config_set();
+  next.set_strategy("model");
+  next.set_budget(6);
+  absl::StatusOr<v1::Job> job = jobs_->Submit(next);
+  ASSERT_OK(job);
+  std::optional<v1::Lease> lease = Lease(worker);
+  ASSERT_TRUE(lease.has_value());
+  ASSERT_GE(lease->trials_size(), 2);
+  EXPECT_EQ(ConfigToString(lease->trials(0).config()), default_text);
+  EXPECT_EQ(ConfigToString(lease->trials(1).config()), tuned->config_text);
+
+  // A restarted coordinator resumes the target with the same warm start.
+  Restart();
+  ASSERT_OK(jobs_->Recover());
+  worker = AddWorker();
+  std::optional<v1::Lease> again = Lease(worker);
+  ASSERT_TRUE(again.has_value());
+  ASSERT_GE(again->trials_size(), 2);
+  EXPECT_EQ(ConfigToString(again->trials(0).config()), default_text);
+  EXPECT_EQ(ConfigToString(again->trials(1).config()), tuned->config_text);
+}
+
 }  // namespace
 }  // namespace tunefleet::server
 

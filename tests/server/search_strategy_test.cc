@@ -94,6 +94,36 @@ TEST_F(SearchStrategyTest, RefusesEmptyOversizedAndUnknown) {
               StatusIsWith(absl::StatusCode::kInvalidArgument, "empty"));
 }
 
+// The warm start comes right after the default, valid and distinct ones only,
+// for every strategy, and counts against the budget.
+TEST_F(SearchStrategyTest, WarmStartFollowsTheDefaultForEveryStrategy) {
+  const uint64_t def = *space_->OrdinalOf(
+      *NormalizeConfig(spec_, *ParseConfig(spec_.default_config())));
+  std::vector<uint64_t> others;
+  for (uint64_t ordinal : valid_) {
+    if (ordinal != def && others.size() < 2) others.push_back(ordinal);
+  }
+  uint64_t invalid = 0;
+  while (valid_.contains(invalid)) ++invalid;
+  for (const char* name : {"exhaustive", "random", "model", "evolutionary"}) {
+    SCOPED_TRACE(name);
+    StrategyOptions options;
+    options.name = name;
+    options.budget = 10;
+    options.default_ordinal = def;
+    options.warm_start = {others[1], invalid, def, others[0], others[1]};
+    auto strategy = MakeStrategy(space_.get(), options);
+    ASSERT_OK(strategy);
+    std::vector<uint64_t> all = Drain(strategy->get(), 2);
+    ASSERT_GE(all.size(), 3u);
+    EXPECT_EQ(all[0], def);
+    EXPECT_EQ(all[1], others[1]);
+    EXPECT_EQ(all[2], others[0]);
+    EXPECT_EQ(std::set<uint64_t>(all.begin(), all.end()).size(), all.size());
+    if (std::string(name) != "exhaustive") EXPECT_EQ(all.size(), 10u);
+  }
+}
+
 // Every valid ordinal of `space`, binding each ordinal in turn.
 std::vector<uint64_t> BruteForce(ConfigSpace* space) {
   std::vector<uint64_t> valid;

@@ -1,0 +1,370 @@
+// search_bench: replays search strategies against datasets of exhaustive runs
+// (bench/search_dataset.h, bench/data/) instead of measuring, so strategies
+// are compared offline, without a device, over many seeds. Per dataset and
+// strategy it prints the evaluations needed to come within 3 % and 1 % of the
+// exhaustive optimum (median and p90 over seeds) and the best found after 5,
+// 10 and 20 % of the space (median over seeds, as a ratio to the optimum).
+// Then the warm start: each shape held out, the best configs of the others
+// (nearest shapes first) measured first. Last, the time to propose a batch
+// of 64 from a 10^6-config space.
+//
+//   search_bench [--seeds 20] [--strategies random,evolutionary,model] [DATASET...]
+//   (no DATASET: every bench/data/*.csv.gz)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "bench/search_dataset.h"
+#include "common/config_space.h"
+#include "common/config_text.h"
+#include "common/spec_loader.h"
+#include "common/status_macros.h"
+#include "server/search_strategy.h"
+
+namespace tunefleet::bench {
+namespace {
+
+struct Flags {
+  int seeds = 20;
+  int batch = 8;
+  std::string strategies = "random,evolutionary,model";
+  std::vector<std::string> datasets;
+};
+
+// One replay: when the best came within 3 % and 1 % (evaluations; -1 when it
+// never did), and the best after each checkpoint, relative to the optimum.
+struct Replay {
+  int64_t to3 = -1;
+  int64_t to1 = -1;
+  std::vector<double> best_at;  // per checkpoint
+};
+
+constexpr double kCheckpoints[] = {0.05, 0.10, 0.20};
+
+double Percentile(std::vector<double> values, double p) {
+  if (values.empty()) return NAN;
+  std::sort(values.begin(), values.end());
+  const size_t i = std::min(values.size() - 1,
+                            static_cast<size_t>(std::ceil(p * values.size())) - (p > 0 ? 1 : 0));
+  return values[i];
+}
+
+struct Loaded {
+  SearchDataset data;
+  v1::KernelSpec spec;
+  std::unique_ptr<ConfigSpace> space;
+  absl::flat_hash_map<uint64_t, const DatasetRow*> by_ordinal;
+  std::optional<uint64_t> default_ordinal;
+  double optimum = 0;
+  int64_t valid = 0;  // valid configs of the space
+};
+
+absl::StatusOr<Loaded> Load(const std::string& path) {
+  Loaded loaded;
+  ASSIGN_OR_RETURN(loaded.data, ReadDataset(path));
+  std::string dir = loaded.data.kernel_dir;
+  if (!std::filesystem::path(dir).is_absolute()) dir = std::string(TUNEFLEET_SOURCE_DIR) + "/" + dir;
+  ASSIGN_OR_RETURN(KernelBundle bundle, LoadKernelDir(dir));
+  loaded.spec = bundle.spec;
+  ASSIGN_OR_RETURN(v1::Shape parsed, ParseShape(loaded.data.shape));
+  ASSIGN_OR_RETURN(v1::Shape shape, NormalizeShape(loaded.spec, parsed));
+  DeviceLimits limits = PlaceholderLimits(loaded.spec.backend());
+  for (const auto& [name, value] : loaded.data.limits) limits[name] = value;
+  ASSIGN_OR_RETURN(loaded.space, ConfigSpace::Create(loaded.spec, shape, limits));
+  loaded.optimum = HUGE_VAL;
+  for (const DatasetRow& row : loaded.data.rows) {
+    ASSIGN_OR_RETURN(v1::Config parsed_config, ParseConfig(row.config));
+    ASSIGN_OR_RETURN(v1::Config config, NormalizeConfig(loaded.spec, parsed_config));
+    ASSIGN_OR_RETURN(uint64_t ordinal, loaded.space->OrdinalOf(config));
+    loaded.by_ordinal[ordinal] = &row;
+    if (row.status == v1::TRIAL_STATUS_OK) loaded.optimum = std::min(loaded.optimum, row.median_seconds);
+  }
+  ConfigEnumerator enumerator(loaded.space.get());
+  uint64_t ordinal = 0;
+  while (enumerator.Next(&ordinal)) ++loaded.valid;
+  absl::StatusOr<v1::Config> parsed_default = ParseConfig(loaded.spec.default_config());
+  if (parsed_default.ok()) {
+    absl::StatusOr<v1::Config> normalized = NormalizeConfig(loaded.spec, *parsed_default);
+    if (normalized.ok()) {
+      absl::StatusOr<uint64_t> def = loaded.space->OrdinalOf(*normalized);
+      if (def.ok()) loaded.default_ordinal = *def;
+    }
+  }
+  return loaded;
+}
+
+// The dataset's result for a config; a config it lacks (the space of the
+// replay is a little larger than the measured one) is INVALID_CONFIG.
+v1::TrialResult ResultOf(const Loaded& loaded, uint64_t ordinal) {
+  v1::TrialResult result;
+  auto it = loaded.by_ordinal.find(ordinal);
+  if (it == loaded.by_ordinal.end()) {
+    result.set_status(v1::TRIAL_STATUS_INVALID_CONFIG);
+    return result;
+  }
+  result.set_status(it->second->status);
+  result.mutable_measurement()->set_median_seconds(it->second->median_seconds);
+  return result;
+}
+
+absl::StatusOr<Replay> ReplayOnce(const Loaded& loaded, const std::string& strategy_name,
+                                  uint64_t seed, int batch,
+                                  const std::vector<uint64_t>& warm_start = {}) {
+  const int64_t space = static_cast<int64_t>(loaded.by_ordinal.size());
+  server::StrategyOptions options;
+  options.name = strategy_name;
+  options.budget = space;
+  options.max_trials = std::max<int64_t>(space, 1);
+  options.seed = seed;
+  options.default_ordinal = loaded.default_ordinal;
+  options.warm_start = warm_start;
+  ASSIGN_OR_RETURN(std::unique_ptr<server::SearchStrategy> strategy,
+                   server::MakeStrategy(loaded.space.get(), options));
+  Replay replay;
+  double best = HUGE_VAL;
+  int64_t evaluated = 0;
+  size_t checkpoint = 0;
+  const int64_t last_checkpoint = static_cast<int64_t>(std::ceil(kCheckpoints[2] * space));
+  while (!strategy->Exhausted()) {
+    std::vector<uint64_t> proposed = strategy->Propose(batch);
+    if (proposed.empty()) break;
+    for (uint64_t ordinal : proposed) {
+      const v1::TrialResult result = ResultOf(loaded, ordinal);
+      strategy->Observe(ordinal, result);
+      ++evaluated;
+      if (result.status() == v1::TRIAL_STATUS_OK) {
+        best = std::min(best, result.measurement().median_seconds());
+      }
+      if (replay.to3 < 0 && best <= loaded.optimum * 1.03) replay.to3 = evaluated;
+      if (replay.to1 < 0 && best <= loaded.optimum * 1.01) replay.to1 = evaluated;
+      while (checkpoint < std::size(kCheckpoints) &&
+             evaluated >= static_cast<int64_t>(std::ceil(kCheckpoints[checkpoint] * space))) {
+        replay.best_at.push_back(best / loaded.optimum);
+        ++checkpoint;
+      }
+    }
+    if (replay.to1 >= 0 && evaluated >= last_checkpoint) break;
+  }
+  while (replay.best_at.size() < std::size(kCheckpoints)) replay.best_at.push_back(best / loaded.optimum);
+  if (replay.to3 < 0) replay.to3 = evaluated + 1;  // never: counted as past the end
+  if (replay.to1 < 0) replay.to1 = evaluated + 1;
+  return replay;
+}
+
+// Evaluations to 3 % and 1 % over the seeds, as a table row.
+void PrintRow(const std::string& label, const Loaded& loaded, const std::string& strategy,
+              const std::vector<uint64_t>& warm_start, const Flags& flags) {
+  const double space = static_cast<double>(loaded.by_ordinal.size());
+  std::vector<double> to3, to1;
+  for (int seed = 1; seed <= flags.seeds; ++seed) {
+    absl::StatusOr<Replay> replay = ReplayOnce(loaded, strategy, seed, flags.batch, warm_start);
+    if (!replay.ok()) return;
+    to3.push_back(static_cast<double>(replay->to3));
+    to1.push_back(static_cast<double>(replay->to1));
+  }
+  const double m3 = Percentile(to3, 0.5), m1 = Percentile(to1, 0.5);
+  std::printf("| %s | %s | %zu | %.0f (%.0f) | %.1f%% | %.0f (%.0f) | %.1f%% |\n", label.c_str(),
+              strategy.c_str(), warm_start.size(), m3, Percentile(to3, 0.9), 100 * m3 / space, m1,
+              Percentile(to1, 0.9), 100 * m1 / space);
+  std::fflush(stdout);
+}
+
+// The sum over dims of |log(a / b)|: the distance the coordinator's
+// BestConfigIndex ranks tuned shapes by.
+double ShapeDistance(const std::string& a, const std::string& b) {
+  absl::StatusOr<v1::Shape> x = ParseShape(a), y = ParseShape(b);
+  if (!x.ok() || !y.ok()) return HUGE_VAL;
+  double distance = 0;
+  for (const v1::DimValue& dim : x->dims()) {
+    auto it = std::find_if(y->dims().begin(), y->dims().end(),
+                           [&](const v1::DimValue& d) { return d.name() == dim.name(); });
+    if (it == y->dims().end()) return HUGE_VAL;
+    distance += std::abs(std::log(static_cast<double>(dim.value()) / it->value()));
+  }
+  return distance;
+}
+
+// Hold each shape out; the best configs of the other shapes of the same
+// kernel and device, nearest first, are its warm start (what the coordinator
+// does with its tuned shapes, up to 8).
+void PrintWarmStart(const std::vector<std::pair<std::string, Loaded>>& all, const Flags& flags) {
+  std::printf("\n### Warm start: each shape held out, the other shapes of its kernel and device "
+              "as history\n\n| held out | strategy | warm configs | to 3%%: median (p90) | "
+              "%% of space | to 1%%: median (p90) | %% of space |\n|---|---|---|---|---|---|---|\n");
+  for (const auto& [path, held] : all) {
+    std::vector<std::pair<double, std::string>> history;
+    for (const auto& [other_path, other] : all) {
+      if (&other == &held || other.data.kernel_dir != held.data.kernel_dir ||
+          other.data.device != held.data.device) {
+        continue;
+      }
+      const DatasetRow* best = nullptr;
+      for (const DatasetRow& row : other.data.rows) {
+        if (row.status == v1::TRIAL_STATUS_OK && (!best || row.median_seconds < best->median_seconds)) {
+          best = &row;
+        }
+      }
+      if (best) history.emplace_back(ShapeDistance(held.data.shape, other.data.shape), best->config);
+    }
+    if (history.empty()) continue;
+    std::sort(history.begin(), history.end());
+    std::vector<uint64_t> warm;
+    for (const auto& [distance, config] : history) {
+      if (warm.size() >= 8) break;
+      absl::StatusOr<v1::Config> parsed = ParseConfig(config);
+      if (!parsed.ok()) continue;
+      absl::StatusOr<v1::Config> normalized = NormalizeConfig(held.spec, *parsed);
+      if (!normalized.ok()) continue;
+      absl::StatusOr<uint64_t> ordinal = held.space->OrdinalOf(*normalized);
+      if (ordinal.ok() && std::find(warm.begin(), warm.end(), *ordinal) == warm.end()) {
+        warm.push_back(*ordinal);
+      }
+    }
+    const std::string label = std::filesystem::path(path).filename().string();
+    for (absl::string_view name : absl::StrSplit(flags.strategies, ',', absl::SkipEmpty())) {
+      PrintRow(label, held, std::string(name), warm, flags);
+    }
+  }
+}
+
+void PrintDataset(const std::string& path, const Loaded& loaded, const Flags& flags) {
+  const int64_t space = static_cast<int64_t>(loaded.by_ordinal.size());
+  std::printf("\n### %s\n\n%s %s on %s: %lld configs measured (%lld valid in the replayed space), "
+              "optimum %.4g ms, %d seeds, batches of %d\n\n",
+              std::filesystem::path(path).filename().c_str(), loaded.spec.name().c_str(),
+              loaded.data.shape.c_str(), loaded.data.device.c_str(),
+              static_cast<long long>(space), static_cast<long long>(loaded.valid),
+              loaded.optimum * 1e3, flags.seeds, flags.batch);
+  std::printf("| strategy | to 3%%: median (p90) | %% of space | to 1%%: median (p90) | %% of space "
+              "| best at 5%% | at 10%% | at 20%% |\n|---|---|---|---|---|---|---|---|\n");
+  for (absl::string_view name : absl::StrSplit(flags.strategies, ',', absl::SkipEmpty())) {
+    std::vector<double> to3, to1;
+    std::vector<std::vector<double>> best_at(std::size(kCheckpoints));
+    for (int seed = 1; seed <= flags.seeds; ++seed) {
+      absl::StatusOr<Replay> replay = ReplayOnce(loaded, std::string(name), seed, flags.batch);
+      if (!replay.ok()) {
+        std::printf("| %s | %s |\n", std::string(name).c_str(), replay.status().ToString().c_str());
+        break;
+      }
+      to3.push_back(static_cast<double>(replay->to3));
+      to1.push_back(static_cast<double>(replay->to1));
+      for (size_t c = 0; c < std::size(kCheckpoints); ++c) best_at[c].push_back(replay->best_at[c]);
+    }
+    if (to3.empty()) continue;
+    const double m3 = Percentile(to3, 0.5), m1 = Percentile(to1, 0.5);
+    std::printf("| %s | %.0f (%.0f) | %.1f%% | %.0f (%.0f) | %.1f%% | %.3f | %.3f | %.3f |\n",
+                std::string(name).c_str(), m3, Percentile(to3, 0.9), 100.0 * m3 / space, m1,
+                Percentile(to1, 0.9), 100.0 * m1 / space, Percentile(best_at[0], 0.5),
+                Percentile(best_at[1], 0.5), Percentile(best_at[2], 0.5));
+    std::fflush(stdout);
+  }
+}
+
+// A 10^6-point space (6 params of 10 values) with a constraint and a smooth
+// landscape: the model strategy's Propose(64) after 64 results.
+void PrintProposeTime() {
+  v1::KernelSpec spec;
+  spec.set_name("synthetic");
+  spec.set_backend(v1::BACKEND_CPU);
+  spec.add_problem()->set_name("N");
+  std::string default_config;
+  for (int p = 0; p < 6; ++p) {
+    v1::Parameter* param = spec.add_params();
+    param->set_name(absl::StrCat("P", p));
+    for (int v = 1; v <= 10; ++v) param->add_values(v);
+    absl::StrAppend(&default_config, p ? "," : "", "P", p, "=1");
+  }
+  spec.add_constraints()->set_expr("P0 * P1 <= 60");
+  spec.set_default_config(default_config);
+  auto shape = NormalizeShape(spec, *ParseShape("N=1"));
+  auto space = ConfigSpace::Create(spec, *shape, PlaceholderLimits(v1::BACKEND_CPU));
+  if (!space.ok()) {
+    std::cerr << "search_bench: " << space.status() << "\n";
+    return;
+  }
+  std::printf("\n### Propose(64) from a 10^6-point space (%llu points)\n\n"
+              "| strategy | build s | Propose(64) ms, after 64 results (median of 5) |\n|---|---|---|\n",
+              static_cast<unsigned long long>((*space)->full_size()));
+  for (const char* name : {"random", "evolutionary", "model"}) {
+    const auto start = std::chrono::steady_clock::now();
+    server::StrategyOptions options;
+    options.name = name;
+    options.budget = 2000;
+    options.seed = 1;
+    auto strategy = server::MakeStrategy(space->get(), options);
+    if (!strategy.ok()) continue;
+    const double build =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::vector<double> times;
+    for (int round = 0; round < 6; ++round) {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<uint64_t> proposed = (*strategy)->Propose(64);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (round > 0) times.push_back(ms);
+      for (uint64_t ordinal : proposed) {
+        std::vector<double> values;
+        v1::Config config = (*space)->ConfigAt(ordinal);
+        double seconds = 1e-3;
+        for (int p = 0; p < config.values_size(); ++p) {
+          seconds += 1e-4 * std::pow(static_cast<double>(config.values(p).value()) - 3 - p % 4, 2);
+        }
+        v1::TrialResult result;
+        result.set_status(v1::TRIAL_STATUS_OK);
+        result.mutable_measurement()->set_median_seconds(seconds);
+        (*strategy)->Observe(ordinal, result);
+      }
+    }
+    std::printf("| %s | %.3f | %.2f |\n", name, build, Percentile(times, 0.5));
+  }
+}
+
+int Main(const Flags& flags) {
+  std::vector<std::string> paths = flags.datasets;
+  if (paths.empty()) {
+    const std::string dir = std::string(TUNEFLEET_SOURCE_DIR) + "/bench/data";
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (absl::EndsWith(entry.path().string(), ".csv.gz")) paths.push_back(entry.path().string());
+    }
+    std::sort(paths.begin(), paths.end());
+  }
+  std::vector<std::pair<std::string, Loaded>> all;
+  for (const std::string& path : paths) {
+    absl::StatusOr<Loaded> loaded = Load(path);
+    if (!loaded.ok()) {
+      std::cerr << "search_bench: " << path << ": " << loaded.status() << "\n";
+      return 1;
+    }
+    PrintDataset(path, *loaded, flags);
+    all.emplace_back(path, *std::move(loaded));
+  }
+  PrintWarmStart(all, flags);
+  PrintProposeTime();
+  return 0;
+}
+
+}  // namespace
+}  // namespace tunefleet::bench
+
+int main(int argc, char** argv) {
+  CLI::App app{"search_bench: replay search strategies against exhaustive datasets"};
+  tunefleet::bench::Flags flags;
+  app.add_option("--seeds", flags.seeds, "seeds per strategy")->capture_default_str();
+  app.add_option("--batch", flags.batch, "configs per Propose (a lease)")->capture_default_str();
+  app.add_option("--strategies", flags.strategies, "comma-separated")->capture_default_str();
+  app.add_option("DATASET", flags.datasets, "datasets (default: bench/data/*.csv.gz)");
+  CLI11_PARSE(app, argc, argv);
+  return tunefleet::bench::Main(flags);
+}

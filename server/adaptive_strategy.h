@@ -1,0 +1,107 @@
+// The base of the strategies that learn from results (model, evolutionary):
+// a budget of distinct valid configs, the leading ones (the default, the warm
+// start) first, never a config twice
+// (proposed, or observed from a restored trial), and every result kept. The
+// subclass only chooses the next configs from what was observed.
+//
+// Proposing never waits for results: a strategy that has learned nothing yet
+// samples the valid configs uniformly, so a lease is always filled while the
+// budget lasts.
+#ifndef TUNEFLEET_SERVER_ADAPTIVE_STRATEGY_H_
+#define TUNEFLEET_SERVER_ADAPTIVE_STRATEGY_H_
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "common/config_space.h"
+#include "server/search_strategy.h"
+#include "server/valid_configs.h"
+
+namespace tunefleet::server {
+
+// Thread-safety: not thread-safe (the JobManager calls it under its lock).
+// Keeps `space`, which must outlive it (the TargetTrials owns both).
+class AdaptiveStrategy : public SearchStrategy {
+ public:
+  std::vector<uint64_t> Propose(int max) final;
+  void Observe(uint64_t ordinal, const v1::TrialResult& result) final;
+  bool Exhausted() const final { return proposed_ >= total_; }
+  int64_t planned_total() const final { return total_; }
+
+ protected:
+  struct Observation {
+    uint64_t ordinal = 0;
+    bool ok = false;
+    double seconds = 0;  // median, when ok
+  };
+
+  // `valid`: the space's valid configs (truncated when there are too many to
+  // hold: then configs are drawn by rejection from the full space).
+  // `leading`: valid distinct configs to propose first, in order.
+  AdaptiveStrategy(ConfigSpace* space, ValidConfigs valid, int64_t budget, uint64_t seed,
+                   std::vector<uint64_t> leading);
+
+  // Up to `max` configs to propose now, best first. Configs already used
+  // (see Used) or invalid are skipped by the caller, which then asks again.
+  virtual std::vector<uint64_t> Choose(int max) = 0;
+  // A new observation was added to observations().
+  virtual void Learned() {}
+
+  bool Used(uint64_t ordinal) const { return used_.contains(ordinal); }
+  // Binds the space: the config satisfies every constraint.
+  bool IsValid(uint64_t ordinal);
+  // A uniformly drawn valid config not used yet; nullopt when none is found
+  // (the space is used up, or rejection sampling failed).
+  std::optional<uint64_t> RandomUnused();
+  // The OK observations, fastest first, at most `n`.
+  std::vector<Observation> Fastest(size_t n) const;
+
+  const std::vector<Observation>& observations() const { return observations_; }
+  ConfigSpace* space() { return space_; }
+  const ValidConfigs& valid() const { return valid_; }
+  const ConfigDigits& digits() const { return digits_; }
+  std::mt19937_64& rng() { return rng_; }
+
+ private:
+  void Use(uint64_t ordinal);
+
+  ConfigSpace* space_;
+  const ValidConfigs valid_;
+  const ConfigDigits digits_;
+  std::mt19937_64 rng_;
+  std::vector<uint64_t> leading_;  // the default and the warm start, proposed first
+  size_t next_leading_ = 0;
+  int64_t total_;
+  int64_t proposed_ = 0;
+  absl::flat_hash_set<uint64_t> used_;
+  std::vector<Observation> observations_;
+};
+
+// A genetic algorithm over the valid configs: a population of the fastest
+// results, parents by tournament, uniform crossover of param values, and
+// mutations that move a param to a neighbouring value (or, less often, any
+// value); children that break a constraint or were measured are discarded.
+std::unique_ptr<SearchStrategy> MakeEvolutionaryStrategy(ConfigSpace* space, ValidConfigs valid,
+                                                         int64_t budget, uint64_t seed,
+                                                         std::vector<uint64_t> leading);
+
+// A learned cost model (cost_model.h) over each config's param values,
+// derived values and the spec's priority, fitted to the log-times measured so
+// far (failures count as twice the slowest time) and refitted whenever the
+// results grew by a fifth (at least 8) since the last fit; each batch is the predicted-fastest of a candidate pool (every
+// unused valid config when there are at most 4096, else a uniform sample of
+// 2048 plus every single-param neighbour of the 8 fastest), with one config
+// in five drawn uniformly for exploration. Before 8 results it samples
+// uniformly, or, when the spec has a priority, proposes the highest-priority
+// configs of that pool after a coordinate ascent on the priority from the 8
+// best of it.
+std::unique_ptr<SearchStrategy> MakeModelStrategy(ConfigSpace* space, ValidConfigs valid,
+                                                  int64_t budget, uint64_t seed,
+                                                  std::vector<uint64_t> leading);
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_ADAPTIVE_STRATEGY_H_

@@ -1,0 +1,215 @@
+// The model strategy (adaptive_strategy.h).
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "absl/container/flat_hash_set.h"
+#include "server/adaptive_strategy.h"
+#include "server/cost_model.h"
+
+namespace tunefleet::server {
+namespace {
+
+constexpr size_t kMinResults = 8;       // uniform draws (or by priority) until then
+constexpr uint64_t kScoreEveryUpTo = 4096;  // spaces this small are ranked whole
+constexpr int kSampled = 2048;          // else: a uniform sample of this many ...
+constexpr size_t kNeighboursOf = 8;     // ... plus the neighbours of the fastest
+constexpr int kExploreEvery = 5;        // one pick in five is a uniform draw
+constexpr int kClimbSweeps = 4;         // priority: sweeps over the params
+constexpr double kFailurePenalty = std::log(2.0);  // a failure: twice the slowest
+
+class ModelStrategy : public AdaptiveStrategy {
+ public:
+  ModelStrategy(ConfigSpace* space, ValidConfigs valid, int64_t budget, uint64_t seed,
+                std::vector<uint64_t> leading)
+      : AdaptiveStrategy(space, std::move(valid), budget, seed, std::move(leading)),
+        model_(CostModelOptions{.seed = seed}) {
+    features_ = digits().params() + space->derived_count() + (space->has_priority() ? 1 : 0);
+  }
+
+ protected:
+  // Refits once the results grew by a fifth (at least 8) since the last fit:
+  // a fit costs milliseconds per hundred results, under the job's lock.
+  void Learned() override {
+    const size_t seen = observations().size();
+    if (seen >= fitted_on_ + std::max<size_t>(kMinResults, fitted_on_ / 5)) stale_ = true;
+  }
+
+  std::vector<uint64_t> Choose(int max) override {
+    size_t ok = 0;
+    for (const Observation& o : observations()) ok += o.ok;
+    if (ok < kMinResults) return Unlearned(max);
+    if ((stale_ || !model_.fitted()) && Fit()) {
+      stale_ = false;
+      fitted_on_ = observations().size();
+    }
+    if (!model_.fitted()) return Unlearned(max);
+
+    std::vector<uint64_t> candidates = Candidates();
+    if (candidates.empty()) return {};
+    std::vector<float> rows;
+    rows.reserve(candidates.size() * features_);
+    for (uint64_t ordinal : candidates) AppendFeatures(ordinal, &rows);
+    absl::StatusOr<std::vector<float>> predicted = model_.Predict(rows, features_);
+    if (!predicted.ok()) return Unlearned(max);
+    std::vector<size_t> order(candidates.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return (*predicted)[a] < (*predicted)[b]; });
+    std::vector<uint64_t> out;
+    size_t next = 0;
+    while (static_cast<int>(out.size()) < max && next < order.size()) {
+      if (++picks_ % kExploreEvery == 0) {
+        if (std::optional<uint64_t> random = RandomUnused()) {
+          out.push_back(*random);
+          continue;
+        }
+      }
+      out.push_back(candidates[order[next++]]);
+    }
+    return out;
+  }
+
+ private:
+  // Before the model has enough to learn from: the best by priority of a
+  // uniform sample, or a uniform draw.
+  std::vector<uint64_t> Unlearned(int max) {
+    std::vector<uint64_t> out;
+    if (!space()->has_priority()) {
+      for (int i = 0; i < max; ++i) {
+        std::optional<uint64_t> ordinal = RandomUnused();
+        if (!ordinal.has_value()) break;
+        out.push_back(*ordinal);
+      }
+      return out;
+    }
+    std::vector<uint64_t> candidates = Candidates();
+    absl::flat_hash_set<uint64_t> pool(candidates.begin(), candidates.end());
+    // Climb from the best of the pool: each param in turn set to the value
+    // of highest priority, while that still changes anything.
+    std::vector<uint64_t> ranked = ByPriority(candidates);
+    for (size_t i = 0; i < std::min(kNeighboursOf, ranked.size()); ++i) {
+      std::vector<int> genes = digits().Digits(ranked[i]);
+      for (int sweep = 0; sweep < kClimbSweeps; ++sweep) {
+        bool moved = false;
+        for (int p = 0; p < digits().params(); ++p) {
+          double best = PriorityOf(digits().Ordinal(genes));
+          for (int v = 0; v < digits().radix(p); ++v) {
+            std::vector<int> trial = genes;
+            trial[p] = v;
+            const uint64_t ordinal = digits().Ordinal(trial);
+            if (Used(ordinal) || !IsValid(ordinal)) continue;
+            const double priority = PriorityOf(ordinal);
+            if (priority > best) {
+              best = priority;
+              genes = trial;
+              moved = true;
+            }
+          }
+          const uint64_t reached = digits().Ordinal(genes);
+          if (!Used(reached) && IsValid(reached) && pool.insert(reached).second) {
+            candidates.push_back(reached);
+          }
+        }
+        if (!moved) break;
+      }
+    }
+    ranked = ByPriority(candidates);
+    for (size_t i = 0; i < ranked.size() && static_cast<int>(out.size()) < max; ++i) {
+      out.push_back(ranked[i]);
+    }
+    return out;
+  }
+
+  // Binds the space: the priority of a config, -inf where it is NaN.
+  double PriorityOf(uint64_t ordinal) {
+    space()->Bind(ordinal);
+    const double priority = space()->Priority();
+    return std::isnan(priority) ? -HUGE_VAL : priority;
+  }
+
+  // Highest priority first; ties in ordinal order.
+  std::vector<uint64_t> ByPriority(const std::vector<uint64_t>& ordinals) {
+    std::vector<std::pair<double, uint64_t>> ranked;
+    for (uint64_t ordinal : ordinals) ranked.emplace_back(-PriorityOf(ordinal), ordinal);
+    std::sort(ranked.begin(), ranked.end());
+    std::vector<uint64_t> out;
+    for (const auto& entry : ranked) out.push_back(entry.second);
+    return out;
+  }
+
+  // Unused valid configs to rank: all of a small space, else a sample and the
+  // neighbours of the fastest results.
+  std::vector<uint64_t> Candidates() {
+    std::vector<uint64_t> out;
+    if (!valid().truncated() && valid().count() <= kScoreEveryUpTo) {
+      for (const OrdinalRun& run : valid().runs()) {
+        for (uint64_t ordinal = run.first; ordinal < run.first + run.count; ++ordinal) {
+          if (!Used(ordinal)) out.push_back(ordinal);
+        }
+      }
+      return out;
+    }
+    absl::flat_hash_set<uint64_t> seen;
+    for (int i = 0; i < kSampled; ++i) {
+      std::optional<uint64_t> ordinal = RandomUnused();
+      if (!ordinal.has_value()) break;
+      if (seen.insert(*ordinal).second) out.push_back(*ordinal);
+    }
+    for (const Observation& best : Fastest(kNeighboursOf)) {
+      std::vector<int> genes = digits().Digits(best.ordinal);
+      for (int p = 0; p < digits().params(); ++p) {
+        const int kept = genes[p];
+        for (int v = 0; v < digits().radix(p); ++v) {
+          if (v == kept) continue;
+          genes[p] = v;
+          const uint64_t ordinal = digits().Ordinal(genes);
+          if (!Used(ordinal) && !seen.contains(ordinal) && IsValid(ordinal)) {
+            seen.insert(ordinal);
+            out.push_back(ordinal);
+          }
+        }
+        genes[p] = kept;
+      }
+    }
+    return out;
+  }
+
+  void AppendFeatures(uint64_t ordinal, std::vector<float>* rows) {
+    for (double value : digits().Values(ordinal)) rows->push_back(static_cast<float>(value));
+    space()->Bind(ordinal);
+    for (int i = 0; i < space()->derived_count(); ++i) {
+      rows->push_back(static_cast<float>(space()->DerivedValue(i)));
+    }
+    if (space()->has_priority()) rows->push_back(static_cast<float>(space()->Priority()));
+  }
+
+  bool Fit() {
+    double slowest = -HUGE_VAL;
+    for (const Observation& o : observations()) {
+      if (o.ok) slowest = std::max(slowest, std::log(o.seconds));
+    }
+    std::vector<float> rows, targets;
+    for (const Observation& o : observations()) {
+      AppendFeatures(o.ordinal, &rows);
+      targets.push_back(static_cast<float>(o.ok ? std::log(o.seconds) : slowest + kFailurePenalty));
+    }
+    return model_.Fit(rows, features_, targets).ok();
+  }
+
+  CostModel model_;
+  int features_ = 0;
+  bool stale_ = true;
+  size_t fitted_on_ = 0;  // results the model was last fitted to
+  int64_t picks_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<SearchStrategy> MakeModelStrategy(ConfigSpace* space, ValidConfigs valid,
+                                                  int64_t budget, uint64_t seed,
+                                                  std::vector<uint64_t> leading) {
+  return std::make_unique<ModelStrategy>(space, std::move(valid), budget, seed, std::move(leading));
+}
+
+}  // namespace tunefleet::server
