@@ -60,6 +60,9 @@ class DeviceCompareTest : public ::testing::Test {
     CUdeviceptr buffer = 0;
     EXPECT_EQ(driver_->MemAlloc(&buffer, host.size()), CUDA_SUCCESS);
     EXPECT_EQ(driver_->MemcpyHtoD(buffer, host.data(), host.size()), CUDA_SUCCESS);
+    // A pageable upload may still be in flight when cuMemcpyHtoD returns, and
+    // the comparison runs on a non-blocking stream that does not wait for it.
+    EXPECT_EQ(driver_->CtxSynchronize(), CUDA_SUCCESS);
     buffers_.push_back(buffer);
     return buffer;
   }
