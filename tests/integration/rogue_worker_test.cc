@@ -204,10 +204,11 @@ class RogueWorkerTest : public ::testing::Test {
 
   void WaitUntilAlive(size_t honest_workers) {
     const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    while (!rogue_->Alive(honest_workers) && absl::Now() < deadline) {
+    bool reached = false;
+    while (!(reached = rogue_->Alive(honest_workers)) && absl::Now() < deadline) {
       absl::SleepFor(absl::Milliseconds(100));
     }
-    ASSERT_TRUE(rogue_->Alive(honest_workers));
+    ASSERT_TRUE(reached) << "never " << honest_workers << " live honest worker(s) in 30 s";
   }
 
   TempDir dir_;
@@ -227,7 +228,7 @@ TEST_F(RogueWorkerTest, AClaimIsNotServedUntilReMeasuredAndADisagreeingClaimantI
   ASSERT_GT(honest.median_seconds, 1e-7);
 
   SignalWorkers(2, SIGSTOP);
-  WaitUntilAlive(0);
+  ASSERT_NO_FATAL_FAILURE(WaitUntilAlive(0));
   ASSERT_NO_FATAL_FAILURE(rogue_->Register());  // it reads them from ListWorkers
   absl::StatusOr<Job> retune = client_->Submit(Matmul(/*force=*/true));
   ASSERT_OK(retune);
@@ -272,7 +273,7 @@ TEST_F(RogueWorkerTest, AdminInvalidateRestoresTheHonestBestAfterAnUnverifiedCla
   const BestConfig honest = Served();
 
   SignalWorkers(1, SIGSTOP);
-  WaitUntilAlive(0);
+  ASSERT_NO_FATAL_FAILURE(WaitUntilAlive(0));
   ASSERT_NO_FATAL_FAILURE(rogue_->Register());
   absl::StatusOr<Job> retune = client_->Submit(Matmul(/*force=*/true));
   ASSERT_OK(retune);
