@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@
 #include "common/spec_loader.h"
 #include "common/status_macros.h"
 #include "server/search_strategy.h"
+#include "server/tuned_shapes.h"
 
 namespace tunefleet::bench {
 namespace {
@@ -53,12 +55,13 @@ struct Replay {
 
 constexpr double kCheckpoints[] = {0.05, 0.10, 0.20};
 
+// The p-quantile (0 < p <= 1) of `values`: the smallest value with at least
+// that share of the values at or below it.
 double Percentile(std::vector<double> values, double p) {
   if (values.empty()) return NAN;
   std::sort(values.begin(), values.end());
-  const size_t i = std::min(values.size() - 1,
-                            static_cast<size_t>(std::ceil(p * values.size())) - (p > 0 ? 1 : 0));
-  return values[i];
+  const size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(values.size())));
+  return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
 }
 
 struct Loaded {
@@ -163,78 +166,102 @@ absl::StatusOr<Replay> ReplayOnce(const Loaded& loaded, const std::string& strat
   return replay;
 }
 
-// Evaluations to 3 % and 1 % over the seeds, as a table row.
-void PrintRow(const std::string& label, const Loaded& loaded, const std::string& strategy,
-              const std::vector<uint64_t>& warm_start, const Flags& flags) {
-  const double space = static_cast<double>(loaded.by_ordinal.size());
+// One strategy replayed over seeds 1..flags.seeds: the evaluations to 3 %
+// and 1 % and the best at each checkpoint, one entry per seed.
+struct Replays {
   std::vector<double> to3, to1;
+  std::vector<std::vector<double>> best_at = std::vector<std::vector<double>>(
+      std::size(kCheckpoints));
+};
+
+absl::StatusOr<Replays> ReplaySeeds(const Loaded& loaded, const std::string& strategy,
+                                    const std::vector<uint64_t>& warm_start, const Flags& flags) {
+  Replays replays;
   for (int seed = 1; seed <= flags.seeds; ++seed) {
-    absl::StatusOr<Replay> replay = ReplayOnce(loaded, strategy, seed, flags.batch, warm_start);
-    if (!replay.ok()) return;
-    to3.push_back(static_cast<double>(replay->to3));
-    to1.push_back(static_cast<double>(replay->to1));
+    ASSIGN_OR_RETURN(Replay replay, ReplayOnce(loaded, strategy, seed, flags.batch, warm_start));
+    replays.to3.push_back(static_cast<double>(replay.to3));
+    replays.to1.push_back(static_cast<double>(replay.to1));
+    for (size_t c = 0; c < std::size(kCheckpoints); ++c) {
+      replays.best_at[c].push_back(replay.best_at[c]);
+    }
   }
-  const double m3 = Percentile(to3, 0.5), m1 = Percentile(to1, 0.5);
-  std::printf("| %s | %s | %zu | %.0f (%.0f) | %.1f%% | %.0f (%.0f) | %.1f%% |\n", label.c_str(),
-              strategy.c_str(), warm_start.size(), m3, Percentile(to3, 0.9), 100 * m3 / space, m1,
-              Percentile(to1, 0.9), 100 * m1 / space);
-  std::fflush(stdout);
+  return replays;
 }
 
-// The sum over dims of |log(a / b)|: the distance the coordinator's
-// BestConfigIndex ranks tuned shapes by.
-double ShapeDistance(const std::string& a, const std::string& b) {
-  absl::StatusOr<v1::Shape> x = ParseShape(a), y = ParseShape(b);
-  if (!x.ok() || !y.ok()) return HUGE_VAL;
-  double distance = 0;
-  for (const v1::DimValue& dim : x->dims()) {
-    auto it = std::find_if(y->dims().begin(), y->dims().end(),
-                           [&](const v1::DimValue& d) { return d.name() == dim.name(); });
-    if (it == y->dims().end()) return HUGE_VAL;
-    distance += std::abs(std::log(static_cast<double>(dim.value()) / it->value()));
+// "median (p90) | % of space" for evaluations to 3 %, then to 1 %.
+std::string EvaluationCells(const Replays& replays, const Loaded& loaded) {
+  const double space = static_cast<double>(loaded.by_ordinal.size());
+  const double m3 = Percentile(replays.to3, 0.5), m1 = Percentile(replays.to1, 0.5);
+  return absl::StrFormat("%.0f (%.0f) | %.1f%% | %.0f (%.0f) | %.1f%%", m3,
+                         Percentile(replays.to3, 0.9), 100 * m3 / space, m1,
+                         Percentile(replays.to1, 0.9), 100 * m1 / space);
+}
+
+// The best configs of the other datasets of `held`'s kernel and device,
+// nearest shape first as the coordinator ranks tuned shapes (TunedShapes),
+// as ordinals of `held`'s space: its warm start (up to 8, as the
+// coordinator's default).
+std::vector<uint64_t> WarmStartOf(const Loaded& held,
+                                  const std::vector<std::pair<std::string, Loaded>>& all) {
+  auto point = [&](const std::string& text) -> std::optional<std::vector<int64_t>> {
+    absl::StatusOr<v1::Shape> parsed = ParseShape(text);
+    if (!parsed.ok()) return std::nullopt;
+    absl::StatusOr<v1::Shape> shape = NormalizeShape(held.spec, *parsed);
+    if (!shape.ok()) return std::nullopt;
+    std::vector<int64_t> values;
+    for (const v1::DimValue& dim : shape->dims()) values.push_back(dim.value());
+    return values;
+  };
+  const std::optional<std::vector<int64_t>> query = point(held.data.shape);
+  if (!query.has_value()) return {};
+  server::TunedShapes shapes(query->size());
+  std::map<std::string, std::string> best_of;  // key (the dataset's path) -> its best config
+  for (const auto& [path, other] : all) {
+    if (&other == &held || other.data.kernel_dir != held.data.kernel_dir ||
+        other.data.device != held.data.device) {
+      continue;
+    }
+    const DatasetRow* best = nullptr;
+    for (const DatasetRow& row : other.data.rows) {
+      if (row.status == v1::TRIAL_STATUS_OK && (!best || row.median_seconds < best->median_seconds)) {
+        best = &row;
+      }
+    }
+    std::optional<std::vector<int64_t>> values = point(other.data.shape);
+    if (best == nullptr || !values.has_value()) continue;
+    shapes.Put(path, *values);
+    best_of[path] = best->config;
   }
-  return distance;
+  std::vector<uint64_t> warm;
+  for (const server::ShapeMatch& match : shapes.NearestK(server::ShapeQuery(*query), 8)) {
+    absl::StatusOr<v1::Config> parsed = ParseConfig(best_of[*match.tuning_key]);
+    if (!parsed.ok()) continue;
+    absl::StatusOr<v1::Config> normalized = NormalizeConfig(held.spec, *parsed);
+    if (!normalized.ok()) continue;
+    absl::StatusOr<uint64_t> ordinal = held.space->OrdinalOf(*normalized);
+    if (ordinal.ok() && std::find(warm.begin(), warm.end(), *ordinal) == warm.end()) {
+      warm.push_back(*ordinal);
+    }
+  }
+  return warm;
 }
 
 // Hold each shape out; the best configs of the other shapes of the same
-// kernel and device, nearest first, are its warm start (what the coordinator
-// does with its tuned shapes, up to 8).
+// kernel and device are its warm start.
 void PrintWarmStart(const std::vector<std::pair<std::string, Loaded>>& all, const Flags& flags) {
   std::printf("\n### Warm start: each shape held out, the other shapes of its kernel and device "
               "as history\n\n| held out | strategy | warm configs | to 3%%: median (p90) | "
               "%% of space | to 1%%: median (p90) | %% of space |\n|---|---|---|---|---|---|---|\n");
   for (const auto& [path, held] : all) {
-    std::vector<std::pair<double, std::string>> history;
-    for (const auto& [other_path, other] : all) {
-      if (&other == &held || other.data.kernel_dir != held.data.kernel_dir ||
-          other.data.device != held.data.device) {
-        continue;
-      }
-      const DatasetRow* best = nullptr;
-      for (const DatasetRow& row : other.data.rows) {
-        if (row.status == v1::TRIAL_STATUS_OK && (!best || row.median_seconds < best->median_seconds)) {
-          best = &row;
-        }
-      }
-      if (best) history.emplace_back(ShapeDistance(held.data.shape, other.data.shape), best->config);
-    }
-    if (history.empty()) continue;
-    std::sort(history.begin(), history.end());
-    std::vector<uint64_t> warm;
-    for (const auto& [distance, config] : history) {
-      if (warm.size() >= 8) break;
-      absl::StatusOr<v1::Config> parsed = ParseConfig(config);
-      if (!parsed.ok()) continue;
-      absl::StatusOr<v1::Config> normalized = NormalizeConfig(held.spec, *parsed);
-      if (!normalized.ok()) continue;
-      absl::StatusOr<uint64_t> ordinal = held.space->OrdinalOf(*normalized);
-      if (ordinal.ok() && std::find(warm.begin(), warm.end(), *ordinal) == warm.end()) {
-        warm.push_back(*ordinal);
-      }
-    }
+    const std::vector<uint64_t> warm = WarmStartOf(held, all);
+    if (warm.empty()) continue;
     const std::string label = std::filesystem::path(path).filename().string();
     for (absl::string_view name : absl::StrSplit(flags.strategies, ',', absl::SkipEmpty())) {
-      PrintRow(label, held, std::string(name), warm, flags);
+      absl::StatusOr<Replays> replays = ReplaySeeds(held, std::string(name), warm, flags);
+      if (!replays.ok()) continue;
+      std::printf("| %s | %s | %zu | %s |\n", label.c_str(), std::string(name).c_str(),
+                  warm.size(), EvaluationCells(*replays, held).c_str());
+      std::fflush(stdout);
     }
   }
 }
@@ -250,24 +277,14 @@ void PrintDataset(const std::string& path, const Loaded& loaded, const Flags& fl
   std::printf("| strategy | to 3%%: median (p90) | %% of space | to 1%%: median (p90) | %% of space "
               "| best at 5%% | at 10%% | at 20%% |\n|---|---|---|---|---|---|---|---|\n");
   for (absl::string_view name : absl::StrSplit(flags.strategies, ',', absl::SkipEmpty())) {
-    std::vector<double> to3, to1;
-    std::vector<std::vector<double>> best_at(std::size(kCheckpoints));
-    for (int seed = 1; seed <= flags.seeds; ++seed) {
-      absl::StatusOr<Replay> replay = ReplayOnce(loaded, std::string(name), seed, flags.batch);
-      if (!replay.ok()) {
-        std::printf("| %s | %s |\n", std::string(name).c_str(), replay.status().ToString().c_str());
-        break;
-      }
-      to3.push_back(static_cast<double>(replay->to3));
-      to1.push_back(static_cast<double>(replay->to1));
-      for (size_t c = 0; c < std::size(kCheckpoints); ++c) best_at[c].push_back(replay->best_at[c]);
+    absl::StatusOr<Replays> replays = ReplaySeeds(loaded, std::string(name), {}, flags);
+    if (!replays.ok()) {
+      std::printf("| %s | %s |\n", std::string(name).c_str(), replays.status().ToString().c_str());
+      continue;
     }
-    if (to3.empty()) continue;
-    const double m3 = Percentile(to3, 0.5), m1 = Percentile(to1, 0.5);
-    std::printf("| %s | %.0f (%.0f) | %.1f%% | %.0f (%.0f) | %.1f%% | %.3f | %.3f | %.3f |\n",
-                std::string(name).c_str(), m3, Percentile(to3, 0.9), 100.0 * m3 / space, m1,
-                Percentile(to1, 0.9), 100.0 * m1 / space, Percentile(best_at[0], 0.5),
-                Percentile(best_at[1], 0.5), Percentile(best_at[2], 0.5));
+    std::printf("| %s | %s | %.3f | %.3f | %.3f |\n", std::string(name).c_str(),
+                EvaluationCells(*replays, loaded).c_str(), Percentile(replays->best_at[0], 0.5),
+                Percentile(replays->best_at[1], 0.5), Percentile(replays->best_at[2], 0.5));
     std::fflush(stdout);
   }
 }

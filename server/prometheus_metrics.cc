@@ -4,7 +4,6 @@
 #include <exception>
 
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
@@ -13,7 +12,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/synchronization/mutex.h"
-#include "common/process_metrics.h"
+#include "common/metrics_endpoint.h"
+#include "common/status_macros.h"
 #include "absl/strings/str_cat.h"
 
 namespace tunefleet::server {
@@ -187,17 +187,7 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                   .Name("tunefleet_coordinator_queued_trials")
                   .Help("Trials waiting to be leased, by target device model")
                   .Register(registry);
-  try {
-    metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on ", listen, ": ", e.what()));
-  }
-  metrics->exposer_->RegisterCollectable(metrics->registry_);
-  metrics->process_ = MakeProcessMetrics();
-  metrics->exposer_->RegisterCollectable(metrics->process_);
-  std::vector<int> ports = metrics->exposer_->GetListeningPorts();
-  metrics->port_ = ports.empty() ? 0 : ports[0];
+  ASSIGN_OR_RETURN(metrics->endpoint_, MetricsEndpoint::Start(listen, metrics->registry_));
   return metrics;
 }
 

@@ -8,11 +8,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/metrics_endpoint.h"
 #include "server/metrics.h"
 
 namespace prometheus {
-class Collectable;
-class Exposer;
 class Registry;
 }  // namespace prometheus
 
@@ -28,7 +27,7 @@ class PrometheusMetrics final : public CoordinatorMetrics {
       const std::string& listen, const std::string& version);
   ~PrometheusMetrics() override;
 
-  int port() const { return port_; }
+  int port() const { return endpoint_->port(); }
 
   void JobSubmitted(Submission submission) override;
   void JobStateChanged(v1::JobState from, v1::JobState to) override;
@@ -55,9 +54,7 @@ class PrometheusMetrics final : public CoordinatorMetrics {
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Families> families_;
-  std::shared_ptr<prometheus::Collectable> process_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
-  int port_ = 0;
+  std::unique_ptr<MetricsEndpoint> endpoint_;  // last: stops scraping first
 };
 
 }  // namespace tunefleet::server

@@ -5,14 +5,14 @@
 #include <exception>
 
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "common/process_metrics.h"
+#include "common/metrics_endpoint.h"
+#include "common/status_macros.h"
 
 namespace tunefleet::worker {
 namespace {
@@ -122,17 +122,7 @@ absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> PrometheusWorkerMetrics
     entry->leases = &leases.Add(labels);
     metrics->devices_[device.id()] = std::move(entry);
   }
-  try {
-    metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on ", listen, ": ", e.what()));
-  }
-  metrics->exposer_->RegisterCollectable(metrics->registry_);
-  metrics->process_ = MakeProcessMetrics();
-  metrics->exposer_->RegisterCollectable(metrics->process_);
-  std::vector<int> ports = metrics->exposer_->GetListeningPorts();
-  metrics->port_ = ports.empty() ? 0 : ports[0];
+  ASSIGN_OR_RETURN(metrics->endpoint_, MetricsEndpoint::Start(listen, metrics->registry_));
   return metrics;
 }
 

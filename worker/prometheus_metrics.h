@@ -11,11 +11,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "common/metrics_endpoint.h"
 #include "worker/metrics.h"
 
 namespace prometheus {
-class Collectable;
-class Exposer;
 class Registry;
 }  // namespace prometheus
 
@@ -32,7 +31,7 @@ class PrometheusWorkerMetrics final : public WorkerMetrics {
       const std::vector<v1::Device>& devices);
   ~PrometheusWorkerMetrics() override;
 
-  int port() const { return port_; }
+  int port() const { return endpoint_->port(); }
 
   void TrialFinished(const std::string& device_id, const v1::TrialResult& result) override;
   void Measured(const std::string& device_id, const v1::TrialResult& result,
@@ -48,9 +47,7 @@ class PrometheusWorkerMetrics final : public WorkerMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   // Built in Start, read-only after: lookups need no lock.
   absl::flat_hash_map<std::string, std::unique_ptr<Device>> devices_;
-  std::shared_ptr<prometheus::Collectable> process_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
-  int port_ = 0;
+  std::unique_ptr<MetricsEndpoint> endpoint_;  // last: stops scraping first
 };
 
 }  // namespace tunefleet::worker
