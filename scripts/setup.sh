@@ -12,6 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   postgresql postgresql-common prometheus
   bubblewrap help2man libxgboost-dev zlib1g-dev
+  python3 python3-grpcio python3-protobuf python3-pytest
 )
 
 missing=()
