@@ -462,6 +462,22 @@ INSTANTIATE_TEST_SUITE_P(
                       DefaultCase{"kernels/cuda/flash_attn_fwd", "BATCH=1,HEADS=3,SEQ=333"}),
     DefaultCaseName);
 
+// At ROWS=65536,COLS=256 softmax's default config (256 threads x 8 halves a
+// row) breaks the spec's "no more than half the threads idle" constraint.
+// The reference still runs with the default's launch, and the configs valid
+// at this shape are checked against it.
+TEST(CudaRunner, ReferenceRunsWhereTheDefaultConfigBreaksAConstraint) {
+  REQUIRE_GPU();
+  GpuJob job(SharedRunner(), "kernels/cuda/softmax", "ROWS=65536,COLS=256");
+  ASSERT_OK(job.prepared());
+  EXPECT_EQ(job.Run(job.spec().default_config()).status(), v1::TRIAL_STATUS_INVALID_CONFIG);
+  for (const char* config :
+       {"ROWS_PER_BLOCK=4,THREADS=128,VEC=2", "ROWS_PER_BLOCK=2,THREADS=64,VEC=4"}) {
+    v1::TrialResult result = job.Run(config);
+    EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << config << " " << Describe(result);
+  }
+}
+
 TEST(CudaRunner, GemmConfigsAreMeasured) {
   REQUIRE_GPU();
   GpuJob job(SharedRunner(), "kernels/cuda/gemm_f16", "M=2048,N=2048,K=2048");

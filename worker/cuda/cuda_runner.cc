@@ -278,7 +278,7 @@ absl::Status CudaRunner::RunReferenceKernel(const std::string& artifact) {
                                       "reference_artifact was given");
   }
   Kernel& kernel = job_->reference;
-  Verdict verdict = PrepareLaunch(job_->default_config, &kernel);
+  Verdict verdict = PrepareLaunch(job_->default_config, &kernel, Constraints::kIgnore);
   if (verdict.ok()) verdict = LoadKernel(artifact, job_->spec.reference().entry(), &kernel);
   if (verdict.ok()) verdict = CheckResources(&kernel);
   if (verdict.ok()) verdict = ResetOutputs();
@@ -373,7 +373,8 @@ v1::TrialResult CudaRunner::Run(const v1::RunRequest& request) {
   return result;
 }
 
-CudaRunner::Verdict CudaRunner::PrepareLaunch(const v1::Config& config, Kernel* kernel) {
+CudaRunner::Verdict CudaRunner::PrepareLaunch(const v1::Config& config, Kernel* kernel,
+                                              Constraints constraints) {
   Job& job = *job_;
   auto invalid = [](const absl::Status& status) {
     return Verdict::Fail(v1::TRIAL_STATUS_INVALID_CONFIG, std::string(status.message()));
@@ -381,7 +382,9 @@ CudaRunner::Verdict CudaRunner::PrepareLaunch(const v1::Config& config, Kernel* 
   absl::StatusOr<v1::Config> normalized = NormalizeConfig(job.spec, config);
   if (!normalized.ok()) return invalid(normalized.status());
   if (absl::Status s = job.space->Bind(*normalized); !s.ok()) return invalid(s);
-  if (absl::Status s = job.space->CheckConstraints(); !s.ok()) return invalid(s);
+  if (constraints == Constraints::kApply) {
+    if (absl::Status s = job.space->CheckConstraints(); !s.ok()) return invalid(s);
+  }
   absl::StatusOr<std::array<int64_t, 3>> grid = job.space->Grid();
   absl::StatusOr<std::array<int64_t, 3>> block = job.space->Block();
   absl::StatusOr<int64_t> smem = job.space->SharedMemBytes();

@@ -101,7 +101,14 @@ class CudaRunner : public KernelRunner {
 
   // Run's steps.
   Verdict LoadKernel(const std::string& artifact, const std::string& entry, Kernel* kernel);
-  Verdict PrepareLaunch(const v1::Config& config, Kernel* kernel);
+  // Whether PrepareLaunch applies the spec's constraints. They describe the
+  // kernel under test; the reference runs with the default config's launch
+  // (grid, block, shared memory, scalars) even at a shape where that config
+  // breaks a constraint of the kernel (a softmax row narrower than the
+  // default's threads), and only the device's resource checks apply to it.
+  enum class Constraints { kApply, kIgnore };
+  Verdict PrepareLaunch(const v1::Config& config, Kernel* kernel,
+                        Constraints constraints = Constraints::kApply);
   Verdict CheckResources(Kernel* kernel);
   Verdict ResetOutputs();
   Verdict LaunchAndWait(const LaunchFn& launch, double timeout_seconds);
