@@ -88,8 +88,13 @@ class ExhaustiveStrategy : public SearchStrategy {
   absl::flat_hash_set<uint64_t> skip_;        // the leading ones: skipped in the walk
 };
 
-// A uniform sample of `budget` valid configs (reservoir sampling in one lazy
-// pass) after the leading configs, which the sample leaves out.
+// The leading configs, then a uniform sample of the other valid configs, up
+// to `budget` in all. The sample is drawn over the whole valid space
+// (reservoir sampling in one lazy pass, then shuffled) before the leading
+// configs are taken out of it, so it does not depend on them: a re-tune
+// whose warm start adds the previous winner in front proposes the same
+// configs as the first run but for the last ones, and a worker's artifact
+// cache serves them.
 std::vector<uint64_t> SampleValid(ConfigSpace* space, int64_t budget, uint64_t seed,
                                   const std::vector<uint64_t>& leading) {
   std::mt19937_64 rng(seed);
@@ -97,25 +102,26 @@ std::vector<uint64_t> SampleValid(ConfigSpace* space, int64_t budget, uint64_t s
   ConfigEnumerator enumerator(space);
   OrdinalRun run;
   int64_t seen = 0;
-  const absl::flat_hash_set<uint64_t> left_out(leading.begin(), leading.end());
-  const int64_t slots = budget - static_cast<int64_t>(leading.size());
   while (enumerator.NextRun(&run.first, &run.count)) {
     for (uint64_t ordinal = run.first; ordinal != run.first + run.count; ++ordinal) {
-      if (left_out.contains(ordinal)) continue;
       ++seen;
-      if (static_cast<int64_t>(reservoir.size()) < slots) {
+      if (static_cast<int64_t>(reservoir.size()) < budget) {
         reservoir.push_back(ordinal);
-      } else if (slots > 0) {
+      } else if (budget > 0) {
         std::uniform_int_distribution<int64_t> pick(0, seen - 1);
         int64_t j = pick(rng);
-        if (j < slots) reservoir[j] = ordinal;
+        if (j < budget) reservoir[j] = ordinal;
       }
     }
   }
   std::shuffle(reservoir.begin(), reservoir.end(), rng);
+  const absl::flat_hash_set<uint64_t> leads(leading.begin(), leading.end());
   std::vector<uint64_t> out(leading.begin(),
                             leading.begin() + std::min<int64_t>(budget, leading.size()));
-  out.insert(out.end(), reservoir.begin(), reservoir.end());
+  for (uint64_t ordinal : reservoir) {
+    if (static_cast<int64_t>(out.size()) >= budget) break;
+    if (!leads.contains(ordinal)) out.push_back(ordinal);
+  }
   return out;
 }
 

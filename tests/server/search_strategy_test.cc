@@ -120,7 +120,9 @@ TEST_F(SearchStrategyTest, WarmStartFollowsTheDefaultForEveryStrategy) {
     EXPECT_EQ(all[1], others[1]);
     EXPECT_EQ(all[2], others[0]);
     EXPECT_EQ(std::set<uint64_t>(all.begin(), all.end()).size(), all.size());
-    if (std::string(name) != "exhaustive") EXPECT_EQ(all.size(), 10u);
+    if (std::string(name) != "exhaustive") {
+      EXPECT_EQ(all.size(), 10u);
+    }
   }
 }
 
@@ -134,28 +136,32 @@ std::vector<uint64_t> BruteForce(ConfigSpace* space) {
   return valid;
 }
 
-// The random strategy's sample written over a list: a reservoir of the valid
-// configs in ordinal order (the default left out), shuffled, default first.
+// The random strategy's sample written over a list: a reservoir of every
+// valid config in ordinal order, shuffled; then the leading config first, the
+// others in the sample's order, `budget` in all.
 std::vector<uint64_t> ReferenceSample(const std::vector<uint64_t>& valid, int64_t budget,
                                       uint64_t seed, std::optional<uint64_t> first) {
   std::mt19937_64 rng(seed);
   std::vector<uint64_t> reservoir;
   int64_t seen = 0;
-  const int64_t slots = budget - (first.has_value() ? 1 : 0);
   for (uint64_t ordinal : valid) {
-    if (first.has_value() && ordinal == *first) continue;
     ++seen;
-    if (static_cast<int64_t>(reservoir.size()) < slots) {
+    if (static_cast<int64_t>(reservoir.size()) < budget) {
       reservoir.push_back(ordinal);
-    } else if (slots > 0) {
+    } else {
       std::uniform_int_distribution<int64_t> pick(0, seen - 1);
       int64_t j = pick(rng);
-      if (j < slots) reservoir[j] = ordinal;
+      if (j < budget) reservoir[j] = ordinal;
     }
   }
   std::shuffle(reservoir.begin(), reservoir.end(), rng);
-  if (first.has_value()) reservoir.insert(reservoir.begin(), *first);
-  return reservoir;
+  std::vector<uint64_t> out;
+  if (first.has_value()) out.push_back(*first);
+  for (uint64_t ordinal : reservoir) {
+    if (static_cast<int64_t>(out.size()) == budget) break;
+    if (!first.has_value() || ordinal != *first) out.push_back(ordinal);
+  }
+  return out;
 }
 
 // Matmul with a trailing param no constraint names, under tight limits.
@@ -218,6 +224,29 @@ TEST_F(SearchStrategyWalkTest, RandomSampleIsTheReservoirOverEveryValidConfig) {
             << "seed " << seed << " budget " << budget;
       }
     }
+  }
+}
+
+// A re-tune's warm start puts the previous winner in front; the rest of the
+// sample stays the first run's (but for its last config when the winner was
+// not in it), so the worker's artifact cache serves it.
+TEST_F(SearchStrategyWalkTest, RandomSampleDoesNotMoveWhenAWarmStartIsAdded) {
+  StrategyOptions options;
+  options.name = "random";
+  options.seed = 7;
+  options.budget = 20;
+  std::vector<uint64_t> first = Drain(MakeStrategy(space_.get(), options)->get(), 8);
+  ASSERT_EQ(first.size(), 20u);
+  for (uint64_t winner : {first[11], valid_list_.back()}) {
+    options.warm_start = {winner};
+    std::vector<uint64_t> again = Drain(MakeStrategy(space_.get(), options)->get(), 8);
+    ASSERT_EQ(again.size(), 20u);
+    EXPECT_EQ(again[0], winner);
+    std::vector<uint64_t> expected;
+    for (uint64_t ordinal : first) {
+      if (ordinal != winner && expected.size() < 19) expected.push_back(ordinal);
+    }
+    EXPECT_EQ(std::vector<uint64_t>(again.begin() + 1, again.end()), expected);
   }
 }
 
