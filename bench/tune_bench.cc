@@ -16,6 +16,8 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -51,6 +53,7 @@ struct Flags {
   std::string bin_dir;
   bool print_trials = false;
   std::string dataset_dir;  // write each shape's first run here (search_dataset.h)
+  std::vector<std::string> worker_flags;  // appended to each worker's command line
 };
 
 struct Run {
@@ -301,6 +304,8 @@ int Main(const Flags& flags) {
   const std::string stats_dir = dir + "/stats";
   std::filesystem::create_directories(stats_dir);
   options.worker_flags = {"--stats-dir", stats_dir};
+  options.worker_flags.insert(options.worker_flags.end(), flags.worker_flags.begin(),
+                              flags.worker_flags.end());
   Fleet fleet(options);
   absl::Status started = fleet.StartCoordinator();
   for (int i = 0; started.ok() && i < flags.workers; ++i) started = fleet.StartWorker().status();
@@ -350,6 +355,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--bin-dir", flags.bin_dir, "where the tunefleet binaries are");
   app.add_flag("--trials", flags.print_trials, "print every trial of every run");
+  app.add_option("--worker-flag", flags.worker_flags,
+                 "a flag passed on to each worker, e.g. --worker-flag=--lookahead-trials=4 "
+                 "(repeat the option for several)");
   app.add_option("--dataset-dir", flags.dataset_dir,
                  "write each shape's first run as a search dataset "
                  "(DIR/KERNEL-SHAPE.csv.gz) for search_bench");

@@ -56,7 +56,7 @@ struct Flags {
   std::string sandbox = "bwrap";
   std::vector<std::string> sandbox_read_only;
   int max_trials = 0;
-  int lookahead_trials = 4;  // trials of the lease held ahead per device; 0 = off
+  int lookahead_trials = -1;  // trials of the lease held ahead per device; 0 = off, -1 = auto
   std::string stats_dir;     // where worker-<pid>.stats is kept up to date
   int compile_threads = 0;  // 0 = the device's cores
   double measure_budget = 0.2;
@@ -277,7 +277,10 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   options.host = flags.name.empty() ? HostName() : flags.name;
   options.toolkit = (*compiler)->toolkit();
   options.max_trials = flags.max_trials;
-  options.lookahead_trials = flags.lookahead_trials;
+  options.lookahead_trials =
+      flags.lookahead_trials >= 0
+          ? flags.lookahead_trials
+          : DefaultLookaheadTrials(threads, static_cast<int>(devices->size()));
   options.pool_meter = &pool_meter;
   options.drain_time = absl::Seconds(flags.drain_time);
   WorkerDaemon daemon(options, coordinator.get(), &sources, std::move(executors), sink);
@@ -325,8 +328,9 @@ int main(int argc, char** argv) {
                  "devices' idle seconds while work was held (for bench/tune_bench)");
   app.add_option("--lookahead-trials", flags.lookahead_trials,
                  "trials of the next lease each device holds and compiles ahead while it "
-                 "measures the current one (0 = no look-ahead)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+                 "measures the current one (0 = no look-ahead; default: the compile "
+                 "threads per device, at least 4)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--name", flags.name, "name reported to the coordinator (default hostname)");
   app.add_option("--measure-budget", flags.measure_budget,
                  "seconds of timing samples per config")->check(CLI::PositiveNumber);

@@ -7,6 +7,7 @@
 #ifndef TUNEFLEET_WORKER_WORKER_DAEMON_H_
 #define TUNEFLEET_WORKER_WORKER_DAEMON_H_
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,15 @@
 
 namespace tunefleet::worker {
 
+// The look-ahead a worker holds per device unless told otherwise: one trial
+// per compile thread the device shares the pool with, so that the compiles
+// of a cold lease held ahead keep every thread busy while the device
+// measures the current lease; at least 4, so that a small host still hides
+// a lease round trip.
+inline int DefaultLookaheadTrials(int compile_threads, int devices) {
+  return std::max(4, compile_threads / std::max(1, devices));
+}
+
 struct WorkerOptions {
   // Reported as RegisterWorkerRequest.host. REQUIRES: non-empty.
   std::string host;
@@ -38,7 +48,8 @@ struct WorkerOptions {
   // the next one, of at most this many trials, and starts its compiles, so
   // that the compile pool never idles while the device measures and the
   // device never waits for a lease. At most one lease is held ahead per
-  // device. 0 turns it off. Default 4.
+  // device. 0 turns it off. Default 4; tunefleet-worker sets
+  // DefaultLookaheadTrials.
   int lookahead_trials = 4;
   // Counts the compile pool's idle time while leases are held (each lease
   // held counts; the devices' own meters are their executors'). Not owned;
