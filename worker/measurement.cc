@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <utility>
 
 namespace tunefleet::worker {
@@ -23,10 +25,23 @@ v1::MeasureOptions WithMeasureDefaults(v1::MeasureOptions options) {
   if (options.min_samples() <= 0) options.set_min_samples(5);
   if (options.max_samples() <= 0) options.set_max_samples(1000);
   if (options.cut_factor() == 0) options.set_cut_factor(1.5);
+  if (options.low_clock_fraction() == 0) options.set_low_clock_fraction(0.9);
   if (options.max_samples() < options.min_samples()) {
     options.set_max_samples(options.min_samples());
   }
   return options;
+}
+
+std::vector<size_t> LowClockSamples(const v1::MeasureOptions& options,
+                                    const std::vector<double>& clock_mhz,
+                                    double recent_max_mhz) {
+  std::vector<size_t> low;
+  if (options.low_clock_fraction() < 0 || recent_max_mhz <= 0) return low;
+  const double floor = options.low_clock_fraction() * recent_max_mhz;
+  for (size_t i = 0; i < clock_mhz.size(); ++i) {
+    if (clock_mhz[i] > 0 && clock_mhz[i] < floor) low.push_back(i);
+  }
+  return low;
 }
 
 bool WantMoreSamples(const v1::MeasureOptions& options, int samples,
@@ -96,6 +111,57 @@ v1::Measurement CombineRounds(const std::vector<v1::Measurement>& rounds) {
   m.set_samples(samples);
   m.set_clock_mhz(clock_mhz / static_cast<double>(rounds.size()));
   return m;
+}
+
+namespace {
+
+// Sample standard deviation and mean of `values` (at least two).
+std::pair<double, double> StdDevAndMean(const std::vector<double>& values) {
+  double mean = 0;
+  for (double v : values) mean += v;
+  mean /= static_cast<double>(values.size());
+  double squares = 0;
+  for (double v : values) squares += (v - mean) * (v - mean);
+  return {std::sqrt(squares / static_cast<double>(values.size() - 1)), mean};
+}
+
+}  // namespace
+
+double CoefficientOfVariation(const std::vector<double>& values) {
+  if (values.size() < 2) return 0;
+  const auto [stddev, mean] = StdDevAndMean(values);
+  return mean == 0 ? 0 : stddev / mean;
+}
+
+std::vector<size_t> Unseparated(const std::vector<std::vector<double>>& medians) {
+  struct Stats {
+    double median = 0;
+    double se = 0;  // infinite with fewer than two rounds
+  };
+  std::vector<std::optional<Stats>> stats(medians.size());
+  std::optional<size_t> winner;
+  for (size_t i = 0; i < medians.size(); ++i) {
+    if (medians[i].empty()) continue;
+    std::vector<double> sorted = medians[i];
+    std::sort(sorted.begin(), sorted.end());
+    Stats s;
+    s.median = Quantile(sorted, 0.5);
+    s.se = sorted.size() < 2 ? std::numeric_limits<double>::infinity()
+                             : StdDevAndMean(sorted).first /
+                                   std::sqrt(static_cast<double>(sorted.size()));
+    stats[i] = s;
+    if (!winner.has_value() || s.median < stats[*winner]->median) winner = i;
+  }
+  if (!winner.has_value()) return {};
+  std::vector<size_t> out = {*winner};
+  const Stats& w = *stats[*winner];
+  for (size_t i = 0; i < medians.size(); ++i) {
+    if (i == *winner || !stats[i].has_value()) continue;
+    const Stats& s = *stats[i];
+    if (s.median - w.median <= 2 * std::sqrt(s.se * s.se + w.se * w.se)) out.push_back(i);
+  }
+  if (out.size() < 2) return {};
+  return out;
 }
 
 }  // namespace tunefleet::worker

@@ -4,6 +4,7 @@
 #ifndef TUNEFLEET_WORKER_MEASUREMENT_H_
 #define TUNEFLEET_WORKER_MEASUREMENT_H_
 
+#include <cstddef>
 #include <vector>
 
 #include "tunefleet/v1/bench_child.pb.h"
@@ -12,8 +13,18 @@
 namespace tunefleet::worker {
 
 // `options` with every unset (zero) field at its default: warm-up 0.02 s,
-// budget 0.2 s, min 5 samples, max 1000 samples, cut factor 1.5.
+// budget 0.2 s, min 5 samples, max 1000 samples, cut factor 1.5, low-clock
+// fraction 0.9.
 v1::MeasureOptions WithMeasureDefaults(v1::MeasureOptions options);
+
+// The low-clock rule: the indices of the samples whose SM clock
+// (`clock_mhz[i]`, 0 = unknown) is under options.low_clock_fraction x
+// `recent_max_mhz`, the highest clock the device showed recently. None when
+// the fraction is negative or recent_max_mhz is 0. REQUIRES: options with
+// defaults.
+std::vector<size_t> LowClockSamples(const v1::MeasureOptions& options,
+                                    const std::vector<double>& clock_mhz,
+                                    double recent_max_mhz);
 
 // True while the sampling loop should take another sample: fewer than
 // min_samples, or budget left and fewer than max_samples.
@@ -55,6 +66,22 @@ v1::MeasureOptions PerRoundOptions(v1::MeasureOptions options, int rounds);
 // the mean of the two middle ones) of the rounds' medians, p20s and p80s;
 // samples is the sum; clock_mhz the mean. REQUIRES: non-empty.
 v1::Measurement CombineRounds(const std::vector<v1::Measurement>& rounds);
+
+// The coefficient of variation of `values` (sample standard deviation over
+// the mean); 0 for fewer than two values or a zero mean.
+double CoefficientOfVariation(const std::vector<double>& values);
+
+// The finalists round's separation rule (docs/measurement.md). `medians[i]`
+// holds finalist i's per-round medians so far (empty: it failed and is out).
+// The winner is the finalist with the lowest median of its round medians
+// (CombineRounds); finalist i is separated from it when
+//   median_i - median_winner > 2 * sqrt(se_i^2 + se_winner^2),
+// se being the standard error of a finalist's round medians (sample standard
+// deviation / sqrt(rounds)). Returns the finalists that are not separated
+// (the winner first), i.e. those another round should measure; empty when
+// the winner is separated from every other finalist or fewer than two are
+// left. Finalists with fewer than two rounds are never separated.
+std::vector<size_t> Unseparated(const std::vector<std::vector<double>>& medians);
 
 }  // namespace tunefleet::worker
 

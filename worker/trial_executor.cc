@@ -342,10 +342,35 @@ absl::Status TrialExecutor::RunFinalists(const JobContext& job,
     double compile_seconds = 0;
   };
   std::vector<Finalist> finalists(batch.pending.size());
+  // The finalists the next round runs: all of them in the first `rounds`
+  // rounds, then the winner and those not separated from it.
+  auto next_round = [&](int round) {
+    std::vector<size_t> runs;
+    if (round < rounds) {
+      for (size_t i = 0; i < finalists.size(); ++i) runs.push_back(i);
+      return runs;
+    }
+    if (round >= std::max(rounds, options_.finalist_max_rounds)) return runs;
+    std::vector<std::vector<double>> medians(finalists.size());
+    for (size_t i = 0; i < finalists.size(); ++i) {
+      if (finalists[i].failure.has_value()) continue;
+      for (const v1::Measurement& m : finalists[i].rounds) medians[i].push_back(m.median_seconds());
+    }
+    runs = Unseparated(medians);
+    std::sort(runs.begin(), runs.end());  // lease order, as in the first rounds
+    return runs;
+  };
   absl::Status status;
   bool stopped = false;
-  for (int round = 0; round < rounds && status.ok() && !stopped; ++round) {
-    for (size_t i = 0; i < batch.pending.size(); ++i) {
+  int round = 0;
+  for (; status.ok() && !stopped; ++round) {
+    const std::vector<size_t> runs = next_round(round);
+    if (runs.empty()) break;
+    if (round == rounds) {
+      spdlog::info("finalists: {} not separated from the winner after {} rounds; measuring on",
+                   runs.size() - 1, rounds);
+    }
+    for (size_t i : runs) {
       Finalist& f = finalists[i];
       if (f.failure.has_value()) continue;  // a failed finalist is out of the round
       if (should_stop && should_stop()) {
@@ -367,14 +392,15 @@ absl::Status TrialExecutor::RunFinalists(const JobContext& job,
         f.rounds.push_back(result->measurement());
         f.last_ok = *std::move(result);
       } else {
-        spdlog::info("finalist {} failed in round {} of {}: {}", p.trial.index(), round + 1,
-                     rounds, v1::TrialStatus_Name(result->status()));
+        spdlog::info("finalist {} failed in round {}: {}", p.trial.index(), round + 1,
+                     v1::TrialStatus_Name(result->status()));
         f.failure = *std::move(result);
       }
     }
   }
   FinishBatch(&batch);
   if (!status.ok() || stopped) return status;  // an unfinished round reports nothing
+  if (round > rounds) spdlog::info("finalists: {} rounds in all", round);
   for (size_t i = 0; i < batch.pending.size(); ++i) {
     Finalist& f = finalists[i];
     v1::TrialResult result;
@@ -383,6 +409,10 @@ absl::Status TrialExecutor::RunFinalists(const JobContext& job,
     } else {
       result = *std::move(f.last_ok);
       *result.mutable_measurement() = CombineRounds(f.rounds);
+      std::vector<double> medians;
+      for (const v1::Measurement& m : f.rounds) medians.push_back(m.median_seconds());
+      result.mutable_measurement()->set_rounds(static_cast<int32_t>(f.rounds.size()));
+      result.mutable_measurement()->set_rounds_cv(CoefficientOfVariation(medians));
     }
     result.set_compile_seconds(f.compile_seconds);
     on_result(batch.pending[i].trial.index(), result);

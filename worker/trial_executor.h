@@ -43,6 +43,11 @@ struct ExecutorOptions {
   // measured in, each round with budget_seconds / finalist_rounds (see
   // PerRoundOptions). Default 3; values below 1 count as 1.
   int finalist_rounds = 3;
+  // After those rounds, more rounds measure the winner and the finalists
+  // not yet separated from it (Unseparated, worker/measurement.h), up to
+  // this many rounds in all. Default 9; values below finalist_rounds count
+  // as finalist_rounds (no extra rounds).
+  int finalist_max_rounds = 9;
   // Called after every step of a finalists round, in run order, with the
   // round (0-based), the trial index and that step's own result (failures
   // included), before the combined results go to `on_result`. For tests and
@@ -130,7 +135,10 @@ class TrialExecutor {
   // The finalists round (a lease with `finalists` set): measures `trials`
   // again, interleaved on this one device: the child is prepared once, then
   // options.finalist_rounds rounds each run every finalist once, in order
-  // (A B C, A B C, ...), with a per-round share of the budget. A finalist
+  // (A B C, A B C, ...), with a per-round share of the budget; then, while
+  // the winner is not separated from a runner-up and fewer than
+  // options.finalist_max_rounds rounds ran, another round runs the winner and
+  // the unseparated ones (A B, A B, ...). A finalist
   // that fails in any round is not run again and is reported with that
   // round's failure; the others are reported with CombineRounds of their
   // rounds. `on_result` is called once per trial, in order, after the last

@@ -31,9 +31,21 @@ void FailAll(const v1::Lease& lease, v1::TrialStatus status, const std::string& 
 
 void LogTrial(int64_t index, const v1::TrialResult& result) {
   if (result.status() == v1::TRIAL_STATUS_OK) {
-    spdlog::info("trial {}: OK, median {:.2f} us over {} samples{}", index,
-                 result.measurement().median_seconds() * 1e6, result.measurement().samples(),
-                 result.cut_early() ? ", cut early (clearly slower than the best)" : "");
+    const v1::Measurement& m = result.measurement();
+    std::string notes;
+    if (result.cut_early()) notes += ", cut early (clearly slower than the best)";
+    if (m.retaken_samples() > 0) {
+      notes += fmt::format(", {} taken again at a low clock", m.retaken_samples());
+    }
+    if (m.low_clock_samples() > 0) {
+      notes += fmt::format(", {} kept at a low clock", m.low_clock_samples());
+    }
+    if (m.rounds() > 0) {
+      notes += fmt::format(", {} finalist rounds, CV {:.2f}%", m.rounds(), 100 * m.rounds_cv());
+    }
+    spdlog::info("trial {}: OK, median {:.2f} us over {} samples{}{}", index,
+                 m.median_seconds() * 1e6, m.samples(),
+                 m.clock_mhz() > 0 ? fmt::format(" at {:.0f} MHz", m.clock_mhz()) : "", notes);
     return;
   }
   const std::string& error = result.error();

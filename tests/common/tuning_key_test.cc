@@ -36,12 +36,12 @@ TEST_F(TuningKeyTest, FixedInputsGiveAFixedKey) {
   file.set_digest("00");
   std::vector<v1::SourceFile> sources = {file};
   // A golden value: changing the canonical form must be a deliberate,
-  // versioned decision (it disowns every stored result). Protocol 2: the
-  // early-cut rule.
-  EXPECT_EQ(Key(spec, sources, "N=1"), "0f6ef9e88d0786572cd5642dfc7cd1c3");
+  // versioned decision (it disowns every stored result). Protocol 3: the
+  // low-clock rule (protocol 2: the early-cut rule).
+  EXPECT_EQ(Key(spec, sources, "N=1"), "a609a6300bc0121b7b86d558bf5be79b");
   EXPECT_EQ(CanonicalKeyText({&spec, &sources, *ParseShape("N=1"), "cpu", "g++ 12"}),
             "tunefleet-tuning-key\nkernel=k\ncode=" + KernelDigest(spec, sources) +
-                "\nshape=N=1\ndtypes=\ndevice_model=cpu\ntoolkit=g++ 12\nprotocol=2\n");
+                "\nshape=N=1\ndtypes=\ndevice_model=cpu\ntoolkit=g++ 12\nprotocol=3\n");
 }
 
 TEST_F(TuningKeyTest, EveryInputChangesTheKey) {

@@ -336,7 +336,7 @@ bool HaveGpu() {
 class GpuJob {
  public:
   GpuJob(CudaRunner* runner, const std::string& dir, const std::string& shape,
-         double budget_seconds = 0.05)
+         double budget_seconds = 0.05, double low_clock_fraction = 0)
       : runner_(runner), bundle_(LoadKernel(dir)) {
     compiler_ = MakeCompiler(cache_.path(), 300);
     v1::PrepareRequest request;
@@ -345,6 +345,7 @@ class GpuJob {
     request.set_seed(42);
     request.mutable_measure()->set_budget_seconds(budget_seconds);
     request.mutable_measure()->set_warmup_seconds(0.01);
+    request.mutable_measure()->set_low_clock_fraction(low_clock_fraction);
     const v1::Reference& reference = bundle_.spec.reference();
     if (!reference.entry().empty() && reference.library().empty()) {
       CompileOutcome ref = MustCompile(compiler_.get(), bundle_,
@@ -495,6 +496,42 @@ TEST(CudaRunner, GemmConfigsAreMeasured) {
   ASSERT_OK(cublas);
   std::printf("cuBLAS 2048^3: %.1f TFLOP/s\n",
               2.0 * 2048 * 2048 * 2048 / cublas->median_seconds() / 1e12);
+}
+
+// The low-clock rule (docs/measurement.md) on real per-sample clocks: a
+// fraction over 1 makes every sample "low" (none is above its own maximum),
+// so samples are taken again and the still-low retakes are kept and counted;
+// a negative fraction turns the rule off.
+TEST(CudaRunner, EverySampleIsClockedAndLowClockSamplesAreTakenAgain) {
+  REQUIRE_GPU();
+  const char* dir = "kernels/cuda/gemm_f16";
+  const char* shape = "M=1024,N=1024,K=1024";
+  struct Case {
+    double fraction;
+    v1::Measurement m;
+  };
+  std::vector<Case> cases = {{0, {}}, {1.5, {}}, {-1, {}}};
+  for (Case& c : cases) {
+    GpuJob job(SharedRunner(), dir, shape, 0.02, c.fraction);
+    ASSERT_OK(job.prepared());
+    v1::TrialResult result = job.Run(job.spec().default_config());
+    ASSERT_EQ(result.status(), v1::TRIAL_STATUS_OK) << Describe(result);
+    c.m = result.measurement();
+    std::printf("low_clock_fraction %.1f: %lld samples, clock %.0f MHz, %lld taken again, "
+                "%lld kept low, median %.2f us\n",
+                c.fraction, static_cast<long long>(c.m.samples()), c.m.clock_mhz(),
+                static_cast<long long>(c.m.retaken_samples()),
+                static_cast<long long>(c.m.low_clock_samples()), c.m.median_seconds() * 1e6);
+    EXPECT_GT(c.m.clock_mhz(), 100);
+    EXPECT_LT(c.m.clock_mhz(), 5000);
+    EXPECT_LE(c.m.low_clock_samples(), c.m.samples());
+  }
+  // Every sample is low: the first min_samples (5) retakes are low too, so
+  // retaking stops there, and every sample kept is flagged.
+  EXPECT_EQ(cases[1].m.retaken_samples(), 5);
+  EXPECT_EQ(cases[1].m.low_clock_samples(), cases[1].m.samples());
+  EXPECT_EQ(cases[2].m.retaken_samples(), 0);
+  EXPECT_EQ(cases[2].m.low_clock_samples(), 0);
 }
 
 // The faults the child survives, in one process, with a good config after

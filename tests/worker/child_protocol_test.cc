@@ -1,5 +1,6 @@
 #include "worker/child_protocol.h"
 
+#include <cmath>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -144,6 +145,42 @@ TEST(MeasurementTest, CombineRoundsTakesMediansOfTheRoundsAndSumsSamples) {
   EXPECT_DOUBLE_EQ(m.p80_seconds(), 4.0);
   EXPECT_EQ(m.samples(), 22);
   EXPECT_DOUBLE_EQ(m.clock_mhz(), 1900);
+}
+
+TEST(MeasurementTest, LowClockSamplesAreUnderTheFractionOfTheRecentMaximum) {
+  const v1::MeasureOptions options = WithMeasureDefaults({});
+  EXPECT_DOUBLE_EQ(options.low_clock_fraction(), 0.9);
+  // 0.9 x 1980 = 1782: 1700 and 1500 are low; 0 is unknown, never low.
+  EXPECT_EQ(LowClockSamples(options, {1980, 1700, 1800, 0, 1500}, 1980),
+            (std::vector<size_t>{1, 4}));
+  EXPECT_TRUE(LowClockSamples(options, {1980, 1700}, 0).empty());  // no maximum known
+  v1::MeasureOptions off = options;
+  off.set_low_clock_fraction(-1);
+  EXPECT_TRUE(LowClockSamples(off, {1980, 1000}, 1980).empty());
+}
+
+TEST(MeasurementTest, CoefficientOfVariationIsTheSampleStdDevOverTheMean) {
+  EXPECT_EQ(CoefficientOfVariation({}), 0);
+  EXPECT_EQ(CoefficientOfVariation({2.0}), 0);
+  EXPECT_EQ(CoefficientOfVariation({2.0, 2.0, 2.0}), 0);
+  EXPECT_DOUBLE_EQ(CoefficientOfVariation({1.0, 3.0}), std::sqrt(2.0) / 2.0);
+}
+
+TEST(MeasurementTest, UnseparatedKeepsTheWinnerAndWhoIsWithinTwiceTheCombinedStandardError) {
+  // Winner 1.00 +- 0.01; B 1.05 (far), C 1.005 (within the noise), D failed.
+  const std::vector<double> a = {0.99, 1.00, 1.01};
+  const std::vector<double> b = {1.04, 1.05, 1.06};
+  const std::vector<double> c = {0.995, 1.005, 1.015};
+  EXPECT_EQ(Unseparated({b, a, c, {}}), (std::vector<size_t>{1, 2}));
+  EXPECT_TRUE(Unseparated({a, b}).empty());                     // separated
+  EXPECT_TRUE(Unseparated({a, {}}).empty());                    // one left
+  EXPECT_TRUE(Unseparated({}).empty());
+  EXPECT_EQ(Unseparated({{1.0}, {2.0}}), (std::vector<size_t>{0, 1}));  // one round: noise unknown
+  // More rounds shrink the standard error: the same gap separates.
+  const std::vector<double> a9 = {0.99, 1.00, 1.01, 0.99, 1.00, 1.01, 0.99, 1.00, 1.01};
+  const std::vector<double> c9 = {1.005, 1.015, 1.025, 1.005, 1.015, 1.025, 1.005, 1.015, 1.025};
+  EXPECT_EQ(Unseparated({a, {1.005, 1.015, 1.025}}), (std::vector<size_t>{0, 1}));
+  EXPECT_TRUE(Unseparated({a9, c9}).empty());
 }
 
 TEST(MeasurementTest, CombineRoundsOfAnEvenCountAveragesTheMiddleTwo) {

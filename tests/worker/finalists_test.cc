@@ -1,6 +1,8 @@
 // The finalists round (TrialExecutor::RunFinalists) with the real compiler
 // and real benchmark children: interleaved rounds on one child, combined
 // measurements, and a finalist that crashes in a later round.
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -42,8 +44,12 @@ class FinalistsTest : public ::testing::Test {
 
   // An executor whose finalist steps are recorded in `steps_`; `after_step`
   // runs after each one is recorded.
-  void MakeExecutor(std::function<void(int round, int64_t index)> after_step = nullptr) {
+  // Only the first finalist_rounds rounds run unless `max_rounds` allows
+  // more (the separation rounds).
+  void MakeExecutor(std::function<void(int round, int64_t index)> after_step = nullptr,
+                    int max_rounds = 0) {
     ExecutorOptions options = FastOptions();
+    options.finalist_max_rounds = max_rounds;
     options.on_finalist_step = [this, after_step](int round, int64_t index,
                                                   const v1::TrialResult& result) {
       steps_.push_back({round, index});
@@ -91,8 +97,12 @@ class FinalistsTest : public ::testing::Test {
       samples += step.measurement().samples();
       rounds.push_back(step.measurement());
     }
-    EXPECT_EQ(rounds.size(), 3u);
+    EXPECT_EQ(static_cast<size_t>(result.measurement().rounds()), rounds.size());
+    if (!separation_rounds_) EXPECT_EQ(rounds.size(), 3u);
     EXPECT_EQ(result.measurement().samples(), samples);  // the sum over the rounds
+    std::vector<double> medians;
+    for (const v1::Measurement& m : rounds) medians.push_back(m.median_seconds());
+    EXPECT_DOUBLE_EQ(result.measurement().rounds_cv(), CoefficientOfVariation(medians));
     const v1::Measurement combined = CombineRounds(rounds);
     EXPECT_DOUBLE_EQ(result.measurement().median_seconds(), combined.median_seconds());
     EXPECT_DOUBLE_EQ(result.measurement().p20_seconds(), combined.p20_seconds());
@@ -108,6 +118,7 @@ class FinalistsTest : public ::testing::Test {
   std::vector<std::pair<int, int64_t>> steps_;  // (round, index) in run order
   std::map<int64_t, std::vector<v1::TrialResult>> step_results_;
   size_t expected_steps_ = 0;
+  bool separation_rounds_ = false;
 };
 
 TEST_F(FinalistsTest, MeasuresMatmulFinalistsInInterleavedRounds) {
@@ -170,6 +181,44 @@ TEST_F(FinalistsTest, AFinalistThatCrashesIsReportedAndTheOthersAreStillMeasured
   ExpectCombined(3, results[3].second);
   // The first child, then one after each crash (re-prepared, same budget).
   EXPECT_EQ(executor_->child_starts(), 3);
+}
+
+// Two finalists of one config: after the three rounds they are (almost
+// always) not separated, so the winner and the runner-up are measured again,
+// round by round, up to the limit. Whether and when noise separates them is
+// up to the machine; what must hold either way is checked.
+TEST_F(FinalistsTest, UnseparatedFinalistsAreMeasuredAgainUpToTheLimit) {
+  EXPECT_EQ(ExecutorOptions().finalist_max_rounds, 9);  // the documented default
+  MakeExecutor(nullptr, /*max_rounds=*/6);
+  separation_rounds_ = true;
+  JobContext job = LoadJob(kFlaky, "N=1024");
+  const std::vector<std::string> configs = {"CRASH=0,UNROLL=4", "CRASH=0,UNROLL=4",
+                                            "CRASH=0,UNROLL=1"};
+  std::vector<std::pair<int64_t, v1::TrialResult>> results;
+  ASSERT_OK(executor_->RunFinalists(
+      job, Trials(configs),
+      [&](int64_t index, const v1::TrialResult& r) { results.emplace_back(index, r); },
+      /*should_stop=*/nullptr));
+  ASSERT_EQ(results.size(), 3u);
+  // The first three rounds run everyone, in lease order; later rounds run a
+  // subset (the winner and the unseparated), still in lease order.
+  int last_round = 0;
+  std::map<int, std::vector<int64_t>> by_round;
+  for (const auto& [round, index] : steps_) {
+    EXPECT_GE(round, last_round);
+    last_round = round;
+    by_round[round].push_back(index);
+  }
+  EXPECT_LE(by_round.size(), 6u);
+  for (const auto& [round, indices] : by_round) {
+    if (round < 3) EXPECT_THAT(indices, ElementsAre(0, 1, 2)) << "round " << round;
+    if (round >= 3) EXPECT_GE(indices.size(), 2u) << "round " << round;
+    EXPECT_TRUE(std::is_sorted(indices.begin(), indices.end())) << "round " << round;
+  }
+  for (const auto& [index, result] : results) ExpectCombined(index, result);
+  std::printf("finalists rounds: %zu; rounds per finalist: %d %d %d\n", by_round.size(),
+              results[0].second.measurement().rounds(), results[1].second.measurement().rounds(),
+              results[2].second.measurement().rounds());
 }
 
 TEST_F(FinalistsTest, AnInterruptedRoundReportsNothing) {

@@ -257,6 +257,7 @@ TEST_F(WorkerDaemonTest, ServesAFinalistsLeaseInInterleavedRoundsAndReportsAfter
                         /*finalists=*/true);
   ExecutorOptions options = FastOptions();
   options.finalist_rounds = 2;
+  options.finalist_max_rounds = 2;  // no separation rounds (finalists_test.cc has those)
   std::vector<std::pair<int, int64_t>> steps;  // only the executor thread writes
   std::map<int64_t, int64_t> step_samples;
   std::vector<size_t> reported_at_step;

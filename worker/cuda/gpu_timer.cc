@@ -17,6 +17,9 @@ constexpr double kBatchTargetSeconds = 20e-6;
 constexpr int kMaxBatch = 10000;
 constexpr int kMaxWarmupLaunches = 100000;
 constexpr uint64_t kProbeSpinNs = 1000000;  // 1 ms
+// The per-sample probe's spin: long enough against %globaltimer's update
+// interval, short next to a sample (at least 20 us of kernel time).
+constexpr uint64_t kSampleProbeSpinNs = 20000;  // 20 us
 
 // Spins `spin_ns` nanoseconds of %globaltimer on one thread and stores the
 // clock64 cycles and nanoseconds that passed. JIT-compiled by the driver.
@@ -94,7 +97,7 @@ absl::StatusOr<std::unique_ptr<GpuTimer>> GpuTimer::Create(const CudaDriver* dri
   if (driver->ModuleLoadData(&timer->probe_module_, kClockProbePtx) == CUDA_SUCCESS &&
       driver->ModuleGetFunction(&timer->probe_, timer->probe_module_, "tf_clock_probe") ==
           CUDA_SUCCESS &&
-      driver->MemAlloc(&timer->probe_out_, 16) == CUDA_SUCCESS) {
+      driver->MemAlloc(&timer->probe_out_, kClockSlots * 2 * sizeof(uint64_t)) == CUDA_SUCCESS) {
     return timer;
   }
   timer->probe_ = nullptr;
@@ -152,8 +155,39 @@ GpuResult GpuTimer::Enqueue(const LaunchFn& launch, int count) {
   return result;
 }
 
+void GpuTimer::EnqueueClockProbe(int slot, uint64_t spin_ns) {
+  CUdeviceptr out = probe_out_ + static_cast<CUdeviceptr>(slot) * 2 * sizeof(uint64_t);
+  void* args[] = {&out, &spin_ns};
+  if (driver_->LaunchKernel(probe_, 1, 1, 1, 1, 1, 1, 0, stream_, args, nullptr) !=
+      CUDA_SUCCESS) {
+    // A probe that does not launch leaves its slot's old values: they are
+    // zeroed first, so the sample reads as clock unknown.
+    driver_->MemsetD32Async(out, 0, 4, stream_);
+  }
+}
+
+void GpuTimer::ReadClocks(int slots, std::vector<double>* mhz) {
+  if (slots <= 0) return;
+  std::vector<uint64_t> values(static_cast<size_t>(slots) * 2, 0);
+  if (driver_->MemcpyDtoH(values.data(), probe_out_, values.size() * sizeof(uint64_t)) !=
+      CUDA_SUCCESS) {
+    values.assign(values.size(), 0);
+  }
+  for (int i = 0; i < slots; ++i) {
+    const uint64_t cycles = values[2 * i];
+    const uint64_t ns = values[2 * i + 1];
+    mhz->push_back(ns == 0 ? 0 : static_cast<double>(cycles) / static_cast<double>(ns) * 1e3);
+  }
+}
+
+double GpuTimer::RecentMaxClockMhz() const {
+  double max = 0;
+  for (double mhz : recent_max_mhz_) max = std::max(max, mhz);
+  return max;
+}
+
 GpuResult GpuTimer::TimeBatch(const LaunchFn& launch, int batch, double timeout_seconds,
-                              double* seconds_per_launch) {
+                              double* seconds_per_launch, int clock_slot) {
   GpuResult result;
   result.error = driver_->MemsetD32Async(flush_, flush_value_++, flush_bytes_ / 4, stream_);
   if (result.error == CUDA_SUCCESS) result.error = driver_->EventRecord(start_, stream_);
@@ -168,6 +202,7 @@ GpuResult GpuTimer::TimeBatch(const LaunchFn& launch, int batch, double timeout_
     result.what = "cuEventRecord";
     return result;
   }
+  if (clock_slot >= 0 && probe_ != nullptr) EnqueueClockProbe(clock_slot, kSampleProbeSpinNs);
   result = Sync(timeout_seconds);
   if (!result.ok()) return result;
   float ms = 0;
@@ -199,20 +234,95 @@ GpuResult GpuTimer::Measure(const LaunchFn& launch, const v1::MeasureOptions& op
                         : static_cast<int>(std::min<double>(
                               kMaxBatch, std::ceil(kBatchTargetSeconds / std::max(estimate, 1e-8))));
 
+  // Each sample's SM clock is probed right after its batch into a device
+  // slot; the slots are read back kClockSlots at a time and at the end, so
+  // the host waits for no copy between samples.
+  std::vector<double> taken;   // seconds per launch, in the order taken
+  std::vector<double> clocks;  // their SM clocks (MHz, 0 = unknown)
+  int pending_clocks = 0;      // probed into slots [0, pending_clocks), not read yet
+  auto take_sample = [&](double* seconds) {
+    GpuResult r = TimeBatch(launch, batch, launch_timeout_seconds * batch, seconds,
+                            probe_ != nullptr ? pending_clocks : -1);
+    if (!r.ok()) return r;
+    taken.push_back(*seconds);
+    if (probe_ == nullptr) {
+      clocks.push_back(0);
+    } else if (++pending_clocks == kClockSlots) {
+      ReadClocks(pending_clocks, &clocks);
+      pending_clocks = 0;
+    }
+    return r;
+  };
+  auto read_pending_clocks = [&] {
+    ReadClocks(pending_clocks, &clocks);
+    pending_clocks = 0;
+  };
+
   std::vector<double> samples;  // ascending
-  const auto start = Clock::now();
+  auto start = Clock::now();
   auto spent = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   bool cut = false;
   while (!cut && WantMoreSamples(opts, static_cast<int>(samples.size()), spent())) {
     double seconds = 0;
-    result = TimeBatch(launch, batch, launch_timeout_seconds * batch, &seconds);
+    result = take_sample(&seconds);
     if (!result.ok()) return result;
     InsertSorted(seconds, &samples);
     cut = CutEarly(opts, best_seconds, samples);
   }
+  read_pending_clocks();
+
+  // The low-clock rule: samples taken while the SM clock was well under the
+  // device's recent maximum are taken again, once each, within one more
+  // budget; what is still low after that is kept and counted. When the first
+  // min_samples retakes are all low too, the kernel itself holds the clock
+  // down (power-bound): retaking stops there.
+  double recent_max = RecentMaxClockMhz();
+  for (double mhz : clocks) recent_max = std::max(recent_max, mhz);
+  std::vector<size_t> low = LowClockSamples(opts, clocks, recent_max);
+  std::vector<bool> dropped(taken.size(), false);
+  int64_t retaken = 0;
+  if (!cut && !low.empty()) {
+    const size_t first_retake = taken.size();
+    start = Clock::now();
+    for (size_t i : low) {
+      if (retaken > 0 && spent() >= opts.budget_seconds()) break;
+      if (retaken == opts.min_samples()) {
+        read_pending_clocks();
+        const std::vector<double> retakes(clocks.begin() + first_retake, clocks.end());
+        if (LowClockSamples(opts, retakes, recent_max).size() == retakes.size()) break;
+      }
+      double seconds = 0;
+      result = take_sample(&seconds);
+      if (!result.ok()) return result;
+      samples.erase(std::lower_bound(samples.begin(), samples.end(), taken[i]));
+      dropped[i] = true;
+      InsertSorted(seconds, &samples);
+      ++retaken;
+    }
+    read_pending_clocks();
+    dropped.resize(taken.size(), false);
+    for (size_t i = first_retake; i < clocks.size(); ++i) {
+      recent_max = std::max(recent_max, clocks[i]);
+    }
+    low = LowClockSamples(opts, clocks, recent_max);
+  }
+  int64_t kept_low = 0;
+  for (size_t i : low) kept_low += dropped[i] ? 0 : 1;
+  std::vector<double> kept_clocks;
+  for (size_t i = 0; i < clocks.size(); ++i) {
+    if (!dropped[i] && clocks[i] > 0) kept_clocks.push_back(clocks[i]);
+  }
+  if (recent_max > 0) {
+    recent_max_mhz_.push_back(recent_max);
+    if (recent_max_mhz_.size() > kRecentMeasurements) recent_max_mhz_.pop_front();
+  }
+
   if (cut_early != nullptr) *cut_early = cut;
   *out = Summarize(&samples);
-  out->set_clock_mhz(ProbeClockMhz());
+  std::sort(kept_clocks.begin(), kept_clocks.end());
+  out->set_clock_mhz(kept_clocks.empty() ? ProbeClockMhz() : Percentile(kept_clocks, 0.5));
+  out->set_retaken_samples(retaken);
+  out->set_low_clock_samples(kept_low);
   return result;
 }
 

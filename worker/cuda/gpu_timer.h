@@ -1,4 +1,4 @@
-// The measurement protocol's GPU side (docs/measurement.md, version 1):
+// The measurement protocol's GPU side (docs/measurement.md, protocol version 3):
 //  - warm-up: launches until `warmup_seconds` of GPU time have run;
 //  - the launch time is estimated, and kernels under 20 us are timed in
 //    batches of ceil(20 us / estimate) launches per CUDA event pair (the L2
@@ -8,15 +8,27 @@
 //  - samples (seconds per launch) are taken until `budget_seconds` of wall
 //    time are spent, at least `min_samples`, at most `max_samples`, unless
 //    the early-cut rule (CutEarly, worker/measurement.h) stops them sooner;
-//  - the result: median, p20, p80 (linear interpolation), the count, and the
-//    SM clock measured right after the samples by a probe kernel that counts
-//    clock64 cycles against %globaltimer nanoseconds.
+//  - each sample's SM clock is measured right after its batch, outside the
+//    timed events, by a probe kernel that counts clock64 cycles against
+//    %globaltimer nanoseconds for 20 us;
+//  - the low-clock rule (LowClockSamples, worker/measurement.h): samples
+//    whose clock is under low_clock_fraction x the device's recent maximum
+//    (the highest clock of this timer's last kRecentMeasurements
+//    measurements and this one) are taken again, once each, within one more
+//    budget, unless the first min_samples retakes are all low as well (the
+//    kernel holds the clock down); those still low are kept and counted
+//    (low_clock_samples);
+//  - the result: median, p20, p80 (linear interpolation), the count, the
+//    median SM clock of the samples kept, retaken_samples and
+//    low_clock_samples.
 //
 // Thread-safety: a GpuTimer belongs to one thread (the benchmark child's).
 #ifndef TUNEFLEET_WORKER_CUDA_GPU_TIMER_H_
 #define TUNEFLEET_WORKER_CUDA_GPU_TIMER_H_
 
 #include <chrono>
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -76,9 +88,22 @@ class GpuTimer {
 
  private:
   GpuTimer(const CudaDriver* driver, CUstream stream) : driver_(driver), stream_(stream) {}
-  // Seconds per launch of `batch` launches after an L2 flush.
+  // Probe slots on the device, read back this many at a time.
+  static constexpr int kClockSlots = 256;
+  // How many measurements the recent maximum clock looks back over.
+  static constexpr size_t kRecentMeasurements = 32;
+
+  // Seconds per launch of `batch` launches after an L2 flush; with
+  // clock_slot >= 0, the SM clock is probed into that slot after the batch.
   GpuResult TimeBatch(const LaunchFn& launch, int batch, double timeout_seconds,
-                      double* seconds_per_launch);
+                      double* seconds_per_launch, int clock_slot = -1);
+  // Enqueues the clock probe writing (cycles, ns) to probe slot `slot`.
+  void EnqueueClockProbe(int slot, uint64_t spin_ns);
+  // Appends the MHz of probe slots [0, slots) to `mhz` (0 where unknown).
+  // The stream must be synchronized.
+  void ReadClocks(int slots, std::vector<double>* mhz);
+  // The highest clock of the last kRecentMeasurements measurements (0: none).
+  double RecentMaxClockMhz() const;
   GpuResult Enqueue(const LaunchFn& launch, int count);
 
   const CudaDriver* driver_;
@@ -91,7 +116,8 @@ class GpuTimer {
   unsigned flush_value_ = 0;
   CUmodule probe_module_ = nullptr;
   CUfunction probe_ = nullptr;
-  CUdeviceptr probe_out_ = 0;
+  CUdeviceptr probe_out_ = 0;  // kClockSlots x (cycles, ns)
+  std::deque<double> recent_max_mhz_;
   bool abandoned_ = false;
 };
 
