@@ -340,8 +340,9 @@ class Autotuned:
 
     def _ask(self, shape: Dict[str, int]):
         """(answer or None, source, reason) from the first source that applies."""
-        table = self._table if self._table is not None else os.environ.get("TUNEFLEET_BEST_TABLE")
-        if table:
+        table = self._table if self._table is not None else \
+            os.environ.get("TUNEFLEET_BEST_TABLE") or None
+        if table is not None:  # (an empty BestTable is falsy)
             if not isinstance(table, BestTable):
                 table = _table_for(table)
             return self._ask_table(table, shape)
