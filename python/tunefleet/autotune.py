@@ -53,6 +53,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import operator
 import os
 import threading
 import time
@@ -233,6 +234,10 @@ class Autotuned:
         # (position, name, default) of each key argument, for the fast path.
         self._key_args = tuple((self.arg_names.index(a), a, defaults.get(a, _MISSING))
                                for a in self.key)
+        positions = [position for position, _, _ in self._key_args]
+        self._all_positional = max(positions) + 1  # len(args) from which itemgetter works
+        self._get_positional = operator.itemgetter(*positions) if len(positions) > 1 else \
+            (lambda args, i=positions[0]: (args[i],))
         self._kernel = kernel
         self._kernel_dir = kernel_dir_path
         if kernel_dir.is_kernel_dir(kernel):
@@ -258,6 +263,8 @@ class Autotuned:
     # --- calling -------------------------------------------------------------
 
     def _key_of(self, args, kwargs) -> tuple:
+        if len(args) >= self._all_positional:
+            return self._get_positional(args)
         n = len(args)
         return tuple([args[i] if i < n else kwargs.get(name, default)
                       for i, name, default in self._key_args])
