@@ -242,6 +242,9 @@ class Autotuned:
         self._kernel_dir = kernel_dir_path
         if kernel_dir.is_kernel_dir(kernel):
             self._kernel_dir = kernel
+        elif "/" in kernel:  # kernel names are identifiers: this was meant as a directory
+            raise InvalidArgumentError(f"autotune kernel={kernel}: no {kernel_dir.SPEC_FILE_NAME} "
+                                       "there (give a kernel directory or a kernel name)")
         self._configs_arg = configs
         self._configs: Optional[list] = None
         self._prune = prune

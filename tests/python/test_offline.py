@@ -136,6 +136,8 @@ def test_decorator_arguments_are_checked():
         tunefleet.autotune(kernel="gemm", key=["Q"], device="d")(launcher)
     with pytest.raises(tunefleet.InvalidArgumentError):
         tunefleet.autotune(kernel="gemm", key=[], device="d")(launcher)
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        tunefleet.autotune(kernel="no/such/dir", key=["M"], device="d")(launcher)
     fn = tunefleet.autotune(kernel="gemm", key=["M", "N"], device="d", table=table())(launcher)
     with pytest.raises(tunefleet.InvalidArgumentError):
         fn("x", 64.5, 64)
