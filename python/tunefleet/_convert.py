@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Dict, Mapping
 
 from . import records
-from ._stubs import tuning_pb2, types_pb2
+from ._stubs import kernel_spec_pb2, tuning_pb2, types_pb2
 
 _JOB_STATE_PREFIX = "JOB_STATE_"
 _TRIAL_STATUS_PREFIX = "TRIAL_STATUS_"
@@ -145,19 +145,16 @@ def best(message) -> records.BestConfig:
 
 
 def worker(message) -> records.WorkerInfo:
-    backend_enum = message.DESCRIPTOR.fields_by_name["devices"].message_type \
-        .fields_by_name["backend"].enum_type
-    devices = []
-    for device in message.devices:
-        value = backend_enum.values_by_number.get(device.backend)
-        backend = value.name if value is not None else str(device.backend)
-        devices.append(records.DeviceInfo(id=device.id, model=device.model,
-                                          backend=backend.replace("BACKEND_", "")))
+    backend = kernel_spec_pb2().Backend
+    devices = tuple(
+        records.DeviceInfo(id=d.id, model=d.model,
+                           backend=_enum_name(backend, d.backend, "BACKEND_"))
+        for d in message.devices)
     return records.WorkerInfo(
         id=message.worker_id,
         host=message.host,
         toolkit=message.toolkit,
-        devices=tuple(devices),
+        devices=devices,
         last_seen_unix_ms=message.last_seen_unix_ms,
         active_leases=message.active_leases,
         alive=message.alive,
