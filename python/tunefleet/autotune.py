@@ -44,8 +44,10 @@ fleet's params of those names). `fn(...)` calls a plain callable;
 launcher with `.run`) as triton.autotune does, `fn.run(*args, **kwargs,
 **config.all_kwargs())`.
 
-Thread-safety: a decorated function may be called from several threads;
-the first calls of one key are serialized, later ones take no lock.
+Thread-safety: a decorated function may be called from several threads.
+First calls of keys not yet cached are serialized per decorated function
+(one lookup at a time, each under `lookup_deadline`); calls of cached keys
+take no lock.
 """
 
 from __future__ import annotations
@@ -206,6 +208,7 @@ def _arg_names(fn) -> List[str]:
 
 
 def _arg_defaults(fn) -> Dict[str, Any]:
+    fn = getattr(fn, "fn", fn) if hasattr(fn, "arg_names") else fn  # a JITFunction's Python function
     try:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
