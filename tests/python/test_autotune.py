@@ -4,7 +4,6 @@ fleet of conftest.py (lookups, cache, fallbacks, submit on miss, tables)."""
 from __future__ import annotations
 
 import logging
-import os
 import socket
 
 import pytest
