@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 
 import pytest
@@ -166,8 +165,6 @@ def test_a_token_never_goes_over_plaintext(fleet):
 
 @pytest.fixture(scope="module")
 def secure_fleet():
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed (scripts/setup.sh installs it)")
     with tempfile.TemporaryDirectory(prefix="tunefleet-pytest-tls-") as data_dir:
         f = fleet_mod.Fleet(data_dir, secure=True)
         f.start_coordinator()
