@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, Mapping
+from typing import Any, Dict, Mapping
 
 from . import records
 from ._stubs import kernel_spec_pb2, tuning_pb2, types_pb2
@@ -160,3 +160,54 @@ def worker(message) -> records.WorkerInfo:
         alive=message.alive,
         principal=message.principal,
     )
+
+
+def best_table_document(response) -> Dict[str, Any]:
+    """An ExportBestResponse as the JSON document of docs/best-table-format.md,
+    member for member what the C++ client writes (client/best_table_json.cc)."""
+    return {
+        "format": "tunefleet.best_configs",
+        "version": 1,
+        "exported_unix_ms": response.exported_unix_ms,
+        "exported_by": f"tunefleet-coordinator {response.coordinator_version}",
+        "kernels": [_exported_kernel(k) for k in response.kernels],
+        "configs": [_exported_row(r) for r in response.rows],
+    }
+
+
+def _exported_kernel(kernel) -> Dict[str, Any]:
+    from google.protobuf import json_format
+    spec = kernel.spec.kernel
+    return {
+        "name": spec.name,
+        "default_config": spec.default_config,
+        "problem": [dim.name for dim in spec.problem],
+        "params": [param.name for param in spec.params],
+        "spec": json_format.MessageToDict(kernel.spec, preserving_proto_field_name=True),
+    }
+
+
+def _exported_row(row) -> Dict[str, Any]:
+    from . import shapes
+    from .errors import InvalidArgumentError
+
+    def values(text):
+        try:
+            return shapes.parse(text)
+        except InvalidArgumentError:
+            return {}
+    return {
+        "kernel": row.kernel_name,
+        "shape": row.shape,
+        "dims": values(row.shape),
+        "device_model": row.device_model,
+        "toolkit": row.toolkit,
+        "config": row.config_text,
+        "values": values(row.config_text),
+        "median_seconds": row.median_seconds,
+        "tuning_key": row.tuning_key,
+        "job_id": row.job_id,
+        "updated_unix_ms": row.updated_unix_ms,
+        "imported": row.imported,
+        "origin": row.origin,
+    }

@@ -24,6 +24,7 @@ Thread-safety: a Client may be used from several threads at once.
 
 from __future__ import annotations
 
+import json
 from typing import Callable, Iterator, List, Optional, Union
 
 from . import _convert, kernel_dir, records, settings as settings_mod, shapes
@@ -223,6 +224,16 @@ class Client:
             device_model=device_model, toolkit=toolkit)
         response = self._call(self._stub.GetBestConfig, request, deadline)
         return _convert.best(response)
+
+    def export(self, kernel: str = "", *, device_model: str = "") -> str:
+        """The best configs the coordinator serves for `kernel` ("" every
+        kernel) on `device_model` ("" every model), as the JSON document
+        BestTable reads (what `tunectl export` prints). NotFoundError for a
+        kernel never submitted there."""
+        response = self._call(self._stub.ExportBest, tuning_pb2().ExportBestRequest(
+            kernel_name=kernel, device_model=device_model))
+        return json.dumps(_convert.best_table_document(response), indent=2,
+                          ensure_ascii=False) + "\n"
 
     def workers(self) -> List[records.WorkerInfo]:
         """The workers the coordinator knows, alive or recently gone."""

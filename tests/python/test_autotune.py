@@ -3,6 +3,7 @@ fleet of conftest.py (lookups, cache, fallbacks, submit on miss, tables)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 
@@ -179,6 +180,13 @@ def test_an_exported_table_answers_without_a_server(fleet, tuned_job, device_mod
                                                     tmp_path, monkeypatch):
     path = tmp_path / "best.json"
     path.write_text(fleet_mod.tunectl(fleet, "export", "matmul"))
+    # The Python client writes the same document as tunectl.
+    with tunefleet.Client(fleet.address, insecure=True) as c:
+        ours = json.loads(c.export("matmul"))
+    theirs = json.loads(path.read_text())
+    for document in (ours, theirs):
+        del document["exported_unix_ms"]
+    assert ours == theirs
     table = tunefleet.BestTable.load(str(path))
     assert len(table) >= 1
     best = tuned_job.targets[0].best_config
