@@ -434,8 +434,9 @@ class Autotuned:
             detail += f", {choice.median_seconds * 1e3:.4g} ms, key {choice.tuning_key}"
         if choice.reason:
             detail += f": {choice.reason}"
+        device = self._device if isinstance(self._device, str) else None  # offline: unresolved
         logger.info("%s %s on %s: %s %s (%s)", self.kernel_name, shapes.format(choice.shape),
-                    self.device_model or "any device", choice.tier, text, detail)
+                    device or "any device", choice.tier, text, detail)
 
     # --- names, lazily -------------------------------------------------------
 

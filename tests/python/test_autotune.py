@@ -119,6 +119,12 @@ def test_offline_uses_the_default_without_asking(counting, monkeypatch):
     assert config_of(fn(None, None, 256, 256, 256)) == SPEC_DEFAULT
 
 
+def test_offline_needs_no_device_model(monkeypatch):
+    monkeypatch.setenv("TUNEFLEET_OFFLINE", "1")
+    fn = tunefleet.autotune(kernel="matmul", key=["M", "N", "K"], default=MY_DEFAULT)(fake_matmul)
+    assert config_of(fn(None, None, 256, 256, 256)) == MY_DEFAULT
+
+
 def test_without_a_default_offline_is_an_error(monkeypatch):
     monkeypatch.setenv("TUNEFLEET_OFFLINE", "1")
     fn = decorate("any")
