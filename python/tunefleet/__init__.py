@@ -18,6 +18,7 @@ protobuf, and grpcio is imported only when a Client is made. docs/python.md
 is the guide.
 """
 
+from . import settings, shapes
 from .autotune import Autotuned, Choice, autotune
 from .client import Client
 from .errors import (AbortedError, AlreadyExistsError, CancelledError,

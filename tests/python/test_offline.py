@@ -145,3 +145,42 @@ def test_decorator_arguments_are_checked():
         fn("x", 64)
     assert fn("x", 64, N=64) == {"BM": 32, "BN": 32}
     assert fn.__name__ == "launcher"
+
+
+def test_settings_precedence(tmp_path):
+    from tunefleet import settings
+    config = tmp_path / "tunectl.conf"
+    token_file = tmp_path / "token"
+    token_file.write_text("  from-file \n")
+    config.write_text(f"server = conf:1\nca_file = conf.pem\ntoken_file = {token_file}\n")
+    s = settings.resolve(config_file=str(config), env={})
+    assert (s.server, s.ca_file, s.token, s.insecure) == ("conf:1", "conf.pem", "from-file", False)
+    env = {"TUNEFLEET_SERVER": "env:2", "TUNEFLEET_CA_FILE": "env.pem", "TUNEFLEET_TOKEN": "t"}
+    s = settings.resolve(config_file=str(config), env=env)
+    assert (s.server, s.ca_file, s.token) == ("env:2", "env.pem", "t")
+    s = settings.resolve("arg:3", token="a", ca_file="arg.pem", config_file=str(config), env=env)
+    assert (s.server, s.ca_file, s.token) == ("arg:3", "arg.pem", "a")
+    s = settings.resolve(config_file="", env={"TUNEFLEET_INSECURE": "yes", "TUNEFLEET_TOKEN": "t"})
+    assert (s.server, s.insecure, s.token) == ("localhost:7070", True, "")  # never in plaintext
+    (tmp_path / "tunefleet").mkdir()
+    (tmp_path / "tunefleet" / "token").write_text("default-token\n")
+    assert settings.resolve(env={"XDG_CONFIG_HOME": str(tmp_path)}).token == "default-token"
+    with pytest.raises(tunefleet.NotFoundError):
+        settings.resolve(config_file="", env={"TUNEFLEET_TOKEN_FILE": str(tmp_path / "none")})
+    (tmp_path / "empty").write_text("\n")
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        settings.resolve(config_file="", env={"TUNEFLEET_TOKEN_FILE": str(tmp_path / "empty")})
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        settings.resolve(deadline=0, config_file="", env={})
+
+
+@pytest.mark.parametrize("text", ["M", "=1", "M=1,M=2", "M=1.5", "M=x"])
+def test_bad_short_forms_are_invalid_arguments(text):
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        tunefleet.shapes.parse(text)
+
+
+def test_short_forms_parse_in_order():
+    assert list(tunefleet.shapes.parse(" N = 2 , M=1")) == ["N", "M"]
+    assert tunefleet.shapes.format({"M": 1, "N": 2}) == "M=1,N=2"
+    assert tunefleet.shapes.parse("") == {}
