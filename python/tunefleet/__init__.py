@@ -33,7 +33,7 @@ from .table import BestTable
 __version__ = "0.1.0"
 
 __all__ = [
-    "autotune", "Autotuned", "Choice", "Client", "BestTable", "BestConfig", "Job",
+    "settings", "shapes", "autotune", "Autotuned", "Choice", "Client", "BestTable", "BestConfig", "Job",
     "JobPage", "JobTarget", "Trial", "TrialPage", "TrialSummary", "WorkerInfo",
     "DeviceInfo", "EXACT", "NEAREST", "DEFAULT", "StatusCode", "Error",
     "AbortedError", "AlreadyExistsError", "CancelledError", "DeadlineExceededError",
