@@ -1,7 +1,43 @@
 """tunefleet: ask a GPU-kernel tuning fleet for the best config of a kernel.
 
-The message and gRPC stubs (tunefleet.v1.*_pb2) are generated from proto/ when
-the project is built; the assembled package lives in <build>/python.
+    import tunefleet
+
+    client = tunefleet.Client("tuner:7070")          # needs grpcio
+    best = client.best("matmul", {"M": 1024, "N": 1024, "K": 1024})
+
+    table = tunefleet.BestTable.load("best.json")    # offline, stdlib only
+    best = table.lookup("matmul", "M=1024,N=1024,K=1024")
+
+    @tunefleet.autotune(kernel="kernels/triton/matmul", key=["M", "N", "K"])
+    @triton.jit
+    def matmul_kernel(...): ...
+
+Importing the package needs only the standard library; the message stubs
+(tunefleet.v1.*_pb2, generated from proto/ when the project is built) need
+protobuf, and grpcio is imported only when a Client is made. docs/python.md
+is the guide.
 """
 
-__all__ = []
+from . import settings, shapes
+from .autotune import Autotuned, Choice, autotune
+from .client import Client
+from .errors import (AbortedError, AlreadyExistsError, CancelledError,
+                     DeadlineExceededError, Error, FailedPreconditionError,
+                     InternalError, InvalidArgumentError, NotFoundError,
+                     PermissionDeniedError, ResourceExhaustedError, StatusCode,
+                     UnauthenticatedError, UnavailableError, UnimplementedError)
+from .records import (DEFAULT, EXACT, NEAREST, BestConfig, DeviceInfo, Job, JobPage,
+                      JobTarget, Trial, TrialPage, TrialSummary, WorkerInfo)
+from .table import BestTable
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "settings", "shapes", "autotune", "Autotuned", "Choice", "Client", "BestTable", "BestConfig", "Job",
+    "JobPage", "JobTarget", "Trial", "TrialPage", "TrialSummary", "WorkerInfo",
+    "DeviceInfo", "EXACT", "NEAREST", "DEFAULT", "StatusCode", "Error",
+    "AbortedError", "AlreadyExistsError", "CancelledError", "DeadlineExceededError",
+    "FailedPreconditionError", "InternalError", "InvalidArgumentError", "NotFoundError",
+    "PermissionDeniedError", "ResourceExhaustedError", "UnauthenticatedError",
+    "UnavailableError", "UnimplementedError",
+]

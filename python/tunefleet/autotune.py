@@ -1,0 +1,535 @@
+"""@tunefleet.autotune: the fleet's best config for every call, shaped like
+@triton.autotune.
+
+    @tunefleet.autotune(kernel="kernels/triton/matmul", key=["M", "N", "K"],
+                        configs=[triton.Config({"BLOCK_M": 128, ...}, num_warps=8), ...])
+    @triton.jit
+    def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, ..., BLOCK_M: tl.constexpr, ...):
+        ...
+
+    matmul_kernel[grid](a, b, c, M, N, K, ...)
+
+The policy, enforced in one place (Autotuned._choose):
+
+1. The key of a call is the values of the `key` arguments: integers, the
+   problem dims (named by the spec's dim names through the `key` mapping).
+2. On the first call with a key, the config comes from the first source
+   that applies: a best-config table (`table=` or $TUNEFLEET_BEST_TABLE,
+   tunefleet.BestTable); nothing (offline) when $TUNEFLEET_OFFLINE=1;
+   else the fleet (GetBestConfig: exact key, else nearest tuned shape, else
+   the spec's default).
+3. An exact or nearest answer is used when it is among the allowed configs:
+   `configs` (all of them when none are given) that pass `prune`. Else, or
+   when the source has nothing, the DEFAULT tier: `default=`, else the
+   spec's default config if allowed, else the first allowed config.
+4. The choice is logged once (logger "tunefleet", INFO), cached for the
+   key for the life of the process (the source is not asked again), and
+   exposed as `fn.last_choice` (a Choice) and in `fn.cache`.
+5. A fleet that cannot be reached (UNAVAILABLE, DEADLINE_EXCEEDED) or that
+   refuses the caller (UNAUTHENTICATED, PERMISSION_DENIED) gives the default
+   at once; it is remembered for RETRY_SECONDS, during which later keys do
+   not ask it again. Each lookup runs under `lookup_deadline` seconds and
+   never waits for a connection. No failure of the service raises into the
+   application; a bad decorator argument does.
+6. With `submit_on_miss=True`, a key the fleet has not tuned exactly is
+   submitted as a tuning job in a background thread, once per (fleet,
+   kernel, shape, device model) per process, so that a later process gets
+   the fleet's answer.
+
+The wrapped function is called with the config's values as keyword
+arguments: a dict's items; for a triton.Config-like object (`.kwargs`,
+`.num_warps`, `.num_stages`) its kwargs plus num_warps and num_stages (the
+fleet's params of those names). `fn(...)` calls a plain callable;
+`fn[grid](...)` and `fn.run(...)` call a Triton JITFunction (or another
+launcher with `.run`) as triton.autotune does, `fn.run(*args, **kwargs,
+**config.all_kwargs())`.
+
+Thread-safety: a decorated function may be called from several threads.
+First calls of keys not yet cached are serialized per decorated function
+(one lookup at a time, each under `lookup_deadline`); calls of cached keys
+take no lock.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import operator
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import kernel_dir, records, shapes
+from .errors import Error, FailedPreconditionError, InvalidArgumentError, StatusCode
+from .table import BestTable
+
+logger = logging.getLogger("tunefleet")
+
+#: How long a fleet that failed is left alone before a new key asks again.
+RETRY_SECONDS = 60.0
+#: Seconds allowed for one lookup on the fleet.
+DEFAULT_LOOKUP_DEADLINE = 1.0
+
+_MISSING = object()
+# Codes after which the fleet is left alone for RETRY_SECONDS.
+_FLEET_DOWN = frozenset({StatusCode.UNAVAILABLE, StatusCode.DEADLINE_EXCEEDED,
+                         StatusCode.UNAUTHENTICATED, StatusCode.PERMISSION_DENIED,
+                         StatusCode.FAILED_PRECONDITION})
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The config picked for one key, and why."""
+    config: Any               # the listed config object (dict or triton.Config), or a dict
+    tier: str                 # records.EXACT, NEAREST or DEFAULT
+    source: str               # "fleet", "table", "offline" or "unreachable"
+    kwargs: Dict[str, Any]    # what the wrapped callable receives
+    shape: Dict[str, int]     # the key as the spec's dims
+    median_seconds: float = 0.0
+    tuning_key: str = ""
+    reason: str = ""          # why the default was used, when it was
+    launch_kwargs: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+class _Fleet:
+    """One coordinator as the decorators of this process share it: a lazily
+    made Client and the memory of its failure."""
+
+    def __init__(self, server: Optional[str], deadline: float):
+        self._server = server
+        self._deadline = deadline
+        self._lock = threading.Lock()
+        self._client = None
+        self._down_until = 0.0
+        self._down_reason = ""
+
+    def down_reason(self) -> str:
+        """Why the fleet is not asked now; "" when it may be."""
+        return self._down_reason if time.monotonic() < self._down_until else ""
+
+    def mark_down(self, reason: str) -> None:
+        self._down_until = time.monotonic() + RETRY_SECONDS
+        self._down_reason = reason
+
+    def client(self):
+        with self._lock:
+            if self._client is None:
+                from .client import Client
+                self._client = Client(self._server, deadline=self._deadline)
+            return self._client
+
+
+_fleets: Dict[Tuple[Optional[str], float], _Fleet] = {}
+_tables: Dict[str, BestTable] = {}
+_submitted: Dict[tuple, "Submission"] = {}
+_registry_lock = threading.Lock()
+
+
+def _fleet_for(server: Optional[str], deadline: float) -> _Fleet:
+    with _registry_lock:
+        return _fleets.setdefault((server, deadline), _Fleet(server, deadline))
+
+
+def _table_for(path: str) -> BestTable:
+    with _registry_lock:
+        if path not in _tables:
+            _tables[path] = BestTable.load(path)
+        return _tables[path]
+
+
+class Submission:
+    """A tuning job submitted for a missed key, in a background thread."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.job: Optional[records.Job] = None
+        self.error: Optional[BaseException] = None
+
+
+def _config_values(config) -> Dict[str, Any]:
+    """A listed config as param -> value (for matching the fleet's answer)."""
+    if isinstance(config, Mapping):
+        return dict(config)
+    values = dict(getattr(config, "kwargs", {}))
+    for name in ("num_warps", "num_stages"):
+        value = getattr(config, name, None)
+        if value is not None:
+            values[name] = value
+    return values
+
+
+def _launch_values(config) -> Dict[str, Any]:
+    """What triton.autotune passes to JITFunction.run for this config."""
+    all_kwargs = getattr(config, "all_kwargs", None)
+    return dict(all_kwargs()) if callable(all_kwargs) else _config_values(config)
+
+
+def _matches(config, answer: Mapping[str, int]) -> bool:
+    values = _config_values(config)
+    return all(name in values and values[name] == value for name, value in answer.items())
+
+
+def _device_model() -> str:
+    """The current CUDA device as workers name it, "<name> sm_<major><minor>"."""
+    try:
+        import torch
+    except ImportError:
+        raise FailedPreconditionError(
+            "autotune needs device= (the fleet's device model) where torch is not "
+            "installed") from None
+    if not torch.cuda.is_available():
+        raise FailedPreconditionError("autotune needs device=: torch sees no CUDA device")
+    major, minor = torch.cuda.get_device_capability()
+    return f"{torch.cuda.get_device_name()} sm_{major}{minor}"
+
+
+def _key_mapping(key) -> Dict[str, str]:
+    """`key` as argument name -> dim name."""
+    if isinstance(key, str):
+        key = [key]
+    if isinstance(key, Mapping):
+        return {str(a): str(d) for a, d in key.items()}
+    out = {}
+    for item in key:
+        arg, dim = (item, item) if isinstance(item, str) else item
+        out[str(arg)] = str(dim)
+    return out
+
+
+def _arg_names(fn) -> List[str]:
+    names = getattr(fn, "arg_names", None)  # a Triton JITFunction
+    if names is not None:
+        return list(names)
+    return [p.name for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def _arg_defaults(fn) -> Dict[str, Any]:
+    fn = getattr(fn, "fn", fn) if hasattr(fn, "arg_names") else fn  # a JITFunction's Python function
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in parameters if p.default is not p.empty}
+
+
+class Autotuned:
+    """A function decorated with @tunefleet.autotune (see the module doc)."""
+
+    def __init__(self, fn, *, kernel: str, configs, key, prune, default, device,
+                 toolkit: str, submit_on_miss: bool, table, server: Optional[str],
+                 client, kernel_dir_path: Optional[str], lookup_deadline: float,
+                 submit_options: Optional[Mapping[str, Any]]):
+        self.fn = fn
+        functools.update_wrapper(self, fn, updated=())
+        self.arg_names = _arg_names(fn)
+        self.key = _key_mapping(key)
+        if not self.key:
+            raise InvalidArgumentError("autotune needs key= (the arguments giving the problem dims)")
+        unknown = [a for a in self.key if a not in self.arg_names]
+        if unknown:
+            raise InvalidArgumentError(
+                f"autotune key argument {unknown[0]} is not an argument of {self.__name__}")
+        defaults = _arg_defaults(fn)
+        # (position, name, default) of each key argument, for the fast path.
+        self._key_args = tuple((self.arg_names.index(a), a, defaults.get(a, _MISSING))
+                               for a in self.key)
+        positions = [position for position, _, _ in self._key_args]
+        self._all_positional = max(positions) + 1  # len(args) from which itemgetter works
+        self._get_positional = operator.itemgetter(*positions) if len(positions) > 1 else \
+            (lambda args, i=positions[0]: (args[i],))
+        self._kernel = kernel
+        self._kernel_dir = kernel_dir_path
+        if kernel_dir.is_kernel_dir(kernel):
+            self._kernel_dir = kernel
+        elif "/" in kernel:  # kernel names are identifiers: this was meant as a directory
+            raise InvalidArgumentError(f"autotune kernel={kernel}: no {kernel_dir.SPEC_FILE_NAME} "
+                                       "there (give a kernel directory or a kernel name)")
+        self._configs_arg = configs
+        self._configs: Optional[list] = None
+        self._prune = prune
+        self._default = default
+        self._device = device
+        self._toolkit = toolkit
+        self._submit_on_miss = submit_on_miss
+        self._table = table
+        self._server = server
+        self._client = client
+        self._lookup_deadline = lookup_deadline
+        self._submit_options = dict(submit_options or {})
+        self._kernel_name: Optional[str] = None
+        self._lock = threading.Lock()
+        self.cache: Dict[tuple, Choice] = {}
+        self.last_choice: Optional[Choice] = None
+        self.submissions: Dict[tuple, Submission] = {}
+
+    # --- calling -------------------------------------------------------------
+
+    def _key_of(self, args, kwargs) -> tuple:
+        if len(args) >= self._all_positional:
+            return self._get_positional(args)
+        n = len(args)
+        return tuple([args[i] if i < n else kwargs.get(name, default)
+                      for i, name, default in self._key_args])
+
+    def __call__(self, *args, **kwargs):
+        key = self._key_of(args, kwargs)
+        choice = self.cache.get(key)
+        if choice is None:
+            choice = self._choose(key, args, kwargs)
+        self.last_choice = choice
+        return self.fn(*args, **kwargs, **choice.kwargs)
+
+    def run(self, *args, **kwargs):
+        """Launches a Triton JITFunction (fn.run) with the key's config, as
+        triton.autotune's Autotuner.run does."""
+        key = self._key_of(args, kwargs)
+        choice = self.cache.get(key)
+        if choice is None:
+            choice = self._choose(key, args, kwargs)
+        self.last_choice = choice
+        return self.fn.run(*args, **kwargs, **choice.launch_kwargs)
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+    def cache_clear(self) -> None:
+        """Forgets every key's choice: the next call of each asks again."""
+        with self._lock:
+            self.cache.clear()
+            self.last_choice = None
+
+    def wait_for_submissions(self, timeout: Optional[float] = None) -> List[Submission]:
+        """Waits until every background submission has finished (or
+        `timeout` seconds); returns them."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for submission in list(self.submissions.values()):
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            submission.done.wait(left)
+        return list(self.submissions.values())
+
+    # --- the policy ----------------------------------------------------------
+
+    def _choose(self, key: tuple, args, kwargs) -> Choice:
+        with self._lock:
+            choice = self.cache.get(key)
+            if choice is not None:
+                return choice
+            shape = self._shape_of(key)
+            named = dict(zip(self.arg_names, args), **kwargs)
+            allowed = self._allowed(named)
+            answer, source, reason = self._ask(shape)
+            choice = self._pick(answer, source, reason, allowed, shape)
+            self._log(choice)
+            self.cache[key] = choice
+        if self._submit_on_miss and source == "fleet" and choice.tier != records.EXACT:
+            self._submit(shape)
+        return choice
+
+    def _shape_of(self, key: tuple) -> Dict[str, int]:
+        shape = {}
+        for (arg, dim), value in zip(self.key.items(), key):
+            if value is _MISSING:
+                raise TypeError(f"{self.__name__}() missing key argument '{arg}'")
+            if isinstance(value, bool) or not hasattr(value, "__index__"):
+                raise InvalidArgumentError(
+                    f"autotune key argument {arg} must be an integer, got {type(value).__name__}")
+            shape[dim] = value.__index__()
+        return shape
+
+    def _allowed(self, named: Mapping[str, Any]) -> Optional[list]:
+        """The listed configs that pass prune; None when none are listed."""
+        if self._configs is None and self._configs_arg is not None:
+            configs = self._configs_arg() if callable(self._configs_arg) else self._configs_arg
+            self._configs = list(configs)
+        if self._configs is None:
+            return None
+        if self._prune is None:
+            return self._configs
+        return list(self._prune(self._configs, named))
+
+    def _ask(self, shape: Dict[str, int]):
+        """(answer or None, source, reason) from the first source that applies."""
+        table = self._table if self._table is not None else \
+            os.environ.get("TUNEFLEET_BEST_TABLE") or None
+        if table is not None:  # (an empty BestTable is falsy)
+            if not isinstance(table, BestTable):
+                table = _table_for(table)
+            return self._ask_table(table, shape)
+        if os.environ.get("TUNEFLEET_OFFLINE", "").lower() in ("1", "true", "yes"):
+            return None, "offline", "TUNEFLEET_OFFLINE is set"
+        return self._ask_fleet(shape)
+
+    def _ask_table(self, table: BestTable, shape):
+        try:
+            return table.lookup(self.kernel_name, shape, self.device_model, self._toolkit), \
+                "table", ""
+        except Error as e:
+            return None, "table", str(e)
+
+    def _ask_fleet(self, shape):
+        fleet = None if self._client is not None else \
+            _fleet_for(self._server, self._lookup_deadline)
+        down = fleet.down_reason() if fleet is not None else ""
+        if down:
+            return None, "unreachable", down
+        try:
+            client = self._client if fleet is None else fleet.client()
+        except Error as e:  # no grpcio, an unreadable CA or token file
+            fleet.mark_down(str(e))
+            return None, "unreachable", str(e)
+        try:
+            answer = client.best(self.kernel_name, shape, device_model=self.device_model,
+                                 toolkit=self._toolkit, deadline=self._lookup_deadline)
+            return answer, "fleet", ""
+        except Error as e:
+            if e.code in _FLEET_DOWN:
+                if fleet is not None:
+                    fleet.mark_down(str(e))
+                return None, "unreachable", str(e)
+            if e.code == StatusCode.NOT_FOUND:
+                return None, "fleet", str(e)
+            logger.warning("%s: the fleet's answer failed: %s", self.kernel_name, e)
+            return None, "fleet", str(e)
+
+    def _pick(self, answer: Optional[records.BestConfig], source: str, reason: str,
+              allowed: Optional[list], shape: Dict[str, int]) -> Choice:
+        def make(config, tier, why="", best=None):
+            kwargs = _config_values(config)
+            return Choice(config=config, tier=tier, source=source, kwargs=kwargs,
+                          shape=shape, reason=why, launch_kwargs=_launch_values(config),
+                          median_seconds=best.median_seconds if best else 0.0,
+                          tuning_key=best.tuning_key if best else "")
+
+        def accept(values):
+            if allowed is None:
+                return dict(values)
+            return next((c for c in allowed if _matches(c, values)), None)
+
+        if answer is not None and answer.tier != records.DEFAULT:
+            config = accept(answer.config)
+            if config is not None:
+                return make(config, answer.tier, best=answer)
+            reason = f"the {answer.tier} config {answer.config_text} is not among the allowed configs"
+        reason = reason or "nothing tuned"
+        if self._default is not None:
+            return make(self._default, records.DEFAULT, reason)
+        if answer is not None and answer.config:
+            config = accept(answer.config)
+            if config is not None:
+                return make(config, records.DEFAULT, reason)
+        if allowed:
+            return make(allowed[0], records.DEFAULT, reason)
+        raise FailedPreconditionError(
+            f"autotune has no config for {self.kernel_name} "
+            f"{shapes.format(shape)} ({reason}): give default= or configs=")
+
+    def _log(self, choice: Choice) -> None:
+        text = ",".join(f"{k}={v}" for k, v in choice.kwargs.items())
+        detail = choice.source
+        if choice.median_seconds:
+            detail += f", {choice.median_seconds * 1e3:.4g} ms, key {choice.tuning_key}"
+        if choice.reason:
+            detail += f": {choice.reason}"
+        device = self._device if isinstance(self._device, str) else None  # offline: unresolved
+        logger.info("%s %s on %s: %s %s (%s)", self.kernel_name, shapes.format(choice.shape),
+                    device or "any device", choice.tier, text, detail)
+
+    # --- names, lazily -------------------------------------------------------
+
+    @property
+    def kernel_name(self) -> str:
+        """The fleet's kernel name: the spec's, when `kernel` is a directory."""
+        if self._kernel_name is None:
+            if self._kernel_dir is not None and self._kernel == self._kernel_dir:
+                self._kernel_name = kernel_dir.load(self._kernel_dir).name
+            else:
+                self._kernel_name = self._kernel
+        return self._kernel_name
+
+    @property
+    def device_model(self) -> str:
+        if self._device is None:
+            self._device = _device_model()
+        elif callable(self._device):
+            self._device = self._device()
+        return self._device
+
+    # --- submit on miss ------------------------------------------------------
+
+    def _submit(self, shape: Dict[str, int]) -> None:
+        if self._kernel_dir is None:
+            logger.warning("%s: submit_on_miss needs the kernel directory (kernel= or "
+                           "kernel_dir=); nothing submitted", self.kernel_name)
+            return
+        key = (self._server, self.kernel_name, shapes.format(shape), self.device_model)
+        with _registry_lock:
+            if key in _submitted:
+                return
+            submission = _submitted[key] = Submission()
+        self.submissions[key] = submission
+        thread = threading.Thread(target=self._submit_in_background,
+                                  args=(submission, shape), daemon=True,
+                                  name=f"tunefleet-submit-{self.kernel_name}")
+        thread.start()
+
+    def _submit_in_background(self, submission: Submission, shape: Dict[str, int]) -> None:
+        try:
+            client = self._client or _fleet_for(self._server, self._lookup_deadline).client()
+            options = dict(device_model=self.device_model, **self._submit_options)
+            submission.job = client.submit(self._kernel_dir, shape, **options)
+            logger.info("%s %s: submitted tuning job %s", self.kernel_name,
+                        shapes.format(shape), submission.job.id)
+        except Exception as e:  # noqa: BLE001 (a background thread reports, never raises)
+            submission.error = e
+            logger.warning("%s %s: submitting a tuning job failed: %s", self.kernel_name,
+                           shapes.format(shape), e)
+        finally:
+            submission.done.set()
+
+
+def autotune(kernel: str, configs: Union[Sequence[Any], Callable[[], Sequence[Any]], None] = None,
+             key: Union[Sequence[Any], Mapping[str, str]] = (), *,
+             prune: Optional[Callable[[list, Dict[str, Any]], Sequence[Any]]] = None,
+             default: Any = None, device: Union[str, Callable[[], str], None] = None,
+             toolkit: str = "", submit_on_miss: bool = False,
+             table: Union[str, BestTable, None] = None, server: Optional[str] = None,
+             client=None, kernel_dir: Optional[str] = None,
+             lookup_deadline: float = DEFAULT_LOOKUP_DEADLINE,
+             submit_options: Optional[Mapping[str, Any]] = None):
+    """Decorates a kernel launcher or a Triton JITFunction (see the module doc).
+
+    kernel: the fleet's kernel name, or its kernel directory (then the name
+        is the spec's, and submit_on_miss can submit it).
+    configs: the allowed configs, a list or a callable returning one; dicts of
+        param -> value or triton.Config-like objects. None: any the fleet says.
+    key: argument names giving the problem dims, e.g. ["M", "N", "K"]; a
+        mapping {argument: dim} (or (argument, dim) pairs) where they differ.
+    prune: prune(configs, named_args) -> the configs allowed for this call.
+    default: the config when the source has nothing (else the spec's
+        default, else the first allowed config).
+    device: the fleet's device model (a string, or a callable returning one);
+        default: the current torch CUDA device, "<name> sm_<cc>". "" matches
+        any model.
+    toolkit: the toolkit to match ("" any).
+    submit_on_miss: submit a tuning job for a key not tuned exactly.
+    table: a best-config table (path or BestTable) instead of a fleet;
+        default $TUNEFLEET_BEST_TABLE.
+    server, client: the fleet (default: resolved as tunectl resolves it).
+    kernel_dir: the kernel directory, when `kernel` is a name.
+    lookup_deadline: seconds allowed for one lookup (default 1).
+    submit_options: more Client.submit arguments (strategy, budget, ...).
+    """
+    def decorate(fn) -> Autotuned:
+        return Autotuned(fn, kernel=kernel, configs=configs, key=key, prune=prune,
+                         default=default, device=device, toolkit=toolkit,
+                         submit_on_miss=submit_on_miss, table=table, server=server,
+                         client=client, kernel_dir_path=kernel_dir,
+                         lookup_deadline=lookup_deadline, submit_options=submit_options)
+    return decorate
+
+
+__all__ = ["autotune", "Autotuned", "Choice", "Submission"]

@@ -1,0 +1,136 @@
+"""What the API returns: plain, immutable records (no protobuf types).
+
+They mirror the C++ client's structs (client/include/tunefleet/client.h).
+States and statuses are their names, as the coordinator spells them:
+"QUEUED", "SUCCEEDED", "OK", "COMPILE_ERROR", ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Tuple
+
+#: Job states after which a job never changes again.
+FINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+#: The tiers of a best-config answer, best first.
+EXACT = "exact"      # tuned for this very kernel, shape, device model, toolkit
+NEAREST = "nearest"  # tuned for another shape of the same kernel and device
+DEFAULT = "default"  # nothing tuned: the spec's (or the caller's) default
+
+
+@dataclass(frozen=True)
+class TrialSummary:
+    """One measured config among a job's fastest."""
+    config: str  # short form, "BLOCK_M=64,BLOCK_N=128"
+    median_seconds: float
+    status: str
+    device_model: str
+
+
+@dataclass(frozen=True)
+class JobTarget:
+    """A job's progress on one (device model, toolkit)."""
+    device_model: str
+    toolkit: str
+    tuning_key: str
+    cached: bool             # answered from the store; nothing measured
+    trials_total: int
+    trials_done: int
+    best_config: str         # "" until a trial succeeded
+    best_seconds: float      # 0 until a trial succeeded
+    default_seconds: float   # the default config's median; 0 if unknown
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    kernel: str
+    shape: str               # "M=1024,N=1024,K=1024"
+    state: str               # "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"
+    reason: str              # why it waits or failed
+    strategy: str
+    trials_total: int
+    trials_done: int
+    outcomes: Dict[str, int]  # trial status name -> count
+    targets: Tuple[JobTarget, ...]
+    top_trials: Tuple[TrialSummary, ...]  # fastest first, at most five per target
+    created_unix_ms: int
+    updated_unix_ms: int
+    owner: str               # the principal that submitted it
+
+    @property
+    def final(self) -> bool:
+        """True once the job will not change again."""
+        return self.state in FINAL_STATES
+
+
+@dataclass(frozen=True)
+class JobPage:
+    jobs: List[Job]
+    next_page_token: str  # "" on the last page
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One stored trial of a job: a config as measured, or why it failed."""
+    config: str
+    status: str
+    error: str
+    median_seconds: float
+    p20_seconds: float
+    p80_seconds: float
+    samples: int
+    compile_seconds: float
+    tuning_key: str
+    device_model: str
+    worker_id: str
+    device_id: str
+    principal: str
+    clock_mhz: float
+    round: str
+    excluded: bool
+    finished_unix_ms: int
+
+
+@dataclass(frozen=True)
+class TrialPage:
+    trials: List[Trial]
+    next_page_token: str  # "" on the last page
+
+
+@dataclass(frozen=True)
+class BestConfig:
+    """The config an application should use for a kernel and shape.
+
+    `tier` says how it was found: EXACT, NEAREST or DEFAULT. `config` is
+    param name -> value, in spec order; `config_text` the short form.
+    """
+    tier: str
+    config: Dict[str, int]
+    config_text: str
+    median_seconds: float = 0.0  # 0 for DEFAULT
+    tuning_key: str = ""
+    job_id: str = ""
+    tuned_shape: str = ""        # the shape it was tuned for
+    device_model: str = ""
+    toolkit: str = ""
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    id: str
+    model: str
+    backend: str  # "CPU" or "CUDA"
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    id: str
+    host: str
+    toolkit: str
+    devices: Tuple[DeviceInfo, ...]
+    last_seen_unix_ms: int
+    active_leases: int
+    alive: bool
+    principal: str = field(default="")

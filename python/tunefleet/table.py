@@ -1,0 +1,206 @@
+"""tunefleet.BestTable: an exported table of best configs, looked up offline.
+
+What an application ships so that it needs no coordinator at start-up: the
+JSON document `tunectl export KERNEL > best.json` writes (format
+`tunefleet.best_configs`, docs/best-table-format.md). Lookups answer in the
+coordinator's tiers, with the semantics of the C++ BestConfigTable
+(client/best_config_table.cc):
+
+- EXACT: a row tuned for exactly this shape;
+- NEAREST: else the row at the smallest distance, the sum over dims of
+  |log(a/b)| (rows with other dims are never near), ties to the smallest
+  tuning key;
+- DEFAULT: else the kernel's default config, from the spec the table
+  carries.
+
+Empty `device_model` or `toolkit` match any row. The file is trusted as
+written: keys are not checked against kernel code. Only the standard
+library is used (no protobuf, no grpc).
+
+Thread-safety: a loaded table is immutable; lookup may be called from any
+thread.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional
+
+from . import records, shapes
+from .errors import InvalidArgumentError, NotFoundError
+
+FORMAT = "tunefleet.best_configs"
+VERSION = 1  # the newest version this package reads
+
+
+@dataclass(frozen=True)
+class _Row:
+    kernel: str
+    shape: str
+    dims: Dict[str, int]
+    device_model: str
+    toolkit: str
+    config: str
+    median_seconds: float
+    tuning_key: str
+    job_id: str
+
+
+class BestTable:
+    """The rows of one exported table, by kernel."""
+
+    def __init__(self, rows: Mapping[str, List[_Row]], defaults: Mapping[str, str]):
+        self._rows = dict(rows)
+        self._defaults = dict(defaults)
+
+    @classmethod
+    def load(cls, path: str) -> "BestTable":
+        """NotFoundError when the file cannot be read; InvalidArgumentError
+        when it is not a table of a version this package reads."""
+        try:
+            with open(path, "rb") as f:
+                text = f.read()
+        except OSError as e:
+            raise NotFoundError(f"cannot read {path}: {e.strerror}") from None
+        return cls.parse(text)
+
+    @classmethod
+    def parse(cls, text) -> "BestTable":
+        """A table from its JSON text (str or bytes)."""
+        try:
+            document = json.loads(text)
+        except ValueError as e:
+            raise _bad(f"not JSON ({e})") from None
+        _check_header(document)
+        kernels = document.get("kernels", [])
+        configs = document.get("configs", [])
+        if not isinstance(kernels, list) or not isinstance(configs, list):
+            raise _bad("kernels and configs must be arrays")
+        defaults = dict(_kernel_default(kernel) for kernel in kernels)
+        rows: Dict[str, List[_Row]] = {}
+        for item in configs:
+            row = _row(item)
+            rows.setdefault(row.kernel, []).append(row)
+        return cls(rows, defaults)
+
+    def __len__(self) -> int:
+        """How many rows (tuned configs) the table holds."""
+        return sum(len(rows) for rows in self._rows.values())
+
+    def kernels(self) -> List[str]:
+        """The kernels the table names (with rows or a default)."""
+        return sorted(set(self._rows) | set(self._defaults))
+
+    def lookup(self, kernel: str, shape: shapes.NameValues, device_model: str = "",
+               toolkit: str = "") -> records.BestConfig:
+        """The config for `kernel` at `shape`, in the tiers above.
+        NotFoundError when the table has no row and no spec of the kernel;
+        InvalidArgumentError when `shape` does not parse."""
+        query = shapes.as_dict(shape)
+        nearest: Optional[_Row] = None
+        nearest_distance = math.inf
+        for row in self._rows.get(kernel, ()):
+            if (device_model and row.device_model != device_model) or \
+                    (toolkit and row.toolkit != toolkit):
+                continue
+            distance = _distance(query, row.dims)
+            if distance < nearest_distance or (
+                    distance == nearest_distance and nearest is not None
+                    and row.tuning_key < nearest.tuning_key):
+                nearest, nearest_distance = row, distance
+        if nearest is not None:
+            return _answer(nearest, nearest_distance)
+        if kernel not in self._defaults:
+            raise NotFoundError(f"the table has no kernel {kernel}")
+        text = self._defaults[kernel]
+        return records.BestConfig(tier=records.DEFAULT, config=_values(text), config_text=text,
+                                  device_model=device_model, toolkit=toolkit)
+
+
+def _distance(query: Mapping[str, int], row: Mapping[str, int]) -> float:
+    """Sum over the query's dims of |log(a/b)|; infinite when the row lacks
+    one of them or a value is not positive (the C++ table's rule)."""
+    if len(query) != len(row):
+        return math.inf
+    distance = 0.0
+    for name, value in query.items():
+        other = row.get(name)
+        if other is None or value <= 0 or other <= 0:
+            return math.inf
+        distance += abs(math.log(value / other))
+    return distance
+
+
+def _answer(row: _Row, distance: float) -> records.BestConfig:
+    return records.BestConfig(
+        tier=records.EXACT if distance == 0 else records.NEAREST,
+        config=_values(row.config), config_text=row.config,
+        median_seconds=row.median_seconds, tuning_key=row.tuning_key, job_id=row.job_id,
+        tuned_shape=row.shape, device_model=row.device_model, toolkit=row.toolkit)
+
+
+def _values(text: str) -> Dict[str, int]:
+    try:
+        return shapes.parse(text)
+    except InvalidArgumentError:
+        return {}  # as the C++ table: the text stands, without values
+
+
+def _bad(what: str) -> InvalidArgumentError:
+    return InvalidArgumentError(f"not a best-config table: {what}")
+
+
+def _check_header(document) -> None:
+    if not isinstance(document, dict):
+        raise _bad("the document must be a JSON object")
+    if document.get("format") != FORMAT:
+        raise _bad(f'format is "{document.get("format", "")}"')
+    version = document.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise _bad('"version" is missing or not an integer')
+    if version < 1 or version > VERSION:
+        raise InvalidArgumentError(
+            f"best-config table version {version} is not supported "
+            f"(this package reads 1 to {VERSION})")
+
+
+def _kernel_default(kernel) -> tuple:
+    """(name, default config) of a kernels[] entry, from its spec."""
+    spec = kernel.get("spec") if isinstance(kernel, dict) else None
+    if not isinstance(spec, dict):
+        raise _bad('each kernel needs a "spec" object')
+    body = spec.get("kernel", {})
+    if not isinstance(body, dict):
+        raise _bad("a kernel's spec has no kernel object")
+    name = body.get("name", kernel.get("name", ""))
+    default = body.get("default_config", body.get("defaultConfig", ""))
+    return name, default
+
+
+_ROW_STRINGS = ("kernel", "shape", "device_model", "toolkit", "config", "tuning_key")
+
+
+def _row(item) -> _Row:
+    if not isinstance(item, dict):
+        raise _bad("each config must be an object")
+    for name in _ROW_STRINGS:
+        if name not in item:
+            raise _bad(f'"{name}" is missing')
+        if not isinstance(item[name], str):
+            raise _bad(f'"{name}" has the wrong type')
+    seconds = item.get("median_seconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise _bad('"median_seconds" is missing or has the wrong type')
+    try:
+        dims = shapes.parse(item["shape"])
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(f"row {item['tuning_key']}: {e.message}") from None
+    return _Row(kernel=item["kernel"], shape=item["shape"], dims=dims,
+                device_model=item["device_model"], toolkit=item["toolkit"],
+                config=item["config"], median_seconds=float(seconds),
+                tuning_key=item["tuning_key"], job_id=str(item.get("job_id", "")))
+
+
+__all__ = ["BestTable"]

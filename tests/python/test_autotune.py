@@ -1,0 +1,217 @@
+"""@tunefleet.autotune with a plain fake kernel callable, against the real
+fleet of conftest.py (lookups, cache, fallbacks, submit on miss, tables)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+
+import pytest
+
+import fleet as fleet_mod
+import tunefleet
+import tunefleet.client
+from conftest import TUNED_SHAPE
+
+SPEC_DEFAULT = {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 64, "UNROLL": 1, "LOOP_ORDER": 0}
+MY_DEFAULT = {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 32, "UNROLL": 1, "LOOP_ORDER": 0}
+
+
+class CountingClient(tunefleet.Client):
+    """A real client that counts the lookups it sends."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lookups = 0
+
+    def best(self, *args, **kwargs):
+        self.lookups += 1
+        return super().best(*args, **kwargs)
+
+
+@pytest.fixture
+def counting(fleet):
+    with CountingClient(fleet.address, insecure=True) as c:
+        yield c
+
+
+def fake_matmul(a, b, M, N, K, *, BLOCK_M, BLOCK_N, BLOCK_K, UNROLL, LOOP_ORDER):
+    """Stands for a kernel launcher: returns what it was called with."""
+    return dict(M=M, N=N, K=K, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+                UNROLL=UNROLL, LOOP_ORDER=LOOP_ORDER)
+
+
+def decorate(device, **options):
+    return tunefleet.autotune(kernel="matmul", key=["M", "N", "K"], device=device,
+                              **options)(fake_matmul)
+
+
+def config_of(call):
+    return {k: v for k, v in call.items() if k not in ("M", "N", "K")}
+
+
+def test_first_call_asks_the_fleet_then_the_cache_answers(
+        counting, tuned_job, device_model, caplog):
+    caplog.set_level(logging.INFO, logger="tunefleet")
+    fn = decorate(device_model, client=counting)
+    best = tunefleet.shapes.parse(tuned_job.targets[0].best_config)
+    assert config_of(fn(None, None, 256, 256, 256)) == best
+    assert fn.last_choice.tier == tunefleet.EXACT
+    assert fn.last_choice.source == "fleet"
+    assert fn.last_choice.tuning_key == tuned_job.targets[0].tuning_key
+    for _ in range(3):
+        assert config_of(fn(None, None, M=256, N=256, K=256)) == best
+    assert counting.lookups == 1  # the server is not asked again for a key
+    lines = [r.getMessage() for r in caplog.records if r.name == "tunefleet"]
+    assert len(lines) == 1 and "exact" in lines[0] and "M=256,N=256,K=256" in lines[0]
+
+    assert config_of(fn(None, None, 512, 256, 256)) == best
+    assert fn.last_choice.tier == tunefleet.NEAREST
+    assert counting.lookups == 2
+    assert set(fn.cache) == {(256, 256, 256), (512, 256, 256)}
+
+
+def test_the_fleets_default_when_nothing_is_tuned(counting, tuned_job):
+    fn = decorate("no such device", client=counting)
+    assert config_of(fn(None, None, 256, 256, 256)) == SPEC_DEFAULT
+    assert fn.last_choice.tier == tunefleet.DEFAULT
+    fn = decorate("no such device", client=counting, default=MY_DEFAULT)
+    assert config_of(fn(None, None, 256, 256, 256)) == MY_DEFAULT
+
+
+def test_key_arguments_map_to_the_specs_dims(counting, tuned_job, device_model):
+    def launcher(x, rows, cols, depth, **config):
+        return config
+    fn = tunefleet.autotune(kernel="matmul", key={"rows": "M", "cols": "N", "depth": "K"},
+                            device=device_model, client=counting)(launcher)
+    fn(None, 256, 256, 256)
+    assert fn.last_choice.tier == tunefleet.EXACT
+    assert fn.last_choice.shape == TUNED_SHAPE
+
+
+def test_configs_and_prune_limit_what_the_fleet_may_pick(counting, tuned_job, device_model):
+    best = tunefleet.shapes.parse(tuned_job.targets[0].best_config)
+    other = dict(MY_DEFAULT)
+    fn = decorate(device_model, client=counting, configs=[other, best])
+    assert config_of(fn(None, None, 256, 256, 256)) == best
+    assert fn.last_choice.config is fn._configs[1]  # the listed object itself
+
+    def drop_the_best(configs, named):
+        assert named["N"] == 256  # the call's arguments, by name
+        return [c for c in configs if c != best]
+    pruned = decorate(device_model, client=counting, configs=[other, best],
+                      prune=drop_the_best)
+    assert config_of(pruned(None, None, 256, 256, 256)) == other
+    assert pruned.last_choice.tier == tunefleet.DEFAULT
+    assert "not among the allowed configs" in pruned.last_choice.reason
+
+
+def test_offline_uses_the_default_without_asking(counting, monkeypatch):
+    monkeypatch.setenv("TUNEFLEET_OFFLINE", "1")
+    fn = decorate("any", client=counting, default=MY_DEFAULT)
+    assert config_of(fn(None, None, 256, 256, 256)) == MY_DEFAULT
+    assert fn.last_choice.tier == tunefleet.DEFAULT
+    assert fn.last_choice.source == "offline"
+    assert counting.lookups == 0
+    configs = [SPEC_DEFAULT, MY_DEFAULT]
+    fn = decorate("any", client=counting, configs=configs)  # the first listed
+    assert config_of(fn(None, None, 256, 256, 256)) == SPEC_DEFAULT
+
+
+def test_offline_needs_no_device_model(monkeypatch):
+    monkeypatch.setenv("TUNEFLEET_OFFLINE", "1")
+    fn = tunefleet.autotune(kernel="matmul", key=["M", "N", "K"], default=MY_DEFAULT)(fake_matmul)
+    assert config_of(fn(None, None, 256, 256, 256)) == MY_DEFAULT
+
+
+def test_without_a_default_offline_is_an_error(monkeypatch):
+    monkeypatch.setenv("TUNEFLEET_OFFLINE", "1")
+    fn = decorate("any")
+    with pytest.raises(tunefleet.FailedPreconditionError):
+        fn(None, None, 256, 256, 256)
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_fleet_is_asked_once(monkeypatch):
+    lookups = []
+    real_best = tunefleet.client.Client.best
+
+    def counted(self, *args, **kwargs):
+        lookups.append(args)
+        return real_best(self, *args, **kwargs)
+    monkeypatch.setattr(tunefleet.client.Client, "best", counted)
+    monkeypatch.setenv("TUNEFLEET_INSECURE", "1")
+    fn = decorate("any", server=f"127.0.0.1:{closed_port()}", default=MY_DEFAULT)
+    assert config_of(fn(None, None, 256, 256, 256)) == MY_DEFAULT
+    assert fn.last_choice.source == "unreachable"
+    assert "UNAVAILABLE" in fn.last_choice.reason
+    assert config_of(fn(None, None, 512, 512, 512)) == MY_DEFAULT  # a new key
+    assert fn.last_choice.source == "unreachable"
+    assert len(lookups) == 1  # the failure was remembered
+
+
+def test_submit_on_miss_tunes_the_key_for_the_next_process(fleet, client, tuned_job,
+                                                           device_model, monkeypatch):
+    monkeypatch.setenv("TUNEFLEET_INSECURE", "1")
+    shape = {"M": 256, "N": 512, "K": 256}
+    fn = tunefleet.autotune(kernel=fleet_mod.MATMUL_DIR, key=["M", "N", "K"],
+                            device=device_model, server=fleet.address, submit_on_miss=True,
+                            submit_options={"config_set": "quick"})(fake_matmul)
+    fn(None, None, **shape)
+    assert fn.last_choice.tier == tunefleet.NEAREST
+    fn(None, None, **shape)
+    (submission,) = fn.wait_for_submissions(timeout=60)
+    assert submission.error is None and submission.job is not None
+    assert client.wait(submission.job.id).state == "SUCCEEDED"
+
+    # Once per key per process: another decorator does not submit it again.
+    again = tunefleet.autotune(kernel=fleet_mod.MATMUL_DIR, key=["M", "N", "K"],
+                               device=device_model, server=fleet.address,
+                               submit_on_miss=True)(fake_matmul)
+    again(None, None, **shape)
+    assert again.last_choice.tier == tunefleet.EXACT  # the fleet's answer now
+    assert again.submissions == {}
+    fn.cache_clear()
+    fn(None, None, **shape)
+    assert fn.last_choice.tier == tunefleet.EXACT
+
+
+def test_an_exported_table_answers_without_a_server(fleet, tuned_job, device_model,
+                                                    tmp_path, monkeypatch):
+    path = tmp_path / "best.json"
+    path.write_text(fleet_mod.tunectl(fleet, "export", "matmul"))
+    # The Python client writes the same document as tunectl.
+    with tunefleet.Client(fleet.address, insecure=True) as c:
+        ours = json.loads(c.export("matmul"))
+    theirs = json.loads(path.read_text())
+    for document in (ours, theirs):
+        del document["exported_unix_ms"]
+    assert ours == theirs
+    table = tunefleet.BestTable.load(str(path))
+    assert len(table) >= 1
+    best = tuned_job.targets[0].best_config
+    exact = table.lookup("matmul", TUNED_SHAPE, device_model)
+    assert (exact.tier, exact.config_text) == (tunefleet.EXACT, best)
+    assert exact.tuning_key == tuned_job.targets[0].tuning_key
+    nearest = table.lookup("matmul", "M=1024,N=256,K=256", device_model)
+    assert nearest.tier == tunefleet.NEAREST
+    default = table.lookup("matmul", TUNED_SHAPE, "no such device")
+    assert (default.tier, default.config) == (tunefleet.DEFAULT, SPEC_DEFAULT)
+    with pytest.raises(tunefleet.NotFoundError):
+        table.lookup("softmax", TUNED_SHAPE)
+
+    # The decorator reads it instead of a server (none is reachable here).
+    monkeypatch.setenv("TUNEFLEET_SERVER", f"127.0.0.1:{closed_port()}")
+    fn = decorate(device_model, table=str(path))
+    assert config_of(fn(None, None, 256, 256, 256)) == tunefleet.shapes.parse(best)
+    assert (fn.last_choice.tier, fn.last_choice.source) == (tunefleet.EXACT, "table")
+    monkeypatch.setenv("TUNEFLEET_BEST_TABLE", str(path))
+    fn = decorate(device_model)
+    fn(None, None, 1024, 256, 256)
+    assert (fn.last_choice.tier, fn.last_choice.source) == (tunefleet.NEAREST, "table")

@@ -1,0 +1,196 @@
+"""tunefleet.Client against a real coordinator and CPU worker on loopback."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+import fleet as fleet_mod
+import tunefleet
+from conftest import TUNED_SHAPE
+
+
+def test_submit_and_watch_to_completion(client):
+    job = client.submit(fleet_mod.MATMUL_DIR, "M=128,N=256,K=256", config_set="quick",
+                        force_retune=True)
+    assert job.kernel == "matmul"
+    assert job.shape == "M=128,N=256,K=256"
+    states = [j.state for j in client.watch(job.id)]
+    assert states[-1] == "SUCCEEDED"
+    assert all(s in ("QUEUED", "RUNNING") for s in states[:-1])
+    final = client.job(job.id)
+    assert final.final and final.trials_done == final.trials_total
+    assert final.targets[0].best_config
+    assert final.top_trials and final.top_trials[0].status == "OK"
+
+
+def test_a_tuned_key_is_answered_from_the_store(client, tuned_job):
+    again = client.submit(fleet_mod.MATMUL_DIR, TUNED_SHAPE, config_set="quick")
+    assert again.targets and all(t.cached for t in again.targets)
+
+
+def test_best_exact_answers_the_tuned_shape(client, tuned_job, device_model):
+    best = client.best("matmul", TUNED_SHAPE, device_model=device_model)
+    target = tuned_job.targets[0]
+    assert best.tier == tunefleet.EXACT
+    assert best.config_text == target.best_config
+    assert best.config == tunefleet.shapes.parse(target.best_config)
+    assert best.median_seconds > 0
+    assert best.tuning_key == target.tuning_key
+    assert best.job_id == tuned_job.id
+
+
+def test_best_nearest_answers_another_shape(client, tuned_job, device_model):
+    best = client.best("matmul", "M=512,N=256,K=256", device_model=device_model)
+    assert best.tier == tunefleet.NEAREST
+    assert best.tuned_shape == "M=256,N=256,K=256"
+    assert best.config_text == tuned_job.targets[0].best_config
+
+
+def test_best_default_for_an_untuned_device(client, tuned_job):
+    best = client.best("matmul", TUNED_SHAPE, device_model="no such device")
+    assert best.tier == tunefleet.DEFAULT
+    assert best.config_text == "BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=0"
+    assert best.config["BLOCK_M"] == 32
+
+
+def test_jobs_filters_and_pages(client, tuned_job):
+    page = client.jobs(kernel="matmul", state="succeeded")
+    assert tuned_job.id in [j.id for j in page.jobs]
+    assert all(j.state == "SUCCEEDED" and j.kernel == "matmul" for j in page.jobs)
+    assert client.jobs(kernel="softmax").jobs == []
+    first = client.jobs(limit=1)
+    assert len(first.jobs) == 1 and first.next_page_token
+    second = client.jobs(limit=1, page_token=first.next_page_token)
+    assert second.jobs[0].id != first.jobs[0].id
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        client.jobs(state="sleeping")
+
+
+def test_trials_lists_every_stored_trial(client, tuned_job):
+    trials = client.all_trials(tuned_job.id)
+    assert len(trials) >= tuned_job.trials_total
+    assert {t.status for t in trials} == {"OK"}
+    assert all(t.median_seconds > 0 and t.worker_id for t in trials)
+    page = client.trials(tuned_job.id, status="ok", page_size=1)
+    assert len(page.trials) == 1 and page.next_page_token
+    assert client.trials(tuned_job.id, status="crashed").trials == []
+
+
+def test_workers_lists_the_cpu_worker(client, tuned_job):
+    workers = client.workers()
+    assert any(w.alive and w.devices and w.devices[0].backend == "CPU" for w in workers)
+    assert client.server_version()
+
+
+def test_unknown_job_is_not_found(client):
+    with pytest.raises(tunefleet.NotFoundError) as e:
+        client.job("j-no-such-job")
+    assert e.value.code == tunefleet.StatusCode.NOT_FOUND
+    with pytest.raises(tunefleet.NotFoundError):
+        client.trials("j-no-such-job")
+    with pytest.raises(tunefleet.NotFoundError):
+        list(client.watch("j-no-such-job"))
+
+
+def test_unknown_kernel_is_not_found(client):
+    with pytest.raises(tunefleet.NotFoundError) as e:
+        client.best("no_such_kernel", "M=1")
+    assert "no_such_kernel" in e.value.message
+
+
+def test_bad_shapes_are_invalid_arguments(client):
+    for shape in ("M=256,N=256", "M=256,N=256,K=0", "M=256,N=256,K=256,Q=1", "M=x"):
+        with pytest.raises(tunefleet.InvalidArgumentError) as e:
+            client.submit(fleet_mod.MATMUL_DIR, shape)
+        assert e.value.code == tunefleet.StatusCode.INVALID_ARGUMENT
+    # The coordinator's own check, for a shape that reaches it.
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        client.best("matmul", {"M": -4, "N": 256, "K": 256})
+
+
+def test_bad_kernel_directories_fail_before_sending(client):
+    with pytest.raises(tunefleet.NotFoundError):
+        client.submit("/nonexistent/kernel", TUNED_SHAPE)
+    with tempfile.TemporaryDirectory() as bad:
+        with open(os.path.join(bad, "kernel.textproto"), "w") as f:
+            f.write('name: "broken"\nno_such_field: 1\n')
+        with pytest.raises(tunefleet.InvalidArgumentError) as e:
+            client.submit(bad, TUNED_SHAPE)
+        assert "kernel.textproto:2" in e.value.message
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        client.submit(fleet_mod.MATMUL_DIR, TUNED_SHAPE, config_set="no-such-set")
+
+
+def test_an_unreachable_server_is_unavailable():
+    with tunefleet.Client("127.0.0.1:1", insecure=True, deadline=5) as c:
+        with pytest.raises(tunefleet.UnavailableError) as e:
+            c.jobs()
+    assert "127.0.0.1:1" in e.value.message
+
+
+def test_cancel_stops_a_queued_job(client, tuned_job):
+    # No worker has this model: the job waits in the queue until cancelled.
+    job = client.submit(fleet_mod.MATMUL_DIR, TUNED_SHAPE, config_set="quick",
+                        device_model="no such device", force_retune=True)
+    cancelled = client.cancel(job.id)
+    assert cancelled.state == "CANCELLED"
+    assert client.wait(job.id).state == "CANCELLED"
+
+
+def test_settings_come_from_the_environment(fleet, monkeypatch, tmp_path):
+    monkeypatch.setenv("TUNEFLEET_SERVER", fleet.address)
+    monkeypatch.setenv("TUNEFLEET_INSECURE", "1")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    with tunefleet.Client() as c:
+        assert c.server == fleet.address
+        c.workers()
+    monkeypatch.delenv("TUNEFLEET_SERVER")
+    monkeypatch.delenv("TUNEFLEET_INSECURE")
+    config = tmp_path / ".config" / "tunefleet"
+    config.mkdir(parents=True)
+    (config / "tunectl.conf").write_text(f"# a comment\nserver = {fleet.address}\ninsecure = true\n")
+    with tunefleet.Client() as c:
+        assert c.server == fleet.address
+        c.workers()
+
+
+def test_a_token_never_goes_over_plaintext(fleet):
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        tunefleet.Client(fleet.address, insecure=True, token="secret")
+
+
+@pytest.fixture(scope="module")
+def secure_fleet():
+    with tempfile.TemporaryDirectory(prefix="tunefleet-pytest-tls-") as data_dir:
+        f = fleet_mod.Fleet(data_dir, secure=True)
+        f.start_coordinator()
+        yield f
+        f.stop()
+
+
+def test_tokens_are_checked_over_tls(secure_fleet, monkeypatch, tmp_path):
+    monkeypatch.delenv("TUNEFLEET_TOKEN", raising=False)
+    monkeypatch.delenv("TUNEFLEET_TOKEN_FILE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no default token file
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    address, ca = secure_fleet.address, secure_fleet.ca_file
+    with tunefleet.Client(address, ca_file=ca) as anonymous:
+        with pytest.raises(tunefleet.UnauthenticatedError) as e:
+            anonymous.jobs()
+        assert e.value.code == tunefleet.StatusCode.UNAUTHENTICATED
+    with tunefleet.Client(address, ca_file=ca, token="not-a-token") as wrong:
+        with pytest.raises(tunefleet.UnauthenticatedError):
+            wrong.workers()
+    monkeypatch.setenv("TUNEFLEET_TOKEN_FILE", secure_fleet.admin_token_file)
+    monkeypatch.setenv("TUNEFLEET_CA_FILE", ca)
+    with tunefleet.Client(address) as admin:
+        assert admin.jobs().jobs == []
+
+
+def test_a_missing_ca_file_is_not_found():
+    with pytest.raises(tunefleet.NotFoundError):
+        tunefleet.Client("localhost:7070", ca_file="/nonexistent/ca.crt", token="t")

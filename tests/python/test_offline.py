@@ -1,0 +1,186 @@
+"""What works without a fleet: BestTable's tiers and errors, the package
+without grpcio, and the decorator's Triton calling convention."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import tunefleet
+
+KERNEL = {"name": "gemm", "default_config": "BM=32,BN=32",
+          "problem": ["M", "N"], "params": ["BM", "BN"],
+          "spec": {"kernel": {"name": "gemm", "default_config": "BM=32,BN=32"}}}
+
+
+def row(shape, config, key, device="gpu-a", toolkit="cuda-13.0", seconds=1e-4):
+    return {"kernel": "gemm", "shape": shape, "device_model": device, "toolkit": toolkit,
+            "config": config, "median_seconds": seconds, "tuning_key": key, "job_id": "j1"}
+
+
+def table(*rows, **header):
+    document = {"format": "tunefleet.best_configs", "version": 1, "kernels": [KERNEL],
+                "configs": list(rows)}
+    document.update(header)
+    return tunefleet.BestTable.parse(json.dumps(document))
+
+
+def test_table_tiers():
+    t = table(row("M=64,N=64", "BM=16,BN=16", "k1"), row("M=1024,N=1024", "BM=128,BN=64", "k2"))
+    assert len(t) == 2
+    exact = t.lookup("gemm", {"N": 64, "M": 64})
+    assert (exact.tier, exact.config, exact.tuning_key) == (tunefleet.EXACT, {"BM": 16, "BN": 16}, "k1")
+    near = t.lookup("gemm", "M=512,N=2048")
+    assert (near.tier, near.tuned_shape, near.median_seconds) == (tunefleet.NEAREST, "M=1024,N=1024", 1e-4)
+    assert t.lookup("gemm", "M=64,N=64", "gpu-b").tier == tunefleet.DEFAULT
+    assert t.lookup("gemm", "M=64,N=64", toolkit="cuda-12").config_text == "BM=32,BN=32"
+    assert t.lookup("gemm", "M=64").tier == tunefleet.DEFAULT  # other dims are never near
+
+
+def test_table_ties_go_to_the_smallest_key():
+    t = table(row("M=128,N=128", "BM=64,BN=64", "kb"), row("M=32,N=32", "BM=16,BN=16", "ka"))
+    assert t.lookup("gemm", "M=64,N=64").tuning_key == "ka"
+
+
+@pytest.mark.parametrize("document", [
+    "[]", "not json", '{"format": "other", "version": 1}',
+    '{"format": "tunefleet.best_configs"}',
+    '{"format": "tunefleet.best_configs", "version": 1, "kernels": [{"name": "x"}]}',
+    '{"format": "tunefleet.best_configs", "version": 1, "configs": [{"kernel": "x"}]}',
+])
+def test_what_is_not_a_table_is_an_invalid_argument(document):
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        tunefleet.BestTable.parse(document)
+
+
+def test_newer_tables_are_refused_and_missing_ones_not_found(tmp_path):
+    with pytest.raises(tunefleet.InvalidArgumentError) as e:
+        table(version=2)
+    assert "version 2" in e.value.message
+    with pytest.raises(tunefleet.NotFoundError):
+        tunefleet.BestTable.load(str(tmp_path / "missing.json"))
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        table().lookup("gemm", "M=")
+
+
+def test_the_package_imports_without_grpcio():
+    code = ("import sys; sys.modules['grpc'] = None\n"
+            "import tunefleet, tunefleet.v1.bench_child_pb2, tunefleet.v1.tuning_service_pb2\n"
+            "try:\n"
+            "    tunefleet.Client('localhost:1', insecure=True)\n"
+            "except tunefleet.FailedPreconditionError as e:\n"
+            "    print('no grpcio:', e)\n")
+    done = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, env=dict(os.environ), timeout=60)
+    assert done.returncode == 0, done.stdout.decode()
+    assert b"no grpcio: FAILED_PRECONDITION" in done.stdout
+
+
+class Config:
+    """Shaped like triton.Config."""
+
+    def __init__(self, kwargs, num_warps=4, num_stages=3):
+        self.kwargs, self.num_warps, self.num_stages = kwargs, num_warps, num_stages
+
+    def all_kwargs(self):
+        return {**self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages,
+                "num_ctas": 1}
+
+
+class FakeJITFunction:
+    """Shaped like a Triton JITFunction: arg_names, fn[grid](...) and run()."""
+    arg_names = ["x", "M", "N", "BM", "BN"]
+
+    def __init__(self):
+        self.launches = []
+
+    def run(self, *args, grid, warmup, **kwargs):
+        self.launches.append((args, grid, warmup, kwargs))
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+
+def test_triton_configs_launch_with_num_warps_and_num_stages():
+    t = table(row("M=64,N=64", "BM=64,BN=32,num_warps=8,num_stages=2", "k1"))
+    configs = [Config({"BM": 32, "BN": 32}), Config({"BM": 64, "BN": 32}, 8, 2),
+               Config({"BM": 64, "BN": 32}, 4, 3)]
+    jit = FakeJITFunction()
+    kernel = tunefleet.autotune(kernel="gemm", configs=configs, key=["M", "N"],
+                                device="gpu-a", table=t)(jit)
+    grid = (1,)
+    kernel[grid]("x", 64, 64)
+    args, launched_grid, warmup, kwargs = jit.launches[-1]
+    assert (args, launched_grid, warmup) == (("x", 64, 64), grid, False)
+    assert kwargs == {"BM": 64, "BN": 32, "num_warps": 8, "num_stages": 2, "num_ctas": 1}
+    assert kernel.last_choice.config is configs[1]
+    assert kernel.last_choice.tier == tunefleet.EXACT
+
+    def launcher(x, M, N, **config):  # a plain callable gets kwargs, warps, stages
+        return config
+    plain = tunefleet.autotune(kernel="gemm", configs=configs, key=["M", "N"],
+                               device="gpu-a", table=t)(launcher)
+    assert plain("x", 64, 64) == {"BM": 64, "BN": 32, "num_warps": 8, "num_stages": 2}
+    assert plain("x", 4096, 4096) == {"BM": 64, "BN": 32, "num_warps": 8, "num_stages": 2}
+    assert plain.last_choice.tier == tunefleet.NEAREST
+
+
+def test_decorator_arguments_are_checked():
+    def launcher(x, M, N, **config):
+        return config
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        tunefleet.autotune(kernel="gemm", key=["Q"], device="d")(launcher)
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        tunefleet.autotune(kernel="gemm", key=[], device="d")(launcher)
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        tunefleet.autotune(kernel="no/such/dir", key=["M"], device="d")(launcher)
+    fn = tunefleet.autotune(kernel="gemm", key=["M", "N"], device="d", table=table())(launcher)
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        fn("x", 64.5, 64)
+    with pytest.raises(TypeError):
+        fn("x", 64)
+    assert fn("x", 64, N=64) == {"BM": 32, "BN": 32}
+    assert fn.__name__ == "launcher"
+
+
+def test_settings_precedence(tmp_path):
+    from tunefleet import settings
+    config = tmp_path / "tunectl.conf"
+    token_file = tmp_path / "token"
+    token_file.write_text("  from-file \n")
+    config.write_text(f"server = conf:1\nca_file = conf.pem\ntoken_file = {token_file}\n")
+    s = settings.resolve(config_file=str(config), env={})
+    assert (s.server, s.ca_file, s.token, s.insecure) == ("conf:1", "conf.pem", "from-file", False)
+    env = {"TUNEFLEET_SERVER": "env:2", "TUNEFLEET_CA_FILE": "env.pem", "TUNEFLEET_TOKEN": "t"}
+    s = settings.resolve(config_file=str(config), env=env)
+    assert (s.server, s.ca_file, s.token) == ("env:2", "env.pem", "t")
+    s = settings.resolve("arg:3", token="a", ca_file="arg.pem", config_file=str(config), env=env)
+    assert (s.server, s.ca_file, s.token) == ("arg:3", "arg.pem", "a")
+    s = settings.resolve(config_file="", env={"TUNEFLEET_INSECURE": "yes", "TUNEFLEET_TOKEN": "t"})
+    assert (s.server, s.insecure, s.token) == ("localhost:7070", True, "")  # never in plaintext
+    (tmp_path / "tunefleet").mkdir()
+    (tmp_path / "tunefleet" / "token").write_text("default-token\n")
+    assert settings.resolve(env={"XDG_CONFIG_HOME": str(tmp_path)}).token == "default-token"
+    with pytest.raises(tunefleet.NotFoundError):
+        settings.resolve(config_file="", env={"TUNEFLEET_TOKEN_FILE": str(tmp_path / "none")})
+    (tmp_path / "empty").write_text("\n")
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        settings.resolve(config_file="", env={"TUNEFLEET_TOKEN_FILE": str(tmp_path / "empty")})
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        settings.resolve(deadline=0, config_file="", env={})
+
+
+@pytest.mark.parametrize("text", ["M", "=1", "M=1,M=2", "M=1.5", "M=x"])
+def test_bad_short_forms_are_invalid_arguments(text):
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        tunefleet.shapes.parse(text)
+
+
+def test_short_forms_parse_in_order():
+    assert list(tunefleet.shapes.parse(" N = 2 , M=1")) == ["N", "M"]
+    assert tunefleet.shapes.format({"M": 1, "N": 2}) == "M=1,N=2"
+    assert tunefleet.shapes.parse("") == {}
