@@ -25,6 +25,9 @@ install(FILES README.md docs/architecture.md docs/operations.md docs/measurement
 # Abseil, OpenSSL, muparser, nlohmann-json) with find_dependency.
 include(CMakePackageConfigHelpers)
 set(TUNEFLEET_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/tunefleet)
+foreach(library client common grpc_status grpc_security)
+  set_target_properties(${library} PROPERTIES OUTPUT_NAME tunefleet_${library})
+endforeach()
 install(TARGETS client common grpc_status grpc_security tunefleet_proto
         EXPORT tunefleetTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

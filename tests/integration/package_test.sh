@@ -13,7 +13,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
-for file in include/tunefleet/client.h lib/libclient.a \
+for file in include/tunefleet/client.h lib/libtunefleet_client.a \
             lib/cmake/tunefleet/tunefleetConfig.cmake \
             lib/cmake/tunefleet/tunefleetConfigVersion.cmake; do
   [ -e "$work/prefix/$file" ] || { echo "not installed: $file" >&2; exit 1; }
