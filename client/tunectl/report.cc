@@ -134,10 +134,9 @@ absl::StatusOr<std::pair<std::string, Json>> Subject(Client& client, const Repor
   if (!jobs.ok()) return jobs.status();
   std::vector<HistoryPoint> points = HistoryOf(*jobs, flags.device_model);
   if (points.empty()) {
-    return absl::NotFoundError(absl::StrCat("no job ", flags.subject, ", and no kernel of that name ",
-                                            "with a succeeded job",
-                                            flags.device_model.empty() ? "" : " on ",
-                                            flags.device_model));
+    return absl::NotFoundError(absl::StrCat(
+        "no job ", flags.subject, ", and no kernel of that name with a succeeded job",
+        flags.device_model.empty() ? "" : " on ", flags.device_model));
   }
   return std::make_pair(absl::StrCat(flags.subject, " across shapes and devices"),
                         KernelReportData(flags.subject, points));

@@ -57,10 +57,11 @@ const SERIES = ["#2f6fdb", "#1e9e5a", "#e08a00", "#8e44ad", "#d64545", "#17a2b8"
 const colorOf = (status) => COLORS[status] || "#555";
 
 function fail(message) {
-  document.body.dataset.error = String(message);
   const box = document.getElementById("report-error");
+  const before = document.body.dataset.error;
+  document.body.dataset.error = (before ? before + "\n" : "") + String(message);
   box.hidden = false;
-  box.textContent = "This report could not be drawn: " + message;
+  box.textContent = "This report could not be drawn: " + document.body.dataset.error;
 }
 window.addEventListener("error", (e) => fail(e.message + " (" + e.filename + ":" + e.lineno + ")"));
 

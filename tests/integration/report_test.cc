@@ -171,6 +171,27 @@ TEST_F(ReportTest, AKernelsPageShowsItsBestPerShapeAndDeviceOverTime) {
   EXPECT_THAT(dom, HasSubstr("M=256,N=128,K=128"));
 }
 
+// A job no worker can take: QUEUED, no trial yet.
+TEST_F(ReportTest, AQueuedJobsPageDrawsAndAScriptErrorIsShownInThePage) {
+  RunResult run = Tunectl({"-q", "submit", SourceDir() + "/kernels/cpu/matmul", "--shape",
+                           "M=64,N=64,K=64", "--device", "no-such-device"});
+  ASSERT_TRUE(run.exit.success()) << run.exit.ToString();
+  const std::string job(absl::StripAsciiWhitespace(run.out));
+  const std::string page = dir_.path() + "/queued.html";
+  ASSERT_TRUE(Tunectl({"report", job, "-o", page}).exit.success());
+  std::string dom = RenderedDom(page, dir_.path() + "/queued.png");
+  EXPECT_THAT(dom, HasSubstr("data-rendered=\"true\""));
+  EXPECT_THAT(dom, HasSubstr("QUEUED"));
+
+  const std::string broken = dir_.path() + "/broken-chart.js";
+  std::ofstream(broken) << "throw new Error('broken chart library');\n";
+  ASSERT_TRUE(Tunectl({"report", job, "-o", page, "--chart-js", broken}).exit.success());
+  dom = RenderedDom(page, dir_.path() + "/broken.png");
+  EXPECT_THAT(dom, Not(HasSubstr("data-rendered")));
+  EXPECT_THAT(dom, HasSubstr("data-error="));
+  EXPECT_THAT(dom, HasSubstr("This report could not be drawn"));
+}
+
 TEST_F(ReportTest, AnUnknownSubjectIsNotFound) {
   RunResult run = Tunectl({"report", "no-such-kernel", "-o", dir_.path() + "/x.html"});
   EXPECT_EQ(run.exit.code, 5) << run.exit.ToString();  // kExitNotFound
