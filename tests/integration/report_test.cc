@@ -91,7 +91,8 @@ class ReportTest : public ::testing::Test {
     std::vector<std::string> argv = {chromium_, "--headless", "--no-sandbox", "--disable-gpu",
                                      "--user-data-dir=" + dir_.path() + "/chromium",
                                      "--window-size=1280,2400", "--hide-scrollbars",
-                                     "--virtual-time-budget=5000", "--log-level=3"};
+                                     "--virtual-time-budget=5000", "--log-level=3",
+                                     "--disable-dev-shm-usage"};
     std::vector<std::string> shoot = argv;
     shoot.push_back("--screenshot=" + screenshot);
     shoot.push_back("file://" + page);
