@@ -1,13 +1,14 @@
 # tunefleet_library(NAME SRCS a.cc b.cc DEPS x y [PUBLIC_INCLUDE dir])
 # Declares a static library and its tunefleet::NAME alias. Sources include
-# their headers relative to the repository root ("common/status.h").
+# their headers relative to the repository root ("common/status.h"); those
+# directories are the build tree's only (installed targets name their own).
 function(tunefleet_library name)
   cmake_parse_arguments(ARG "" "PUBLIC_INCLUDE" "SRCS;DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SRCS})
   add_library(tunefleet::${name} ALIAS ${name})
-  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_include_directories(${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
   if(ARG_PUBLIC_INCLUDE)
-    target_include_directories(${name} PUBLIC ${ARG_PUBLIC_INCLUDE})
+    target_include_directories(${name} PUBLIC $<BUILD_INTERFACE:${ARG_PUBLIC_INCLUDE}>)
   endif()
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()

@@ -15,3 +15,30 @@ install(DIRECTORY deploy/prometheus deploy/grafana deploy/k8s
 install(FILES README.md docs/architecture.md docs/operations.md docs/measurement.md
               docs/kernel-spec.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# The C++ client library for applications: the public header, the static
+# library and the static libraries it links, and a CMake package, so that an
+# application writes
+#   find_package(tunefleet REQUIRED)
+#   target_link_libraries(app PRIVATE tunefleet::client)
+# The package finds the Debian packages the library links (gRPC, Protobuf,
+# Abseil, OpenSSL, muparser, nlohmann-json) with find_dependency.
+include(CMakePackageConfigHelpers)
+set(TUNEFLEET_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/tunefleet)
+foreach(library client common grpc_status grpc_security)
+  set_target_properties(${library} PROPERTIES OUTPUT_NAME tunefleet_${library})
+endforeach()
+install(TARGETS client common grpc_status grpc_security tunefleet_proto
+        EXPORT tunefleetTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY client/include/tunefleet DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT tunefleetTargets NAMESPACE tunefleet:: DESTINATION ${TUNEFLEET_CMAKE_DIR})
+configure_package_config_file(cmake/tunefleetConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/tunefleetConfig.cmake
+  INSTALL_DESTINATION ${TUNEFLEET_CMAKE_DIR})
+# 0.x: a minor version may change the API.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/tunefleetConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/tunefleetConfig.cmake
+              ${PROJECT_BINARY_DIR}/tunefleetConfigVersion.cmake
+        DESTINATION ${TUNEFLEET_CMAKE_DIR})

@@ -11,7 +11,7 @@ PACKAGES=(
   libspdlog-dev libcli11-dev nlohmann-json3-dev prometheus-cpp-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   postgresql postgresql-common prometheus
-  bubblewrap help2man libxgboost-dev zlib1g-dev
+  bubblewrap help2man libxgboost-dev zlib1g-dev libjs-chart.js chromium
   python3 python3-grpcio python3-protobuf python3-pytest
 )
 

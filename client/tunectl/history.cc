@@ -19,21 +19,6 @@ std::string Date(int64_t unix_ms) {
   return absl::FormatTime("%Y-%m-%d %H:%M", absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
 }
 
-absl::StatusOr<std::vector<Job>> SucceededJobs(Client& client, const std::string& kernel) {
-  JobFilter filter;
-  filter.kernel = kernel;
-  filter.state = JobState::kSucceeded;
-  filter.limit = 1000;
-  std::vector<Job> jobs;
-  do {
-    absl::StatusOr<JobPage> page = client.ListJobs(filter);
-    if (!page.ok()) return page.status();
-    jobs.insert(jobs.end(), page->jobs.begin(), page->jobs.end());
-    filter.page_token = page->next_page_token;
-  } while (!filter.page_token.empty());
-  return jobs;
-}
-
 std::string Ratio(double first, double second) {
   return first > 0 && second > 0 ? absl::StrFormat("%.2fx", second / first) : "-";
 }
@@ -52,6 +37,21 @@ absl::StatusOr<std::map<std::string, Times>> TimesByModel(Client& client,
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<Job>> SucceededJobs(Client& client, const std::string& kernel) {
+  JobFilter filter;
+  filter.kernel = kernel;
+  filter.state = JobState::kSucceeded;
+  filter.limit = 1000;
+  std::vector<Job> jobs;
+  do {
+    absl::StatusOr<JobPage> page = client.ListJobs(filter);
+    if (!page.ok()) return page.status();
+    jobs.insert(jobs.end(), page->jobs.begin(), page->jobs.end());
+    filter.page_token = page->next_page_token;
+  } while (!filter.page_token.empty());
+  return jobs;
+}
 
 std::vector<HistoryPoint> HistoryOf(const std::vector<Job>& jobs,
                                     const std::string& device_model) {

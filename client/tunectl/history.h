@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "client/tunectl/commands.h"
 #include "tunefleet/client.h"
 
@@ -27,6 +28,9 @@ struct HistoryPoint {
 // `device_model` only when it is not empty, by shape, device, then time.
 std::vector<HistoryPoint> HistoryOf(const std::vector<Job>& jobs,
                                     const std::string& device_model);
+
+// Every succeeded job of `kernel`, every page of them.
+absl::StatusOr<std::vector<Job>> SucceededJobs(Client& client, const std::string& kernel);
 
 // Every succeeded job of `kernel` (every page), as table or JSON.
 int RunHistory(Client& client, const std::string& kernel, const std::string& device_model,

@@ -14,9 +14,11 @@
 #include "client/tunectl/commands.h"
 #include "client/tunectl/completion.h"
 #include "client/tunectl/connection.h"
+#include "client/tunectl/contexts.h"
 #include "client/tunectl/exit_codes.h"
 #include "client/tunectl/history.h"
 #include "client/tunectl/interrupt.h"
+#include "client/tunectl/report.h"
 #include "client/tunectl/suggest.h"
 #include "client/tunectl/transfer.h"
 #include "client/tunectl/trials.h"
@@ -31,7 +33,10 @@ using namespace tunefleet::tunectl;  // NOLINT(build/namespaces)
 
 struct Flags {
   std::string server;
-  std::string config;
+  std::string config;  // the config file read, when there is one
+  std::string context;
+  std::string context_name;  // the NAME of `config use-context` and `set-context`
+  ContextSettings context_settings;
   std::string output = "table";
   double timeout_seconds = 10;
   SubmitRequest submit;
@@ -53,12 +58,14 @@ struct Flags {
   std::string token_id;
   InvalidateFlags invalidate;
   std::string principal;
+  ReportFlags report;
 };
 
 struct Verbs {
   CLI::App *submit, *watch, *status, *cancel, *jobs, *trials, *best, *workers, *validate;
   CLI::App *export_best, *import_best, *version, *completion, *history, *compare;
-  CLI::App *token_create, *token_list, *token_revoke;
+  CLI::App *token_create, *token_list, *token_revoke, *report;
+  CLI::App *get_contexts, *current_context, *use_context, *set_context;
   CLI::App *admin_invalidate, *admin_release;
 };
 
@@ -66,10 +73,8 @@ void DefineGlobalFlags(CLI::App& app, Flags& flags) {
   app.add_option("--server", flags.server,
                  "Coordinator host:port (default: $TUNEFLEET_SERVER, else the "
                  "config file's `server`, else localhost:7070)");
-  app.add_option("--config", flags.config,
-                 "Config file of `key = value` lines (default: "
-                 "$XDG_CONFIG_HOME/tunefleet/tunectl.conf or "
-                 "~/.config/tunefleet/tunectl.conf)");
+  app.add_option("--context", flags.context,
+                 "Use this context of the config file (default: its current-context)");
   app.add_option("-o,--output", flags.output,
                  "Output format: table, wide (jobs, trials), json, yaml, or csv (trials)")
       ->check(CLI::IsMember({"table", "wide", "json", "yaml", "csv"}))
@@ -198,6 +203,38 @@ void DefineTransfer(CLI::App& app, Flags& flags, Verbs* verbs) {
                                "Replace best configs measured here too");
 }
 
+CLI::App* DefineReport(CLI::App& app, Flags& flags) {
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Write an HTML page of a job's configs and failures, or of a kernel's history");
+  ReportFlags& r = flags.report;
+  cmd->add_option("JOB_OR_KERNEL", r.subject, "A job id, else a kernel name")->required();
+  cmd->add_option("--device", r.device_model, "Only this device model");
+  cmd->add_option("-o,--out", r.path,
+                  "The page to write; - for stdout (default: report-JOB_OR_KERNEL.html)");
+  cmd->add_option("--chart-js", r.chart_js, "Chart.js to inline (from libjs-chart.js)")
+      ->capture_default_str();
+  return cmd;
+}
+
+void DefineConfig(CLI::App& app, Flags& flags, Verbs* verbs) {
+  CLI::App* config = app.add_subcommand("config", "Show or change the config file's contexts");
+  config->require_subcommand(1);
+  verbs->get_contexts = config->add_subcommand("get-contexts", "List the contexts");
+  verbs->current_context =
+      config->add_subcommand("current-context", "Print the current context's name");
+  verbs->use_context = config->add_subcommand("use-context", "Make a context the current one");
+  verbs->use_context->add_option("NAME", flags.context_name, "The context")
+      ->required();
+  verbs->set_context = config->add_subcommand(
+      "set-context", "Create a context, or change its settings (the others are kept)");
+  verbs->set_context->add_option("NAME", flags.context_name, "The context")->required();
+  ContextSettings& s = flags.context_settings;
+  verbs->set_context->add_option("--server", s.server, "Coordinator host:port");
+  verbs->set_context->add_option("--ca-file", s.ca_file, "PEM CA of the coordinator");
+  verbs->set_context->add_option("--token-file", s.token_file, "File holding the bearer token");
+  verbs->set_context->add_flag("--insecure", s.insecure, "Plaintext, no token");
+}
+
 Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   Verbs verbs{};
   verbs.submit = DefineSubmit(app, flags);
@@ -231,9 +268,11 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   verbs.completion->add_option("SHELL", flags.shell, "bash or zsh")
       ->required()
       ->check(CLI::IsMember({"bash", "zsh"}));
+  verbs.report = DefineReport(app, flags);
   verbs.workers = app.add_subcommand("workers", "List the workers");
   verbs.validate = DefineValidate(app, flags);
   DefineAdmin(app, flags, &verbs);
+  DefineConfig(app, flags, &verbs);
   return verbs;
 }
 
@@ -252,16 +291,11 @@ Console MakeConsole(const Flags& flags) {
   return console;
 }
 
-std::string ConfigPath(const Flags& flags) {
-  return flags.config.empty()
-             ? DefaultConfigPath(std::getenv("XDG_CONFIG_HOME"), std::getenv("HOME"))
-             : flags.config;
-}
+const char* Getenv(const char* name) { return std::getenv(name); }
 
+// The config file's settings are flags by now (see contexts.h).
 std::string ServerAddress(const Flags& flags) {
-  const std::string config = ConfigPath(flags);
-  return ResolveServer(flags.server, std::getenv("TUNEFLEET_SERVER"),
-                       config.empty() ? "" : ConfigFileServer(config));
+  return ResolveServer(flags.server, std::getenv("TUNEFLEET_SERVER"), /*config=*/"");
 }
 
 int RunAdmin(Client& client, const Verbs& verbs, const Flags& flags, const Console& console) {
@@ -276,9 +310,7 @@ int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
   absl::StatusOr<ClientOptions> options =
       MakeClientOptions(ServerAddress(flags), flags.timeout_seconds);
   if (!options.ok()) return ReportError(console, options.status());
-  flags.connection.config_file = ConfigPath(flags);
-  if (absl::Status applied = ApplyConnectionSettings(
-          flags.connection, [](const char* name) { return std::getenv(name); }, &*options);
+  if (absl::Status applied = ApplyConnectionSettings(flags.connection, Getenv, &*options);
       !applied.ok()) {
     return ReportError(console, applied);
   }
@@ -316,18 +348,44 @@ int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
     return RunExport(client, flags.kernel, flags.device_model, console);
   }
   if (verbs.import_best->parsed()) return RunImport(client, flags.import, console);
+  if (verbs.report->parsed()) return RunReport(client, flags.report, console);
   return RunAdmin(client, verbs, flags, console);
 }
 
-int Run(const Verbs& verbs, const Flags& flags, const Console& console) {
+std::set<std::string> VerbNames(const CLI::App& app) {
+  std::set<std::string> names;
+  for (const CLI::App* verb : app.get_subcommands({})) names.insert(verb->get_name());
+  return names;
+}
+
+int RunConfig(const Verbs& verbs, const Flags& flags, const Console& console,
+              const std::set<std::string>& verb_names) {
+  if (flags.config.empty()) {
+    return ReportError(console, absl::FailedPreconditionError(
+                                    "no config file: set --config, $TUNEFLEET_CONFIG or $HOME"));
+  }
+  if (verbs.get_contexts->parsed()) return RunGetContexts(flags.config, console);
+  if (verbs.current_context->parsed()) return RunCurrentContext(flags.config, console);
+  if (verbs.use_context->parsed()) {
+    return RunUseContext(flags.config, flags.context_name, console);
+  }
+  return RunSetContext(flags.config, flags.context_name, flags.context_settings, verb_names,
+                       console);
+}
+
+int Run(const Verbs& verbs, const Flags& flags, const Console& console,
+        const std::set<std::string>& verb_names) {
   if (verbs.validate->parsed()) return RunValidate(flags.kernel, flags.shape, console);
+  if (verbs.get_contexts->get_parent()->parsed()) {
+    return RunConfig(verbs, flags, console, verb_names);
+  }
   return RunOnline(verbs, flags, console);
 }
 
 // The global flags whose next word is their value.
-const std::vector<std::string> kValueFlags = {"--server", "--config",  "-o",
-                                              "--output", "--timeout", "--ca-file",
-                                              "--token-file"};
+const std::vector<std::string> kValueFlags = {"--server",  "--config",  "--context",
+                                              "-o",        "--output",  "--timeout",
+                                              "--ca-file", "--token-file"};
 
 CommandWords WordsOf(const CLI::App& app) {
   CommandWords words{app.get_name(), {}, {}};
@@ -359,6 +417,14 @@ int main(int argc, char** argv) {
   Flags flags;
   DefineGlobalFlags(app, flags);
   Verbs verbs = DefineVerbs(app, flags);
+  const std::set<std::string> verb_names = VerbNames(app);
+  CLI::Option* config = app.set_config(
+      "--config", DefaultContextConfigPath(Getenv),
+      "Config file: any global flag as `key = value`, and [contexts] (default: "
+      "$TUNEFLEET_CONFIG, else ~/.config/tunefleet/config)");
+  app.config_formatter(std::make_shared<ContextConfig>(
+      verb_names, [&app] { return app.get_option("--context")->as<std::string>(); }, Getenv));
+  app.allow_config_extras(CLI::config_extras_mode::error);
   app.set_version_flag("--version", std::string("tunectl ") + kVersion);
   if (std::optional<std::string> message = MistypedVerb(app, argc, argv); message.has_value()) {
     std::cerr << "tunectl: " << *message << std::endl;
@@ -366,6 +432,15 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ConfigError& e) {
+    std::string message = e.what();
+    const std::string extra = "INI was not able to parse ";
+    if (message.rfind(extra, 0) == 0) {
+      message = "unknown key '" + message.substr(extra.size()) + "'";
+    }
+    std::cerr << "tunectl: config file " << config->as<std::string>() << ": " << message
+              << std::endl;
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);  // prints help, or the error and a hint
     return code == 0 ? kExitOk : kExitUsage;
@@ -377,12 +452,15 @@ int main(int argc, char** argv) {
                                        : BashCompletion(words, kValueFlags));
     return kExitOk;
   }
+  flags.config = config->as<std::string>();
   Console console = MakeConsole(flags);
-  if (flags.output != "yaml" || verbs.export_best->parsed()) return Run(verbs, flags, console);
+  if (flags.output != "yaml" || verbs.export_best->parsed()) {
+    return Run(verbs, flags, console, verb_names);
+  }
   // YAML is the JSON document the verb prints, converted.
   std::ostringstream json;
   console.out = &json;
-  const int code = Run(verbs, flags, console);
+  const int code = Run(verbs, flags, console, verb_names);
   if (json.str().empty()) return code;
   absl::StatusOr<std::string> yaml = JsonToYaml(json.str());
   std::cout << (yaml.ok() ? *yaml : json.str());

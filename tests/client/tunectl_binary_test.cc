@@ -26,8 +26,9 @@ struct Outcome {
   std::string output;  // stdout and stderr together
 };
 
-Outcome Tunectl(const std::string& args) {
-  std::string command = BuildDir() + "/bin/tunectl " + args + " 2>&1";
+// Runs `command` in sh, stdout and stderr together.
+Outcome Shell(const std::string& shell_command) {
+  std::string command = shell_command + " 2>&1";
   Outcome run;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
@@ -38,6 +39,8 @@ Outcome Tunectl(const std::string& args) {
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return run;
 }
+
+Outcome Tunectl(const std::string& args) { return Shell(BuildDir() + "/bin/tunectl " + args); }
 
 TEST(TunectlBinaryTest, ValidatesTheMatmulKernel) {
   Outcome run = Tunectl("validate " + SourceDir() +
@@ -219,6 +222,51 @@ TEST_F(TunectlOnlineTest, EscapeBytesFromTheServerNeverReachTheTerminal) {
       EXPECT_THAT(run.output, HasSubstr("\\x1b]0;owned\\x07matmul")) << run.output;
     }
   }
+}
+
+// tunectl with `args` and only the config file `config` (no TUNEFLEET_*
+// variable of the test's own environment).
+Outcome TunectlWithConfig(const std::string& config, const std::string& args) {
+  return Shell("env -u TUNEFLEET_SERVER -u TUNEFLEET_TOKEN "
+                 "-u TUNEFLEET_CA_FILE -u TUNEFLEET_INSECURE TUNEFLEET_CONFIG=" + config + " " +
+                 BuildDir() + "/bin/tunectl " + args);
+}
+
+TEST_F(TunectlOnlineTest, ContextsChooseTheCoordinator) {
+  service_.AddJob("job-1", {MakeJob("job-1", v1::JOB_STATE_SUCCEEDED, 2, 2)});
+  TempDir dir;
+  const std::string config = dir.path() + "/tunefleet/config";
+  Outcome run = TunectlWithConfig(config, "config set-context dev --server " +
+                                              server_.address() + " --insecure");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  run = TunectlWithConfig(config, "config set-context prod --server 127.0.0.1:1");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(TunectlWithConfig(config, "config use-context dev").exit_code, 0);
+  EXPECT_EQ(TunectlWithConfig(config, "config current-context").output, "dev\n");
+  run = TunectlWithConfig(config, "config get-contexts");
+  EXPECT_THAT(run.output, HasSubstr("*        dev   " + server_.address() + "\n"));
+  EXPECT_THAT(run.output, HasSubstr("prod"));
+  run = TunectlWithConfig(config, "status job-1");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("SUCCEEDED"));
+  run = TunectlWithConfig(config, "status job-1 --context prod --timeout 2");
+  EXPECT_EQ(run.exit_code, 6) << run.output;  // unreachable
+  EXPECT_THAT(run.output, HasSubstr("127.0.0.1:1"));
+  run = TunectlWithConfig(config, "--context staging status job-1");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("no context 'staging'"));
+}
+
+TEST(TunectlBinaryTest, AnUnknownKeyInTheConfigFileIsNamed) {
+  TempDir dir;
+  const std::string config = dir.path() + "/config";
+  std::ofstream(config) << "server = localhost:1\ntimout = 3\n";
+  Outcome run = TunectlWithConfig(config, "workers");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("unknown key 'timout'"));
+  EXPECT_THAT(run.output, HasSubstr(config));
+  run = TunectlWithConfig(dir.path() + "/missing", "--config " + dir.path() + "/none workers");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
 }
 
 }  // namespace

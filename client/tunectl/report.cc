@@ -1,0 +1,225 @@
+#include "client/tunectl/report.h"
+
+#include <fstream>
+#include <map>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "client/tunectl/exit_codes.h"
+#include "common/file_util.h"
+
+namespace tunefleet::tunectl {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Seconds as JSON: null for unknown (0) or non-finite values.
+Json Seconds(double seconds) {
+  return seconds > 0 && seconds < 1e300 ? Json(seconds) : Json(nullptr);
+}
+
+std::string Date(int64_t unix_ms) {
+  return unix_ms == 0 ? "" : absl::FormatTime("%Y-%m-%d %H:%M UTC", absl::FromUnixMillis(unix_ms),
+                                              absl::UTCTimeZone());
+}
+
+// "A=1,B=2" -> {"A": 1, "B": 2}; values that are not integers stay text.
+Json ConfigValues(const std::string& config) {
+  Json values = Json::object();
+  for (absl::string_view part : absl::StrSplit(config, ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
+    int64_t number = 0;
+    if (absl::SimpleAtoi(kv.second, &number)) {
+      values[kv.first] = number;
+    } else {
+      values[kv.first] = kv.second;
+    }
+  }
+  return values;
+}
+
+// The search round's trial wins over the finalists' and verify rounds'.
+bool Replaces(const Trial& candidate, const Trial& kept) {
+  return candidate.round == "search" && kept.round != "search";
+}
+
+// One trial per (device model, config), in the order first seen.
+std::vector<Trial> OnePerConfig(const std::vector<Trial>& trials, const std::string& device_model,
+                                int64_t* excluded) {
+  std::vector<Trial> kept;
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  for (const Trial& trial : trials) {
+    if (!device_model.empty() && trial.device_model != device_model) continue;
+    if (trial.excluded) {
+      ++*excluded;
+      continue;
+    }
+    auto [it, inserted] = index.try_emplace({trial.device_model, trial.config}, kept.size());
+    if (inserted) {
+      kept.push_back(trial);
+    } else if (Replaces(trial, kept[it->second])) {
+      kept[it->second] = trial;
+    }
+  }
+  return kept;
+}
+
+Json TrialJson(const Trial& trial) {
+  return {{"config", trial.config},
+          {"values", ConfigValues(trial.config)},
+          {"status", trial.status},
+          {"error", trial.error},
+          {"median_seconds", trial.status == "OK" ? Seconds(trial.median_seconds) : Json()},
+          {"p20_seconds", Seconds(trial.p20_seconds)},
+          {"p80_seconds", Seconds(trial.p80_seconds)},
+          {"samples", trial.samples},
+          {"device_model", trial.device_model},
+          {"round", trial.round}};
+}
+
+Json TargetJson(const JobTarget& target) {
+  return {{"device_model", target.device_model},
+          {"toolkit", target.toolkit},
+          {"cached", target.cached},
+          {"trials_total", target.trials_total},
+          {"trials_done", target.trials_done},
+          {"best_config", target.best_config},
+          {"best_seconds", Seconds(target.best_seconds)},
+          {"default_seconds", Seconds(target.default_seconds)}};
+}
+
+absl::Status WriteReport(const std::string& path, const std::string& html, std::ostream& out) {
+  if (path == "-") {
+    out << html;
+    return absl::OkStatus();
+  }
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << html;
+  file.close();
+  if (!file) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadChartJs(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read Chart.js at ", path, " (install libjs-chart.js): ",
+                     text.status().message()));
+  }
+  if (absl::StrContains(absl::AsciiStrToLower(*text), "</script")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " holds \"</script\" and cannot be inlined"));
+  }
+  return text;
+}
+
+// The page's title and data: the job's, else the kernel's of that name.
+absl::StatusOr<std::pair<std::string, Json>> Subject(Client& client, const ReportFlags& flags) {
+  absl::StatusOr<Job> job = client.GetJob(flags.subject);
+  if (job.ok()) {
+    absl::StatusOr<std::vector<Trial>> trials = client.ListAllTrials(job->id);
+    if (!trials.ok()) return trials.status();
+    return std::make_pair(absl::StrCat(job->kernel, " ", job->shape, " (job ", job->id, ")"),
+                          JobReportData(*job, *trials, flags.device_model));
+  }
+  if (!absl::IsNotFound(job.status()) && !absl::IsInvalidArgument(job.status())) {
+    return job.status();
+  }
+  absl::StatusOr<std::vector<Job>> jobs = SucceededJobs(client, flags.subject);
+  if (!jobs.ok()) return jobs.status();
+  std::vector<HistoryPoint> points = HistoryOf(*jobs, flags.device_model);
+  if (points.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "no job ", flags.subject, ", and no kernel of that name with a succeeded job",
+        flags.device_model.empty() ? "" : " on ", flags.device_model));
+  }
+  return std::make_pair(absl::StrCat(flags.subject, " across shapes and devices"),
+                        KernelReportData(flags.subject, points));
+}
+
+}  // namespace
+
+Json JobReportData(const Job& job, const std::vector<Trial>& trials,
+                   const std::string& device_model) {
+  int64_t excluded = 0;
+  Json trial_list = Json::array();
+  for (const Trial& trial : OnePerConfig(trials, device_model, &excluded)) {
+    trial_list.push_back(TrialJson(trial));
+  }
+  Json targets = Json::array();
+  for (const JobTarget& target : job.targets) {
+    if (device_model.empty() || target.device_model == device_model) {
+      targets.push_back(TargetJson(target));
+    }
+  }
+  Json outcomes = Json::object();
+  for (const auto& [status, count] : job.outcomes) outcomes[status] = count;
+  return {{"kind", "job"},
+          {"job", {{"id", job.id},
+                   {"kernel", job.kernel},
+                   {"shape", job.shape},
+                   {"state", JobStateName(job.state)},
+                   {"reason", job.reason},
+                   {"strategy", job.strategy},
+                   {"owner", job.owner},
+                   {"created", Date(job.created_unix_ms)},
+                   {"updated", Date(job.updated_unix_ms)},
+                   {"outcomes", outcomes}}},
+          {"targets", targets},
+          {"trials", trial_list},
+          {"excluded_trials", excluded}};
+}
+
+Json KernelReportData(const std::string& kernel, const std::vector<HistoryPoint>& points) {
+  Json list = Json::array();
+  for (const HistoryPoint& point : points) {
+    list.push_back({{"unix_ms", point.unix_ms},
+                    {"when", Date(point.unix_ms)},
+                    {"shape", point.shape},
+                    {"device_model", point.device_model},
+                    {"job_id", point.job_id},
+                    {"best_config", point.best_config},
+                    {"best_seconds", Seconds(point.best_seconds)},
+                    {"default_seconds", Seconds(point.default_seconds)},
+                    {"cached", point.cached}});
+  }
+  return {{"kind", "kernel"}, {"kernel", kernel}, {"history", list}};
+}
+
+std::string ScriptSafeJson(const Json& json) {
+  const std::string text = json.dump(-1, ' ', /*ensure_ascii=*/false,
+                                     Json::error_handler_t::replace);
+  std::string safe;
+  safe.reserve(text.size());
+  for (char c : text) {
+    // '<' only ever appears inside JSON strings, where \u003c means the same.
+    if (c == '<') {
+      safe += "\\u003c";
+    } else {
+      safe += c;
+    }
+  }
+  return safe;
+}
+
+int RunReport(Client& client, const ReportFlags& flags, const Console& console) {
+  absl::StatusOr<std::string> chart_js = ReadChartJs(flags.chart_js);
+  if (!chart_js.ok()) return ReportError(console, chart_js.status());
+  absl::StatusOr<std::pair<std::string, Json>> subject = Subject(client, flags);
+  if (!subject.ok()) return ReportError(console, subject.status());
+  const std::string path =
+      flags.path.empty() ? absl::StrCat("report-", flags.subject, ".html") : flags.path;
+  const std::string html = ReportHtml(subject->first, subject->second, *chart_js);
+  if (absl::Status written = WriteReport(path, html, *console.out); !written.ok()) {
+    return ReportError(console, written);
+  }
+  if (path != "-") Notes(console) << "wrote " << path << "\n";
+  return kExitOk;
+}
+
+}  // namespace tunefleet::tunectl
