@@ -30,6 +30,7 @@ class AdaptiveStrategy : public SearchStrategy {
   void Observe(uint64_t ordinal, const v1::TrialResult& result) final;
   bool Exhausted() const final { return proposed_ >= total_; }
   int64_t planned_total() const final { return total_; }
+  bool covers_space() const final { return covers_space_; }
 
  protected:
   struct Observation {
@@ -75,6 +76,7 @@ class AdaptiveStrategy : public SearchStrategy {
   std::vector<uint64_t> leading_;  // the default and the warm start, proposed first
   size_t next_leading_ = 0;
   int64_t total_;
+  bool covers_space_;  // total_ is every valid config
   int64_t proposed_ = 0;
   absl::flat_hash_set<uint64_t> used_;
   std::vector<Observation> observations_;

@@ -155,10 +155,11 @@ DeviceLimits LimitsOf(const v1::StoredTarget& target) {
   return LimitsFromDevice(device);
 }
 
-std::unique_ptr<TargetTrials> TrialsOf(const AdmissionLimits& limits, Search search) {
+std::unique_ptr<TargetTrials> TrialsOf(const AdmissionLimits& limits, const v1::JobSpec& spec,
+                                       Search search) {
   return std::make_unique<TargetTrials>(std::move(search.space), std::move(search.strategy),
                                         limits.max_lease_attempts, search.default_ordinal,
-                                        limits.finalists);
+                                        limits.finalists, spec.plateau_batches());
 }
 
 // The fields a spec read from disk cannot get wrong but a raw request can.
@@ -218,7 +219,7 @@ absl::StatusOr<TargetPlan> PlanTarget(const AdmissionLimits& limits,
   if (!search.ok()) {
     return Prefixed(absl::StrCat("on ", device.device.model(), ": "), search.status());
   }
-  plan.trials = TrialsOf(limits, *std::move(search));
+  plan.trials = TrialsOf(limits, spec, *std::move(search));
   return plan;
 }
 
@@ -227,7 +228,7 @@ absl::StatusOr<std::unique_ptr<TargetTrials>> ResumeTarget(
     const v1::StoredTarget& target) {
   ASSIGN_OR_RETURN(Search search,
                    MakeSearch(limits, spec, LimitsOf(target), target.warm_start()));
-  return TrialsOf(limits, std::move(search));
+  return TrialsOf(limits, spec, std::move(search));
 }
 
 }  // namespace tunefleet::server

@@ -240,6 +240,11 @@ class JobManager {
                                       Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   LeaseGrant GrantOf(Job* job, const Lease& lease, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The time budget: once the job has run time_budget_seconds since it
+  // started (started_unix_ms, stored with the job, so that the time a
+  // coordinator was down counts), every target still searching stops.
+  // Returns true when it stopped one.
+  bool ApplyTimeBudget(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What a lease of `target` is told of its best (LeaseGrant::best_seconds).
   static double BestFor(const Target& target, const Lease& lease);
   // A verification lease of `target`, when `verifier` may verify it.

@@ -28,6 +28,10 @@ class SearchStrategy {
   virtual bool Exhausted() const = 0;
   // How many configs the strategy will have proposed in the end.
   virtual int64_t planned_total() const = 0;
+  // True when what it proposes in the end is every valid config of the
+  // space (or every config of a named set), false when a budget of trials
+  // leaves some out: why the search stopped once Exhausted.
+  virtual bool covers_space() const = 0;
 };
 
 // The strategy names MakeStrategy knows, for messages.

@@ -373,6 +373,88 @@ TEST_F(JobManagerTest, RestartResumesAnUnfinishedJobWithoutRemeasuring) {
   EXPECT_EQ(store_->ListTrials(job->id())->size(), 9u);
 }
 
+TEST_F(JobManagerTest, TheStatusSaysWhyTheSearchStopped) {
+  std::string worker = AddWorker();
+  v1::Job set = *jobs_->Submit(Spec());  // the "quick" config set: every config of it
+  EXPECT_EQ(set.stop_reason(), v1::STOP_REASON_UNSPECIFIED);
+  RunToCompletion(worker);
+  set = *jobs_->Get(set.id());
+  EXPECT_EQ(set.stop_reason(), v1::STOP_REASON_SPACE_EXHAUSTED);
+  EXPECT_EQ(set.targets(0).stop_reason(), v1::STOP_REASON_SPACE_EXHAUSTED);
+  EXPECT_EQ(set.trials_budget(), 0);
+
+  v1::JobSpec spec = Spec("M=512,N=256,K=256");
+  spec.clear_config_set();
+  spec.set_strategy("random");
+  spec.set_budget(4);
+  v1::Job sampled = *jobs_->Submit(spec);
+  EXPECT_EQ(sampled.strategy(), "random");
+  EXPECT_EQ(sampled.trials_budget(), 4);
+  RunToCompletion(worker);
+  sampled = *jobs_->Get(sampled.id());
+  EXPECT_EQ(sampled.trials_done(), 4);
+  EXPECT_EQ(sampled.stop_reason(), v1::STOP_REASON_TRIAL_BUDGET);
+
+  *spec.mutable_shape() = *ParseShape("M=256,N=512,K=256");
+  v1::Job cancelled = *jobs_->Submit(spec);
+  ASSERT_TRUE(Lease(worker).has_value());
+  EXPECT_EQ(jobs_->Cancel(cancelled.id())->stop_reason(), v1::STOP_REASON_CANCELLED);
+  EXPECT_EQ(jobs_->Get(cancelled.id())->stop_reason(), v1::STOP_REASON_CANCELLED);
+}
+
+TEST_F(JobManagerTest, TheTimeBudgetCountsFromTheStartAcrossARestart) {
+  std::string worker = AddWorker();
+  v1::JobSpec spec = Spec();
+  spec.clear_config_set();
+  spec.set_strategy("random");
+  spec.set_budget(9);
+  spec.set_time_budget_seconds(20);
+  v1::Job job = *jobs_->Submit(spec);
+  EXPECT_EQ(job.time_budget_seconds(), 20);
+  ReportAll(worker, *Lease(worker));  // 3 of 9
+  EXPECT_EQ(jobs_->Get(job.id())->started_unix_ms(), absl::ToUnixMillis(now_));
+  now_ += absl::Seconds(15);
+  Restart();
+  ASSERT_OK(jobs_->Recover());
+  worker = AddWorker();
+  std::optional<v1::Lease> leased = Lease(worker);  // 15 s in: still proposing
+  ASSERT_TRUE(leased.has_value());
+  now_ += absl::Seconds(6);  // the downtime and this count: 21 s since the start
+  jobs_->Tick();
+  EXPECT_FALSE(Lease(worker).has_value());  // no new proposals ...
+  v1::Job stopping = *jobs_->Get(job.id());
+  EXPECT_EQ(stopping.state(), v1::JOB_STATE_RUNNING);  // ... the leased trials finish
+  EXPECT_EQ(stopping.stop_reason(), v1::STOP_REASON_TIME_BUDGET);
+  EXPECT_FALSE(ReportAll(worker, *leased).cancelled);
+  now_ += options_.verify.wait + absl::Seconds(1);  // a new best waits for a verifier
+  jobs_->Tick();
+  v1::Job done = *jobs_->Get(job.id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.stop_reason(), v1::STOP_REASON_TIME_BUDGET);
+  EXPECT_EQ(done.trials_done(), 6);
+  EXPECT_EQ(done.trials_total(), 6);
+  EXPECT_EQ(store_->ListTrials(job.id())->size(), 6u);
+}
+
+TEST_F(JobManagerTest, ThePlateauRuleEndsAJobWhoseBatchesStopImproving) {
+  std::string worker = AddWorker();
+  v1::JobSpec spec = Spec();
+  spec.clear_config_set();  // exhaustive: many more configs than the rule lets run
+  spec.set_plateau_batches(2);
+  v1::Job job = *jobs_->Submit(spec);
+  int leases = 0;
+  while (std::optional<v1::Lease> lease = Lease(worker)) {
+    ++leases;
+    ReportAll(worker, *lease, /*release=*/false, [&](int64_t) { return 1e-3 * leases; });
+  }
+  v1::Job done = *jobs_->Get(job.id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.stop_reason(), v1::STOP_REASON_PLATEAU);
+  EXPECT_EQ(leases, 3);  // the first improves, two more do not
+  EXPECT_EQ(done.trials_done(), 9);
+  EXPECT_EQ(done.targets(0).batches_without_improvement(), 2);
+}
+
 TEST_F(JobManagerTest, FinishedJobsSurviveRestart) {
   std::string worker = AddWorker();
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
