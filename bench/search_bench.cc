@@ -28,6 +28,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/search_dataset.h"
+#include "bench/search_replay.h"
 #include "common/config_space.h"
 #include "common/config_text.h"
 #include "common/spec_loader.h"
@@ -62,64 +63,6 @@ double Percentile(std::vector<double> values, double p) {
   std::sort(values.begin(), values.end());
   const size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(values.size())));
   return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
-}
-
-struct Loaded {
-  SearchDataset data;
-  v1::KernelSpec spec;
-  std::unique_ptr<ConfigSpace> space;
-  absl::flat_hash_map<uint64_t, const DatasetRow*> by_ordinal;
-  std::optional<uint64_t> default_ordinal;
-  double optimum = 0;
-  int64_t valid = 0;  // valid configs of the space
-};
-
-absl::StatusOr<Loaded> Load(const std::string& path) {
-  Loaded loaded;
-  ASSIGN_OR_RETURN(loaded.data, ReadDataset(path));
-  std::string dir = loaded.data.kernel_dir;
-  if (!std::filesystem::path(dir).is_absolute()) dir = std::string(TUNEFLEET_SOURCE_DIR) + "/" + dir;
-  ASSIGN_OR_RETURN(KernelBundle bundle, LoadKernelDir(dir));
-  loaded.spec = bundle.spec;
-  ASSIGN_OR_RETURN(v1::Shape parsed, ParseShape(loaded.data.shape));
-  ASSIGN_OR_RETURN(v1::Shape shape, NormalizeShape(loaded.spec, parsed));
-  DeviceLimits limits = PlaceholderLimits(loaded.spec.backend());
-  for (const auto& [name, value] : loaded.data.limits) limits[name] = value;
-  ASSIGN_OR_RETURN(loaded.space, ConfigSpace::Create(loaded.spec, shape, limits));
-  loaded.optimum = HUGE_VAL;
-  for (const DatasetRow& row : loaded.data.rows) {
-    ASSIGN_OR_RETURN(v1::Config parsed_config, ParseConfig(row.config));
-    ASSIGN_OR_RETURN(v1::Config config, NormalizeConfig(loaded.spec, parsed_config));
-    ASSIGN_OR_RETURN(uint64_t ordinal, loaded.space->OrdinalOf(config));
-    loaded.by_ordinal[ordinal] = &row;
-    if (row.status == v1::TRIAL_STATUS_OK) loaded.optimum = std::min(loaded.optimum, row.median_seconds);
-  }
-  ConfigEnumerator enumerator(loaded.space.get());
-  uint64_t ordinal = 0;
-  while (enumerator.Next(&ordinal)) ++loaded.valid;
-  absl::StatusOr<v1::Config> parsed_default = ParseConfig(loaded.spec.default_config());
-  if (parsed_default.ok()) {
-    absl::StatusOr<v1::Config> normalized = NormalizeConfig(loaded.spec, *parsed_default);
-    if (normalized.ok()) {
-      absl::StatusOr<uint64_t> def = loaded.space->OrdinalOf(*normalized);
-      if (def.ok()) loaded.default_ordinal = *def;
-    }
-  }
-  return loaded;
-}
-
-// The dataset's result for a config; a config it lacks (the space of the
-// replay is a little larger than the measured one) is INVALID_CONFIG.
-v1::TrialResult ResultOf(const Loaded& loaded, uint64_t ordinal) {
-  v1::TrialResult result;
-  auto it = loaded.by_ordinal.find(ordinal);
-  if (it == loaded.by_ordinal.end()) {
-    result.set_status(v1::TRIAL_STATUS_INVALID_CONFIG);
-    return result;
-  }
-  result.set_status(it->second->status);
-  result.mutable_measurement()->set_median_seconds(it->second->median_seconds);
-  return result;
 }
 
 absl::StatusOr<Replay> ReplayOnce(const Loaded& loaded, const std::string& strategy_name,
@@ -359,7 +302,7 @@ int Main(const Flags& flags) {
   }
   std::vector<std::pair<std::string, Loaded>> all;
   for (const std::string& path : paths) {
-    absl::StatusOr<Loaded> loaded = Load(path);
+    absl::StatusOr<Loaded> loaded = LoadDataset(path, TUNEFLEET_SOURCE_DIR);
     if (!loaded.ok()) {
       std::cerr << "search_bench: " << path << ": " << loaded.status() << "\n";
       return 1;
