@@ -340,5 +340,42 @@ TEST_F(BestConfigIndexTest, NeighboursAreNearestFirstSameTargetBeforeOthersDisti
   EXPECT_TRUE(index_.Neighbours("nope", *ParseShape("M=1"), model, toolkit, 8).empty());
 }
 
+TEST(ArchitectureFamilyTest, OneFamilyPerMajorComputeCapability) {
+  EXPECT_EQ(ArchitectureFamily("NVIDIA H200 sm_90"), "sm_9x");
+  EXPECT_EQ(ArchitectureFamily("NVIDIA H100 80GB HBM3 sm_90"), "sm_9x");
+  EXPECT_EQ(ArchitectureFamily("NVIDIA A100-SXM4-80GB sm_80"), "sm_8x");
+  EXPECT_EQ(ArchitectureFamily("NVIDIA RTX A6000 sm_86"), "sm_8x");
+  EXPECT_EQ(ArchitectureFamily("NVIDIA B200 sm_100"), "sm_10x");
+  EXPECT_EQ(ArchitectureFamily("AMD EPYC x2"), "");
+  EXPECT_EQ(ArchitectureFamily("odd sm_x1"), "");
+}
+
+TEST_F(BestConfigIndexTest, NeighboursRankTheSameArchitectureFamilyBeforeOtherModels) {
+  PutKernel(current_);
+  const std::string h200 = "NVIDIA H200 sm_90";
+  const std::string toolkit = kToolkits[0];
+  auto put = [&](const std::string& shape, const std::string& model, const std::string& config) {
+    BestRecord row = Row(shape, current_, model, toolkit);
+    row.config = config;
+    Put(row);
+  };
+  const std::string same = "BLOCK_M=16,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  const std::string family = "BLOCK_M=32,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  const std::string other = "BLOCK_M=64,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  put("M=1024,N=1024,K=1024", h200, same);               // far, but the same model
+  put("M=256,N=256,K=256", "NVIDIA A100 sm_80", other);  // exact, another family
+  put("M=512,N=256,K=256", "NVIDIA H100 sm_90", family);  // near, the same family
+  std::vector<std::string> configs;
+  for (const BestConfigAnswer& answer :
+       index_.Neighbours("matmul", *ParseShape("M=256,N=256,K=256"), h200, toolkit, 8)) {
+    configs.push_back(answer.config_text);
+  }
+  EXPECT_EQ(configs, (std::vector<std::string>{same, family, other}));
+  std::vector<BestConfigAnswer> rows =
+      index_.TunedRows("matmul", *ParseShape("M=256,N=256,K=256"), h200, 8);
+  ASSERT_EQ(rows.size(), 1u);  // only the same model's
+  EXPECT_EQ(rows[0].config_text, same);
+}
+
 }  // namespace
 }  // namespace tunefleet::server
