@@ -91,18 +91,24 @@ std::unique_ptr<SearchStrategy> MakeEvolutionaryStrategy(ConfigSpace* space, Val
                                                          std::vector<uint64_t> leading);
 
 // A learned cost model (cost_model.h) over each config's param values,
-// derived values and the spec's priority, fitted to the log-times measured so
-// far (failures count as twice the slowest time) and refitted whenever the
-// results grew by a fifth (at least 8) since the last fit; each batch is the predicted-fastest of a candidate pool (every
-// unused valid config when there are at most 4096, else a uniform sample of
-// 2048 plus every single-param neighbour of the 8 fastest), with one config
-// in five drawn uniformly for exploration. Before 8 results it samples
-// uniformly, or, when the spec has a priority, proposes the highest-priority
-// configs of that pool after a coordinate ascent on the priority from the 8
-// best of it.
+// derived values and the spec's priority, fitted to log-times relative to the
+// fastest of their shape: the job's own results (relative to its fastest so
+// far; failures count as twice its slowest time) and `history`, the fleet's
+// trials of other shapes of the same kernel and device model
+// (fleet_history.h; each shape relative to its own fastest; rows whose config
+// is invalid here are dropped). It is refitted whenever the job's results
+// grew by a fifth (at least 8) since the last fit; each batch is the
+// predicted-fastest of a candidate pool (every unused valid config when there
+// are at most 4096, else a uniform sample of 2048 plus every single-param
+// neighbour of the 8 fastest), with one config in five drawn uniformly for
+// exploration. It fits as soon as it has 8 OK results, the history's
+// counting; until then it samples uniformly, or, when the spec has a
+// priority, proposes the highest-priority configs of that pool after a
+// coordinate ascent on the priority from the 8 best of it.
 std::unique_ptr<SearchStrategy> MakeModelStrategy(ConfigSpace* space, ValidConfigs valid,
                                                   int64_t budget, uint64_t seed,
-                                                  std::vector<uint64_t> leading);
+                                                  std::vector<uint64_t> leading,
+                                                  std::vector<PriorResult> history = {});
 
 }  // namespace tunefleet::server
 

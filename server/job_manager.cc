@@ -114,7 +114,8 @@ std::vector<JobManager::Target> JobManager::PlanTargets(
   std::vector<Target> targets;
   for (const WorkerDevice& device : devices) {
     absl::StatusOr<TargetPlan> plan =
-        PlanTarget(limits_, spec, device, store_, WarmStartFor(spec, device));
+        PlanTarget(limits_, spec, device, store_, WarmStartFor(spec, device),
+                   HistoryFor(spec, device.device.model()));
     if (!plan.ok()) {
       // A model without a valid config is left unbound; others may run it.
       if (first_error->ok()) *first_error = plan.status();
@@ -137,6 +138,20 @@ std::vector<std::string> JobManager::WarmStartFor(const v1::JobSpec& spec,
     configs.push_back(neighbour.config_text);
   }
   return configs;
+}
+
+std::vector<FleetTrial> JobManager::HistoryFor(const v1::JobSpec& spec,
+                                               const std::string& model) const {
+  if (index_ == nullptr || spec.strategy() != "model" || !spec.config_set().empty()) return {};
+  absl::StatusOr<std::vector<FleetTrial>> history = FleetHistory(
+      *index_, store_, spec.kernel().name(), spec.shape(), model, options_.history);
+  if (!history.ok()) {
+    // The job still searches, on its own results only.
+    spdlog::warn("the fleet's history of kernel {} on {} is not read: {}", spec.kernel().name(),
+                 model, history.status().ToString());
+    return {};
+  }
+  return *std::move(history);
 }
 
 int JobManager::ActiveJobsOf(const std::string& owner) {
@@ -907,7 +922,8 @@ absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
     Target target;
     target.info = info;
     if (!info.cached()) {
-      ASSIGN_OR_RETURN(target.trials, ResumeTarget(limits_, *job->spec, info));
+      ASSIGN_OR_RETURN(target.trials, ResumeTarget(limits_, *job->spec, info,
+                                                   HistoryFor(*job->spec, info.device_model())));
     }
     for (const TrialRecord& trial : trials) {
       if (target.trials == nullptr || trial.tuning_key != info.tuning_key() ||

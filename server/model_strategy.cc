@@ -3,6 +3,7 @@
 #include <cmath>
 #include <memory>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "server/adaptive_strategy.h"
 #include "server/cost_model.h"
@@ -21,10 +22,11 @@ constexpr double kFailurePenalty = std::log(2.0);  // a failure: twice the slowe
 class ModelStrategy : public AdaptiveStrategy {
  public:
   ModelStrategy(ConfigSpace* space, ValidConfigs valid, int64_t budget, uint64_t seed,
-                std::vector<uint64_t> leading)
+                std::vector<uint64_t> leading, const std::vector<PriorResult>& history)
       : AdaptiveStrategy(space, std::move(valid), budget, seed, std::move(leading)),
         model_(CostModelOptions{.seed = seed}) {
     features_ = digits().params() + space->derived_count() + (space->has_priority() ? 1 : 0);
+    KeepHistory(history);
   }
 
  protected:
@@ -38,7 +40,7 @@ class ModelStrategy : public AdaptiveStrategy {
   std::vector<uint64_t> Choose(int max) override {
     size_t ok = 0;
     for (const Observation& o : observations()) ok += o.ok;
-    if (ok < kMinResults) return Unlearned(max);
+    if (ok + history_.size() < kMinResults) return Unlearned(max);
     if ((stale_ || !model_.fitted()) && Fit()) {
       stale_ = false;
       fitted_on_ = observations().size();
@@ -71,6 +73,30 @@ class ModelStrategy : public AdaptiveStrategy {
   }
 
  private:
+  // The valid configs of `history`, each time as its log relative to the
+  // fastest of its shape; the fastest few kept apart, fastest first.
+  void KeepHistory(const std::vector<PriorResult>& history) {
+    absl::flat_hash_map<int, double> fastest;  // log-seconds per shape
+    std::vector<const PriorResult*> valid_rows;
+    for (const PriorResult& row : history) {
+      if (!(row.seconds > 0) || row.ordinal >= space()->full_size() || !IsValid(row.ordinal)) {
+        continue;
+      }
+      valid_rows.push_back(&row);
+      auto [it, inserted] = fastest.emplace(row.shape, std::log(row.seconds));
+      if (!inserted) it->second = std::min(it->second, std::log(row.seconds));
+    }
+    for (const PriorResult* row : valid_rows) {
+      history_.push_back({row->ordinal, std::log(row->seconds) - fastest[row->shape]});
+    }
+    std::vector<Prior> ranked = history_;
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const Prior& a, const Prior& b) { return a.relative < b.relative; });
+    for (size_t i = 0; i < std::min(kNeighboursOf, ranked.size()); ++i) {
+      history_fastest_.push_back(ranked[i].ordinal);
+    }
+  }
+
   // Before the model has enough to learn from: the best by priority of a
   // uniform sample, or a uniform draw.
   std::vector<uint64_t> Unlearned(int max) {
@@ -156,8 +182,16 @@ class ModelStrategy : public AdaptiveStrategy {
       if (!ordinal.has_value()) break;
       if (seen.insert(*ordinal).second) out.push_back(*ordinal);
     }
-    for (const Observation& best : Fastest(kNeighboursOf)) {
-      std::vector<int> genes = digits().Digits(best.ordinal);
+    // The fastest of the job and of the history, and their neighbours.
+    std::vector<uint64_t> seeds;
+    for (const Observation& best : Fastest(kNeighboursOf)) seeds.push_back(best.ordinal);
+    seeds.insert(seeds.end(), history_fastest_.begin(), history_fastest_.end());
+    for (uint64_t seed : seeds) {
+      if (!Used(seed) && !seen.contains(seed)) {  // history configs are valid
+        seen.insert(seed);
+        out.push_back(seed);
+      }
+      std::vector<int> genes = digits().Digits(seed);
       for (int p = 0; p < digits().params(); ++p) {
         const int kept = genes[p];
         for (int v = 0; v < digits().radix(p); ++v) {
@@ -184,20 +218,38 @@ class ModelStrategy : public AdaptiveStrategy {
     if (space()->has_priority()) rows->push_back(static_cast<float>(space()->Priority()));
   }
 
+  // Targets: log-times relative to the fastest of their shape (the job's
+  // own: its fastest so far), so that shapes of different sizes agree.
   bool Fit() {
-    double slowest = -HUGE_VAL;
+    double fastest = HUGE_VAL, slowest = -HUGE_VAL;
     for (const Observation& o : observations()) {
-      if (o.ok) slowest = std::max(slowest, std::log(o.seconds));
+      if (!o.ok) continue;
+      fastest = std::min(fastest, std::log(o.seconds));
+      slowest = std::max(slowest, std::log(o.seconds));
     }
     std::vector<float> rows, targets;
     for (const Observation& o : observations()) {
+      if (!o.ok && slowest == -HUGE_VAL) continue;  // nothing to compare a failure to
       AppendFeatures(o.ordinal, &rows);
-      targets.push_back(static_cast<float>(o.ok ? std::log(o.seconds) : slowest + kFailurePenalty));
+      targets.push_back(static_cast<float>(
+          (o.ok ? std::log(o.seconds) : slowest + kFailurePenalty) - fastest));
     }
+    for (const Prior& prior : history_) {
+      AppendFeatures(prior.ordinal, &rows);
+      targets.push_back(static_cast<float>(prior.relative));
+    }
+    if (targets.empty()) return false;
     return model_.Fit(rows, features_, targets).ok();
   }
 
+  struct Prior {
+    uint64_t ordinal = 0;
+    double relative = 0;  // log-seconds over the fastest of its shape
+  };
+
   CostModel model_;
+  std::vector<Prior> history_;
+  std::vector<uint64_t> history_fastest_;  // the history's fastest, for candidates
   int features_ = 0;
   bool stale_ = true;
   size_t fitted_on_ = 0;  // results the model was last fitted to
@@ -208,8 +260,10 @@ class ModelStrategy : public AdaptiveStrategy {
 
 std::unique_ptr<SearchStrategy> MakeModelStrategy(ConfigSpace* space, ValidConfigs valid,
                                                   int64_t budget, uint64_t seed,
-                                                  std::vector<uint64_t> leading) {
-  return std::make_unique<ModelStrategy>(space, std::move(valid), budget, seed, std::move(leading));
+                                                  std::vector<uint64_t> leading,
+                                                  std::vector<PriorResult> history) {
+  return std::make_unique<ModelStrategy>(space, std::move(valid), budget, seed, std::move(leading),
+                                         history);
 }
 
 }  // namespace tunefleet::server

@@ -200,7 +200,8 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
           "the config space is empty: no config satisfies every constraint");
     }
     return options.name == "model"
-               ? MakeModelStrategy(space, std::move(valid), options.budget, options.seed, leading)
+               ? MakeModelStrategy(space, std::move(valid), options.budget, options.seed, leading,
+                                   options.history)
                : MakeEvolutionaryStrategy(space, std::move(valid), options.budget,
                                           options.seed, leading);
   }

@@ -37,6 +37,14 @@ class SearchStrategy {
 // The strategy names MakeStrategy knows, for messages.
 inline constexpr char kStrategyNames[] = "exhaustive, random, model or evolutionary";
 
+// A config measured for another shape (the fleet's history,
+// fleet_history.h), as a config of this space.
+struct PriorResult {
+  uint64_t ordinal = 0;
+  double seconds = 0;  // median, > 0
+  int shape = 0;       // times compare only within one shape
+};
+
 struct StrategyOptions {
   std::string name = "exhaustive";  // see kStrategyNames
   int64_t budget = 64;              // random, model, evolutionary: configs to try
@@ -51,6 +59,10 @@ struct StrategyOptions {
   std::vector<uint64_t> warm_start;
   // When set, exactly these configs (a named config set), in order.
   std::vector<uint64_t> only;
+  // Model: training rows besides the job's own results (they are not
+  // proposals: they neither count against the budget nor mark a config
+  // measured). Ignored by the other strategies.
+  std::vector<PriorResult> history;
 };
 
 // Builds a strategy over `space` in at most one walk of its valid configs
