@@ -183,7 +183,7 @@ std::vector<BestConfigAnswer> BestConfigIndex::Neighbours(const std::string& ker
 std::vector<BestConfigAnswer> BestConfigIndex::TunedRows(const std::string& kernel_name,
                                                          const v1::Shape& shape,
                                                          const std::string& device_model,
-                                                         size_t k) const {
+                                                         size_t k, double max_distance) const {
   absl::ReaderMutexLock lock(&mu_);
   std::vector<BestConfigAnswer> out;
   auto it = kernels_.find(kernel_name);
@@ -196,7 +196,9 @@ std::vector<BestConfigAnswer> BestConfigIndex::TunedRows(const std::string& kern
   std::vector<ShapeMatch> matches;
   for (const auto& [target, group] : it->second.groups) {
     if (target.first != device_model) continue;
-    for (const ShapeMatch& match : group.NearestK(query, k)) matches.push_back(match);
+    for (const ShapeMatch& match : group.NearestK(query, k)) {
+      if (match.distance <= max_distance) matches.push_back(match);
+    }
   }
   std::sort(matches.begin(), matches.end(), Precedes);
   for (const ShapeMatch& match : matches) {

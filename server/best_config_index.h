@@ -5,6 +5,7 @@
 #ifndef TUNEFLEET_SERVER_BEST_CONFIG_INDEX_H_
 #define TUNEFLEET_SERVER_BEST_CONFIG_INDEX_H_
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -96,13 +97,15 @@ class BestConfigIndex {
                                            const std::string& device_model,
                                            const std::string& toolkit, size_t k) const;
 
-  // Up to `k` served rows of the kernel on `device_model` (any toolkit),
-  // nearest to `shape` first, ties to the smallest tuning key: the tuned
-  // shapes whose trials the model strategy learns from (FleetHistory).
-  // Empty when the kernel is unknown or the shape does not normalize.
+  // Up to `k` served rows of the kernel on `device_model` (any toolkit) at
+  // most `max_distance` from `shape` (TunedShapes' distance), nearest first,
+  // ties to the smallest tuning key: the tuned shapes whose trials the model
+  // strategy learns from (FleetHistory). Empty when the kernel is unknown or
+  // the shape does not normalize.
   std::vector<BestConfigAnswer> TunedRows(const std::string& kernel_name,
                                           const v1::Shape& shape,
-                                          const std::string& device_model, size_t k) const;
+                                          const std::string& device_model, size_t k,
+                                          double max_distance = HUGE_VAL) const;
 
  private:
   // What the newest spec of a kernel decides.

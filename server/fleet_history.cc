@@ -16,7 +16,7 @@ absl::StatusOr<std::vector<FleetTrial>> FleetHistory(const BestConfigIndex& inde
   if (limits.shapes == 0 || limits.rows == 0) return out;
   int next_shape = 0;
   for (const BestConfigAnswer& row :
-       index.TunedRows(kernel_name, shape, device_model, limits.shapes)) {
+       index.TunedRows(kernel_name, shape, device_model, limits.shapes, limits.max_distance)) {
     if (out.size() >= limits.rows) break;
     ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store->ListKeyTrials(row.tuning_key));
     // One per config, the newest measurement (insertion order breaks ties).

@@ -7,7 +7,11 @@
 //    device model (any toolkit), that is rows tuned with the kernel's newest
 //    code and measurement protocol (BestConfigIndex::TunedRows), nearest
 //    shape first, at most `limits.shapes` of them; the job's own shape counts
-//    too when it was tuned before (a retune);
+//    too when it was tuned before (a retune); shapes farther than
+//    `limits.max_distance` (TunedShapes' distance: the sum over dims of
+//    |ln(a / b)|) are not read, as their best configs differ too often
+//    (a decode GEMM, M=16, against square ones): by default a factor of 16
+//    in all, e.g. one dim 4 times and another 4 times;
 //  - which trials of a shape: the OK, not excluded, not cut-early trials of
 //    its tuning key (every job and round: Store::ListKeyTrials), one per
 //    config (the newest measurement of it), newest first;
@@ -24,6 +28,7 @@
 #ifndef TUNEFLEET_SERVER_FLEET_HISTORY_H_
 #define TUNEFLEET_SERVER_FLEET_HISTORY_H_
 
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -38,6 +43,7 @@ namespace tunefleet::server {
 struct FleetHistoryLimits {
   size_t shapes = 8;  // tuned shapes read, nearest first (0: no history)
   size_t rows = 512;  // trials kept in all
+  double max_distance = std::log(16.0);  // shapes farther are not read
 };
 
 // One measured config of another tuned shape.

@@ -25,8 +25,9 @@ class ModelStrategy : public AdaptiveStrategy {
                 std::vector<uint64_t> leading, const std::vector<PriorResult>& history)
       : AdaptiveStrategy(space, std::move(valid), budget, seed, std::move(leading)),
         model_(CostModelOptions{.seed = seed}) {
-    features_ = digits().params() + space->derived_count() + (space->has_priority() ? 1 : 0);
     KeepHistory(history);
+    features_ = digits().params() + space->derived_count() + (space->has_priority() ? 1 : 0) +
+                (history_.empty() ? 0 : 1);
   }
 
  protected:
@@ -40,7 +41,11 @@ class ModelStrategy : public AdaptiveStrategy {
   std::vector<uint64_t> Choose(int max) override {
     size_t ok = 0;
     for (const Observation& o : observations()) ok += o.ok;
-    if (ok + history_.size() < kMinResults) return Unlearned(max);
+    // The spec's priority knows the shape and the history does not: with a
+    // priority, the history waits for the job's own first results.
+    if (ok < kMinResults && (space()->has_priority() || ok + history_.size() < kMinResults)) {
+      return Unlearned(max);
+    }
     if ((stale_ || !model_.fitted()) && Fit()) {
       stale_ = false;
       fitted_on_ = observations().size();
@@ -51,7 +56,7 @@ class ModelStrategy : public AdaptiveStrategy {
     if (candidates.empty()) return {};
     std::vector<float> rows;
     rows.reserve(candidates.size() * features_);
-    for (uint64_t ordinal : candidates) AppendFeatures(ordinal, &rows);
+    for (uint64_t ordinal : candidates) AppendFeatures(ordinal, /*own=*/true, &rows);
     absl::StatusOr<std::vector<float>> predicted = model_.Predict(rows, features_);
     if (!predicted.ok()) return Unlearned(max);
     std::vector<size_t> order(candidates.size());
@@ -209,13 +214,17 @@ class ModelStrategy : public AdaptiveStrategy {
     return out;
   }
 
-  void AppendFeatures(uint64_t ordinal, std::vector<float>* rows) {
+  // With a history, the last feature says whether the row is the job's own
+  // (1) or the history's (0): where the job's results disagree with the
+  // history, the trees can tell them apart.
+  void AppendFeatures(uint64_t ordinal, bool own, std::vector<float>* rows) {
     for (double value : digits().Values(ordinal)) rows->push_back(static_cast<float>(value));
     space()->Bind(ordinal);
     for (int i = 0; i < space()->derived_count(); ++i) {
       rows->push_back(static_cast<float>(space()->DerivedValue(i)));
     }
     if (space()->has_priority()) rows->push_back(static_cast<float>(space()->Priority()));
+    if (!history_.empty()) rows->push_back(own ? 1.0f : 0.0f);
   }
 
   // Targets: log-times relative to the fastest of their shape (the job's
@@ -230,12 +239,12 @@ class ModelStrategy : public AdaptiveStrategy {
     std::vector<float> rows, targets;
     for (const Observation& o : observations()) {
       if (!o.ok && slowest == -HUGE_VAL) continue;  // nothing to compare a failure to
-      AppendFeatures(o.ordinal, &rows);
+      AppendFeatures(o.ordinal, /*own=*/true, &rows);
       targets.push_back(static_cast<float>(
           (o.ok ? std::log(o.seconds) : slowest + kFailurePenalty) - fastest));
     }
     for (const Prior& prior : history_) {
-      AppendFeatures(prior.ordinal, &rows);
+      AppendFeatures(prior.ordinal, /*own=*/false, &rows);
       targets.push_back(static_cast<float>(prior.relative));
     }
     if (targets.empty()) return false;

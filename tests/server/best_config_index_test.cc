@@ -383,10 +383,11 @@ TEST_F(BestConfigIndexTest, FleetHistoryIsTheTrialsOfTheModelsNearestTunedShapes
   const std::string h200 = "NVIDIA H200 sm_90";
   const std::string toolkit = kToolkits[0];
   const BestRecord near = Row("M=512,N=256,K=256", current_, h200, kToolkits[1]);
-  const BestRecord far = Row("M=1024,N=1024,K=1024", current_, h200, toolkit);
+  const BestRecord far = Row("M=1024,N=256,K=256", current_, h200, toolkit);
+  const BestRecord too_far = Row("M=1024,N=1024,K=1024", current_, h200, toolkit);  // 64 times
   const BestRecord other_model = Row("M=256,N=256,K=256", current_, "NVIDIA H100 sm_90", toolkit);
   const BestRecord older_code = Row("M=256,N=256,K=256", older_, h200, toolkit);
-  for (const BestRecord& row : {near, far, other_model, older_code}) Put(row);
+  for (const BestRecord& row : {near, far, too_far, other_model, older_code}) Put(row);
   const std::string a = "BLOCK_M=16,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
   const std::string b = "BLOCK_M=32,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
   const std::string c = "BLOCK_M=64,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
@@ -410,6 +411,7 @@ TEST_F(BestConfigIndexTest, FleetHistoryIsTheTrialsOfTheModelsNearestTunedShapes
   trials.back().median_seconds = 0;
   trial(near, c, 4e-3, 500)->cut_early = true;  // partial: never a training row
   trial(far, c, 9e-3, 50);
+  trial(too_far, b, 9e-2, 50);
   trial(other_model, a, 1e-4, 50);  // another model
   trial(older_code, a, 1e-4, 50);   // another code
   ASSERT_OK(store_->InsertTrials(trials));
@@ -431,11 +433,20 @@ TEST_F(BestConfigIndexTest, FleetHistoryIsTheTrialsOfTheModelsNearestTunedShapes
   ASSERT_OK(history);
   ASSERT_EQ(history->size(), 1u);
   EXPECT_EQ((*history)[0].config, b);
-  history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=2048,N=2048,K=2048"),
+  history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=1024,N=256,K=512"),
                          h200, {.shapes = 1, .rows = 512});
   ASSERT_OK(history);
   ASSERT_EQ(history->size(), 1u);  // the nearest shape alone: `far`
   EXPECT_EQ((*history)[0].config, c);
+  history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=2048,N=1024,K=1024"),
+                         h200, {});
+  ASSERT_OK(history);
+  ASSERT_EQ(history->size(), 1u);  // `too_far` alone is near enough
+  EXPECT_EQ((*history)[0].config, b);
+  history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=8192,N=8192,K=8192"),
+                         h200, {});
+  ASSERT_OK(history);
+  EXPECT_TRUE(history->empty());  // a factor of 512 from the nearest
   history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=256,N=256,K=256"),
                          "cpu-z", {});
   ASSERT_OK(history);
