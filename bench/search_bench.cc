@@ -241,7 +241,7 @@ void PrintWarmStart(const std::vector<std::pair<std::string, Loaded>>& all, cons
     const std::string label = std::filesystem::path(path).filename().string();
     for (absl::string_view name : absl::StrSplit(flags.strategies, ',', absl::SkipEmpty())) {
       for (bool with_history : {false, true}) {
-        if (with_history && name != "model") continue;
+        if (with_history && (name != "model" || fleet.history.empty())) continue;
         const std::vector<server::PriorResult> none;
         const std::vector<server::PriorResult>& history = with_history ? fleet.history : none;
         absl::StatusOr<Replays> replays =
