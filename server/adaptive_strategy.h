@@ -96,15 +96,17 @@ std::unique_ptr<SearchStrategy> MakeEvolutionaryStrategy(ConfigSpace* space, Val
 // far; failures count as twice its slowest time) and `history`, the fleet's
 // trials of other shapes of the same kernel and device model
 // (fleet_history.h; each shape relative to its own fastest; rows whose config
-// is invalid here are dropped). It is refitted whenever the job's results
-// grew by a fifth (at least 8) since the last fit; each batch is the
+// is invalid here are dropped), with one more feature telling the job's rows
+// (1) from the history's (0). It is refitted whenever the job's results grew
+// by a fifth (at least 8) since the last fit; each batch is the
 // predicted-fastest of a candidate pool (every unused valid config when there
 // are at most 4096, else a uniform sample of 2048 plus every single-param
-// neighbour of the 8 fastest), with one config in five drawn uniformly for
-// exploration. It fits as soon as it has 8 OK results, the history's
-// counting; until then it samples uniformly, or, when the spec has a
-// priority, proposes the highest-priority configs of that pool after a
-// coordinate ascent on the priority from the 8 best of it.
+// neighbour of the 8 fastest of the job and the 8 fastest of the history),
+// with one config in five drawn uniformly for exploration. It fits once it
+// has 8 OK results, the history's counting unless the spec has a priority;
+// until then it samples uniformly, or, when the spec has a priority,
+// proposes the highest-priority configs of that pool after a coordinate
+// ascent on the priority from the 8 best of it.
 std::unique_ptr<SearchStrategy> MakeModelStrategy(ConfigSpace* space, ValidConfigs valid,
                                                   int64_t budget, uint64_t seed,
                                                   std::vector<uint64_t> leading,

@@ -839,6 +839,62 @@ TEST_F(JobManagerTest, ANewShapeMeasuresTheNearestShapesBestRightAfterTheDefault
   EXPECT_EQ(ConfigToString(again->trials(1).config()), tuned->config_text);
 }
 
+// A model job for a new shape trains on the trials the fleet measured for a
+// near shape of the same kernel and device model (fleet_history.h): its first
+// picks after the default and the warm start are in the region those trials
+// found fast, which uniform draws (the model without results of its own)
+// would hit with a chance of (1/16)^4.
+TEST_F(JobManagerTest, AModelJobTrainsOnTheTrialsOfANearTunedShape) {
+  std::string worker = AddWorker();
+  auto values = [](const v1::Config& config) {
+    std::vector<int64_t> out;
+    for (const v1::ParamValue& value : config.values()) out.push_back(value.value());
+    return out;
+  };
+  // BLOCK_M, BLOCK_N, BLOCK_K, UNROLL, LOOP_ORDER: fast at BLOCK_M=16, BLOCK_N=64.
+  auto seconds_of = [&](const v1::Config& config) {
+    const std::vector<int64_t> v = values(config);
+    return 1e-3 * static_cast<double>(v[0] / 16) * static_cast<double>(v[1] / 64) +
+           1e-6 * static_cast<double>(v[2]);
+  };
+  v1::JobSpec tuned = Spec("M=256,N=256,K=256");
+  tuned.clear_config_set();  // exhaustive
+  ASSERT_OK(jobs_->Submit(tuned));
+  while (std::optional<v1::Lease> lease = Lease(worker)) {
+    ReportAll(worker, *lease, false, [&](int64_t index) {
+      for (const v1::Trial& trial : lease->trials()) {
+        if (trial.index() == index) return seconds_of(trial.config());
+      }
+      return 1.0;
+    });
+  }
+  ASSERT_OK(index_->Resolve("matmul", *ParseShape("M=256,N=256,K=256"), "", ""));
+
+  v1::JobSpec next = Spec("M=512,N=256,K=256");
+  next.clear_config_set();
+  next.set_strategy("model");
+  next.set_budget(40);
+  next.set_seed(5);
+  ASSERT_OK(jobs_->Submit(next));
+  std::vector<v1::Config> proposed;  // in the order proposed
+  while (proposed.size() < 6) {
+    std::optional<v1::Lease> lease = Lease(worker);
+    ASSERT_TRUE(lease.has_value());
+    for (const v1::Trial& trial : lease->trials()) proposed.push_back(trial.config());
+    ReportAll(worker, *lease, false, [&](int64_t index) {
+      for (const v1::Trial& trial : lease->trials()) {
+        if (trial.index() == index) return seconds_of(trial.config());
+      }
+      return 1.0;
+    });
+  }
+  for (size_t i = 2; i < 6; ++i) {  // after the default and the warm start
+    const std::vector<int64_t> v = values(proposed[i]);
+    EXPECT_EQ(v[0], 16) << ConfigToString(proposed[i]);
+    EXPECT_EQ(v[1], 64) << ConfigToString(proposed[i]);
+  }
+}
+
 }  // namespace
 }  // namespace tunefleet::server
 
