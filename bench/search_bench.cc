@@ -5,7 +5,8 @@
 // exhaustive optimum (median and p90 over seeds) and the best found after 5,
 // 10 and 20 % of the space (median over seeds, as a ratio to the optimum).
 // Then the warm start: each shape held out, the best configs of the others
-// (nearest shapes first) measured first. Last, the time to propose a batch
+// (nearest shapes first) measured first, and for `model` also with their rows
+// as its history (training rows, as a coordinator gives it). Last, the time to propose a batch
 // of 64 from a 10^6-config space.
 //
 //   search_bench [--seeds 20] [--strategies random,evolutionary,model] [DATASET...]
@@ -28,6 +29,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/search_dataset.h"
+#include "server/fleet_history.h"
+#include "bench/search_replay.h"
 #include "common/config_space.h"
 #include "common/config_text.h"
 #include "common/spec_loader.h"
@@ -64,67 +67,10 @@ double Percentile(std::vector<double> values, double p) {
   return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
 }
 
-struct Loaded {
-  SearchDataset data;
-  v1::KernelSpec spec;
-  std::unique_ptr<ConfigSpace> space;
-  absl::flat_hash_map<uint64_t, const DatasetRow*> by_ordinal;
-  std::optional<uint64_t> default_ordinal;
-  double optimum = 0;
-  int64_t valid = 0;  // valid configs of the space
-};
-
-absl::StatusOr<Loaded> Load(const std::string& path) {
-  Loaded loaded;
-  ASSIGN_OR_RETURN(loaded.data, ReadDataset(path));
-  std::string dir = loaded.data.kernel_dir;
-  if (!std::filesystem::path(dir).is_absolute()) dir = std::string(TUNEFLEET_SOURCE_DIR) + "/" + dir;
-  ASSIGN_OR_RETURN(KernelBundle bundle, LoadKernelDir(dir));
-  loaded.spec = bundle.spec;
-  ASSIGN_OR_RETURN(v1::Shape parsed, ParseShape(loaded.data.shape));
-  ASSIGN_OR_RETURN(v1::Shape shape, NormalizeShape(loaded.spec, parsed));
-  DeviceLimits limits = PlaceholderLimits(loaded.spec.backend());
-  for (const auto& [name, value] : loaded.data.limits) limits[name] = value;
-  ASSIGN_OR_RETURN(loaded.space, ConfigSpace::Create(loaded.spec, shape, limits));
-  loaded.optimum = HUGE_VAL;
-  for (const DatasetRow& row : loaded.data.rows) {
-    ASSIGN_OR_RETURN(v1::Config parsed_config, ParseConfig(row.config));
-    ASSIGN_OR_RETURN(v1::Config config, NormalizeConfig(loaded.spec, parsed_config));
-    ASSIGN_OR_RETURN(uint64_t ordinal, loaded.space->OrdinalOf(config));
-    loaded.by_ordinal[ordinal] = &row;
-    if (row.status == v1::TRIAL_STATUS_OK) loaded.optimum = std::min(loaded.optimum, row.median_seconds);
-  }
-  ConfigEnumerator enumerator(loaded.space.get());
-  uint64_t ordinal = 0;
-  while (enumerator.Next(&ordinal)) ++loaded.valid;
-  absl::StatusOr<v1::Config> parsed_default = ParseConfig(loaded.spec.default_config());
-  if (parsed_default.ok()) {
-    absl::StatusOr<v1::Config> normalized = NormalizeConfig(loaded.spec, *parsed_default);
-    if (normalized.ok()) {
-      absl::StatusOr<uint64_t> def = loaded.space->OrdinalOf(*normalized);
-      if (def.ok()) loaded.default_ordinal = *def;
-    }
-  }
-  return loaded;
-}
-
-// The dataset's result for a config; a config it lacks (the space of the
-// replay is a little larger than the measured one) is INVALID_CONFIG.
-v1::TrialResult ResultOf(const Loaded& loaded, uint64_t ordinal) {
-  v1::TrialResult result;
-  auto it = loaded.by_ordinal.find(ordinal);
-  if (it == loaded.by_ordinal.end()) {
-    result.set_status(v1::TRIAL_STATUS_INVALID_CONFIG);
-    return result;
-  }
-  result.set_status(it->second->status);
-  result.mutable_measurement()->set_median_seconds(it->second->median_seconds);
-  return result;
-}
-
 absl::StatusOr<Replay> ReplayOnce(const Loaded& loaded, const std::string& strategy_name,
                                   uint64_t seed, int batch,
-                                  const std::vector<uint64_t>& warm_start = {}) {
+                                  const std::vector<uint64_t>& warm_start = {},
+                                  const std::vector<server::PriorResult>& history = {}) {
   const int64_t space = static_cast<int64_t>(loaded.by_ordinal.size());
   server::StrategyOptions options;
   options.name = strategy_name;
@@ -133,6 +79,7 @@ absl::StatusOr<Replay> ReplayOnce(const Loaded& loaded, const std::string& strat
   options.seed = seed;
   options.default_ordinal = loaded.default_ordinal;
   options.warm_start = warm_start;
+  options.history = history;
   ASSIGN_OR_RETURN(std::unique_ptr<server::SearchStrategy> strategy,
                    server::MakeStrategy(loaded.space.get(), options));
   Replay replay;
@@ -175,10 +122,12 @@ struct Replays {
 };
 
 absl::StatusOr<Replays> ReplaySeeds(const Loaded& loaded, const std::string& strategy,
-                                    const std::vector<uint64_t>& warm_start, const Flags& flags) {
+                                    const std::vector<uint64_t>& warm_start, const Flags& flags,
+                                    const std::vector<server::PriorResult>& history = {}) {
   Replays replays;
   for (int seed = 1; seed <= flags.seeds; ++seed) {
-    ASSIGN_OR_RETURN(Replay replay, ReplayOnce(loaded, strategy, seed, flags.batch, warm_start));
+    ASSIGN_OR_RETURN(Replay replay,
+                     ReplayOnce(loaded, strategy, seed, flags.batch, warm_start, history));
     replays.to3.push_back(static_cast<double>(replay.to3));
     replays.to1.push_back(static_cast<double>(replay.to1));
     for (size_t c = 0; c < std::size(kCheckpoints); ++c) {
@@ -197,12 +146,19 @@ std::string EvaluationCells(const Replays& replays, const Loaded& loaded) {
                          Percentile(replays.to1, 0.9), 100 * m1 / space);
 }
 
-// The best configs of the other datasets of `held`'s kernel and device,
-// nearest shape first as the coordinator ranks tuned shapes (TunedShapes),
-// as ordinals of `held`'s space: its warm start (up to 8, as the
-// coordinator's default).
-std::vector<uint64_t> WarmStartOf(const Loaded& held,
-                                  const std::vector<std::pair<std::string, Loaded>>& all) {
+// What a job tuning `held` gets from the fleet when the other datasets of
+// its kernel and device are tuned shapes: the warm start (their best
+// configs, nearest shape first as the coordinator ranks tuned shapes,
+// TunedShapes; up to 8, as the coordinator's default) and the model's
+// history (their OK rows, nearest shape first, under the coordinator's
+// default FleetHistoryLimits, fleet_history.h; a dataset has no times of
+// day, so its rows keep the file's order), as configs of `held`'s space.
+struct FromFleet {
+  std::vector<uint64_t> warm;
+  std::vector<server::PriorResult> history;
+};
+
+FromFleet FleetOf(const Loaded& held, const std::vector<std::pair<std::string, Loaded>>& all) {
   auto point = [&](const std::string& text) -> std::optional<std::vector<int64_t>> {
     absl::StatusOr<v1::Shape> parsed = ParseShape(text);
     if (!parsed.ok()) return std::nullopt;
@@ -216,6 +172,7 @@ std::vector<uint64_t> WarmStartOf(const Loaded& held,
   if (!query.has_value()) return {};
   server::TunedShapes shapes(query->size());
   std::map<std::string, std::string> best_of;  // key (the dataset's path) -> its best config
+  std::map<std::string, const Loaded*> loaded_of;
   for (const auto& [path, other] : all) {
     if (&other == &held || other.data.kernel_dir != held.data.kernel_dir ||
         other.data.device != held.data.device) {
@@ -231,37 +188,69 @@ std::vector<uint64_t> WarmStartOf(const Loaded& held,
     if (best == nullptr || !values.has_value()) continue;
     shapes.Put(path, *values);
     best_of[path] = best->config;
+    loaded_of[path] = &other;
   }
-  std::vector<uint64_t> warm;
-  for (const server::ShapeMatch& match : shapes.NearestK(server::ShapeQuery(*query), 8)) {
-    absl::StatusOr<v1::Config> parsed = ParseConfig(best_of[*match.tuning_key]);
-    if (!parsed.ok()) continue;
+  auto ordinal_of = [&](const std::string& text) -> std::optional<uint64_t> {
+    absl::StatusOr<v1::Config> parsed = ParseConfig(text);
+    if (!parsed.ok()) return std::nullopt;
     absl::StatusOr<v1::Config> normalized = NormalizeConfig(held.spec, *parsed);
-    if (!normalized.ok()) continue;
+    if (!normalized.ok()) return std::nullopt;
     absl::StatusOr<uint64_t> ordinal = held.space->OrdinalOf(*normalized);
-    if (ordinal.ok() && std::find(warm.begin(), warm.end(), *ordinal) == warm.end()) {
-      warm.push_back(*ordinal);
+    if (!ordinal.ok()) return std::nullopt;
+    return *ordinal;
+  };
+  FromFleet fleet;
+  const server::FleetHistoryLimits limits;  // the coordinator's defaults
+  int shape = 0;
+  for (const server::ShapeMatch& match : shapes.NearestK(server::ShapeQuery(*query), 8)) {
+    const std::string& key = *match.tuning_key;
+    std::optional<uint64_t> ordinal = ordinal_of(best_of[key]);
+    if (ordinal.has_value() &&
+        std::find(fleet.warm.begin(), fleet.warm.end(), *ordinal) == fleet.warm.end()) {
+      fleet.warm.push_back(*ordinal);
     }
+    if (match.distance > limits.max_distance || static_cast<size_t>(shape) >= limits.shapes) {
+      continue;
+    }
+    for (const DatasetRow& row : loaded_of[key]->data.rows) {
+      if (fleet.history.size() >= limits.rows) break;
+      if (row.status != v1::TRIAL_STATUS_OK || !(row.median_seconds > 0)) continue;
+      // Rows whose config is not one of `held`'s space are kept out, as
+      // the coordinator keeps them out.
+      if (std::optional<uint64_t> config = ordinal_of(row.config)) {
+        fleet.history.push_back(server::PriorResult{*config, row.median_seconds, shape});
+      }
+    }
+    ++shape;
   }
-  return warm;
+  return fleet;
 }
 
 // Hold each shape out; the best configs of the other shapes of the same
-// kernel and device are its warm start.
+// kernel and device are its warm start, and their rows the model's history.
+// `model` is replayed with the warm start alone and with the history too
+// (as a coordinator runs it); the other strategies have no history.
 void PrintWarmStart(const std::vector<std::pair<std::string, Loaded>>& all, const Flags& flags) {
   std::printf("\n### Warm start: each shape held out, the other shapes of its kernel and device "
-              "as history\n\n| held out | strategy | warm configs | to 3%%: median (p90) | "
-              "%% of space | to 1%%: median (p90) | %% of space |\n|---|---|---|---|---|---|---|\n");
+              "as history\n\n| held out | strategy | warm configs | history rows | "
+              "to 3%%: median (p90) | %% of space | to 1%%: median (p90) | %% of space |\n"
+              "|---|---|---|---|---|---|---|---|\n");
   for (const auto& [path, held] : all) {
-    const std::vector<uint64_t> warm = WarmStartOf(held, all);
-    if (warm.empty()) continue;
+    const FromFleet fleet = FleetOf(held, all);
+    if (fleet.warm.empty()) continue;
     const std::string label = std::filesystem::path(path).filename().string();
     for (absl::string_view name : absl::StrSplit(flags.strategies, ',', absl::SkipEmpty())) {
-      absl::StatusOr<Replays> replays = ReplaySeeds(held, std::string(name), warm, flags);
-      if (!replays.ok()) continue;
-      std::printf("| %s | %s | %zu | %s |\n", label.c_str(), std::string(name).c_str(),
-                  warm.size(), EvaluationCells(*replays, held).c_str());
-      std::fflush(stdout);
+      for (bool with_history : {false, true}) {
+        if (with_history && (name != "model" || fleet.history.empty())) continue;
+        const std::vector<server::PriorResult> none;
+        const std::vector<server::PriorResult>& history = with_history ? fleet.history : none;
+        absl::StatusOr<Replays> replays =
+            ReplaySeeds(held, std::string(name), fleet.warm, flags, history);
+        if (!replays.ok()) continue;
+        std::printf("| %s | %s | %zu | %zu | %s |\n", label.c_str(), std::string(name).c_str(),
+                    fleet.warm.size(), history.size(), EvaluationCells(*replays, held).c_str());
+        std::fflush(stdout);
+      }
     }
   }
 }
@@ -359,7 +348,7 @@ int Main(const Flags& flags) {
   }
   std::vector<std::pair<std::string, Loaded>> all;
   for (const std::string& path : paths) {
-    absl::StatusOr<Loaded> loaded = Load(path);
+    absl::StatusOr<Loaded> loaded = LoadDataset(path, TUNEFLEET_SOURCE_DIR);
     if (!loaded.ok()) {
       std::cerr << "search_bench: " << path << ": " << loaded.status() << "\n";
       return 1;

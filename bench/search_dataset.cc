@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
 
 namespace tunefleet::bench {
 namespace {
@@ -28,6 +29,84 @@ struct GzFile {
 
 std::string Header(absl::string_view name, absl::string_view value) {
   return absl::StrCat("# ", name, ": ", value, "\n");
+}
+
+constexpr absl::string_view kTrialsCsvHeader = "config,device_model,status,median_seconds,";
+
+// Splits RFC 4180 text (fields may be quoted, and quoted fields may hold
+// commas, quotes and line breaks; records end in LF or CRLF) into records.
+// `*line` counts lines as it goes; false for an unterminated quote.
+bool NextRecord(absl::string_view* text, std::vector<std::string>* fields, int* line) {
+  fields->assign(1, "");
+  bool quoted = false;
+  size_t i = 0;
+  for (; i < text->size(); ++i) {
+    const char c = (*text)[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text->size() && (*text)[i + 1] == '"') {
+        fields->back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        if (c == '\n') ++*line;
+        fields->back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields->emplace_back();
+    } else if (c == '\n') {
+      ++*line;
+      break;
+    } else if (c != '\r') {
+      fields->back() += c;
+    }
+  }
+  text->remove_prefix(std::min(i + 1, text->size()));
+  return !quoted;
+}
+
+// The rows of `tunectl trials -o csv` output: search rounds, not excluded.
+absl::Status ReadTrialsCsv(absl::string_view text, const std::string& path, int first_line,
+                           std::vector<DatasetRow>* rows) {
+  int line = first_line;
+  std::vector<std::string> header;
+  NextRecord(&text, &header, &line);
+  auto column = [&](absl::string_view name) -> int {
+    for (size_t i = 0; i < header.size(); ++i) {
+      if (header[i] == name) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  const int config = column("config"), status = column("status"),
+            seconds = column("median_seconds"), round = column("round"),
+            excluded = column("excluded");
+  std::vector<std::string> fields;
+  while (!text.empty()) {
+    const int at = line + 1;
+    auto bad = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", at, ": ", why));
+    };
+    if (!NextRecord(&text, &fields, &line)) return bad("unterminated quoted field");
+    if (fields.size() == 1 && fields[0].empty()) continue;
+    if (fields.size() != header.size()) return bad("not as many fields as the header");
+    if ((round >= 0 && fields[round] != "search") || (excluded >= 0 && fields[excluded] == "true")) {
+      continue;
+    }
+    DatasetRow row;
+    row.config = fields[config];
+    v1::TrialStatus parsed;
+    if (!v1::TrialStatus_Parse(absl::StrCat(kStatusPrefix, fields[status]), &parsed)) {
+      return bad(absl::StrCat("unknown status ", fields[status]));
+    }
+    row.status = parsed;
+    if (!absl::SimpleAtod(fields[seconds], &row.median_seconds)) {
+      return bad("median_seconds is not a number");
+    }
+    rows->push_back(std::move(row));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -76,8 +155,15 @@ absl::StatusOr<SearchDataset> ReadDataset(const std::string& path) {
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat(path, ":", line_number, ": ", why));
   };
+  size_t offset = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_number;
+    if (magic && absl::StartsWith(line, kTrialsCsvHeader)) {
+      RETURN_IF_ERROR(ReadTrialsCsv(absl::string_view(text).substr(offset), path,
+                                    line_number - 1, &dataset.rows));
+      break;
+    }
+    offset += line.size() + 1;
     if (line.empty()) continue;
     if (line_number == 1) {
       if (line != kMagic) return bad("not a tunefleet search dataset (v1)");

@@ -13,6 +13,13 @@
 //
 // `status` is a TrialStatus name without its TRIAL_STATUS_ prefix;
 // median_seconds is 0 for a failed config.
+//
+// The rows may also be what `tunectl trials JOB -o csv` prints (its header
+// line `config,device_model,status,...` instead of `config,status,...`):
+// the header lines above followed by that output are a dataset. Its search
+// rows that are not excluded are kept (not the finalists' or verifiers'
+// re-measurements). Make such a job with the workers' early cut off
+// (--cut-factor -1): a trial cut early carries a partial median.
 #ifndef TUNEFLEET_BENCH_SEARCH_DATASET_H_
 #define TUNEFLEET_BENCH_SEARCH_DATASET_H_
 
@@ -41,6 +48,7 @@ struct SearchDataset {
 };
 
 absl::Status WriteDataset(const SearchDataset& dataset, const std::string& path);
+// InvalidArgument naming the line for a malformed file.
 // InvalidArgument naming the line for a malformed file.
 absl::StatusOr<SearchDataset> ReadDataset(const std::string& path);
 

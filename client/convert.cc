@@ -1,5 +1,6 @@
 #include "client/convert.h"
 
+#include <cctype>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -44,6 +45,16 @@ std::string BackendName(v1::Backend backend) {
   return std::string(absl::StripPrefix(v1::Backend_Name(backend), "BACKEND_"));
 }
 
+// "time_budget" for STOP_REASON_TIME_BUDGET; "" for UNSPECIFIED.
+std::string StopReasonName(v1::StopReason reason) {
+  if (reason == v1::STOP_REASON_UNSPECIFIED) return "";
+  std::string name = v1::StopReason_Name(reason);
+  if (name.empty()) return absl::StrCat("stop_reason_", static_cast<int>(reason));
+  name = name.substr(sizeof("STOP_REASON_") - 1);
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return name;
+}
+
 JobTarget TargetFromProto(const v1::Target& target) {
   JobTarget out;
   out.device_model = target.device_model();
@@ -59,6 +70,7 @@ JobTarget TargetFromProto(const v1::Target& target) {
     out.best_seconds = target.best().median_seconds();
   }
   out.default_seconds = target.default_seconds();
+  out.stop_reason = StopReasonName(target.stop_reason());
   return out;
 }
 
@@ -155,6 +167,11 @@ Job JobFromProto(const v1::Job& job) {
   out.created_unix_ms = job.created_unix_ms();
   out.owner = job.owner();
   out.updated_unix_ms = job.updated_unix_ms();
+  out.stop_reason = StopReasonName(job.stop_reason());
+  out.trials_budget = job.trials_budget();
+  out.time_budget_seconds = job.time_budget_seconds();
+  out.plateau_batches = job.plateau_batches();
+  out.started_unix_ms = job.started_unix_ms();
   return out;
 }
 
@@ -219,6 +236,8 @@ absl::StatusOr<v1::JobSpec> JobSpecFromRequest(const SubmitRequest& request,
   *spec.mutable_shape() = std::move(normalized);
   spec.set_strategy(request.strategy);
   spec.set_budget(request.budget);
+  spec.set_time_budget_seconds(request.time_budget_seconds);
+  spec.set_plateau_batches(request.plateau_batches);
   spec.set_force_retune(request.force_retune);
   spec.set_config_set(request.config_set);
   spec.set_seed(request.seed);

@@ -20,7 +20,8 @@ AdaptiveStrategy::AdaptiveStrategy(ConfigSpace* space, ValidConfigs valid, int64
       rng_(seed),
       leading_(std::move(leading)),
       total_(valid_.truncated() ? budget
-                                : std::min<int64_t>(budget, static_cast<int64_t>(valid_.count()))) {}
+                                : std::min<int64_t>(budget, static_cast<int64_t>(valid_.count()))),
+      covers_space_(!valid_.truncated() && budget >= static_cast<int64_t>(valid_.count())) {}
 
 std::vector<uint64_t> AdaptiveStrategy::Propose(int max) {
   std::vector<uint64_t> out;
@@ -46,6 +47,7 @@ std::vector<uint64_t> AdaptiveStrategy::Propose(int max) {
     std::optional<uint64_t> ordinal = RandomUnused();
     if (!ordinal.has_value()) {
       total_ = proposed_;  // nothing valid is left to find
+      covers_space_ = true;
       break;
     }
     take(*ordinal);

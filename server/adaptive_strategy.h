@@ -30,6 +30,7 @@ class AdaptiveStrategy : public SearchStrategy {
   void Observe(uint64_t ordinal, const v1::TrialResult& result) final;
   bool Exhausted() const final { return proposed_ >= total_; }
   int64_t planned_total() const final { return total_; }
+  bool covers_space() const final { return covers_space_; }
 
  protected:
   struct Observation {
@@ -75,6 +76,7 @@ class AdaptiveStrategy : public SearchStrategy {
   std::vector<uint64_t> leading_;  // the default and the warm start, proposed first
   size_t next_leading_ = 0;
   int64_t total_;
+  bool covers_space_;  // total_ is every valid config
   int64_t proposed_ = 0;
   absl::flat_hash_set<uint64_t> used_;
   std::vector<Observation> observations_;
@@ -89,18 +91,26 @@ std::unique_ptr<SearchStrategy> MakeEvolutionaryStrategy(ConfigSpace* space, Val
                                                          std::vector<uint64_t> leading);
 
 // A learned cost model (cost_model.h) over each config's param values,
-// derived values and the spec's priority, fitted to the log-times measured so
-// far (failures count as twice the slowest time) and refitted whenever the
-// results grew by a fifth (at least 8) since the last fit; each batch is the predicted-fastest of a candidate pool (every
-// unused valid config when there are at most 4096, else a uniform sample of
-// 2048 plus every single-param neighbour of the 8 fastest), with one config
-// in five drawn uniformly for exploration. Before 8 results it samples
-// uniformly, or, when the spec has a priority, proposes the highest-priority
-// configs of that pool after a coordinate ascent on the priority from the 8
-// best of it.
+// derived values and the spec's priority, fitted to log-times relative to the
+// fastest of their shape: the job's own results (relative to its fastest so
+// far; failures count as twice its slowest time) and `history`, the fleet's
+// trials of other shapes of the same kernel and device model
+// (fleet_history.h; each shape relative to its own fastest; rows whose config
+// is invalid here are dropped), with one more feature telling the job's rows
+// (1) from the history's (0). It is refitted whenever the job's results grew
+// by a fifth (at least 8) since the last fit; each batch is the
+// predicted-fastest of a candidate pool (every unused valid config when there
+// are at most 4096, else a uniform sample of 2048 plus every single-param
+// neighbour of the 8 fastest of the job and the 8 fastest of the history),
+// with one config in five drawn uniformly for exploration. It fits once it
+// has 8 OK results, the history's counting unless the spec has a priority;
+// until then it samples uniformly, or, when the spec has a priority,
+// proposes the highest-priority configs of that pool after a coordinate
+// ascent on the priority from the 8 best of it.
 std::unique_ptr<SearchStrategy> MakeModelStrategy(ConfigSpace* space, ValidConfigs valid,
                                                   int64_t budget, uint64_t seed,
-                                                  std::vector<uint64_t> leading);
+                                                  std::vector<uint64_t> leading,
+                                                  std::vector<PriorResult> history = {});
 
 }  // namespace tunefleet::server
 

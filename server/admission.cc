@@ -136,14 +136,31 @@ absl::StatusOr<std::unique_ptr<ConfigSpace>> SpaceOf(const AdmissionLimits& limi
   return space;
 }
 
+// The trials of `history` whose config is one of `space`'s.
+std::vector<PriorResult> PriorsOf(const v1::KernelSpec& kernel, const ConfigSpace& space,
+                                  const std::vector<FleetTrial>& history) {
+  std::vector<PriorResult> priors;
+  for (const FleetTrial& trial : history) {
+    absl::StatusOr<v1::Config> parsed = ParseConfig(trial.config);
+    if (!parsed.ok()) continue;
+    absl::StatusOr<v1::Config> config = NormalizeConfig(kernel, *parsed);
+    if (!config.ok()) continue;
+    absl::StatusOr<uint64_t> ordinal = space.OrdinalOf(*config);
+    if (ordinal.ok()) priors.push_back(PriorResult{*ordinal, trial.median_seconds, trial.shape});
+  }
+  return priors;
+}
+
 absl::StatusOr<Search> MakeSearch(
     const AdmissionLimits& limits, const v1::JobSpec& spec, const DeviceLimits& limits_of_device,
-    const google::protobuf::RepeatedPtrField<std::string>& warm_start = {}) {
+    const google::protobuf::RepeatedPtrField<std::string>& warm_start = {},
+    const std::vector<FleetTrial>& history = {}) {
   Search search;
   ASSIGN_OR_RETURN(search.space, SpaceOf(limits, spec, limits_of_device));
   ASSIGN_OR_RETURN(StrategyOptions options,
                    StrategyFor(spec, search.space.get(), limits.max_trials));
   options.warm_start = OrdinalsOf(spec.kernel(), *search.space, warm_start);
+  options.history = PriorsOf(spec.kernel(), *search.space, history);
   search.default_ordinal = options.default_ordinal;
   ASSIGN_OR_RETURN(search.strategy, MakeStrategy(search.space.get(), options));
   return search;
@@ -155,10 +172,11 @@ DeviceLimits LimitsOf(const v1::StoredTarget& target) {
   return LimitsFromDevice(device);
 }
 
-std::unique_ptr<TargetTrials> TrialsOf(const AdmissionLimits& limits, Search search) {
+std::unique_ptr<TargetTrials> TrialsOf(const AdmissionLimits& limits, const v1::JobSpec& spec,
+                                       Search search) {
   return std::make_unique<TargetTrials>(std::move(search.space), std::move(search.strategy),
                                         limits.max_lease_attempts, search.default_ordinal,
-                                        limits.finalists);
+                                        limits.finalists, spec.plateau_batches());
 }
 
 // The fields a spec read from disk cannot get wrong but a raw request can.
@@ -192,7 +210,8 @@ absl::Status ValidateSpec(const AdmissionLimits& limits, bool walk_space,
 absl::StatusOr<TargetPlan> PlanTarget(const AdmissionLimits& limits,
                                       const v1::JobSpec& spec,
                                       const WorkerDevice& device, Store* cache,
-                                      const std::vector<std::string>& warm_start) {
+                                      const std::vector<std::string>& warm_start,
+                                      const std::vector<FleetTrial>& history) {
   TargetPlan plan;
   plan.info.set_device_model(device.device.model());
   plan.info.set_toolkit(device.toolkit);
@@ -214,20 +233,20 @@ absl::StatusOr<TargetPlan> PlanTarget(const AdmissionLimits& limits,
   }
   for (const std::string& config : warm_start) plan.info.add_warm_start(config);
   absl::StatusOr<Search> search =
-      MakeSearch(limits, spec, LimitsFromDevice(device.device), plan.info.warm_start());
+      MakeSearch(limits, spec, LimitsFromDevice(device.device), plan.info.warm_start(), history);
   if (!search.ok()) {
     return Prefixed(absl::StrCat("on ", device.device.model(), ": "), search.status());
   }
-  plan.trials = TrialsOf(limits, *std::move(search));
+  plan.trials = TrialsOf(limits, spec, *std::move(search));
   return plan;
 }
 
 absl::StatusOr<std::unique_ptr<TargetTrials>> ResumeTarget(
     const AdmissionLimits& limits, const v1::JobSpec& spec,
-    const v1::StoredTarget& target) {
+    const v1::StoredTarget& target, const std::vector<FleetTrial>& history) {
   ASSIGN_OR_RETURN(Search search,
-                   MakeSearch(limits, spec, LimitsOf(target), target.warm_start()));
-  return TrialsOf(limits, std::move(search));
+                   MakeSearch(limits, spec, LimitsOf(target), target.warm_start(), history));
+  return TrialsOf(limits, spec, std::move(search));
 }
 
 }  // namespace tunefleet::server

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/fleet_history.h"
 #include "server/store/store.h"
 #include "server/target_trials.h"
 #include "server/worker_registry.h"
@@ -54,16 +55,20 @@ struct TargetPlan {
 // best configs of the nearest tuned shapes, BestConfigIndex::Neighbours);
 // those that do not parse or are invalid here are dropped. They are kept in
 // the plan's info, so that a resumed target proposes the same.
+// `history`: the fleet's trials of other shapes (fleet_history.h), training
+// rows of the model strategy; those whose config is not one of this space's
+// are dropped. Not kept: a resumed target is given the history anew.
 absl::StatusOr<TargetPlan> PlanTarget(const AdmissionLimits& limits,
                                       const v1::JobSpec& spec,
                                       const WorkerDevice& device, Store* cache,
-                                      const std::vector<std::string>& warm_start = {});
+                                      const std::vector<std::string>& warm_start = {},
+                                      const std::vector<FleetTrial>& history = {});
 
 // The trials of a target that was planned before a restart.
 // REQUIRES: `spec` passed ValidateSpec; `target` is not cached.
 absl::StatusOr<std::unique_ptr<TargetTrials>> ResumeTarget(
     const AdmissionLimits& limits, const v1::JobSpec& spec,
-    const v1::StoredTarget& target);
+    const v1::StoredTarget& target, const std::vector<FleetTrial>& history = {});
 
 }  // namespace tunefleet::server
 

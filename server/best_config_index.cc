@@ -157,10 +157,14 @@ std::vector<BestConfigAnswer> BestConfigIndex::Neighbours(const std::string& ker
   absl::InlinedVector<int64_t, 4> values;
   for (const v1::DimValue& dim : normalized->dims()) values.push_back(dim.value());
   const ShapeQuery query(values);
-  // Rank 0: the same model and toolkit; 1: the same model; 2: other models.
+  // Rank 0: the same model and toolkit; 1: the same model; 2: the same
+  // architecture family; 3: other models.
+  const std::string family = ArchitectureFamily(device_model);
   std::vector<std::tuple<int, ShapeMatch>> ranked;
   for (const auto& [target, group] : kernel.groups) {
-    const int rank = target.first != device_model ? 2 : target.second != toolkit ? 1 : 0;
+    const int rank = target.first == device_model   ? (target.second == toolkit ? 0 : 1)
+                     : !family.empty() && ArchitectureFamily(target.first) == family ? 2
+                                                                                     : 3;
     for (const ShapeMatch& match : group.NearestK(query, k)) ranked.emplace_back(rank, match);
   }
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
@@ -174,6 +178,46 @@ std::vector<BestConfigAnswer> BestConfigIndex::Neighbours(const std::string& ker
     if (answer.ok() && configs.insert(answer->config_text).second) out.push_back(*answer);
   }
   return out;
+}
+
+std::vector<BestConfigAnswer> BestConfigIndex::TunedRows(const std::string& kernel_name,
+                                                         const v1::Shape& shape,
+                                                         const std::string& device_model,
+                                                         size_t k, double max_distance) const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<BestConfigAnswer> out;
+  auto it = kernels_.find(kernel_name);
+  if (it == kernels_.end() || !it->second.code.has_value() || k == 0) return out;
+  absl::StatusOr<v1::Shape> normalized = NormalizeShape(it->second.code->spec, shape);
+  if (!normalized.ok()) return out;
+  absl::InlinedVector<int64_t, 4> values;
+  for (const v1::DimValue& dim : normalized->dims()) values.push_back(dim.value());
+  const ShapeQuery query(values);
+  std::vector<ShapeMatch> matches;
+  for (const auto& [target, group] : it->second.groups) {
+    if (target.first != device_model) continue;
+    for (const ShapeMatch& match : group.NearestK(query, k)) {
+      if (match.distance <= max_distance) matches.push_back(match);
+    }
+  }
+  std::sort(matches.begin(), matches.end(), Precedes);
+  for (const ShapeMatch& match : matches) {
+    if (out.size() >= k) break;
+    absl::StatusOr<BestConfigAnswer> answer = AnswerOf(match);
+    if (answer.ok()) out.push_back(*std::move(answer));
+  }
+  return out;
+}
+
+std::string ArchitectureFamily(absl::string_view device_model) {
+  const size_t at = device_model.rfind(" sm_");
+  if (at == absl::string_view::npos) return "";
+  absl::string_view digits = device_model.substr(at + 4);
+  if (digits.size() < 2 || digits.size() > 4 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return "";
+  }
+  return absl::StrCat("sm_", digits.substr(0, digits.size() - 1), "x");
 }
 
 std::optional<std::vector<int64_t>> BestConfigIndex::ServedPoint(const KernelCode& code,

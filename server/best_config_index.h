@@ -5,6 +5,7 @@
 #ifndef TUNEFLEET_SERVER_BEST_CONFIG_INDEX_H_
 #define TUNEFLEET_SERVER_BEST_CONFIG_INDEX_H_
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,6 +36,12 @@ struct BestConfigAnswer {
   std::string device_model;   // the row's; for kDefault the request's
   std::string toolkit;        // the row's; for kDefault the request's
 };
+
+// The architecture family of a device model: "sm_9x" for a model named as
+// CUDA workers name theirs ("NVIDIA H200 sm_90", compute capability 9.0),
+// one family per major compute capability; "" when the name carries none
+// (CPU models).
+std::string ArchitectureFamily(absl::string_view device_model);
 
 // Only rows whose stored tuning key is the key the kernel's newest spec
 // gives their shape, model and toolkit are served (a row tuned with older
@@ -82,12 +89,23 @@ class BestConfigIndex {
   // Warm-start material for tuning `shape`: the best configs of up to `k`
   // served rows of the kernel, distinct configs, nearest first; rows of the
   // same device model and toolkit come before rows of the same model with
-  // another toolkit, which come before other models. Empty when the kernel
+  // another toolkit, then rows of other models of the same architecture
+  // family (ArchitectureFamily), then any other model. Empty when the kernel
   // is unknown or the shape does not normalize.
   std::vector<BestConfigAnswer> Neighbours(const std::string& kernel_name,
                                            const v1::Shape& shape,
                                            const std::string& device_model,
                                            const std::string& toolkit, size_t k) const;
+
+  // Up to `k` served rows of the kernel on `device_model` (any toolkit) at
+  // most `max_distance` from `shape` (TunedShapes' distance), nearest first,
+  // ties to the smallest tuning key: the tuned shapes whose trials the model
+  // strategy learns from (FleetHistory). Empty when the kernel is unknown or
+  // the shape does not normalize.
+  std::vector<BestConfigAnswer> TunedRows(const std::string& kernel_name,
+                                          const v1::Shape& shape,
+                                          const std::string& device_model, size_t k,
+                                          double max_distance = HUGE_VAL) const;
 
  private:
   // What the newest spec of a kernel decides.

@@ -146,6 +146,16 @@ absl::Status CheckStrategy(const v1::JobSpec& spec, int64_t max_trials) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "budget: ", spec.budget(), " is over the cap of ", max_trials, " trials"));
   }
+  if (spec.time_budget_seconds() < 0 || spec.time_budget_seconds() > kMaxTimeBudgetSeconds) {
+    return Invalid("time_budget_seconds",
+                   absl::StrCat(spec.time_budget_seconds(), " is not a number of seconds in [0, ",
+                                kMaxTimeBudgetSeconds, "] (0: no time budget)"));
+  }
+  if (spec.plateau_batches() < 0 || spec.plateau_batches() > kMaxPlateauBatches) {
+    return Invalid("plateau_batches",
+                   absl::StrCat(spec.plateau_batches(), " is not a number of batches in [0, ",
+                                kMaxPlateauBatches, "] (0: no plateau rule)"));
+  }
   return absl::OkStatus();
 }
 

@@ -37,8 +37,15 @@ absl::Status CheckSourcePaths(const v1::JobSpec& spec);
 // [0, kMaxMismatchRatio]. InvalidArgument naming the field.
 absl::Status CheckTolerance(const v1::Tolerance& tolerance);
 
+// Longest time budget a job may ask for: 30 days.
+inline constexpr int64_t kMaxTimeBudgetSeconds = int64_t{30} * 24 * 3600;
+// Most batches without improvement the plateau rule may wait for.
+inline constexpr int32_t kMaxPlateauBatches = 100'000;
+
 // The strategy is known; the budget is >= 0 (InvalidArgument) and at most
-// `max_trials` (ResourceExhausted).
+// `max_trials` (ResourceExhausted); the stop rules are in range:
+// time_budget_seconds in [0, kMaxTimeBudgetSeconds], plateau_batches in
+// [0, kMaxPlateauBatches] (InvalidArgument).
 absl::Status CheckStrategy(const v1::JobSpec& spec, int64_t max_trials);
 
 // Every dim of `shape` is at most kMaxDimValue. InvalidArgument.

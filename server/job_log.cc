@@ -1,5 +1,6 @@
 #include "server/job_log.h"
 
+#include <cctype>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +22,13 @@ std::string Outcomes(const v1::Job& job) {
 }
 
 }  // namespace
+
+std::string StopReasonLabel(v1::StopReason reason) {
+  if (reason == v1::STOP_REASON_UNSPECIFIED) return "-";
+  std::string label = v1::StopReason_Name(reason).substr(12);  // "STOP_REASON_"
+  for (char& c : label) c = c == '_' ? ' ' : static_cast<char>(std::tolower(c));
+  return label;
+}
 
 void Submitted(const v1::Job& job, const v1::JobSpec& spec, bool cached) {
   spdlog::info("job {} submitted by {}: kernel {}, shape {}, {} target(s){}", job.id(),
@@ -55,9 +63,12 @@ void Stalled(const std::string& job_id, const std::string& reason) {
 
 void Finished(const v1::Job& job) {
   const std::string state = v1::JobState_Name(job.state()).substr(10);
-  const std::string summary =
-      absl::StrCat("job ", job.id(), " ", state, ": ", job.trials_done(), " trial(s) (",
-                   Outcomes(job), ")", job.reason().empty() ? "" : "; ", job.reason());
+  const std::string summary = absl::StrCat(
+      "job ", job.id(), " ", state, ": strategy ", job.strategy(), ", ", job.trials_done(),
+      " trial(s)", job.trials_budget() > 0 ? absl::StrCat(" of a budget of ", job.trials_budget())
+                                           : "",
+      " (", Outcomes(job), "), search stopped: ", StopReasonLabel(job.stop_reason()),
+      job.reason().empty() ? "" : "; ", job.reason());
   if (job.state() == v1::JOB_STATE_FAILED) {
     spdlog::warn("{}", summary);
   } else {

@@ -24,8 +24,11 @@ void LeaseExpired(const Lease& lease);
 // A job's remaining work has no live worker (`reason` non-empty), or has
 // one again (`reason` empty).
 void Stalled(const std::string& job_id, const std::string& reason);
-// A job ended (SUCCEEDED, FAILED or CANCELLED), with its trial counts.
+// A job ended (SUCCEEDED, FAILED or CANCELLED), with its strategy, trial
+// counts (and budget) and why its search stopped.
 void Finished(const v1::Job& job);
+// "time budget" for STOP_REASON_TIME_BUDGET; "-" for UNSPECIFIED.
+std::string StopReasonLabel(v1::StopReason reason);
 // Workers silent past their expiry were forgotten.
 void WorkersForgotten(int count);
 

@@ -114,7 +114,8 @@ std::vector<JobManager::Target> JobManager::PlanTargets(
   std::vector<Target> targets;
   for (const WorkerDevice& device : devices) {
     absl::StatusOr<TargetPlan> plan =
-        PlanTarget(limits_, spec, device, store_, WarmStartFor(spec, device));
+        PlanTarget(limits_, spec, device, store_, WarmStartFor(spec, device),
+                   HistoryFor(spec, device.device.model()));
     if (!plan.ok()) {
       // A model without a valid config is left unbound; others may run it.
       if (first_error->ok()) *first_error = plan.status();
@@ -137,6 +138,20 @@ std::vector<std::string> JobManager::WarmStartFor(const v1::JobSpec& spec,
     configs.push_back(neighbour.config_text);
   }
   return configs;
+}
+
+std::vector<FleetTrial> JobManager::HistoryFor(const v1::JobSpec& spec,
+                                               const std::string& model) const {
+  if (index_ == nullptr || spec.strategy() != "model" || !spec.config_set().empty()) return {};
+  absl::StatusOr<std::vector<FleetTrial>> history = FleetHistory(
+      *index_, store_, spec.kernel().name(), spec.shape(), model, options_.history);
+  if (!history.ok()) {
+    // The job still searches, on its own results only.
+    spdlog::warn("the fleet's history of kernel {} on {} is not read: {}", spec.kernel().name(),
+                 model, history.status().ToString());
+    return {};
+  }
+  return *std::move(history);
 }
 
 int JobManager::ActiveJobsOf(const std::string& owner) {
@@ -285,6 +300,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
   if (snapshot.id().empty()) return Get(job_id);  // finished already, or NotFound
   v1::Job* view = snapshot.stored.mutable_last_view();
   view->set_state(v1::JOB_STATE_CANCELLED);
+  view->set_stop_reason(v1::STOP_REASON_CANCELLED);
   view->set_reason("cancelled by a client");
   view->set_updated_unix_ms(absl::ToUnixMillis(clock_()));
   ++snapshot.version;
@@ -301,6 +317,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
       SetState(job, v1::JOB_STATE_CANCELLED, view->reason());
       v1::Job cancelled = View(*job);
       job_log::Finished(cancelled);
+      metrics_->SearchFinished(v1::STOP_REASON_CANCELLED);
       Evict(job);
       return cancelled;
     }
@@ -435,6 +452,7 @@ std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, Lease lease, in
   const Lease& granted = leases_.Grant(std::move(lease));
   const std::string lease_id = granted.id;
   const int64_t epoch = granted.epoch;
+  ApplyTimeBudget(job);
   bool finalists = false;
   std::vector<uint64_t> ordinals = target.trials->Take(max, lease_id, epoch, &finalists);
   if (ordinals.empty()) {
@@ -464,11 +482,34 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
   }
   metrics_->LeaseGranted(static_cast<int>(lease.ordinals.size()));
   if (job->view.state() == v1::JOB_STATE_QUEUED) {
+    if (job->view.started_unix_ms() == 0) {
+      job->view.set_started_unix_ms(absl::ToUnixMillis(clock_()));
+    }
     SetState(job, v1::JOB_STATE_RUNNING, "");
     job_log::Started(job->view, lease);
     pending->snapshots.push_back(Snapshot(*job));
   }
   return grant;
+}
+
+bool JobManager::ApplyTimeBudget(Job* job) {
+  const int64_t budget = job->spec->time_budget_seconds();
+  const int64_t started = job->view.started_unix_ms();
+  if (budget <= 0 || started == 0 || IsFinal(job->view.state()) ||
+      clock_() < absl::FromUnixMillis(started) + absl::Seconds(budget)) {
+    return false;
+  }
+  bool stopped = false;
+  for (Target& target : job->targets) {
+    if (target.trials == nullptr ||
+        target.trials->stop_reason() != v1::STOP_REASON_UNSPECIFIED) {
+      continue;
+    }
+    target.trials->StopSearch(v1::STOP_REASON_TIME_BUDGET);
+    stopped = true;
+  }
+  if (stopped) Changed(job);
+  return stopped;
 }
 
 double JobManager::BestFor(const Target& target, const Lease& lease) {
@@ -643,6 +684,10 @@ void JobManager::Tick() {
             return t.verification != nullptr && !t.verification->done();
           });
       if (verifying) MaybeFinish(job.get(), &pending);  // an auto verification's deadline
+      if (ApplyTimeBudget(job.get())) {
+        pending.work = true;  // the finalists round may be ready
+        MaybeFinish(job.get(), &pending);
+      }
     }
     RepairStranded(&pending);
     ExplainStalls();
@@ -753,6 +798,7 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
   finish.snapshot = Snapshot(*job);
   v1::Job* view = finish.snapshot.stored.mutable_last_view();
   view->set_state(succeeded > 0 ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED);
+  if (succeeded == 0) view->set_stop_reason(v1::STOP_REASON_FAILED);
   view->set_reason(absl::StrJoin(failed, "; "));
   view->set_updated_unix_ms(absl::ToUnixMillis(clock_()));
   ++finish.snapshot.version;
@@ -806,6 +852,7 @@ void JobManager::CompleteFinish(const Finish& finish, bool stored) {
   for (double speedup : finish.speedups) metrics_->SpeedupObserved(speedup);
   const v1::Job& view = finish.snapshot.stored.last_view();
   job_log::Finished(view);
+  metrics_->SearchFinished(view.stop_reason());
   SetState(job, view.state(), view.reason());
   leases_.TakeJob(finish.job_id);
   Evict(job);
@@ -839,6 +886,7 @@ absl::Status JobManager::Recover() {
     if (resumed.ok()) continue;
     v1::Job* view = snapshot.stored.mutable_last_view();
     view->set_state(v1::JOB_STATE_FAILED);
+    view->set_stop_reason(v1::STOP_REASON_FAILED);
     view->set_reason(absl::StrCat("cannot be resumed after a restart: ", resumed.message()));
     ++snapshot.version;
     RETURN_IF_ERROR(repository_.Save(snapshot));
@@ -860,6 +908,9 @@ absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
     if (index_ != nullptr) index_->PutKernel(*job->spec);
   }
   job->view = snapshot.stored.last_view();
+  if (job->view.state() == v1::JOB_STATE_RUNNING && job->view.started_unix_ms() == 0) {
+    job->view.set_started_unix_ms(absl::ToUnixMillis(clock_()));  // stored by an older coordinator
+  }
   job->view.clear_targets();
   job->view.clear_outcomes();
   job->view.clear_top_trials();
@@ -871,7 +922,8 @@ absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
     Target target;
     target.info = info;
     if (!info.cached()) {
-      ASSIGN_OR_RETURN(target.trials, ResumeTarget(limits_, *job->spec, info));
+      ASSIGN_OR_RETURN(target.trials, ResumeTarget(limits_, *job->spec, info,
+                                                   HistoryFor(*job->spec, info.device_model())));
     }
     for (const TrialRecord& trial : trials) {
       if (target.trials == nullptr || trial.tuning_key != info.tuning_key() ||

@@ -70,6 +70,10 @@ struct JobManagerOptions {
   // Best configs of the nearest tuned shapes (same kernel; the same device
   // model and toolkit first) a new target measures right after the default.
   int warm_start = 8;
+  // The model strategy's training rows from the fleet (fleet_history.h):
+  // trials of at most this many tuned shapes of the same kernel and device
+  // model, and at most this many rows in all. Default 8 shapes, 512 rows.
+  FleetHistoryLimits history;
   // Largest total size of a job's source files. Default 4 MiB.
   int64_t max_source_bytes = 4 << 20;
   // Largest total size of a job's tensors under its default config (what a
@@ -232,6 +236,9 @@ class JobManager {
   // The configs a new target of `spec` on `device` measures first.
   std::vector<std::string> WarmStartFor(const v1::JobSpec& spec,
                                         const WorkerDevice& device) const;
+  // The model strategy's training rows for a target of `spec` on `model`;
+  // empty for other strategies, and (logged) when the store fails.
+  std::vector<FleetTrial> HistoryFor(const v1::JobSpec& spec, const std::string& model) const;
   std::vector<Target> PlanTargets(const v1::JobSpec& spec,
                                   const std::vector<WorkerDevice>& devices,
                                   absl::Status* first_error);
@@ -240,6 +247,11 @@ class JobManager {
                                       Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   LeaseGrant GrantOf(Job* job, const Lease& lease, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The time budget: once the job has run time_budget_seconds since it
+  // started (started_unix_ms, stored with the job, so that the time a
+  // coordinator was down counts), every target still searching stops.
+  // Returns true when it stopped one.
+  bool ApplyTimeBudget(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What a lease of `target` is told of its best (LeaseGrant::best_seconds).
   static double BestFor(const Target& target, const Lease& lease);
   // A verification lease of `target`, when `verifier` may verify it.

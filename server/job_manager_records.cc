@@ -33,6 +33,28 @@ v1::Target TargetView(const v1::StoredTarget& info) {
   return target;
 }
 
+// The job's stop reason from its targets' (see v1::Job.stop_reason):
+// UNSPECIFIED while one still searches.
+v1::StopReason CombinedStopReason(const std::vector<v1::StopReason>& reasons, bool any_cached) {
+  if (reasons.empty()) return any_cached ? v1::STOP_REASON_CACHED : v1::STOP_REASON_UNSPECIFIED;
+  for (v1::StopReason reason : reasons) {
+    if (reason == v1::STOP_REASON_UNSPECIFIED) return v1::STOP_REASON_UNSPECIFIED;
+  }
+  for (v1::StopReason reason : {v1::STOP_REASON_TIME_BUDGET, v1::STOP_REASON_PLATEAU,
+                                v1::STOP_REASON_TRIAL_BUDGET}) {
+    if (std::find(reasons.begin(), reasons.end(), reason) != reasons.end()) return reason;
+  }
+  return reasons.front();
+}
+
+v1::StopReason StopReasonOfState(v1::JobState state) {
+  switch (state) {
+    case v1::JOB_STATE_CANCELLED: return v1::STOP_REASON_CANCELLED;
+    case v1::JOB_STATE_FAILED: return v1::STOP_REASON_FAILED;
+    default: return v1::STOP_REASON_UNSPECIFIED;
+  }
+}
+
 }  // namespace
 
 std::string JobManager::MissingWorkers(const Job& job) const {
@@ -81,12 +103,26 @@ v1::Job JobManager::View(const Job& job) const {
   view.set_strategy(job.spec->config_set().empty()
                         ? (job.spec->strategy().empty() ? "exhaustive" : job.spec->strategy())
                         : absl::StrCat("config_set:", job.spec->config_set()));
+  const bool budgeted = job.spec->config_set().empty() && !job.spec->strategy().empty() &&
+                        job.spec->strategy() != "exhaustive";
+  view.set_trials_budget(budgeted ? (job.spec->budget() > 0 ? job.spec->budget() : 64) : 0);
+  view.set_time_budget_seconds(job.spec->time_budget_seconds());
+  view.set_plateau_batches(job.spec->plateau_batches());
   std::map<int, int64_t> outcomes;
+  std::vector<v1::StopReason> stop_reasons;
+  bool any_cached = false;
   for (const Target& target : job.targets) {
     v1::Target* info = view.add_targets();
     *info = TargetView(target.info);
-    if (target.trials == nullptr) continue;
+    if (target.trials == nullptr) {
+      info->set_stop_reason(v1::STOP_REASON_CACHED);
+      any_cached = true;
+      continue;
+    }
     const TargetTrials& trials = *target.trials;
+    info->set_stop_reason(trials.stop_reason());
+    info->set_batches_without_improvement(trials.batches_without_improvement());
+    stop_reasons.push_back(trials.stop_reason());
     info->set_trials_total(trials.total());
     info->set_trials_done(trials.done());
     view.set_trials_total(view.trials_total() + trials.total());
@@ -114,6 +150,10 @@ v1::Job JobManager::View(const Job& job) const {
       }
     }
   }
+  const v1::StopReason by_state = StopReasonOfState(view.state());
+  view.set_stop_reason(by_state != v1::STOP_REASON_UNSPECIFIED
+                           ? by_state
+                           : CombinedStopReason(stop_reasons, any_cached));
   for (const auto& [status, count] : outcomes) {
     v1::StatusCount* entry = view.add_outcomes();
     entry->set_status(static_cast<v1::TrialStatus>(status));

@@ -57,6 +57,9 @@ class CoordinatorMetrics {
   // Trials waiting to be leased now, per device model, for every model
   // with unfinished jobs (a model left out has none).
   virtual void QueuedTrials(const std::vector<std::pair<std::string, int64_t>>& by_model) = 0;
+  // A job's search ended (the job finished, failed or was cancelled), for
+  // `reason`.
+  virtual void SearchFinished(v1::StopReason reason) = 0;
 };
 
 // Not final: a test records what it needs by overriding a method or two.
@@ -78,6 +81,7 @@ class NullMetrics : public CoordinatorMetrics {
   void StoreOperation(absl::string_view, absl::StatusCode, absl::Duration) override {}
   void CallFinished(absl::string_view, absl::StatusCode, absl::Duration) override {}
   void QueuedTrials(const std::vector<std::pair<std::string, int64_t>>&) override {}
+  void SearchFinished(v1::StopReason) override {}
 };
 
 }  // namespace tunefleet::server

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <memory>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "server/adaptive_strategy.h"
 #include "server/cost_model.h"
@@ -21,10 +22,12 @@ constexpr double kFailurePenalty = std::log(2.0);  // a failure: twice the slowe
 class ModelStrategy : public AdaptiveStrategy {
  public:
   ModelStrategy(ConfigSpace* space, ValidConfigs valid, int64_t budget, uint64_t seed,
-                std::vector<uint64_t> leading)
+                std::vector<uint64_t> leading, const std::vector<PriorResult>& history)
       : AdaptiveStrategy(space, std::move(valid), budget, seed, std::move(leading)),
         model_(CostModelOptions{.seed = seed}) {
-    features_ = digits().params() + space->derived_count() + (space->has_priority() ? 1 : 0);
+    KeepHistory(history);
+    features_ = digits().params() + space->derived_count() + (space->has_priority() ? 1 : 0) +
+                (history_.empty() ? 0 : 1);
   }
 
  protected:
@@ -38,7 +41,11 @@ class ModelStrategy : public AdaptiveStrategy {
   std::vector<uint64_t> Choose(int max) override {
     size_t ok = 0;
     for (const Observation& o : observations()) ok += o.ok;
-    if (ok < kMinResults) return Unlearned(max);
+    // The spec's priority knows the shape and the history does not: with a
+    // priority, the history waits for the job's own first results.
+    if (ok < kMinResults && (space()->has_priority() || ok + history_.size() < kMinResults)) {
+      return Unlearned(max);
+    }
     if ((stale_ || !model_.fitted()) && Fit()) {
       stale_ = false;
       fitted_on_ = observations().size();
@@ -49,7 +56,7 @@ class ModelStrategy : public AdaptiveStrategy {
     if (candidates.empty()) return {};
     std::vector<float> rows;
     rows.reserve(candidates.size() * features_);
-    for (uint64_t ordinal : candidates) AppendFeatures(ordinal, &rows);
+    for (uint64_t ordinal : candidates) AppendFeatures(ordinal, /*own=*/true, &rows);
     absl::StatusOr<std::vector<float>> predicted = model_.Predict(rows, features_);
     if (!predicted.ok()) return Unlearned(max);
     std::vector<size_t> order(candidates.size());
@@ -71,6 +78,30 @@ class ModelStrategy : public AdaptiveStrategy {
   }
 
  private:
+  // The valid configs of `history`, each time as its log relative to the
+  // fastest of its shape; the fastest few kept apart, fastest first.
+  void KeepHistory(const std::vector<PriorResult>& history) {
+    absl::flat_hash_map<int, double> fastest;  // log-seconds per shape
+    std::vector<const PriorResult*> valid_rows;
+    for (const PriorResult& row : history) {
+      if (!(row.seconds > 0) || row.ordinal >= space()->full_size() || !IsValid(row.ordinal)) {
+        continue;
+      }
+      valid_rows.push_back(&row);
+      auto [it, inserted] = fastest.emplace(row.shape, std::log(row.seconds));
+      if (!inserted) it->second = std::min(it->second, std::log(row.seconds));
+    }
+    for (const PriorResult* row : valid_rows) {
+      history_.push_back({row->ordinal, std::log(row->seconds) - fastest[row->shape]});
+    }
+    std::vector<Prior> ranked = history_;
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const Prior& a, const Prior& b) { return a.relative < b.relative; });
+    for (size_t i = 0; i < std::min(kNeighboursOf, ranked.size()); ++i) {
+      history_fastest_.push_back(ranked[i].ordinal);
+    }
+  }
+
   // Before the model has enough to learn from: the best by priority of a
   // uniform sample, or a uniform draw.
   std::vector<uint64_t> Unlearned(int max) {
@@ -156,8 +187,16 @@ class ModelStrategy : public AdaptiveStrategy {
       if (!ordinal.has_value()) break;
       if (seen.insert(*ordinal).second) out.push_back(*ordinal);
     }
-    for (const Observation& best : Fastest(kNeighboursOf)) {
-      std::vector<int> genes = digits().Digits(best.ordinal);
+    // The fastest of the job and of the history, and their neighbours.
+    std::vector<uint64_t> seeds;
+    for (const Observation& best : Fastest(kNeighboursOf)) seeds.push_back(best.ordinal);
+    seeds.insert(seeds.end(), history_fastest_.begin(), history_fastest_.end());
+    for (uint64_t seed : seeds) {
+      if (!Used(seed) && !seen.contains(seed)) {  // history configs are valid
+        seen.insert(seed);
+        out.push_back(seed);
+      }
+      std::vector<int> genes = digits().Digits(seed);
       for (int p = 0; p < digits().params(); ++p) {
         const int kept = genes[p];
         for (int v = 0; v < digits().radix(p); ++v) {
@@ -175,29 +214,51 @@ class ModelStrategy : public AdaptiveStrategy {
     return out;
   }
 
-  void AppendFeatures(uint64_t ordinal, std::vector<float>* rows) {
+  // With a history, the last feature says whether the row is the job's own
+  // (1) or the history's (0): where the job's results disagree with the
+  // history, the trees can tell them apart.
+  void AppendFeatures(uint64_t ordinal, bool own, std::vector<float>* rows) {
     for (double value : digits().Values(ordinal)) rows->push_back(static_cast<float>(value));
     space()->Bind(ordinal);
     for (int i = 0; i < space()->derived_count(); ++i) {
       rows->push_back(static_cast<float>(space()->DerivedValue(i)));
     }
     if (space()->has_priority()) rows->push_back(static_cast<float>(space()->Priority()));
+    if (!history_.empty()) rows->push_back(own ? 1.0f : 0.0f);
   }
 
+  // Targets: log-times relative to the fastest of their shape (the job's
+  // own: its fastest so far), so that shapes of different sizes agree.
   bool Fit() {
-    double slowest = -HUGE_VAL;
+    double fastest = HUGE_VAL, slowest = -HUGE_VAL;
     for (const Observation& o : observations()) {
-      if (o.ok) slowest = std::max(slowest, std::log(o.seconds));
+      if (!o.ok) continue;
+      fastest = std::min(fastest, std::log(o.seconds));
+      slowest = std::max(slowest, std::log(o.seconds));
     }
     std::vector<float> rows, targets;
     for (const Observation& o : observations()) {
-      AppendFeatures(o.ordinal, &rows);
-      targets.push_back(static_cast<float>(o.ok ? std::log(o.seconds) : slowest + kFailurePenalty));
+      if (!o.ok && slowest == -HUGE_VAL) continue;  // nothing to compare a failure to
+      AppendFeatures(o.ordinal, /*own=*/true, &rows);
+      targets.push_back(static_cast<float>(
+          (o.ok ? std::log(o.seconds) : slowest + kFailurePenalty) - fastest));
     }
+    for (const Prior& prior : history_) {
+      AppendFeatures(prior.ordinal, /*own=*/false, &rows);
+      targets.push_back(static_cast<float>(prior.relative));
+    }
+    if (targets.empty()) return false;
     return model_.Fit(rows, features_, targets).ok();
   }
 
+  struct Prior {
+    uint64_t ordinal = 0;
+    double relative = 0;  // log-seconds over the fastest of its shape
+  };
+
   CostModel model_;
+  std::vector<Prior> history_;
+  std::vector<uint64_t> history_fastest_;  // the history's fastest, for candidates
   int features_ = 0;
   bool stale_ = true;
   size_t fitted_on_ = 0;  // results the model was last fitted to
@@ -208,8 +269,10 @@ class ModelStrategy : public AdaptiveStrategy {
 
 std::unique_ptr<SearchStrategy> MakeModelStrategy(ConfigSpace* space, ValidConfigs valid,
                                                   int64_t budget, uint64_t seed,
-                                                  std::vector<uint64_t> leading) {
-  return std::make_unique<ModelStrategy>(space, std::move(valid), budget, seed, std::move(leading));
+                                                  std::vector<uint64_t> leading,
+                                                  std::vector<PriorResult> history) {
+  return std::make_unique<ModelStrategy>(space, std::move(valid), budget, seed, std::move(leading),
+                                         history);
 }
 
 }  // namespace tunefleet::server

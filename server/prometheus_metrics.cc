@@ -21,6 +21,7 @@ namespace {
 
 constexpr int kJobStates = v1::JobState_ARRAYSIZE;
 constexpr int kTrialStatuses = v1::TrialStatus_ARRAYSIZE;
+constexpr int kStopReasons = v1::StopReason_ARRAYSIZE;
 
 // "JOB_STATE_RUNNING" -> "running".
 std::string Label(const std::string& enum_name, const std::string& prefix) {
@@ -44,6 +45,7 @@ struct PrometheusMetrics::Families {
   prometheus::Counter* unauthenticated = nullptr;
   prometheus::Counter* permission_denied = nullptr;
   std::array<prometheus::Counter*, 3> verifications{};
+  std::array<prometheus::Counter*, kStopReasons> searches{};
   prometheus::Gauge* quarantined = nullptr;
   prometheus::Family<prometheus::Histogram>* store_operations = nullptr;
   prometheus::Family<prometheus::Counter>* store_errors = nullptr;
@@ -165,6 +167,13 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
   f.verifications = {&verifications.Add({{"outcome", "agreed"}}),
                      &verifications.Add({{"outcome", "disagreed"}}),
                      &verifications.Add({{"outcome", "unverified"}})};
+  auto& searches = prometheus::BuildCounter()
+                       .Name("tunefleet_coordinator_searches_finished_total")
+                       .Help("Jobs whose search ended, by why it stopped")
+                       .Register(registry);
+  for (int r = 1; r < kStopReasons; ++r) {
+    f.searches[r] = &searches.Add({{"reason", Label(v1::StopReason_Name(r), "STOP_REASON_")}});
+  }
   f.quarantined = &prometheus::BuildGauge()
                        .Name("tunefleet_coordinator_workers_quarantined")
                        .Help("Worker principals quarantined (results refused)")
@@ -226,6 +235,10 @@ void PrometheusMetrics::CallRefused(bool authenticated) {
 }
 
 void PrometheusMetrics::StoreHealthy(bool healthy) { families_->store_up->Set(healthy ? 1 : 0); }
+
+void PrometheusMetrics::SearchFinished(v1::StopReason reason) {
+  if (reason > 0 && reason < kStopReasons) families_->searches[reason]->Increment();
+}
 
 void PrometheusMetrics::VerificationFinished(Verification outcome) {
   families_->verifications[static_cast<int>(outcome)]->Increment();

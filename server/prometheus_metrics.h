@@ -47,6 +47,7 @@ class PrometheusMetrics final : public CoordinatorMetrics {
   void CallFinished(absl::string_view method, absl::StatusCode code,
                     absl::Duration elapsed) override;
   void QueuedTrials(const std::vector<std::pair<std::string, int64_t>>& by_model) override;
+  void SearchFinished(v1::StopReason reason) override;
 
  private:
   struct Families;

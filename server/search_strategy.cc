@@ -18,8 +18,8 @@ constexpr int64_t kMaxValidHeld = int64_t{1} << 22;
 // Proposes a fixed list of configs in order.
 class ListStrategy : public SearchStrategy {
  public:
-  explicit ListStrategy(std::vector<uint64_t> ordinals)
-      : ordinals_(std::move(ordinals)) {}
+  ListStrategy(std::vector<uint64_t> ordinals, bool covers_space)
+      : ordinals_(std::move(ordinals)), covers_space_(covers_space) {}
   std::vector<uint64_t> Propose(int max) override {
     std::vector<uint64_t> out;
     while (next_ < ordinals_.size() && static_cast<int>(out.size()) < max) {
@@ -32,9 +32,11 @@ class ListStrategy : public SearchStrategy {
   int64_t planned_total() const override {
     return static_cast<int64_t>(ordinals_.size());
   }
+  bool covers_space() const override { return covers_space_; }
 
  private:
   std::vector<uint64_t> ordinals_;
+  bool covers_space_;
   size_t next_ = 0;
 };
 
@@ -66,6 +68,7 @@ class ExhaustiveStrategy : public SearchStrategy {
   void Observe(uint64_t, const v1::TrialResult&) override {}
   bool Exhausted() const override { return proposed_ >= total_; }
   int64_t planned_total() const override { return total_; }
+  bool covers_space() const override { return true; }
 
  private:
   bool NextOrdinal(uint64_t* ordinal) {
@@ -94,9 +97,9 @@ class ExhaustiveStrategy : public SearchStrategy {
 // configs are taken out of it, so it does not depend on them: a re-tune
 // whose warm start adds the previous winner in front proposes the same
 // configs as the first run but for the last ones, and a worker's artifact
-// cache serves them.
+// cache serves them. `*whole`: whether the sample is every valid config.
 std::vector<uint64_t> SampleValid(ConfigSpace* space, int64_t budget, uint64_t seed,
-                                  const std::vector<uint64_t>& leading) {
+                                  const std::vector<uint64_t>& leading, bool* whole) {
   std::mt19937_64 rng(seed);
   std::vector<uint64_t> reservoir;
   ConfigEnumerator enumerator(space);
@@ -114,6 +117,7 @@ std::vector<uint64_t> SampleValid(ConfigSpace* space, int64_t budget, uint64_t s
       }
     }
   }
+  *whole = seen <= budget;
   std::shuffle(reservoir.begin(), reservoir.end(), rng);
   const absl::flat_hash_set<uint64_t> leads(leading.begin(), leading.end());
   std::vector<uint64_t> out(leading.begin(),
@@ -149,7 +153,7 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
           "the config set has ", options.only.size(), " configs, over the cap of ",
           options.max_trials));
     }
-    return std::make_unique<ListStrategy>(options.only);
+    return std::make_unique<ListStrategy>(options.only, /*covers_space=*/true);
   }
   const std::vector<uint64_t> leading = Leading(space, options);
   if (options.name == "exhaustive" || options.name.empty()) {
@@ -176,12 +180,14 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
           "a budget of ", options.budget, " is over the cap of ", options.max_trials,
           " configs per job"));
     }
-    std::vector<uint64_t> sample = SampleValid(space, options.budget, options.seed, leading);
+    bool whole = false;
+    std::vector<uint64_t> sample =
+        SampleValid(space, options.budget, options.seed, leading, &whole);
     if (sample.empty()) {
       return absl::InvalidArgumentError(
           "the config space is empty: no config satisfies every constraint");
     }
-    return std::make_unique<ListStrategy>(std::move(sample));
+    return std::make_unique<ListStrategy>(std::move(sample), whole);
   }
   if (options.name == "model" || options.name == "evolutionary") {
     if (options.budget <= 0) {
@@ -199,7 +205,8 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
           "the config space is empty: no config satisfies every constraint");
     }
     return options.name == "model"
-               ? MakeModelStrategy(space, std::move(valid), options.budget, options.seed, leading)
+               ? MakeModelStrategy(space, std::move(valid), options.budget, options.seed, leading,
+                                   options.history)
                : MakeEvolutionaryStrategy(space, std::move(valid), options.budget,
                                           options.seed, leading);
   }

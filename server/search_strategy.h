@@ -28,10 +28,22 @@ class SearchStrategy {
   virtual bool Exhausted() const = 0;
   // How many configs the strategy will have proposed in the end.
   virtual int64_t planned_total() const = 0;
+  // True when what it proposes in the end is every valid config of the
+  // space (or every config of a named set), false when a budget of trials
+  // leaves some out: why the search stopped once Exhausted.
+  virtual bool covers_space() const = 0;
 };
 
 // The strategy names MakeStrategy knows, for messages.
 inline constexpr char kStrategyNames[] = "exhaustive, random, model or evolutionary";
+
+// A config measured for another shape (the fleet's history,
+// fleet_history.h), as a config of this space.
+struct PriorResult {
+  uint64_t ordinal = 0;
+  double seconds = 0;  // median, > 0
+  int shape = 0;       // times compare only within one shape
+};
 
 struct StrategyOptions {
   std::string name = "exhaustive";  // see kStrategyNames
@@ -47,6 +59,10 @@ struct StrategyOptions {
   std::vector<uint64_t> warm_start;
   // When set, exactly these configs (a named config set), in order.
   std::vector<uint64_t> only;
+  // Model: training rows besides the job's own results (they are not
+  // proposals: they neither count against the budget nor mark a config
+  // measured). Ignored by the other strategies.
+  std::vector<PriorResult> history;
 };
 
 // Builds a strategy over `space` in at most one walk of its valid configs

@@ -15,11 +15,12 @@ TargetTrials::TargetTrials(std::unique_ptr<ConfigSpace> space,
                            std::unique_ptr<SearchStrategy> strategy,
                            int max_attempts,
                            std::optional<uint64_t> default_ordinal,
-                           int finalists)
+                           int finalists, int plateau_batches)
     : space_(std::move(space)),
       strategy_(std::move(strategy)),
       max_attempts_(max_attempts),
       default_ordinal_(default_ordinal),
+      plateau_(plateau_batches),
       finalists_(finalists) {}
 
 std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
@@ -30,7 +31,8 @@ std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
     taken.push_back(requeued_.front());
     requeued_.pop_front();
   }
-  while (static_cast<int>(taken.size()) < max && !strategy_->Exhausted()) {
+  const size_t requeued = taken.size();
+  while (static_cast<int>(taken.size()) < max && !ProposalsOver()) {
     std::vector<uint64_t> proposed =
         strategy_->Propose(max - static_cast<int>(taken.size()));
     if (proposed.empty()) break;
@@ -51,6 +53,7 @@ std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
     slot.epoch = epoch;
   }
   leased_ += static_cast<int64_t>(taken.size());
+  plateau_.Proposed(std::vector<uint64_t>(taken.begin() + requeued, taken.end()));
   if (!taken.empty()) return taken;
   MaybeStartFinals();
   if (finals_ != Finals::kWaiting) return taken;
@@ -78,8 +81,25 @@ bool TargetTrials::Complete(uint64_t ordinal, const std::string& lease_id,
   return true;
 }
 
+bool TargetTrials::ProposalsOver() const {
+  return stopped_ != v1::STOP_REASON_UNSPECIFIED || strategy_->Exhausted();
+}
+
 bool TargetTrials::SearchOver() const {
-  return requeued_.empty() && leased_ == 0 && strategy_->Exhausted();
+  return requeued_.empty() && leased_ == 0 && ProposalsOver();
+}
+
+void TargetTrials::StopSearch(v1::StopReason reason) {
+  if (ProposalsOver()) return;
+  stopped_ = reason;
+  MaybeStartFinals();
+}
+
+v1::StopReason TargetTrials::stop_reason() const {
+  if (stopped_ != v1::STOP_REASON_UNSPECIFIED) return stopped_;
+  if (!strategy_->Exhausted()) return v1::STOP_REASON_UNSPECIFIED;
+  return strategy_->covers_space() ? v1::STOP_REASON_SPACE_EXHAUSTED
+                                   : v1::STOP_REASON_TRIAL_BUDGET;
 }
 
 void TargetTrials::MaybeStartFinals() {
@@ -201,6 +221,12 @@ void TargetTrials::Record(uint64_t ordinal, const v1::TrialResult& result) {
   ++done_;
   ++outcome_counts_[result.status()];
   strategy_->Observe(ordinal, result);
+  const bool ranked = result.status() == v1::TRIAL_STATUS_OK && !result.cut_early();
+  plateau_.Recorded(ordinal,
+                    ranked ? std::optional<double>(result.measurement().median_seconds())
+                           : std::nullopt,
+                    best_seconds());
+  if (plateau_.reached() && !ProposalsOver()) stopped_ = v1::STOP_REASON_PLATEAU;
   if (result.status() != v1::TRIAL_STATUS_OK) {
     if (first_error_.empty()) {
       first_error_ = absl::StrCat(v1::TrialStatus_Name(result.status()), ": ",
@@ -228,10 +254,12 @@ bool TargetTrials::Finished() const {
 }
 
 bool TargetTrials::HasWork() const {
-  return !requeued_.empty() || !strategy_->Exhausted() || finals_ == Finals::kWaiting;
+  return !requeued_.empty() || !ProposalsOver() || finals_ == Finals::kWaiting;
 }
 
 int64_t TargetTrials::total() const {
+  // Stopped by a rule: what was handed out (or restored) is all there will be.
+  if (stopped_ != v1::STOP_REASON_UNSPECIFIED) return static_cast<int64_t>(slots_.size());
   return std::max<int64_t>(strategy_->planned_total(), done_);
 }
 

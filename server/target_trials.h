@@ -16,6 +16,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "common/config_space.h"
 #include "server/search_strategy.h"
+#include "server/stop_rules.h"
+#include "tunefleet/v1/tuning_service.pb.h"
 #include "tunefleet/v1/types.pb.h"
 
 namespace tunefleet::server {
@@ -34,9 +36,11 @@ class TargetTrials {
   // `finalists`: when the search is over, the fastest `finalists` OK configs
   // (if at least two) are measured again in one finalists lease, and the
   // winner comes from that round; 0 or 1 turns the round off.
+  // `plateau_batches`: the plateau rule (stop_rules.h); 0 turns it off.
   TargetTrials(std::unique_ptr<ConfigSpace> space,
                std::unique_ptr<SearchStrategy> strategy, int max_attempts,
-               std::optional<uint64_t> default_ordinal, int finalists);
+               std::optional<uint64_t> default_ordinal, int finalists,
+               int plateau_batches = 0);
 
   // Hands out up to `max` configs to (lease_id, epoch): re-queued configs
   // first, then new proposals of the strategy; once the search is over, the
@@ -66,6 +70,18 @@ class TargetTrials {
 
   // Marks a config done from a stored trial (coordinator restart).
   void Restore(uint64_t ordinal, const v1::TrialResult& result);
+
+  // Ends the search for `reason` (a stop rule): the strategy is asked for
+  // nothing more; configs leased or queued again finish, then the finalists
+  // round runs as after any search. The first reason stands; a search that
+  // ended on its own is not changed.
+  // REQUIRES: `reason` is TIME_BUDGET or PLATEAU.
+  void StopSearch(v1::StopReason reason);
+  // Why the search ended: the rule that stopped it, else (once the strategy
+  // is exhausted) SPACE_EXHAUSTED or TRIAL_BUDGET (SearchStrategy::
+  // covers_space); UNSPECIFIED while it still proposes.
+  v1::StopReason stop_reason() const;
+  int batches_without_improvement() const { return plateau_.batches_without_improvement(); }
 
   // Nothing waits, nothing is leased, and the strategy has nothing more.
   bool Finished() const;
@@ -102,6 +118,8 @@ class TargetTrials {
   };
   enum class Finals { kNotYet, kWaiting, kLeased, kDone };
   void Record(uint64_t ordinal, const v1::TrialResult& result);
+  // The strategy proposes nothing more: exhausted, or stopped by a rule.
+  bool ProposalsOver() const;
   bool SearchOver() const;
   void MaybeStartFinals();
   bool CompleteFinalist(uint64_t ordinal, const v1::TrialResult& result);
@@ -119,6 +137,8 @@ class TargetTrials {
   absl::flat_hash_map<int, int64_t> outcome_counts_;
   std::optional<double> default_seconds_;
   std::string first_error_;
+  PlateauRule plateau_;
+  v1::StopReason stopped_ = v1::STOP_REASON_UNSPECIFIED;  // by a rule
 
   const int finalists_;
   Finals finals_ = Finals::kNotYet;

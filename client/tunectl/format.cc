@@ -28,10 +28,36 @@ std::string TrialsText(const Job& job) {
   return text;
 }
 
+// "time budget" for "time_budget"; "-" for none.
+std::string StopText(const std::string& reason) {
+  if (reason.empty()) return "-";
+  std::string text = reason;
+  std::replace(text.begin(), text.end(), '_', ' ');
+  return text;
+}
+
+// "random, budget 64; time budget 600 s, plateau 5 batches".
+std::string StrategyText(const Job& job) {
+  std::string text = job.strategy;
+  if (job.trials_budget > 0) absl::StrAppend(&text, ", budget ", job.trials_budget, " trials");
+  std::vector<std::string> rules;
+  if (job.time_budget_seconds > 0) {
+    rules.push_back(absl::StrCat("time budget ", job.time_budget_seconds, " s"));
+  }
+  if (job.plateau_batches > 0) {
+    rules.push_back(absl::StrCat("plateau ", job.plateau_batches, " batches"));
+  }
+  if (!rules.empty()) absl::StrAppend(&text, "; ", absl::StrJoin(rules, ", "));
+  return text;
+}
+
 std::string TargetDetails(const Job& job, const JobTarget& target) {
   std::vector<Row> rows = {
       {"  key", target.tuning_key},
       {"  trials", absl::StrCat(target.trials_done, "/", target.trials_total)}};
+  if (!target.stop_reason.empty() && job.targets.size() > 1) {
+    rows.push_back({"  stopped", StopText(target.stop_reason)});
+  }
   if (target.cached)
     rows.push_back({"  cached", "yes (answered from the store)"});
   rows.push_back(
@@ -72,6 +98,7 @@ Json JobToJson(const Job& job) {
                        {"best_config", target.best_config},
                        {"best_seconds", target.best_seconds},
                        {"default_seconds", target.default_seconds},
+                       {"stop_reason", target.stop_reason},
                        {"speed_up", SpeedUp(target)}});
   }
   Json top_trials = Json::array();
@@ -94,7 +121,12 @@ Json JobToJson(const Job& job) {
           {"targets", std::move(targets)},
           {"top_trials", std::move(top_trials)},
           {"created_unix_ms", job.created_unix_ms},
-          {"updated_unix_ms", job.updated_unix_ms}};
+          {"updated_unix_ms", job.updated_unix_ms},
+          {"stop_reason", job.stop_reason},
+          {"trials_budget", job.trials_budget},
+          {"time_budget_seconds", job.time_budget_seconds},
+          {"plateau_batches", job.plateau_batches},
+          {"started_unix_ms", job.started_unix_ms}};
 }
 
 std::string DevicesText(const std::vector<DeviceInfo>& devices) {
@@ -250,9 +282,10 @@ std::string JobDetails(const Job& job) {
       {"kernel", absl::StrCat(job.kernel, "  ", job.shape)},
       {"state", JobStateName(job.state)}};
   if (!job.reason.empty()) rows.push_back({"reason", job.reason});
-  if (!job.strategy.empty()) rows.push_back({"strategy", job.strategy});
+  if (!job.strategy.empty()) rows.push_back({"strategy", StrategyText(job)});
   if (!job.owner.empty()) rows.push_back({"owner", job.owner});
   rows.push_back({"trials", TrialsText(job)});
+  if (!job.stop_reason.empty()) rows.push_back({"stopped", StopText(job.stop_reason)});
   std::string text = Details(rows);
   for (const JobTarget& target : job.targets) {
     absl::StrAppend(&text, "\n", TargetDetails(job, target));
@@ -271,12 +304,15 @@ std::string JobsTable(const std::vector<Job>& jobs, absl::Time now, bool wide) {
     if (wide) {
       row.insert(row.end(), {job.owner.empty() ? "-" : job.owner,
                              job.strategy.empty() ? "-" : job.strategy,
-                             FormatOutcomes(job.outcomes), job.reason.empty() ? "-" : job.reason});
+                             StopText(job.stop_reason), FormatOutcomes(job.outcomes),
+                             job.reason.empty() ? "-" : job.reason});
     }
     rows.push_back(std::move(row));
   }
   Row header = {"ID", "KERNEL", "SHAPE", "STATE", "TRIALS", "BEST", "UPDATED"};
-  if (wide) header.insert(header.end(), {"OWNER", "STRATEGY", "OUTCOMES", "REASON"});
+  if (wide) {
+    header.insert(header.end(), {"OWNER", "STRATEGY", "STOPPED", "OUTCOMES", "REASON"});
+  }
   return RenderTable(header, rows);
 }
 

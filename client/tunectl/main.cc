@@ -137,6 +137,14 @@ CLI::App* DefineSubmit(CLI::App& app, Flags& flags) {
   cmd->add_option("--budget", r.budget,
                   "random, model, evolutionary: configs to try (default 64)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--time-budget", r.time_budget_seconds,
+                  "Stop proposing configs after this many seconds of the job's running "
+                  "time (configs already out finish; default: none)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--plateau", r.plateau_batches,
+                  "Stop after this many batches in a row improve the best by no more than "
+                  "1 % (default: none)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--config-set", r.config_set,
                   "Tune only this named config set");
   cmd->add_option("--device", r.device_model, "Tune only on this device model");

@@ -1,6 +1,8 @@
 #include "client/tunectl/trials.h"
 
+#include <charconv>
 #include <optional>
+#include <system_error>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -109,6 +111,14 @@ std::string TrialsJson(const std::string& job_id, const std::vector<Trial>& tria
   return JsonDocument({{"job_id", job_id}, {"trials", std::move(list)}});
 }
 
+// The shortest text that reads back as exactly `value`: a CSV replayed by
+// bench/search_bench finds the very times the job measured.
+std::string ExactNumber(double value) {
+  char buffer[32];
+  auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return error == std::errc() ? std::string(buffer, end) : absl::StrCat(value);
+}
+
 std::string TrialsCsv(const std::vector<Trial>& trials) {
   std::string csv =
       "config,device_model,status,median_seconds,p20_seconds,p80_seconds,samples,"
@@ -117,8 +127,8 @@ std::string TrialsCsv(const std::vector<Trial>& trials) {
   for (const Trial& trial : trials) {
     std::vector<std::string> fields = {
         trial.config, trial.device_model, trial.status,
-        absl::StrCat(trial.median_seconds), absl::StrCat(trial.p20_seconds),
-        absl::StrCat(trial.p80_seconds), absl::StrCat(trial.samples),
+        ExactNumber(trial.median_seconds), ExactNumber(trial.p20_seconds),
+        ExactNumber(trial.p80_seconds), absl::StrCat(trial.samples),
         absl::StrCat(trial.compile_seconds), trial.round, trial.worker_id,
         trial.device_id, trial.principal, absl::StrCat(trial.clock_mhz),
         trial.excluded ? "true" : "false", trial.tuning_key,

@@ -96,8 +96,28 @@ TEST(TunectlFormatTest, JobJsonIsStable) {
             "  \"targets\": [],\n"
             "  \"top_trials\": [],\n"
             "  \"created_unix_ms\": 0,\n"
-            "  \"updated_unix_ms\": 0\n"
+            "  \"updated_unix_ms\": 0,\n"
+            "  \"stop_reason\": \"\",\n"
+            "  \"trials_budget\": 0,\n"
+            "  \"time_budget_seconds\": 0,\n"
+            "  \"plateau_batches\": 0,\n"
+            "  \"started_unix_ms\": 0\n"
             "}\n");
+}
+
+TEST(TunectlFormatTest, StatusShowsTheStrategyBudgetStopRulesAndWhyItStopped) {
+  Job job = FinishedJob();
+  job.strategy = "model";
+  job.trials_budget = 64;
+  job.time_budget_seconds = 600;
+  job.plateau_batches = 5;
+  job.stop_reason = "time_budget";
+  const std::string text = JobDetails(job);
+  EXPECT_THAT(text, HasSubstr("model, budget 64 trials; time budget 600 s, plateau 5 batches"));
+  EXPECT_THAT(text, HasSubstr("stopped   time budget"));
+  EXPECT_THAT(JobsTable({job}, absl::FromUnixSeconds(0), /*wide=*/true),
+              HasSubstr("time budget"));
+  EXPECT_THAT(JobJson(job), HasSubstr("\"stop_reason\": \"time_budget\""));
 }
 
 TEST(TunectlFormatTest, JobJsonKeepsDecimalsAndSurvivesInvalidUtf8) {

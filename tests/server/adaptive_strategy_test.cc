@@ -4,6 +4,7 @@
 // the optimum with a small share of the space.
 #include <cmath>
 #include <functional>
+#include <random>
 #include <set>
 
 #include "common/config_space.h"
@@ -197,6 +198,62 @@ TEST(ModelStrategyTest, ProposesByPriorityBeforeAnyResult) {
   std::vector<uint64_t> first = (*strategy)->Propose(1);
   ASSERT_EQ(first.size(), 1u);
   EXPECT_EQ(ConfigToString((*space)->ConfigAt(first[0])), "P0=5,P1=6,P2=7,P3=8");
+}
+
+// The fleet's history of two other shapes (times three times and a quarter
+// of this shape's, the same landscape otherwise) is enough to start near the
+// optimum, before any result of the job's own.
+TEST(ModelStrategyTest, TrainsOnTheFleetsHistoryOfOtherShapes) {
+  v1::KernelSpec spec;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kSpec, &spec));
+  absl::StatusOr<std::unique_ptr<ConfigSpace>> space = ConfigSpace::Create(
+      spec, *NormalizeShape(spec, *ParseShape("N=1")), PlaceholderLimits(v1::BACKEND_CPU));
+  ASSERT_OK(space);
+  std::vector<uint64_t> valid;
+  ConfigEnumerator enumerator(space->get());
+  uint64_t ordinal = 0;
+  while (enumerator.Next(&ordinal)) valid.push_back(ordinal);
+  Landscape landscape;
+  auto seconds = [&](uint64_t ordinal) {
+    v1::TrialResult result = landscape.result((*space)->ConfigAt(ordinal));
+    return result.status() == v1::TRIAL_STATUS_OK ? result.measurement().median_seconds() : 0.0;
+  };
+  const uint64_t optimum = *(*space)->OrdinalOf(
+      *NormalizeConfig(spec, *ParseConfig("P0=9,P1=4,P2=7,P3=2")));
+  std::vector<PriorResult> history;
+  std::mt19937_64 rng(7);
+  for (int shape = 0; shape < 2; ++shape) {
+    const double scale = shape == 0 ? 3.0 : 0.25;
+    for (int i = 0; i < 150; ++i) {
+      const uint64_t config = valid[rng() % valid.size()];
+      if (config == optimum || seconds(config) == 0) continue;  // failures are not stored
+      history.push_back(PriorResult{config, scale * seconds(config), shape});
+    }
+  }
+
+  auto first_batch = [&](const std::vector<PriorResult>& prior) {
+    StrategyOptions options;
+    options.name = "model";
+    options.budget = 100;
+    options.seed = 3;
+    options.history = prior;
+    absl::StatusOr<std::unique_ptr<SearchStrategy>> strategy =
+        MakeStrategy(space->get(), options);
+    EXPECT_OK(strategy);
+    EXPECT_EQ((*strategy)->planned_total(), 100);  // the history is not proposals
+    return (*strategy)->Propose(4);  // the fifth pick would be an exploration
+  };
+  // A uniform draw is 6.2 times the optimum on average, and under 1.3 times
+  // it for 0.8% of the valid configs.
+  std::vector<uint64_t> learned = first_batch(history);
+  ASSERT_EQ(learned.size(), 4u);
+  for (uint64_t config : learned) {
+    EXPECT_GT(seconds(config), 0);
+    EXPECT_LT(seconds(config), 1.3e-3) << ConfigToString((*space)->ConfigAt(config));
+  }
+  std::vector<uint64_t> uniform = first_batch({});
+  ASSERT_EQ(uniform.size(), 4u);
+  EXPECT_NE(uniform, learned);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "common/spec_loader.h"
 #include "common/tuning_key.h"
 #include "gtest/gtest.h"
+#include "server/fleet_history.h"
 #include "tests/server/best_config_reference.h"
 #include "tests/support/test_support.h"
 
@@ -338,6 +339,118 @@ TEST_F(BestConfigIndexTest, NeighboursAreNearestFirstSameTargetBeforeOthersDisti
                 .size(),
             1u);
   EXPECT_TRUE(index_.Neighbours("nope", *ParseShape("M=1"), model, toolkit, 8).empty());
+}
+
+TEST(ArchitectureFamilyTest, OneFamilyPerMajorComputeCapability) {
+  EXPECT_EQ(ArchitectureFamily("NVIDIA H200 sm_90"), "sm_9x");
+  EXPECT_EQ(ArchitectureFamily("NVIDIA H100 80GB HBM3 sm_90"), "sm_9x");
+  EXPECT_EQ(ArchitectureFamily("NVIDIA A100-SXM4-80GB sm_80"), "sm_8x");
+  EXPECT_EQ(ArchitectureFamily("NVIDIA RTX A6000 sm_86"), "sm_8x");
+  EXPECT_EQ(ArchitectureFamily("NVIDIA B200 sm_100"), "sm_10x");
+  EXPECT_EQ(ArchitectureFamily("AMD EPYC x2"), "");
+  EXPECT_EQ(ArchitectureFamily("odd sm_x1"), "");
+}
+
+TEST_F(BestConfigIndexTest, NeighboursRankTheSameArchitectureFamilyBeforeOtherModels) {
+  PutKernel(current_);
+  const std::string h200 = "NVIDIA H200 sm_90";
+  const std::string toolkit = kToolkits[0];
+  auto put = [&](const std::string& shape, const std::string& model, const std::string& config) {
+    BestRecord row = Row(shape, current_, model, toolkit);
+    row.config = config;
+    Put(row);
+  };
+  const std::string same = "BLOCK_M=16,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  const std::string family = "BLOCK_M=32,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  const std::string other = "BLOCK_M=64,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  put("M=1024,N=1024,K=1024", h200, same);               // far, but the same model
+  put("M=256,N=256,K=256", "NVIDIA A100 sm_80", other);  // exact, another family
+  put("M=512,N=256,K=256", "NVIDIA H100 sm_90", family);  // near, the same family
+  std::vector<std::string> configs;
+  for (const BestConfigAnswer& answer :
+       index_.Neighbours("matmul", *ParseShape("M=256,N=256,K=256"), h200, toolkit, 8)) {
+    configs.push_back(answer.config_text);
+  }
+  EXPECT_EQ(configs, (std::vector<std::string>{same, family, other}));
+  std::vector<BestConfigAnswer> rows =
+      index_.TunedRows("matmul", *ParseShape("M=256,N=256,K=256"), h200, 8);
+  ASSERT_EQ(rows.size(), 1u);  // only the same model's
+  EXPECT_EQ(rows[0].config_text, same);
+}
+
+TEST_F(BestConfigIndexTest, FleetHistoryIsTheTrialsOfTheModelsNearestTunedShapesNewestFirst) {
+  PutKernel(current_);
+  const std::string h200 = "NVIDIA H200 sm_90";
+  const std::string toolkit = kToolkits[0];
+  const BestRecord near = Row("M=512,N=256,K=256", current_, h200, kToolkits[1]);
+  const BestRecord far = Row("M=1024,N=256,K=256", current_, h200, toolkit);
+  const BestRecord too_far = Row("M=1024,N=1024,K=1024", current_, h200, toolkit);  // 64 times
+  const BestRecord other_model = Row("M=256,N=256,K=256", current_, "NVIDIA H100 sm_90", toolkit);
+  const BestRecord older_code = Row("M=256,N=256,K=256", older_, h200, toolkit);
+  for (const BestRecord& row : {near, far, too_far, other_model, older_code}) Put(row);
+  const std::string a = "BLOCK_M=16,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  const std::string b = "BLOCK_M=32,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  const std::string c = "BLOCK_M=64,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";
+  std::vector<TrialRecord> trials;
+  auto trial = [&](const BestRecord& row, const std::string& config, double seconds,
+                   int64_t finished, const std::string& job = "j-1") {
+    TrialRecord t;
+    t.job_id = job;
+    t.tuning_key = row.tuning_key;
+    t.config = config;
+    t.status = v1::TRIAL_STATUS_OK;
+    t.median_seconds = seconds;
+    t.finished_unix_ms = finished;
+    trials.push_back(t);
+    return &trials.back();
+  };
+  trial(near, a, 3e-3, 100);
+  trial(near, b, 1e-3, 300);
+  trial(near, a, 2e-3, 200, "j-2");  // a newer measurement of `a`
+  trial(near, c, 5e-3, 400)->status = v1::TRIAL_STATUS_COMPILE_ERROR;
+  trials.back().median_seconds = 0;
+  trial(near, c, 4e-3, 500)->cut_early = true;  // partial: never a training row
+  trial(far, c, 9e-3, 50);
+  trial(too_far, b, 9e-2, 50);
+  trial(other_model, a, 1e-4, 50);  // another model
+  trial(older_code, a, 1e-4, 50);   // another code
+  ASSERT_OK(store_->InsertTrials(trials));
+
+  absl::StatusOr<std::vector<FleetTrial>> history =
+      FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=256,N=256,K=256"), h200, {});
+  ASSERT_OK(history);
+  std::vector<std::string> got;
+  for (const FleetTrial& t : *history) {
+    got.push_back(absl::StrCat(t.shape, " ", t.config, " ", t.median_seconds));
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{absl::StrCat("0 ", b, " 0.001"),
+                                           absl::StrCat("0 ", a, " 0.002"),
+                                           absl::StrCat("1 ", c, " 0.009")}));
+
+  // Bounded: rows in all, then shapes.
+  history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=256,N=256,K=256"), h200,
+                         {.shapes = 8, .rows = 1});
+  ASSERT_OK(history);
+  ASSERT_EQ(history->size(), 1u);
+  EXPECT_EQ((*history)[0].config, b);
+  history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=1024,N=256,K=512"),
+                         h200, {.shapes = 1, .rows = 512});
+  ASSERT_OK(history);
+  ASSERT_EQ(history->size(), 1u);  // the nearest shape alone: `far`
+  EXPECT_EQ((*history)[0].config, c);
+  history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=2048,N=1024,K=1024"),
+                         h200, {});
+  ASSERT_OK(history);
+  ASSERT_EQ(history->size(), 1u);  // `too_far` alone is near enough
+  EXPECT_EQ((*history)[0].config, b);
+  history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=8192,N=8192,K=8192"),
+                         h200, {});
+  ASSERT_OK(history);
+  EXPECT_TRUE(history->empty());  // a factor of 512 from the nearest
+  history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=256,N=256,K=256"),
+                         "cpu-z", {});
+  ASSERT_OK(history);
+  EXPECT_TRUE(history->empty());
 }
 
 }  // namespace

@@ -102,5 +102,25 @@ TEST_F(JobInputTest, BudgetsAndStrategies) {
                                                      "unknown strategy"));
 }
 
+TEST_F(JobInputTest, StopRulesOutOfRangeAreRefusedNamingTheField) {
+  v1::JobSpec spec = spec_;
+  spec.set_time_budget_seconds(600);
+  spec.set_plateau_batches(5);
+  EXPECT_OK(CheckStrategy(spec, 100));
+  spec.set_time_budget_seconds(-1);
+  EXPECT_THAT(CheckStrategy(spec, 100),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "time_budget_seconds"));
+  spec.set_time_budget_seconds(kMaxTimeBudgetSeconds + 1);
+  EXPECT_THAT(CheckStrategy(spec, 100),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "time_budget_seconds"));
+  spec.set_time_budget_seconds(0);
+  spec.set_plateau_batches(-3);
+  EXPECT_THAT(CheckStrategy(spec, 100),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "plateau_batches"));
+  spec.set_plateau_batches(kMaxPlateauBatches + 1);
+  EXPECT_THAT(CheckStrategy(spec, 100),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "plateau_batches"));
+}
+
 }  // namespace
 }  // namespace tunefleet::server

@@ -373,6 +373,88 @@ TEST_F(JobManagerTest, RestartResumesAnUnfinishedJobWithoutRemeasuring) {
   EXPECT_EQ(store_->ListTrials(job->id())->size(), 9u);
 }
 
+TEST_F(JobManagerTest, TheStatusSaysWhyTheSearchStopped) {
+  std::string worker = AddWorker();
+  v1::Job set = *jobs_->Submit(Spec());  // the "quick" config set: every config of it
+  EXPECT_EQ(set.stop_reason(), v1::STOP_REASON_UNSPECIFIED);
+  RunToCompletion(worker);
+  set = *jobs_->Get(set.id());
+  EXPECT_EQ(set.stop_reason(), v1::STOP_REASON_SPACE_EXHAUSTED);
+  EXPECT_EQ(set.targets(0).stop_reason(), v1::STOP_REASON_SPACE_EXHAUSTED);
+  EXPECT_EQ(set.trials_budget(), 0);
+
+  v1::JobSpec spec = Spec("M=512,N=256,K=256");
+  spec.clear_config_set();
+  spec.set_strategy("random");
+  spec.set_budget(4);
+  v1::Job sampled = *jobs_->Submit(spec);
+  EXPECT_EQ(sampled.strategy(), "random");
+  EXPECT_EQ(sampled.trials_budget(), 4);
+  RunToCompletion(worker);
+  sampled = *jobs_->Get(sampled.id());
+  EXPECT_EQ(sampled.trials_done(), 4);
+  EXPECT_EQ(sampled.stop_reason(), v1::STOP_REASON_TRIAL_BUDGET);
+
+  *spec.mutable_shape() = *ParseShape("M=256,N=512,K=256");
+  v1::Job cancelled = *jobs_->Submit(spec);
+  ASSERT_TRUE(Lease(worker).has_value());
+  EXPECT_EQ(jobs_->Cancel(cancelled.id())->stop_reason(), v1::STOP_REASON_CANCELLED);
+  EXPECT_EQ(jobs_->Get(cancelled.id())->stop_reason(), v1::STOP_REASON_CANCELLED);
+}
+
+TEST_F(JobManagerTest, TheTimeBudgetCountsFromTheStartAcrossARestart) {
+  std::string worker = AddWorker();
+  v1::JobSpec spec = Spec();
+  spec.clear_config_set();
+  spec.set_strategy("random");
+  spec.set_budget(9);
+  spec.set_time_budget_seconds(20);
+  v1::Job job = *jobs_->Submit(spec);
+  EXPECT_EQ(job.time_budget_seconds(), 20);
+  ReportAll(worker, *Lease(worker));  // 3 of 9
+  EXPECT_EQ(jobs_->Get(job.id())->started_unix_ms(), absl::ToUnixMillis(now_));
+  now_ += absl::Seconds(15);
+  Restart();
+  ASSERT_OK(jobs_->Recover());
+  worker = AddWorker();
+  std::optional<v1::Lease> leased = Lease(worker);  // 15 s in: still proposing
+  ASSERT_TRUE(leased.has_value());
+  now_ += absl::Seconds(6);  // the downtime and this count: 21 s since the start
+  jobs_->Tick();
+  EXPECT_FALSE(Lease(worker).has_value());  // no new proposals ...
+  v1::Job stopping = *jobs_->Get(job.id());
+  EXPECT_EQ(stopping.state(), v1::JOB_STATE_RUNNING);  // ... the leased trials finish
+  EXPECT_EQ(stopping.stop_reason(), v1::STOP_REASON_TIME_BUDGET);
+  EXPECT_FALSE(ReportAll(worker, *leased).cancelled);
+  now_ += options_.verify.wait + absl::Seconds(1);  // a new best waits for a verifier
+  jobs_->Tick();
+  v1::Job done = *jobs_->Get(job.id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.stop_reason(), v1::STOP_REASON_TIME_BUDGET);
+  EXPECT_EQ(done.trials_done(), 6);
+  EXPECT_EQ(done.trials_total(), 6);
+  EXPECT_EQ(store_->ListTrials(job.id())->size(), 6u);
+}
+
+TEST_F(JobManagerTest, ThePlateauRuleEndsAJobWhoseBatchesStopImproving) {
+  std::string worker = AddWorker();
+  v1::JobSpec spec = Spec();
+  spec.clear_config_set();  // exhaustive: many more configs than the rule lets run
+  spec.set_plateau_batches(2);
+  v1::Job job = *jobs_->Submit(spec);
+  int leases = 0;
+  while (std::optional<v1::Lease> lease = Lease(worker)) {
+    ++leases;
+    ReportAll(worker, *lease, /*release=*/false, [&](int64_t) { return 1e-3 * leases; });
+  }
+  v1::Job done = *jobs_->Get(job.id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.stop_reason(), v1::STOP_REASON_PLATEAU);
+  EXPECT_EQ(leases, 3);  // the first improves, two more do not
+  EXPECT_EQ(done.trials_done(), 9);
+  EXPECT_EQ(done.targets(0).batches_without_improvement(), 2);
+}
+
 TEST_F(JobManagerTest, FinishedJobsSurviveRestart) {
   std::string worker = AddWorker();
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
@@ -755,6 +837,62 @@ TEST_F(JobManagerTest, ANewShapeMeasuresTheNearestShapesBestRightAfterTheDefault
   ASSERT_GE(again->trials_size(), 2);
   EXPECT_EQ(ConfigToString(again->trials(0).config()), default_text);
   EXPECT_EQ(ConfigToString(again->trials(1).config()), tuned->config_text);
+}
+
+// A model job for a new shape trains on the trials the fleet measured for a
+// near shape of the same kernel and device model (fleet_history.h): its first
+// picks after the default and the warm start are in the region those trials
+// found fast, which uniform draws (the model without results of its own)
+// would hit with a chance of (1/16)^4.
+TEST_F(JobManagerTest, AModelJobTrainsOnTheTrialsOfANearTunedShape) {
+  std::string worker = AddWorker();
+  auto values = [](const v1::Config& config) {
+    std::vector<int64_t> out;
+    for (const v1::ParamValue& value : config.values()) out.push_back(value.value());
+    return out;
+  };
+  // BLOCK_M, BLOCK_N, BLOCK_K, UNROLL, LOOP_ORDER: fast at BLOCK_M=16, BLOCK_N=64.
+  auto seconds_of = [&](const v1::Config& config) {
+    const std::vector<int64_t> v = values(config);
+    return 1e-3 * static_cast<double>(v[0] / 16) * static_cast<double>(v[1] / 64) +
+           1e-6 * static_cast<double>(v[2]);
+  };
+  v1::JobSpec tuned = Spec("M=256,N=256,K=256");
+  tuned.clear_config_set();  // exhaustive
+  ASSERT_OK(jobs_->Submit(tuned));
+  while (std::optional<v1::Lease> lease = Lease(worker)) {
+    ReportAll(worker, *lease, false, [&](int64_t index) {
+      for (const v1::Trial& trial : lease->trials()) {
+        if (trial.index() == index) return seconds_of(trial.config());
+      }
+      return 1.0;
+    });
+  }
+  ASSERT_OK(index_->Resolve("matmul", *ParseShape("M=256,N=256,K=256"), "", ""));
+
+  v1::JobSpec next = Spec("M=512,N=256,K=256");
+  next.clear_config_set();
+  next.set_strategy("model");
+  next.set_budget(40);
+  next.set_seed(5);
+  ASSERT_OK(jobs_->Submit(next));
+  std::vector<v1::Config> proposed;  // in the order proposed
+  while (proposed.size() < 6) {
+    std::optional<v1::Lease> lease = Lease(worker);
+    ASSERT_TRUE(lease.has_value());
+    for (const v1::Trial& trial : lease->trials()) proposed.push_back(trial.config());
+    ReportAll(worker, *lease, false, [&](int64_t index) {
+      for (const v1::Trial& trial : lease->trials()) {
+        if (trial.index() == index) return seconds_of(trial.config());
+      }
+      return 1.0;
+    });
+  }
+  for (size_t i = 2; i < 6; ++i) {  // after the default and the warm start
+    const std::vector<int64_t> v = values(proposed[i]);
+    EXPECT_EQ(v[0], 16) << ConfigToString(proposed[i]);
+    EXPECT_EQ(v[1], 64) << ConfigToString(proposed[i]);
+  }
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ using ::tunefleet::testing::TempDir;
 TEST(MethodLabelTest, NamesKnownMethodsAndFoldsEverythingElseIntoOther) {
   // The services a coordinator serves are linked into it; here, by name.
   ASSERT_NE(v1::TuningService::service_full_name(), nullptr);
+  ASSERT_NE(v1::SubmitJobRequest::descriptor(), nullptr);
   ASSERT_NE(v1::LeaseWorkRequest::descriptor(), nullptr);
   EXPECT_EQ(MethodLabel("/tunefleet.v1.TuningService/SubmitJob"), "TuningService/SubmitJob");
   EXPECT_EQ(MethodLabel("/tunefleet.v1.WorkerService/LeaseWork"), "WorkerService/LeaseWork");

@@ -98,5 +98,76 @@ TEST_F(TargetTrialsTest, TheBestIgnoresCutTrialsWhichAreNeverFinalists) {
   EXPECT_EQ(trials_->outcome_counts().at(v1::TRIAL_STATUS_OK), 6);
 }
 
+// Exhaustive over the same space, with the plateau rule after `plateau` batches.
+std::unique_ptr<TargetTrials> Exhaustive(int plateau, int finalists) {
+  absl::StatusOr<KernelBundle> bundle = LoadKernelDir(SourceDir() + "/kernels/cpu/matmul");
+  auto space = *ConfigSpace::Create(
+      bundle->spec, *NormalizeShape(bundle->spec, *ParseShape("M=512,N=512,K=512")),
+      PlaceholderLimits(v1::BACKEND_CPU));
+  StrategyOptions options;
+  auto strategy = MakeStrategy(space.get(), options);
+  return std::make_unique<TargetTrials>(std::move(space), *std::move(strategy),
+                                        /*max_attempts=*/2, std::nullopt, finalists, plateau);
+}
+
+TEST_F(TargetTrialsTest, ARandomSampleSmallerThanTheSpaceEndsOnItsTrialBudget) {
+  bool finalists = false;
+  EXPECT_EQ(trials_->stop_reason(), v1::STOP_REASON_UNSPECIFIED);
+  std::vector<uint64_t> taken = trials_->Take(6, "l", 1, &finalists);
+  for (uint64_t ordinal : taken) trials_->Complete(ordinal, "l", 1, Ok(1e-3));
+  EXPECT_EQ(trials_->stop_reason(), v1::STOP_REASON_TRIAL_BUDGET);
+}
+
+TEST_F(TargetTrialsTest, ThePlateauRuleStopsProposalsAndLeasedConfigsStillFinish) {
+  std::unique_ptr<TargetTrials> trials = Exhaustive(/*plateau=*/2, /*finalists=*/0);
+  const int64_t space = trials->total();
+  ASSERT_GT(space, 12);
+  bool finalists = false;
+  std::vector<uint64_t> first = trials->Take(2, "a", 1, &finalists);
+  for (uint64_t ordinal : first) trials->Complete(ordinal, "a", 1, Ok(1e-3));
+  std::vector<uint64_t> second = trials->Take(2, "b", 2, &finalists);
+  std::vector<uint64_t> third = trials->Take(2, "c", 3, &finalists);
+  for (uint64_t ordinal : second) trials->Complete(ordinal, "b", 2, Ok(2e-3));
+  EXPECT_EQ(trials->batches_without_improvement(), 1);
+  EXPECT_TRUE(trials->HasWork());
+  trials->Complete(third[0], "c", 3, Ok(0.995e-3));  // within 1 %: no improvement
+  trials->Complete(third[1], "c", 3, Ok(5e-3));
+  EXPECT_EQ(trials->stop_reason(), v1::STOP_REASON_PLATEAU);
+  EXPECT_FALSE(trials->HasWork());
+  EXPECT_TRUE(trials->Finished());
+  EXPECT_EQ(trials->total(), 6);
+  EXPECT_EQ(trials->done(), 6);
+}
+
+TEST_F(TargetTrialsTest, ATimeStopLetsLeasedConfigsFinishThenRunsTheFinalists) {
+  std::unique_ptr<TargetTrials> trials = Exhaustive(/*plateau=*/0, /*finalists=*/2);
+  bool finalists = false;
+  std::vector<uint64_t> out = trials->Take(3, "a", 1, &finalists);
+  trials->StopSearch(v1::STOP_REASON_TIME_BUDGET);
+  EXPECT_EQ(trials->stop_reason(), v1::STOP_REASON_TIME_BUDGET);
+  EXPECT_TRUE(trials->Take(3, "b", 2, &finalists).empty());
+  EXPECT_FALSE(trials->Finished());
+  for (size_t i = 0; i < out.size(); ++i) trials->Complete(out[i], "a", 1, Ok(1e-3 * (i + 1)));
+  std::vector<uint64_t> finals = trials->Take(1, "finals", 3, &finalists);
+  ASSERT_TRUE(finalists);
+  EXPECT_EQ(finals, (std::vector<uint64_t>{out[0], out[1]}));
+  for (uint64_t ordinal : finals) trials->Complete(ordinal, "finals", 3, Ok(1e-3));
+  EXPECT_TRUE(trials->Finished());
+  EXPECT_EQ(trials->total(), 3);
+  trials->StopSearch(v1::STOP_REASON_PLATEAU);  // the first reason stands
+  EXPECT_EQ(trials->stop_reason(), v1::STOP_REASON_TIME_BUDGET);
+}
+
+TEST_F(TargetTrialsTest, AnExhaustiveSearchEndsWithTheSpaceExhausted) {
+  std::unique_ptr<TargetTrials> trials = Exhaustive(/*plateau=*/0, /*finalists=*/0);
+  bool finalists = false;
+  std::vector<uint64_t> all = trials->Take(100000, "a", 1, &finalists);
+  for (uint64_t ordinal : all) trials->Complete(ordinal, "a", 1, Ok(1e-3));
+  EXPECT_TRUE(trials->Finished());
+  EXPECT_EQ(trials->stop_reason(), v1::STOP_REASON_SPACE_EXHAUSTED);
+  trials->StopSearch(v1::STOP_REASON_TIME_BUDGET);  // over already: unchanged
+  EXPECT_EQ(trials->stop_reason(), v1::STOP_REASON_SPACE_EXHAUSTED);
+}
+
 }  // namespace
 }  // namespace tunefleet::server

@@ -51,11 +51,20 @@ struct SubmitRequest {
   // `shape_dims` is used instead. Default: empty.
   std::string shape;
   std::map<std::string, int64_t> shape_dims;
-  // "exhaustive" or "random". Default: empty, which the server reads as
-  // "exhaustive".
+  // "exhaustive", "random", "model" or "evolutionary". Default: empty,
+  // which the server reads as "exhaustive".
   std::string strategy;
-  // Random strategy: configs to try. Default: 0, which the server reads as 64.
+  // Random, model, evolutionary: configs to try. Default: 0, which the
+  // server reads as 64.
   int64_t budget = 0;
+  // Stop rules, for every strategy. No new configs are proposed once the
+  // job has run this many seconds (counted from its start, a coordinator
+  // restart included); configs already out finish. Default: 0 (none); at
+  // most 30 days.
+  int64_t time_budget_seconds = 0;
+  // Stop once this many batches in a row improved the best by no more than
+  // 1 %. Default: 0 (none); at most 100,000.
+  int32_t plateau_batches = 0;
   // Measure even when the tuning key already has a result. Default: false.
   bool force_retune = false;
   // Tune only this named config set of the spec. Default: empty (all).
@@ -99,6 +108,7 @@ struct JobTarget {
   std::string best_config;     // empty until a trial succeeded
   double best_seconds = 0;     // 0 until a trial succeeded
   double default_seconds = 0;  // the default config's median; 0 if unknown
+  std::string stop_reason;     // as Job::stop_reason
 };
 
 struct Job {
@@ -118,6 +128,14 @@ struct Job {
   int64_t created_unix_ms = 0;
   int64_t updated_unix_ms = 0;
   std::string owner;  // the principal that submitted it
+  // Why the search stopped: "space_exhausted", "trial_budget",
+  // "time_budget", "plateau", "cancelled", "failed" or "cached"; empty while
+  // it searches.
+  std::string stop_reason;
+  int64_t trials_budget = 0;        // per target; 0: none (exhaustive, config set)
+  int64_t time_budget_seconds = 0;  // the stop rules as submitted; 0: none
+  int32_t plateau_batches = 0;
+  int64_t started_unix_ms = 0;  // when it first ran; 0: not yet
 };
 
 // Which jobs ListJobs returns, newest first: those matching every set field.

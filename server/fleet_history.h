@@ -1,0 +1,68 @@
+// The fleet's history that the model strategy trains on besides a job's own
+// results: the measured trials of other tuned shapes of the same kernel on
+// the same device model. The policy is stated here and enforced in
+// FleetHistory alone:
+//
+//  - which shapes: the served best rows of the kernel on the job target's
+//    device model (any toolkit), that is rows tuned with the kernel's newest
+//    code and measurement protocol (BestConfigIndex::TunedRows), nearest
+//    shape first, at most `limits.shapes` of them; the job's own shape counts
+//    too when it was tuned before (a retune); shapes farther than
+//    `limits.max_distance` (TunedShapes' distance: the sum over dims of
+//    |ln(a / b)|) are not read, as their best configs differ too often
+//    (a decode GEMM, M=16, against square ones): by default a factor of 16
+//    in all, e.g. one dim 4 times and another 4 times;
+//  - which trials of a shape: the OK, not excluded, not cut-early trials of
+//    its tuning key (every job and round: Store::ListKeyTrials), one per
+//    config (the newest measurement of it), newest first;
+//  - how many: at most `limits.rows` in all, filled shape by shape in the
+//    order above (so the nearest shapes' newest trials are kept).
+//
+// Why every trial and not only the best rows: a cost model learns which
+// configs are slow as much as which are fast, and the best row of a shape
+// is one point. Times are not comparable across shapes, so each trial keeps
+// the index of its shape and the model compares times only within a shape
+// (model_strategy.cc: log-time relative to the shape's fastest).
+//
+// Reads the store (one query per shape): call it without holding a lock.
+#ifndef TUNEFLEET_SERVER_FLEET_HISTORY_H_
+#define TUNEFLEET_SERVER_FLEET_HISTORY_H_
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/best_config_index.h"
+#include "server/store/store.h"
+#include "tunefleet/v1/types.pb.h"
+
+namespace tunefleet::server {
+
+struct FleetHistoryLimits {
+  size_t shapes = 8;  // tuned shapes read, nearest first (0: no history)
+  size_t rows = 512;  // trials kept in all
+  double max_distance = std::log(16.0);  // shapes farther are not read
+};
+
+// One measured config of another tuned shape.
+struct FleetTrial {
+  std::string config;     // short form, as stored
+  double median_seconds = 0;
+  int shape = 0;          // 0 for the nearest shape read, 1 for the next, ...
+};
+
+// The history of `kernel_name` on `device_model` for a job tuning `shape`,
+// under the policy above. Empty when the kernel is unknown, the shape does
+// not normalize or nothing was tuned on the model. The store's errors pass
+// through.
+absl::StatusOr<std::vector<FleetTrial>> FleetHistory(const BestConfigIndex& index, Store* store,
+                                                     const std::string& kernel_name,
+                                                     const v1::Shape& shape,
+                                                     const std::string& device_model,
+                                                     const FleetHistoryLimits& limits);
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_FLEET_HISTORY_H_
