@@ -51,6 +51,7 @@ struct Flags {
   std::string bin_dir;
   bool print_trials = false;
   std::string dataset_dir;  // write each shape's first run here (search_dataset.h)
+  std::vector<std::string> worker_args;  // appended to each worker's command line
 };
 
 struct Run {
@@ -301,6 +302,8 @@ int Main(const Flags& flags) {
   const std::string stats_dir = dir + "/stats";
   std::filesystem::create_directories(stats_dir);
   options.worker_flags = {"--stats-dir", stats_dir};
+  options.worker_flags.insert(options.worker_flags.end(), flags.worker_args.begin(),
+                              flags.worker_args.end());
   Fleet fleet(options);
   absl::Status started = fleet.StartCoordinator();
   for (int i = 0; started.ok() && i < flags.workers; ++i) started = fleet.StartWorker().status();
@@ -341,7 +344,10 @@ int main(int argc, char** argv) {
   app.add_option("--config-set", flags.config_set, "tune only this named set");
   app.add_option("--workers", flags.workers, "worker processes")->capture_default_str();
   app.add_option("--repeat", flags.repeat, "tune the space this many times")->capture_default_str();
-  app.add_option("--backend", flags.backend, "cpu or cuda")->capture_default_str();
+  app.add_option("--backend", flags.backend, "cpu, cuda or python")->capture_default_str();
+  app.add_option("--worker-arg", flags.worker_args,
+                 "one more argument for every worker (e.g. --worker-arg=--sandbox=none); "
+                 "repeatable")->allow_extra_args(false);
   app.add_option("--measure-budget", flags.measure_budget, "seconds of timing per config")
       ->capture_default_str();
   app.add_option("--finalists", flags.finalists, "configs in the finalists round")

@@ -1,0 +1,205 @@
+#include "worker/python/python_compiler.h"
+
+#include <stdlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/config_text.h"
+#include "common/sha256.h"
+#include "common/status_macros.h"
+#include "common/subprocess.h"
+#include "tunefleet/v1/bench_child.pb.h"
+#include "worker/compile_log.h"
+
+namespace tunefleet::worker::python {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+absl::Status WriteFile(const fs::path& path, const std::string& content) {
+  std::error_code error;
+  fs::create_directories(path.parent_path(), error);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
+  return absl::OkStatus();
+}
+
+ArtifactKeyInputs KeyOf(const CompileJob& job, const std::string& toolkit) {
+  ArtifactKeyInputs key;
+  key.backend = "python";
+  key.toolkit = toolkit;
+  key.target = job.device.model();
+  key.reference = job.reference;
+  key.entry = job.reference ? job.spec->reference().entry() : job.spec->entry();
+  for (const v1::SourceFile& file : *job.sources) {
+    key.sources.emplace_back(file.path(), file.digest());
+  }
+  // A Triton kernel is specialized on its launch arguments: the shape.
+  key.options.push_back(absl::StrCat("shape:", ShapeToString(job.shape)));
+  if (!job.reference) {
+    for (const v1::ParamValue& param : job.config.values()) {
+      key.macros.emplace_back(param.name(), param.value());
+    }
+  }
+  return key;
+}
+
+struct ScopedRemove {
+  std::string dir;
+  ~ScopedRemove() {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PythonCompiler>> PythonCompiler::Create(
+    const CompilerOptions& options, const PythonInfo& info) {
+  if (options.cache_dir.empty()) {
+    return absl::InvalidArgumentError("PythonCompiler: cache_dir is not set");
+  }
+  return std::unique_ptr<PythonCompiler>(new PythonCompiler(options, info));
+}
+
+PythonCompiler::PythonCompiler(CompilerOptions options, PythonInfo info)
+    : options_(std::move(options)),
+      info_(std::move(info)),
+      cache_(options_.cache_dir + "/artifacts/python") {}
+
+absl::StatusOr<std::string> PythonCompiler::StageSources(const CompileJob& job) const {
+  std::string listing;
+  for (const v1::SourceFile& file : *job.sources) {
+    absl::StrAppend(&listing, file.path(), ":", file.digest(), "\n");
+  }
+  const fs::path dir = fs::path(options_.cache_dir) / "sources" / Sha256Hex(listing);
+  std::error_code error;
+  if (fs::is_directory(dir, error)) return dir.string();
+  ASSIGN_OR_RETURN(std::string temp, cache_.TempPathFor(dir.string()));
+  for (const v1::SourceFile& file : *job.sources) {
+    if (file.path().empty() || file.path()[0] == '/' ||
+        file.path().find("..") != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("source path \"", file.path(), "\" leaves the kernel dir"));
+    }
+    RETURN_IF_ERROR(WriteFile(fs::path(temp) / file.path(), file.content()));
+  }
+  fs::rename(temp, dir, error);
+  if (error) fs::remove_all(temp, error);  // another thread staged it first
+  return dir.string();
+}
+
+absl::StatusOr<std::string> PythonCompiler::MakeScratchDir() const {
+  const fs::path root = fs::path(options_.cache_dir) / "scratch";
+  std::error_code error;
+  fs::create_directories(root, error);
+  std::string pattern = (root / "py-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("mkdtemp ", pattern, ": ", std::strerror(errno)));
+  }
+  return pattern;
+}
+
+absl::StatusOr<CompileOutcome> PythonCompiler::Compile(const CompileJob& job) {
+  if (job.spec == nullptr || job.sources == nullptr) {
+    return absl::InvalidArgumentError("CompileJob without spec or sources");
+  }
+  CompileOutcome outcome;
+  if (!job.spec->compile_options().empty()) {
+    outcome.log = "the python backend takes no compile_options";
+    return outcome;
+  }
+  const std::string artifact = cache_.PathFor(ArtifactKey(KeyOf(job, info_.toolkit)), ".zip");
+  if (cache_.Contains(artifact)) {
+    outcome.ok = outcome.cached = true;
+    outcome.artifact = artifact;
+    return outcome;
+  }
+  ASSIGN_OR_RETURN(std::string source_dir, StageSources(job));
+  ASSIGN_OR_RETURN(std::string scratch, MakeScratchDir());
+  const ScopedRemove cleanup{scratch};
+  const std::string output = scratch + "/out.zip";
+
+  v1::PythonCompileRequest request;
+  *request.mutable_kernel() = *job.spec;
+  *request.mutable_shape() = job.shape;
+  *request.mutable_config() = job.config;
+  request.set_reference(job.reference);
+  request.set_source_dir(source_dir);
+  request.set_output(output);
+  *request.mutable_limits() = job.device.limits();
+  const std::string request_path = scratch + "/request.pb";
+  RETURN_IF_ERROR(WriteFile(request_path, request.SerializeAsString()));
+
+  SubprocessOptions options;
+  options.argv = {info_.python, "-m", "tunefleet.backend.compile", request_path};
+  options.stdout_mode = SubprocessOptions::Output::kFile;
+  options.stdout_path = scratch + "/compile.log";
+  options.stderr_mode = SubprocessOptions::Output::kStdout;
+  options.new_process_group = true;  // a timeout kills Triton's ptxas too
+  SandboxPolicy policy = ProcessSandboxPolicy(info_);
+  policy.read_only.push_back(source_dir);
+  policy.writable.push_back(scratch);
+  policy.working_dir = scratch;
+  // The compile initializes CUDA only to ask the device for its target.
+  if (job.device.backend() == v1::BACKEND_PYTHON && !job.device.id().empty()) {
+    policy.env.emplace_back("CUDA_VISIBLE_DEVICES", job.device.id());
+  }
+  options_.sandbox.Apply(policy, &options);
+
+  const absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> proc, Subprocess::Start(options));
+  absl::StatusOr<ExitInfo> exit = proc->Wait(options_.timeout);
+  if (absl::IsDeadlineExceeded(exit.status())) {
+    proc->KillAndWait();
+    outcome.timed_out = true;
+  } else if (!exit.ok()) {
+    return exit.status();
+  } else {
+    exit = options_.sandbox.CommandExit(*exit);
+  }
+  outcome.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  outcome.log = ReadFileOrEmpty(options.stdout_path);
+  if (outcome.log.size() > 8 * 1024) {
+    outcome.log = absl::StrCat("[...]\n", outcome.log.substr(outcome.log.size() - 8 * 1024));
+  }
+  if (!outcome.timed_out && exit->code == 2 && !exit->signaled) {
+    return absl::InternalError(absl::StrCat("python compile process: ", outcome.log));
+  }
+  if (outcome.timed_out || !exit->success()) {
+    const std::string why =
+        outcome.timed_out
+            ? absl::StrCat("compile timed out after ", absl::FormatDuration(options_.timeout))
+            : absl::StrCat("build ", exit->ToString());
+    outcome.log = outcome.log.empty() ? why : absl::StrCat(why, "\n", outcome.log);
+    return outcome;
+  }
+  std::error_code error;
+  fs::create_directories(fs::path(artifact).parent_path(), error);
+  RETURN_IF_ERROR(cache_.Publish(output, artifact));
+  outcome.ok = true;
+  outcome.artifact = artifact;
+  return outcome;
+}
+
+absl::StatusOr<std::unique_ptr<Compiler>> CreatePythonCompiler(const CompilerOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PythonCompiler> compiler,
+                   PythonCompiler::Create(options, Info()));
+  return std::unique_ptr<Compiler>(std::move(compiler));
+}
+
+}  // namespace tunefleet::worker::python
