@@ -91,7 +91,10 @@ std::vector<std::pair<std::string, std::string>> ChildEnvironment(
     return {{"CUDA_VISIBLE_DEVICES", device.id()}};
   }
   if (device.backend() == v1::BACKEND_PYTHON) {
-    auto env = python::ProcessEnvironment(python::Info());
+    std::vector<std::pair<std::string, std::string>> env;
+    if (const python::PythonInfo* info = python::Configured(); info != nullptr) {
+      env = python::ProcessEnvironment(*info);
+    }
     env.emplace_back("CUDA_VISIBLE_DEVICES", device.id());
     return env;
   }
@@ -106,8 +109,9 @@ SandboxPolicy ChildSandboxPolicy(v1::Backend backend, const std::string& worker_
     AddCudaDevices(HostNvidiaDeviceNodes(), &policy);
     policy.read_only.push_back("/sys");  // the driver reads PCI and NUMA topology there
   }
-  if (backend == v1::BACKEND_PYTHON) {
-    MergePolicy(python::ProcessSandboxPolicy(python::Info()), &policy);
+  if (const python::PythonInfo* info = python::Configured();
+      backend == v1::BACKEND_PYTHON && info != nullptr) {
+    MergePolicy(python::ProcessSandboxPolicy(*info), &policy);
   }
   return policy;
 }

@@ -160,10 +160,12 @@ absl::StatusOr<const PythonInfo*> Configure(const PythonOptions& options, bool d
   return configured;
 }
 
-const PythonInfo& Info() {
+const PythonInfo* Configured() {
   absl::MutexLock lock(&info_mu);
-  return *configured;
+  return configured;
 }
+
+const PythonInfo& Info() { return *Configured(); }
 
 absl::StatusOr<std::vector<v1::Device>> Devices() {
   absl::MutexLock lock(&info_mu);

@@ -65,6 +65,8 @@ struct PythonInfo {
 // the first call. FailedPrecondition when the interpreter or the package is
 // missing or the probe fails, with its output.
 absl::StatusOr<const PythonInfo*> Configure(const PythonOptions& options, bool devices);
+// The configured info, or null before Configure succeeded.
+const PythonInfo* Configured();
 // The configured info. REQUIRES: Configure succeeded.
 const PythonInfo& Info();
 // The configured info's devices: FailedPrecondition before Configure,
@@ -86,7 +88,7 @@ std::vector<std::pair<std::string, std::string>> ProcessEnvironment(const Python
 // and ProcessEnvironment.
 SandboxPolicy ProcessSandboxPolicy(const PythonInfo& info);
 
-// The Compiler (python_compiler.h). REQUIRES: Configure succeeded.
+// The Compiler (python_compiler.h). FailedPrecondition before Configure.
 absl::StatusOr<std::unique_ptr<Compiler>> CreatePythonCompiler(const CompilerOptions& options);
 
 // The benchmark child mode of `tunefleet-worker --child --backend python`:

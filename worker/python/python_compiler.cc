@@ -197,8 +197,12 @@ absl::StatusOr<CompileOutcome> PythonCompiler::Compile(const CompileJob& job) {
 }
 
 absl::StatusOr<std::unique_ptr<Compiler>> CreatePythonCompiler(const CompilerOptions& options) {
+  const PythonInfo* info = Configured();
+  if (info == nullptr) {
+    return absl::FailedPreconditionError("python backend: not configured (no probe ran)");
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<PythonCompiler> compiler,
-                   PythonCompiler::Create(options, Info()));
+                   PythonCompiler::Create(options, *info));
   return std::unique_ptr<Compiler>(std::move(compiler));
 }
 
