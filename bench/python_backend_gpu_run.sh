@@ -17,7 +17,8 @@ export TUNEFLEET_PYTHON_PACKAGE="$PWD/bundle/python" PYTHONUNBUFFERED=1
 export TUNEFLEET_PYTHON=${TUNEFLEET_PYTHON:-$(command -v python3)}
 date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader; nproc
 "$TUNEFLEET_PYTHON" -c 'import sys, torch, triton, google.protobuf as p; print(sys.version.split()[0], torch.__version__, triton.__version__, "protobuf", p.__version__)'
-PYTHONPATH=bundle/python "$TUNEFLEET_PYTHON" -m tunefleet.backend.probe devices | grep -v '^path'
+PYTHONPATH=bundle/python "$TUNEFLEET_PYTHON" -m tunefleet.backend.probe devices
+ls -l "$TUNEFLEET_PYTHON"; readlink -f "$TUNEFLEET_PYTHON"
 rc=0
 if want warm; then
   echo "== warm"; PYTHONPATH=bundle/python timeout 120 "$TUNEFLEET_PYTHON" bench/python_warm_check.py 2>&1 | tail -20

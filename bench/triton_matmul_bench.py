@@ -114,6 +114,9 @@ def run_fleet(args, log):
         raise SystemExit("tune_bench failed")
     row = [l for l in result.stdout.splitlines() if l.startswith("| 1 |")][0]
     cells = [c.strip() for c in row.strip("|").split("|")]
+    if cells[1] != "SUCCEEDED" or "=" not in cells[10]:
+        print(result.stdout[-6000:], result.stderr[-6000:])
+        raise SystemExit("the fleet's tuning job %s" % cells[1])
     winner = dict((k, int(v)) for k, v in (kv.split("=") for kv in cells[10].split(",")))
     statuses = re.findall(r"^\| \S+=\S+ \| ([A-Z_]+) \|", result.stdout, re.M)
     return {"wall_seconds": float(cells[2]), "process_seconds": total, "ok_trials": cells[3],

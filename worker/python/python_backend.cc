@@ -6,12 +6,14 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -191,9 +193,21 @@ std::vector<std::pair<std::string, std::string>> ProcessEnvironment(const Python
 
 SandboxPolicy ProcessSandboxPolicy(const PythonInfo& info) {
   SandboxPolicy policy;
-  policy.read_only = info.paths;
-  policy.read_only.push_back(info.python);
-  policy.read_only.push_back(info.package_dir);
+  std::vector<std::string> candidates = info.paths;
+  candidates.push_back(info.python);
+  candidates.push_back(info.package_dir);
+  // Only the outermost of nested paths: bwrap cannot make a mount point
+  // inside a read-only bind (a virtual environment's bin/python3 is a
+  // symlink inside its prefix, already visible through the prefix).
+  for (const std::string& path : candidates) {
+    const bool nested = std::any_of(candidates.begin(), candidates.end(), [&](const std::string& outer) {
+      return outer != path && absl::StartsWith(path, absl::StrCat(outer, "/"));
+    });
+    if (!nested && std::find(policy.read_only.begin(), policy.read_only.end(), path) ==
+                       policy.read_only.end()) {
+      policy.read_only.push_back(path);
+    }
+  }
   policy.writable = {info.state_dir};
   const std::vector<std::string> gpus = HostNvidiaDeviceNodes();
   if (!gpus.empty()) {
