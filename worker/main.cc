@@ -204,7 +204,8 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
 
   if (backend == v1::BACKEND_PYTHON) {
     absl::StatusOr<const python::PythonInfo*> info = python::Configure(
-        {flags.python, flags.python_package, flags.cache_dir + "/python"}, /*devices=*/true);
+        {flags.python, flags.python_package, flags.cache_dir + "/python", flags.compile_threads},
+        /*devices=*/true);
     if (!info.ok()) {
       spdlog::critical("{}", std::string(info.status().message()));
       return 1;

@@ -1,6 +1,7 @@
 // The python backend's C++ side without a GPU, torch or triton: the probe
-// (a real interpreter, the toolkit string), the compile step (a real
-// `python -m tunefleet.backend.compile` on a kernel that needs no torch,
+// (a real interpreter, the toolkit string), the compile step (real
+// `python -m tunefleet.backend.compile --serve` servers on a kernel that
+// needs no torch, a build that kills or hangs its server,
 // with and without the bubblewrap sandbox), and the daemon's supervision of
 // a Python benchmark child (`tunefleet-worker --child --backend python`
 // exec'ing a stub child that answers, crashes, hangs and poisons itself).
@@ -178,6 +179,56 @@ TEST_F(PythonBackendTest, CompilesInTheSandbox) {
   absl::StatusOr<Sandbox> sandbox = Sandbox::Create(options);
   if (!sandbox.ok()) GTEST_SKIP() << sandbox.status();
   ExpectCompiles(*sandbox);
+}
+
+// A config whose build kills its compile server (SIGSEGV) or hangs in it
+// fails with the server's story (the signal and faulthandler's traceback;
+// the deadline), the server is replaced, and the next config compiles.
+void ExpectCompileServerFailuresAreContained(const Sandbox& sandbox) {
+  TempDir cache;
+  CompilerOptions options;
+  options.cache_dir = cache.path();
+  options.sandbox = sandbox;
+  options.timeout = absl::Seconds(5);
+  absl::StatusOr<std::unique_ptr<PythonCompiler>> compiler =
+      PythonCompiler::Create(options, Info());
+  ASSERT_OK(compiler);
+  const StubJob stub = LoadStub();
+
+  absl::StatusOr<CompileOutcome> crashed = (*compiler)->Compile(JobFor(stub, 2));
+  ASSERT_OK(crashed);
+  EXPECT_FALSE(crashed->ok);
+  EXPECT_FALSE(crashed->timed_out);
+  EXPECT_THAT(crashed->log, HasSubstr("compile server killed by SIGSEGV"));
+  EXPECT_THAT(crashed->log, HasSubstr("stub.py"));
+
+  absl::StatusOr<CompileOutcome> hung = (*compiler)->Compile(JobFor(stub, 3));
+  ASSERT_OK(hung);
+  EXPECT_FALSE(hung->ok);
+  EXPECT_TRUE(hung->timed_out);
+  EXPECT_THAT(hung->log, HasSubstr("compile timed out"));
+
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<CompileOutcome> fine = (*compiler)->Compile(JobFor(stub, 0));
+    ASSERT_OK(fine);
+    EXPECT_TRUE(fine->ok) << fine->log;
+  }
+  absl::StatusOr<CompileOutcome> raises = (*compiler)->Compile(JobFor(stub, 1));
+  ASSERT_OK(raises);
+  EXPECT_FALSE(raises->ok);
+  EXPECT_THAT(raises->log, HasSubstr("MODE=1 cannot be built"));
+}
+
+TEST_F(PythonBackendTest, ACompileServerThatDiesOrHangsIsReplaced) {
+  ExpectCompileServerFailuresAreContained(Sandbox());
+}
+
+TEST_F(PythonBackendTest, ACompileServerThatDiesOrHangsIsReplacedInTheSandbox) {
+  SandboxOptions options;
+  options.mode = SandboxMode::kBwrap;
+  absl::StatusOr<Sandbox> sandbox = Sandbox::Create(options);
+  if (!sandbox.ok()) GTEST_SKIP() << sandbox.status();
+  ExpectCompileServerFailuresAreContained(*sandbox);
 }
 
 v1::ChildRequest RunRequest(int64_t index, int mode) {

@@ -157,6 +157,7 @@ absl::StatusOr<const PythonInfo*> Configure(const PythonOptions& options, bool d
   info.paths = probed.paths;
   info.devices = probed.devices;
   info.notes = probed.notes;
+  info.compile_servers = options.compile_servers;
   for (const std::string& note : info.notes) spdlog::info("python backend: {}", note);
   configured = new PythonInfo(std::move(info));
   return configured;

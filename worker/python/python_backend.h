@@ -41,6 +41,9 @@ struct PythonOptions {
   // The worker's state for Python processes (the Triton cache, TRITON_HOME).
   // REQUIRES: set (the daemon passes <cache-dir>/python).
   std::string state_dir;
+  // Compile servers (compile_server.h) started with the compiler; 0 (the
+  // default) = the host's cores. The daemon passes its compile pool size.
+  int compile_servers = 0;
 };
 
 // What the probe found out about the interpreter.
@@ -57,6 +60,7 @@ struct PythonInfo {
   // "<name> sm_<cc>", the same limits as the cuda backend's devices).
   std::vector<v1::Device> devices;
   std::vector<std::string> notes;  // why something is missing
+  int compile_servers = 0;         // PythonOptions::compile_servers
 };
 
 // Runs the probe once and keeps its answer for the process (the daemon calls

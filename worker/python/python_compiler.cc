@@ -2,11 +2,13 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/config_text.h"
@@ -20,13 +22,6 @@ namespace tunefleet::worker::python {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadFileOrEmpty(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 absl::Status WriteFile(const fs::path& path, const std::string& content) {
   std::error_code error;
@@ -62,7 +57,7 @@ struct ScopedRemove {
   std::string dir;
   ~ScopedRemove() {
     std::error_code ignored;
-    fs::remove_all(dir, ignored);
+    if (!dir.empty()) fs::remove_all(dir, ignored);
   }
 };
 
@@ -79,7 +74,16 @@ absl::StatusOr<std::unique_ptr<PythonCompiler>> PythonCompiler::Create(
 PythonCompiler::PythonCompiler(CompilerOptions options, PythonInfo info)
     : options_(std::move(options)),
       info_(std::move(info)),
-      cache_(options_.cache_dir + "/artifacts/python") {}
+      cache_(options_.cache_dir + "/artifacts/python"),
+      servers_(std::make_unique<CompileServerPool>(CompileServerOptions{
+          info_, options_.sandbox, options_.cache_dir + "/sources",
+          options_.cache_dir + "/scratch/python", options_.timeout})) {
+  const int count = info_.compile_servers > 0
+                        ? info_.compile_servers
+                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // The imports take seconds (16 at once: about 10 s on an H200 host).
+  servers_->Prestart(count, std::max(absl::Seconds(180), options_.timeout));
+}
 
 absl::StatusOr<std::string> PythonCompiler::StageSources(const CompileJob& job) const {
   std::string listing;
@@ -103,17 +107,6 @@ absl::StatusOr<std::string> PythonCompiler::StageSources(const CompileJob& job) 
   return dir.string();
 }
 
-absl::StatusOr<std::string> PythonCompiler::MakeScratchDir() const {
-  const fs::path root = fs::path(options_.cache_dir) / "scratch";
-  std::error_code error;
-  fs::create_directories(root, error);
-  std::string pattern = (root / "py-XXXXXX").string();
-  if (mkdtemp(pattern.data()) == nullptr) {
-    return absl::InternalError(absl::StrCat("mkdtemp ", pattern, ": ", std::strerror(errno)));
-  }
-  return pattern;
-}
-
 absl::StatusOr<CompileOutcome> PythonCompiler::Compile(const CompileJob& job) {
   if (job.spec == nullptr || job.sources == nullptr) {
     return absl::InvalidArgumentError("CompileJob without spec or sources");
@@ -130,67 +123,32 @@ absl::StatusOr<CompileOutcome> PythonCompiler::Compile(const CompileJob& job) {
     return outcome;
   }
   ASSIGN_OR_RETURN(std::string source_dir, StageSources(job));
-  ASSIGN_OR_RETURN(std::string scratch, MakeScratchDir());
-  const ScopedRemove cleanup{scratch};
-  const std::string output = scratch + "/out.zip";
-
   v1::PythonCompileRequest request;
   *request.mutable_kernel() = *job.spec;
   *request.mutable_shape() = job.shape;
   *request.mutable_config() = job.config;
   request.set_reference(job.reference);
   request.set_source_dir(source_dir);
-  request.set_output(output);
   *request.mutable_limits() = job.device.limits();
-  const std::string request_path = scratch + "/request.pb";
-  RETURN_IF_ERROR(WriteFile(request_path, request.SerializeAsString()));
-
-  SubprocessOptions options;
-  options.argv = {info_.python, "-m", "tunefleet.backend.compile", request_path};
-  options.stdout_mode = SubprocessOptions::Output::kFile;
-  options.stdout_path = scratch + "/compile.log";
-  options.stderr_mode = SubprocessOptions::Output::kStdout;
-  options.new_process_group = true;  // a timeout kills Triton's ptxas too
-  SandboxPolicy policy = ProcessSandboxPolicy(info_);
-  policy.read_only.push_back(source_dir);
-  policy.writable.push_back(scratch);
-  policy.working_dir = scratch;
-  // The compile initializes CUDA only to ask the device for its target.
-  if (job.device.backend() == v1::BACKEND_PYTHON && !job.device.id().empty()) {
-    policy.env.emplace_back("CUDA_VISIBLE_DEVICES", job.device.id());
-  }
-  options_.sandbox.Apply(policy, &options);
-
-  const absl::Time start = absl::Now();
-  ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> proc, Subprocess::Start(options));
-  absl::StatusOr<ExitInfo> exit = proc->Wait(options_.timeout);
-  if (absl::IsDeadlineExceeded(exit.status())) {
-    proc->KillAndWait();
-    outcome.timed_out = true;
-  } else if (!exit.ok()) {
-    return exit.status();
-  } else {
-    exit = options_.sandbox.CommandExit(*exit);
-  }
-  outcome.seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  outcome.log = ReadFileOrEmpty(options.stdout_path);
+  ASSIGN_OR_RETURN(ServedCompile served, servers_->Compile(std::move(request)));
+  const ScopedRemove cleanup{served.code == 0 ? served.output : std::string()};
+  outcome.seconds = served.seconds;
+  outcome.timed_out = served.timed_out;
+  outcome.log = served.log;
   if (outcome.log.size() > 8 * 1024) {
     outcome.log = absl::StrCat("[...]\n", outcome.log.substr(outcome.log.size() - 8 * 1024));
   }
-  if (!outcome.timed_out && exit->code == 2 && !exit->signaled) {
-    return absl::InternalError(absl::StrCat("python compile process: ", outcome.log));
+  if (served.answered && served.code == 2) {
+    return absl::InternalError(absl::StrCat("python compile server: ", outcome.log));
   }
-  if (outcome.timed_out || !exit->success()) {
-    const std::string why =
-        outcome.timed_out
-            ? absl::StrCat("compile timed out after ", absl::FormatDuration(options_.timeout))
-            : absl::StrCat("build ", exit->ToString());
-    outcome.log = outcome.log.empty() ? why : absl::StrCat(why, "\n", outcome.log);
+  if (!served.answered) return outcome;
+  if (served.code != 0) {
+    outcome.log = absl::StrCat("the config does not compile\n", outcome.log);
     return outcome;
   }
   std::error_code error;
   fs::create_directories(fs::path(artifact).parent_path(), error);
-  RETURN_IF_ERROR(cache_.Publish(output, artifact));
+  RETURN_IF_ERROR(cache_.Publish(served.output, artifact));
   outcome.ok = true;
   outcome.artifact = artifact;
   return outcome;

@@ -1,7 +1,9 @@
-// The python backend's Compiler: one `python -m tunefleet.backend.compile`
-// process per config (in the options' sandbox, with a time limit), run from
-// the daemon's compile pool, so that as many configs compile at once as the
-// pool has threads (Triton compiles one kernel on one thread). The process
+// The python backend's Compiler: each config is compiled by one of the
+// worker's long-lived compile servers (compile_server.h: in the options'
+// sandbox, with the options' time limit, started when the compiler is
+// created, as many as PythonInfo::compile_servers), called from the
+// daemon's compile pool, so that as many configs compile at once as the
+// pool has threads (Triton compiles one kernel on one thread). The server
 // packs the kernel's sources into the artifact, a zip the benchmark child
 // imports from, calls the spec's build(config, shape) and warms the worker's
 // Triton cache (TRITON_CACHE_DIR) with what that launches, compile-only. A
@@ -18,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "worker/artifact_cache.h"
 #include "worker/backend.h"
+#include "worker/python/compile_server.h"
 #include "worker/python/python_backend.h"
 
 namespace tunefleet::worker::python {
@@ -37,11 +40,11 @@ class PythonCompiler : public Compiler {
   PythonCompiler(CompilerOptions options, PythonInfo info);
   // Writes the job's sources under the cache dir once per set of digests.
   absl::StatusOr<std::string> StageSources(const CompileJob& job) const;
-  absl::StatusOr<std::string> MakeScratchDir() const;
 
   const CompilerOptions options_;
   const PythonInfo info_;
   ArtifactCache cache_;
+  const std::unique_ptr<CompileServerPool> servers_;
 };
 
 }  // namespace tunefleet::worker::python
