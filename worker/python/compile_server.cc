@@ -73,7 +73,6 @@ absl::StatusOr<std::unique_ptr<CompileServerPool::Server>> CompileServerPool::St
   auto server = std::make_unique<Server>();
   std::error_code error;
   fs::create_directories(options_.scratch_root, error);
-  fs::create_directories(options_.sources_root, error);
   std::string pattern = (fs::path(options_.scratch_root) / "server-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) {
     return absl::InternalError(absl::StrCat("mkdtemp ", pattern, ": ", std::strerror(errno)));
@@ -89,7 +88,6 @@ absl::StatusOr<std::unique_ptr<CompileServerPool::Server>> CompileServerPool::St
   options.stderr_path = server->log_path;
   options.new_process_group = true;  // a kill takes Triton's ptxas too
   SandboxPolicy policy = ProcessSandboxPolicy(options_.info);
-  policy.read_only.push_back(options_.sources_root);
   policy.writable.push_back(server->scratch);
   policy.working_dir = server->scratch;
   options_.sandbox.Apply(policy, &options);
@@ -181,7 +179,19 @@ void CompileServerPool::Replace(std::unique_ptr<Server> server) {
 absl::StatusOr<ServedCompile> CompileServerPool::Compile(v1::PythonCompileRequest request) {
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Acquire(request.source_dir()));
-  server->bound = request.source_dir();
+  if (server->bound.empty()) {
+    // The server sees its own copy of the sources, never the staging root
+    // (other kernels' sources).
+    std::error_code error;
+    fs::copy(request.source_dir(), server->scratch + "/src", fs::copy_options::recursive, error);
+    if (error) {
+      Release(std::move(server));
+      return absl::InternalError(absl::StrCat("cannot copy ", request.source_dir(),
+                                              " for a compile server: ", error.message()));
+    }
+    server->bound = request.source_dir();
+  }
+  request.set_source_dir(server->scratch + "/src");
   request.set_output(absl::StrCat(server->scratch, "/out-", server->served++, ".zip"));
   ServedCompile served;
   served.output = request.output();

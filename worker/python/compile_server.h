@@ -19,10 +19,11 @@
 //     (a signal, an exit, an unreadable answer) fails its request with the
 //     exit and the tail of the server's stderr (faulthandler's traceback).
 //     Either way the server is gone and a fresh one is started in its place.
-//   - Every server runs under the pool's sandbox with
-//     ProcessSandboxPolicy, the staged sources root read-only and a scratch
-//     directory of its own (its working directory and the only place its
-//     requests' artifacts are written) writable.
+//   - Every server runs under the pool's sandbox with ProcessSandboxPolicy
+//     and a scratch directory of its own, writable: its working directory,
+//     where its requests' artifacts are written, and where the pool copies
+//     the staged sources it is bound to (it never sees other kernels'
+//     sources).
 //   - Servers are started with the compiler (Prestart), which waits for
 //     their imports, so that the worker registers with the coordinator
 //     only once it can compile at full speed; more are started on demand
@@ -51,8 +52,6 @@ namespace tunefleet::worker::python {
 struct CompileServerOptions {
   PythonInfo info;
   Sandbox sandbox;
-  // Every staged source directory lies under it (read-only to the servers).
-  std::string sources_root;
   // Each server's scratch directory is made under it.
   std::string scratch_root;
   // A request not answered in time kills its server.
@@ -84,9 +83,10 @@ class CompileServerPool {
   // anyway.
   void Prestart(int count, absl::Duration wait);
 
-  // Runs `request` (its source_dir under sources_root; its output is set
-  // here, inside the server's scratch directory) on a server bound to its
-  // source_dir. Non-OK only when no server could be started.
+  // Runs `request` on a server bound to its source_dir (the staged
+  // sources, copied into the server's scratch when it binds; its output is
+  // set here). Non-OK only when no server could be started or the sources
+  // could not be copied.
   absl::StatusOr<ServedCompile> Compile(v1::PythonCompileRequest request);
 
   // How many servers were started so far (for tests and the log).

@@ -76,8 +76,8 @@ PythonCompiler::PythonCompiler(CompilerOptions options, PythonInfo info)
       info_(std::move(info)),
       cache_(options_.cache_dir + "/artifacts/python"),
       servers_(std::make_unique<CompileServerPool>(CompileServerOptions{
-          info_, options_.sandbox, options_.cache_dir + "/sources",
-          options_.cache_dir + "/scratch/python", options_.timeout})) {
+          info_, options_.sandbox, options_.cache_dir + "/scratch/python",
+          options_.timeout})) {
   const int count = info_.compile_servers > 0
                         ? info_.compile_servers
                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
