@@ -346,7 +346,7 @@ int main(int argc, char** argv) {
   app.add_option("--config-set", flags.config_set, "tune only this named set");
   app.add_option("--workers", flags.workers, "worker processes")->capture_default_str();
   app.add_option("--repeat", flags.repeat, "tune the space this many times")->capture_default_str();
-  app.add_option("--backend", flags.backend, "cpu or cuda")->capture_default_str();
+  app.add_option("--backend", flags.backend, "cpu, cuda or python")->capture_default_str();
   app.add_option("--measure-budget", flags.measure_budget, "seconds of timing per config")
       ->capture_default_str();
   app.add_option("--finalists", flags.finalists, "configs in the finalists round")
@@ -357,7 +357,8 @@ int main(int argc, char** argv) {
   app.add_flag("--trials", flags.print_trials, "print every trial of every run");
   app.add_option("--worker-flag", flags.worker_flags,
                  "a flag passed on to each worker, e.g. --worker-flag=--lookahead-trials=4 "
-                 "(repeat the option for several)");
+                 "(repeat the option for several)")
+      ->allow_extra_args(false);
   app.add_option("--dataset-dir", flags.dataset_dir,
                  "write each shape's first run as a search dataset "
                  "(DIR/KERNEL-SHAPE.csv.gz) for search_bench");

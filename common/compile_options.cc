@@ -171,6 +171,11 @@ absl::Status CheckCompileOption(v1::Backend backend, const std::string& option) 
           "\" is not allowed for the cuda backend (allowed: --use_fast_math, "
           "-maxrregcount=N, --ftz=/--prec-div=/--prec-sqrt=/--fmad=true|false, -lineinfo, "
           "-std=, -D/-U<macro>, -I<relative dir>, --tunefleet-arch-specific)"));
+    case v1::BACKEND_PYTHON:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "compile option \"", absl::CHexEscape(option),
+          "\" is not allowed for the python backend (it takes none: the build function "
+          "compiles)"));
     default:
       break;
   }

@@ -72,7 +72,7 @@ class CompiledExpr {
 };
 
 DeviceLimits PlaceholderLimits(v1::Backend backend) {
-  if (backend == v1::BACKEND_CUDA) {
+  if (backend == v1::BACKEND_CUDA || backend == v1::BACKEND_PYTHON) {
     return {{"max_threads_per_block", 1024},
             {"max_smem_per_block", 49152},
             {"max_smem_per_block_optin", 232448},

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/config_text.h"
 #include "common/sha256.h"
@@ -109,6 +110,52 @@ absl::Status CheckArgs(const v1::KernelSpec& spec) {
   return absl::OkStatus();
 }
 
+// BACKEND_PYTHON (docs/python-backend.md): `entry` is the build function and
+// reference.entry the reference function, both Python identifiers defined
+// in the first of `sources` / reference.sources (which default to
+// `sources`); every source is a .py file; no launch geometry, no compile
+// options and no library reference (the reference is Python code).
+absl::Status CheckPythonSpec(const v1::KernelSpec& spec) {
+  auto bad = [](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("BACKEND_PYTHON: ", what));
+  };
+  if (!IsIdentifier(spec.entry())) {
+    return bad(absl::StrCat("entry \"", spec.entry(),
+                            "\" must name a Python function (an identifier)"));
+  }
+  for (const std::string& path : SpecFilePaths(spec)) {
+    if (!absl::EndsWith(path, ".py")) {
+      return bad(absl::StrCat("source \"", path, "\" is not a .py file"));
+    }
+  }
+  if (!spec.reference().library().empty()) {
+    return bad(absl::StrCat("reference.library \"", spec.reference().library(),
+                            "\" is a built-in routine of the cuda backend; name a Python "
+                            "function in reference.entry instead"));
+  }
+  if (!IsIdentifier(spec.reference().entry())) {
+    return bad(absl::StrCat("reference.entry \"", spec.reference().entry(),
+                            "\" must name a Python function (an identifier)"));
+  }
+  if (!spec.compile_options().empty()) {
+    return bad("compile_options are not used (the build function decides how to compile)");
+  }
+  const v1::Launch& launch = spec.launch();
+  if (!launch.grid_x().empty() || !launch.grid_y().empty() || !launch.grid_z().empty() ||
+      !launch.block_x().empty() || !launch.block_y().empty() || !launch.block_z().empty() ||
+      !launch.shared_mem_bytes().empty()) {
+    return bad("launch is not used (the callable that build returns launches its kernels)");
+  }
+  for (const v1::Argument& arg : spec.args()) {
+    if (arg.has_scalar()) {
+      return bad(absl::StrCat("arg ", arg.name(),
+                              ": scalar args are not passed; build(config, shape) receives "
+                              "the shape"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<v1::KernelSpec> ParseKernelSpec(absl::string_view text,
@@ -165,7 +212,12 @@ absl::Status ValidateKernelSpec(const v1::KernelSpec& spec) {
         absl::StrCat("kernel name \"", spec.name(), "\" is not an identifier"));
   }
   if (spec.backend() == v1::BACKEND_UNSPECIFIED) {
-    return absl::InvalidArgumentError("backend is not set (BACKEND_CPU or BACKEND_CUDA)");
+    return absl::InvalidArgumentError(
+        "backend is not set (BACKEND_CPU, BACKEND_CUDA or BACKEND_PYTHON)");
+  }
+  if (!v1::Backend_IsValid(spec.backend())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown backend ", static_cast<int>(spec.backend())));
   }
   if (spec.entry().empty()) return absl::InvalidArgumentError("entry is not set");
   if (spec.sources().empty()) return absl::InvalidArgumentError("no sources named");
@@ -177,6 +229,7 @@ absl::Status ValidateKernelSpec(const v1::KernelSpec& spec) {
     return absl::InvalidArgumentError(
         "reference names neither a library routine nor an entry");
   }
+  if (spec.backend() == v1::BACKEND_PYTHON) RETURN_IF_ERROR(CheckPythonSpec(spec));
   ASSIGN_OR_RETURN(v1::Config def, ParseConfig(spec.default_config()));
   absl::StatusOr<v1::Config> normalized = NormalizeConfig(spec, def);
   if (!normalized.ok()) {

@@ -25,6 +25,10 @@ struct CompileJob {
   v1::Config config;  // normalized; for the reference, the default config
   v1::Device device;  // the target; its limits give e.g. the CUDA arch
   bool reference = false;  // compile reference.sources/reference.entry
+  // The job's normalized shape. Only a backend that specializes on it at
+  // compile time reads it (python: a Triton kernel is compiled for the
+  // argument values it is launched with).
+  v1::Shape shape;
 };
 
 // Settings every Compiler takes.

@@ -4,6 +4,7 @@
 #include "worker/cpu/cpu_compiler.h"
 #include "worker/cpu/cpu_device.h"
 #include "worker/cpu/cpu_runner.h"
+#include "worker/python/python_backend.h"
 
 // ---- CUDA plugs in here (worker/cuda/, built when the toolkit is found). ----
 #ifdef TUNEFLEET_WITH_CUDA_BACKEND
@@ -24,6 +25,7 @@ std::string BackendName(v1::Backend backend) {
   switch (backend) {
     case v1::BACKEND_CPU: return "cpu";
     case v1::BACKEND_CUDA: return "cuda";
+    case v1::BACKEND_PYTHON: return "python";
     default: return absl::StrCat("backend#", static_cast<int>(backend));
   }
 }
@@ -31,8 +33,9 @@ std::string BackendName(v1::Backend backend) {
 absl::StatusOr<v1::Backend> ParseBackendName(const std::string& name) {
   if (name == "cpu") return v1::BACKEND_CPU;
   if (name == "cuda") return v1::BACKEND_CUDA;
+  if (name == "python") return v1::BACKEND_PYTHON;
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown backend \"", name, "\" (cpu or cuda)"));
+      absl::StrCat("unknown backend \"", name, "\" (cpu, cuda or python)"));
 }
 
 absl::StatusOr<std::vector<v1::Device>> DiscoverDevices(v1::Backend backend) {
@@ -43,6 +46,8 @@ absl::StatusOr<std::vector<v1::Device>> DiscoverDevices(v1::Backend backend) {
     case v1::BACKEND_CUDA:
       return cuda::DiscoverCudaDevices();
 #endif
+    case v1::BACKEND_PYTHON:
+      return python::Devices();
     default:
       return NotBuiltIn(backend);
   }
@@ -60,6 +65,8 @@ absl::StatusOr<std::unique_ptr<Compiler>> CreateCompiler(
     case v1::BACKEND_CUDA:
       return cuda::CreateCudaCompiler(options);
 #endif
+    case v1::BACKEND_PYTHON:
+      return python::CreatePythonCompiler(options);
     default:
       return NotBuiltIn(backend);
   }
@@ -83,6 +90,14 @@ std::vector<std::pair<std::string, std::string>> ChildEnvironment(
   if (device.backend() == v1::BACKEND_CUDA) {
     return {{"CUDA_VISIBLE_DEVICES", device.id()}};
   }
+  if (device.backend() == v1::BACKEND_PYTHON) {
+    std::vector<std::pair<std::string, std::string>> env;
+    if (const python::PythonInfo* info = python::Configured(); info != nullptr) {
+      env = python::ProcessEnvironment(*info);
+    }
+    env.emplace_back("CUDA_VISIBLE_DEVICES", device.id());
+    return env;
+  }
   return {};
 }
 
@@ -93,6 +108,10 @@ SandboxPolicy ChildSandboxPolicy(v1::Backend backend, const std::string& worker_
   if (backend == v1::BACKEND_CUDA) {
     AddCudaDevices(HostNvidiaDeviceNodes(), &policy);
     policy.read_only.push_back("/sys");  // the driver reads PCI and NUMA topology there
+  }
+  if (const python::PythonInfo* info = python::Configured();
+      backend == v1::BACKEND_PYTHON && info != nullptr) {
+    MergePolicy(python::ProcessSandboxPolicy(*info), &policy);
   }
   return policy;
 }

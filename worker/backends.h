@@ -2,7 +2,8 @@
 // discovery, Compiler (daemon side) and KernelRunner (benchmark child side).
 // The daemon and the child never name a concrete backend class.
 //
-// CPU is always built in. CUDA plugs in from worker/cuda/ (see the marked
+// CPU and python (worker/python/, its work done by Python processes) are
+// always built in. CUDA plugs in from worker/cuda/ (see the marked
 // spot in backends.cc): that directory's CMake defines the static library
 // target `worker_cuda`, whose header worker/cuda/cuda_backend.h provides
 //   absl::StatusOr<std::vector<v1::Device>> cuda::DiscoverCudaDevices();
@@ -23,7 +24,7 @@
 
 namespace tunefleet::worker {
 
-// "cpu" / "cuda", as the --backend flag spells them.
+// "cpu" / "cuda" / "python", as the --backend flag spells them.
 std::string BackendName(v1::Backend backend);
 // InvalidArgument for an unknown name.
 absl::StatusOr<v1::Backend> ParseBackendName(const std::string& name);
@@ -40,14 +41,16 @@ absl::StatusOr<std::unique_ptr<Compiler>> CreateCompiler(
 absl::StatusOr<std::unique_ptr<KernelRunner>> CreateKernelRunner(v1::Backend backend);
 
 // Environment additions that pin a benchmark child to `device`: for CUDA,
-// CUDA_VISIBLE_DEVICES=<device.id()> (the GPU UUID); none for CPU.
+// CUDA_VISIBLE_DEVICES=<device.id()> (the GPU UUID); for python, that and
+// python::ProcessEnvironment (worker/python/python_backend.h); none for CPU.
 std::vector<std::pair<std::string, std::string>> ChildEnvironment(
     const v1::Device& device);
 
 // What a sandboxed benchmark child of `backend` sees beyond the system:
 // `worker_binary` and its artifact `inbox` (ChildOptions::inbox) read-only,
 // and for CUDA the host's /dev/nvidia* nodes, /proc/driver/nvidia and /sys
-// (read-only).
+// (read-only); for python also python::ProcessSandboxPolicy (the
+// interpreter, the package, the Triton cache).
 SandboxPolicy ChildSandboxPolicy(v1::Backend backend, const std::string& worker_binary,
                                  const std::string& inbox);
 

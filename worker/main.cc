@@ -2,12 +2,14 @@
 //
 //   tunefleet-worker --coordinator HOST:PORT [--cache-dir DIR] [--max-trials N]
 //                    [--name NAME] [--measure-budget SECONDS] [--cut-factor K]
-//                    [--backend cpu|cuda]
+//                    [--backend cpu|cuda|python] [--python PATH]
+//                    [--python-package DIR]
 //                    [--sandbox bwrap|none] [--sandbox-ro PATH]...
 //
 // Child mode (started by the daemon itself, one per device):
-//   tunefleet-worker --child --backend cpu|cuda
-// speaks the bench_child.proto pipe protocol on stdin/stdout.
+//   tunefleet-worker --child --backend cpu|cuda|python
+// speaks the bench_child.proto pipe protocol on stdin/stdout (python: by
+// exec'ing the interpreter's tunefleet.backend.bench_child).
 #include <limits.h>
 #include <signal.h>
 #include <unistd.h>
@@ -28,6 +30,7 @@
 #include "spdlog/spdlog.h"
 #include "worker/backends.h"
 #include "worker/bench_child.h"
+#include "worker/python/python_backend.h"
 #include "common/logging.h"
 #include "common/version.h"
 #include "worker/compile_pool.h"
@@ -48,6 +51,8 @@ struct Flags {
   std::string cache_dir;
   std::string name;
   std::string backend = "cpu";
+  std::string python;          // --backend python: the interpreter
+  std::string python_package;  // and the tunefleet package's directory
   std::string log_level = "info";
   std::string log_format = "text";
   int metrics_port = -1;  // off
@@ -62,7 +67,7 @@ struct Flags {
   double measure_budget = 0.2;
   double cut_factor = 1.5;  // the early-cut rule's k; negative = never cut
   double compile_timeout = 60;
-  double trial_deadline = 0;  // 0 = max(10 s, 20 x budget); CUDA: at least 30 s
+  double trial_deadline = 0;  // 0 = max(10 s, 20 x budget); CUDA, python: at least 30 s
   double prepare_deadline = 180;
   double drain_time = 10;
   bool child = false;
@@ -197,6 +202,15 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
     return 1;
   }
 
+  if (backend == v1::BACKEND_PYTHON) {
+    absl::StatusOr<const python::PythonInfo*> info = python::Configure(
+        {flags.python, flags.python_package, flags.cache_dir + "/python", flags.compile_threads},
+        /*devices=*/true);
+    if (!info.ok()) {
+      spdlog::critical("{}", std::string(info.status().message()));
+      return 1;
+    }
+  }
   absl::StatusOr<std::vector<v1::Device>> devices = DiscoverDevices(backend);
   if (!devices.ok() || devices->empty()) {
     spdlog::critical("no {} device: {}", BackendName(backend),
@@ -227,9 +241,10 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   executor_options.measure.set_budget_seconds(flags.measure_budget);
   executor_options.measure.set_cut_factor(flags.cut_factor);
   // A CUDA runner reports a hung launch itself after 10 s; the daemon's kill
-  // is the backstop behind it, so it must come later.
+  // is the backstop behind it, so it must come later. A Python child's first
+  // launch of a config may compile it (when its warm-up compile could not).
   const double deadline = flags.trial_deadline > 0 ? flags.trial_deadline
-                          : backend == v1::BACKEND_CUDA
+                          : backend == v1::BACKEND_CUDA || backend == v1::BACKEND_PYTHON
                               ? std::max(30.0, 20 * flags.measure_budget)
                               : 0;
   executor_options.trial_deadline = absl::Seconds(deadline);
@@ -338,13 +353,19 @@ int main(int argc, char** argv) {
                  "early-cut rule: stop sampling a config once its p20 over the first "
                  "samples exceeds this many times the best median (negative = never cut)")
       ->check(CLI::NonNegativeNumber | CLI::Range(-1e9, 0.0))->capture_default_str();
-  app.add_option("--backend", flags.backend, "cpu or cuda")->capture_default_str();
+  app.add_option("--backend", flags.backend, "cpu, cuda or python")->capture_default_str();
+  app.add_option("--python", flags.python,
+                 "--backend python: the interpreter with torch and triton (default "
+                 "$TUNEFLEET_PYTHON, else python3)");
+  app.add_option("--python-package", flags.python_package,
+                 "--backend python: the directory holding the tunefleet package (default "
+                 "$TUNEFLEET_PYTHON_PACKAGE, else <binary dir>/../python)");
   app.add_option("--compile-timeout", flags.compile_timeout, "seconds per compile")
       ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--compile-threads", flags.compile_threads, "compile pool size (0 = cores)");
   app.add_option("--trial-deadline", flags.trial_deadline,
                  "seconds before a silent benchmark child is killed (0 = max(10, 20 x budget); "
-                 "cuda: max(30, 20 x budget))");
+                 "cuda, python: max(30, 20 x budget))");
   app.add_option("--sandbox", flags.sandbox,
                  "how compilers and benchmark children run job code: bwrap (bubblewrap "
                  "namespaces, the default) or none (unsandboxed; trusted clients only)")
@@ -399,6 +420,9 @@ int main(int argc, char** argv) {
   if (!backend.ok()) {
     spdlog::critical("{}", backend.status().ToString());
     return 2;
+  }
+  if (flags.child && *backend == tunefleet::v1::BACKEND_PYTHON) {
+    return tunefleet::worker::python::ExecBenchChild();
   }
   if (flags.child) return tunefleet::worker::BenchChildMain(*backend);
   if (flags.coordinator.empty()) {

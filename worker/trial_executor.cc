@@ -102,7 +102,8 @@ void TrialExecutor::PlanTrials(Batch* batch, const std::vector<v1::Trial>& trial
                                      " times before"));
       continue;
     }
-    CompileJob compile{&job.spec, &job.sources, *config, device_, /*reference=*/false};
+    CompileJob compile{&job.spec, &job.sources, *config, device_, /*reference=*/false,
+                       batch->shape};
     p.compile = pool_->Submit(std::move(compile), batch->cancel);
   }
 }
@@ -268,7 +269,8 @@ void TrialExecutor::StartBatch(const JobContext& job, const v1::MeasureOptions& 
                                    ShapeToString(batch->shape));
   if (job.spec.reference().entry().empty()) return;  // a library routine: nothing to compile
   batch->reference = pool_->Submit(
-      CompileJob{&job.spec, &job.sources, *reference_config, device_, /*reference=*/true},
+      CompileJob{&job.spec, &job.sources, *reference_config, device_, /*reference=*/true,
+                 batch->shape},
       batch->cancel);
 }
 

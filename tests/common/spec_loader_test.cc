@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include "common/compile_options.h"
+#include "common/config_space.h"
 #include "common/config_text.h"
 #include "common/sha256.h"
 #include "gtest/gtest.h"
@@ -102,6 +104,81 @@ TEST(SpecLoaderTest, NormalizeConfigRejectsUnlistedValues) {
   EXPECT_THAT(NormalizeConfig(spec, *ParseConfig(
                   "BLOCK_M=33,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=0")),
               StatusIsWith(absl::StatusCode::kInvalidArgument, "BLOCK_M=33"));
+}
+
+}  // namespace
+}  // namespace tunefleet
+
+namespace tunefleet {
+namespace {
+
+using ::tunefleet::testing::SourceDir;
+using ::tunefleet::testing::StatusIsWith;
+
+v1::KernelSpec TritonSpec(const std::string& name) {
+  absl::StatusOr<KernelBundle> bundle = LoadKernelDir(SourceDir() + "/kernels/triton/" + name);
+  EXPECT_TRUE(bundle.ok()) << bundle.status();
+  return bundle.ok() ? bundle->spec : v1::KernelSpec();
+}
+
+TEST(PythonSpecTest, TritonKernelsLoadAndTheMatmulSpaceIsLarge) {
+  const v1::KernelSpec softmax = TritonSpec("softmax");
+  EXPECT_EQ(softmax.backend(), v1::BACKEND_PYTHON);
+  const v1::KernelSpec matmul = TritonSpec("matmul");
+  EXPECT_EQ(matmul.backend(), v1::BACKEND_PYTHON);
+  absl::StatusOr<v1::Shape> shape = NormalizeShape(matmul, *ParseShape("M=4096,N=4096,K=4096"));
+  ASSERT_OK(shape);
+  auto space = ConfigSpace::Create(matmul, *shape, PlaceholderLimits(v1::BACKEND_PYTHON));
+  ASSERT_OK(space);
+  int valid = 0;
+  for (uint64_t i = 0; i < (*space)->full_size(); ++i) {
+    (*space)->Bind(i);
+    valid += (*space)->Valid() ? 1 : 0;
+  }
+  EXPECT_GE(valid, 48);
+  // The autotune list is 48 configs, every one in the space and valid.
+  const v1::ConfigSet* autotune = nullptr;
+  for (const v1::ConfigSet& set : matmul.config_sets()) {
+    if (set.name() == "autotune48") autotune = &set;
+  }
+  ASSERT_NE(autotune, nullptr);
+  EXPECT_EQ(autotune->configs_size(), 48);
+  for (const std::string& text : autotune->configs()) {
+    absl::StatusOr<v1::Config> config = NormalizeConfig(matmul, *ParseConfig(text));
+    ASSERT_OK(config);
+    ASSERT_OK((*space)->Bind(*config));
+    EXPECT_TRUE((*space)->Valid()) << text << ": " << (*space)->CheckConstraints();
+  }
+}
+
+TEST(PythonSpecTest, ValidationNamesWhatThePythonBackendDoesNotTake) {
+  const v1::KernelSpec good = TritonSpec("matmul");
+  ASSERT_OK(ValidateKernelSpec(good));
+  auto refused = [&](auto edit, const std::string& why) {
+    v1::KernelSpec spec = good;
+    edit(&spec);
+    EXPECT_THAT(ValidateKernelSpec(spec),
+                StatusIsWith(absl::StatusCode::kInvalidArgument, why));
+  };
+  refused([](v1::KernelSpec* s) { s->set_entry("build me"); }, "must name a Python function");
+  refused([](v1::KernelSpec* s) { s->set_sources(0, "matmul.cu"); }, "is not a .py file");
+  refused([](v1::KernelSpec* s) { s->mutable_reference()->set_library("cublas_gemm"); },
+          "reference.library");
+  refused([](v1::KernelSpec* s) { s->mutable_reference()->clear_entry(); }, "reference");
+  refused([](v1::KernelSpec* s) { s->add_compile_options("-O3"); }, "compile_options");
+  refused([](v1::KernelSpec* s) { s->mutable_launch()->set_grid_x("M"); }, "launch");
+  refused(
+      [](v1::KernelSpec* s) {
+        v1::Argument* arg = s->add_args();
+        arg->set_name("alpha");
+        arg->mutable_scalar()->set_dtype(v1::DTYPE_F32);
+        arg->mutable_scalar()->set_expr("1");
+      },
+      "scalar args");
+  refused([](v1::KernelSpec* s) { s->set_backend(static_cast<v1::Backend>(42)); },
+          "unknown backend 42");
+  EXPECT_THAT(CheckCompileOption(v1::BACKEND_PYTHON, "-O3"),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "python backend"));
 }
 
 }  // namespace

@@ -1,0 +1,318 @@
+"""The Python backend's benchmark child: `python -m tunefleet.backend.bench_child`,
+one per GPU, started by the worker daemon (through `tunefleet-worker --child
+--backend python`, which execs this with CUDA_VISIBLE_DEVICES pinned). It
+serves ChildRequests framed on stdin and answers each with one ChildResponse
+on the original stdout (fd 1 is pointed at stderr, so kernel prints cannot
+corrupt the protocol), under the protocol of docs/measurement.md: inputs
+from the spec's init distributions (seeded), a checked run against the
+reference's output (rtol/atol/max mismatch ratio, on the device), warm-up,
+L2 flush before every sample, CUDA events, median/p20/p80, the early-cut
+rule. The measurement numbers come in the PrepareRequest (measure.py).
+
+Failure taxonomy, as the CUDA runner's:
+  build() raised, or a Triton CompilationError   COMPILE_ERROR (the log)
+  Triton OutOfResources (shared memory, ...)     INVALID_CONFIG
+  a CUDA error that leaves the context broken    CRASHED, then exit 3
+  any other exception while launching            LAUNCH_ERROR
+  results outside tolerance                      WRONG_RESULT
+A hang is the daemon's to classify (it kills this process at its deadline:
+TIMEOUT), and so is a death by signal (CRASHED).
+"""
+
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+from tunefleet.backend import errors
+from tunefleet.backend import framing
+from tunefleet.backend import measure
+from tunefleet.backend import spec as spec_util
+from tunefleet.v1 import bench_child_pb2
+from tunefleet.v1 import types_pb2
+
+EXIT_OK = 0
+EXIT_POISONED = 3
+EXIT_PROTOCOL = 4
+EXIT_NO_BACKEND = 5
+
+ST = types_pb2
+
+
+def _error_text(error, limit=8000):
+    text = "%s: %s" % (type(error).__name__, error)
+    return text[:limit]
+
+
+class Runner:
+    """The KernelRunner of worker/backend.h, for Python kernels."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.poisoned = False
+        self.root = tempfile.mkdtemp(prefix="tunefleet-py-")
+        self.prepared = None
+        self.flush = None
+
+    # ---- classification -------------------------------------------------
+    def _classify(self, error, building):
+        """(status, poisoned) for an exception raised by build or a launch."""
+        if errors.is_out_of_resources(error):
+            return ST.TRIAL_STATUS_INVALID_CONFIG, False
+        if building:
+            return ST.TRIAL_STATUS_COMPILE_ERROR, False
+        if errors.is_compile_error(error):
+            # Compiled at first launch (the compile step could not warm it):
+            # the context is untouched.
+            return ST.TRIAL_STATUS_COMPILE_ERROR, False
+        if not self._context_alive():
+            return ST.TRIAL_STATUS_CRASHED, True
+        return ST.TRIAL_STATUS_LAUNCH_ERROR, False
+
+    def _context_alive(self):
+        try:
+            self.torch.cuda.synchronize()
+            self.torch.zeros(1, device="cuda").add_(1).item()
+            return True
+        except Exception:
+            return False
+
+    # ---- prepare --------------------------------------------------------
+    def _generate(self, tensor, dims, seed):
+        torch = self.torch
+        dtype = getattr(torch, spec_util.TORCH_DTYPES[tensor.dtype])
+        kind = tensor.init.kind
+        dist = tensor.init
+        gen = torch.Generator(device="cuda")
+        gen.manual_seed(seed)
+        kinds = spec_util.kernel_spec_pb2.Distribution
+        if tensor.role == spec_util.ROLE_OUT:
+            return torch.empty(dims, dtype=dtype, device="cuda")
+        if kind == kinds.KIND_ZEROS:
+            return torch.zeros(dims, dtype=dtype, device="cuda")
+        if kind == kinds.KIND_ONES:
+            return torch.ones(dims, dtype=dtype, device="cuda")
+        if kind == kinds.KIND_ARANGE:
+            count = 1
+            for d in dims:
+                count *= d
+            values = torch.arange(count, device="cuda", dtype=torch.float64)
+            if dtype == torch.float16:
+                values = values.remainder(1024)
+            return values.to(dtype).reshape(dims)
+        if dtype.is_floating_point:
+            out = torch.empty(dims, dtype=torch.float32, device="cuda")
+            if kind == kinds.KIND_NORMAL:
+                out.normal_(dist.low, dist.high, generator=gen)
+            else:
+                low, high = (dist.low, dist.high) if kind == kinds.KIND_UNIFORM else (-1.0, 1.0)
+                out.uniform_(low, high, generator=gen)
+            return out.to(dtype)
+        low, high = (int(dist.low), int(dist.high)) if kind == kinds.KIND_UNIFORM else (-8, 8)
+        return torch.randint(low, max(high, low + 1), dims, dtype=dtype, device="cuda",
+                             generator=gen)
+
+    def prepare(self, request):
+        torch = self.torch
+        self.prepared = None
+        spec = request.kernel
+        default_config = types_pb2.Config()
+        for part in filter(None, spec.default_config.split(",")):
+            name, value = part.split("=")
+            v = default_config.values.add()
+            v.name, v.value = name.strip(), int(value)
+        names = spec_util.names_of(spec, default_config, request.shape, request.limits)
+        args = spec_util.tensor_args(spec, names)
+        tensors = []
+        for i, (_, tensor, dims) in enumerate(args):
+            tensors.append(self._generate(tensor, dims, (request.seed * 1000003 + i) % (1 << 63)))
+        saved = {i: tensors[i].clone() for i, (_, a, _) in enumerate(args)
+                 if a.role == spec_util.ROLE_INOUT}
+        directory = spec_util.unpack_artifact(request.reference_artifact, self.root)
+        reference = spec_util.load_sources(
+            directory, spec_util.kernel_files(spec, True), spec.reference.entry,
+            os.path.basename(directory)[:16])
+        reference(*tensors)
+        torch.cuda.synchronize()
+        outputs = {i: tensors[i].clone() for i, (_, a, _) in enumerate(args)
+                   if a.role in (spec_util.ROLE_OUT, spec_util.ROLE_INOUT)}
+        l2 = 0
+        for limit in request.limits:
+            if limit.name == "l2_bytes":
+                l2 = int(limit.value)
+        if l2 <= 0:
+            l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20)
+        self.flush = torch.empty(2 * l2, dtype=torch.int8, device="cuda")
+        self.prepared = {
+            "spec": spec, "shape": request.shape, "args": args, "tensors": tensors,
+            "saved": saved, "expected": outputs,
+            "options": measure.with_defaults(request.measure),
+        }
+
+    # ---- run ------------------------------------------------------------
+    def _restore(self, poison):
+        p = self.prepared
+        for i, (_, arg, _) in enumerate(p["args"]):
+            if arg.role == spec_util.ROLE_INOUT:
+                p["tensors"][i].copy_(p["saved"][i])
+            elif arg.role == spec_util.ROLE_OUT and poison:
+                t = p["tensors"][i]
+                if t.dtype.is_floating_point:
+                    t.fill_(float("nan"))
+                else:
+                    t.fill_(-1)
+
+    def _check(self, tolerance):
+        torch = self.torch
+        p = self.prepared
+        for i, expected in p["expected"].items():
+            got = p["tensors"][i]
+            g = got.to(torch.float32)
+            e = expected.to(torch.float32)
+            ok = (g - e).abs() <= (tolerance.atol + tolerance.rtol * e.abs())
+            bad = int((~ok).sum().item())
+            ratio = bad / max(1, ok.numel())
+            if bad and ratio > tolerance.max_mismatch_ratio:
+                flat = (~ok).flatten().nonzero()
+                first = int(flat[0].item())
+                return ("%s: %d of %d elements outside rtol=%g atol=%g (ratio %.3g > %g); "
+                        "first at flat index %d: got %r, expected %r" % (
+                            p["args"][i][0], bad, ok.numel(), tolerance.rtol, tolerance.atol,
+                            ratio, tolerance.max_mismatch_ratio, first,
+                            g.flatten()[first].item(), e.flatten()[first].item()))
+        return None
+
+    def run(self, request, result):
+        torch = self.torch
+        result.config.CopyFrom(request.config)
+        p = self.prepared
+        if p is None:
+            result.status = ST.TRIAL_STATUS_LAUNCH_ERROR
+            result.error = "run before a successful prepare"
+            return
+        spec = p["spec"]
+        config = spec_util.config_dict(request.config)
+        shape = spec_util.shape_dict(p["shape"])
+        try:
+            directory = spec_util.unpack_artifact(request.artifact, self.root)
+            build = spec_util.load_sources(directory, spec_util.kernel_files(spec, False),
+                                           spec.entry, os.path.basename(directory)[:16])
+            fn = build(config, shape)
+            if not callable(fn):
+                raise TypeError("%s(config, shape) returned %r, not a callable" % (spec.entry, fn))
+        except Exception as error:
+            status, self.poisoned = self._classify(error, building=True)
+            result.status = status
+            result.error = traceback.format_exc()[-8000:]
+            return
+        tensors = p["tensors"]
+        options = p["options"]
+        try:
+            # The checked run (its first launch loads the compiled kernel).
+            self._restore(poison=True)
+            fn(*tensors)
+            torch.cuda.synchronize()
+            mismatch = self._check(spec.tolerance)
+            if mismatch is not None:
+                result.status = ST.TRIAL_STATUS_WRONG_RESULT
+                result.error = mismatch
+                return
+            # One call timed, to fit the protocol into the daemon's deadline.
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            self._restore(poison=False)
+            start.record()
+            fn(*tensors)
+            end.record()
+            end.synchronize()
+            options = measure.fit_to_deadline(options, start.elapsed_time(end) / 1e3)
+            # Warm-up.
+            began = time.perf_counter()
+            while time.perf_counter() - began < options.warmup_seconds:
+                self._restore(poison=False)
+                fn(*tensors)
+                torch.cuda.synchronize()
+            # Samples: L2 flushed and in-out tensors restored outside the events.
+            samples = []
+            ordered = []
+            began = time.perf_counter()
+            while measure.want_more_samples(options, len(samples), time.perf_counter() - began):
+                self._restore(poison=False)
+                self.flush.zero_()
+                start.record()
+                fn(*tensors)
+                end.record()
+                end.synchronize()
+                seconds = start.elapsed_time(end) / 1e3
+                samples.append(seconds)
+                ordered.append(seconds)
+                ordered.sort()
+                if measure.cut_early(options, request.best_seconds, ordered):
+                    result.cut_early = True
+                    break
+        except Exception as error:
+            status, self.poisoned = self._classify(error, building=False)
+            result.status = status
+            result.error = traceback.format_exc()[-8000:]
+            return
+        result.status = ST.TRIAL_STATUS_OK
+        measure.summarize(samples, result.measurement)
+
+
+def serve(runner, in_fd, out_fd):
+    while True:
+        request = bench_child_pb2.ChildRequest()
+        try:
+            if not framing.read_message(in_fd, request):
+                return EXIT_OK
+        except Exception as error:
+            print("bench child: %s" % error, file=sys.stderr)
+            return EXIT_PROTOCOL
+        response = bench_child_pb2.ChildResponse()
+        kind = request.WhichOneof("kind")
+        if kind == "prepare":
+            try:
+                runner.prepare(request.prepare)
+            except Exception as error:
+                response.error = "prepare failed: %s\n%s" % (
+                    _error_text(error), traceback.format_exc()[-4000:])
+                if not runner._context_alive():
+                    runner.poisoned = True
+        elif kind == "run":
+            response.index = request.run.index
+            runner.run(request.run, response.result)
+            response.exiting = response.result.status in (
+                ST.TRIAL_STATUS_CRASHED, ST.TRIAL_STATUS_TIMEOUT)
+        else:
+            response.error = "empty request"
+        if runner.poisoned:
+            response.exiting = True
+        try:
+            framing.write_message(out_fd, response)
+        except OSError:
+            return EXIT_OK  # the daemon is gone
+        if response.exiting:
+            return EXIT_POISONED
+
+
+def main():
+    protocol_out = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch sees no CUDA device")
+        torch.cuda.init()
+    except Exception as error:
+        print("bench child: no Python GPU backend: %s" % error, file=sys.stderr)
+        return EXIT_NO_BACKEND
+    return serve(Runner(torch), 0, protocol_out)
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

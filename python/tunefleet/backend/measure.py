@@ -1,0 +1,72 @@
+"""The measurement protocol's rules (docs/measurement.md), as
+worker/measurement.h states them for every backend. The numbers (warm-up,
+budget, sample counts, cut factor, deadline) come from the daemon in each
+PrepareRequest; this module only applies them, line for line as the C++
+functions of the same names do."""
+
+import math
+
+
+def with_defaults(options):
+    """MeasureOptions with every unset (zero) field at its default."""
+    out = type(options)()
+    out.CopyFrom(options)
+    if out.warmup_seconds <= 0:
+        out.warmup_seconds = 0.02
+    if out.budget_seconds <= 0:
+        out.budget_seconds = 0.2
+    if out.min_samples <= 0:
+        out.min_samples = 5
+    if out.max_samples <= 0:
+        out.max_samples = 1000
+    if out.cut_factor == 0:
+        out.cut_factor = 1.5
+    if out.max_samples < out.min_samples:
+        out.max_samples = out.min_samples
+    return out
+
+
+def quantile(sorted_values, q):
+    pos = q * (len(sorted_values) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def want_more_samples(options, samples, elapsed_seconds):
+    if samples < options.min_samples:
+        return True
+    return samples < options.max_samples and elapsed_seconds < options.budget_seconds
+
+
+def cut_early(options, best_seconds, sorted_values):
+    if best_seconds <= 0 or options.cut_factor < 0:
+        return False
+    if not sorted_values or len(sorted_values) < options.min_samples:
+        return False
+    return quantile(sorted_values, 0.2) > options.cut_factor * best_seconds
+
+
+def fit_to_deadline(options, call_seconds):
+    room = options.run_seconds_limit / 2
+    if room <= 0 or call_seconds <= 0:
+        return options
+    full = (options.warmup_seconds + call_seconds +
+            max(options.budget_seconds, options.min_samples * call_seconds))
+    if full <= room:
+        return options
+    fit = max(1, int(room / call_seconds))
+    out = type(options)()
+    out.CopyFrom(options)
+    out.warmup_seconds = 0
+    out.min_samples = min(out.min_samples, fit)
+    out.max_samples = min(out.max_samples, fit)
+    return out
+
+
+def summarize(seconds, measurement):
+    values = sorted(seconds)
+    measurement.median_seconds = quantile(values, 0.5)
+    measurement.p20_seconds = quantile(values, 0.2)
+    measurement.p80_seconds = quantile(values, 0.8)
+    measurement.samples = len(values)
