@@ -142,6 +142,11 @@ Trial TrialFromProto(const v1::TrialRecord& trial) {
   out.round = trial.round();
   out.excluded = trial.excluded();
   out.finished_unix_ms = trial.finished_unix_ms();
+  out.cut_early = trial.cut_early();
+  out.rounds = trial.rounds();
+  out.rounds_cv = trial.rounds_cv();
+  out.retaken_samples = trial.retaken_samples();
+  out.low_clock_samples = trial.low_clock_samples();
   return out;
 }
 

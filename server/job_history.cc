@@ -63,6 +63,11 @@ v1::TrialRecord TrialView(TrialRecord record, const std::string& device_model) {
   trial.set_round(RoundName(record.round));
   trial.set_excluded(record.excluded);
   trial.set_finished_unix_ms(record.finished_unix_ms);
+  trial.set_cut_early(record.cut_early);
+  trial.set_rounds(record.rounds);
+  trial.set_rounds_cv(record.rounds_cv);
+  trial.set_retaken_samples(record.retaken_samples);
+  trial.set_low_clock_samples(record.low_clock_samples);
   return trial;
 }
 

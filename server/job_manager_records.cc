@@ -195,6 +195,10 @@ TrialRecord JobManager::TrialRow(const Job& job, const Target& target, const Lea
   record.principal = lease.principal;
   record.clock_mhz = result.measurement().clock_mhz();
   record.cut_early = result.status() == v1::TRIAL_STATUS_OK && result.cut_early();
+  record.rounds = result.measurement().rounds();
+  record.rounds_cv = result.measurement().rounds_cv();
+  record.retaken_samples = result.measurement().retaken_samples();
+  record.low_clock_samples = result.measurement().low_clock_samples();
   record.round = lease.verify        ? TrialRound::kVerify
                  : lease.finalists ? TrialRound::kFinalists
                                    : TrialRound::kSearch;

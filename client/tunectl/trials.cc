@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -37,7 +38,27 @@ Json TrialToJson(const Trial& trial) {
           {"principal", trial.principal},
           {"clock_mhz", trial.clock_mhz},
           {"excluded", trial.excluded},
-          {"finished_unix_ms", trial.finished_unix_ms}};
+          {"finished_unix_ms", trial.finished_unix_ms},
+          {"cut_early", trial.cut_early},
+          {"rounds", trial.rounds},
+          {"rounds_cv", trial.rounds_cv},
+          {"retaken_samples", trial.retaken_samples},
+          {"low_clock_samples", trial.low_clock_samples}};
+}
+
+// What a measurement's row says beyond its times (docs/measurement.md), e.g.
+// "cut early", "5 rounds CV 0.41%", "3 retaken, 1 low clock"; "-" when none.
+std::string MeasurementNotes(const Trial& trial) {
+  std::vector<std::string> notes;
+  if (trial.cut_early) notes.push_back("cut early");
+  if (trial.rounds > 0) {
+    notes.push_back(absl::StrFormat("%d rounds CV %.2f%%", trial.rounds, 100 * trial.rounds_cv));
+  }
+  if (trial.retaken_samples > 0) notes.push_back(absl::StrCat(trial.retaken_samples, " retaken"));
+  if (trial.low_clock_samples > 0) {
+    notes.push_back(absl::StrCat(trial.low_clock_samples, " low clock"));
+  }
+  return notes.empty() ? "-" : absl::StrJoin(notes, ", ");
 }
 
 std::optional<JobState> ParseJobState(const std::string& name) {
@@ -90,6 +111,7 @@ std::string TrialsTable(const std::vector<Trial>& trials, bool wide) {
                  {FormatSeconds(trial.p20_seconds), FormatSeconds(trial.p80_seconds),
                   absl::StrCat(trial.samples), FormatSeconds(trial.compile_seconds),
                   trial.clock_mhz > 0 ? absl::StrCat(trial.clock_mhz, " MHz") : "-",
+                  MeasurementNotes(trial),
                   trial.principal.empty() ? "-" : trial.principal,
                   trial.excluded ? "yes" : "no", trial.tuning_key});
     }
@@ -98,7 +120,7 @@ std::string TrialsTable(const std::vector<Trial>& trials, bool wide) {
   }
   Row header = {"CONFIG", "DEVICE", "STATUS", "MEDIAN", "ROUND", "WORKER"};
   if (wide) {
-    header.insert(header.end(), {"P20", "P80", "SAMPLES", "COMPILE", "CLOCK", "PRINCIPAL",
+    header.insert(header.end(), {"P20", "P80", "SAMPLES", "COMPILE", "CLOCK", "NOTES", "PRINCIPAL",
                                  "EXCLUDED", "KEY"});
   }
   header.push_back("REASON");

@@ -127,6 +127,11 @@ def trial(message) -> records.Trial:
         round=message.round,
         excluded=message.excluded,
         finished_unix_ms=message.finished_unix_ms,
+        cut_early=message.cut_early,
+        rounds=message.rounds,
+        rounds_cv=message.rounds_cv,
+        retaken_samples=message.retaken_samples,
+        low_clock_samples=message.low_clock_samples,
     )
 
 

@@ -91,6 +91,14 @@ class Trial:
     round: str
     excluded: bool
     finished_unix_ms: int
+    # Sampling stopped early (clearly slower than the best); a finalist's
+    # rounds and the CV of their medians; samples taken again at a low SM
+    # clock and low-clock samples kept (docs/measurement.md).
+    cut_early: bool = False
+    rounds: int = 0
+    rounds_cv: float = 0.0
+    retaken_samples: int = 0
+    low_clock_samples: int = 0
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,13 @@ CREATE INDEX trials_by_job ON trials (job_id, seq);
 ALTER TABLE best_configs ADD COLUMN imported BOOLEAN NOT NULL DEFAULT FALSE;
 ALTER TABLE best_configs ADD COLUMN origin TEXT NOT NULL DEFAULT '';
 )sql"},
+    // Repeatability: finalist rounds and their CV, low-clock samples.
+    {7, R"sql(
+ALTER TABLE trials ADD COLUMN rounds INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN rounds_cv DOUBLE PRECISION NOT NULL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN retaken_samples BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN low_clock_samples BIGINT NOT NULL DEFAULT 0;
+)sql"},
 };
 
 // Advisory lock key that serializes migrations of one database ("tunefleet"
@@ -311,7 +318,11 @@ TrialRecord ReadTrial(const pqxx::row& row) {
   trial.clock_mhz = row[14].as<double>();
   trial.round = static_cast<TrialRound>(row[15].as<int>());
   trial.cut_early = row[16].as<bool>();
-  trial.excluded = row[17].as<bool>();
+  trial.rounds = row[17].as<int>();
+  trial.rounds_cv = row[18].as<double>();
+  trial.retaken_samples = row[19].as<int64_t>();
+  trial.low_clock_samples = row[20].as<int64_t>();
+  trial.excluded = row[21].as<bool>();
   return trial;
 }
 
@@ -439,7 +450,9 @@ void InsertTrialRows(pqxx::work& txn, const std::vector<TrialRecord>& trials,
           absl::StrCat(t.samples), ExactText(t.compile_seconds), t.worker_id, t.device_id,
           absl::StrCat("\\x", absl::BytesToHexString(t.error)),
           absl::StrCat(t.finished_unix_ms), t.principal, ExactText(t.clock_mhz),
-          absl::StrCat(static_cast<int>(t.round)), std::string(t.cut_early ? "true" : "false")}) {
+          absl::StrCat(static_cast<int>(t.round)), std::string(t.cut_early ? "true" : "false"),
+          absl::StrCat(t.rounds), ExactText(t.rounds_cv), absl::StrCat(t.retaken_samples),
+          absl::StrCat(t.low_clock_samples)}) {
       params.push_back(std::move(value));
     }
   }

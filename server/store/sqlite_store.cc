@@ -140,6 +140,13 @@ CREATE INDEX trials_by_job ON trials (job_id, seq);
 ALTER TABLE best_configs ADD COLUMN imported INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE best_configs ADD COLUMN origin TEXT NOT NULL DEFAULT '';
 )sql"},
+    // Repeatability: finalist rounds and their CV, low-clock samples.
+    {7, R"sql(
+ALTER TABLE trials ADD COLUMN rounds INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN rounds_cv REAL NOT NULL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN retaken_samples INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN low_clock_samples INTEGER NOT NULL DEFAULT 0;
+)sql"},
 };
 
 // Indexed by SqliteStore::Query.
@@ -166,7 +173,8 @@ constexpr const char* kQuerySql[] = {
     // kInsertTrial
     "INSERT INTO trials (" TF_TRIAL_COLUMNS
     ") VALUES "
-    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) "
+    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
+    "?20, ?21) "
     "ON CONFLICT (job_id, tuning_key, config, round) DO NOTHING",
     // kListTrials
     "SELECT " TF_TRIAL_READ_COLUMNS " FROM trials WHERE job_id = ?1 ORDER BY seq",
@@ -405,7 +413,11 @@ TrialRecord ReadTrial(const Call& call) {
   trial.clock_mhz = call.ColumnDouble(14);
   trial.round = static_cast<TrialRound>(call.ColumnInt(15));
   trial.cut_early = call.ColumnInt(16) != 0;
-  trial.excluded = call.ColumnInt(17) != 0;
+  trial.rounds = static_cast<int>(call.ColumnInt(17));
+  trial.rounds_cv = call.ColumnDouble(18);
+  trial.retaken_samples = call.ColumnInt(19);
+  trial.low_clock_samples = call.ColumnInt(20);
+  trial.excluded = call.ColumnInt(21) != 0;
   return trial;
 }
 
@@ -564,6 +576,8 @@ absl::StatusOr<bool> InsertTrialRow(sqlite3* db, sqlite3_stmt* stmt,
       .BindInt(trial.finished_unix_ms);
   call.BindText(trial.principal).BindDouble(trial.clock_mhz);
   call.BindInt(static_cast<int>(trial.round)).BindInt(trial.cut_early ? 1 : 0);
+  call.BindInt(trial.rounds).BindDouble(trial.rounds_cv);
+  call.BindInt(trial.retaken_samples).BindInt(trial.low_clock_samples);
   ASSIGN_OR_RETURN(int changed, call.Execute());
   return changed > 0;
 }

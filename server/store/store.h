@@ -81,6 +81,13 @@ struct TrialRecord {
   // Sampling stopped under the early-cut rule (docs/measurement.md): the
   // measurement is partial and the row is never a best.
   bool cut_early = false;
+  // Repeatability (docs/measurement.md): for a finalist, the rounds it was
+  // measured in and the coefficient of variation of their medians; samples
+  // taken again at a low SM clock, and low-clock samples kept.
+  int rounds = 0;
+  double rounds_cv = 0;
+  int64_t retaken_samples = 0;
+  int64_t low_clock_samples = 0;
   // Set by ExcludeTrials (never by InsertTrials): the row is kept for audit
   // but no best is derived from it.
   bool excluded = false;

@@ -57,6 +57,25 @@ TEST(TrialsFormatTest, WideTableAddsTheSpreadProvenanceAndKey) {
   EXPECT_THAT(TrialsTable({ok}), ::testing::Not(HasSubstr("PRINCIPAL")));
 }
 
+TEST(TrialsFormatTest, WideTableAndJsonSayHowRepeatableAMeasurementWas) {
+  Trial finalist = MakeTrial("B=1", "OK", "");
+  finalist.rounds = 5;
+  finalist.rounds_cv = 0.0041;
+  finalist.retaken_samples = 3;
+  finalist.low_clock_samples = 1;
+  Trial cut = MakeTrial("B=2", "OK", "");
+  cut.cut_early = true;
+  const std::string wide = TrialsTable({finalist, cut, MakeTrial("B=3", "OK", "")}, true);
+  EXPECT_THAT(wide, HasSubstr("NOTES"));
+  EXPECT_THAT(wide, HasSubstr("5 rounds CV 0.41%, 3 retaken, 1 low clock"));
+  EXPECT_THAT(wide, HasSubstr("cut early"));
+  const std::string json = TrialsJson("j-1", {finalist});
+  EXPECT_THAT(json, HasSubstr("\"rounds\": 5"));
+  EXPECT_THAT(json, HasSubstr("\"retaken_samples\": 3"));
+  EXPECT_THAT(json, HasSubstr("\"low_clock_samples\": 1"));
+  EXPECT_THAT(json, HasSubstr("\"cut_early\": false"));
+}
+
 TEST(TrialsFormatTest, TableShowsTheReasonAndJsonTheWholeError) {
   Trial failed = MakeTrial("B=2", "TIMEOUT", "deadline of 2 s passed");
   EXPECT_THAT(TrialsTable({failed}), HasSubstr("deadline of 2 s passed"));

@@ -1,6 +1,7 @@
 // The whole tuning loop over loopback with real processes: coordinator,
 // workers with the real CPU backend and compiler, the SQLite store, the
 // client library and tunectl.
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -126,6 +127,20 @@ TEST_F(FleetTest, TwoWorkersSplitAJobAndTheStoredBestIsTheFastestTrial) {
   EXPECT_EQ(best->median_seconds, job.targets[0].best_seconds);
   EXPECT_EQ(best->job_id, job.id);
   EXPECT_GT(job.targets[0].default_seconds, 0);
+  // The finalists' own rows say how many rounds measured them (at least the
+  // three interleaved ones) and how much their round medians varied.
+  absl::StatusOr<std::vector<Trial>> all = client_->ListAllTrials(job.id);
+  ASSERT_OK(all);
+  int finalist_rows = 0;
+  for (const Trial& trial : *all) {
+    if (trial.round != "finalists") continue;
+    ++finalist_rows;
+    EXPECT_EQ(trial.status, "OK") << trial.config << ": " << trial.error;
+    EXPECT_GE(trial.rounds, 3) << trial.config;
+    EXPECT_LE(trial.rounds, 9) << trial.config;
+    EXPECT_GE(trial.rounds_cv, 0) << trial.config;
+  }
+  EXPECT_EQ(finalist_rows, std::min<int>(5, static_cast<int>(trials.size())));
 }
 
 TEST_F(FleetTest, KilledWorkerMidJobStillCompletesWithEveryConfigOnce) {

@@ -173,6 +173,14 @@ struct Trial {
   std::string round;      // "search", "finalists" or "verify"
   bool excluded = false;  // an admin excluded it from deriving bests
   int64_t finished_unix_ms = 0;
+  bool cut_early = false;  // sampling stopped early: clearly slower than the best
+  // Repeatability (docs/measurement.md): a finalist's rounds and the
+  // coefficient of variation of their medians; samples taken again at a low
+  // SM clock, and low-clock samples kept.
+  int rounds = 0;
+  double rounds_cv = 0;
+  int64_t retaken_samples = 0;
+  int64_t low_clock_samples = 0;
 };
 
 struct TrialPage {

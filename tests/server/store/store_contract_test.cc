@@ -905,6 +905,8 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   EXPECT_EQ((*trials)[0].round, TrialRound::kSearch);
   EXPECT_FALSE((*trials)[0].excluded);
   EXPECT_FALSE((*trials)[0].cut_early);
+  EXPECT_EQ((*trials)[0].rounds, 0);
+  EXPECT_EQ((*trials)[0].low_clock_samples, 0);
   TrialRecord finals = (*trials)[0];
   finals.round = TrialRound::kFinalists;
   absl::StatusOr<bool> inserted = (*store)->InsertTrial(finals);
@@ -913,8 +915,9 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   ASSERT_OK((*store)->PutQuarantine({"rogue-host", "test", 1}));
   absl::StatusOr<int64_t> migrations = (*old)->MigrationRows();
   ASSERT_OK(migrations);
-  // 3: provenance and quarantine, 4: tokens, 5: cut_early, 6: job owners, imported bests
-  EXPECT_EQ(*migrations, 6);
+  // 3: provenance and quarantine, 4: tokens, 5: cut_early, 6: job owners, imported bests,
+  // 7: finalist rounds and low-clock samples
+  EXPECT_EQ(*migrations, 7);
   store->reset();  // closed before the database is dropped
 }
 
@@ -934,6 +937,24 @@ TEST_P(StoreContractTest, TrialKeepsItsProvenanceAndRound) {
   EXPECT_EQ((*trials)[0].clock_mhz, 1980.5);
   EXPECT_EQ((*trials)[0].round, TrialRound::kFinalists);
   EXPECT_FALSE((*trials)[0].excluded);
+}
+
+TEST_P(StoreContractTest, TrialKeepsItsRepeatabilityFigures) {
+  TrialRecord trial = MakeTrial("job-1", "BM=64", 0.5);
+  trial.round = TrialRound::kFinalists;
+  trial.rounds = 5;
+  trial.rounds_cv = 0.0041;
+  trial.retaken_samples = 12;
+  trial.low_clock_samples = 3;
+  ASSERT_OK(store_->InsertTrials({trial}));
+
+  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials("job-1");
+  ASSERT_OK(trials);
+  ASSERT_THAT(*trials, SizeIs(1));
+  EXPECT_EQ((*trials)[0].rounds, 5);
+  EXPECT_EQ((*trials)[0].rounds_cv, 0.0041);
+  EXPECT_EQ((*trials)[0].retaken_samples, 12);
+  EXPECT_EQ((*trials)[0].low_clock_samples, 3);
 }
 
 TEST_P(StoreContractTest, EachRoundOfAConfigIsItsOwnRow) {
