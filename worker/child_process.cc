@@ -106,6 +106,11 @@ ChildReply BenchChildProcess::Died(std::string detail) {
   return reply;
 }
 
+absl::Status BenchChildProcess::StartIfStopped() {
+  if (interrupted()) return absl::CancelledError("interrupted: the worker is stopping");
+  return process_ == nullptr ? Start() : absl::OkStatus();
+}
+
 absl::StatusOr<ChildReply> BenchChildProcess::Call(const v1::ChildRequest& request,
                                                    absl::Duration deadline) {
   if (interrupted()) return absl::CancelledError("interrupted: the worker is stopping");

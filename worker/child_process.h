@@ -66,6 +66,11 @@ class BenchChildProcess {
   // Interrupt was called (a call in progress kills the child first).
   absl::StatusOr<ChildReply> Call(const v1::ChildRequest& request, absl::Duration deadline);
 
+  // Starts the child now when none runs, so that its start-up (seconds for
+  // a Python child importing torch and initializing CUDA) overlaps with what
+  // the daemon does before its first Call. Errors as Call's.
+  absl::Status StartIfStopped();
+
   // Makes the Call in progress, and every later one, end at once with
   // Cancelled, killing the child. For a daemon that must stop while a child
   // spins. Thread-safe, async-signal-safe; irreversible.

@@ -120,8 +120,7 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
     return absl::OkStatus();
   }
   const JobContext& job = *batch->job;
-  const std::string job_key =
-      absl::StrCat(job.job_id, "|", batch->kernel_key, "|", job.seed, "|", reference.artifact);
+  const std::string job_key = absl::StrCat(JobPrepareKey(*batch), "|", reference.artifact);
   if (std::optional<v1::TrialResult> failed = failed_prepares_->Find(job_key)) {
     *failure = *std::move(failed);
     return absl::OkStatus();
@@ -140,11 +139,31 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
   RETURN_IF_ERROR(Prepare(*batch, reference.artifact, failure));
   if (failure->status() != v1::TRIAL_STATUS_UNSPECIFIED) {
     failed_prepares_->Add(job_key, *failure);
+    failed_prepares_->Add(JobPrepareKey(*batch), *failure);  // for StartChildFor
   } else {
     prepared_for_ = key;
     prepared_in_ = child_.starts();
   }
   return absl::OkStatus();
+}
+
+std::string TrialExecutor::JobPrepareKey(const Batch& batch) {
+  return absl::StrCat(batch.job->job_id, "|", batch.kernel_key, "|", batch.job->seed);
+}
+
+void TrialExecutor::StartChildFor(const Batch& batch) {
+  if (batch.job_failure.has_value()) return;
+  if (failed_prepares_->Find(JobPrepareKey(batch)).has_value()) return;  // no Prepare follows
+  if (std::none_of(batch.pending.begin(), batch.pending.end(),
+                   [](const PendingTrial& p) { return !p.early.has_value(); })) {
+    return;
+  }
+  const std::string& job_id = batch.job->job_id;
+  if (child_.running() && served_job_ == job_id) return;
+  if (child_.running()) child_.Stop();
+  served_job_ = job_id;
+  absl::Status started = child_.StartIfStopped();
+  if (!started.ok()) spdlog::warn("benchmark child did not start early: {}", started.ToString());
 }
 
 absl::Status TrialExecutor::Prepare(const Batch& batch, const std::string& reference_artifact,
@@ -299,6 +318,7 @@ absl::Status TrialExecutor::Run(const JobContext& job, const std::vector<v1::Tri
 absl::Status TrialExecutor::Run(Planned* planned, const ResultCallback& on_result,
                                 const StopPredicate& should_stop, const BestSeconds& best) {
   Batch& batch = *planned->batch_;
+  StartChildFor(batch);
   absl::Status status;
   double own_best = 0;  // the fastest uncut OK median of this call
   for (const PendingTrial& p : batch.pending) {

@@ -181,6 +181,15 @@ class TrialExecutor {
   // FailedPrepares): later leases of it get the same failure at once, so one
   // job never costs the prepare deadline twice.
   absl::Status EnsurePrepared(Batch* batch, v1::TrialResult* failure);
+  // Starts a child for `batch`'s job when none serves it (stopping one that
+  // serves another job), before its first compile is done: the child's
+  // start-up overlaps with the compiles instead of following them. Nothing
+  // when every trial of the batch is already decided (quarantined, or the
+  // job failed). A start that fails is left to the first Call to report.
+  void StartChildFor(const Batch& batch);
+  // The job, kernel and seed part of the key FailedPrepares remembers a
+  // failed Prepare under (the reference's artifact completes it).
+  static std::string JobPrepareKey(const Batch& batch);
   // Sends the child a Prepare for `batch`; a failure as EnsurePrepared.
   absl::Status Prepare(const Batch& batch, const std::string& reference_artifact,
                        v1::TrialResult* failure);

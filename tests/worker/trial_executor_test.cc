@@ -122,6 +122,19 @@ TEST_F(TrialExecutorTest, QuarantinesAConfigThatKillsTheChildTwice) {
   ExpectMeasured(RunTrials(job, {"FAULT=0,UNROLL=4"}, /*first_index=*/4)[4]);
 }
 
+// The child starts when a lease of its job begins to run, not after the
+// first compile: here the only config fails to compile, and a child was
+// started all the same (its start-up overlapped with the compile). A later
+// lease of the same job keeps that child.
+TEST_F(TrialExecutorTest, TheChildStartsBeforeTheFirstCompileIsDone) {
+  JobContext job = LoadJob(kFaulty, "N=1024");
+  auto first = RunTrials(job, {"FAULT=4,UNROLL=1"});
+  EXPECT_EQ(first[0].status(), v1::TRIAL_STATUS_COMPILE_ERROR);
+  EXPECT_EQ(executor_->child_starts(), 1);
+  ExpectMeasured(RunTrials(job, {"FAULT=0,UNROLL=1"}, /*first_index=*/1)[1]);
+  EXPECT_EQ(executor_->child_starts(), 1);
+}
+
 TEST_F(TrialExecutorTest, ReusesCachedArtifactsOnRerun) {
   JobContext job = LoadJob(kFaulty, "N=1024");
   auto first = RunTrials(job, {"FAULT=0,UNROLL=4"});
