@@ -125,10 +125,7 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
     *failure = *std::move(failed);
     return absl::OkStatus();
   }
-  // A child serves one job: another job's kernels never share its process
-  // (nor its artifact inbox).
-  if (child_.running() && served_job_ != job.job_id) child_.Stop();
-  served_job_ = job.job_id;
+  ServeJob(job.job_id);
   // The same job with the same measure options in the same child process
   // needs no second Prepare (a finalists round measures with a smaller
   // budget than the leases before it).
@@ -147,6 +144,11 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
   return absl::OkStatus();
 }
 
+void TrialExecutor::ServeJob(const std::string& job_id) {
+  if (child_.running() && served_job_ != job_id) child_.Stop();
+  served_job_ = job_id;
+}
+
 std::string TrialExecutor::JobPrepareKey(const Batch& batch) {
   return absl::StrCat(batch.job->job_id, "|", batch.kernel_key, "|", batch.job->seed);
 }
@@ -158,10 +160,7 @@ void TrialExecutor::StartChildFor(const Batch& batch) {
                    [](const PendingTrial& p) { return !p.early.has_value(); })) {
     return;
   }
-  const std::string& job_id = batch.job->job_id;
-  if (child_.running() && served_job_ == job_id) return;
-  if (child_.running()) child_.Stop();
-  served_job_ = job_id;
+  ServeJob(batch.job->job_id);
   absl::Status started = child_.StartIfStopped();
   if (!started.ok()) spdlog::warn("benchmark child did not start early: {}", started.ToString());
 }
@@ -362,6 +361,11 @@ absl::Status TrialExecutor::RunFinalists(const JobContext& job,
     std::optional<v1::TrialResult> last_ok;
     std::vector<v1::Measurement> rounds;
     double compile_seconds = 0;
+    std::vector<double> RoundMedians() const {
+      std::vector<double> medians;
+      for (const v1::Measurement& m : rounds) medians.push_back(m.median_seconds());
+      return medians;
+    }
   };
   std::vector<Finalist> finalists(batch.pending.size());
   // The finalists the next round runs: all of them in the first `rounds`
@@ -375,8 +379,7 @@ absl::Status TrialExecutor::RunFinalists(const JobContext& job,
     if (round >= std::max(rounds, options_.finalist_max_rounds)) return runs;
     std::vector<std::vector<double>> medians(finalists.size());
     for (size_t i = 0; i < finalists.size(); ++i) {
-      if (finalists[i].failure.has_value()) continue;
-      for (const v1::Measurement& m : finalists[i].rounds) medians[i].push_back(m.median_seconds());
+      if (!finalists[i].failure.has_value()) medians[i] = finalists[i].RoundMedians();
     }
     runs = Unseparated(medians);
     std::sort(runs.begin(), runs.end());  // lease order, as in the first rounds
@@ -431,10 +434,8 @@ absl::Status TrialExecutor::RunFinalists(const JobContext& job,
     } else {
       result = *std::move(f.last_ok);
       *result.mutable_measurement() = CombineRounds(f.rounds);
-      std::vector<double> medians;
-      for (const v1::Measurement& m : f.rounds) medians.push_back(m.median_seconds());
       result.mutable_measurement()->set_rounds(static_cast<int32_t>(f.rounds.size()));
-      result.mutable_measurement()->set_rounds_cv(CoefficientOfVariation(medians));
+      result.mutable_measurement()->set_rounds_cv(CoefficientOfVariation(f.RoundMedians()));
     }
     result.set_compile_seconds(f.compile_seconds);
     on_result(batch.pending[i].trial.index(), result);

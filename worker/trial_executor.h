@@ -187,6 +187,9 @@ class TrialExecutor {
   // when every trial of the batch is already decided (quarantined, or the
   // job failed). A start that fails is left to the first Call to report.
   void StartChildFor(const Batch& batch);
+  // A child serves one job: another job's kernels never share its process
+  // (nor its artifact inbox). Stops the child when it serves another job.
+  void ServeJob(const std::string& job_id);
   // The job, kernel and seed part of the key FailedPrepares remembers a
   // failed Prepare under (the reference's artifact completes it).
   static std::string JobPrepareKey(const Batch& batch);
