@@ -27,7 +27,7 @@ CONFIG = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "UNROLL": 4, "LOOP_ORDER
 
 
 def table() -> tunefleet.BestTable:
-    config_text = ",".join(f"{k}={v}" for k, v in CONFIG.items())
+    config_text = tunefleet.shapes.format(CONFIG)
     return tunefleet.BestTable.parse(json.dumps({
         "format": "tunefleet.best_configs", "version": 1,
         "kernels": [{"name": "matmul", "spec": {"kernel": {

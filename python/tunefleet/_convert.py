@@ -194,21 +194,15 @@ def _exported_kernel(kernel) -> Dict[str, Any]:
 
 def _exported_row(row) -> Dict[str, Any]:
     from . import shapes
-    from .errors import InvalidArgumentError
 
-    def values(text):
-        try:
-            return shapes.parse(text)
-        except InvalidArgumentError:
-            return {}
     return {
         "kernel": row.kernel_name,
         "shape": row.shape,
-        "dims": values(row.shape),
+        "dims": shapes.parse_or_empty(row.shape),
         "device_model": row.device_model,
         "toolkit": row.toolkit,
         "config": row.config_text,
-        "values": values(row.config_text),
+        "values": shapes.parse_or_empty(row.config_text),
         "median_seconds": row.median_seconds,
         "tuning_key": row.tuning_key,
         "job_id": row.job_id,

@@ -261,6 +261,7 @@ class Autotuned:
         self._lookup_deadline = lookup_deadline
         self._submit_options = dict(submit_options or {})
         self._kernel_name: Optional[str] = None
+        self._kernel_bundle: Optional[kernel_dir.KernelBundle] = None
         self._lock = threading.Lock()
         self.cache: Dict[tuple, Choice] = {}
         self.last_choice: Optional[Choice] = None
@@ -445,10 +446,17 @@ class Autotuned:
         """The fleet's kernel name: the spec's, when `kernel` is a directory."""
         if self._kernel_name is None:
             if self._kernel_dir is not None and self._kernel == self._kernel_dir:
-                self._kernel_name = kernel_dir.load(self._kernel_dir).name
+                self._kernel_name = self._bundle().name
             else:
                 self._kernel_name = self._kernel
         return self._kernel_name
+
+    def _bundle(self) -> kernel_dir.KernelBundle:
+        """The kernel directory's spec and sources, read once.
+        REQUIRES: a kernel directory."""
+        if self._kernel_bundle is None:
+            self._kernel_bundle = kernel_dir.load(self._kernel_dir)
+        return self._kernel_bundle
 
     @property
     def device_model(self) -> str:
@@ -480,7 +488,7 @@ class Autotuned:
         try:
             client = self._client or _fleet_for(self._server, self._lookup_deadline).client()
             options = dict(device_model=self.device_model, **self._submit_options)
-            submission.job = client.submit(self._kernel_dir, shape, **options)
+            submission.job = client.submit(self._bundle(), shape, **options)
             logger.info("%s %s: submitted tuning job %s", self.kernel_name,
                         shapes.format(shape), submission.job.id)
         except Exception as e:  # noqa: BLE001 (a background thread reports, never raises)

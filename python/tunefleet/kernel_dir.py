@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
-from typing import Dict, List, Mapping
+from typing import Dict, List
 
 from . import shapes
 from ._stubs import kernel_spec_pb2, types_pb2
@@ -82,14 +82,6 @@ def normalize_shape(spec, shape: shapes.NameValues) -> Dict[str, int]:
             raise InvalidArgumentError(f"dim {name} must be positive, got {given[name]}")
         out[name] = given[name]
     return out
-
-
-def dim_names(spec) -> List[str]:
-    return [dim.name for dim in spec.problem]
-
-
-def default_config(spec) -> Mapping[str, int]:
-    return shapes.parse(spec.default_config)
 
 
 def _file_paths(spec) -> List[str]:

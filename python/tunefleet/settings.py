@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Dict, Mapping, Optional
 
 from .errors import InvalidArgumentError, NotFoundError, PermissionDeniedError
 
@@ -45,19 +45,19 @@ def resolve(server: Optional[str] = None, *, token: Optional[str] = None,
     plaintext; NotFoundError/PermissionDeniedError for an unreadable token
     file."""
     env = os.environ if env is None else env
-    config = config_file if config_file is not None else _default_config_path(env)
+    config = read_config(config_file if config_file is not None else _default_config_path(env))
     if deadline is None:
         deadline = DEFAULT_DEADLINE_SECONDS
     if not deadline > 0:
         raise InvalidArgumentError(f"deadline must be a positive number of seconds, got {deadline}")
     if insecure is None:
         insecure = _is_true(env.get("TUNEFLEET_INSECURE", "")) or \
-            _is_true(config_value(config, "insecure"))
+            _is_true(config.get("insecure", ""))
     settings = dict(
-        server=server or env.get("TUNEFLEET_SERVER") or config_value(config, "server")
+        server=server or env.get("TUNEFLEET_SERVER") or config.get("server")
         or DEFAULT_SERVER,
         insecure=bool(insecure),
-        ca_file=ca_file or env.get("TUNEFLEET_CA_FILE") or config_value(config, "ca_file"),
+        ca_file=ca_file or env.get("TUNEFLEET_CA_FILE") or config.get("ca_file", ""),
         deadline=float(deadline))
     if insecure:
         if token:
@@ -66,23 +66,24 @@ def resolve(server: Optional[str] = None, *, token: Optional[str] = None,
     return Settings(token=token or _resolve_token(env, config), **settings)
 
 
-def config_value(path: str, key: str) -> str:
-    """The value of `key` in a `key = value` file; "" when either is absent."""
+def read_config(path: str) -> Dict[str, str]:
+    """The `key = value` lines of a config file (the first of a key wins);
+    empty when the file is absent or unreadable."""
+    values: Dict[str, str] = {}
     if not path:
-        return ""
+        return values
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
     except OSError:
-        return ""
+        return values
     for line in lines:
         text = line.strip()
         if not text or text.startswith("#"):
             continue
         name, _, value = text.partition("=")
-        if name.strip() == key:
-            return value.strip()
-    return ""
+        values.setdefault(name.strip(), value.strip())
+    return values
 
 
 def read_token_file(path: str) -> str:
@@ -99,12 +100,13 @@ def read_token_file(path: str) -> str:
     return line
 
 
-def _resolve_token(env: Mapping[str, str], config: str) -> str:
+def _resolve_token(env: Mapping[str, str], config: Mapping[str, str]) -> str:
     if env.get("TUNEFLEET_TOKEN"):
         return env["TUNEFLEET_TOKEN"]
-    path = env.get("TUNEFLEET_TOKEN_FILE") or config_value(config, "token_file")
+    path = env.get("TUNEFLEET_TOKEN_FILE") or config.get("token_file", "")
     if not path:
-        path = _config_dir(env) and os.path.join(_config_dir(env), "token")
+        directory = _config_dir(env)
+        path = directory and os.path.join(directory, "token")
         if not path or not os.path.exists(path):
             return ""
     return read_token_file(path)

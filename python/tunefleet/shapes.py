@@ -37,6 +37,15 @@ def parse(text: str) -> Dict[str, int]:
     return items
 
 
+def parse_or_empty(text: str) -> Dict[str, int]:
+    """parse(text), or {} when it does not parse (a stored config's text
+    stands as it is, without values, as in the C++ table)."""
+    try:
+        return parse(text)
+    except InvalidArgumentError:
+        return {}
+
+
 def format(values: Mapping[str, int]) -> str:  # noqa: A001 (the module's verb)
     """{"M": 1, "N": 2} -> "M=1,N=2", in the mapping's order."""
     return ",".join(f"{name}={int(value)}" for name, value in values.items())

@@ -115,7 +115,7 @@ class BestTable:
         if kernel not in self._defaults:
             raise NotFoundError(f"the table has no kernel {kernel}")
         text = self._defaults[kernel]
-        return records.BestConfig(tier=records.DEFAULT, config=_values(text), config_text=text,
+        return records.BestConfig(tier=records.DEFAULT, config=shapes.parse_or_empty(text), config_text=text,
                                   device_model=device_model, toolkit=toolkit)
 
 
@@ -136,16 +136,9 @@ def _distance(query: Mapping[str, int], row: Mapping[str, int]) -> float:
 def _answer(row: _Row, distance: float) -> records.BestConfig:
     return records.BestConfig(
         tier=records.EXACT if distance == 0 else records.NEAREST,
-        config=_values(row.config), config_text=row.config,
+        config=shapes.parse_or_empty(row.config), config_text=row.config,
         median_seconds=row.median_seconds, tuning_key=row.tuning_key, job_id=row.job_id,
         tuned_shape=row.shape, device_model=row.device_model, toolkit=row.toolkit)
-
-
-def _values(text: str) -> Dict[str, int]:
-    try:
-        return shapes.parse(text)
-    except InvalidArgumentError:
-        return {}  # as the C++ table: the text stands, without values
 
 
 def _bad(what: str) -> InvalidArgumentError:
