@@ -1,15 +1,16 @@
 #include "client/tunectl/report.h"
 
-#include <fstream>
 #include <map>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/tunectl/exit_codes.h"
+#include "common/config_text.h"
 #include "common/file_util.h"
 
 namespace tunefleet::tunectl {
@@ -28,17 +29,12 @@ std::string Date(int64_t unix_ms) {
 }
 
 // "A=1,B=2" -> {"A": 1, "B": 2}; values that are not integers stay text.
+// A config's values by name; none when its text does not parse.
 Json ConfigValues(const std::string& config) {
   Json values = Json::object();
-  for (absl::string_view part : absl::StrSplit(config, ',', absl::SkipEmpty())) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
-    int64_t number = 0;
-    if (absl::SimpleAtoi(kv.second, &number)) {
-      values[kv.first] = number;
-    } else {
-      values[kv.first] = kv.second;
-    }
-  }
+  absl::StatusOr<NameValues> items = ParseNameValues(config);
+  if (!items.ok()) return values;
+  for (const auto& [name, value] : *items) values[name] = value;
   return values;
 }
 
@@ -97,11 +93,7 @@ absl::Status WriteReport(const std::string& path, const std::string& html, std::
     out << html;
     return absl::OkStatus();
   }
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << html;
-  file.close();
-  if (!file) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
+  return WriteFileAtomic(path, html);
 }
 
 absl::StatusOr<std::string> ReadChartJs(const std::string& path) {
@@ -194,17 +186,8 @@ Json KernelReportData(const std::string& kernel, const std::vector<HistoryPoint>
 std::string ScriptSafeJson(const Json& json) {
   const std::string text = json.dump(-1, ' ', /*ensure_ascii=*/false,
                                      Json::error_handler_t::replace);
-  std::string safe;
-  safe.reserve(text.size());
-  for (char c : text) {
-    // '<' only ever appears inside JSON strings, where \u003c means the same.
-    if (c == '<') {
-      safe += "\\u003c";
-    } else {
-      safe += c;
-    }
-  }
-  return safe;
+  // '<' only ever appears inside JSON strings, where \u003c means the same.
+  return absl::StrReplaceAll(text, {{"<", "\\u003c"}});
 }
 
 int RunReport(Client& client, const ReportFlags& flags, const Console& console) {
