@@ -30,26 +30,10 @@ std::ostream& Notes(const Console& console) {
   return console.quiet ? *kNowhere : *console.err;
 }
 
-std::string ResolveServer(const std::string& flag, const char* env,
-                          const std::string& config) {
+std::string ResolveServer(const std::string& flag, const char* env) {
   if (!flag.empty()) return flag;
   if (env != nullptr && *env != '\0') return env;
-  if (!config.empty()) return config;
   return kDefaultServer;
-}
-
-std::string DefaultConfigPath(const char* xdg_config_home, const char* home) {
-  if (xdg_config_home != nullptr && *xdg_config_home != '\0') {
-    return absl::StrCat(xdg_config_home, "/tunefleet/tunectl.conf");
-  }
-  if (home != nullptr && *home != '\0') {
-    return absl::StrCat(home, "/.config/tunefleet/tunectl.conf");
-  }
-  return "";
-}
-
-std::string ConfigFileServer(const std::string& path) {
-  return ConfigFileValue(path, "server");
 }
 
 bool ColorAllowed(bool terminal, const char* no_color_env) {

@@ -34,16 +34,9 @@ struct Console {
   std::function<absl::Time()> now = absl::Now;
 };
 
-// The server address: `flag` when set, else `env` (TUNEFLEET_SERVER; may be
-// null), else `config` (from the config file), else kDefaultServer.
-std::string ResolveServer(const std::string& flag, const char* env,
-                          const std::string& config);
-// $XDG_CONFIG_HOME/tunefleet/tunectl.conf, else
-// $HOME/.config/tunefleet/tunectl.conf; empty when neither is set.
-std::string DefaultConfigPath(const char* xdg_config_home, const char* home);
-// The `server` of a config file of "key = value" lines and '#' comments;
-// empty when the file or the key is absent.
-std::string ConfigFileServer(const std::string& path);
+// The server address: `flag` when set (a context of the config file sets
+// it too), else `env` (TUNEFLEET_SERVER; may be null), else kDefaultServer.
+std::string ResolveServer(const std::string& flag, const char* env);
 // Colors only on a terminal and when NO_COLOR is unset or empty.
 bool ColorAllowed(bool terminal, const char* no_color_env);
 // INVALID_ARGUMENT unless `seconds` is positive and finite.

@@ -7,20 +7,18 @@
 #include <fstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 
 namespace tunefleet::tunectl {
 namespace {
 
-// The first non-empty of `flag`, the variable `env_name`, the config key.
-std::string Resolve(const std::string& flag, const Environment& env, const char* env_name,
-                    const std::string& config_file, const char* config_key) {
+// The first non-empty of `flag` and the variable `env_name`.
+std::string Resolve(const std::string& flag, const Environment& env, const char* env_name) {
   if (!flag.empty()) return flag;
   const char* value = env(env_name);
-  if (value != nullptr && *value != '\0') return value;
-  return config_file.empty() ? "" : ConfigFileValue(config_file, config_key);
+  return value != nullptr ? value : "";
 }
 
 bool IsTrue(absl::string_view text) {
@@ -37,21 +35,6 @@ std::string DefaultTokenFile(const Environment& env) {
 }
 
 }  // namespace
-
-std::string ConfigFileValue(const std::string& path, const std::string& key) {
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    absl::string_view text = absl::StripAsciiWhitespace(line);
-    if (text.empty() || text[0] == '#') continue;
-    std::pair<absl::string_view, absl::string_view> kv =
-        absl::StrSplit(text, absl::MaxSplits('=', 1));
-    if (absl::StripAsciiWhitespace(kv.first) == key) {
-      return std::string(absl::StripAsciiWhitespace(kv.second));
-    }
-  }
-  return "";
-}
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   std::ifstream in(path);
@@ -71,19 +54,15 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
 absl::Status ApplyConnectionSettings(const ConnectionFlags& flags, const Environment& env,
                                      ClientOptions* options) {
   const char* insecure_env = env("TUNEFLEET_INSECURE");
-  options->insecure = flags.insecure || (insecure_env != nullptr && IsTrue(insecure_env)) ||
-                      (!flags.config_file.empty() &&
-                       IsTrue(ConfigFileValue(flags.config_file, "insecure")));
-  options->ca_file =
-      Resolve(flags.ca_file, env, "TUNEFLEET_CA_FILE", flags.config_file, "ca_file");
+  options->insecure = flags.insecure || (insecure_env != nullptr && IsTrue(insecure_env));
+  options->ca_file = Resolve(flags.ca_file, env, "TUNEFLEET_CA_FILE");
   if (options->insecure) return absl::OkStatus();  // never send a token in the clear
   const char* token = env("TUNEFLEET_TOKEN");
   if (flags.token_file.empty() && token != nullptr && *token != '\0') {
     options->token = token;
     return absl::OkStatus();
   }
-  std::string file =
-      Resolve(flags.token_file, env, "TUNEFLEET_TOKEN_FILE", flags.config_file, "token_file");
+  std::string file = Resolve(flags.token_file, env, "TUNEFLEET_TOKEN_FILE");
   if (file.empty()) {
     file = DefaultTokenFile(env);
     if (file.empty() || access(file.c_str(), F_OK) != 0) return absl::OkStatus();

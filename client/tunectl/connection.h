@@ -1,12 +1,12 @@
 // How tunectl reaches and authenticates to the coordinator. Each setting is
-// taken from its flag, else the environment, else the config file (lines
-// of `key = value`):
+// taken from its flag, else the environment (the config file's contexts set
+// flags: contexts.h):
 //
-//   setting     flag           environment                   config key
-//   plaintext   --insecure     TUNEFLEET_INSECURE=1          insecure = true
-//   CA bundle   --ca-file      TUNEFLEET_CA_FILE             ca_file
-//   token       --token-file   TUNEFLEET_TOKEN (the token    token_file
-//                              itself), TUNEFLEET_TOKEN_FILE
+//   setting     flag           environment
+//   plaintext   --insecure     TUNEFLEET_INSECURE=1
+//   CA bundle   --ca-file      TUNEFLEET_CA_FILE
+//   token       --token-file   TUNEFLEET_TOKEN (the token itself),
+//                              TUNEFLEET_TOKEN_FILE
 //
 // With no token given, ~/.config/tunefleet/token is read when it exists.
 // A token is never sent over plaintext.
@@ -25,15 +25,10 @@ struct ConnectionFlags {
   bool insecure = false;
   std::string ca_file;
   std::string token_file;
-  std::string config_file;  // the resolved config file path; may be empty
 };
 
 // Returns the environment variable's value, or null (std::getenv in main).
 using Environment = std::function<const char*(const char*)>;
-
-// The value of `key` in a config file of "key = value" lines and '#'
-// comments; empty when the file or the key is absent.
-std::string ConfigFileValue(const std::string& path, const std::string& key);
 
 // The first line of a token file, without surrounding blanks. NotFound or
 // PermissionDenied naming the file, InvalidArgument for an empty one.

@@ -303,7 +303,7 @@ const char* Getenv(const char* name) { return std::getenv(name); }
 
 // The config file's settings are flags by now (see contexts.h).
 std::string ServerAddress(const Flags& flags) {
-  return ResolveServer(flags.server, std::getenv("TUNEFLEET_SERVER"), /*config=*/"");
+  return ResolveServer(flags.server, std::getenv("TUNEFLEET_SERVER"));
 }
 
 int RunAdmin(Client& client, const Verbs& verbs, const Flags& flags, const Console& console) {

@@ -20,26 +20,11 @@ using ::tunefleet::testing::StatusIs;
 using ::tunefleet::testing::StatusIsWith;
 using ::tunefleet::testing::TempDir;
 
-TEST(TunectlArgsTest, ServerComesFromFlagThenEnvThenConfigThenDefault) {
-  EXPECT_EQ(ResolveServer("flag:1", "env:2", "conf:3"), "flag:1");
-  EXPECT_EQ(ResolveServer("", "env:2", "conf:3"), "env:2");
-  EXPECT_EQ(ResolveServer("", "", "conf:3"), "conf:3");
-  EXPECT_EQ(ResolveServer("", nullptr, ""), "localhost:7070");
-}
-
-TEST(TunectlArgsTest, ConfigFileLivesUnderXdgConfigHomeElseHome) {
-  EXPECT_EQ(DefaultConfigPath("/x", "/h"), "/x/tunefleet/tunectl.conf");
-  EXPECT_EQ(DefaultConfigPath(nullptr, "/h"),
-            "/h/.config/tunefleet/tunectl.conf");
-  EXPECT_EQ(DefaultConfigPath(nullptr, nullptr), "");
-}
-
-TEST(TunectlArgsTest, ConfigFileServerReadsTheServerKey) {
-  TempDir dir;
-  std::string path = dir.path() + "/tunectl.conf";
-  std::ofstream(path) << "# comment\n other = 1\nserver = tuner:7070 \n";
-  EXPECT_EQ(ConfigFileServer(path), "tuner:7070");
-  EXPECT_EQ(ConfigFileServer(dir.path() + "/missing"), "");
+TEST(TunectlArgsTest, ServerComesFromFlagThenEnvThenDefault) {
+  EXPECT_EQ(ResolveServer("flag:1", "env:2"), "flag:1");
+  EXPECT_EQ(ResolveServer("", "env:2"), "env:2");
+  EXPECT_EQ(ResolveServer("", ""), "localhost:7070");
+  EXPECT_EQ(ResolveServer("", nullptr), "localhost:7070");
 }
 
 TEST(TunectlArgsTest, TimeoutBecomesTheCallDeadline) {

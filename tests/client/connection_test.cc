@@ -32,14 +32,13 @@ class ConnectionTest : public ::testing::Test {
   std::map<std::string, std::string> env_{{"HOME", "/nonexistent"}};
 };
 
-TEST_F(ConnectionTest, TheFlagWinsOverTheEnvironmentWhichWinsOverTheConfigFile) {
+TEST_F(ConnectionTest, TheFlagWinsOverTheEnvironment) {
   ConnectionFlags flags;
-  flags.config_file = Write("tunectl.conf", "ca_file = /conf/ca.pem\ntoken_file = " +
-                                                Write("conf.token", "from-config\n") + "\n");
   ClientOptions options;
+  env_["TUNEFLEET_TOKEN_FILE"] = Write("env.token", "from-env-file\n");
   ASSERT_OK(ApplyConnectionSettings(flags, Env(), &options));
-  EXPECT_EQ(options.ca_file, "/conf/ca.pem");
-  EXPECT_EQ(options.token, "from-config");
+  EXPECT_EQ(options.ca_file, "");
+  EXPECT_EQ(options.token, "from-env-file");
   env_["TUNEFLEET_CA_FILE"] = "/env/ca.pem";
   env_["TUNEFLEET_TOKEN"] = "from-env";
   ASSERT_OK(ApplyConnectionSettings(flags, Env(), &options));
