@@ -207,11 +207,10 @@ absl::Status ValidateSpec(const AdmissionLimits& limits, bool walk_space,
   return StrategyFor(*spec, space.get(), limits.max_trials).status();
 }
 
-absl::StatusOr<TargetPlan> PlanTarget(const AdmissionLimits& limits,
-                                      const v1::JobSpec& spec,
-                                      const WorkerDevice& device, Store* cache,
-                                      const std::vector<std::string>& warm_start,
-                                      const std::vector<FleetTrial>& history) {
+absl::StatusOr<TargetPlan> PlanTarget(
+    const AdmissionLimits& limits, const v1::JobSpec& spec, const WorkerDevice& device,
+    Store* cache, const std::vector<std::string>& warm_start,
+    const std::function<std::vector<FleetTrial>()>& history) {
   TargetPlan plan;
   plan.info.set_device_model(device.device.model());
   plan.info.set_toolkit(device.toolkit);
@@ -233,7 +232,8 @@ absl::StatusOr<TargetPlan> PlanTarget(const AdmissionLimits& limits,
   }
   for (const std::string& config : warm_start) plan.info.add_warm_start(config);
   absl::StatusOr<Search> search =
-      MakeSearch(limits, spec, LimitsFromDevice(device.device), plan.info.warm_start(), history);
+      MakeSearch(limits, spec, LimitsFromDevice(device.device), plan.info.warm_start(),
+                 history ? history() : std::vector<FleetTrial>());
   if (!search.ok()) {
     return Prefixed(absl::StrCat("on ", device.device.model(), ": "), search.status());
   }

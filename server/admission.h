@@ -6,6 +6,7 @@
 #define TUNEFLEET_SERVER_ADMISSION_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -55,14 +56,14 @@ struct TargetPlan {
 // best configs of the nearest tuned shapes, BestConfigIndex::Neighbours);
 // those that do not parse or are invalid here are dropped. They are kept in
 // the plan's info, so that a resumed target proposes the same.
-// `history`: the fleet's trials of other shapes (fleet_history.h), training
-// rows of the model strategy; those whose config is not one of this space's
-// are dropped. Not kept: a resumed target is given the history anew.
-absl::StatusOr<TargetPlan> PlanTarget(const AdmissionLimits& limits,
-                                      const v1::JobSpec& spec,
-                                      const WorkerDevice& device, Store* cache,
-                                      const std::vector<std::string>& warm_start = {},
-                                      const std::vector<FleetTrial>& history = {});
+// `history` gives the fleet's trials of other shapes (fleet_history.h),
+// training rows of the model strategy; called only when the target is not
+// answered from the cache. Those whose config is not one of this space's are
+// dropped. Not kept: a resumed target is given the history anew.
+absl::StatusOr<TargetPlan> PlanTarget(
+    const AdmissionLimits& limits, const v1::JobSpec& spec, const WorkerDevice& device,
+    Store* cache, const std::vector<std::string>& warm_start = {},
+    const std::function<std::vector<FleetTrial>()>& history = nullptr);
 
 // The trials of a target that was planned before a restart.
 // REQUIRES: `spec` passed ValidateSpec; `target` is not cached.

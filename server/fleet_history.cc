@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "common/status_macros.h"
 
 namespace tunefleet::server {
@@ -18,28 +18,25 @@ absl::StatusOr<std::vector<FleetTrial>> FleetHistory(const BestConfigIndex& inde
   for (const BestConfigAnswer& row :
        index.TunedRows(kernel_name, shape, device_model, limits.shapes, limits.max_distance)) {
     if (out.size() >= limits.rows) break;
+    // OK and not excluded (ListKeyTrials); a cut trial's time is partial.
     ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store->ListKeyTrials(row.tuning_key));
-    // One per config, the newest measurement (insertion order breaks ties).
-    absl::flat_hash_map<std::string, size_t> newest;
+    std::vector<size_t> order;
     for (size_t i = 0; i < trials.size(); ++i) {
-      const TrialRecord& trial = trials[i];
-      if (trial.status != v1::TRIAL_STATUS_OK || trial.excluded || trial.cut_early ||
-          !(trial.median_seconds > 0)) {
-        continue;
-      }
-      auto [it, inserted] = newest.emplace(trial.config, i);
-      if (!inserted && trials[it->second].finished_unix_ms <= trial.finished_unix_ms) {
-        it->second = i;
-      }
+      if (!trials[i].cut_early && trials[i].median_seconds > 0) order.push_back(i);
     }
-    std::vector<size_t> kept;
-    for (const auto& [config, i] : newest) kept.push_back(i);
-    std::sort(kept.begin(), kept.end(), [&](size_t a, size_t b) {
+    // Newest first (the later inserted of one time first); then one per
+    // config, its newest measurement.
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       if (trials[a].finished_unix_ms != trials[b].finished_unix_ms) {
         return trials[a].finished_unix_ms > trials[b].finished_unix_ms;
       }
       return a > b;
     });
+    absl::flat_hash_set<std::string> seen;
+    std::vector<size_t> kept;
+    for (size_t i : order) {
+      if (seen.insert(trials[i].config).second) kept.push_back(i);
+    }
     if (kept.empty()) continue;
     const int shape_index = next_shape++;
     for (size_t i : kept) {

@@ -112,10 +112,17 @@ std::vector<JobManager::Target> JobManager::PlanTargets(
     const v1::JobSpec& spec, const std::vector<WorkerDevice>& devices,
     absl::Status* first_error) {
   std::vector<Target> targets;
+  // Read once per model, and only for a target the cache does not answer.
+  absl::flat_hash_map<std::string, std::vector<FleetTrial>> history_of;
   for (const WorkerDevice& device : devices) {
+    const std::string& model = device.device.model();
+    auto history = [&]() -> std::vector<FleetTrial> {
+      auto it = history_of.find(model);
+      if (it == history_of.end()) it = history_of.emplace(model, HistoryFor(spec, model)).first;
+      return it->second;
+    };
     absl::StatusOr<TargetPlan> plan =
-        PlanTarget(limits_, spec, device, store_, WarmStartFor(spec, device),
-                   HistoryFor(spec, device.device.model()));
+        PlanTarget(limits_, spec, device, store_, WarmStartFor(spec, device), history);
     if (!plan.ok()) {
       // A model without a valid config is left unbound; others may run it.
       if (first_error->ok()) *first_error = plan.status();

@@ -868,7 +868,10 @@ TEST_F(JobManagerTest, AModelJobTrainsOnTheTrialsOfANearTunedShape) {
       return 1.0;
     });
   }
-  ASSERT_OK(index_->Resolve("matmul", *ParseShape("M=256,N=256,K=256"), "", ""));
+  absl::StatusOr<BestConfigAnswer> indexed =
+      index_->Resolve("matmul", *ParseShape("M=256,N=256,K=256"), "", "");
+  ASSERT_OK(indexed);
+  ASSERT_EQ(indexed->source, BestConfigAnswer::Source::kExact);  // the history's shape is indexed
 
   v1::JobSpec next = Spec("M=512,N=256,K=256");
   next.clear_config_set();
