@@ -31,6 +31,7 @@ using ::testing::StartsWith;
 using ::tunefleet::testing::BuildDir;
 using ::tunefleet::testing::SourceDir;
 using ::tunefleet::testing::TempDir;
+using ::tunefleet::worker::testing::TestSandbox;
 
 #ifndef TUNEFLEET_TEST_PYTHON
 #define TUNEFLEET_TEST_PYTHON "python3"
@@ -174,11 +175,7 @@ TEST_F(PythonBackendTest, CompilesAConfigAndReportsABuildThatRaises) {
 }
 
 TEST_F(PythonBackendTest, CompilesInTheSandbox) {
-  SandboxOptions options;
-  options.mode = SandboxMode::kBwrap;
-  absl::StatusOr<Sandbox> sandbox = Sandbox::Create(options);
-  if (!sandbox.ok()) GTEST_SKIP() << sandbox.status();
-  ExpectCompiles(*sandbox);
+  ExpectCompiles(TestSandbox());
 }
 
 // A config whose build kills its compile server (SIGSEGV) or hangs in it
@@ -224,11 +221,7 @@ TEST_F(PythonBackendTest, ACompileServerThatDiesOrHangsIsReplaced) {
 }
 
 TEST_F(PythonBackendTest, ACompileServerThatDiesOrHangsIsReplacedInTheSandbox) {
-  SandboxOptions options;
-  options.mode = SandboxMode::kBwrap;
-  absl::StatusOr<Sandbox> sandbox = Sandbox::Create(options);
-  if (!sandbox.ok()) GTEST_SKIP() << sandbox.status();
-  ExpectCompileServerFailuresAreContained(*sandbox);
+  ExpectCompileServerFailuresAreContained(TestSandbox());
 }
 
 v1::ChildRequest RunRequest(int64_t index, int mode) {

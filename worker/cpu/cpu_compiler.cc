@@ -13,9 +13,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/compile_options.h"
-#include "common/sha256.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "worker/source_stage.h"
 
 namespace tunefleet::worker {
 namespace {
@@ -72,16 +72,6 @@ std::string ReadFileOrEmpty(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
-}
-
-absl::Status WriteFile(const fs::path& path, const std::string& content) {
-  std::error_code error;
-  fs::create_directories(path.parent_path(), error);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
-  return absl::OkStatus();
 }
 
 struct CommandLine {
@@ -154,15 +144,6 @@ SubprocessOptions CompilerProcess(const Sandbox& sandbox, CommandLine cmd,
   return options;
 }
 
-// Removes a directory tree when it goes out of scope.
-struct ScopedRemove {
-  std::string dir;
-  ~ScopedRemove() {
-    std::error_code ignored;
-    fs::remove_all(dir, ignored);
-  }
-};
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::Create(
@@ -182,28 +163,6 @@ CpuCompiler::CpuCompiler(CompilerOptions options, std::string program,
       program_(std::move(program)),
       toolkit_(std::move(toolkit)),
       cache_(options_.cache_dir + "/artifacts/cpu") {}
-
-absl::StatusOr<std::string> CpuCompiler::StageSources(const CompileJob& job) const {
-  std::string listing;
-  for (const v1::SourceFile& file : *job.sources) {
-    absl::StrAppend(&listing, file.path(), ":", file.digest(), "\n");
-  }
-  const fs::path dir = fs::path(options_.cache_dir) / "sources" / Sha256Hex(listing);
-  std::error_code error;
-  if (fs::is_directory(dir, error)) return dir.string();
-  ASSIGN_OR_RETURN(std::string temp, cache_.TempPathFor(dir.string()));
-  for (const v1::SourceFile& file : *job.sources) {
-    if (file.path().empty() || file.path()[0] == '/' ||
-        file.path().find("..") != std::string::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("source path \"", file.path(), "\" leaves the kernel dir"));
-    }
-    RETURN_IF_ERROR(WriteFile(fs::path(temp) / file.path(), file.content()));
-  }
-  fs::rename(temp, dir, error);
-  if (error) fs::remove_all(temp, error);  // another thread staged it first
-  return dir.string();
-}
 
 absl::StatusOr<std::string> CpuCompiler::MakeScratchDir() const {
   const fs::path root = fs::path(options_.cache_dir) / "scratch";
@@ -234,7 +193,8 @@ absl::StatusOr<CompileOutcome> CpuCompiler::Compile(const CompileJob& job) {
     outcome.artifact = artifact;
     return outcome;
   }
-  ASSIGN_OR_RETURN(std::string source_dir, StageSources(job));
+  ASSIGN_OR_RETURN(std::string source_dir,
+                   StageSources(options_.cache_dir, cache_, *job.sources));
   ASSIGN_OR_RETURN(std::string scratch, MakeScratchDir());
   const ScopedRemove cleanup{scratch};
   const std::string output = scratch + "/out.so";

@@ -32,9 +32,6 @@ class CpuCompiler : public Compiler {
 
  private:
   CpuCompiler(CompilerOptions options, std::string program, std::string toolkit);
-  // Writes the job's sources under the cache dir once per set of digests;
-  // returns the directory.
-  absl::StatusOr<std::string> StageSources(const CompileJob& job) const;
   // A fresh directory for one compile's output, the only place the
   // (sandboxed) compiler may write.
   absl::StatusOr<std::string> MakeScratchDir() const;

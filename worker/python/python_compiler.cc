@@ -1,37 +1,21 @@
 #include "worker/python/python_compiler.h"
 
-#include <stdlib.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/compile_options.h"
 #include "common/config_text.h"
-#include "common/sha256.h"
 #include "common/status_macros.h"
-#include "common/subprocess.h"
 #include "tunefleet/v1/bench_child.pb.h"
 #include "worker/compile_log.h"
+#include "worker/source_stage.h"
 
 namespace tunefleet::worker::python {
 namespace {
 
 namespace fs = std::filesystem;
-
-absl::Status WriteFile(const fs::path& path, const std::string& content) {
-  std::error_code error;
-  fs::create_directories(path.parent_path(), error);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
-  return absl::OkStatus();
-}
 
 ArtifactKeyInputs KeyOf(const CompileJob& job, const std::string& toolkit) {
   ArtifactKeyInputs key;
@@ -52,14 +36,6 @@ ArtifactKeyInputs KeyOf(const CompileJob& job, const std::string& toolkit) {
   }
   return key;
 }
-
-struct ScopedRemove {
-  std::string dir;
-  ~ScopedRemove() {
-    std::error_code ignored;
-    if (!dir.empty()) fs::remove_all(dir, ignored);
-  }
-};
 
 }  // namespace
 
@@ -85,35 +61,16 @@ PythonCompiler::PythonCompiler(CompilerOptions options, PythonInfo info)
   servers_->Prestart(count, std::max(absl::Seconds(180), options_.timeout));
 }
 
-absl::StatusOr<std::string> PythonCompiler::StageSources(const CompileJob& job) const {
-  std::string listing;
-  for (const v1::SourceFile& file : *job.sources) {
-    absl::StrAppend(&listing, file.path(), ":", file.digest(), "\n");
-  }
-  const fs::path dir = fs::path(options_.cache_dir) / "sources" / Sha256Hex(listing);
-  std::error_code error;
-  if (fs::is_directory(dir, error)) return dir.string();
-  ASSIGN_OR_RETURN(std::string temp, cache_.TempPathFor(dir.string()));
-  for (const v1::SourceFile& file : *job.sources) {
-    if (file.path().empty() || file.path()[0] == '/' ||
-        file.path().find("..") != std::string::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("source path \"", file.path(), "\" leaves the kernel dir"));
-    }
-    RETURN_IF_ERROR(WriteFile(fs::path(temp) / file.path(), file.content()));
-  }
-  fs::rename(temp, dir, error);
-  if (error) fs::remove_all(temp, error);  // another thread staged it first
-  return dir.string();
-}
-
 absl::StatusOr<CompileOutcome> PythonCompiler::Compile(const CompileJob& job) {
   if (job.spec == nullptr || job.sources == nullptr) {
     return absl::InvalidArgumentError("CompileJob without spec or sources");
   }
   CompileOutcome outcome;
-  if (!job.spec->compile_options().empty()) {
-    outcome.log = "the python backend takes no compile_options";
+  // Checked at submit too; a worker does not trust its coordinator with this.
+  if (absl::Status allowed =
+          CheckCompileOptions(v1::BACKEND_PYTHON, job.spec->compile_options());
+      !allowed.ok()) {
+    outcome.log = std::string(allowed.message());
     return outcome;
   }
   const std::string artifact = cache_.PathFor(ArtifactKey(KeyOf(job, info_.toolkit)), ".zip");
@@ -122,7 +79,8 @@ absl::StatusOr<CompileOutcome> PythonCompiler::Compile(const CompileJob& job) {
     outcome.artifact = artifact;
     return outcome;
   }
-  ASSIGN_OR_RETURN(std::string source_dir, StageSources(job));
+  ASSIGN_OR_RETURN(std::string source_dir,
+                   StageSources(options_.cache_dir, cache_, *job.sources));
   v1::PythonCompileRequest request;
   *request.mutable_kernel() = *job.spec;
   *request.mutable_shape() = job.shape;
@@ -134,10 +92,7 @@ absl::StatusOr<CompileOutcome> PythonCompiler::Compile(const CompileJob& job) {
   const ScopedRemove cleanup{served.code == 0 ? served.output : std::string()};
   outcome.seconds = served.seconds;
   outcome.timed_out = served.timed_out;
-  outcome.log = served.log;
-  if (outcome.log.size() > 8 * 1024) {
-    outcome.log = absl::StrCat("[...]\n", outcome.log.substr(outcome.log.size() - 8 * 1024));
-  }
+  outcome.log = TrimLog(served.log);
   if (served.answered && served.code == 2) {
     return absl::InternalError(absl::StrCat("python compile server: ", outcome.log));
   }

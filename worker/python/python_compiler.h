@@ -38,8 +38,6 @@ class PythonCompiler : public Compiler {
 
  private:
   PythonCompiler(CompilerOptions options, PythonInfo info);
-  // Writes the job's sources under the cache dir once per set of digests.
-  absl::StatusOr<std::string> StageSources(const CompileJob& job) const;
 
   const CompilerOptions options_;
   const PythonInfo info_;
