@@ -87,16 +87,8 @@ absl::StatusOr<std::unique_ptr<KernelRunner>> CreateKernelRunner(v1::Backend bac
 
 std::vector<std::pair<std::string, std::string>> ChildEnvironment(
     const v1::Device& device) {
-  if (device.backend() == v1::BACKEND_CUDA) {
+  if (device.backend() == v1::BACKEND_CUDA || device.backend() == v1::BACKEND_PYTHON) {
     return {{"CUDA_VISIBLE_DEVICES", device.id()}};
-  }
-  if (device.backend() == v1::BACKEND_PYTHON) {
-    std::vector<std::pair<std::string, std::string>> env;
-    if (const python::PythonInfo* info = python::Configured(); info != nullptr) {
-      env = python::ProcessEnvironment(*info);
-    }
-    env.emplace_back("CUDA_VISIBLE_DEVICES", device.id());
-    return env;
   }
   return {};
 }

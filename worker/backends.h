@@ -40,9 +40,10 @@ absl::StatusOr<std::unique_ptr<Compiler>> CreateCompiler(
 // environment (ChildEnvironment).
 absl::StatusOr<std::unique_ptr<KernelRunner>> CreateKernelRunner(v1::Backend backend);
 
-// Environment additions that pin a benchmark child to `device`: for CUDA,
-// CUDA_VISIBLE_DEVICES=<device.id()> (the GPU UUID); for python, that and
-// python::ProcessEnvironment (worker/python/python_backend.h); none for CPU.
+// Environment additions that pin a benchmark child to `device`: for CUDA and
+// python, CUDA_VISIBLE_DEVICES=<device.id()> (the GPU UUID); none for CPU.
+// (A python child's interpreter environment comes with its policy,
+// ChildSandboxPolicy, which Sandbox::Apply adds with or without bwrap.)
 std::vector<std::pair<std::string, std::string>> ChildEnvironment(
     const v1::Device& device);
 
