@@ -80,6 +80,7 @@ DeviceLimits PlaceholderLimits(v1::Backend backend) {
             {"regs_per_block", 65536},
             {"regs_per_sm", 65536},
             {"max_threads_per_sm", 2048},
+            {"max_blocks_per_sm", 32},
             {"sm_count", 132},
             {"l2_bytes", 52428800},
             {"warp_size", 32},

@@ -9,6 +9,8 @@ namespace {
 constexpr int kRejectionTries = 20000;
 // Uniform draws of a used config before the draw walks to the next unused.
 constexpr int kRedraws = 16;
+// Uniform draws that SpreadUnused picks the most spread-out from.
+constexpr int kSpreadDraws = 32;
 
 }  // namespace
 
@@ -21,7 +23,8 @@ AdaptiveStrategy::AdaptiveStrategy(ConfigSpace* space, ValidConfigs valid, int64
       leading_(std::move(leading)),
       total_(valid_.truncated() ? budget
                                 : std::min<int64_t>(budget, static_cast<int64_t>(valid_.count()))),
-      covers_space_(!valid_.truncated() && budget >= static_cast<int64_t>(valid_.count())) {}
+      covers_space_(!valid_.truncated() && budget >= static_cast<int64_t>(valid_.count())),
+      coverage_(digits_) {}
 
 std::vector<uint64_t> AdaptiveStrategy::Propose(int max) {
   std::vector<uint64_t> out;
@@ -69,7 +72,9 @@ void AdaptiveStrategy::Observe(uint64_t ordinal, const v1::TrialResult& result) 
   Learned();
 }
 
-void AdaptiveStrategy::Use(uint64_t ordinal) { used_.insert(ordinal); }
+void AdaptiveStrategy::Use(uint64_t ordinal) {
+  if (used_.insert(ordinal).second) coverage_.Add(digits_.Digits(ordinal));
+}
 
 bool AdaptiveStrategy::IsValid(uint64_t ordinal) {
   if (ordinal >= space_->full_size()) return false;
@@ -96,6 +101,24 @@ std::optional<uint64_t> AdaptiveStrategy::RandomUnused() {
     if (!Used(ordinal) && IsValid(ordinal)) return ordinal;
   }
   return std::nullopt;
+}
+
+std::optional<uint64_t> AdaptiveStrategy::SpreadUnused(const std::vector<uint64_t>& also) {
+  if (!coverage_.enabled()) return RandomUnused();
+  PairCoverage coverage = coverage_;
+  for (uint64_t ordinal : also) coverage.Add(digits_.Digits(ordinal));
+  std::optional<uint64_t> best;
+  int best_new = -1;
+  for (int i = 0; i < kSpreadDraws; ++i) {
+    std::optional<uint64_t> drawn = RandomUnused();
+    if (!drawn.has_value()) break;
+    const int uncovered = coverage.Uncovered(digits_.Digits(*drawn));
+    if (uncovered > best_new) {
+      best_new = uncovered;
+      best = drawn;
+    }
+  }
+  return best;
 }
 
 std::vector<AdaptiveStrategy::Observation> AdaptiveStrategy::Fastest(size_t n) const {

@@ -17,6 +17,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "common/config_space.h"
+#include "server/pair_coverage.h"
 #include "server/search_strategy.h"
 #include "server/valid_configs.h"
 
@@ -57,6 +58,11 @@ class AdaptiveStrategy : public SearchStrategy {
   // A uniformly drawn valid config not used yet; nullopt when none is found
   // (the space is used up, or rejection sampling failed).
   std::optional<uint64_t> RandomUnused();
+  // A spread-out draw: of kSpreadDraws uniform draws (RandomUnused), the one
+  // whose param values form the most pairs that no used config and none of
+  // `also` has (PairCoverage); the first drawn among equals. nullopt as
+  // RandomUnused.
+  std::optional<uint64_t> SpreadUnused(const std::vector<uint64_t>& also);
   // The OK observations, fastest first, at most `n`.
   std::vector<Observation> Fastest(size_t n) const;
 
@@ -79,6 +85,7 @@ class AdaptiveStrategy : public SearchStrategy {
   bool covers_space_;  // total_ is every valid config
   int64_t proposed_ = 0;
   absl::flat_hash_set<uint64_t> used_;
+  PairCoverage coverage_;  // of used_
   std::vector<Observation> observations_;
 };
 
@@ -98,13 +105,16 @@ std::unique_ptr<SearchStrategy> MakeEvolutionaryStrategy(ConfigSpace* space, Val
 // (fleet_history.h; each shape relative to its own fastest; rows whose config
 // is invalid here are dropped), with one more feature telling the job's rows
 // (1) from the history's (0). It is refitted whenever the job's results grew
-// by a fifth (at least 8) since the last fit; each batch is the
-// predicted-fastest of a candidate pool (every unused valid config when there
-// are at most 4096, else a uniform sample of 2048 plus every single-param
-// neighbour of the 8 fastest of the job and the 8 fastest of the history),
-// with one config in five drawn uniformly for exploration. It fits once it
-// has 8 OK results, the history's counting unless the spec has a priority;
-// until then it samples uniformly, or, when the spec has a priority,
+// by a fifth (at least 8) since the last fit. It ranks a candidate pool
+// (every unused valid config when there are at most 4096, else a uniform
+// sample of 2048 plus every single-param neighbour of the 8 fastest of the
+// job and the 8 fastest of the history) by predicted time; of each batch's
+// picks one in five is a spread-out draw (SpreadUnused) for exploration, and
+// of the rest, once there are 24 results, every other is the best-predicted
+// single-param neighbour of the 2 fastest results (a local search), the
+// others the best-predicted of the pool. It fits once it has 8 OK results, the history's counting unless the
+// spec has a priority; until then it makes spread-out draws, or, when the
+// spec has a priority,
 // proposes the highest-priority configs of that pool after a coordinate
 // ascent on the priority from the 8 best of it.
 std::unique_ptr<SearchStrategy> MakeModelStrategy(ConfigSpace* space, ValidConfigs valid,

@@ -11,11 +11,14 @@
 namespace tunefleet::server {
 namespace {
 
-constexpr size_t kMinResults = 8;       // uniform draws (or by priority) until then
+constexpr size_t kMinResults = 8;       // spread-out draws (or by priority) until then
 constexpr uint64_t kScoreEveryUpTo = 4096;  // spaces this small are ranked whole
 constexpr int kSampled = 2048;          // else: a uniform sample of this many ...
 constexpr size_t kNeighboursOf = 8;     // ... plus the neighbours of the fastest
-constexpr int kExploreEvery = 5;        // one pick in five is a uniform draw
+constexpr int kExploreEvery = 5;        // one pick in five is a spread-out draw,
+constexpr int kLocalEvery = 2;          // else every other the best-predicted unused
+constexpr size_t kLocalOf = 2;          // neighbour of the two fastest results,
+constexpr size_t kLocalAfter = 24;      // once there are this many results
 constexpr int kClimbSweeps = 4;         // priority: sweeps over the params
 constexpr double kFailurePenalty = std::log(2.0);  // a failure: twice the slowest
 
@@ -63,21 +66,56 @@ class ModelStrategy : public AdaptiveStrategy {
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return (*predicted)[a] < (*predicted)[b]; });
+    const std::vector<uint64_t> local = Local(candidates, *predicted);
     std::vector<uint64_t> out;
-    size_t next = 0;
+    absl::flat_hash_set<uint64_t> taken;
+    size_t next = 0, next_local = 0;
     while (static_cast<int>(out.size()) < max && next < order.size()) {
-      if (++picks_ % kExploreEvery == 0) {
-        if (std::optional<uint64_t> random = RandomUnused()) {
-          out.push_back(*random);
-          continue;
-        }
+      ++picks_;
+      std::optional<uint64_t> pick;
+      if (picks_ % kExploreEvery == 0) pick = SpreadUnused(out);
+      if (!pick.has_value() && picks_ % kLocalEvery == 0 && observations().size() >= kLocalAfter) {
+        while (next_local < local.size() && taken.contains(local[next_local])) ++next_local;
+        if (next_local < local.size()) pick = local[next_local++];
       }
-      out.push_back(candidates[order[next++]]);
+      if (!pick.has_value()) pick = candidates[order[next++]];
+      if (taken.insert(*pick).second) out.push_back(*pick);
     }
     return out;
   }
 
  private:
+  // The candidates one param away from the kLocalOf fastest results, best
+  // predicted first: the search around what is known to be fast, which a
+  // model fitted to few results ranks too low where params interact.
+  std::vector<uint64_t> Local(const std::vector<uint64_t>& candidates,
+                              const std::vector<float>& predicted) {
+    absl::flat_hash_map<uint64_t, float> score;
+    for (size_t i = 0; i < candidates.size(); ++i) score[candidates[i]] = predicted[i];
+    std::vector<std::pair<float, uint64_t>> ranked;
+    for (const Observation& best : Fastest(kLocalOf)) {
+      std::vector<int> genes = digits().Digits(best.ordinal);
+      for (int p = 0; p < digits().params(); ++p) {
+        const int kept = genes[p];
+        for (int v = 0; v < digits().radix(p); ++v) {
+          if (v == kept) continue;
+          genes[p] = v;
+          auto it = score.find(digits().Ordinal(genes));
+          if (it != score.end()) {
+            ranked.emplace_back(it->second, it->first);
+            score.erase(it);  // once, however many of the fastest it neighbours
+          }
+        }
+        genes[p] = kept;
+      }
+    }
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<uint64_t> out;
+    for (const auto& entry : ranked) out.push_back(entry.second);
+    return out;
+  }
+
   // The valid configs of `history`, each time as its log relative to the
   // fastest of its shape; the fastest few kept apart, fastest first.
   void KeepHistory(const std::vector<PriorResult>& history) {
@@ -103,12 +141,12 @@ class ModelStrategy : public AdaptiveStrategy {
   }
 
   // Before the model has enough to learn from: the best by priority of a
-  // uniform sample, or a uniform draw.
+  // uniform sample, or spread-out draws (SpreadUnused).
   std::vector<uint64_t> Unlearned(int max) {
     std::vector<uint64_t> out;
     if (!space()->has_priority()) {
       for (int i = 0; i < max; ++i) {
-        std::optional<uint64_t> ordinal = RandomUnused();
+        std::optional<uint64_t> ordinal = SpreadUnused(out);
         if (!ordinal.has_value()) break;
         out.push_back(*ordinal);
       }
