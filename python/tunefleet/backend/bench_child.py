@@ -19,6 +19,7 @@ A hang is the daemon's to classify (it kills this process at its deadline:
 TIMEOUT), and so is a death by signal (CRASHED).
 """
 
+import bisect
 import os
 import sys
 import tempfile
@@ -246,8 +247,7 @@ class Runner:
                 end.synchronize()
                 seconds = start.elapsed_time(end) / 1e3
                 samples.append(seconds)
-                ordered.append(seconds)
-                ordered.sort()
+                bisect.insort(ordered, seconds)
                 if measure.cut_early(options, request.best_seconds, ordered):
                     result.cut_early = True
                     break
