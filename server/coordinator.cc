@@ -103,8 +103,9 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
                                              [] { return absl::ToUnixMillis(absl::Now()); });
   admin_service_ = std::make_unique<AdminServiceImpl>(keeper_.get(), quarantine_.get(),
                                                       metrics_.get(), transfer_.get());
-  profiles_ = std::make_unique<ProfileManager>(store_.get(), jobs_.get(), workers_.get(), clock,
-                                               options.jobs.lease_ttl);
+  profiles_ = std::make_unique<ProfileManager>(
+      store_.get(), [jobs = jobs_.get()](const std::string& id) { return jobs->Get(id); },
+      workers_.get(), clock, options.jobs.lease_ttl);
   // A profile request waits for one device of its model: it goes first.
   long_polls_ = std::make_unique<LongPolls>(
       [jobs = jobs_.get(), profiles = profiles_.get()](const LeaseQuery& query)

@@ -43,10 +43,10 @@ struct ProfileManager::Queued {
   bool leased() const { return !lease_id.empty(); }
 };
 
-ProfileManager::ProfileManager(Store* store, JobManager* jobs, WorkerRegistry* workers,
+ProfileManager::ProfileManager(Store* store, JobLookup jobs, WorkerRegistry* workers,
                                Clock clock, absl::Duration lease_ttl)
     : store_(store),
-      jobs_(jobs),
+      jobs_(std::move(jobs)),
       workers_(workers),
       clock_(std::move(clock)),
       lease_ttl_(lease_ttl),
@@ -91,7 +91,7 @@ absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::Request(
     return absl::InvalidArgumentError(
         absl::StrCat("top must be 1..", kMaxProfileTop, ", not ", top));
   }
-  ASSIGN_OR_RETURN(v1::Job job, jobs_->Get(job_id));
+  ASSIGN_OR_RETURN(v1::Job job, jobs_(job_id));
   if (job.state() != v1::JOB_STATE_SUCCEEDED) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job_id, " is ", v1::JobState_Name(job.state()),

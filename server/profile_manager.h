@@ -37,9 +37,11 @@ inline constexpr int kMaxProfileTop = 16;
 class ProfileManager {
  public:
   using Clock = std::function<absl::Time()>;
+  // A job as JobManager::Get answers it (NotFound for an unknown one).
+  using JobLookup = std::function<absl::StatusOr<v1::Job>(const std::string& job_id)>;
   // Every pointer must outlive the manager. A profile lease not renewed (a
   // report, a heartbeat) for `lease_ttl` goes back to the queue.
-  ProfileManager(Store* store, JobManager* jobs, WorkerRegistry* workers, Clock clock,
+  ProfileManager(Store* store, JobLookup jobs, WorkerRegistry* workers, Clock clock,
                  absl::Duration lease_ttl);
   ~ProfileManager();
 
@@ -84,7 +86,7 @@ class ProfileManager {
                                    const v1::KernelProfile& asked, const std::string& worker_id);
 
   Store* const store_;
-  JobManager* const jobs_;
+  const JobLookup jobs_;
   WorkerRegistry* const workers_;
   const Clock clock_;
   const absl::Duration lease_ttl_;
