@@ -105,7 +105,7 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
                                                       metrics_.get(), transfer_.get());
   profiles_ = std::make_unique<ProfileManager>(
       store_.get(), [jobs = jobs_.get()](const std::string& id) { return jobs->Get(id); },
-      workers_.get(), clock, options.jobs.lease_ttl);
+      workers_.get(), clock, options.jobs.lease_ttl, quarantine_.get());
   // A profile request waits for one device of its model: it goes first.
   long_polls_ = std::make_unique<LongPolls>(
       [jobs = jobs_.get(), profiles = profiles_.get()](const LeaseQuery& query)

@@ -44,12 +44,14 @@ struct ProfileManager::Queued {
 };
 
 ProfileManager::ProfileManager(Store* store, JobLookup jobs, WorkerRegistry* workers,
-                               Clock clock, absl::Duration lease_ttl)
+                               Clock clock, absl::Duration lease_ttl,
+                               const QuarantineList* quarantine)
     : store_(store),
       jobs_(std::move(jobs)),
       workers_(workers),
       clock_(std::move(clock)),
       lease_ttl_(lease_ttl),
+      quarantine_(quarantine),
       next_epoch_(absl::ToUnixMillis(clock_())) {}
 
 ProfileManager::~ProfileManager() = default;
@@ -123,6 +125,10 @@ absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::Request(
         absl::StrCat("job ", job_id, " measured no config of its own to profile"));
   }
   absl::MutexLock lock(&mu_);
+  if (requests_.size() + queued.size() > kMaxPendingProfiles) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        kMaxPendingProfiles, " profiles are pending already: wait for workers to take them"));
+  }
   for (const auto& request : requests_) {
     if (request->job_id == job_id) {
       return absl::FailedPreconditionError(
@@ -168,6 +174,7 @@ std::optional<LeaseGrant> ProfileManager::TryLease(const LeaseQuery& query) {
   absl::StatusOr<WorkerRegistry::ModelOf> device =
       workers_->TouchDevice(query.worker_id, query.device_id);
   if (!device.ok()) return std::nullopt;
+  if (quarantine_ != nullptr && quarantine_->Contains(device->principal)) return std::nullopt;
   absl::MutexLock lock(&mu_);
   for (auto& request : requests_) {
     if (request->leased() || request->device_model != device->model ||

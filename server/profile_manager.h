@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/job_manager.h"
+#include "server/quarantine.h"
 #include "server/store/store.h"
 #include "server/worker_registry.h"
 #include "tunefleet/v1/tuning_service.pb.h"
@@ -31,6 +32,9 @@ namespace tunefleet::server {
 
 // Most configs one request profiles per target.
 inline constexpr int kMaxProfileTop = 16;
+// Most target requests pending at once (they wait in memory for a worker of
+// their model).
+inline constexpr size_t kMaxPendingProfiles = 1024;
 
 // Thread-safety: safe for concurrent use. One lock guards the pending
 // requests and their leases; it is never held across a store call.
@@ -39,10 +43,11 @@ class ProfileManager {
   using Clock = std::function<absl::Time()>;
   // A job as JobManager::Get answers it (NotFound for an unknown one).
   using JobLookup = std::function<absl::StatusOr<v1::Job>(const std::string& job_id)>;
-  // Every pointer must outlive the manager. A profile lease not renewed (a
-  // report, a heartbeat) for `lease_ttl` goes back to the queue.
+  // Every pointer must outlive the manager; `quarantine` may be null (no
+  // worker is refused). A profile lease not renewed (a report, a heartbeat)
+  // for `lease_ttl` goes back to the queue.
   ProfileManager(Store* store, JobLookup jobs, WorkerRegistry* workers, Clock clock,
-                 absl::Duration lease_ttl);
+                 absl::Duration lease_ttl, const QuarantineList* quarantine = nullptr);
   ~ProfileManager();
 
   // Queues the `top` fastest OK configs of each measured target of job
@@ -50,7 +55,8 @@ class ProfileManager {
   // InvalidArgument unless 1 <= top <= kMaxProfileTop; NotFound for an
   // unknown job; FailedPrecondition for a job that has not SUCCEEDED, for
   // one with no measured config, and for one already being profiled;
-  // Unavailable when the store is.
+  // ResourceExhausted with kMaxPendingProfiles pending; Unavailable when the
+  // store is.
   absl::StatusOr<std::vector<v1::KernelProfile>> Request(const std::string& job_id, int top);
   // The stored profiles of `job_id` (rank order per target), then those
   // still pending. Empty for a job never profiled (known or not).
@@ -58,7 +64,7 @@ class ProfileManager {
 
   // A profile lease for the worker's device when a request waits for its
   // model and toolkit; nullopt when none does (or for an unknown worker or
-  // device: the JobManager answers those).
+  // device, or a quarantined one: the JobManager answers those).
   std::optional<LeaseGrant> TryLease(const LeaseQuery& query);
   // True when `lease_id` names a profile lease (held or not).
   static bool IsProfileLease(const std::string& lease_id);
@@ -90,6 +96,7 @@ class ProfileManager {
   WorkerRegistry* const workers_;
   const Clock clock_;
   const absl::Duration lease_ttl_;
+  const QuarantineList* const quarantine_;
 
   absl::Mutex mu_;
   std::vector<std::unique_ptr<Queued>> requests_ ABSL_GUARDED_BY(mu_);

@@ -59,7 +59,8 @@ std::optional<v1::TrialResult> NcuProfiler::RunUnderNcu(
     TrialExecutor executor(pool_, device_, std::move(child), options_.executor);
     *status = executor.Run(
         job, {trial}, [&](int64_t, const v1::TrialResult& r) { result = r; }, should_stop);
-    executor.Shutdown();
+    // ncu writes its report after the child exits: give it time to.
+    executor.Shutdown(/*grace=*/absl::Seconds(120));
   }
   *log = ReadFile(log_file).value_or("");
   std::remove(log_file.c_str());
@@ -87,7 +88,7 @@ v1::KernelProfile NcuProfiler::Profile(const JobContext& job, const v1::Trial& t
   v1::KernelProfile profile;
   profile.set_device_id(device_.id());
   profile.set_ncu_version(options_.ncu_version);
-  if (std::optional<std::string> why = CannotProfile(device_.backend(), options_.ncu)) {
+  if (std::optional<std::string> why = CannotProfile(device_.backend(), options_.ncu, options_.backends)) {
     profile.set_unavailable(*why);
     return profile;
   }

@@ -3,13 +3,15 @@
 // nothing (docs/profiling.md). NcuProfiler is the real one: a fresh
 // benchmark child per config, started by ncu, which the TrialExecutor
 // drives as for any trial (compile, prepare, check, a short measurement);
-// ncu profiles the first launch of the spec's entry and writes its raw CSV
-// page to a log file that ParseNcuCsv reads.
+// ncu profiles the first launch of the spec's entry and, once the child
+// exits (its stdin closed), writes its raw CSV page to a log file that
+// ParseNcuCsv reads.
 #ifndef TUNEFLEET_WORKER_NCU_PROFILER_H_
 #define TUNEFLEET_WORKER_NCU_PROFILER_H_
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "tunefleet/v1/types.pb.h"
 #include "worker/child_process.h"
@@ -38,6 +40,10 @@ struct NcuProfilerOptions {
   // Where ncu's log files go (one per profile, removed after reading).
   // Default "/tmp".
   std::string scratch_dir = "/tmp";
+  // The backends whose children ncu can profile; a device of another one
+  // answers "profiling is not supported for the <backend> backend".
+  // Default: CUDA only (tests put a stand-in ncu before a CPU child).
+  std::vector<v1::Backend> backends = {v1::BACKEND_CUDA};
   // The executor of the profiled child: its measure budget should be short
   // (the profile is of one launch; the timing is not kept) and its trial
   // deadline long (ncu replays the kernel once per pass). Default: a 0.05 s

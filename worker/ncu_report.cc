@@ -1,5 +1,6 @@
 #include "worker/ncu_report.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/ascii.h"
@@ -181,8 +182,9 @@ std::optional<std::string> NcuRefusal(absl::string_view text) {
   return std::nullopt;
 }
 
-std::optional<std::string> CannotProfile(v1::Backend backend, const std::string& ncu) {
-  if (backend != v1::BACKEND_CUDA) {
+std::optional<std::string> CannotProfile(v1::Backend backend, const std::string& ncu,
+                                         const std::vector<v1::Backend>& profiled) {
+  if (std::find(profiled.begin(), profiled.end(), backend) == profiled.end()) {
     const std::string lower = absl::AsciiStrToLower(v1::Backend_Name(backend));
     absl::string_view name = lower;
     absl::ConsumePrefix(&name, "backend_");

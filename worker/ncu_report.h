@@ -46,8 +46,11 @@ absl::StatusOr<NcuMetrics> ParseNcuCsv(absl::string_view text);
 std::optional<std::string> NcuRefusal(absl::string_view text);
 
 // Why a profile cannot be taken at all on a device of `backend` with the
-// ncu at `ncu` ("" when none was found); nullopt when it can be tried.
-std::optional<std::string> CannotProfile(v1::Backend backend, const std::string& ncu);
+// ncu at `ncu` ("" when none was found), where ncu profiles `profiled`
+// backends; nullopt when it can be tried.
+std::optional<std::string> CannotProfile(v1::Backend backend, const std::string& ncu,
+                                         const std::vector<v1::Backend>& profiled = {
+                                             v1::BACKEND_CUDA});
 
 // The version ncu prints for --version ("Version 2025.3.1.0 (build ...)"):
 // its last line that starts with "Version", without the word; "" if none.

@@ -52,6 +52,7 @@ class ProfileManagerTest : public ::testing::Test {
         OpenStore("sqlite://" + dir_.path() + "/store.db");
     ASSERT_OK(store);
     store_ = *std::move(store);
+    quarantine_ = std::make_unique<QuarantineList>(store_.get());
     v1::JobSpec spec;
     spec.mutable_kernel()->set_name("matmul");
     spec.add_sources()->set_digest("d1");
@@ -80,7 +81,7 @@ class ProfileManagerTest : public ::testing::Test {
           if (id != kJob) return absl::NotFoundError("no job " + id);
           return job_;
         },
-        &workers_, [this] { return now_; }, absl::Seconds(10));
+        &workers_, [this] { return now_; }, absl::Seconds(10), quarantine_.get());
   }
 
   std::string AddWorker(const std::string& host, const std::string& model = "model-a") {
@@ -108,6 +109,7 @@ class ProfileManagerTest : public ::testing::Test {
   TempDir dir_;
   absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
   std::unique_ptr<Store> store_;
+  std::unique_ptr<QuarantineList> quarantine_;
   WorkerRegistry workers_{absl::Seconds(30), [this] { return now_; }};
   v1::Job job_;
   std::unique_ptr<ProfileManager> manager_;
@@ -209,6 +211,14 @@ TEST_F(ProfileManagerTest, AnExpiredLeaseGoesToAnotherWorkerAndItsLateReportChan
   ASSERT_OK(listed);
   ASSERT_THAT(*listed, SizeIs(1));
   EXPECT_TRUE((*listed)[0].pending());
+}
+
+TEST_F(ProfileManagerTest, AQuarantinedWorkerGetsNoProfileLease) {
+  const std::string rogue = AddWorker("rogue");
+  ASSERT_OK(quarantine_->Add("host:rogue", "disagreed", 1));
+  ASSERT_OK(manager_->Request(kJob, 1).status());
+  EXPECT_FALSE(manager_->TryLease({rogue, "", 0}).has_value());
+  EXPECT_TRUE(manager_->TryLease({AddWorker("a"), "", 0}).has_value());
 }
 
 TEST_F(ProfileManagerTest, AJobWithoutMeasuredConfigsHasNothingToProfile) {

@@ -115,6 +115,9 @@ TEST(NcuReportTest, SaysWhenAProfileCannotBeTakenAtAll) {
             "profiling is not supported for the cpu backend");
   EXPECT_EQ(CannotProfile(v1::BACKEND_CUDA, ""), "ncu not found on this host");
   EXPECT_FALSE(CannotProfile(v1::BACKEND_CUDA, "/usr/local/cuda/bin/ncu").has_value());
+  EXPECT_EQ(CannotProfile(v1::BACKEND_PYTHON, "/usr/bin/ncu"),
+            "profiling is not supported for the python backend");
+  EXPECT_FALSE(CannotProfile(v1::BACKEND_CPU, "/bin/fake-ncu", {v1::BACKEND_CPU}).has_value());
 }
 
 TEST(NcuReportTest, ReadsNcusVersion) {
