@@ -115,6 +115,7 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
       },
       options.max_long_poll);
   jobs_->SetWorkListener([polls = long_polls_.get()] { polls->Notify(); });
+  profiles_->SetWorkListener([polls = long_polls_.get()] { polls->Notify(); });
   RETURN_IF_ERROR(jobs_->Recover());
   history_ = std::make_unique<JobHistory>(store_.get(), jobs_.get());
   tuning_service_ = std::make_unique<TuningServiceImpl>(jobs_.get(), workers_.get(),

@@ -56,6 +56,10 @@ ProfileManager::ProfileManager(Store* store, JobLookup jobs, WorkerRegistry* wor
 
 ProfileManager::~ProfileManager() = default;
 
+void ProfileManager::SetWorkListener(std::function<void()> listener) {
+  work_listener_ = std::move(listener);
+}
+
 bool ProfileManager::IsProfileLease(const std::string& lease_id) {
   return absl::StartsWith(lease_id, kLeasePrefix);
 }
@@ -124,6 +128,13 @@ absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::Request(
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job_id, " measured no config of its own to profile"));
   }
+  absl::StatusOr<std::vector<v1::KernelProfile>> answer = Enqueue(job_id, std::move(queued));
+  if (answer.ok() && work_listener_) work_listener_();
+  return answer;
+}
+
+absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::Enqueue(
+    const std::string& job_id, std::vector<std::unique_ptr<Queued>> queued) {
   absl::MutexLock lock(&mu_);
   if (requests_.size() + queued.size() > kMaxPendingProfiles) {
     return absl::ResourceExhaustedError(absl::StrCat(

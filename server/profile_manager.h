@@ -50,6 +50,10 @@ class ProfileManager {
                  absl::Duration lease_ttl, const QuarantineList* quarantine = nullptr);
   ~ProfileManager();
 
+  // `listener` is called (without locks held) whenever a profile lease may
+  // have become available. Call before serving.
+  void SetWorkListener(std::function<void()> listener);
+
   // Queues the `top` fastest OK configs of each measured target of job
   // `job_id` and returns them (pending, rank order per target).
   // InvalidArgument unless 1 <= top <= kMaxProfileTop; NotFound for an
@@ -86,6 +90,10 @@ class ProfileManager {
   // The target's `top` fastest configs from `trials`, rank order.
   static std::vector<v1::KernelProfile> Fastest(const std::vector<TrialRecord>& trials,
                                                 const v1::Target& target, int top);
+  // Queues the requests of `job_id` unless it has some already.
+  absl::StatusOr<std::vector<v1::KernelProfile>> Enqueue(
+      const std::string& job_id, std::vector<std::unique_ptr<Queued>> queued)
+      ABSL_LOCKS_EXCLUDED(mu_);
   Queued* FindLease(const std::string& lease_id, int64_t epoch, const std::string& worker_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static v1::KernelProfile Stamped(const Queued& request, const v1::KernelProfile& reported,
@@ -97,6 +105,7 @@ class ProfileManager {
   const Clock clock_;
   const absl::Duration lease_ttl_;
   const QuarantineList* const quarantine_;
+  std::function<void()> work_listener_;
 
   absl::Mutex mu_;
   std::vector<std::unique_ptr<Queued>> requests_ ABSL_GUARDED_BY(mu_);
