@@ -103,19 +103,31 @@ absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::Request(
         absl::StrCat("job ", job_id, " is ", v1::JobState_Name(job.state()),
                      ": only a SUCCEEDED job's configs can be profiled"));
   }
-  ASSIGN_OR_RETURN(JobRecord record, store_->GetJob(job_id));
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Queued>> queued, Plan(job, top));
+  if (queued.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " measured no config of its own to profile"));
+  }
+  absl::StatusOr<std::vector<v1::KernelProfile>> answer = Enqueue(job_id, std::move(queued));
+  if (answer.ok() && work_listener_) work_listener_();
+  return answer;
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<ProfileManager::Queued>>> ProfileManager::Plan(
+    const v1::Job& job, int top) {
+  ASSIGN_OR_RETURN(JobRecord record, store_->GetJob(job.id()));
   v1::JobSpec spec;
   if (!spec.ParseFromString(record.spec)) {
-    return absl::InternalError(absl::StrCat("job ", job_id, ": its stored spec is unreadable"));
+    return absl::InternalError(absl::StrCat("job ", job.id(), ": its stored spec is unreadable"));
   }
-  ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_->ListTrials(job_id));
+  ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_->ListTrials(job.id()));
   std::shared_ptr<const v1::JobSpec> shared = WithoutContents(std::move(spec));
   std::vector<std::unique_ptr<Queued>> queued;
   for (const v1::Target& target : job.targets()) {
     std::vector<v1::KernelProfile> configs = Fastest(trials, target, top);
     if (configs.empty()) continue;
     auto request = std::make_unique<Queued>();
-    request->job_id = job_id;
+    request->job_id = job.id();
     request->spec = shared;
     request->tuning_key = target.tuning_key();
     request->device_model = target.device_model();
@@ -124,13 +136,7 @@ absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::Request(
     request->configs = std::move(configs);
     queued.push_back(std::move(request));
   }
-  if (queued.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", job_id, " measured no config of its own to profile"));
-  }
-  absl::StatusOr<std::vector<v1::KernelProfile>> answer = Enqueue(job_id, std::move(queued));
-  if (answer.ok() && work_listener_) work_listener_();
-  return answer;
+  return queued;
 }
 
 absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::Enqueue(
@@ -227,11 +233,10 @@ ProfileManager::Queued* ProfileManager::FindLease(const std::string& lease_id, i
 
 // What the coordinator knows of a config wins over what the worker says of
 // it; the worker adds the metrics and its device.
-v1::KernelProfile ProfileManager::Stamped(const Queued& request,
-                                          const v1::KernelProfile& reported,
+v1::KernelProfile ProfileManager::Stamped(const Queued& request, const v1::TrialResult& result,
                                           const v1::KernelProfile& asked,
-                                          const std::string& worker_id) {
-  v1::KernelProfile profile = reported;
+                                          const std::string& worker_id, int64_t now_unix_ms) {
+  v1::KernelProfile profile = result.profile();
   profile.set_config_text(asked.config_text());
   profile.set_device_model(request.device_model);
   profile.set_tuning_key(request.tuning_key);
@@ -239,43 +244,53 @@ v1::KernelProfile ProfileManager::Stamped(const Queued& request,
   profile.set_median_seconds(asked.median_seconds());
   profile.set_worker_id(worker_id);
   profile.set_pending(false);
+  if (profile.device_id().empty()) profile.set_device_id(result.device_id());
+  if (profile.profiled_unix_ms() == 0) profile.set_profiled_unix_ms(now_unix_ms);
   return profile;
 }
 
-absl::StatusOr<ReportAck> ProfileManager::Report(const ResultReport& report) {
+std::optional<std::vector<std::pair<uint64_t, ProfileRecord>>> ProfileManager::RowsOf(
+    const ResultReport& report) {
+  absl::MutexLock lock(&mu_);
+  Queued* request = FindLease(report.lease_id, report.epoch, report.worker_id);
+  if (request == nullptr) return std::nullopt;
+  request->expires = clock_() + lease_ttl_;
   std::vector<std::pair<uint64_t, ProfileRecord>> rows;
-  {
-    absl::MutexLock lock(&mu_);
-    Queued* request = FindLease(report.lease_id, report.epoch, report.worker_id);
-    if (request == nullptr) return ReportAck{absl::Time(), /*cancelled=*/true};
-    request->expires = clock_() + lease_ttl_;
-    for (const auto& [ordinal, result] : report.trials) {
-      if (ordinal >= request->configs.size() || request->done[ordinal]) continue;
-      v1::KernelProfile profile =
-          Stamped(*request, result.profile(), request->configs[ordinal], report.worker_id);
-      if (profile.device_id().empty()) profile.set_device_id(result.device_id());
-      if (profile.profiled_unix_ms() == 0) profile.set_profiled_unix_ms(absl::ToUnixMillis(clock_()));
-      rows.emplace_back(ordinal, ProfileRecord{request->job_id, request->tuning_key,
-                                               profile.config_text(), profile.SerializeAsString(),
-                                               profile.profiled_unix_ms()});
-    }
+  for (const auto& [ordinal, result] : report.trials) {
+    if (ordinal >= request->configs.size() || request->done[ordinal]) continue;
+    v1::KernelProfile profile = Stamped(*request, result, request->configs[ordinal],
+                                        report.worker_id, absl::ToUnixMillis(clock_()));
+    rows.emplace_back(ordinal, ProfileRecord{request->job_id, request->tuning_key,
+                                             profile.config_text(), profile.SerializeAsString(),
+                                             profile.profiled_unix_ms()});
   }
-  for (const auto& [ordinal, row] : rows) RETURN_IF_ERROR(store_->PutProfile(row));
+  return rows;
+}
+
+// A request ends with its last config; a released lease goes back to the
+// queue with what is left.
+ReportAck ProfileManager::MarkDone(const ResultReport& report,
+                                   const std::vector<std::pair<uint64_t, ProfileRecord>>& rows) {
   absl::MutexLock lock(&mu_);
   Queued* request = FindLease(report.lease_id, report.epoch, report.worker_id);
   if (request == nullptr) return ReportAck{absl::Time(), /*cancelled=*/true};
   for (const auto& [ordinal, row] : rows) request->done[ordinal] = true;
   const bool all_done = std::all_of(request->done.begin(), request->done.end(),
                                     [](bool done) { return done; });
-  if (all_done || report.release) {
-    if (all_done) {
-      std::erase_if(requests_, [&](const auto& r) { return r.get() == request; });
-    } else {
-      request->lease_id.clear();
-    }
-    return ReportAck{absl::Time(), /*cancelled=*/true};
+  if (all_done) {
+    std::erase_if(requests_, [&](const auto& r) { return r.get() == request; });
+  } else if (report.release) {
+    request->lease_id.clear();
   }
+  if (all_done || report.release) return ReportAck{absl::Time(), /*cancelled=*/true};
   return ReportAck{request->expires, /*cancelled=*/false};
+}
+
+absl::StatusOr<ReportAck> ProfileManager::Report(const ResultReport& report) {
+  std::optional<std::vector<std::pair<uint64_t, ProfileRecord>>> rows = RowsOf(report);
+  if (!rows.has_value()) return ReportAck{absl::Time(), /*cancelled=*/true};
+  for (const auto& [ordinal, row] : *rows) RETURN_IF_ERROR(store_->PutProfile(row));
+  return MarkDone(report, *rows);
 }
 
 absl::Status ProfileManager::CheckBlobLeased(const std::string& worker_id,

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -90,14 +91,28 @@ class ProfileManager {
   // The target's `top` fastest configs from `trials`, rank order.
   static std::vector<v1::KernelProfile> Fastest(const std::vector<TrialRecord>& trials,
                                                 const v1::Target& target, int top);
+  // A request per target of `job` that measured configs (none: empty), read
+  // from the store without the lock.
+  absl::StatusOr<std::vector<std::unique_ptr<Queued>>> Plan(const v1::Job& job, int top)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Queues the requests of `job_id` unless it has some already.
   absl::StatusOr<std::vector<v1::KernelProfile>> Enqueue(
       const std::string& job_id, std::vector<std::unique_ptr<Queued>> queued)
       ABSL_LOCKS_EXCLUDED(mu_);
   Queued* FindLease(const std::string& lease_id, int64_t epoch, const std::string& worker_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  static v1::KernelProfile Stamped(const Queued& request, const v1::KernelProfile& reported,
-                                   const v1::KernelProfile& asked, const std::string& worker_id);
+  // The row of `result`, reported for config `asked` of `request`.
+  static v1::KernelProfile Stamped(const Queued& request, const v1::TrialResult& result,
+                                   const v1::KernelProfile& asked, const std::string& worker_id,
+                                   int64_t now_unix_ms);
+  // The rows a report brings (renewing its lease); nullopt when the lease
+  // is not held.
+  std::optional<std::vector<std::pair<uint64_t, ProfileRecord>>> RowsOf(
+      const ResultReport& report) ABSL_LOCKS_EXCLUDED(mu_);
+  // Marks stored `rows` done and answers the report.
+  ReportAck MarkDone(const ResultReport& report,
+                     const std::vector<std::pair<uint64_t, ProfileRecord>>& rows)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   Store* const store_;
   const JobLookup jobs_;
