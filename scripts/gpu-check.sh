@@ -128,6 +128,6 @@ done
 [ -f "$out/torch.log" ] && { echo "---- torch"; cat "$out/torch.log"; }
 if [ -f "$out/profile.log" ]; then
   echo "---- profile"
-  grep -E "^profile of|^  duration|^\[  (PASSED|FAILED|SKIPPED)  \]|profile rc=" "$out/profile.log"
+  grep -E "^profile |^  duration|^\[  (PASSED|FAILED|SKIPPED)  \]|profile rc=" "$out/profile.log"
 fi
 true

@@ -35,7 +35,10 @@ std::string Ncu() {
   return ncu.ok() ? *ncu : "";
 }
 
-TEST(ProfileGpuTest, TheFastestGemmConfigsProfileHasPlausibleMetrics) {
+// The worker's sandbox: none, and bubblewrap (ncu then runs inside it).
+class ProfileGpuTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ProfileGpuTest, TheFastestGemmConfigsProfileHasPlausibleMetrics) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU here";
   const std::string ncu = Ncu();
   if (ncu.empty()) GTEST_SKIP() << "no ncu here";
@@ -46,7 +49,7 @@ TEST(ProfileGpuTest, TheFastestGemmConfigsProfileHasPlausibleMetrics) {
   options.backend = "cuda";
   options.finalists = 0;
   options.lease_ttl_ms = 30000;  // ncu replays each kernel: a profile takes seconds
-  options.worker_flags = {"--ncu", ncu, "--sandbox", "none"};
+  options.worker_flags = {"--ncu", ncu, "--sandbox", GetParam()};
   Fleet fleet(options);
   ASSERT_OK(fleet.StartCoordinator());
   ASSERT_OK(fleet.StartWorker().status());
@@ -80,9 +83,11 @@ TEST(ProfileGpuTest, TheFastestGemmConfigsProfileHasPlausibleMetrics) {
   const KernelProfile& p = profiles[0];
   ASSERT_FALSE(p.pending);
   EXPECT_EQ(p.config, done->targets[0].best_config);
-  std::printf("profile of %s: %s\n  duration %.2f us, cycles %.0f, %d regs/thread, smem %lld B, "
-              "occupancy %.1f%%, L2 hit %.1f%%, DRAM %.1f GB/s (%.1f%%), %.1f TFLOP/s, ncu %s\n",
-              p.config.c_str(), p.unavailable.empty() ? "read" : p.unavailable.c_str(),
+  std::printf("profile (sandbox %s) of %s: %s\n  duration %.2f us, cycles %.0f, "
+              "%d regs/thread, smem %lld B, occupancy %.1f%%, L2 hit %.1f%%, "
+              "DRAM %.1f GB/s (%.1f%%), %.1f TFLOP/s, ncu %s\n",
+              GetParam().c_str(), p.config.c_str(),
+              p.unavailable.empty() ? "read" : p.unavailable.c_str(),
               p.duration_seconds * 1e6, p.cycles, p.registers_per_thread,
               static_cast<long long>(p.shared_memory_bytes), p.achieved_occupancy_pct,
               p.l2_hit_rate_pct, p.dram_bytes_per_second / 1e9, p.dram_throughput_pct, p.tflops,
@@ -110,6 +115,11 @@ TEST(ProfileGpuTest, TheFastestGemmConfigsProfileHasPlausibleMetrics) {
   ASSERT_OK(after);
   EXPECT_EQ(after->state, JobState::kSucceeded);
 }
+
+INSTANTIATE_TEST_SUITE_P(Sandboxes, ProfileGpuTest, ::testing::Values("none", "bwrap"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace tunefleet::testing
