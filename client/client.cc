@@ -26,6 +26,7 @@ namespace tunefleet {
 using client_internal::BestConfigFromProto;
 using client_internal::JobFromProto;
 using client_internal::JobStateToProto;
+using client_internal::ProfileFromProto;
 using client_internal::TrialFromProto;
 using client_internal::TrialStatusFromName;
 using client_internal::JobSpecFromRequest;
@@ -298,6 +299,34 @@ absl::StatusOr<TrialPage> Client::ListTrials(const std::string& job_id,
   for (const v1::TrialRecord& trial : response.trials()) page.trials.push_back(TrialFromProto(trial));
   page.next_page_token = response.next_page_token();
   return page;
+}
+
+absl::StatusOr<std::vector<KernelProfile>> Client::ProfileJob(const std::string& job_id,
+                                                             int top) {
+  if (job_id.empty()) return absl::InvalidArgumentError("no job id given");
+  v1::ProfileJobRequest request;
+  request.set_job_id(job_id);
+  request.set_top(top);
+  ASSIGN_OR_RETURN(v1::ProfileJobResponse response,
+                   impl_->Call(&v1::TuningService::Stub::ProfileJob, request));
+  std::vector<KernelProfile> profiles;
+  for (const v1::KernelProfile& profile : response.queued()) {
+    profiles.push_back(ProfileFromProto(profile));
+  }
+  return profiles;
+}
+
+absl::StatusOr<std::vector<KernelProfile>> Client::ListProfiles(const std::string& job_id) {
+  if (job_id.empty()) return absl::InvalidArgumentError("no job id given");
+  v1::ListProfilesRequest request;
+  request.set_job_id(job_id);
+  ASSIGN_OR_RETURN(v1::ListProfilesResponse response,
+                   impl_->Call(&v1::TuningService::Stub::ListProfiles, request));
+  std::vector<KernelProfile> profiles;
+  for (const v1::KernelProfile& profile : response.profiles()) {
+    profiles.push_back(ProfileFromProto(profile));
+  }
+  return profiles;
 }
 
 absl::StatusOr<std::vector<Trial>> Client::ListAllTrials(const std::string& job_id,

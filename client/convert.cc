@@ -123,6 +123,31 @@ v1::JobState JobStateToProto(JobState state) {
   return v1::JOB_STATE_UNSPECIFIED;
 }
 
+KernelProfile ProfileFromProto(const v1::KernelProfile& profile) {
+  KernelProfile out;
+  out.config = profile.config_text();
+  out.device_model = profile.device_model();
+  out.tuning_key = profile.tuning_key();
+  out.rank = profile.rank();
+  out.median_seconds = profile.median_seconds();
+  out.pending = profile.pending();
+  out.unavailable = profile.unavailable();
+  out.duration_seconds = profile.duration_seconds();
+  out.cycles = profile.cycles();
+  out.registers_per_thread = profile.registers_per_thread();
+  out.shared_memory_bytes = profile.shared_memory_bytes();
+  out.achieved_occupancy_pct = profile.achieved_occupancy_pct();
+  out.l2_hit_rate_pct = profile.l2_hit_rate_pct();
+  out.dram_bytes_per_second = profile.dram_bytes_per_second();
+  out.dram_throughput_pct = profile.dram_throughput_pct();
+  out.tflops = profile.tflops();
+  out.worker_id = profile.worker_id();
+  out.device_id = profile.device_id();
+  out.ncu_version = profile.ncu_version();
+  out.profiled_unix_ms = profile.profiled_unix_ms();
+  return out;
+}
+
 Trial TrialFromProto(const v1::TrialRecord& trial) {
   Trial out;
   out.config = trial.config_text();

@@ -19,6 +19,7 @@ v1::JobState JobStateToProto(JobState state);
 
 Job JobFromProto(const v1::Job& job);
 Trial TrialFromProto(const v1::TrialRecord& trial);
+KernelProfile ProfileFromProto(const v1::KernelProfile& profile);
 BestConfig BestConfigFromProto(const v1::GetBestConfigResponse& response);
 WorkerInfo WorkerFromProto(const v1::WorkerInfo& worker);
 

@@ -4,7 +4,10 @@
 # device's copy bandwidth, torch cross-checks. Run from the repository root
 # after scripts/gpu-bundle.sh; logs under $OUT (or /tmp/gpu-check), a short
 # table last.
-#   scripts/gpu-check.sh [tests|gemm|softmax|flash|confirm|torch|all]...   (default: all)
+#   scripts/gpu-check.sh [tests|gemm|softmax|flash|confirm|torch|profile|all]...   (default: all)
+# `profile` (tests/gpu/profile_gpu_test.cc: a loopback fleet profiles the gemm's
+# fastest config with ncu) needs a bundle built with
+#   TARGETS="profile_gpu_test tunefleet-coordinator tunefleet-worker" scripts/gpu-bundle.sh
 set -u
 out=${OUT:-/tmp/gpu-check}
 mkdir -p "$out"
@@ -22,6 +25,11 @@ export PYTHONUNBUFFERED=1
 if want tests; then
   timeout 240 "$B/run.sh" "$B/bin/cuda_backend_test" --gtest_color=no > "$out/tests.log" 2>&1
   echo "tests rc=$?" >> "$out/tests.log"
+fi
+
+if want profile && [ -x "$B/bin/profile_gpu_test" ]; then
+  timeout 900 "$B/run.sh" "$B/bin/profile_gpu_test" --gtest_color=no > "$out/profile.log" 2>&1
+  echo "profile rc=$?" >> "$out/profile.log"
 fi
 
 if want gemm; then
@@ -118,4 +126,8 @@ for k in gemm softmax flash-tune flash-progression confirm-1 confirm-2 confirm-3
   awk '/^$/{p=1;next} p' "$out/$k.log" | head -${TOP:-8}
 done
 [ -f "$out/torch.log" ] && { echo "---- torch"; cat "$out/torch.log"; }
+if [ -f "$out/profile.log" ]; then
+  echo "---- profile"
+  grep -E "^profile |^  duration|^\[  (PASSED|FAILED|SKIPPED)  \]|profile rc=" "$out/profile.log"
+fi
 true

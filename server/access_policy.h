@@ -4,9 +4,10 @@
 //   method                                   needs
 //   grpc.health.v1.Health/*                  nothing (load balancers probe it)
 //   TuningService Get*/List*/WatchJob        read
-//   TuningService SubmitJob, CancelJob       submit (cancelling another
-//                                            principal's job: admin, checked
-//                                            by the handler that knows the owner)
+//   TuningService SubmitJob, CancelJob,      submit (cancelling or profiling
+//                 ProfileJob                 another principal's job: admin,
+//                                            checked by the handler that knows
+//                                            the owner)
 //   TokenService/*, AdminService/*           admin
 //   WorkerService/*                          a worker certificate
 //   server reflection                        read

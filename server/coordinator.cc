@@ -20,6 +20,7 @@
 #include "server/call_pool.h"
 #include "server/decode_errors.h"
 #include "server/long_polls.h"
+#include "server/profile_manager.h"
 #include "server/metered_store.h"
 #include "server/prometheus_metrics.h"
 #include "server/rpc_metrics.h"
@@ -102,19 +103,28 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
                                              [] { return absl::ToUnixMillis(absl::Now()); });
   admin_service_ = std::make_unique<AdminServiceImpl>(keeper_.get(), quarantine_.get(),
                                                       metrics_.get(), transfer_.get());
+  profiles_ = std::make_unique<ProfileManager>(
+      store_.get(), [jobs = jobs_.get()](const std::string& id) { return jobs->Get(id); },
+      workers_.get(), clock, options.jobs.lease_ttl, quarantine_.get());
+  // A profile request waits for one device of its model: it goes first.
   long_polls_ = std::make_unique<LongPolls>(
-      [jobs = jobs_.get()](const LeaseQuery& query) { return jobs->TryLease(query); },
+      [jobs = jobs_.get(), profiles = profiles_.get()](const LeaseQuery& query)
+          -> LongPolls::Result {
+        if (std::optional<LeaseGrant> grant = profiles->TryLease(query)) return grant;
+        return jobs->TryLease(query);
+      },
       options.max_long_poll);
   jobs_->SetWorkListener([polls = long_polls_.get()] { polls->Notify(); });
+  profiles_->SetWorkListener([polls = long_polls_.get()] { polls->Notify(); });
   RETURN_IF_ERROR(jobs_->Recover());
   history_ = std::make_unique<JobHistory>(store_.get(), jobs_.get());
   tuning_service_ = std::make_unique<TuningServiceImpl>(jobs_.get(), workers_.get(),
                                                         index_.get(), history_.get(),
-                                                        transfer_.get());
+                                                        transfer_.get(), profiles_.get());
   report_pool_ = std::make_unique<CallPool>(options.report_threads);
   worker_service_ = std::make_unique<WorkerServiceImpl>(
       jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(), report_pool_.get(),
-      options.heartbeat_interval, options.jobs.lease_ttl);
+      options.heartbeat_interval, options.jobs.lease_ttl, profiles_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -164,6 +174,7 @@ void Coordinator::Tick() {
     if (!stopping_.load()) server_->GetHealthCheckService()->SetServingStatus(store_healthy_);
   }
   jobs_->Tick();
+  profiles_->Tick();
 }
 
 void Coordinator::Shutdown(absl::Duration deadline) {

@@ -27,6 +27,7 @@ class Store;
 class BestConfigIndex;
 class CallPool;
 class LongPolls;
+class ProfileManager;
 class SourceBlobs;
 class WorkerRegistry;
 class PrometheusMetrics;
@@ -106,6 +107,7 @@ class Coordinator {
   std::unique_ptr<BestKeeper> keeper_;
   std::unique_ptr<BestTransfer> transfer_;
   std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<ProfileManager> profiles_;
   std::unique_ptr<LongPolls> long_polls_;
   std::unique_ptr<JobHistory> history_;
   std::unique_ptr<TuningServiceImpl> tuning_service_;

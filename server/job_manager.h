@@ -104,6 +104,9 @@ struct LeaseGrant {
   std::shared_ptr<const v1::JobSpec> spec;  // sources carry digests only
   std::string tuning_key;
   bool finalists = false;
+  // A profile lease (ProfileManager): run each config once under Nsight
+  // Compute; nothing is measured.
+  bool profile = false;
   // The target's best median so far for the early-cut rule; 0 when none is
   // known, and for finalists and verification leases (never cut).
   double best_seconds = 0;

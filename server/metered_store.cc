@@ -154,6 +154,14 @@ absl::StatusOr<std::vector<TokenRecord>> MeteredStore::ListTokens() {
   return Timed("ListTokens", [&] { return store_->ListTokens(); });
 }
 
+absl::Status MeteredStore::PutProfile(const ProfileRecord& profile) {
+  return Timed("PutProfile", [&] { return store_->PutProfile(profile); });
+}
+
+absl::StatusOr<std::vector<ProfileRecord>> MeteredStore::ListProfiles(const std::string& job_id) {
+  return Timed("ListProfiles", [&] { return store_->ListProfiles(job_id); });
+}
+
 absl::Status MeteredStore::CheckHealth() {
   return Timed("CheckHealth", [&] { return store_->CheckHealth(); });
 }

@@ -52,6 +52,8 @@ class MeteredStore final : public Store {
   absl::StatusOr<std::vector<KernelRecord>> ListKernels() override;
   absl::Status PutToken(const TokenRecord& token) override;
   absl::StatusOr<std::vector<TokenRecord>> ListTokens() override;
+  absl::Status PutProfile(const ProfileRecord& profile) override;
+  absl::StatusOr<std::vector<ProfileRecord>> ListProfiles(const std::string& job_id) override;
   absl::Status CheckHealth() override;
 
  private:

@@ -45,12 +45,13 @@ void ToProto(BestConfigAnswer answer, v1::GetBestConfigResponse* response) {
 
 TuningServiceImpl::TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                                      const BestConfigIndex* best_configs, JobHistory* history,
-                                     BestTransfer* transfer)
+                                     BestTransfer* transfer, ProfileManager* profiles)
     : jobs_(jobs),
       workers_(workers),
       best_configs_(best_configs),
       history_(history),
-      transfer_(transfer) {}
+      transfer_(transfer),
+      profiles_(profiles) {}
 
 grpc::Status TuningServiceImpl::SubmitJob(grpc::ServerContext* context,
                                           const v1::SubmitJobRequest* request,
@@ -108,6 +109,36 @@ grpc::Status TuningServiceImpl::CancelJob(grpc::ServerContext* context,
   absl::StatusOr<v1::Job> job = jobs_->Cancel(request->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response->mutable_job() = *std::move(job);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ProfileJob(grpc::ServerContext* context,
+                                           const v1::ProfileJobRequest* request,
+                                           v1::ProfileJobResponse* response) {
+  if (request->job_id().empty()) return MissingField("job_id");
+  absl::StatusOr<v1::Job> owned = jobs_->Get(request->job_id());
+  if (!owned.ok()) return ToGrpcStatus(owned.status());
+  if (!CallerOf(*context).MayActFor(owned->owner())) {
+    return ToGrpcStatus(absl::PermissionDeniedError(
+        absl::StrCat("job ", owned->id(), " belongs to ", owned->owner(),
+                     ": profiling another principal's job needs role admin")));
+  }
+  absl::StatusOr<std::vector<v1::KernelProfile>> queued =
+      profiles_->Request(request->job_id(), request->top());
+  if (!queued.ok()) return ToGrpcStatus(queued.status());
+  for (v1::KernelProfile& profile : *queued) *response->add_queued() = std::move(profile);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ListProfiles(grpc::ServerContext*,
+                                             const v1::ListProfilesRequest* request,
+                                             v1::ListProfilesResponse* response) {
+  if (request->job_id().empty()) return MissingField("job_id");
+  absl::StatusOr<v1::Job> job = jobs_->Get(request->job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  absl::StatusOr<std::vector<v1::KernelProfile>> profiles = profiles_->List(request->job_id());
+  if (!profiles.ok()) return ToGrpcStatus(profiles.status());
+  for (v1::KernelProfile& profile : *profiles) *response->add_profiles() = std::move(profile);
   return grpc::Status::OK;
 }
 

@@ -8,6 +8,7 @@
 #include "server/best_transfer.h"
 #include "server/job_history.h"
 #include "server/job_manager.h"
+#include "server/profile_manager.h"
 #include "server/worker_registry.h"
 #include "tunefleet/v1/tuning_service.grpc.pb.h"
 
@@ -26,7 +27,7 @@ class TuningServiceImpl final : public TuningServiceBase {
   // Every pointer must outlive the service.
   TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                     const BestConfigIndex* best_configs, JobHistory* history,
-                    BestTransfer* transfer);
+                    BestTransfer* transfer, ProfileManager* profiles);
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
                          v1::SubmitJobResponse* response) override;
@@ -40,6 +41,10 @@ class TuningServiceImpl final : public TuningServiceBase {
                         v1::ListJobsResponse* response) override;
   grpc::Status ListTrials(grpc::ServerContext* context, const v1::ListTrialsRequest* request,
                           v1::ListTrialsResponse* response) override;
+  grpc::Status ProfileJob(grpc::ServerContext* context, const v1::ProfileJobRequest* request,
+                          v1::ProfileJobResponse* response) override;
+  grpc::Status ListProfiles(grpc::ServerContext* context, const v1::ListProfilesRequest* request,
+                            v1::ListProfilesResponse* response) override;
   grpc::ServerUnaryReactor* GetBestConfig(grpc::CallbackServerContext* context,
                                           const v1::GetBestConfigRequest* request,
                                           v1::GetBestConfigResponse* response) override;
@@ -57,6 +62,7 @@ class TuningServiceImpl final : public TuningServiceBase {
   const BestConfigIndex* const best_configs_;
   JobHistory* const history_;
   BestTransfer* const transfer_;
+  ProfileManager* const profiles_;
 };
 
 }  // namespace tunefleet::server

@@ -24,6 +24,7 @@ v1::Lease ToProto(const LeaseGrant& grant) {
   lease.set_seed(grant.spec->seed());
   lease.set_tuning_key(grant.tuning_key);
   lease.set_finalists(grant.finalists);
+  lease.set_profile(grant.profile);
   lease.set_best_seconds(grant.best_seconds);
   for (const auto& [ordinal, config] : grant.trials) {
     v1::Trial* trial = lease.add_trials();
@@ -63,8 +64,9 @@ ResultReport FromProto(const v1::ReportResultsRequest& request) {
 WorkerServiceImpl::WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                                      LongPolls* long_polls, SourceBlobs* blobs,
                                      CallPool* reports, absl::Duration heartbeat_interval,
-                                     absl::Duration lease_ttl)
+                                     absl::Duration lease_ttl, ProfileManager* profiles)
     : jobs_(jobs),
+      profiles_(profiles),
       workers_(workers),
       long_polls_(long_polls),
       blobs_(blobs),
@@ -138,7 +140,9 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ReportResults(
     return reactor;
   }
   reports_->Run([this, reactor, report = FromProto(*request), response] {
-    absl::StatusOr<ReportAck> ack = jobs_->Report(report);
+    absl::StatusOr<ReportAck> ack = ProfileManager::IsProfileLease(report.lease_id)
+                                        ? profiles_->Report(report)
+                                        : jobs_->Report(report);
     if (!ack.ok()) {
       reactor->Finish(ToGrpcStatus(ack.status()));
       return;
@@ -167,6 +171,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
   }
   if (workers_->Touch(request->worker_id())) {
     jobs_->RenewLeases(request->worker_id());
+    profiles_->RenewLeases(request->worker_id());
   } else {
     response->set_reregister(true);
   }
@@ -183,6 +188,9 @@ grpc::Status WorkerServiceImpl::GetBlob(grpc::ServerContext* context,
     return ToGrpcStatus(own);
   }
   absl::Status leased = jobs_->CheckBlobLeased(request->worker_id(), request->digest());
+  if (!leased.ok() && profiles_->CheckBlobLeased(request->worker_id(), request->digest()).ok()) {
+    leased = absl::OkStatus();  // a profile lease's
+  }
   if (!leased.ok()) return ToGrpcStatus(leased);
   absl::StatusOr<std::string> blob = blobs_->Get(request->digest());
   if (!blob.ok()) return ToGrpcStatus(blob.status());

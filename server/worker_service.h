@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "server/call_pool.h"
 #include "server/job_manager.h"
+#include "server/profile_manager.h"
 #include "server/long_polls.h"
 #include "server/source_blobs.h"
 #include "server/worker_registry.h"
@@ -29,9 +30,10 @@ using WorkerServiceBase = v1::WorkerService::WithCallbackMethod_LeaseWork<
 class WorkerServiceImpl final : public WorkerServiceBase {
  public:
   // Every pointer must outlive the service.
+  // Reports and blobs of profile leases go to `profiles`.
   WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers, LongPolls* long_polls,
                     SourceBlobs* blobs, CallPool* reports, absl::Duration heartbeat_interval,
-                    absl::Duration lease_ttl);
+                    absl::Duration lease_ttl, ProfileManager* profiles);
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
                               const v1::RegisterWorkerRequest* request,
@@ -56,6 +58,7 @@ class WorkerServiceImpl final : public WorkerServiceBase {
                             const std::string& worker_id);
 
   JobManager* const jobs_;
+  ProfileManager* const profiles_;
   WorkerRegistry* const workers_;
   LongPolls* const long_polls_;
   SourceBlobs* const blobs_;

@@ -17,14 +17,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
@@ -36,6 +39,9 @@
 #include "worker/compile_pool.h"
 #include "worker/prometheus_metrics.h"
 #include "worker/idle_meter.h"
+#include "worker/ncu_profiler.h"
+#include "worker/ncu_report.h"
+#include "common/subprocess.h"
 #include "worker/sandbox.h"
 #include "worker/coordinator_link.h"
 #include "worker/source_cache.h"
@@ -75,7 +81,24 @@ struct Flags {
   std::string tls_cert;
   std::string tls_key;
   bool insecure = false;
+  std::string ncu;  // "": `ncu` from PATH, else /usr/local/cuda/bin/ncu; "none": no profiling
 };
+
+// The ncu binary profile leases use, with its version; {"", ""} when this
+// host has none (each profile then says so).
+std::pair<std::string, std::string> FindNcu(const std::string& flag, v1::Backend backend) {
+  if (flag == "none" || backend != v1::BACKEND_CUDA) return {};
+  absl::StatusOr<std::string> path = FindProgram(flag.empty() ? "ncu" : flag);
+  if (!path.ok() && flag.empty()) path = FindProgram("/usr/local/cuda/bin/ncu");
+  if (!path.ok()) {
+    spdlog::info("no ncu found: profile leases will say so");
+    return {};
+  }
+  absl::StatusOr<CommandResult> version = RunCommand({*path, "--version"}, absl::Seconds(30));
+  std::string text = version.ok() ? NcuVersion(version->output) : "";
+  spdlog::info("profiles with {} ({})", *path, text.empty() ? "version unknown" : text);
+  return {*path, text};
+}
 
 // Rewrites <dir>/worker-<pid>.stats (WriteIdleStats) every 200 ms and once
 // more on Stop; does nothing for an empty dir.
@@ -251,6 +274,13 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   executor_options.prepare_deadline = absl::Seconds(flags.prepare_deadline);
   executor_options.failed_prepares = std::make_shared<FailedPrepares>();
   std::vector<std::unique_ptr<TrialExecutor>> executors;
+  absl::flat_hash_map<std::string, std::unique_ptr<Profiler>> profilers;
+  NcuProfilerOptions profiler_options;
+  std::tie(profiler_options.ncu, profiler_options.ncu_version) = FindNcu(flags.ncu, backend);
+  profiler_options.scratch_dir = absl::StrCat(flags.cache_dir, "/profiles");
+  std::error_code ignored_error;  // a missing directory fails each profile with ncu's reason
+  std::filesystem::create_directories(profiler_options.scratch_dir, ignored_error);
+  profiler_options.executor.prepare_deadline = absl::Seconds(flags.prepare_deadline);
   std::vector<IdleMeter*> device_meters;
   for (const v1::Device& device : *devices) {
     executor_options.device_meter = std::make_shared<IdleMeter>(/*units=*/1);
@@ -268,6 +298,8 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
         sink->Measured(id, result, elapsed);
       };
     }
+    profilers[device.id()] =
+        std::make_unique<NcuProfiler>(&pool, device, child, profiler_options);
     executors.push_back(
         std::make_unique<TrialExecutor>(&pool, device, std::move(child), device_options));
     spdlog::info("device {}: {}", device.id(), device.model());
@@ -298,7 +330,8 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
           : DefaultLookaheadTrials(threads, static_cast<int>(devices->size()));
   options.pool_meter = &pool_meter;
   options.drain_time = absl::Seconds(flags.drain_time);
-  WorkerDaemon daemon(options, coordinator.get(), &sources, std::move(executors), sink);
+  WorkerDaemon daemon(options, coordinator.get(), &sources, std::move(executors), sink,
+                      std::move(profilers));
 
   std::thread([&daemon, stop_signals] {
     int signal_number = 0;
@@ -338,6 +371,9 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", flags.cache_dir,
                  "artifact and source cache (default ~/.cache/tunefleet-worker)");
   app.add_option("--max-trials", flags.max_trials, "trials per lease (0 = coordinator's)");
+  app.add_option("--ncu", flags.ncu,
+                 "Nsight Compute binary for profile leases (default: ncu from PATH, else "
+                 "/usr/local/cuda/bin/ncu; \"none\": never profile)");
   app.add_option("--stats-dir", flags.stats_dir,
                  "keep DIR/worker-<pid>.stats up to date with the compile pool's and the "
                  "devices' idle seconds while work was held (for bench/tune_bench)");

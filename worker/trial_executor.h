@@ -153,8 +153,9 @@ class TrialExecutor {
   IdleMeter* device_meter() const { return options_.device_meter.get(); }
   // Benchmark children started so far (1 + respawns).
   int child_starts() const { return child_.starts(); }
-  // Stops the benchmark child.
-  void Shutdown() { child_.Stop(); }
+  // Stops the benchmark child: closes its stdin, waits up to `grace` for it
+  // to exit, then kills it.
+  void Shutdown(absl::Duration grace = absl::Seconds(2)) { child_.Stop(grace); }
   // Kills the benchmark child now, even in the middle of a Prepare or a
   // trial; the Run in progress, and every later one, returns Cancelled with
   // the interrupted trial unreported. For a daemon whose drain time is over.

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/config_text.h"
 #include "spdlog/spdlog.h"
 
 namespace tunefleet::worker {
@@ -58,11 +59,13 @@ void LogTrial(int64_t index, const v1::TrialResult& result) {
 WorkerDaemon::WorkerDaemon(WorkerOptions options, Coordinator* coordinator,
                            SourceCache* sources,
                            std::vector<std::unique_ptr<TrialExecutor>> executors,
-                           WorkerMetrics* metrics)
+                           WorkerMetrics* metrics,
+                           absl::flat_hash_map<std::string, std::unique_ptr<Profiler>> profilers)
     : options_(std::move(options)),
       coordinator_(coordinator),
       sources_(sources),
       executors_(std::move(executors)),
+      profilers_(std::move(profilers)),
       metrics_(metrics != nullptr ? metrics : &null_metrics_),
       heartbeat_interval_(options_.default_heartbeat_interval),
       lease_ttl_(options_.default_lease_ttl) {}
@@ -221,7 +224,7 @@ std::unique_ptr<WorkerDaemon::Held> WorkerDaemon::Accept(TrialExecutor* executor
   held->reporter =
       std::make_unique<LeaseReporter>(coordinator_, worker_id, lease, reporter_options);
   held->sources = sources_->Resolve(lease.sources());
-  if (held->sources.ok() && !lease.finalists()) {
+  if (held->sources.ok() && !lease.finalists() && !lease.profile()) {
     JobContext job{lease.job_id(), lease.kernel(), *held->sources, lease.shape(), lease.seed()};
     held->planned = executor->Plan(
         std::move(job), std::vector<v1::Trial>(lease.trials().begin(), lease.trials().end()));
@@ -243,7 +246,8 @@ void WorkerDaemon::LeaseLoop(TrialExecutor* executor) {
     }
     // The next lease is asked for and its compiles start while this one runs.
     std::thread ahead;
-    if (options_.lookahead_trials > 0 && !current->lease.finalists()) {
+    if (options_.lookahead_trials > 0 && !current->lease.finalists() &&
+        !current->lease.profile()) {
       ahead = std::thread([&] {
         absl::Duration quiet_backoff = options_.min_backoff;
         std::optional<v1::Lease> lease =
@@ -265,7 +269,9 @@ void WorkerDaemon::Serve(TrialExecutor* executor, Held* held) {
   const std::string& device_id = executor->device().id();
   spdlog::info("lease {} (epoch {}): {} {} of {} for job {} on {}", lease.lease_id(),
                lease.epoch(), lease.trials_size(),
-               lease.finalists() ? "finalist(s), interleaved" : "trial(s)",
+               lease.finalists() ? "finalist(s), interleaved"
+               : lease.profile() ? "config(s) to profile"
+                                 : "trial(s)",
                lease.kernel().name(), lease.job_id(), device_id);
   bool release = false;
   int reported = 0;
@@ -289,7 +295,11 @@ void WorkerDaemon::Serve(TrialExecutor* executor, Held* held) {
     };
     auto should_stop = [&] { return stopping() || reporter.cancelled(); };
     absl::Status status;
-    if (lease.finalists()) {
+    if (lease.profile()) {
+      JobContext job{lease.job_id(), lease.kernel(), *held->sources, lease.shape(),
+                     lease.seed()};
+      reported = ServeProfiles(*executor, job, lease, &reporter);
+    } else if (lease.finalists()) {
       // A finalists lease reports every finalist after its last round; the
       // same reporter, the same release rule (an interrupted round reports
       // nothing and hands the whole lease back).
@@ -326,6 +336,34 @@ void WorkerDaemon::Serve(TrialExecutor* executor, Held* held) {
   }
   absl::MutexLock lock(&mu_);
   ++leases_done_;
+}
+
+// A profile's answer travels as an OK trial result carrying it; nothing is
+// measured, so no trial metric counts it.
+int WorkerDaemon::ServeProfiles(const TrialExecutor& executor, const JobContext& job,
+                                const v1::Lease& lease, LeaseReporter* reporter) {
+  auto found = profilers_.find(executor.device().id());
+  Profiler* profiler = found == profilers_.end() ? nullptr : found->second.get();
+  auto should_stop = [&] { return stopping() || reporter->cancelled(); };
+  int reported = 0;
+  for (const v1::Trial& trial : lease.trials()) {
+    if (should_stop()) break;
+    v1::TrialResult result;
+    *result.mutable_config() = trial.config();
+    result.set_status(v1::TRIAL_STATUS_OK);
+    result.set_device_id(executor.device().id());
+    if (profiler != nullptr) {
+      *result.mutable_profile() = profiler->Profile(job, trial, should_stop);
+    } else {
+      result.mutable_profile()->set_device_id(executor.device().id());
+      result.mutable_profile()->set_unavailable("profiling is not set up on this worker");
+    }
+    spdlog::info("profile of {}: {}", ConfigToString(trial.config()),
+                 result.profile().unavailable().empty() ? "read" : result.profile().unavailable());
+    reporter->Add(trial.index(), result);
+    ++reported;
+  }
+  return reported;
 }
 
 void WorkerDaemon::DrainWatchdog() {

@@ -1,7 +1,8 @@
 // The worker daemon: registers this host's devices with the coordinator,
 // pulls leases for each device, runs their trials through the device's
 // TrialExecutor (a `finalists` lease through RunFinalists: interleaved
-// rounds, ExecutorOptions::finalist_rounds) and reports the results,
+// rounds, ExecutorOptions::finalist_rounds; a `profile` lease through the
+// device's Profiler, one ncu run per config) and reports the results,
 // heartbeating in the background, until Stop. Each device holds the next
 // lease ahead of the one it runs (WorkerOptions::lookahead_trials).
 #ifndef TUNEFLEET_WORKER_WORKER_DAEMON_H_
@@ -15,12 +16,14 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/version.h"
 #include "worker/coordinator.h"
 #include "worker/lease_reporter.h"
 #include "worker/metrics.h"
+#include "worker/ncu_profiler.h"
 #include "worker/source_cache.h"
 #include "worker/trial_executor.h"
 
@@ -76,12 +79,15 @@ struct WorkerOptions {
 // (a signal thread). Each device's lease loop owns that device's executor.
 class WorkerDaemon {
  public:
-  // One executor per device (its benchmark child included). REQUIRES:
+  // One executor per device (its benchmark child included), and a
+  // profiler per device id for profile leases (a device without one answers
+  // each config with "profiling is not set up on this worker"). REQUIRES:
   // `coordinator`, `sources` and `metrics` (when not null: counts nothing)
   // outlive the daemon; executors non-empty.
   WorkerDaemon(WorkerOptions options, Coordinator* coordinator, SourceCache* sources,
                std::vector<std::unique_ptr<TrialExecutor>> executors,
-               WorkerMetrics* metrics = nullptr);
+               WorkerMetrics* metrics = nullptr,
+               absl::flat_hash_map<std::string, std::unique_ptr<Profiler>> profilers = {});
   ~WorkerDaemon();
 
   // Registers (retrying until it succeeds or Stop), then serves leases on
@@ -117,6 +123,10 @@ class WorkerDaemon {
                                const v1::Lease& lease);
   // Runs a held lease to its end and reports it.
   void Serve(TrialExecutor* executor, Held* held);
+  // Profiles each config of a profile lease and adds it to `reporter`;
+  // returns how many were reported.
+  int ServeProfiles(const TrialExecutor& executor, const JobContext& job, const v1::Lease& lease,
+                    LeaseReporter* reporter);
   // Once stopping, waits up to drain_time for the lease loops to end, then
   // interrupts every executor.
   void DrainWatchdog();
@@ -128,6 +138,7 @@ class WorkerDaemon {
   Coordinator* const coordinator_;
   SourceCache* const sources_;
   std::vector<std::unique_ptr<TrialExecutor>> executors_;
+  const absl::flat_hash_map<std::string, std::unique_ptr<Profiler>> profilers_;
   NullWorkerMetrics null_metrics_;
   WorkerMetrics* const metrics_;
 

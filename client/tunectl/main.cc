@@ -23,6 +23,7 @@
 #include "client/tunectl/transfer.h"
 #include "client/tunectl/trials.h"
 #include "client/tunectl/yaml.h"
+#include "client/tunectl/profile.h"
 #include "common/version.h"
 #include "tunefleet/client.h"
 
@@ -59,6 +60,7 @@ struct Flags {
   InvalidateFlags invalidate;
   std::string principal;
   ReportFlags report;
+  ProfileFlags profile;
 };
 
 struct Verbs {
@@ -67,6 +69,7 @@ struct Verbs {
   CLI::App *token_create, *token_list, *token_revoke, *report;
   CLI::App *get_contexts, *current_context, *use_context, *set_context;
   CLI::App *admin_invalidate, *admin_release;
+  CLI::App* profile;
 };
 
 void DefineGlobalFlags(CLI::App& app, Flags& flags) {
@@ -76,7 +79,8 @@ void DefineGlobalFlags(CLI::App& app, Flags& flags) {
   app.add_option("--context", flags.context,
                  "Use this context of the config file (default: its current-context)");
   app.add_option("-o,--output", flags.output,
-                 "Output format: table, wide (jobs, trials), json, yaml, or csv (trials)")
+                 "Output format: table, wide (jobs, trials, profile), json, yaml, or csv "
+                 "(trials, profile)")
       ->check(CLI::IsMember({"table", "wide", "json", "yaml", "csv"}))
       ->capture_default_str();
   app.add_option("--timeout", flags.timeout_seconds, "Seconds allowed per call")
@@ -158,6 +162,22 @@ CLI::App* DefineJobVerb(CLI::App& app, Flags& flags, const char* name,
                         const char* help) {
   CLI::App* cmd = app.add_subcommand(name, help);
   cmd->add_option("JOB", flags.job_id, "Job id")->required();
+  return cmd;
+}
+
+CLI::App* DefineProfile(CLI::App& app, Flags& flags) {
+  CLI::App* cmd = app.add_subcommand(
+      "profile", "Profile a finished job's fastest configs with Nsight Compute on a worker");
+  ProfileFlags& p = flags.profile;
+  cmd->add_option("JOB", p.job_id, "Job id")->required();
+  cmd->add_option("--top", p.top, "Configs per target, fastest first (1..16)")
+      ->capture_default_str();
+  cmd->add_flag("--show", p.show, "Only show the stored (and pending) profiles");
+  cmd->add_flag("--no-wait", p.no_wait, "Print what was queued and return");
+  cmd->add_option_function<double>(
+         "--wait", [&p](double seconds) { p.wait = absl::Seconds(seconds); },
+         "Seconds to wait for the profiles (default 600)")
+      ->check(CLI::PositiveNumber);
   return cmd;
 }
 
@@ -261,6 +281,7 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
                                  "crashed", "timeout", "wrong_result", "quarantined",
                                  "worker_lost"},
                                 CLI::ignore_case));
+  verbs.profile = DefineProfile(app, flags);
   verbs.best = DefineBest(app, flags);
   DefineTransfer(app, flags, &verbs);
   verbs.version = app.add_subcommand("version", "Show tunectl's and the coordinator's versions");
@@ -342,6 +363,7 @@ int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
   if (verbs.cancel->parsed()) return RunCancel(client, flags.job_id, console);
   if (verbs.jobs->parsed()) return RunJobs(client, flags.jobs, console);
   if (verbs.trials->parsed()) return RunTrials(client, flags.job_id, flags.trial_status, console);
+  if (verbs.profile->parsed()) return RunProfile(client, flags.profile, console);
   if (verbs.best->parsed()) {
     return RunBest(client, flags.kernel, flags.shape, flags.device_model,
                    flags.toolkit, console);

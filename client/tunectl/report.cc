@@ -77,6 +77,25 @@ Json TrialJson(const Trial& trial) {
           {"round", trial.round}};
 }
 
+// A profile's metrics are null where ncu read none; `note` says why.
+Json ProfileJson(const KernelProfile& p) {
+  const bool read = !p.pending && p.unavailable.empty();
+  auto metric = [read](double value) { return read ? Json(value) : Json(nullptr); };
+  return {{"config", p.config},
+          {"device_model", p.device_model},
+          {"rank", p.rank},
+          {"duration_seconds", metric(p.duration_seconds)},
+          {"cycles", metric(p.cycles)},
+          {"registers_per_thread", metric(p.registers_per_thread)},
+          {"shared_memory_bytes", metric(static_cast<double>(p.shared_memory_bytes))},
+          {"achieved_occupancy_pct", metric(p.achieved_occupancy_pct)},
+          {"l2_hit_rate_pct", metric(p.l2_hit_rate_pct)},
+          {"dram_bytes_per_second", metric(p.dram_bytes_per_second)},
+          {"dram_throughput_pct", metric(p.dram_throughput_pct)},
+          {"tflops", read && p.tflops > 0 ? Json(p.tflops) : Json(nullptr)},
+          {"note", p.pending ? std::string("pending") : p.unavailable}};
+}
+
 Json TargetJson(const JobTarget& target) {
   return {{"device_model", target.device_model},
           {"toolkit", target.toolkit},
@@ -116,8 +135,13 @@ absl::StatusOr<std::pair<std::string, Json>> Subject(Client& client, const Repor
   if (job.ok()) {
     absl::StatusOr<std::vector<Trial>> trials = client.ListAllTrials(job->id);
     if (!trials.ok()) return trials.status();
-    return std::make_pair(absl::StrCat(job->kernel, " ", job->shape, " (job ", job->id, ")"),
-                          JobReportData(*job, *trials, flags.device_model));
+    // A coordinator without profiles (an older one) leaves the section out.
+    absl::StatusOr<std::vector<KernelProfile>> profiles = client.ListProfiles(job->id);
+    if (!profiles.ok() && !absl::IsUnimplemented(profiles.status())) return profiles.status();
+    return std::make_pair(
+        absl::StrCat(job->kernel, " ", job->shape, " (job ", job->id, ")"),
+        JobReportData(*job, *trials, flags.device_model,
+                      profiles.ok() ? *profiles : std::vector<KernelProfile>()));
   }
   if (!absl::IsNotFound(job.status()) && !absl::IsInvalidArgument(job.status())) {
     return job.status();
@@ -137,7 +161,13 @@ absl::StatusOr<std::pair<std::string, Json>> Subject(Client& client, const Repor
 }  // namespace
 
 Json JobReportData(const Job& job, const std::vector<Trial>& trials,
-                   const std::string& device_model) {
+                   const std::string& device_model, const std::vector<KernelProfile>& profiles) {
+  Json profile_list = Json::array();
+  for (const KernelProfile& profile : profiles) {
+    if (device_model.empty() || profile.device_model == device_model) {
+      profile_list.push_back(ProfileJson(profile));
+    }
+  }
   int64_t excluded = 0;
   Json trial_list = Json::array();
   for (const Trial& trial : OnePerConfig(trials, device_model, &excluded)) {
@@ -164,7 +194,8 @@ Json JobReportData(const Job& job, const std::vector<Trial>& trials,
                    {"outcomes", outcomes}}},
           {"targets", targets},
           {"trials", trial_list},
-          {"excluded_trials", excluded}};
+          {"excluded_trials", excluded},
+          {"profiles", profile_list}};
 }
 
 Json KernelReportData(const std::string& kernel, const std::vector<HistoryPoint>& points) {

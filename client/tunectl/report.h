@@ -36,9 +36,12 @@ struct ReportFlags {
 
 // The data of a job's page: the job, its targets and one trial per config
 // and device model (the search round's when there is one); excluded trials
-// are left out and counted. Only `device_model`'s when it is not empty.
+// are left out and counted; and its Nsight Compute profiles, when it has
+// any (shown as a table per device model). Only `device_model`'s when it is
+// not empty.
 nlohmann::ordered_json JobReportData(const Job& job, const std::vector<Trial>& trials,
-                                     const std::string& device_model);
+                                     const std::string& device_model,
+                                     const std::vector<KernelProfile>& profiles = {});
 
 // The data of a kernel's page: `points` as HistoryOf orders them.
 nlohmann::ordered_json KernelReportData(const std::string& kernel,

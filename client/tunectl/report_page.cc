@@ -257,6 +257,22 @@ function failureTable(section, trials) {
   section.append(table(["status", "config", "reason"], rows));
 }
 
+// Nsight Compute's view of the fastest configs (`tunectl profile`).
+function profileTable(section, profiles) {
+  if (!profiles.length) return;
+  section.append(el("h3", {}, "Profiles (Nsight Compute)"));
+  const num = (v, digits) => (v === null ? "\u2013" : Number(v).toFixed(digits));
+  const rows = profiles.map((p) => el("tr", {}, [td(p.rank, "num"), td(p.config, "cfg"),
+    td(num(p.duration_seconds === null ? null : p.duration_seconds * 1e6, 2), "num"),
+    td(num(p.cycles, 0), "num"), td(num(p.registers_per_thread, 0), "num"),
+    td(num(p.shared_memory_bytes === null ? null : p.shared_memory_bytes / 1024, 1), "num"),
+    td(num(p.achieved_occupancy_pct, 1), "num"), td(num(p.l2_hit_rate_pct, 1), "num"),
+    td(num(p.dram_bytes_per_second === null ? null : p.dram_bytes_per_second / 1e9, 1), "num"),
+    td(num(p.dram_throughput_pct, 1), "num"), td(num(p.tflops, 1), "num"), td(p.note)]));
+  section.append(table(["#", "config", "duration \u00b5s", "cycles", "regs/thread", "smem KiB",
+    "occupancy %", "L2 hit %", "DRAM GB/s", "DRAM %", "TFLOP/s", "note"], rows));
+}
+
 function jobPage() {
   const { job, targets } = DATA;
   document.getElementById("subtitle").textContent = "Job " + job.id + " \u00b7 kernel " + job.kernel +
@@ -275,6 +291,7 @@ function jobPage() {
     histogram(section, trials);
     paramEffects(section, trials);
     topTable(section, target, trials);
+    profileTable(section, (DATA.profiles || []).filter((p) => p.device_model === model));
     failureTable(section, trials);
   }
 }

@@ -19,6 +19,9 @@ std::string CsvField(const std::string& field);
 // `width` characters; "..." marks that the full text says more.
 std::string ReasonSummary(const std::string& error, size_t width);
 
+// The shortest text that reads back as exactly `value` (CSV cells).
+std::string ExactNumber(double value);
+
 // `wide` adds the spread, samples, compile time, clock, principal and key.
 std::string TrialsTable(const std::vector<Trial>& trials, bool wide = false);
 std::string TrialsJson(const std::string& job_id, const std::vector<Trial>& trials);

@@ -128,6 +128,16 @@ ALTER TABLE trials ADD COLUMN rounds_cv DOUBLE PRECISION NOT NULL DEFAULT 0;
 ALTER TABLE trials ADD COLUMN retaken_samples BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE trials ADD COLUMN low_clock_samples BIGINT NOT NULL DEFAULT 0;
 )sql"},
+    // Nsight Compute profiles of a job's fastest configs.
+    {8, R"sql(
+CREATE TABLE profiles (
+  job_id TEXT NOT NULL,
+  tuning_key TEXT NOT NULL,
+  config TEXT NOT NULL,
+  profile BYTEA NOT NULL,
+  profiled_unix_ms BIGINT NOT NULL,
+  PRIMARY KEY (job_id, tuning_key, config));
+)sql"},
 };
 
 // Advisory lock key that serializes migrations of one database ("tunefleet"
@@ -253,12 +263,21 @@ constexpr Query kPutToken = {
 constexpr Query kListTokens = {
     "list_tokens", "SELECT " TF_TOKEN_COLUMNS " FROM tokens ORDER BY id"};
 
+constexpr Query kPutProfile = {
+    "put_profile", "INSERT INTO profiles (" TF_PROFILE_COLUMNS
+                   ") VALUES ($1, $2, $3, $4, $5) "
+                   "ON CONFLICT (job_id, tuning_key, config) DO UPDATE SET "
+                   "profile = EXCLUDED.profile, profiled_unix_ms = EXCLUDED.profiled_unix_ms"};
+constexpr Query kListProfiles = {
+    "list_profiles", "SELECT " TF_PROFILE_COLUMNS
+                     " FROM profiles WHERE job_id = $1 ORDER BY tuning_key, config"};
+
 constexpr Query kAllQueries[] = {
     kPutJob,  kGetJob,   kListJobs, kQueryJobs, kListTrials, kQueryTrials, kUpsertBest,
     kImportBest,
     kGetBest, kListBest, kPutBlob,  kGetBlob,     kPutKernel,  kListKernels,
     kListKeyTrials, kExcludeTrials, kPutBest, kDeleteBest, kPutQuarantine,
-    kDeleteQuarantine, kListQuarantine, kPutToken, kListTokens};
+    kDeleteQuarantine, kListQuarantine, kPutToken, kListTokens, kPutProfile, kListProfiles};
 
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -364,6 +383,16 @@ TokenRecord ReadToken(const pqxx::row& row) {
   token.created_unix_ms = row[4].as<int64_t>();
   token.revoked_unix_ms = row[5].as<int64_t>();
   return token;
+}
+
+ProfileRecord ReadProfile(const pqxx::row& row) {
+  ProfileRecord profile;
+  profile.job_id = row[0].as<std::string>();
+  profile.tuning_key = row[1].as<std::string>();
+  profile.config = row[2].as<std::string>();
+  profile.profile = ReadBytes(row[3]);
+  profile.profiled_unix_ms = row[4].as<int64_t>();
+  return profile;
 }
 
 template <typename Record>
@@ -902,6 +931,25 @@ absl::Status PostgresStore::PutToken(const TokenRecord& token) {
 absl::StatusOr<std::vector<TokenRecord>> PostgresStore::ListTokens() {
   return Transact<std::vector<TokenRecord>>("ListTokens", [&](pqxx::work& txn) {
     return ReadAll(txn.exec_prepared(kListTokens.name), &ReadToken);
+  });
+}
+
+absl::Status PostgresStore::PutProfile(const ProfileRecord& profile) {
+  RETURN_IF_ERROR(CheckText({profile.job_id, profile.tuning_key, profile.config}));
+  return Transact<bool>("PutProfile",
+                        [&](pqxx::work& txn) {
+                          txn.exec_prepared(kPutProfile.name, profile.job_id, profile.tuning_key,
+                                            profile.config, Bytes(profile.profile),
+                                            profile.profiled_unix_ms);
+                          return true;
+                        })
+      .status();
+}
+
+absl::StatusOr<std::vector<ProfileRecord>> PostgresStore::ListProfiles(
+    const std::string& job_id) {
+  return Transact<std::vector<ProfileRecord>>("ListProfiles", [&](pqxx::work& txn) {
+    return ReadAll(txn.exec_prepared(kListProfiles.name, job_id), &ReadProfile);
   });
 }
 

@@ -44,4 +44,7 @@
 #define TF_TOKEN_COLUMNS \
   "id, name, role, secret_hash, created_unix_ms, revoked_unix_ms"
 
+// profiles: ProfileRecord, keyed by (job_id, tuning_key, config).
+#define TF_PROFILE_COLUMNS "job_id, tuning_key, config, profile, profiled_unix_ms"
+
 #endif  // TUNEFLEET_SERVER_STORE_SCHEMA_H_

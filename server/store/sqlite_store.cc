@@ -147,6 +147,16 @@ ALTER TABLE trials ADD COLUMN rounds_cv REAL NOT NULL DEFAULT 0;
 ALTER TABLE trials ADD COLUMN retaken_samples INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE trials ADD COLUMN low_clock_samples INTEGER NOT NULL DEFAULT 0;
 )sql"},
+    // Nsight Compute profiles of a job's fastest configs.
+    {8, R"sql(
+CREATE TABLE profiles (
+  job_id TEXT NOT NULL,
+  tuning_key TEXT NOT NULL,
+  config TEXT NOT NULL,
+  profile BLOB NOT NULL,
+  profiled_unix_ms INTEGER NOT NULL,
+  PRIMARY KEY (job_id, tuning_key, config));
+)sql"},
 };
 
 // Indexed by SqliteStore::Query.
@@ -249,6 +259,11 @@ constexpr const char* kQuerySql[] = {
     "DELETE FROM quarantine WHERE principal = ?1",
     // kListQuarantine
     "SELECT " TF_QUARANTINE_COLUMNS " FROM quarantine ORDER BY principal",
+    // kPutProfile
+    "INSERT OR REPLACE INTO profiles (" TF_PROFILE_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5)",
+    // kListProfiles
+    "SELECT " TF_PROFILE_COLUMNS
+    " FROM profiles WHERE job_id = ?1 ORDER BY tuning_key, config",
 };
 
 // The result codes an operator can fix or a retry can outlast, named for
@@ -465,6 +480,16 @@ TokenRecord ReadToken(const Call& call) {
   token.created_unix_ms = call.ColumnInt(4);
   token.revoked_unix_ms = call.ColumnInt(5);
   return token;
+}
+
+ProfileRecord ReadProfile(const Call& call) {
+  ProfileRecord profile;
+  profile.job_id = call.ColumnBytes(0);
+  profile.tuning_key = call.ColumnBytes(1);
+  profile.config = call.ColumnBytes(2);
+  profile.profile = call.ColumnBytes(3);
+  profile.profiled_unix_ms = call.ColumnInt(4);
+  return profile;
 }
 
 // Steps `call` to the end, reading every row with `read`.
@@ -995,6 +1020,26 @@ absl::StatusOr<std::vector<TokenRecord>> SqliteStore::ListTokens() {
   RETURN_IF_ERROR(CheckFile());
   Call call(db_.get(), statements_[kListTokens].get());
   return ReadAll(call, &ReadToken);
+}
+
+absl::Status SqliteStore::PutProfile(const ProfileRecord& profile) {
+  absl::MutexLock lock(&mu_);
+  return Write<bool>([&]() -> absl::StatusOr<bool> {
+           Call call(db_.get(), statements_[kPutProfile].get());
+           call.BindText(profile.job_id).BindText(profile.tuning_key).BindText(profile.config);
+           call.BindBlob(profile.profile).BindInt(profile.profiled_unix_ms);
+           RETURN_IF_ERROR(call.Execute().status());
+           return true;
+         })
+      .status();
+}
+
+absl::StatusOr<std::vector<ProfileRecord>> SqliteStore::ListProfiles(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
+  Call call(db_.get(), statements_[kListProfiles].get());
+  call.BindText(job_id);
+  return ReadAll(call, &ReadProfile);
 }
 
 // No write probe: it would append to the WAL on every call, and the

@@ -146,6 +146,17 @@ struct TokenRecord {
   int64_t revoked_unix_ms = 0;  // 0 while the token is valid
 };
 
+// profiles: the Nsight Compute profile of one config of a job target,
+// keyed by (job_id, tuning_key, config). `profile` is the serialized
+// v1::KernelProfile (the metrics, or why none could be read).
+struct ProfileRecord {
+  std::string job_id;
+  std::string tuning_key;
+  std::string config;   // short form
+  std::string profile;  // bytes of v1::KernelProfile
+  int64_t profiled_unix_ms = 0;
+};
+
 // The best config of one tuning key. A row is measured (by a job of this
 // coordinator: `job_id`) or imported (ImportBest: `job_id` and the times are
 // the exporting fleet's, `origin` names where it came from).
@@ -259,6 +270,12 @@ class Store {
   virtual absl::Status PutToken(const TokenRecord& token) = 0;
   // Every token, revoked ones included, by id.
   virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens() = 0;
+
+  // Inserts the profile, or replaces the one with the same (job_id,
+  // tuning_key, config): profiling a config again keeps the newest.
+  virtual absl::Status PutProfile(const ProfileRecord& profile) = 0;
+  // The profiles of `job_id`, by tuning key and config; empty when none.
+  virtual absl::StatusOr<std::vector<ProfileRecord>> ListProfiles(const std::string& job_id) = 0;
 
   // OK while the store can read and write. Unavailable, with a message an
   // operator can act on, when it cannot: the database cannot be reached,

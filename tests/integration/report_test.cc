@@ -149,6 +149,8 @@ void ExpectDrawn(const std::string& dom) {
 TEST_F(ReportTest, AJobsPageDrawsEveryConfigAndExplainsItsFailures) {
   const std::string job = RunPartlyBrokenJob("M=256,N=256,K=256");
   ASSERT_FALSE(job.empty());
+  RunResult profiled = Tunectl({"-q", "profile", job, "--top", "2"});
+  ASSERT_TRUE(profiled.exit.success()) << profiled.exit.ToString() << "\n" << profiled.out;
   const std::string page = dir_.path() + "/job-report.html";
   RunResult run = Tunectl({"report", job, "-o", page});
   ASSERT_TRUE(run.exit.success()) << run.exit.ToString() << "\n" << run.out;
@@ -162,6 +164,8 @@ TEST_F(ReportTest, AJobsPageDrawsEveryConfigAndExplainsItsFailures) {
   EXPECT_THAT(dom, HasSubstr("Fastest configs"));
   EXPECT_THAT(dom, HasSubstr("COMPILE_ERROR"));
   EXPECT_THAT(dom, HasSubstr(kRefusal));  // the reason, in the failures table
+  EXPECT_THAT(dom, HasSubstr("Profiles (Nsight Compute)"));
+  EXPECT_THAT(dom, HasSubstr("profiling is not supported for the cpu backend"));
   EXPECT_TRUE(std::filesystem::file_size(dir_.path() + "/job-report.png") > 10000);
 }
 

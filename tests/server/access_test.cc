@@ -47,6 +47,11 @@ TEST(AccessPolicyTest, WorkerMethodsAreForWorkerCertificatesOnly) {
               StatusIs(absl::StatusCode::kPermissionDenied));
 }
 
+TEST(AccessPolicyTest, ProfilingAJobNeedsSubmitAndReadingProfilesRead) {
+  EXPECT_EQ(RequiredRole("/tunefleet.v1.TuningService/ProfileJob"), Role::kSubmit);
+  EXPECT_EQ(RequiredRole("/tunefleet.v1.TuningService/ListProfiles"), Role::kRead);
+}
+
 TEST(AccessPolicyTest, HealthIsOpenAndUnknownMethodsNeedAdmin) {
   EXPECT_EQ(RequiredRole("/grpc.health.v1.Health/Check"), Role::kNone);
   EXPECT_EQ(RequiredRole("/tunefleet.v1.AdminService/Invalidate"), Role::kAdmin);

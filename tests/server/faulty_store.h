@@ -111,6 +111,12 @@ class FaultyStore : public Store {
     return store_->PutToken(token);
   }
   absl::StatusOr<std::vector<TokenRecord>> ListTokens() override { return store_->ListTokens(); }
+  absl::Status PutProfile(const ProfileRecord& profile) override {
+    return store_->PutProfile(profile);
+  }
+  absl::StatusOr<std::vector<ProfileRecord>> ListProfiles(const std::string& job_id) override {
+    return store_->ListProfiles(job_id);
+  }
   absl::StatusOr<std::vector<KernelRecord>> ListKernels() override {
     return store_->ListKernels();
   }

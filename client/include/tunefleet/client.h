@@ -188,6 +188,33 @@ struct TrialPage {
   std::string next_page_token;  // empty on the last page
 };
 
+// Nsight Compute's view of one launch of one of a job's fastest configs
+// (docs/profiling.md). Times in seconds, sizes in bytes, shares in percent.
+struct KernelProfile {
+  std::string config;  // short form
+  std::string device_model;
+  std::string tuning_key;
+  int rank = 0;               // 1: the target's fastest config
+  double median_seconds = 0;  // the config's tuned median
+  bool pending = false;       // requested, not yet profiled
+  // Why no metrics were read ("ncu not found on this host", ...); "" when
+  // they were (or while pending).
+  std::string unavailable;
+  double duration_seconds = 0;
+  double cycles = 0;
+  int registers_per_thread = 0;
+  int64_t shared_memory_bytes = 0;  // per block, static + dynamic
+  double achieved_occupancy_pct = 0;
+  double l2_hit_rate_pct = 0;
+  double dram_bytes_per_second = 0;
+  double dram_throughput_pct = 0;
+  double tflops = 0;  // 0 when the spec has no TFLOP/s metric
+  std::string worker_id;
+  std::string device_id;
+  std::string ncu_version;
+  int64_t profiled_unix_ms = 0;
+};
+
 // The config an application should use for a kernel and shape.
 struct BestConfig {
   enum class Source {
@@ -345,6 +372,14 @@ class Client {
   // Every trial of the job: ListTrials page after page.
   absl::StatusOr<std::vector<Trial>> ListAllTrials(const std::string& job_id,
                                                    const std::string& status = "");
+
+  // Queues the `top` (1..16) fastest configs of each target of a SUCCEEDED
+  // job for profiling with Nsight Compute; returns them, pending.
+  // NOT_FOUND for an unknown job, FAILED_PRECONDITION for one not
+  // SUCCEEDED (or already being profiled), INVALID_ARGUMENT for `top`.
+  absl::StatusOr<std::vector<KernelProfile>> ProfileJob(const std::string& job_id, int top);
+  // The job's stored profiles, then those still pending.
+  absl::StatusOr<std::vector<KernelProfile>> ListProfiles(const std::string& job_id);
 
   // The best config of `kernel` for `shape` ("M=1024,N=1024,K=1024").
   // Empty `device_model` or `toolkit` matches any. NOT_FOUND when the server

@@ -551,6 +551,43 @@ TEST_P(StoreContractTest, PutKernelReplacesTheKernelWithTheSameName) {
   EXPECT_THAT(*kernels, ElementsAre(newer));
 }
 
+TEST_P(StoreContractTest, ListProfilesReturnsTheJobsProfilesByKeyAndConfig) {
+  const ProfileRecord second{"job-1", "key-a", "BM=64", ArbitraryBytes(300), 20};
+  const ProfileRecord first{"job-1", "key-a", "BM=128", ArbitraryBytes(200), 10};
+  const ProfileRecord other_key{"job-1", "key-b", "BM=32", "p", 30};
+  const ProfileRecord other_job{"job-2", "key-a", "BM=64", "q", 40};
+  for (const ProfileRecord& profile : {second, first, other_key, other_job}) {
+    ASSERT_OK(store_->PutProfile(profile));
+  }
+
+  absl::StatusOr<std::vector<ProfileRecord>> profiles = store_->ListProfiles("job-1");
+  ASSERT_OK(profiles);
+  ASSERT_EQ(profiles->size(), 3u);
+  EXPECT_EQ((*profiles)[0].config, "BM=128");
+  EXPECT_EQ((*profiles)[0].profile, first.profile);
+  EXPECT_EQ((*profiles)[0].profiled_unix_ms, 10);
+  EXPECT_EQ((*profiles)[1].config, "BM=64");
+  EXPECT_EQ((*profiles)[1].profile, second.profile);
+  EXPECT_EQ((*profiles)[2].tuning_key, "key-b");
+}
+
+TEST_P(StoreContractTest, PutProfileTwiceKeepsTheNewest) {
+  ASSERT_OK(store_->PutProfile({"job-1", "key-a", "BM=64", "old", 10}));
+  ASSERT_OK(store_->PutProfile({"job-1", "key-a", "BM=64", "new", 20}));
+
+  absl::StatusOr<std::vector<ProfileRecord>> profiles = store_->ListProfiles("job-1");
+  ASSERT_OK(profiles);
+  ASSERT_EQ(profiles->size(), 1u);
+  EXPECT_EQ((*profiles)[0].profile, "new");
+  EXPECT_EQ((*profiles)[0].profiled_unix_ms, 20);
+}
+
+TEST_P(StoreContractTest, ListProfilesOfAJobWithoutProfilesIsEmpty) {
+  absl::StatusOr<std::vector<ProfileRecord>> profiles = store_->ListProfiles("job-9");
+  ASSERT_OK(profiles);
+  EXPECT_TRUE(profiles->empty());
+}
+
 TEST_P(StoreContractTest, ListKernelsReturnsEveryKernelByName) {
   KernelRecord softmax = MakeKernel("softmax", 300);
   KernelRecord conv = MakeKernel("conv2d", 100);
@@ -916,8 +953,8 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   absl::StatusOr<int64_t> migrations = (*old)->MigrationRows();
   ASSERT_OK(migrations);
   // 3: provenance and quarantine, 4: tokens, 5: cut_early, 6: job owners, imported bests,
-  // 7: finalist rounds and low-clock samples
-  EXPECT_EQ(*migrations, 7);
+  // 7: finalist rounds and low-clock samples, 8: profiles
+  EXPECT_EQ(*migrations, 8);
   store->reset();  // closed before the database is dropped
 }
 

@@ -1,0 +1,326 @@
+#include "server/profile_manager.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/config_text.h"
+#include "common/status_macros.h"
+
+namespace tunefleet::server {
+namespace {
+
+constexpr absl::string_view kLeasePrefix = "profile-";
+
+std::shared_ptr<const v1::JobSpec> WithoutContents(v1::JobSpec spec) {
+  for (v1::SourceFile& file : *spec.mutable_sources()) file.clear_content();
+  return std::make_shared<const v1::JobSpec>(std::move(spec));
+}
+
+bool Ranks(const TrialRecord& trial) {
+  return trial.status == v1::TRIAL_STATUS_OK && !trial.excluded && !trial.cut_early &&
+         trial.median_seconds > 0;
+}
+
+}  // namespace
+
+// The configs of one job target to profile, and the lease holding them.
+struct ProfileManager::Queued {
+  std::string job_id;
+  std::shared_ptr<const v1::JobSpec> spec;
+  std::string tuning_key;
+  std::string device_model;
+  std::string toolkit;
+  std::vector<v1::KernelProfile> configs;  // rank order
+  std::vector<bool> done;
+  // Set while a worker holds it.
+  std::string lease_id;
+  int64_t epoch = 0;
+  std::string worker_id;
+  absl::Time expires;
+  bool leased() const { return !lease_id.empty(); }
+};
+
+ProfileManager::ProfileManager(Store* store, JobLookup jobs, WorkerRegistry* workers,
+                               Clock clock, absl::Duration lease_ttl,
+                               const QuarantineList* quarantine)
+    : store_(store),
+      jobs_(std::move(jobs)),
+      workers_(workers),
+      clock_(std::move(clock)),
+      lease_ttl_(lease_ttl),
+      quarantine_(quarantine),
+      next_epoch_(absl::ToUnixMillis(clock_())) {}
+
+ProfileManager::~ProfileManager() = default;
+
+void ProfileManager::SetWorkListener(std::function<void()> listener) {
+  work_listener_ = std::move(listener);
+}
+
+bool ProfileManager::IsProfileLease(const std::string& lease_id) {
+  return absl::StartsWith(lease_id, kLeasePrefix);
+}
+
+// A config's rank comes from its fastest row (the finalists round's or the
+// search's), as the job's best does.
+std::vector<v1::KernelProfile> ProfileManager::Fastest(const std::vector<TrialRecord>& trials,
+                                                       const v1::Target& target, int top) {
+  absl::flat_hash_map<std::string, double> fastest;
+  for (const TrialRecord& trial : trials) {
+    if (trial.tuning_key != target.tuning_key() || !Ranks(trial)) continue;
+    auto [it, added] = fastest.emplace(trial.config, trial.median_seconds);
+    if (!added) it->second = std::min(it->second, trial.median_seconds);
+  }
+  std::vector<std::pair<double, std::string>> ranked;
+  for (const auto& [config, seconds] : fastest) ranked.emplace_back(seconds, config);
+  std::sort(ranked.begin(), ranked.end());
+  if (static_cast<int>(ranked.size()) > top) ranked.resize(top);
+  std::vector<v1::KernelProfile> configs;
+  for (const auto& [seconds, config] : ranked) {
+    v1::KernelProfile& profile = configs.emplace_back();
+    profile.set_config_text(config);
+    profile.set_device_model(target.device_model());
+    profile.set_tuning_key(target.tuning_key());
+    profile.set_rank(static_cast<int32_t>(configs.size()));
+    profile.set_median_seconds(seconds);
+    profile.set_pending(true);
+  }
+  return configs;
+}
+
+absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::Request(
+    const std::string& job_id, int top) {
+  if (top < 1 || top > kMaxProfileTop) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("top must be 1..", kMaxProfileTop, ", not ", top));
+  }
+  ASSIGN_OR_RETURN(v1::Job job, jobs_(job_id));
+  if (job.state() != v1::JOB_STATE_SUCCEEDED) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is ", v1::JobState_Name(job.state()),
+                     ": only a SUCCEEDED job's configs can be profiled"));
+  }
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Queued>> queued, Plan(job, top));
+  if (queued.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " measured no config of its own to profile"));
+  }
+  absl::StatusOr<std::vector<v1::KernelProfile>> answer = Enqueue(job_id, std::move(queued));
+  if (answer.ok() && work_listener_) work_listener_();
+  return answer;
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<ProfileManager::Queued>>> ProfileManager::Plan(
+    const v1::Job& job, int top) {
+  ASSIGN_OR_RETURN(JobRecord record, store_->GetJob(job.id()));
+  v1::JobSpec spec;
+  if (!spec.ParseFromString(record.spec)) {
+    return absl::InternalError(absl::StrCat("job ", job.id(), ": its stored spec is unreadable"));
+  }
+  ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_->ListTrials(job.id()));
+  std::shared_ptr<const v1::JobSpec> shared = WithoutContents(std::move(spec));
+  std::vector<std::unique_ptr<Queued>> queued;
+  for (const v1::Target& target : job.targets()) {
+    std::vector<v1::KernelProfile> configs = Fastest(trials, target, top);
+    if (configs.empty()) continue;
+    auto request = std::make_unique<Queued>();
+    request->job_id = job.id();
+    request->spec = shared;
+    request->tuning_key = target.tuning_key();
+    request->device_model = target.device_model();
+    request->toolkit = target.toolkit();
+    request->done.assign(configs.size(), false);
+    request->configs = std::move(configs);
+    queued.push_back(std::move(request));
+  }
+  return queued;
+}
+
+absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::Enqueue(
+    const std::string& job_id, std::vector<std::unique_ptr<Queued>> queued) {
+  absl::MutexLock lock(&mu_);
+  if (requests_.size() + queued.size() > kMaxPendingProfiles) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        kMaxPendingProfiles, " profiles are pending already: wait for workers to take them"));
+  }
+  for (const auto& request : requests_) {
+    if (request->job_id == job_id) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job_id, " is being profiled already"));
+    }
+  }
+  std::vector<v1::KernelProfile> answer;
+  for (auto& request : queued) {
+    answer.insert(answer.end(), request->configs.begin(), request->configs.end());
+    requests_.push_back(std::move(request));
+  }
+  return answer;
+}
+
+absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::List(const std::string& job_id) {
+  ASSIGN_OR_RETURN(std::vector<ProfileRecord> rows, store_->ListProfiles(job_id));
+  std::vector<v1::KernelProfile> profiles;
+  for (const ProfileRecord& row : rows) {
+    v1::KernelProfile& profile = profiles.emplace_back();
+    if (!profile.ParseFromString(row.profile)) {
+      profile.Clear();
+      profile.set_config_text(row.config);
+      profile.set_tuning_key(row.tuning_key);
+      profile.set_unavailable("the stored profile is unreadable");
+    }
+  }
+  std::stable_sort(profiles.begin(), profiles.end(),
+                   [](const v1::KernelProfile& a, const v1::KernelProfile& b) {
+                     if (a.tuning_key() != b.tuning_key()) return a.tuning_key() < b.tuning_key();
+                     return a.rank() < b.rank();
+                   });
+  absl::MutexLock lock(&mu_);
+  for (const auto& request : requests_) {
+    if (request->job_id != job_id) continue;
+    for (size_t i = 0; i < request->configs.size(); ++i) {
+      if (!request->done[i]) profiles.push_back(request->configs[i]);
+    }
+  }
+  return profiles;
+}
+
+std::optional<LeaseGrant> ProfileManager::TryLease(const LeaseQuery& query) {
+  absl::StatusOr<WorkerRegistry::ModelOf> device =
+      workers_->TouchDevice(query.worker_id, query.device_id);
+  if (!device.ok()) return std::nullopt;
+  if (quarantine_ != nullptr && quarantine_->Contains(device->principal)) return std::nullopt;
+  absl::MutexLock lock(&mu_);
+  for (auto& request : requests_) {
+    if (request->leased() || request->device_model != device->model ||
+        request->toolkit != device->toolkit) {
+      continue;
+    }
+    request->lease_id = absl::StrCat(kLeasePrefix, next_id_++);
+    request->epoch = next_epoch_++;
+    request->worker_id = query.worker_id;
+    request->expires = clock_() + lease_ttl_;
+    LeaseGrant grant;
+    grant.lease_id = request->lease_id;
+    grant.epoch = request->epoch;
+    grant.expires = request->expires;
+    grant.job_id = request->job_id;
+    grant.spec = request->spec;
+    grant.tuning_key = request->tuning_key;
+    grant.profile = true;
+    for (size_t i = 0; i < request->configs.size(); ++i) {
+      if (request->done[i]) continue;
+      absl::StatusOr<v1::Config> config = ParseConfig(request->configs[i].config_text());
+      if (config.ok()) grant.trials.emplace_back(i, *std::move(config));
+    }
+    return grant;
+  }
+  return std::nullopt;
+}
+
+ProfileManager::Queued* ProfileManager::FindLease(const std::string& lease_id, int64_t epoch,
+                                                   const std::string& worker_id) {
+  for (auto& request : requests_) {
+    if (request->lease_id == lease_id && request->epoch == epoch &&
+        request->worker_id == worker_id) {
+      return request.get();
+    }
+  }
+  return nullptr;
+}
+
+// What the coordinator knows of a config wins over what the worker says of
+// it; the worker adds the metrics and its device.
+v1::KernelProfile ProfileManager::Stamped(const Queued& request, const v1::TrialResult& result,
+                                          const v1::KernelProfile& asked,
+                                          const std::string& worker_id, int64_t now_unix_ms) {
+  v1::KernelProfile profile = result.profile();
+  profile.set_config_text(asked.config_text());
+  profile.set_device_model(request.device_model);
+  profile.set_tuning_key(request.tuning_key);
+  profile.set_rank(asked.rank());
+  profile.set_median_seconds(asked.median_seconds());
+  profile.set_worker_id(worker_id);
+  profile.set_pending(false);
+  if (profile.device_id().empty()) profile.set_device_id(result.device_id());
+  if (profile.profiled_unix_ms() == 0) profile.set_profiled_unix_ms(now_unix_ms);
+  return profile;
+}
+
+std::optional<std::vector<std::pair<uint64_t, ProfileRecord>>> ProfileManager::RowsOf(
+    const ResultReport& report) {
+  absl::MutexLock lock(&mu_);
+  Queued* request = FindLease(report.lease_id, report.epoch, report.worker_id);
+  if (request == nullptr) return std::nullopt;
+  request->expires = clock_() + lease_ttl_;
+  std::vector<std::pair<uint64_t, ProfileRecord>> rows;
+  for (const auto& [ordinal, result] : report.trials) {
+    if (ordinal >= request->configs.size() || request->done[ordinal]) continue;
+    v1::KernelProfile profile = Stamped(*request, result, request->configs[ordinal],
+                                        report.worker_id, absl::ToUnixMillis(clock_()));
+    rows.emplace_back(ordinal, ProfileRecord{request->job_id, request->tuning_key,
+                                             profile.config_text(), profile.SerializeAsString(),
+                                             profile.profiled_unix_ms()});
+  }
+  return rows;
+}
+
+// A request ends with its last config; a released lease goes back to the
+// queue with what is left.
+ReportAck ProfileManager::MarkDone(const ResultReport& report,
+                                   const std::vector<std::pair<uint64_t, ProfileRecord>>& rows) {
+  absl::MutexLock lock(&mu_);
+  Queued* request = FindLease(report.lease_id, report.epoch, report.worker_id);
+  if (request == nullptr) return ReportAck{absl::Time(), /*cancelled=*/true};
+  for (const auto& [ordinal, row] : rows) request->done[ordinal] = true;
+  const bool all_done = std::all_of(request->done.begin(), request->done.end(),
+                                    [](bool done) { return done; });
+  if (all_done) {
+    std::erase_if(requests_, [&](const auto& r) { return r.get() == request; });
+  } else if (report.release) {
+    request->lease_id.clear();
+  }
+  if (all_done || report.release) return ReportAck{absl::Time(), /*cancelled=*/true};
+  return ReportAck{request->expires, /*cancelled=*/false};
+}
+
+absl::StatusOr<ReportAck> ProfileManager::Report(const ResultReport& report) {
+  std::optional<std::vector<std::pair<uint64_t, ProfileRecord>>> rows = RowsOf(report);
+  if (!rows.has_value()) return ReportAck{absl::Time(), /*cancelled=*/true};
+  for (const auto& [ordinal, row] : *rows) RETURN_IF_ERROR(store_->PutProfile(row));
+  return MarkDone(report, *rows);
+}
+
+absl::Status ProfileManager::CheckBlobLeased(const std::string& worker_id,
+                                             const std::string& digest) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& request : requests_) {
+    if (!request->leased() || request->worker_id != worker_id) continue;
+    for (const v1::SourceFile& file : request->spec->sources()) {
+      if (file.digest() == digest) return absl::OkStatus();
+    }
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "blob ", digest, " belongs to no profile lease worker ", worker_id, " holds"));
+}
+
+void ProfileManager::RenewLeases(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  for (auto& request : requests_) {
+    if (request->leased() && request->worker_id == worker_id) {
+      request->expires = clock_() + lease_ttl_;
+    }
+  }
+}
+
+void ProfileManager::Tick() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_();
+  for (auto& request : requests_) {
+    if (request->leased() && request->expires < now) request->lease_id.clear();
+  }
+}
+
+}  // namespace tunefleet::server
