@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
@@ -39,6 +40,9 @@ struct Flags {
   int64_t max_tensor_bytes = int64_t{16} << 30;
   int finalists = 5;
   int warm_start = 8;
+  int history_shapes = 8;
+  int history_rows = 512;
+  double history_max_factor = 16;
   int report_threads = 64;
   std::string tls_cert;
   std::string tls_key;
@@ -174,6 +178,20 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "best configs of the nearest tuned shapes a new target measures first (0: off)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--history-shapes", flags.history_shapes,
+                 "model strategy: tuned shapes of the same kernel and device model whose trials "
+                 "it trains on, nearest first (0: no history)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
+  app.add_option("--history-rows", flags.history_rows,
+                 "model strategy: most trials of those shapes it trains on")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--history-max-factor", flags.history_max_factor,
+                 "model strategy: shapes farther than this factor (the product over dims of "
+                 "each dim's ratio) are not read")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e12));
   app.add_option("--report-threads", flags.report_threads,
                  "threads that record reported results (reports that arrive together share "
                  "one store transaction)")
@@ -226,6 +244,9 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.jobs.max_tensor_bytes = flags.max_tensor_bytes;
   options.jobs.finalists = flags.finalists;
   options.jobs.warm_start = flags.warm_start;
+  options.jobs.history.shapes = static_cast<size_t>(flags.history_shapes);
+  options.jobs.history.rows = static_cast<size_t>(flags.history_rows);
+  options.jobs.history.max_distance = std::log(flags.history_max_factor);
   options.jobs.max_leases_per_device = flags.max_leases_per_device;
   options.jobs.verify = VerifyOptionsFromFlags(flags);
   options.report_threads = flags.report_threads;
