@@ -145,8 +145,14 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
 }
 
 void TrialExecutor::ServeJob(const std::string& job_id) {
-  if (child_.running() && served_job_ != job_id) child_.Stop();
+  if (child_.running() && !served_job_.empty() && served_job_ != job_id) child_.Stop();
   served_job_ = job_id;
+}
+
+void TrialExecutor::StartSpareChild() {
+  if (!served_job_.empty()) return;
+  absl::Status started = child_.StartIfStopped();
+  if (!started.ok()) spdlog::warn("benchmark child did not start ahead: {}", started.ToString());
 }
 
 std::string TrialExecutor::JobPrepareKey(const Batch& batch) {

@@ -151,6 +151,12 @@ class TrialExecutor {
 
   const v1::Device& device() const { return device_; }
   IdleMeter* device_meter() const { return options_.device_meter.get(); }
+  // Starts a benchmark child that serves no job yet, when none runs: the
+  // first job this executor serves adopts it, so its start-up (seconds for
+  // a Python child importing torch and initializing CUDA) is paid while the
+  // worker waits for work rather than by that job. A start that fails is
+  // logged and left to the first Call.
+  void StartSpareChild();
   // Benchmark children started so far (1 + respawns).
   int child_starts() const { return child_.starts(); }
   // Stops the benchmark child: closes its stdin, waits up to `grace` for it
@@ -189,7 +195,8 @@ class TrialExecutor {
   // job failed). A start that fails is left to the first Call to report.
   void StartChildFor(const Batch& batch);
   // A child serves one job: another job's kernels never share its process
-  // (nor its artifact inbox). Stops the child when it serves another job.
+  // (nor its artifact inbox). Stops the child when it serves another job;
+  // a spare child (StartSpareChild) that served none is kept.
   void ServeJob(const std::string& job_id);
   // The job, kernel and seed part of the key FailedPrepares remembers a
   // failed Prepare under (the reference's artifact completes it).

@@ -235,6 +235,7 @@ std::unique_ptr<WorkerDaemon::Held> WorkerDaemon::Accept(TrialExecutor* executor
 void WorkerDaemon::LeaseLoop(TrialExecutor* executor) {
   absl::Duration backoff = options_.min_backoff;
   std::unique_ptr<Held> next;
+  executor->StartSpareChild();  // ready before the first lease arrives
   while (!stopping()) {
     std::unique_ptr<Held> current = std::move(next);
     if (current == nullptr) {

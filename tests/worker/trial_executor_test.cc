@@ -135,6 +135,24 @@ TEST_F(TrialExecutorTest, TheChildStartsBeforeTheFirstCompileIsDone) {
   EXPECT_EQ(executor_->child_starts(), 1);
 }
 
+// A spare child, started before any lease, serves the first job without a
+// second start; another job still gets a process of its own.
+TEST_F(TrialExecutorTest, ASpareChildServesTheFirstJobAndNoOther) {
+  executor_->StartSpareChild();
+  EXPECT_EQ(executor_->child_starts(), 1);
+  executor_->StartSpareChild();  // one runs already
+  EXPECT_EQ(executor_->child_starts(), 1);
+  JobContext job = LoadJob(kFaulty, "N=1024");
+  ExpectMeasured(RunTrials(job, {"FAULT=0,UNROLL=1"})[0]);
+  EXPECT_EQ(executor_->child_starts(), 1);
+  executor_->StartSpareChild();  // it served a job: no longer a spare
+  EXPECT_EQ(executor_->child_starts(), 1);
+  JobContext other = LoadJob(kFaulty, "N=1024");
+  other.job_id = "another-job";
+  ExpectMeasured(RunTrials(other, {"FAULT=0,UNROLL=1"})[0]);
+  EXPECT_EQ(executor_->child_starts(), 2);
+}
+
 TEST_F(TrialExecutorTest, ReusesCachedArtifactsOnRerun) {
   JobContext job = LoadJob(kFaulty, "N=1024");
   auto first = RunTrials(job, {"FAULT=0,UNROLL=4"});
