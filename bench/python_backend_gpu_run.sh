@@ -33,6 +33,7 @@ fi
 if want bench; then
   echo "== bench"; timeout "${BENCH_LIMIT:-300}" "$TUNEFLEET_PYTHON" bench/triton_matmul_bench.py \
       --bin-dir bundle/bin --package-dir bundle/python --out "$out" --sandbox "${SANDBOX:-none}" \
+      --settle-seconds "${SETTLE:-0}" \
       > "$out/bench.log" 2>&1
   echo "bench exit $?"; grep -v '^| [A-Z]*=\|^|---\|^| config' "$out/bench.log" | tail -45
 fi

@@ -103,7 +103,8 @@ def run_fleet(args, log):
                "--shape", "M=%d,N=%d,K=%d" % (SIZE, SIZE, SIZE), "--backend", "python",
                "--config-set", "autotune48", "--bin-dir", args.bin_dir,
                "--measure-budget", str(args.measure_budget), "--trials",
-               "--worker-flag=--sandbox=%s" % args.sandbox]
+               "--worker-flag=--sandbox=%s" % args.sandbox,
+               "--settle-seconds", str(args.settle_seconds)]
     print("$ " + " ".join(command), flush=True)
     start = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True)
@@ -131,6 +132,9 @@ def main():
     parser.add_argument("--out", default=".")
     parser.add_argument("--sandbox", default="none")
     parser.add_argument("--measure-budget", type=float, default=0.1)
+    # 0: the job is submitted as soon as the worker registered; more: the
+    # worker has been up that long (its benchmark child started ahead).
+    parser.add_argument("--settle-seconds", type=float, default=0)
     parser.add_argument("--autotune-child")
     parser.add_argument("--compare-child", nargs=3)
     args = parser.parse_args()

@@ -54,6 +54,7 @@ struct Flags {
   bool print_trials = false;
   std::string dataset_dir;  // write each shape's first run here (search_dataset.h)
   std::vector<std::string> worker_flags;  // appended to each worker's command line
+  double settle_seconds = 0;  // idle time between the workers' registration and the first job
 };
 
 struct Run {
@@ -319,6 +320,10 @@ int Main(const Flags& flags) {
     std::cerr << "tune_bench: " << (started.ok() ? client.status() : started) << "\n";
     return 1;
   }
+  // A fleet that has been up a while: the workers' spare benchmark children
+  // are started (the first job of a just-registered worker may still wait
+  // for its child's start-up).
+  absl::SleepFor(absl::Seconds(flags.settle_seconds));
   for (const std::string& shape : flags.shapes) {
     Flags one = flags;
     one.shape = shape;
@@ -346,6 +351,11 @@ int main(int argc, char** argv) {
   app.add_option("--config-set", flags.config_set, "tune only this named set");
   app.add_option("--workers", flags.workers, "worker processes")->capture_default_str();
   app.add_option("--repeat", flags.repeat, "tune the space this many times")->capture_default_str();
+  app.add_option("--settle-seconds", flags.settle_seconds,
+                 "wait this long after the workers registered before the first job (a fleet "
+                 "that has been up a while)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 600.0));
   app.add_option("--backend", flags.backend, "cpu, cuda or python")->capture_default_str();
   app.add_option("--measure-budget", flags.measure_budget, "seconds of timing per config")
       ->capture_default_str();
