@@ -455,6 +455,43 @@ TEST_F(JobManagerTest, ThePlateauRuleEndsAJobWhoseBatchesStopImproving) {
   EXPECT_EQ(done.targets(0).batches_without_improvement(), 2);
 }
 
+// The plateau is reached while another worker still holds a lease: no new
+// lease is handed out, the job waits for the open one, and its late results
+// (here the fastest of all) are recorded and become the best; the search
+// stays stopped by the plateau. (Verification is off: with two workers the
+// new best would wait for one to measure it again.)
+TEST_F(JobManagerTest, APlateauReachedWithALeaseOpenWaitsForItsResults) {
+  options_.verify.mode = VerifyMode::kOff;
+  Restart();
+  std::string first = AddWorker();
+  std::string second = AddWorker("test-cpu", 0, "localhost");
+  ASSERT_NE(first, second);
+  v1::JobSpec spec = Spec();
+  spec.clear_config_set();  // exhaustive: many more configs than the rule lets run
+  spec.set_plateau_batches(2);
+  v1::Job job = *jobs_->Submit(spec);
+  std::optional<v1::Lease> improving = Lease(first);
+  ASSERT_TRUE(improving.has_value());
+  ReportAll(first, *improving, false, [](int64_t) { return 1e-3; });
+  std::optional<v1::Lease> open = Lease(second);
+  ASSERT_TRUE(open.has_value());
+  for (int batch = 0; batch < 2; ++batch) {  // two closed batches without improvement
+    std::optional<v1::Lease> slower = Lease(first);
+    ASSERT_TRUE(slower.has_value());
+    ReportAll(first, *slower, false, [](int64_t) { return 2e-3; });
+  }
+  v1::Job waiting = *jobs_->Get(job.id());
+  EXPECT_EQ(waiting.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(waiting.targets(0).batches_without_improvement(), 2);
+  EXPECT_FALSE(Lease(first).has_value());  // the search stopped
+  ReportAll(second, *open, false, [](int64_t) { return 5e-4; });
+  v1::Job done = *jobs_->Get(job.id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.stop_reason(), v1::STOP_REASON_PLATEAU);
+  EXPECT_EQ(done.trials_done(), 4 * 3);
+  EXPECT_EQ(done.targets(0).best().median_seconds(), 5e-4);
+}
+
 TEST_F(JobManagerTest, FinishedJobsSurviveRestart) {
   std::string worker = AddWorker();
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
