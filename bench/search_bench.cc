@@ -72,41 +72,27 @@ absl::StatusOr<Replay> ReplayOnce(const Loaded& loaded, const std::string& strat
                                   const std::vector<uint64_t>& warm_start = {},
                                   const std::vector<server::PriorResult>& history = {}) {
   const int64_t space = static_cast<int64_t>(loaded.by_ordinal.size());
-  server::StrategyOptions options;
-  options.name = strategy_name;
-  options.budget = space;
-  options.max_trials = std::max<int64_t>(space, 1);
-  options.seed = seed;
-  options.default_ordinal = loaded.default_ordinal;
-  options.warm_start = warm_start;
-  options.history = history;
-  ASSIGN_OR_RETURN(std::unique_ptr<server::SearchStrategy> strategy,
-                   server::MakeStrategy(loaded.space.get(), options));
   Replay replay;
   double best = HUGE_VAL;
   int64_t evaluated = 0;
   size_t checkpoint = 0;
   const int64_t last_checkpoint = static_cast<int64_t>(std::ceil(kCheckpoints[2] * space));
-  while (!strategy->Exhausted()) {
-    std::vector<uint64_t> proposed = strategy->Propose(batch);
-    if (proposed.empty()) break;
-    for (uint64_t ordinal : proposed) {
-      const v1::TrialResult result = ResultOf(loaded, ordinal);
-      strategy->Observe(ordinal, result);
-      ++evaluated;
-      if (result.status() == v1::TRIAL_STATUS_OK) {
-        best = std::min(best, result.measurement().median_seconds());
-      }
-      if (replay.to3 < 0 && best <= loaded.optimum * 1.03) replay.to3 = evaluated;
-      if (replay.to1 < 0 && best <= loaded.optimum * 1.01) replay.to1 = evaluated;
-      while (checkpoint < std::size(kCheckpoints) &&
-             evaluated >= static_cast<int64_t>(std::ceil(kCheckpoints[checkpoint] * space))) {
-        replay.best_at.push_back(best / loaded.optimum);
-        ++checkpoint;
-      }
+  auto observe = [&](uint64_t, const v1::TrialResult& result) {
+    ++evaluated;
+    if (result.status() == v1::TRIAL_STATUS_OK) {
+      best = std::min(best, result.measurement().median_seconds());
     }
-    if (replay.to1 >= 0 && evaluated >= last_checkpoint) break;
-  }
+    if (replay.to3 < 0 && best <= loaded.optimum * 1.03) replay.to3 = evaluated;
+    if (replay.to1 < 0 && best <= loaded.optimum * 1.01) replay.to1 = evaluated;
+    while (checkpoint < std::size(kCheckpoints) &&
+           evaluated >= static_cast<int64_t>(std::ceil(kCheckpoints[checkpoint] * space))) {
+      replay.best_at.push_back(best / loaded.optimum);
+      ++checkpoint;
+    }
+    return replay.to1 < 0 || evaluated < last_checkpoint;  // else nothing more to learn
+  };
+  RETURN_IF_ERROR(
+      ReplayStrategy(loaded, strategy_name, seed, batch, {warm_start, history}, observe));
   while (replay.best_at.size() < std::size(kCheckpoints)) replay.best_at.push_back(best / loaded.optimum);
   if (replay.to3 < 0) replay.to3 = evaluated + 1;  // never: counted as past the end
   if (replay.to1 < 0) replay.to1 = evaluated + 1;

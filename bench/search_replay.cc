@@ -65,8 +65,9 @@ v1::TrialResult ResultOf(const Loaded& loaded, uint64_t ordinal) {
   return result;
 }
 
-absl::StatusOr<ReplayOutcome> ReplayToEnd(const Loaded& loaded, const std::string& strategy_name,
-                                          uint64_t seed, int batch) {
+absl::Status ReplayStrategy(const Loaded& loaded, const std::string& strategy_name,
+                            uint64_t seed, int batch, const ReplayStart& start,
+                            const ReplayObserver& observer) {
   const int64_t space = static_cast<int64_t>(loaded.by_ordinal.size());
   server::StrategyOptions options;
   options.name = strategy_name;
@@ -74,28 +75,40 @@ absl::StatusOr<ReplayOutcome> ReplayToEnd(const Loaded& loaded, const std::strin
   options.max_trials = std::max<int64_t>(std::max(space, loaded.valid), 1);
   options.seed = seed;
   options.default_ordinal = loaded.default_ordinal;
+  options.warm_start = start.warm_start;
+  options.history = start.history;
   ASSIGN_OR_RETURN(std::unique_ptr<server::SearchStrategy> strategy,
                    server::MakeStrategy(loaded.space.get(), options));
-  ReplayOutcome outcome;
-  std::optional<uint64_t> best;
   while (!strategy->Exhausted()) {
     std::vector<uint64_t> proposed = strategy->Propose(batch);
     if (proposed.empty()) break;
     for (uint64_t ordinal : proposed) {
       const v1::TrialResult result = ResultOf(loaded, ordinal);
       strategy->Observe(ordinal, result);
-      ++outcome.evaluations;
-      if (result.status() != v1::TRIAL_STATUS_OK) continue;
-      const double seconds = result.measurement().median_seconds();
-      if (!best.has_value() || seconds < outcome.best_seconds) {
-        best = ordinal;
-        outcome.best_seconds = seconds;
-      }
-      if (outcome.evaluations_to_optimum < 0 && seconds <= loaded.optimum) {
-        outcome.evaluations_to_optimum = outcome.evaluations;
-      }
+      if (!observer(ordinal, result)) return absl::OkStatus();
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ReplayOutcome> ReplayToEnd(const Loaded& loaded, const std::string& strategy_name,
+                                          uint64_t seed, int batch) {
+  ReplayOutcome outcome;
+  std::optional<uint64_t> best;
+  auto observe = [&](uint64_t ordinal, const v1::TrialResult& result) {
+    ++outcome.evaluations;
+    if (result.status() != v1::TRIAL_STATUS_OK) return true;
+    const double seconds = result.measurement().median_seconds();
+    if (!best.has_value() || seconds < outcome.best_seconds) {
+      best = ordinal;
+      outcome.best_seconds = seconds;
+    }
+    if (outcome.evaluations_to_optimum < 0 && seconds <= loaded.optimum) {
+      outcome.evaluations_to_optimum = outcome.evaluations;
+    }
+    return true;
+  };
+  RETURN_IF_ERROR(ReplayStrategy(loaded, strategy_name, seed, batch, ReplayStart{}, observe));
   if (best.has_value()) outcome.best_config = ConfigToString(loaded.space->ConfigAt(*best));
   return outcome;
 }

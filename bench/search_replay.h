@@ -6,6 +6,7 @@
 #define TUNEFLEET_BENCH_SEARCH_REPLAY_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "bench/search_dataset.h"
 #include "common/config_space.h"
+#include "server/search_strategy.h"
 #include "tunefleet/v1/kernel_spec.pb.h"
 #include "tunefleet/v1/types.pb.h"
 
@@ -40,6 +42,24 @@ absl::StatusOr<Loaded> LoadDataset(const std::string& path, const std::string& s
 // The dataset's result for a config; a config it lacks (the space of the
 // replay is a little larger than the measured one) is INVALID_CONFIG.
 v1::TrialResult ResultOf(const Loaded& loaded, uint64_t ordinal);
+
+// What a replay starts from besides the dataset's default config.
+struct ReplayStart {
+  std::vector<uint64_t> warm_start;            // measured first, after the default
+  std::vector<server::PriorResult> history;    // other shapes' trials (model only)
+};
+
+// Called with each config the strategy proposed and the dataset's result
+// for it, in proposal order; returns false to end the replay.
+using ReplayObserver = std::function<bool(uint64_t ordinal, const v1::TrialResult& result)>;
+
+// Replays `strategy` (MakeStrategy's names) seeded with `seed` with a
+// budget of the whole dataset, `batch` configs per Propose: each proposal
+// is answered from the dataset, observed by the strategy, then by
+// `observer`. Ends when the strategy is exhausted or `observer` returns
+// false. The errors of MakeStrategy.
+absl::Status ReplayStrategy(const Loaded& loaded, const std::string& strategy, uint64_t seed,
+                            int batch, const ReplayStart& start, const ReplayObserver& observer);
 
 // One strategy replayed to its end with a budget of the whole dataset.
 struct ReplayOutcome {
