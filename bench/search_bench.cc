@@ -177,13 +177,8 @@ FromFleet FleetOf(const Loaded& held, const std::vector<std::pair<std::string, L
     loaded_of[path] = &other;
   }
   auto ordinal_of = [&](const std::string& text) -> std::optional<uint64_t> {
-    absl::StatusOr<v1::Config> parsed = ParseConfig(text);
-    if (!parsed.ok()) return std::nullopt;
-    absl::StatusOr<v1::Config> normalized = NormalizeConfig(held.spec, *parsed);
-    if (!normalized.ok()) return std::nullopt;
-    absl::StatusOr<uint64_t> ordinal = held.space->OrdinalOf(*normalized);
-    if (!ordinal.ok()) return std::nullopt;
-    return *ordinal;
+    absl::StatusOr<uint64_t> ordinal = OrdinalOfShortForm(*held.space, text);
+    return ordinal.ok() ? std::optional<uint64_t>(*ordinal) : std::nullopt;
   };
   FromFleet fleet;
   const server::FleetHistoryLimits limits;  // the coordinator's defaults

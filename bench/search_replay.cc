@@ -13,11 +13,8 @@ namespace tunefleet::bench {
 namespace {
 
 std::optional<uint64_t> DefaultOrdinal(const Loaded& loaded) {
-  absl::StatusOr<v1::Config> parsed = ParseConfig(loaded.spec.default_config());
-  if (!parsed.ok()) return std::nullopt;
-  absl::StatusOr<v1::Config> normalized = NormalizeConfig(loaded.spec, *parsed);
-  if (!normalized.ok()) return std::nullopt;
-  absl::StatusOr<uint64_t> ordinal = loaded.space->OrdinalOf(*normalized);
+  absl::StatusOr<uint64_t> ordinal =
+      OrdinalOfShortForm(*loaded.space, loaded.spec.default_config());
   return ordinal.ok() ? std::optional<uint64_t>(*ordinal) : std::nullopt;
 }
 
@@ -37,9 +34,7 @@ absl::StatusOr<Loaded> LoadDataset(const std::string& path, const std::string& s
   ASSIGN_OR_RETURN(loaded.space, ConfigSpace::Create(loaded.spec, shape, limits));
   loaded.optimum = HUGE_VAL;
   for (const DatasetRow& row : loaded.data.rows) {
-    ASSIGN_OR_RETURN(v1::Config parsed_config, ParseConfig(row.config));
-    ASSIGN_OR_RETURN(v1::Config config, NormalizeConfig(loaded.spec, parsed_config));
-    ASSIGN_OR_RETURN(uint64_t ordinal, loaded.space->OrdinalOf(config));
+    ASSIGN_OR_RETURN(uint64_t ordinal, OrdinalOfShortForm(*loaded.space, row.config));
     loaded.by_ordinal[ordinal] = &row;
     if (row.status == v1::TRIAL_STATUS_OK && row.median_seconds < loaded.optimum) {
       loaded.optimum = row.median_seconds;

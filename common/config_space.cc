@@ -7,6 +7,8 @@
 #include <muParser.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/config_text.h"
+#include "common/spec_loader.h"
 #include "common/status_macros.h"
 
 namespace tunefleet {
@@ -519,6 +521,12 @@ uint64_t ConfigEnumerator::PrefixOrdinal() const {
               static_cast<uint64_t>(index_[i]);
   }
   return ordinal;
+}
+
+absl::StatusOr<uint64_t> OrdinalOfShortForm(const ConfigSpace& space, absl::string_view text) {
+  ASSIGN_OR_RETURN(v1::Config parsed, ParseConfig(text));
+  ASSIGN_OR_RETURN(v1::Config config, NormalizeConfig(space.spec(), parsed));
+  return space.OrdinalOf(config);
 }
 
 }  // namespace tunefleet

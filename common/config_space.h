@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "tunefleet/v1/kernel_spec.pb.h"
 #include "tunefleet/v1/types.pb.h"
 
@@ -169,6 +170,11 @@ class ConfigEnumerator {
   bool started_ = false;
   bool done_ = false;
 };
+
+// The ordinal in `space` of a config in short form ("A=1,B=2"), parsed and
+// put in the order of the space's spec. The errors of ParseConfig,
+// NormalizeConfig and ConfigSpace::OrdinalOf.
+absl::StatusOr<uint64_t> OrdinalOfShortForm(const ConfigSpace& space, absl::string_view text);
 
 }  // namespace tunefleet
 

@@ -21,15 +21,9 @@ absl::Status Prefixed(absl::string_view prefix, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
 }
 
-std::optional<uint64_t> DefaultOrdinal(const v1::KernelSpec& spec,
-                                       const ConfigSpace& space) {
-  absl::StatusOr<v1::Config> config = ParseConfig(spec.default_config());
-  if (!config.ok()) return std::nullopt;
-  absl::StatusOr<v1::Config> normalized = NormalizeConfig(spec, *config);
-  if (!normalized.ok()) return std::nullopt;
-  absl::StatusOr<uint64_t> ordinal = space.OrdinalOf(*normalized);
-  if (!ordinal.ok()) return std::nullopt;
-  return *ordinal;
+std::optional<uint64_t> DefaultOrdinal(const ConfigSpace& space) {
+  absl::StatusOr<uint64_t> ordinal = OrdinalOfShortForm(space, space.spec().default_config());
+  return ordinal.ok() ? std::optional<uint64_t>(*ordinal) : std::nullopt;
 }
 
 // The ordinals of the job's named config set, valid ones only, each once.
@@ -60,15 +54,11 @@ absl::StatusOr<std::vector<uint64_t>> ConfigSetOrdinals(const v1::JobSpec& spec,
 // The options of the job's strategy over `space`.
 // The ordinals in `space` of the short-form `configs` that parse and name
 // listed values; the rest are dropped (a warm start is advice).
-std::vector<uint64_t> OrdinalsOf(const v1::KernelSpec& kernel, const ConfigSpace& space,
+std::vector<uint64_t> OrdinalsOf(const ConfigSpace& space,
                                  const google::protobuf::RepeatedPtrField<std::string>& configs) {
   std::vector<uint64_t> ordinals;
   for (const std::string& text : configs) {
-    absl::StatusOr<v1::Config> parsed = ParseConfig(text);
-    if (!parsed.ok()) continue;
-    absl::StatusOr<v1::Config> config = NormalizeConfig(kernel, *parsed);
-    if (!config.ok()) continue;
-    absl::StatusOr<uint64_t> ordinal = space.OrdinalOf(*config);
+    absl::StatusOr<uint64_t> ordinal = OrdinalOfShortForm(space, text);
     if (ordinal.ok()) ordinals.push_back(*ordinal);
   }
   return ordinals;
@@ -81,7 +71,7 @@ absl::StatusOr<StrategyOptions> StrategyFor(const v1::JobSpec& spec, ConfigSpace
   options.budget = spec.budget() > 0 ? spec.budget() : 64;
   options.seed = spec.seed();
   options.max_trials = max_trials;
-  options.default_ordinal = DefaultOrdinal(spec.kernel(), *space);
+  options.default_ordinal = DefaultOrdinal(*space);
   if (!spec.config_set().empty()) {
     ASSIGN_OR_RETURN(options.only, ConfigSetOrdinals(spec, space));
   }
@@ -137,15 +127,11 @@ absl::StatusOr<std::unique_ptr<ConfigSpace>> SpaceOf(const AdmissionLimits& limi
 }
 
 // The trials of `history` whose config is one of `space`'s.
-std::vector<PriorResult> PriorsOf(const v1::KernelSpec& kernel, const ConfigSpace& space,
+std::vector<PriorResult> PriorsOf(const ConfigSpace& space,
                                   const std::vector<FleetTrial>& history) {
   std::vector<PriorResult> priors;
   for (const FleetTrial& trial : history) {
-    absl::StatusOr<v1::Config> parsed = ParseConfig(trial.config);
-    if (!parsed.ok()) continue;
-    absl::StatusOr<v1::Config> config = NormalizeConfig(kernel, *parsed);
-    if (!config.ok()) continue;
-    absl::StatusOr<uint64_t> ordinal = space.OrdinalOf(*config);
+    absl::StatusOr<uint64_t> ordinal = OrdinalOfShortForm(space, trial.config);
     if (ordinal.ok()) priors.push_back(PriorResult{*ordinal, trial.median_seconds, trial.shape});
   }
   return priors;
@@ -159,8 +145,8 @@ absl::StatusOr<Search> MakeSearch(
   ASSIGN_OR_RETURN(search.space, SpaceOf(limits, spec, limits_of_device));
   ASSIGN_OR_RETURN(StrategyOptions options,
                    StrategyFor(spec, search.space.get(), limits.max_trials));
-  options.warm_start = OrdinalsOf(spec.kernel(), *search.space, warm_start);
-  options.history = PriorsOf(spec.kernel(), *search.space, history);
+  options.warm_start = OrdinalsOf(*search.space, warm_start);
+  options.history = PriorsOf(*search.space, history);
   search.default_ordinal = options.default_ordinal;
   ASSIGN_OR_RETURN(search.strategy, MakeStrategy(search.space.get(), options));
   return search;

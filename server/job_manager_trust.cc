@@ -129,11 +129,8 @@ bool JobManager::StartVerification(const Job& job, Target* target) {
   }
   std::optional<uint64_t> served_ordinal;
   if (served.has_value()) {
-    absl::StatusOr<v1::Config> config = ParseConfig(served->config);
-    if (config.ok()) {
-      absl::StatusOr<uint64_t> ordinal = target->trials->space()->OrdinalOf(*config);
-      if (ordinal.ok()) served_ordinal = *ordinal;
-    }
+    absl::StatusOr<uint64_t> ordinal = OrdinalOfShortForm(*target->trials->space(), served->config);
+    if (ordinal.ok()) served_ordinal = *ordinal;
   }
   const bool required = options_.verify.mode == VerifyMode::kRequired;
   auto verification = std::make_unique<Verification>(
