@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -178,6 +179,20 @@ void PrintTrials(const Run& run) {
     std::printf("| %s | %s | %.4g | %lld | %s |\n", trial.config.c_str(),
                 v1::TrialStatus_Name(trial.status).c_str() + std::strlen("TRIAL_STATUS_"),
                 trial.median_seconds * 1e3, static_cast<long long>(trial.samples), error.c_str());
+  }
+  // The spread of the space: the fastest and slowest fully measured config.
+  double fastest = HUGE_VAL, slowest = 0;
+  for (const server::TrialRecord& trial : run.records) {
+    if (trial.status != v1::TRIAL_STATUS_OK || trial.cut_early ||
+        trial.round != server::TrialRound::kSearch) {
+      continue;
+    }
+    fastest = std::min(fastest, trial.median_seconds);
+    slowest = std::max(slowest, trial.median_seconds);
+  }
+  if (slowest > 0) {
+    std::printf("\nfastest %.4g ms, slowest %.4g ms of the OK configs measured in full: %.1fx\n",
+                fastest * 1e3, slowest * 1e3, slowest / fastest);
   }
   std::printf("\n");
 }
