@@ -52,7 +52,9 @@ class RogueWorker {
               const std::string& key, const std::string& token)
       : tuning_(v1::TuningService::NewStub(grpc::CreateChannel(
             address, grpc::CompositeChannelCredentials(
-                         grpc::SslCredentials({.pem_root_certs = Contents(ca_file)}),
+                         grpc::SslCredentials({.pem_root_certs = Contents(ca_file),
+                                               .pem_private_key = "",
+                                               .pem_cert_chain = ""}),
                          grpc::AccessTokenCredentials(token))))),
         workers_(v1::WorkerService::NewStub(grpc::CreateChannel(
             address, grpc::SslCredentials({.pem_root_certs = Contents(ca_file),
