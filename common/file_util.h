@@ -2,6 +2,8 @@
 #ifndef TUNEFLEET_COMMON_FILE_UTIL_H_
 #define TUNEFLEET_COMMON_FILE_UTIL_H_
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "absl/status/status.h"
@@ -17,6 +19,9 @@ absl::StatusOr<std::string> ReadFile(const std::string& path);
 // Internal when the directory is not writable. Safe to call from several
 // threads and processes for the same path (the last rename wins).
 absl::Status WriteFileAtomic(const std::string& path, const std::string& data);
+// As above, and the file has permission bits `mode` (e.g. 0600: its owner
+// only) from its creation on, whatever the process's umask.
+absl::Status WriteFileAtomic(const std::string& path, const std::string& data, mode_t mode);
 
 }  // namespace tunefleet
 

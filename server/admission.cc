@@ -68,7 +68,7 @@ absl::StatusOr<StrategyOptions> StrategyFor(const v1::JobSpec& spec, ConfigSpace
                                             int64_t max_trials) {
   StrategyOptions options;
   options.name = spec.strategy().empty() ? "exhaustive" : spec.strategy();
-  options.budget = spec.budget() > 0 ? spec.budget() : 64;
+  options.budget = spec.budget() > 0 ? spec.budget() : kDefaultTrialBudget;
   options.seed = spec.seed();
   options.max_trials = max_trials;
   options.default_ordinal = DefaultOrdinal(*space);

@@ -305,12 +305,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
     if (job != nullptr) snapshot = Snapshot(*job);
   }
   if (snapshot.id().empty()) return Get(job_id);  // finished already, or NotFound
-  v1::Job* view = snapshot.stored.mutable_last_view();
-  view->set_state(v1::JOB_STATE_CANCELLED);
-  view->set_stop_reason(v1::STOP_REASON_CANCELLED);
-  view->set_reason("cancelled by a client");
-  view->set_updated_unix_ms(absl::ToUnixMillis(clock_()));
-  ++snapshot.version;
+  MarkFinal(&snapshot, v1::JOB_STATE_CANCELLED, "cancelled by a client", clock_());
   RETURN_IF_ERROR(repository_.Save(snapshot, [this, &job_id] {
     absl::ReaderMutexLock lock(&mu_);
     const Job* job = FindJob(job_id);
@@ -321,7 +316,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
     Job* job = FindJob(job_id);
     if (job != nullptr && !job->finishing) {
       leases_.TakeJob(job_id);
-      SetState(job, v1::JOB_STATE_CANCELLED, view->reason());
+      SetState(job, v1::JOB_STATE_CANCELLED, snapshot.stored.last_view().reason());
       v1::Job cancelled = View(*job);
       job_log::Finished(cancelled);
       metrics_->SearchFinished(v1::STOP_REASON_CANCELLED);
@@ -803,12 +798,8 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
   }
   job->finishing = true;
   finish.snapshot = Snapshot(*job);
-  v1::Job* view = finish.snapshot.stored.mutable_last_view();
-  view->set_state(succeeded > 0 ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED);
-  if (succeeded == 0) view->set_stop_reason(v1::STOP_REASON_FAILED);
-  view->set_reason(absl::StrJoin(failed, "; "));
-  view->set_updated_unix_ms(absl::ToUnixMillis(clock_()));
-  ++finish.snapshot.version;
+  MarkFinal(&finish.snapshot, succeeded > 0 ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED,
+            absl::StrJoin(failed, "; "), clock_());
   pending->finishes.push_back(std::move(finish));
 }
 
@@ -891,11 +882,8 @@ absl::Status JobManager::Recover() {
   for (JobSnapshot& snapshot : unfinished.jobs) {
     absl::Status resumed = Resume(snapshot);
     if (resumed.ok()) continue;
-    v1::Job* view = snapshot.stored.mutable_last_view();
-    view->set_state(v1::JOB_STATE_FAILED);
-    view->set_stop_reason(v1::STOP_REASON_FAILED);
-    view->set_reason(absl::StrCat("cannot be resumed after a restart: ", resumed.message()));
-    ++snapshot.version;
+    MarkFinal(&snapshot, v1::JOB_STATE_FAILED,
+              absl::StrCat("cannot be resumed after a restart: ", resumed.message()), clock_());
     RETURN_IF_ERROR(repository_.Save(snapshot));
   }
   return absl::OkStatus();

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/config_text.h"
+#include "server/search_strategy.h"
 
 namespace tunefleet::server {
 namespace {
@@ -45,14 +46,6 @@ v1::StopReason CombinedStopReason(const std::vector<v1::StopReason>& reasons, bo
     if (std::find(reasons.begin(), reasons.end(), reason) != reasons.end()) return reason;
   }
   return reasons.front();
-}
-
-v1::StopReason StopReasonOfState(v1::JobState state) {
-  switch (state) {
-    case v1::JOB_STATE_CANCELLED: return v1::STOP_REASON_CANCELLED;
-    case v1::JOB_STATE_FAILED: return v1::STOP_REASON_FAILED;
-    default: return v1::STOP_REASON_UNSPECIFIED;
-  }
 }
 
 }  // namespace
@@ -105,7 +98,8 @@ v1::Job JobManager::View(const Job& job) const {
                         : absl::StrCat("config_set:", job.spec->config_set()));
   const bool budgeted = job.spec->config_set().empty() && !job.spec->strategy().empty() &&
                         job.spec->strategy() != "exhaustive";
-  view.set_trials_budget(budgeted ? (job.spec->budget() > 0 ? job.spec->budget() : 64) : 0);
+  view.set_trials_budget(
+      budgeted ? (job.spec->budget() > 0 ? job.spec->budget() : kDefaultTrialBudget) : 0);
   view.set_time_budget_seconds(job.spec->time_budget_seconds());
   view.set_plateau_batches(job.spec->plateau_batches());
   std::map<int, int64_t> outcomes;

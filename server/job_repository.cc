@@ -1,6 +1,7 @@
 #include "server/job_repository.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -44,6 +45,25 @@ v1::StoredJob FromLegacyView(const v1::Job& view) {
 bool IsFinal(v1::JobState state) {
   return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
          state == v1::JOB_STATE_CANCELLED;
+}
+
+v1::StopReason StopReasonOfState(v1::JobState state) {
+  switch (state) {
+    case v1::JOB_STATE_CANCELLED: return v1::STOP_REASON_CANCELLED;
+    case v1::JOB_STATE_FAILED: return v1::STOP_REASON_FAILED;
+    default: return v1::STOP_REASON_UNSPECIFIED;
+  }
+}
+
+void MarkFinal(JobSnapshot* snapshot, v1::JobState state, std::string reason, absl::Time now) {
+  v1::Job* view = snapshot->stored.mutable_last_view();
+  view->set_state(state);
+  if (v1::StopReason stop = StopReasonOfState(state); stop != v1::STOP_REASON_UNSPECIFIED) {
+    view->set_stop_reason(stop);
+  }
+  view->set_reason(std::move(reason));
+  view->set_updated_unix_ms(absl::ToUnixMillis(now));
+  ++snapshot->version;
 }
 
 JobRepository::JobRepository(Store* store) : store_(store) {}

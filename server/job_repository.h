@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "server/store/store.h"
 #include "tunefleet/v1/job_record.pb.h"
 #include "tunefleet/v1/tuning_service.pb.h"
@@ -34,6 +35,15 @@ struct JobSnapshot {
 
 // True for SUCCEEDED, FAILED and CANCELLED: the job will not change again.
 bool IsFinal(v1::JobState state);
+
+// The stop reason a job's state decides: CANCELLED and FAILED for those
+// states, else UNSPECIFIED (its targets' stop reasons decide).
+v1::StopReason StopReasonOfState(v1::JobState state);
+
+// Makes `snapshot` its job's next version, a final one: `state` (REQUIRES:
+// IsFinal) for `reason`, updated at `now`, with the stop reason
+// StopReasonOfState decides where it decides one.
+void MarkFinal(JobSnapshot* snapshot, v1::JobState state, std::string reason, absl::Time now);
 
 // Thread-safety: safe for concurrent use. Writes of one repository are
 // serialized by a lock of its own, held across the store call; no other

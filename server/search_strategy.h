@@ -45,9 +45,13 @@ struct PriorResult {
   int shape = 0;       // times compare only within one shape
 };
 
+// Configs a random, model or evolutionary search tries when its job's spec
+// sets no budget.
+inline constexpr int64_t kDefaultTrialBudget = 64;
+
 struct StrategyOptions {
-  std::string name = "exhaustive";  // see kStrategyNames
-  int64_t budget = 64;              // random, model, evolutionary: configs to try
+  std::string name = "exhaustive";        // see kStrategyNames
+  int64_t budget = kDefaultTrialBudget;  // random, model, evolutionary: configs to try
   uint64_t seed = 0;
   // Exhaustive: refuse spaces with more valid configs (ResourceExhausted).
   int64_t max_trials = 100000;

@@ -69,7 +69,7 @@ struct Flags {
   int max_trials = 0;
   int lookahead_trials = -1;  // trials of the lease held ahead per device; 0 = off, -1 = auto
   std::string stats_dir;     // where worker-<pid>.stats is kept up to date
-  int compile_threads = 0;  // 0 = the device's cores
+  int compile_threads = 0;  // 0 = the device's cores (CompileThreads)
   double measure_budget = 0.2;
   double cut_factor = 1.5;  // the early-cut rule's k; negative = never cut
   double compile_timeout = 60;
@@ -161,9 +161,15 @@ std::string SelfExecutable() {
   return n > 0 ? std::string(path, static_cast<size_t>(n)) : "tunefleet-worker";
 }
 
-int Cores(const v1::Device& device) {
-  for (const v1::DeviceLimit& limit : device.limits()) {
-    if (limit.name() == "cores") return std::max(1, static_cast<int>(limit.value()));
+// The compile pool's size: --compile-threads, else (0) the device's "cores"
+// limit (a CPU device's usable cores), else the host's cores. Null `device`:
+// a device without a "cores" limit, as every GPU is.
+int CompileThreads(const Flags& flags, const v1::Device* device) {
+  if (flags.compile_threads > 0) return flags.compile_threads;
+  if (device != nullptr) {
+    for (const v1::DeviceLimit& limit : device->limits()) {
+      if (limit.name() == "cores") return std::max(1, static_cast<int>(limit.value()));
+    }
   }
   return std::max(1u, std::thread::hardware_concurrency());
 }
@@ -226,8 +232,11 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   }
 
   if (backend == v1::BACKEND_PYTHON) {
+    // Before discovery, which asks the probe for the GPUs; they carry no
+    // "cores" limit, so the pool below gets as many threads as servers here.
     absl::StatusOr<const python::PythonInfo*> info = python::Configure(
-        {flags.python, flags.python_package, flags.cache_dir + "/python", flags.compile_threads},
+        {flags.python, flags.python_package, flags.cache_dir + "/python",
+         CompileThreads(flags, /*device=*/nullptr)},
         /*devices=*/true);
     if (!info.ok()) {
       spdlog::critical("{}", std::string(info.status().message()));
@@ -256,7 +265,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
     return 1;
   }
   WorkerMetrics* const sink = metrics->get();
-  const int threads = flags.compile_threads > 0 ? flags.compile_threads : Cores(devices->front());
+  const int threads = CompileThreads(flags, &devices->front());
   IdleMeter pool_meter(threads);
   CompilePool pool(compiler->get(), threads, &pool_meter);
 

@@ -1,9 +1,6 @@
 #include "client/tunectl/contexts.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -13,7 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "client/tunectl/exit_codes.h"
+#include "common/file_util.h"
 #include "nlohmann/json.hpp"
 
 namespace tunefleet::tunectl {
@@ -39,6 +38,14 @@ std::string NormalKey(std::string key) {
 bool Set(const Environment& env, const char* name) {
   const char* value = env(name);
   return value != nullptr && *value != '\0';
+}
+
+// Whether section `section` (or its dotted parent) is a context: any section
+// but a verb's, which holds that verb's flags. The file's reader
+// (ContextConfig) and its editors share this rule.
+bool IsContext(absl::string_view section, const std::set<std::string>& verbs) {
+  const std::string first(*absl::StrSplit(section, '.').begin());
+  return !verbs.count(first);
 }
 
 std::optional<std::string> SectionName(absl::string_view line) {
@@ -73,23 +80,15 @@ absl::StatusOr<std::vector<std::string>> ReadLines(const std::string& path) {
   return lines;
 }
 
-// Replaces the file at once (a new file renamed over it), owner-only.
+// Replaces the file at once (a new file renamed over it), owner-only: it
+// names token files.
 absl::Status WriteLines(const std::string& path, const std::vector<std::string>& lines) {
   std::error_code error;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, error);
-  const std::string temporary = path + ".new";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    for (const std::string& line : lines) out << line << "\n";
-    out.close();
-    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", temporary));
-  }
-  chmod(temporary.c_str(), 0600);
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot replace ", path));
-  }
-  return absl::OkStatus();
+  std::string text;
+  for (const std::string& line : lines) absl::StrAppend(&text, line, "\n");
+  return WriteFileAtomic(path, text, /*mode=*/0600);
 }
 
 // [begin, end) of section `name`'s lines after its header; nullopt if absent.
@@ -161,7 +160,9 @@ std::vector<CLI::ConfigItem> ContextConfig::from_config(std::istream& input) con
   std::string context = chosen_();
   std::set<std::string> contexts;
   for (const CLI::ConfigItem& item : items) {
-    if (!item.parents.empty() && !verbs_.count(item.parents[0])) contexts.insert(item.parents[0]);
+    if (!item.parents.empty() && IsContext(item.parents[0], verbs_)) {
+      contexts.insert(item.parents[0]);
+    }
     if (item.parents.empty() && item.name == kCurrentKey && context.empty() &&
         !item.inputs.empty()) {
       context = item.inputs[0];
@@ -176,7 +177,7 @@ std::vector<CLI::ConfigItem> ContextConfig::from_config(std::istream& input) con
   for (CLI::ConfigItem item : items) {
     item.name = NormalKey(item.name);
     if (item.parents.empty() && item.name == kCurrentKey) continue;
-    const bool in_context = !item.parents.empty() && !verbs_.count(item.parents[0]);
+    const bool in_context = !item.parents.empty() && IsContext(item.parents[0], verbs_);
     if (in_context) {
       if (item.parents[0] != context || item.name == "++" || item.name == "--") continue;
       item.parents.erase(item.parents.begin());
@@ -192,17 +193,20 @@ std::vector<CLI::ConfigItem> ContextConfig::from_config(std::istream& input) con
   return chosen_items;
 }
 
-absl::StatusOr<std::vector<ContextInfo>> ListContexts(const std::string& path) {
+absl::StatusOr<std::vector<ContextInfo>> ListContexts(const std::string& path,
+                                                      const std::set<std::string>& verbs) {
   absl::StatusOr<std::vector<std::string>> lines = ReadLines(path);
   if (!lines.ok()) return lines.status();
   std::string current;
   if (absl::StatusOr<std::string> name = CurrentContext(path); name.ok()) current = *name;
   std::vector<ContextInfo> contexts;
+  bool in_context = false;  // the lines read are a listed context's
   for (const std::string& line : *lines) {
     if (std::optional<std::string> name = SectionName(line); name.has_value()) {
-      contexts.push_back({*name, "", *name == current});
+      in_context = IsContext(*name, verbs);
+      if (in_context) contexts.push_back({*name, "", *name == current});
     } else if (std::optional<std::pair<std::string, std::string>> kv = KeyValue(line);
-               kv.has_value() && kv->first == "server" && !contexts.empty()) {
+               kv.has_value() && kv->first == "server" && in_context) {
       contexts.back().server = kv->second;
     }
   }
@@ -219,10 +223,11 @@ absl::StatusOr<std::string> CurrentContext(const std::string& path) {
   return absl::NotFoundError(absl::StrCat("no current context in ", path));
 }
 
-absl::Status UseContext(const std::string& path, const std::string& name) {
+absl::Status UseContext(const std::string& path, const std::string& name,
+                        const std::set<std::string>& verbs) {
   absl::StatusOr<std::vector<std::string>> lines = ReadLines(path);
   if (!lines.ok()) return lines.status();
-  if (!SectionRange(*lines, name).has_value()) {
+  if (!IsContext(name, verbs) || !SectionRange(*lines, name).has_value()) {
     return absl::NotFoundError(absl::StrCat("no context '", name, "' in ", path,
                                             " (add it with tunectl config set-context)"));
   }
@@ -256,8 +261,9 @@ absl::Status SetContext(const std::string& path, const std::string& name,
   return WriteLines(path, *lines);
 }
 
-int RunGetContexts(const std::string& path, const Console& console) {
-  absl::StatusOr<std::vector<ContextInfo>> contexts = ListContexts(path);
+int RunGetContexts(const std::string& path, const std::set<std::string>& verbs,
+                   const Console& console) {
+  absl::StatusOr<std::vector<ContextInfo>> contexts = ListContexts(path, verbs);
   if (!contexts.ok()) return ReportError(console, contexts.status());
   if (console.format == OutputFormat::kJson) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
@@ -282,8 +288,11 @@ int RunCurrentContext(const std::string& path, const Console& console) {
   return kExitOk;
 }
 
-int RunUseContext(const std::string& path, const std::string& name, const Console& console) {
-  if (absl::Status used = UseContext(path, name); !used.ok()) return ReportError(console, used);
+int RunUseContext(const std::string& path, const std::string& name,
+                  const std::set<std::string>& verbs, const Console& console) {
+  if (absl::Status used = UseContext(path, name, verbs); !used.ok()) {
+    return ReportError(console, used);
+  }
   Notes(console) << "switched to context " << name << "\n";
   return kExitOk;
 }

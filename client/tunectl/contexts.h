@@ -74,12 +74,17 @@ struct ContextSettings {
   bool insecure = false;  // written as `insecure = true` when set
 };
 
+// `verbs` below: the names of the app's verbs, as for ContextConfig; a
+// section of such a name holds the verb's flags and is no context.
+
 // The contexts of the file at `path` (none when it is absent), in file order.
-absl::StatusOr<std::vector<ContextInfo>> ListContexts(const std::string& path);
+absl::StatusOr<std::vector<ContextInfo>> ListContexts(const std::string& path,
+                                                      const std::set<std::string>& verbs);
 // The file's `current-context`; NotFound when it has none.
 absl::StatusOr<std::string> CurrentContext(const std::string& path);
 // Makes `name` current. NotFound when the file has no such context.
-absl::Status UseContext(const std::string& path, const std::string& name);
+absl::Status UseContext(const std::string& path, const std::string& name,
+                        const std::set<std::string>& verbs);
 // Creates context `name` or updates its keys; the file (and its directory)
 // is created when absent, readable by its owner only. InvalidArgument for a
 // name that is empty, holds anything but letters, digits, '-', '_', or is
@@ -88,9 +93,11 @@ absl::Status SetContext(const std::string& path, const std::string& name,
                         const ContextSettings& settings, const std::set<std::string>& verbs);
 
 // The `config` verbs, offline: they print (or change) the file at `path`.
-int RunGetContexts(const std::string& path, const Console& console);
+int RunGetContexts(const std::string& path, const std::set<std::string>& verbs,
+                   const Console& console);
 int RunCurrentContext(const std::string& path, const Console& console);
-int RunUseContext(const std::string& path, const std::string& name, const Console& console);
+int RunUseContext(const std::string& path, const std::string& name,
+                  const std::set<std::string>& verbs, const Console& console);
 int RunSetContext(const std::string& path, const std::string& name,
                   const ContextSettings& settings, const std::set<std::string>& verbs,
                   const Console& console);

@@ -394,10 +394,10 @@ int RunConfig(const Verbs& verbs, const Flags& flags, const Console& console,
     return ReportError(console, absl::FailedPreconditionError(
                                     "no config file: set --config, $TUNEFLEET_CONFIG or $HOME"));
   }
-  if (verbs.get_contexts->parsed()) return RunGetContexts(flags.config, console);
+  if (verbs.get_contexts->parsed()) return RunGetContexts(flags.config, verb_names, console);
   if (verbs.current_context->parsed()) return RunCurrentContext(flags.config, console);
   if (verbs.use_context->parsed()) {
-    return RunUseContext(flags.config, flags.context_name, console);
+    return RunUseContext(flags.config, flags.context_name, verb_names, console);
   }
   return RunSetContext(flags.config, flags.context_name, flags.context_settings, verb_names,
                        console);

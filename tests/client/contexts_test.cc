@@ -2,6 +2,7 @@
 // verbs, and read through CLI11 into flags.
 #include "client/tunectl/contexts.h"
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -19,6 +20,8 @@ using ::tunefleet::testing::TempDir;
 using ::testing::HasSubstr;
 
 const std::set<std::string> kVerbs = {"submit", "config"};
+constexpr std::filesystem::perms kOwnerOnly =
+    std::filesystem::perms::owner_read | std::filesystem::perms::owner_write;
 
 class ContextsTest : public ::testing::Test {
  protected:
@@ -66,7 +69,7 @@ TEST_F(ContextsTest, SetContextCreatesTheFileAndUpdatesOnlyTheGivenKeys) {
   ASSERT_OK(SetContext(path_, "prod", {"prod:7070", "/ca.pem", "", false}, kVerbs));
   ASSERT_OK(SetContext(path_, "dev", {"localhost:7070", "", "", true}, kVerbs));
   ASSERT_OK(SetContext(path_, "prod", {"", "", "/prod.token", false}, kVerbs));
-  absl::StatusOr<std::vector<ContextInfo>> contexts = ListContexts(path_);
+  absl::StatusOr<std::vector<ContextInfo>> contexts = ListContexts(path_, kVerbs);
   ASSERT_OK(contexts);
   ASSERT_EQ(contexts->size(), 2u);
   EXPECT_EQ((*contexts)[0].name, "prod");
@@ -77,6 +80,7 @@ TEST_F(ContextsTest, SetContextCreatesTheFileAndUpdatesOnlyTheGivenKeys) {
   EXPECT_THAT(*text, HasSubstr("[prod]\nserver = \"prod:7070\"\nca_file = \"/ca.pem\"\n"
                                "token_file = \"/prod.token\"\n"));
   EXPECT_THAT(*text, HasSubstr("[dev]\nserver = \"localhost:7070\"\ninsecure = \"true\"\n"));
+  EXPECT_EQ(std::filesystem::status(path_).permissions(), kOwnerOnly);
 }
 
 TEST_F(ContextsTest, SetContextRefusesNamesOfVerbsAndOddCharacters) {
@@ -89,16 +93,16 @@ TEST_F(ContextsTest, SetContextRefusesNamesOfVerbsAndOddCharacters) {
 TEST_F(ContextsTest, UseContextSetsTheCurrentOneBeforeTheSections) {
   EXPECT_THAT(CurrentContext(path_), StatusIs(absl::StatusCode::kNotFound));
   ASSERT_OK(SetContext(path_, "prod", {"prod:7070", "", "", false}, kVerbs));
-  EXPECT_THAT(UseContext(path_, "nope"), StatusIs(absl::StatusCode::kNotFound));
-  ASSERT_OK(UseContext(path_, "prod"));
+  EXPECT_THAT(UseContext(path_, "nope", kVerbs), StatusIs(absl::StatusCode::kNotFound));
+  ASSERT_OK(UseContext(path_, "prod", kVerbs));
   ASSERT_OK(SetContext(path_, "dev", {"localhost:1", "", "", false}, kVerbs));
-  ASSERT_OK(UseContext(path_, "dev"));
+  ASSERT_OK(UseContext(path_, "dev", kVerbs));
   EXPECT_EQ(*CurrentContext(path_), "dev");
   absl::StatusOr<std::string> text = ReadFile(path_);
   ASSERT_OK(text);
   EXPECT_EQ(text->find("current-context"), 0u) << *text;
   EXPECT_EQ(text->find("current-context", 1), std::string::npos) << *text;
-  EXPECT_TRUE((*ListContexts(path_))[1].current);
+  EXPECT_TRUE((*ListContexts(path_, kVerbs))[1].current);
 }
 
 TEST_F(ContextsTest, TheCurrentContextsKeysBecomeFlags) {
@@ -109,6 +113,27 @@ TEST_F(ContextsTest, TheCurrentContextsKeysBecomeFlags) {
   EXPECT_EQ(Parse({"--server", "flag:1"}).first, "flag:1");
   env_["TUNEFLEET_SERVER"] = "env:1";
   EXPECT_EQ(Parse({}).first, "");  // the environment's, which main reads, wins over the file
+}
+
+TEST_F(ContextsTest, AVerbsSectionHoldsItsFlagsAndIsNoContext) {
+  WriteConfig("current-context = \"prod\"\n\n[submit]\nstrategy = \"random\"\n\n"
+              "[prod]\nserver = \"prod:7070\"\n");
+  absl::StatusOr<std::vector<ContextInfo>> contexts = ListContexts(path_, kVerbs);
+  ASSERT_OK(contexts);
+  ASSERT_EQ(contexts->size(), 1u);
+  EXPECT_EQ((*contexts)[0].name, "prod");
+  EXPECT_EQ((*contexts)[0].server, "prod:7070");
+  EXPECT_TRUE((*contexts)[0].current);
+  EXPECT_THAT(UseContext(path_, "submit", kVerbs), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_EQ(Parse({}).first, "prod:7070");
+  try {
+    Parse({"--context", "submit"});
+    ADD_FAILURE() << "no error";
+  } catch (const CLI::ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no context 'submit' in the config file (it has: prod)"));
+  }
+  ASSERT_OK(UseContext(path_, "prod", kVerbs));  // rewritten owner-only
+  EXPECT_EQ(std::filesystem::status(path_).permissions(), kOwnerOnly);
 }
 
 TEST_F(ContextsTest, TheOlderFlatFileStillWorks) {

@@ -1,8 +1,5 @@
 #include "common/config_space.h"
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
 #include <random>
 #include <set>
 
@@ -10,24 +7,13 @@
 #include "common/spec_loader.h"
 #include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
+#include "tests/common/counting_allocator.h"
 #include "tests/support/test_support.h"
-
-// Counts heap allocations, so a test can check that a walk makes none.
-namespace {
-std::atomic<int64_t> allocations{0};
-}  // namespace
-
-void* operator new(std::size_t size) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace tunefleet {
 namespace {
 
+using ::tunefleet::testing::HeapAllocations;
 using ::tunefleet::testing::SourceDir;
 using ::tunefleet::testing::StatusIsWith;
 
@@ -356,14 +342,14 @@ TEST(ConfigEnumeratorTest, RejectingConfigsAllocatesNothing) {
   limits["l2_bytes"] = 262144;
   auto space = Space(spec, "M=64,N=100,K=40", limits);
   ConfigEnumerator enumerator(space.get());
-  const int64_t before = allocations.load();
+  const int64_t before = HeapAllocations();
   int64_t valid = 0;
   for (uint64_t ordinal = 0; enumerator.Next(&ordinal);) ++valid;
   for (uint64_t ordinal = 0; ordinal < space->full_size(); ++ordinal) {
     space->Bind(ordinal);
     valid -= space->Valid() ? 1 : 0;
   }
-  EXPECT_EQ(allocations.load() - before, 0);
+  EXPECT_EQ(HeapAllocations() - before, 0);
   EXPECT_EQ(valid, 0);
 }
 

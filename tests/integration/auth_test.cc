@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "bench/local_fleet.h"
-#include "common/file_util.h"
 #include "common/grpc_security.h"
 #include "common/grpc_status.h"
 #include "gtest/gtest.h"
+#include "tests/support/fleet_client.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
 #include "tunefleet/v1/worker_service.grpc.pb.h"
@@ -32,25 +32,18 @@ constexpr char kShape[] = "M=96,N=96,K=96";
 class AuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    FleetOptions options;
-    options.bin_dir = BuildDir() + "/bin";
-    options.data_dir = dir_.path();
-    options.dev_ca_script = SourceDir() + "/scripts/dev-ca.sh";
+    FleetOptions options = SecureFleetOptions(dir_.path());
     options.coordinator_flags = {"--max-active-jobs", "2"};
     fleet_ = std::make_unique<Fleet>(options);
     ASSERT_OK(fleet_->StartCoordinator());
-    absl::StatusOr<std::string> admin = ReadFile(fleet_->admin_token_file());
+    absl::StatusOr<std::string> admin = AdminToken(*fleet_);
     ASSERT_OK(admin);
-    admin_token_ = std::string(absl::StripAsciiWhitespace(*admin));
+    admin_token_ = *admin;
     admin_ = Connect(admin_token_);
   }
 
   std::unique_ptr<Client> Connect(const std::string& token) {
-    ClientOptions options;
-    options.target = fleet_->address();
-    options.ca_file = fleet_->ca_file();
-    options.token = token;
-    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+    absl::StatusOr<std::unique_ptr<Client>> client = ConnectAs(*fleet_, token);
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? *std::move(client) : nullptr;
   }

@@ -4,12 +4,12 @@
 // unless asked; the client library answering from the file offline.
 #include <fstream>
 
-#include "absl/strings/ascii.h"
 #include "bench/local_fleet.h"
 #include "common/file_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/fleet_client.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
 
@@ -17,7 +17,6 @@ namespace tunefleet::testing {
 namespace {
 
 using ::tunefleet::bench::Fleet;
-using ::tunefleet::bench::FleetOptions;
 using ::tunefleet::bench::RunProgram;
 using ::tunefleet::bench::RunResult;
 using ::testing::HasSubstr;
@@ -36,19 +35,9 @@ struct Site {
 class BestTransferTest : public ::testing::Test {
  protected:
   void StartSite(const std::string& name, Site* site) {
-    FleetOptions options;
-    options.bin_dir = BuildDir() + "/bin";
-    options.data_dir = dir_.path() + "/" + name;
-    options.dev_ca_script = SourceDir() + "/scripts/dev-ca.sh";
-    site->fleet = std::make_unique<Fleet>(options);
+    site->fleet = std::make_unique<Fleet>(SecureFleetOptions(dir_.path() + "/" + name));
     ASSERT_OK(site->fleet->StartCoordinator());
-    ClientOptions client_options;
-    client_options.target = site->fleet->address();
-    client_options.ca_file = site->fleet->ca_file();
-    absl::StatusOr<std::string> token = ReadFile(site->fleet->admin_token_file());
-    ASSERT_OK(token);
-    client_options.token = std::string(absl::StripAsciiWhitespace(*token));
-    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
+    absl::StatusOr<std::unique_ptr<Client>> client = ConnectAdmin(*site->fleet);
     ASSERT_OK(client);
     site->client = *std::move(client);
   }
@@ -244,11 +233,7 @@ TEST_F(BestTransferTest, ImportNeedsAdminAndRefusesWhatIsNotATable) {
 
   absl::StatusOr<IssuedToken> reader = a.client->CreateToken("reader", "read");
   ASSERT_OK(reader);
-  ClientOptions options;
-  options.target = a.fleet->address();
-  options.ca_file = a.fleet->ca_file();
-  options.token = reader->token;
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+  absl::StatusOr<std::unique_ptr<Client>> client = ConnectAs(*a.fleet, reader->token);
   ASSERT_OK(client);
   const std::string empty_table =
       "{\"format\": \"tunefleet.best_configs\", \"version\": 1, \"kernels\": [], "

@@ -7,12 +7,11 @@
 #include <fstream>
 #include <set>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "server/store/store.h"
 #include "bench/local_fleet.h"
+#include "tests/support/fleet_client.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
 
@@ -20,7 +19,6 @@ namespace tunefleet::testing {
 namespace {
 
 using ::tunefleet::bench::Fleet;
-using ::tunefleet::bench::FleetOptions;
 using ::tunefleet::bench::RunProgram;
 using ::tunefleet::bench::RunResult;
 
@@ -31,23 +29,13 @@ constexpr char kShape[] = "M=96,N=96,K=96";
 class FleetTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    FleetOptions options;
-    options.bin_dir = BuildDir() + "/bin";
-    options.data_dir = dir_.path();
-    options.dev_ca_script = SourceDir() + "/scripts/dev-ca.sh";  // TLS, tokens, certificates
-    fleet_ = std::make_unique<Fleet>(options);
+    fleet_ = std::make_unique<Fleet>(SecureFleetOptions(dir_.path()));
     ASSERT_OK(fleet_->StartCoordinator());
     Connect();
   }
 
   void Connect() {
-    ClientOptions options;
-    options.target = fleet_->address();
-    options.ca_file = fleet_->ca_file();
-    absl::StatusOr<std::string> token = ReadFile(fleet_->admin_token_file());
-    ASSERT_OK(token);
-    options.token = std::string(absl::StripAsciiWhitespace(*token));
-    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+    absl::StatusOr<std::unique_ptr<Client>> client = ConnectAdmin(*fleet_);
     ASSERT_OK(client);
     client_ = *std::move(client);
   }

@@ -14,6 +14,7 @@
 #include "common/file_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/fleet_client.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
 
@@ -21,7 +22,6 @@ namespace tunefleet::testing {
 namespace {
 
 using ::tunefleet::bench::Fleet;
-using ::tunefleet::bench::FleetOptions;
 using ::tunefleet::bench::RunProgram;
 using ::tunefleet::bench::RunResult;
 using ::testing::HasSubstr;
@@ -44,11 +44,7 @@ class ReportTest : public ::testing::Test {
       GTEST_SKIP() << "chromium is not installed (apt-get install chromium): the report "
                       "pages cannot be checked in a browser";
     }
-    FleetOptions options;
-    options.bin_dir = BuildDir() + "/bin";
-    options.data_dir = dir_.path() + "/fleet";
-    options.dev_ca_script = SourceDir() + "/scripts/dev-ca.sh";
-    fleet_ = std::make_unique<Fleet>(options);
+    fleet_ = std::make_unique<Fleet>(SecureFleetOptions(dir_.path() + "/fleet"));
     ASSERT_OK(fleet_->StartCoordinator());
     ASSERT_OK(fleet_->StartWorker());
   }

@@ -7,10 +7,10 @@
 #include <csignal>
 #include <grpcpp/grpcpp.h>
 
-#include "absl/strings/ascii.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "bench/local_fleet.h"
+#include "tests/support/fleet_client.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
 #include "tunefleet/v1/tuning_service.grpc.pb.h"
@@ -52,7 +52,9 @@ class RogueWorker {
               const std::string& key, const std::string& token)
       : tuning_(v1::TuningService::NewStub(grpc::CreateChannel(
             address, grpc::CompositeChannelCredentials(
-                         grpc::SslCredentials({.pem_root_certs = Contents(ca_file)}),
+                         grpc::SslCredentials({.pem_root_certs = Contents(ca_file),
+                                               .pem_private_key = "",
+                                               .pem_cert_chain = ""}),
                          grpc::AccessTokenCredentials(token))))),
         workers_(v1::WorkerService::NewStub(grpc::CreateChannel(
             address, grpc::SslCredentials({.pem_root_certs = Contents(ca_file),
@@ -149,21 +151,14 @@ class RogueWorker {
 class RogueWorkerTest : public ::testing::Test {
  protected:
   void StartFleet(std::vector<std::string> coordinator_flags, int honest_workers) {
-    FleetOptions options;
-    options.bin_dir = BuildDir() + "/bin";
-    options.data_dir = dir_.path();
+    FleetOptions options = SecureFleetOptions(dir_.path());
     options.coordinator_flags = std::move(coordinator_flags);
-    options.dev_ca_script = SourceDir() + "/scripts/dev-ca.sh";
     fleet_ = std::make_unique<Fleet>(options);
     ASSERT_OK(fleet_->StartCoordinator());
     for (int i = 0; i < honest_workers; ++i) ASSERT_OK(fleet_->StartWorker());
-    const std::string token = std::string(absl::StripAsciiWhitespace(
-        Contents(fleet_->admin_token_file())));
-    ClientOptions client_options;
-    client_options.target = fleet_->address();
-    client_options.ca_file = fleet_->ca_file();
-    client_options.token = token;
-    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
+    absl::StatusOr<std::string> token = AdminToken(*fleet_);
+    ASSERT_OK(token);
+    absl::StatusOr<std::unique_ptr<Client>> client = ConnectAs(*fleet_, *token);
     ASSERT_OK(client);
     client_ = *std::move(client);
     // A certificate the fleet's CA really issued: TLS alone does not stop it.
@@ -171,7 +166,7 @@ class RogueWorkerTest : public ::testing::Test {
         fleet_->WorkerCertificateFlags(kRoguePrincipal);
     ASSERT_OK(rogue_tls);
     rogue_ = std::make_unique<RogueWorker>(fleet_->address(), fleet_->ca_file(), (*rogue_tls)[3],
-                                           (*rogue_tls)[5], token);
+                                           (*rogue_tls)[5], *token);
   }
 
   SubmitRequest Matmul(bool force) {

@@ -6,13 +6,12 @@
 #include <fstream>
 #include <set>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "bench/local_fleet.h"
-#include "common/file_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/fleet_client.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
 
@@ -20,7 +19,6 @@ namespace tunefleet::testing {
 namespace {
 
 using ::tunefleet::bench::Fleet;
-using ::tunefleet::bench::FleetOptions;
 using ::tunefleet::bench::RunProgram;
 using ::tunefleet::bench::RunResult;
 using ::testing::Each;
@@ -35,19 +33,9 @@ constexpr char kRefusal[] = "UNROLL 4 is refused by this kernel";
 class UserVerbsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    FleetOptions options;
-    options.bin_dir = BuildDir() + "/bin";
-    options.data_dir = dir_.path() + "/fleet";
-    options.dev_ca_script = SourceDir() + "/scripts/dev-ca.sh";
-    fleet_ = std::make_unique<Fleet>(options);
+    fleet_ = std::make_unique<Fleet>(SecureFleetOptions(dir_.path() + "/fleet"));
     ASSERT_OK(fleet_->StartCoordinator());
-    ClientOptions client_options;
-    client_options.target = fleet_->address();
-    client_options.ca_file = fleet_->ca_file();
-    absl::StatusOr<std::string> token = ReadFile(fleet_->admin_token_file());
-    ASSERT_OK(token);
-    client_options.token = std::string(absl::StripAsciiWhitespace(*token));
-    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
+    absl::StatusOr<std::unique_ptr<Client>> client = ConnectAdmin(*fleet_);
     ASSERT_OK(client);
     client_ = *std::move(client);
   }
@@ -194,11 +182,7 @@ TEST_F(UserVerbsTest, AReadTokenListsTrialsButABadPageTokenIsRefused) {
   Job queued = SubmitQueued();
   absl::StatusOr<IssuedToken> reader = client_->CreateToken("reader", "read");
   ASSERT_OK(reader);
-  ClientOptions options;
-  options.target = fleet_->address();
-  options.ca_file = fleet_->ca_file();
-  options.token = reader->token;
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+  absl::StatusOr<std::unique_ptr<Client>> client = ConnectAs(*fleet_, reader->token);
   ASSERT_OK(client);
   absl::StatusOr<TrialPage> page = (*client)->ListTrials(queued.id);
   ASSERT_OK(page);

@@ -91,13 +91,14 @@ absl::StatusOr<std::vector<v1::Config>> SelectConfigs(const Flags& flags,
   return configs;
 }
 
-void CompileAll(NvrtcCompiler* compiler, const KernelBundle& bundle,
+void CompileAll(NvrtcCompiler* compiler, const KernelBundle& bundle, const v1::Shape& shape,
                 const v1::Device& device, int jobs, std::vector<Trial>* trials) {
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < trials->size(); i = next++) {
       Trial& trial = (*trials)[i];
-      CompileJob job{&bundle.spec, &bundle.sources, trial.config, device, false};
+      CompileJob job{&bundle.spec, &bundle.sources, trial.config, device, /*reference=*/false,
+                     shape};
       absl::StatusOr<CompileOutcome> outcome = compiler->Compile(job);
       if (outcome.ok()) {
         trial.compiled = *outcome;
@@ -181,7 +182,8 @@ int Main(const Flags& flags) {
   if (!bundle->spec.reference().entry().empty() && bundle->spec.reference().library().empty()) {
     v1::Config parsed = ParseConfig(bundle->spec.default_config()).value();
     CompileJob job{&bundle->spec, &bundle->sources,
-                   NormalizeConfig(bundle->spec, parsed).value(), device, true};
+                   NormalizeConfig(bundle->spec, parsed).value(), device, /*reference=*/true,
+                   *shape};
     absl::StatusOr<CompileOutcome> outcome = (*compiler)->Compile(job);
     if (!outcome.ok() || !outcome->ok) {
       std::fprintf(stderr, "reference does not compile: %s\n",
@@ -195,7 +197,7 @@ int Main(const Flags& flags) {
   for (size_t i = 0; i < trials.size(); ++i) trials[i].config = (*configs)[i];
   const int jobs = flags.jobs > 0 ? flags.jobs
                                   : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  CompileAll(compiler->get(), *bundle, device, jobs, &trials);
+  CompileAll(compiler->get(), *bundle, *shape, device, jobs, &trials);
 
   if (absl::Status prepared = (*runner)->Prepare(prepare); !prepared.ok()) {
     std::fprintf(stderr, "prepare: %s\n", prepared.ToString().c_str());

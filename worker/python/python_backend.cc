@@ -123,6 +123,9 @@ absl::StatusOr<const PythonInfo*> Configure(const PythonOptions& options, bool d
   if (options.state_dir.empty()) {
     return absl::InvalidArgumentError("python backend: state_dir is not set");
   }
+  if (options.compile_servers < 1) {
+    return absl::InvalidArgumentError("python backend: compile_servers must be at least 1");
+  }
   PythonInfo info;
   const std::string python =
       options.python.empty() ? EnvOr("TUNEFLEET_PYTHON", "python3") : options.python;

@@ -41,9 +41,9 @@ struct PythonOptions {
   // The worker's state for Python processes (the Triton cache, TRITON_HOME).
   // REQUIRES: set (the daemon passes <cache-dir>/python).
   std::string state_dir;
-  // Compile servers (compile_server.h) started with the compiler; 0 (the
-  // default) = the host's cores. The daemon passes its compile pool size.
-  int compile_servers = 0;
+  // Compile servers (compile_server.h) started with the compiler; the daemon
+  // passes its compile pool size. REQUIRES: >= 1.
+  int compile_servers = 1;
 };
 
 // What the probe found out about the interpreter.
@@ -60,13 +60,14 @@ struct PythonInfo {
   // "<name> sm_<cc>", the same limits as the cuda backend's devices).
   std::vector<v1::Device> devices;
   std::vector<std::string> notes;  // why something is missing
-  int compile_servers = 0;         // PythonOptions::compile_servers
+  int compile_servers = 1;         // PythonOptions::compile_servers
 };
 
 // Runs the probe once and keeps its answer for the process (the daemon calls
 // it first, from main, before any other function here). With `devices`
 // false the GPUs are not asked for (no CUDA initialized). Thread-safe after
-// the first call. FailedPrecondition when the interpreter or the package is
+// the first call. InvalidArgument for options that break a REQUIRES above;
+// FailedPrecondition when the interpreter or the package is
 // missing or the probe fails, with its output.
 absl::StatusOr<const PythonInfo*> Configure(const PythonOptions& options, bool devices);
 // The configured info, or null before Configure succeeded.

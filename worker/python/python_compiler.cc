@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/compile_options.h"
@@ -54,11 +53,8 @@ PythonCompiler::PythonCompiler(CompilerOptions options, PythonInfo info)
       servers_(std::make_unique<CompileServerPool>(CompileServerOptions{
           info_, options_.sandbox, options_.cache_dir + "/scratch/python",
           options_.timeout})) {
-  const int count = info_.compile_servers > 0
-                        ? info_.compile_servers
-                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // The imports take seconds (16 at once: about 10 s on an H200 host).
-  servers_->Prestart(count, std::max(absl::Seconds(180), options_.timeout));
+  servers_->Prestart(info_.compile_servers, std::max(absl::Seconds(180), options_.timeout));
 }
 
 absl::StatusOr<CompileOutcome> PythonCompiler::Compile(const CompileJob& job) {

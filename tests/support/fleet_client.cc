@@ -1,0 +1,40 @@
+#include "tests/support/fleet_client.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "common/file_util.h"
+#include "tests/support/test_support.h"
+
+namespace tunefleet::testing {
+
+bench::FleetOptions SecureFleetOptions(std::string data_dir) {
+  bench::FleetOptions options;
+  options.bin_dir = BuildDir() + "/bin";
+  options.data_dir = std::move(data_dir);
+  options.dev_ca_script = SourceDir() + "/scripts/dev-ca.sh";
+  return options;
+}
+
+absl::StatusOr<std::string> AdminToken(const bench::Fleet& fleet) {
+  absl::StatusOr<std::string> token = ReadFile(fleet.admin_token_file());
+  if (!token.ok()) return token.status();
+  return std::string(absl::StripAsciiWhitespace(*token));
+}
+
+absl::StatusOr<std::unique_ptr<Client>> ConnectAs(const bench::Fleet& fleet,
+                                                  std::string token) {
+  ClientOptions options;
+  options.target = fleet.address();
+  options.ca_file = fleet.ca_file();
+  options.token = std::move(token);
+  return Client::Connect(options);
+}
+
+absl::StatusOr<std::unique_ptr<Client>> ConnectAdmin(const bench::Fleet& fleet) {
+  absl::StatusOr<std::string> token = AdminToken(fleet);
+  if (!token.ok()) return token.status();
+  return ConnectAs(fleet, *std::move(token));
+}
+
+}  // namespace tunefleet::testing

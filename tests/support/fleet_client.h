@@ -1,0 +1,35 @@
+// Helpers for integration tests that run a TLS loopback fleet (bench::Fleet)
+// of this build's binaries and talk to it through the client library.
+#ifndef TUNEFLEET_TESTS_SUPPORT_FLEET_CLIENT_H_
+#define TUNEFLEET_TESTS_SUPPORT_FLEET_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "bench/local_fleet.h"
+#include "tunefleet/client.h"
+
+namespace tunefleet::testing {
+
+// Options of a fleet of BuildDir()/bin's binaries, its data under `data_dir`,
+// with TLS, tokens and certificates from scripts/dev-ca.sh; every other field
+// keeps FleetOptions' default.
+bench::FleetOptions SecureFleetOptions(std::string data_dir);
+
+// The admin token the fleet's coordinator made at its first start, without
+// surrounding whitespace.
+// REQUIRES: fleet.secure() and fleet.StartCoordinator() succeeded.
+absl::StatusOr<std::string> AdminToken(const bench::Fleet& fleet);
+
+// A client of the fleet's coordinator that trusts the fleet's CA and presents
+// `token`. REQUIRES: as AdminToken.
+absl::StatusOr<std::unique_ptr<Client>> ConnectAs(const bench::Fleet& fleet,
+                                                  std::string token);
+
+// ConnectAs(fleet, AdminToken(fleet)). REQUIRES: as AdminToken.
+absl::StatusOr<std::unique_ptr<Client>> ConnectAdmin(const bench::Fleet& fleet);
+
+}  // namespace tunefleet::testing
+
+#endif  // TUNEFLEET_TESTS_SUPPORT_FLEET_CLIENT_H_
