@@ -9,13 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "bench/local_fleet.h"
-#include "common/file_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/fleet_client.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
 
@@ -24,7 +23,6 @@ namespace {
 
 using ::tunefleet::bench::Fleet;
 using ::tunefleet::bench::FleetOptions;
-using ::tunefleet::bench::RunProgram;
 using ::tunefleet::bench::RunResult;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -36,23 +34,14 @@ constexpr char kCpuReason[] = "profiling is not supported for the cpu backend";
 class ProfileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    FleetOptions options;
-    options.bin_dir = BuildDir() + "/bin";
-    options.data_dir = dir_.path() + "/fleet";
-    options.dev_ca_script = SourceDir() + "/scripts/dev-ca.sh";
+    FleetOptions options = SecureFleetOptions(dir_.path() + "/fleet");
     // Every config measured in full: a config cut early is never profiled,
     // and on a loaded machine the early-cut rule could leave fewer than the
     // top configs the tests ask for.
     options.worker_flags = {"--cut-factor=-1"};
     fleet_ = std::make_unique<Fleet>(options);
     ASSERT_OK(fleet_->StartCoordinator());
-    ClientOptions client_options;
-    client_options.target = fleet_->address();
-    client_options.ca_file = fleet_->ca_file();
-    absl::StatusOr<std::string> token = ReadFile(fleet_->admin_token_file());
-    ASSERT_OK(token);
-    client_options.token = std::string(absl::StripAsciiWhitespace(*token));
-    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
+    absl::StatusOr<std::unique_ptr<Client>> client = ConnectAdmin(*fleet_);
     ASSERT_OK(client);
     client_ = *std::move(client);
   }
@@ -71,14 +60,8 @@ class ProfileTest : public ::testing::Test {
     return done.ok() ? *done : Job();
   }
 
-  RunResult Tunectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {BuildDir() + "/bin/tunectl", "--server",
-                                     fleet_->address()};
-    for (const std::string& flag : fleet_->TunectlFlags()) argv.push_back(flag);
-    argv.insert(argv.end(), args.begin(), args.end());
-    absl::StatusOr<RunResult> run = RunProgram(argv, absl::Seconds(120));
-    EXPECT_TRUE(run.ok()) << run.status();
-    return run.ok() ? *run : RunResult();
+  RunResult Tunectl(const std::vector<std::string>& args) {
+    return TunectlAsAdmin(*fleet_, args, absl::Seconds(120));
   }
 
   Json TunectlJson(std::vector<std::string> args) {

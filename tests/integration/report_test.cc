@@ -50,14 +50,8 @@ class ReportTest : public ::testing::Test {
   }
 
   // tunectl `args` as the fleet's admin; stdout and the exit code.
-  RunResult Tunectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {BuildDir() + "/bin/tunectl", "--server",
-                                     fleet_->address()};
-    for (const std::string& flag : fleet_->TunectlFlags()) argv.push_back(flag);
-    argv.insert(argv.end(), args.begin(), args.end());
-    absl::StatusOr<RunResult> run = RunProgram(argv, absl::Seconds(300));
-    EXPECT_TRUE(run.ok()) << run.status();
-    return run.ok() ? *run : RunResult();
+  RunResult Tunectl(const std::vector<std::string>& args) {
+    return TunectlAsAdmin(*fleet_, args, absl::Seconds(300));
   }
 
   // A random search over a copy of the CPU matmul kernel whose UNROLL=4

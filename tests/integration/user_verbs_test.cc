@@ -19,7 +19,6 @@ namespace tunefleet::testing {
 namespace {
 
 using ::tunefleet::bench::Fleet;
-using ::tunefleet::bench::RunProgram;
 using ::tunefleet::bench::RunResult;
 using ::testing::Each;
 using ::testing::ElementsAre;
@@ -74,14 +73,8 @@ class UserVerbsTest : public ::testing::Test {
   }
 
   // tunectl `args` as the fleet's admin; stdout and the exit code.
-  RunResult Tunectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {BuildDir() + "/bin/tunectl", "--server",
-                                     fleet_->address()};
-    for (const std::string& flag : fleet_->TunectlFlags()) argv.push_back(flag);
-    argv.insert(argv.end(), args.begin(), args.end());
-    absl::StatusOr<RunResult> run = RunProgram(argv, absl::Seconds(60));
-    EXPECT_TRUE(run.ok()) << run.status();
-    return run.ok() ? *run : RunResult();
+  RunResult Tunectl(const std::vector<std::string>& args) {
+    return TunectlAsAdmin(*fleet_, args, absl::Seconds(60));
   }
 
   Json TunectlJson(std::vector<std::string> args) {

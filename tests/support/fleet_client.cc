@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "common/file_util.h"
+#include "gtest/gtest.h"
 #include "tests/support/test_support.h"
 
 namespace tunefleet::testing {
@@ -35,6 +36,16 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectAdmin(const bench::Fleet& fleet) 
   absl::StatusOr<std::string> token = AdminToken(fleet);
   if (!token.ok()) return token.status();
   return ConnectAs(fleet, *std::move(token));
+}
+
+bench::RunResult TunectlAsAdmin(const bench::Fleet& fleet, const std::vector<std::string>& args,
+                                absl::Duration deadline) {
+  std::vector<std::string> argv = {BuildDir() + "/bin/tunectl", "--server", fleet.address()};
+  for (const std::string& flag : fleet.TunectlFlags()) argv.push_back(flag);
+  argv.insert(argv.end(), args.begin(), args.end());
+  absl::StatusOr<bench::RunResult> run = bench::RunProgram(argv, deadline);
+  EXPECT_TRUE(run.ok()) << run.status();
+  return run.ok() ? *std::move(run) : bench::RunResult();
 }
 
 }  // namespace tunefleet::testing

@@ -5,8 +5,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "bench/local_fleet.h"
 #include "tunefleet/client.h"
 
@@ -29,6 +31,12 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectAs(const bench::Fleet& fleet,
 
 // ConnectAs(fleet, AdminToken(fleet)). REQUIRES: as AdminToken.
 absl::StatusOr<std::unique_ptr<Client>> ConnectAdmin(const bench::Fleet& fleet);
+
+// This build's tunectl with `args` as the fleet's admin (its --server and
+// TunectlFlags first): stdout and the exit code. A failure to run it is
+// reported to the test and answered as an empty RunResult.
+bench::RunResult TunectlAsAdmin(const bench::Fleet& fleet, const std::vector<std::string>& args,
+                                absl::Duration deadline = absl::Seconds(120));
 
 }  // namespace tunefleet::testing
 
