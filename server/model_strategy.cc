@@ -66,7 +66,9 @@ class ModelStrategy : public AdaptiveStrategy {
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return (*predicted)[a] < (*predicted)[b]; });
-    const std::vector<uint64_t> local = Local(candidates, *predicted);
+    const bool search_locally = observations().size() >= kLocalAfter;
+    const std::vector<uint64_t> local =
+        search_locally ? Local(candidates, *predicted) : std::vector<uint64_t>();
     std::vector<uint64_t> out;
     absl::flat_hash_set<uint64_t> taken;
     size_t next = 0, next_local = 0;
@@ -74,7 +76,7 @@ class ModelStrategy : public AdaptiveStrategy {
       ++picks_;
       std::optional<uint64_t> pick;
       if (picks_ % kExploreEvery == 0) pick = SpreadUnused(out);
-      if (!pick.has_value() && picks_ % kLocalEvery == 0 && observations().size() >= kLocalAfter) {
+      if (!pick.has_value() && search_locally && picks_ % kLocalEvery == 0) {
         while (next_local < local.size() && taken.contains(local[next_local])) ++next_local;
         if (next_local < local.size()) pick = local[next_local++];
       }
