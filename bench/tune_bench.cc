@@ -229,6 +229,12 @@ absl::Status WriteRunDataset(const Run& run, Fleet* fleet, const Flags& flags) {
   auto tail = name.begin() + static_cast<std::ptrdiff_t>(flags.dataset_dir.size());
   std::replace(tail, name.end(), ',', '_');
   name.erase(std::remove(tail, name.end(), '='), name.end());
+  std::error_code error;
+  std::filesystem::create_directories(flags.dataset_dir, error);
+  if (error) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create ", flags.dataset_dir, ": ", error.message()));
+  }
   std::printf("dataset: %s (%zu configs)\n", name.c_str(), dataset.rows.size());
   return WriteDataset(dataset, name);
 }

@@ -17,6 +17,8 @@
 namespace tunefleet::worker {
 namespace {
 
+constexpr char kNvidiaToolsDir[] = "/opt/nvidia";
+
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 }  // namespace
@@ -50,9 +52,14 @@ std::optional<v1::TrialResult> NcuProfiler::RunUnderNcu(
   std::remove(log_file.c_str());
   ChildOptions child = child_;
   child.argv = NcuArgv(options_.ncu, job.spec.entry(), log_file, child_.argv);
+  // CUDA's bin/ncu is a launcher that looks for Nsight Compute in the CUDA
+  // prefix and then under /opt/nvidia: both are readable in the sandbox.
   std::error_code error;
   const std::filesystem::path ncu = std::filesystem::canonical(options_.ncu, error);
   if (!error) child.policy.read_only.push_back(ncu.parent_path().parent_path().string());
+  if (std::filesystem::is_directory(kNvidiaToolsDir, error)) {
+    child.policy.read_only.push_back(kNvidiaToolsDir);
+  }
   child.policy.writable.push_back(options_.scratch_dir);
   std::optional<v1::TrialResult> result;
   {

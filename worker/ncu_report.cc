@@ -61,9 +61,11 @@ std::optional<double> Prefix(char c) {
 }
 
 // The factor of one unit word: 1 for a base unit, its prefix's for a
-// prefixed one ("msecond": 1e-3). "Mhz" and "MHz" alike.
+// prefixed one ("msecond" and "ms": 1e-3). "Mhz" and "MHz" alike. ncu
+// 2025.3 writes "ns" and "byte/s"; earlier versions "nsecond" and
+// "byte/second".
 double WordScale(absl::string_view word) {
-  static constexpr absl::string_view kBases[] = {"second", "byte", "cycle", "hz",
+  static constexpr absl::string_view kBases[] = {"second", "s",    "byte",   "cycle",  "hz",
                                                  "inst",   "warp", "sector", "request"};
   const std::string lower = absl::AsciiStrToLower(word);
   for (absl::string_view base : kBases) {

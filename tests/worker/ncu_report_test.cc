@@ -13,34 +13,37 @@ using ::testing::DoubleNear;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// ncu's raw page as `--csv --page raw --print-units base` writes it, with
-// its own messages and the child's output around it.
+// ncu's raw page as `--csv --page raw --print-units base` writes it (Nsight
+// Compute 2025.3.1 on an H200, the gemm at 1024^3, the columns not asked
+// for left out), with its own messages and the child's output around it.
 constexpr char kReport[] =
-    "==PROF== Connected to process 4242 (/usr/bin/tunefleet-worker)\n"
-    "==PROF== Profiling \"gemm_f16\" - 0: 0%....50%....100% - 9 passes\n"
+    "==PROF== Connected to process 470 (/opt/tunefleet/bin/tunefleet-cuda-trial)\n"
+    "==PROF== Connected to process 495 (/opt/tunefleet/bin/tunefleet-nvrtc)\n"
     "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\","
     "\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\","
-    "\"dram__bytes.sum.per_second\",\"dram__throughput.avg.pct_of_peak_sustained_elapsed\","
-    "\"gpu__time_duration.sum\",\"launch__registers_per_thread\","
-    "\"launch__shared_mem_per_block_dynamic\",\"launch__shared_mem_per_block_static\","
-    "\"lts__t_sector_hit_rate.pct\",\"sm__cycles_elapsed.max\","
-    "\"sm__warps_active.avg.pct_of_peak_sustained_active\"\n"
-    "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"Gbyte/second\",\"%\","
-    "\"usecond\",\"register/thread\",\"Kbyte\",\"byte\",\"%\",\"cycle\",\"%\"\n"
-    "\"0\",\"4242\",\"tunefleet-worker\",\"127.0.0.1\",\"gemm_f16\",\"1\",\"7\","
-    "\"(128, 1, 1)\",\"(32, 32, 1)\",\"0\",\"9.0\",\"1,234.5\",\"41.2\",\"215.36\",\"168\","
-    "\"49.15\",\"0\",\"87.5\",\"398,112\",\"23.7\"\n"
-    "==PROF== Disconnected from process 4242\n";
+    "\"device__attribute_display_name\",\"dram__bytes.sum.per_second\","
+    "\"dram__throughput.avg.pct_of_peak_sustained_elapsed\",\"gpu__time_duration.sum\","
+    "\"launch__registers_per_thread\",\"launch__shared_mem_per_block_dynamic\","
+    "\"launch__shared_mem_per_block_static\",\"lts__t_sector_hit_rate.pct\","
+    "\"sm__cycles_elapsed.max\",\"sm__warps_active.avg.pct_of_peak_sustained_active\"\n"
+    "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"byte/s\",\"%\",\"ns\","
+    "\"register/thread\",\"byte/block\",\"byte/block\",\"%\",\"cycle\",\"%\"\n"
+    "\"0\",\"470\",\"tunefleet-cuda-trial\",\"127.0.0.1\",\"gemm_f16\",\"1\",\"13\","
+    "\"(256, 1, 1)\",\"(64, 1, 1)\",\"0\",\"9.0\",\"NVIDIA H200\",\"320,852,300,242.13\","
+    "\"6.68\",\"13,216\",\"180\",\"132,096\",\"0\",\"75.13\",\"24,028\",\"12.44\"\n"
+    "==PROF== Disconnected from process 495\n"
+    "==PROF== Disconnected from process 470\n";
 
 TEST(NcuReportTest, ReadsTheLaunchsMetricsInBaseUnits) {
   absl::StatusOr<NcuMetrics> metrics = ParseNcuCsv(kReport);
   ASSERT_TRUE(metrics.ok()) << metrics.status();
-  EXPECT_THAT(metrics->at("gpu__time_duration.sum"), DoubleNear(215.36e-6, 1e-12));
-  EXPECT_THAT(metrics->at("dram__bytes.sum.per_second"), DoubleNear(1234.5e9, 1));
-  EXPECT_THAT(metrics->at("launch__shared_mem_per_block_dynamic"), DoubleNear(49150, 1e-6));
-  EXPECT_EQ(metrics->at("sm__cycles_elapsed.max"), 398112);
-  EXPECT_EQ(metrics->at("launch__registers_per_thread"), 168);
-  EXPECT_EQ(metrics->at("lts__t_sector_hit_rate.pct"), 87.5);
+  EXPECT_THAT(metrics->at("gpu__time_duration.sum"), DoubleNear(13.216e-6, 1e-12));
+  EXPECT_THAT(metrics->at("dram__bytes.sum.per_second"), DoubleNear(320852300242.13, 1));
+  EXPECT_EQ(metrics->at("launch__shared_mem_per_block_dynamic"), 132096);
+  EXPECT_EQ(metrics->at("sm__cycles_elapsed.max"), 24028);
+  EXPECT_EQ(metrics->at("launch__registers_per_thread"), 180);
+  EXPECT_EQ(metrics->at("lts__t_sector_hit_rate.pct"), 75.13);
+  EXPECT_FALSE(metrics->contains("device__attribute_display_name"));  // not a number
   EXPECT_FALSE(metrics->contains("Process ID"));  // not a metric
 }
 
@@ -49,21 +52,22 @@ TEST(NcuReportTest, FillsAProfileFromTheMetrics) {
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   v1::KernelProfile profile;
   FillProfile(*metrics, &profile);
-  EXPECT_THAT(profile.duration_seconds(), DoubleNear(215.36e-6, 1e-12));
-  EXPECT_EQ(profile.cycles(), 398112);
-  EXPECT_EQ(profile.registers_per_thread(), 168);
-  EXPECT_EQ(profile.shared_memory_bytes(), 49150);
-  EXPECT_EQ(profile.achieved_occupancy_pct(), 23.7);
-  EXPECT_EQ(profile.l2_hit_rate_pct(), 87.5);
-  EXPECT_EQ(profile.dram_throughput_pct(), 41.2);
-  EXPECT_THAT(profile.dram_bytes_per_second(), DoubleNear(1234.5e9, 1));
+  EXPECT_THAT(profile.duration_seconds(), DoubleNear(13.216e-6, 1e-12));
+  EXPECT_EQ(profile.cycles(), 24028);
+  EXPECT_EQ(profile.registers_per_thread(), 180);
+  EXPECT_EQ(profile.shared_memory_bytes(), 132096);
+  EXPECT_EQ(profile.achieved_occupancy_pct(), 12.44);
+  EXPECT_EQ(profile.l2_hit_rate_pct(), 75.13);
+  EXPECT_EQ(profile.dram_throughput_pct(), 6.68);
+  EXPECT_THAT(profile.dram_bytes_per_second(), DoubleNear(320852300242.13, 1));
 }
 
 TEST(NcuReportTest, ScalesEveryTimeAndSizePrefix) {
   const std::string report =
-      "\"ID\",\"a__t\",\"b__t\",\"c__t\",\"d__b\",\"e__b\",\"f__r\"\n"
-      "\"\",\"nsecond\",\"msecond\",\"second\",\"Mbyte\",\"Gbyte\",\"Tbyte/second\"\n"
-      "\"0\",\"2\",\"3\",\"4\",\"5\",\"6\",\"1.5\"\n";
+      "\"ID\",\"a__t\",\"b__t\",\"c__t\",\"d__b\",\"e__b\",\"f__r\",\"g__t\",\"h__t\",\"i__r\"\n"
+      "\"\",\"nsecond\",\"msecond\",\"second\",\"Mbyte\",\"Gbyte\",\"Tbyte/second\",\"us\","
+      "\"s\",\"Gbyte/s\"\n"
+      "\"0\",\"2\",\"3\",\"4\",\"5\",\"6\",\"1.5\",\"7\",\"8\",\"2.5\"\n";
   absl::StatusOr<NcuMetrics> metrics = ParseNcuCsv(report);
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   EXPECT_THAT(metrics->at("a__t"), DoubleNear(2e-9, 1e-18));
@@ -72,6 +76,9 @@ TEST(NcuReportTest, ScalesEveryTimeAndSizePrefix) {
   EXPECT_THAT(metrics->at("d__b"), DoubleNear(5e6, 1e-6));
   EXPECT_THAT(metrics->at("e__b"), DoubleNear(6e9, 1e-3));
   EXPECT_THAT(metrics->at("f__r"), DoubleNear(1.5e12, 1));
+  EXPECT_THAT(metrics->at("g__t"), DoubleNear(7e-6, 1e-15));
+  EXPECT_EQ(metrics->at("h__t"), 8);
+  EXPECT_THAT(metrics->at("i__r"), DoubleNear(2.5e9, 1e-3));
 }
 
 TEST(NcuReportTest, KeepsTheLastLaunchAndSkipsValuesThatAreNotNumbers) {
