@@ -106,12 +106,16 @@ absl::StatusOr<ExitInfo> Fleet::StopCoordinator() {
 }
 
 absl::StatusOr<int> Fleet::StartWorker() {
+  return StartWorker(absl::StrCat("test-worker-", workers_.size()));
+}
+
+absl::StatusOr<int> Fleet::StartWorker(const std::string& name) {
   const int index = static_cast<int>(workers_.size());
   SubprocessOptions options;
   options.argv = {BinPath("tunefleet-worker"),
                   "--coordinator", address_,
                   "--cache-dir", absl::StrCat(options_.data_dir, "/worker-cache-", index),
-                  "--name", absl::StrCat("test-worker-", index),
+                  "--name", name,
                   "--measure-budget", absl::StrCat(options_.measure_budget),
                   "--compile-threads", std::to_string(options_.compile_threads),
                   "--backend", options_.backend,
@@ -120,7 +124,7 @@ absl::StatusOr<int> Fleet::StartWorker() {
                   "--metrics-address-file", WorkerMetricsFile(index)};
   if (secure()) {
     ASSIGN_OR_RETURN(std::vector<std::string> certificate,
-                     WorkerCertificateFlags(absl::StrCat("test-worker-", index)));
+                     WorkerCertificateFlags(name));
     options.argv.insert(options.argv.end(), certificate.begin(), certificate.end());
   } else {
     options.argv.push_back("--insecure");

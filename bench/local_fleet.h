@@ -43,10 +43,14 @@ class Fleet {
   absl::Status StartCoordinator();
   // SIGTERM, then waits for a clean exit (code 0).
   absl::StatusOr<ExitInfo> StopCoordinator();
-  // Starts a worker (named test-worker-<index>: its certificate's identity);
-  // returns its index.
+  // Starts a worker (named test-worker-<index>: its certificate's identity,
+  // or the host that is its principal without TLS); returns its index.
   absl::StatusOr<int> StartWorker();
+  // The same, named `name`: workers of one name are one principal.
+  absl::StatusOr<int> StartWorker(const std::string& name);
   Subprocess* worker(int index) { return workers_[index].get(); }
+  // Workers started so far (stopped ones included).
+  int worker_count() const { return static_cast<int>(workers_.size()); }
   // host:port of worker `index`'s /metrics, once it serves it (waits up to
   // 30 s: the worker starts its exporter after finding its devices).
   absl::StatusOr<std::string> WorkerMetricsAddress(int index) const;

@@ -24,6 +24,7 @@
 #include "server/metered_store.h"
 #include "server/prometheus_metrics.h"
 #include "server/rpc_metrics.h"
+#include "server/shared_artifacts.h"
 #include "server/source_blobs.h"
 #include "server/store/store.h"
 #include "server/token_book.h"
@@ -91,6 +92,12 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   workers_ = std::make_unique<WorkerRegistry>(3 * options.heartbeat_interval, clock,
                                               options.forget_workers_after);
   blobs_ = std::make_unique<SourceBlobs>(store_.get());
+  SharedArtifactsOptions artifact_options;
+  artifact_options.dir = options.artifact_dir.empty()
+                             ? (std::filesystem::path(options.data_dir) / "artifacts").string()
+                             : options.artifact_dir;
+  artifact_options.capacity_bytes = options.artifact_cache_bytes;
+  ASSIGN_OR_RETURN(artifacts_, SharedArtifacts::Open(std::move(artifact_options)));
   quarantine_ = std::make_unique<QuarantineList>(store_.get());
   RETURN_IF_ERROR(quarantine_->Load());
   if (metrics_ != nullptr) metrics_->WorkersQuarantined(static_cast<int>(quarantine_->size()));
@@ -124,7 +131,7 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   report_pool_ = std::make_unique<CallPool>(options.report_threads);
   worker_service_ = std::make_unique<WorkerServiceImpl>(
       jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(), report_pool_.get(),
-      options.heartbeat_interval, options.jobs.lease_ttl, profiles_.get());
+      options.heartbeat_interval, options.jobs.lease_ttl, profiles_.get(), artifacts_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -29,6 +29,7 @@ class CallPool;
 class LongPolls;
 class ProfileManager;
 class SourceBlobs;
+class SharedArtifacts;
 class WorkerRegistry;
 class PrometheusMetrics;
 class TuningServiceImpl;
@@ -69,6 +70,12 @@ struct CoordinatorOptions {
   // A file holding an admin token the coordinator trusts; created with a new
   // token (mode 0600) when missing. Empty: none. Default empty.
   std::string admin_token_file;
+  // Where compiled artifacts that workers share are kept (SharedArtifacts);
+  // empty: <data_dir>/artifacts. Default empty.
+  std::string artifact_dir;
+  // Most bytes of shared artifacts kept (least recently used go first); 0
+  // turns sharing off. Default 4 GiB.
+  int64_t artifact_cache_bytes = int64_t{4} << 30;
   JobManagerOptions jobs;
 };
 
@@ -101,6 +108,7 @@ class Coordinator {
   std::unique_ptr<BestConfigIndex> index_;
   std::unique_ptr<WorkerRegistry> workers_;
   std::unique_ptr<SourceBlobs> blobs_;
+  std::unique_ptr<SharedArtifacts> artifacts_;
   std::unique_ptr<TokenBook> tokens_;
   std::unique_ptr<TokenServiceImpl> token_service_;
   std::unique_ptr<QuarantineList> quarantine_;

@@ -28,6 +28,8 @@ struct Flags {
   std::string database;
   std::string database_file;
   std::string data_dir = "tunefleet-data";
+  std::string artifact_dir;
+  int64_t artifact_cache_mib = 4096;
   std::string address_file;
   std::string metrics_address_file;
   std::string metrics_listen = "127.0.0.1:9464";
@@ -211,6 +213,14 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "largest total size of a job's tensors (default 16 GiB)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--artifact-dir", flags.artifact_dir,
+                 "where compiled artifacts that workers share are kept (default: "
+                 "<data-dir>/artifacts)");
+  app.add_option("--artifact-cache-mib", flags.artifact_cache_mib,
+                 "most MiB of shared artifacts kept, least recently used evicted first; 0 "
+                 "turns sharing off")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
 }
 
 // The store URL from --database, --database-file or TUNEFLEET_DATABASE.
@@ -232,6 +242,8 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.listen = flags.listen;
   options.database_url = std::move(database_url);
   options.data_dir = flags.data_dir;
+  options.artifact_dir = flags.artifact_dir;
+  options.artifact_cache_bytes = flags.artifact_cache_mib << 20;
   options.metrics_listen = flags.metrics_listen;
   options.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
   if (flags.forget_workers_after_ms > 0) {

@@ -64,12 +64,14 @@ ResultReport FromProto(const v1::ReportResultsRequest& request) {
 WorkerServiceImpl::WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                                      LongPolls* long_polls, SourceBlobs* blobs,
                                      CallPool* reports, absl::Duration heartbeat_interval,
-                                     absl::Duration lease_ttl, ProfileManager* profiles)
+                                     absl::Duration lease_ttl, ProfileManager* profiles,
+                                     SharedArtifacts* artifacts)
     : jobs_(jobs),
       profiles_(profiles),
       workers_(workers),
       long_polls_(long_polls),
       blobs_(blobs),
+      artifacts_(artifacts),
       reports_(reports),
       heartbeat_interval_(heartbeat_interval),
       lease_ttl_(lease_ttl) {}
@@ -196,6 +198,33 @@ grpc::Status WorkerServiceImpl::GetBlob(grpc::ServerContext* context,
   if (!blob.ok()) return ToGrpcStatus(blob.status());
   response->set_content(*std::move(blob));
   return grpc::Status::OK;
+}
+
+absl::StatusOr<std::string> WorkerServiceImpl::ArtifactOwner(
+    const grpc::ServerContextBase& context, const std::string& worker_id) {
+  if (worker_id.empty()) return absl::InvalidArgumentError("missing field: worker_id");
+  if (absl::Status own = CheckActsFor(context, worker_id); !own.ok()) return own;
+  return workers_->PrincipalOf(worker_id);  // NotFound: register again
+}
+
+grpc::Status WorkerServiceImpl::GetArtifact(grpc::ServerContext* context,
+                                            const v1::GetArtifactRequest* request,
+                                            v1::GetArtifactResponse* response) {
+  absl::StatusOr<std::string> principal = ArtifactOwner(*context, request->worker_id());
+  if (!principal.ok()) return ToGrpcStatus(principal.status());
+  absl::StatusOr<v1::Artifact> artifact = artifacts_->Get(*principal, request->key());
+  if (!artifact.ok()) return ToGrpcStatus(artifact.status());
+  *response->mutable_artifact() = *std::move(artifact);
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::PutArtifact(grpc::ServerContext* context,
+                                            const v1::PutArtifactRequest* request,
+                                            v1::PutArtifactResponse*) {
+  absl::StatusOr<std::string> principal = ArtifactOwner(*context, request->worker_id());
+  if (!principal.ok()) return ToGrpcStatus(principal.status());
+  if (request->artifact().content().empty()) return MissingField("artifact.content");
+  return ToGrpcStatus(artifacts_->Put(*principal, request->key(), request->artifact()));
 }
 
 }  // namespace tunefleet::server

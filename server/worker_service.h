@@ -1,7 +1,7 @@
 // The gRPC adapter of WorkerService: registration, leases, results,
-// heartbeats and source blobs. Each method converts the request to a domain
-// struct, makes one call on the registry, the JobManager, LongPolls or
-// SourceBlobs, and converts the answer back.
+// heartbeats, source blobs and shared artifacts. Each method converts the
+// request to a domain struct, makes one call on the registry, the JobManager,
+// LongPolls, SourceBlobs or SharedArtifacts, and converts the answer back.
 #ifndef TUNEFLEET_SERVER_WORKER_SERVICE_H_
 #define TUNEFLEET_SERVER_WORKER_SERVICE_H_
 
@@ -12,6 +12,7 @@
 #include "server/job_manager.h"
 #include "server/profile_manager.h"
 #include "server/long_polls.h"
+#include "server/shared_artifacts.h"
 #include "server/source_blobs.h"
 #include "server/worker_registry.h"
 #include "tunefleet/v1/worker_service.grpc.pb.h"
@@ -33,7 +34,8 @@ class WorkerServiceImpl final : public WorkerServiceBase {
   // Reports and blobs of profile leases go to `profiles`.
   WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers, LongPolls* long_polls,
                     SourceBlobs* blobs, CallPool* reports, absl::Duration heartbeat_interval,
-                    absl::Duration lease_ttl, ProfileManager* profiles);
+                    absl::Duration lease_ttl, ProfileManager* profiles,
+                    SharedArtifacts* artifacts);
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
                               const v1::RegisterWorkerRequest* request,
@@ -49,6 +51,11 @@ class WorkerServiceImpl final : public WorkerServiceBase {
                                       v1::HeartbeatResponse* response) override;
   grpc::Status GetBlob(grpc::ServerContext* context, const v1::GetBlobRequest* request,
                        v1::GetBlobResponse* response) override;
+  // Artifacts are the calling worker's principal's (SharedArtifacts).
+  grpc::Status GetArtifact(grpc::ServerContext* context, const v1::GetArtifactRequest* request,
+                           v1::GetArtifactResponse* response) override;
+  grpc::Status PutArtifact(grpc::ServerContext* context, const v1::PutArtifactRequest* request,
+                           v1::PutArtifactResponse* response) override;
 
  private:
   // OK unless the caller authenticated with a certificate other than the
@@ -56,12 +63,17 @@ class WorkerServiceImpl final : public WorkerServiceBase {
   // for itself.
   absl::Status CheckActsFor(const grpc::ServerContextBase& context,
                             const std::string& worker_id);
+  // The principal of registered worker `worker_id` the caller acts for;
+  // NotFound for an unknown worker (as LeaseWork).
+  absl::StatusOr<std::string> ArtifactOwner(const grpc::ServerContextBase& context,
+                                            const std::string& worker_id);
 
   JobManager* const jobs_;
   ProfileManager* const profiles_;
   WorkerRegistry* const workers_;
   LongPolls* const long_polls_;
   SourceBlobs* const blobs_;
+  SharedArtifacts* const artifacts_;
   CallPool* const reports_;
   const absl::Duration heartbeat_interval_;
   const absl::Duration lease_ttl_;

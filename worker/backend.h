@@ -4,6 +4,7 @@
 #ifndef TUNEFLEET_WORKER_BACKEND_H_
 #define TUNEFLEET_WORKER_BACKEND_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,16 @@ struct CompileOutcome {
   std::string log;       // compiler output; the whole story when !ok
   double seconds = 0;    // wall time spent compiling (0 on a cache hit)
   bool cached = false;   // served from the on-disk artifact cache
+  bool fetched = false;  // fetched from the coordinator's shared artifacts
   bool timed_out = false;
+};
+
+// Where a compile leaves its artifact, for a backend whose artifacts run on
+// any worker with the same key (worker/artifact_sharing.h shares them).
+struct ArtifactLocation {
+  std::string key;            // ArtifactKey: what decides the bytes
+  std::string artifact_path;  // where Compile leaves (or finds) the artifact
+  std::string log_path;       // its compiler log beside it; "" when none is kept
 };
 
 // Compiles configs of one backend. Thread-safe: the daemon's compile pool
@@ -66,6 +76,14 @@ class Compiler {
  public:
   virtual ~Compiler() = default;
   virtual absl::StatusOr<CompileOutcome> Compile(const CompileJob& job) = 0;
+  // Where Compile(job) leaves its artifact, computed without compiling; a
+  // Compile that finds the artifact there is a cache hit. nullopt for a
+  // backend whose artifacts are not shared (the default), and for a job
+  // Compile would refuse.
+  virtual std::optional<ArtifactLocation> Locate(const CompileJob& job) const {
+    (void)job;
+    return std::nullopt;
+  }
   // Name and version, part of the tuning key: "g++ 12.2.0", "nvrtc 13.0".
   virtual std::string toolkit() const = 0;
 };

@@ -28,6 +28,10 @@ class Coordinator {
       const v1::HeartbeatRequest& request) = 0;
   // The content of the blob with SHA-256 `digest`.
   virtual absl::StatusOr<std::string> GetBlob(const std::string& digest) = 0;
+  // The artifact this worker's principal shared as `key`; NotFound when
+  // none was (SharedArtifacts, on the coordinator).
+  virtual absl::StatusOr<v1::Artifact> GetArtifact(const std::string& key) = 0;
+  virtual absl::Status PutArtifact(const std::string& key, const v1::Artifact& artifact) = 0;
   // Ends LeaseWork long-polls in flight (they return Cancelled) and makes
   // later ones return at once; other calls are unaffected. For shutdown.
   virtual void InterruptLeaseWaits() = 0;

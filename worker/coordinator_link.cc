@@ -80,6 +80,30 @@ class GrpcCoordinator : public Coordinator {
     return std::move(*response->mutable_content());
   }
 
+  absl::StatusOr<v1::Artifact> GetArtifact(const std::string& key) override {
+    v1::GetArtifactRequest request;
+    request.set_key(key);
+    {
+      absl::MutexLock lock(&mu_);
+      request.set_worker_id(worker_id_);
+    }
+    absl::StatusOr<v1::GetArtifactResponse> response =
+        Unary(&v1::WorkerService::Stub::GetArtifact, request, options_.call_timeout);
+    if (!response.ok()) return response.status();
+    return std::move(*response->mutable_artifact());
+  }
+
+  absl::Status PutArtifact(const std::string& key, const v1::Artifact& artifact) override {
+    v1::PutArtifactRequest request;
+    request.set_key(key);
+    *request.mutable_artifact() = artifact;
+    {
+      absl::MutexLock lock(&mu_);
+      request.set_worker_id(worker_id_);
+    }
+    return Unary(&v1::WorkerService::Stub::PutArtifact, request, options_.call_timeout).status();
+  }
+
   void InterruptLeaseWaits() override {
     absl::MutexLock lock(&mu_);
     interrupted_ = true;

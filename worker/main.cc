@@ -39,6 +39,7 @@
 #include "worker/compile_pool.h"
 #include "worker/prometheus_metrics.h"
 #include "worker/idle_meter.h"
+#include "worker/artifact_sharing.h"
 #include "worker/ncu_profiler.h"
 #include "worker/ncu_report.h"
 #include "common/subprocess.h"
@@ -82,6 +83,7 @@ struct Flags {
   std::string tls_key;
   bool insecure = false;
   std::string ncu;  // "": `ncu` from PATH, else /usr/local/cuda/bin/ncu; "none": no profiling
+  bool share_artifacts = true;
 };
 
 // The ncu binary profile leases use, with its version; {"", ""} when this
@@ -265,9 +267,25 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
     return 1;
   }
   WorkerMetrics* const sink = metrics->get();
+  CoordinatorLinkOptions link_options;
+  link_options.security.insecure = flags.insecure;
+  link_options.security.ca_file = flags.tls_ca;
+  link_options.security.cert_file = flags.tls_cert;
+  link_options.security.key_file = flags.tls_key;
+  absl::StatusOr<std::unique_ptr<Coordinator>> link =
+      CreateGrpcCoordinator(flags.coordinator, link_options);
+  if (!link.ok()) {
+    spdlog::critical("{}", std::string(link.status().message()));
+    return 2;
+  }
+  std::unique_ptr<Coordinator> coordinator = *std::move(link);
+  // Each config compiled once for the principal's workers, unless turned off.
+  ArtifactSharing sharing(compiler->get(), coordinator.get());
+  Compiler* const pool_compiler =
+      flags.share_artifacts ? static_cast<Compiler*>(&sharing) : compiler->get();
   const int threads = CompileThreads(flags, &devices->front());
   IdleMeter pool_meter(threads);
-  CompilePool pool(compiler->get(), threads, &pool_meter);
+  CompilePool pool(pool_compiler, threads, &pool_meter);
 
   ExecutorOptions executor_options;
   executor_options.measure.set_budget_seconds(flags.measure_budget);
@@ -314,18 +332,6 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
     spdlog::info("device {}: {}", device.id(), device.model());
   }
 
-  CoordinatorLinkOptions link_options;
-  link_options.security.insecure = flags.insecure;
-  link_options.security.ca_file = flags.tls_ca;
-  link_options.security.cert_file = flags.tls_cert;
-  link_options.security.key_file = flags.tls_key;
-  absl::StatusOr<std::unique_ptr<Coordinator>> link =
-      CreateGrpcCoordinator(flags.coordinator, link_options);
-  if (!link.ok()) {
-    spdlog::critical("{}", std::string(link.status().message()));
-    return 2;
-  }
-  std::unique_ptr<Coordinator> coordinator = *std::move(link);
   SourceCache sources(flags.cache_dir + "/blobs", [&](const std::string& digest) {
     return coordinator->GetBlob(digest);
   });
@@ -380,6 +386,9 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", flags.cache_dir,
                  "artifact and source cache (default ~/.cache/tunefleet-worker)");
   app.add_option("--max-trials", flags.max_trials, "trials per lease (0 = coordinator's)");
+  app.add_flag("--share-artifacts,!--no-share-artifacts", flags.share_artifacts,
+               "fetch compiled configs that workers of this worker's principal shared "
+               "through the coordinator, and share those compiled here (default: on)");
   app.add_option("--ncu", flags.ncu,
                  "Nsight Compute binary for profile leases (default: ncu from PATH, else "
                  "/usr/local/cuda/bin/ncu; \"none\": never profile)");

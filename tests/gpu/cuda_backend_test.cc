@@ -21,6 +21,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_support.h"
+#include "common/file_util.h"
+#include "worker/artifact_sharing.h"
 #include "worker/backends.h"
 #include "worker/child_process.h"
 #include "worker/cuda/cuda_backend.h"
@@ -108,7 +110,7 @@ std::unique_ptr<NvrtcCompiler> MakeCompiler(const std::string& cache_dir,
 CompileOutcome MustCompile(NvrtcCompiler* compiler, const KernelBundle& bundle,
                            const v1::Config& config, const v1::Device& device,
                            bool reference = false) {
-  CompileJob job{&bundle.spec, &bundle.sources, config, device, reference};
+  CompileJob job{&bundle.spec, &bundle.sources, config, device, reference, v1::Shape()};
   absl::StatusOr<CompileOutcome> outcome = compiler->Compile(job);
   EXPECT_TRUE(outcome.ok()) << outcome.status();
   return outcome.ok() ? *outcome : CompileOutcome();
@@ -214,6 +216,70 @@ TEST(NvrtcCompiler, CachesByConfigAndSource) {
   EXPECT_NE(edited.artifact, first.artifact);
 }
 
+// The coordinator's shelf as one principal sees it: an in-memory stand-in
+// behind the worker's Coordinator seam (the real one: artifact_sharing_test).
+class Shelf final : public Coordinator {
+ public:
+  absl::StatusOr<v1::Artifact> GetArtifact(const std::string& key) override {
+    auto it = artifacts_.find(key);
+    if (it == artifacts_.end()) return absl::NotFoundError(key);
+    return it->second;
+  }
+  absl::Status PutArtifact(const std::string& key, const v1::Artifact& artifact) override {
+    artifacts_.emplace(key, artifact);
+    return absl::OkStatus();
+  }
+  size_t size() const { return artifacts_.size(); }
+
+  absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
+      const v1::RegisterWorkerRequest&) override { return absl::UnimplementedError("shelf"); }
+  absl::StatusOr<v1::LeaseWorkResponse> LeaseWork(const v1::LeaseWorkRequest&) override {
+    return absl::UnimplementedError("shelf");
+  }
+  absl::StatusOr<v1::ReportResultsResponse> ReportResults(
+      const v1::ReportResultsRequest&) override { return absl::UnimplementedError("shelf"); }
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest&) override {
+    return absl::UnimplementedError("shelf");
+  }
+  absl::StatusOr<std::string> GetBlob(const std::string&) override {
+    return absl::UnimplementedError("shelf");
+  }
+  void InterruptLeaseWaits() override {}
+
+ private:
+  std::map<std::string, v1::Artifact> artifacts_;
+};
+
+TEST(NvrtcCompiler, ACubinCompiledOnceServesASecondWorker) {
+  REQUIRE_NVRTC();
+  TempDir first_cache, second_cache;
+  std::unique_ptr<NvrtcCompiler> first = MakeCompiler(first_cache.path());
+  std::unique_ptr<NvrtcCompiler> second = MakeCompiler(second_cache.path());
+  Shelf shelf;
+  ArtifactSharing first_sharing(first.get(), &shelf);
+  ArtifactSharing second_sharing(second.get(), &shelf);
+  KernelBundle bundle = LoadKernel("kernels/cuda/gemm_f16");
+  const v1::Config config = Config(bundle.spec, bundle.spec.default_config());
+  CompileJob job{&bundle.spec, &bundle.sources, config, PlaceholderDevice(), false, v1::Shape()};
+
+  std::optional<ArtifactLocation> where = first->Locate(job);
+  ASSERT_TRUE(where.has_value());
+  absl::StatusOr<CompileOutcome> compiled = first_sharing.Compile(job);
+  ASSERT_TRUE(compiled.ok() && compiled->ok) << compiled.status() << compiled->log;
+  EXPECT_FALSE(compiled->cached || compiled->fetched);
+  EXPECT_EQ(compiled->artifact, where->artifact_path);
+  EXPECT_EQ(shelf.size(), 1u);
+
+  absl::StatusOr<CompileOutcome> fetched = second_sharing.Compile(job);
+  ASSERT_TRUE(fetched.ok() && fetched->ok) << fetched.status() << fetched->log;
+  EXPECT_TRUE(fetched->fetched);
+  EXPECT_EQ(fetched->seconds, 0);
+  EXPECT_EQ(ReadFile(fetched->artifact).value_or("a"), ReadFile(compiled->artifact).value_or("b"));
+  EXPECT_THAT(fetched->log, HasSubstr("registers"));  // ptxas's report came along
+  EXPECT_EQ(second_sharing.fetched(), 1);
+  EXPECT_EQ(first_sharing.shared(), 1);
+}
+
 TEST(NvrtcCompiler, CompileErrorsKeepTheLog) {
   REQUIRE_NVRTC();
   TempDir cache;
@@ -301,7 +367,7 @@ TEST(NvrtcCompiler, ArchSpecificTargetOnRequest) {
   REQUIRE_NVRTC();
   KernelBundle bundle = LoadKernel("tests/gpu/faulty");
   CompileJob job{&bundle.spec, &bundle.sources, Config(bundle.spec, "FAULT=0,BLOCK=128"),
-                 PlaceholderDevice(), false};
+                 PlaceholderDevice(), false, v1::Shape()};
   absl::StatusOr<std::vector<std::string>> options = NvrtcOptionsFor(job, "/src");
   ASSERT_OK(options);
   EXPECT_THAT(*options, ::testing::Contains("--gpu-architecture=sm_90"));
@@ -649,7 +715,7 @@ TEST(CudaBenchChild, MeasuresAndCrashesInsideTheSandbox) {
   KernelBundle bundle = LoadKernel("tests/gpu/faulty");
   auto compile = [&](const std::string& config, bool reference) {
     CompileJob job{&bundle.spec, &bundle.sources, Config(bundle.spec, config), devices[0],
-                   reference};
+                   reference, v1::Shape()};
     absl::StatusOr<CompileOutcome> outcome = (*compiler)->Compile(job);
     EXPECT_TRUE(outcome.ok() && outcome->ok) << (outcome.ok() ? outcome->log : "");
     return outcome.ok() ? outcome->artifact : "";

@@ -440,6 +440,43 @@ class LeaseLimitsTest : public CoordinatorServiceTest {
   }
 };
 
+TEST_F(LeaseLimitsTest, ArtifactsAreCheckedAndServedOnlyToTheirPrincipal) {
+  const std::string key(64, 'a');
+  auto put = [&](const std::string& worker, const std::string& k, const std::string& content) {
+    v1::PutArtifactRequest request;
+    request.set_worker_id(worker);
+    request.set_key(k);
+    request.mutable_artifact()->set_content(content);
+    v1::PutArtifactResponse response;
+    return workers_->PutArtifact(Context().get(), request, &response);
+  };
+  auto get = [&](const std::string& worker, const std::string& k, v1::Artifact* artifact) {
+    v1::GetArtifactRequest request;
+    request.set_worker_id(worker);
+    request.set_key(k);
+    v1::GetArtifactResponse response;
+    grpc::Status status = workers_->GetArtifact(Context().get(), request, &response);
+    *artifact = response.artifact();
+    return status;
+  };
+  v1::Artifact artifact;
+  EXPECT_EQ(get("", key, &artifact).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(get("w-unknown", key, &artifact).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(put("w-unknown", key, "cubin").error_code(), grpc::StatusCode::NOT_FOUND);
+
+  const std::string alice = Register("alice");
+  const std::string alice_again = Register("alice");  // another process, the same principal
+  const std::string bob = Register("bob");
+  EXPECT_EQ(put(alice, "../../x", "cubin").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(put(alice, key, "").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(get(alice, key, &artifact).error_code(), grpc::StatusCode::NOT_FOUND);
+  ASSERT_TRUE(put(alice, key, "cubin").ok());
+  ASSERT_TRUE(get(alice_again, key, &artifact).ok());
+  EXPECT_EQ(artifact.content(), "cubin");
+  EXPECT_EQ(get(bob, key, &artifact).error_code(), grpc::StatusCode::NOT_FOUND);
+  ExpectServing();
+}
+
 TEST_F(LeaseLimitsTest, LeaseWorkCapsTrialsAndOutstandingLeasesPerDevice) {
   const std::string rogue = Register("rogue.example");
   v1::SubmitJobResponse submitted;

@@ -41,7 +41,7 @@ class CpuCompilerSandboxTest : public ::testing::Test {
     job_.sources[0].clear_digest();
     for (const std::string& option : extra_options) job_.spec.add_compile_options(option);
     CompileJob compile{&job_.spec, &job_.sources, v1::Config(), DiscoverCpuDevice(),
-                       /*reference=*/false};
+                       /*reference=*/false, v1::Shape()};
     absl::StatusOr<CompileOutcome> outcome = compiler->Compile(compile);
     EXPECT_TRUE(outcome.ok()) << outcome.status();
     return outcome.ok() ? *outcome : CompileOutcome();

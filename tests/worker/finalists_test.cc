@@ -98,7 +98,9 @@ class FinalistsTest : public ::testing::Test {
       rounds.push_back(step.measurement());
     }
     EXPECT_EQ(static_cast<size_t>(result.measurement().rounds()), rounds.size());
-    if (!separation_rounds_) EXPECT_EQ(rounds.size(), 3u);
+    if (!separation_rounds_) {
+      EXPECT_EQ(rounds.size(), 3u);
+    }
     EXPECT_EQ(result.measurement().samples(), samples);  // the sum over the rounds
     std::vector<double> medians;
     for (const v1::Measurement& m : rounds) medians.push_back(m.median_seconds());

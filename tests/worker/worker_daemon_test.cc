@@ -119,6 +119,15 @@ class FakeCoordinator : public Coordinator {
     return it->second;
   }
 
+  // This fake shares no artifacts (the integration tests share them through
+  // a real coordinator).
+  absl::StatusOr<v1::Artifact> GetArtifact(const std::string& key) override {
+    return absl::NotFoundError(key);
+  }
+  absl::Status PutArtifact(const std::string&, const v1::Artifact&) override {
+    return absl::OkStatus();
+  }
+
   void InterruptLeaseWaits() override {
     absl::MutexLock lock(&mu_);
     interrupted_ = true;

@@ -15,6 +15,7 @@
 #include "common/compile_options.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "worker/cpu/cpu_device.h"
 #include "worker/source_stage.h"
 
 namespace tunefleet::worker {
@@ -86,7 +87,8 @@ absl::StatusOr<CommandLine> BuildCommand(const CompileJob& job,
   CommandLine cmd;
   cmd.key.backend = "cpu";
   cmd.key.toolkit = toolkit;
-  cmd.key.target = job.device.model();
+  // -march=native: the code may use every feature of this host's CPU.
+  cmd.key.target = absl::StrCat(job.device.model(), " features ", CpuFeatureDigest());
   cmd.key.reference = job.reference;
   cmd.key.entry = job.reference ? spec.reference().entry() : spec.entry();
   for (const v1::SourceFile& file : *job.sources) {
@@ -173,6 +175,19 @@ absl::StatusOr<std::string> CpuCompiler::MakeScratchDir() const {
     return absl::InternalError(absl::StrCat("mkdtemp ", pattern, ": ", std::strerror(errno)));
   }
   return pattern;
+}
+
+std::optional<ArtifactLocation> CpuCompiler::Locate(const CompileJob& job) const {
+  if (job.spec == nullptr || job.sources == nullptr ||
+      !CheckCompileOptions(v1::BACKEND_CPU, job.spec->compile_options()).ok()) {
+    return std::nullopt;
+  }
+  absl::StatusOr<CommandLine> cmd = BuildCommand(job, program_, toolkit_);
+  if (!cmd.ok()) return std::nullopt;
+  ArtifactLocation where;
+  where.key = ArtifactKey(cmd->key);
+  where.artifact_path = cache_.PathFor(where.key, ".so");
+  return where;
 }
 
 absl::StatusOr<CompileOutcome> CpuCompiler::Compile(const CompileJob& job) {

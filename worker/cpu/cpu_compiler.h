@@ -28,6 +28,9 @@ class CpuCompiler : public Compiler {
       const CompilerOptions& options);
 
   absl::StatusOr<CompileOutcome> Compile(const CompileJob& job) override;
+  // Built with -march=native, a shared object is shared only with workers
+  // whose CPU reports the same features (the key's target says which).
+  std::optional<ArtifactLocation> Locate(const CompileJob& job) const override;
   std::string toolkit() const override { return toolkit_; }
 
  private:

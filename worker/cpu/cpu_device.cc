@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/config_space.h"
+#include "common/sha256.h"
 
 namespace tunefleet::worker {
 namespace {
@@ -22,18 +23,24 @@ std::string ReadLine(const std::string& path) {
   return std::string(absl::StripAsciiWhitespace(line));
 }
 
-std::string CpuModelName() {
+
+// The value of the first /proc/cpuinfo line starting with `name`; "" when none.
+std::string CpuInfoField(const std::string& name) {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) {
-        return std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
-      }
+    if (line.rfind(name, 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon != std::string::npos) {
+      return std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
     }
   }
-  return "unknown CPU";
+  return "";
+}
+
+std::string CpuModelName() {
+  std::string model = CpuInfoField("model name");
+  return model.empty() ? "unknown CPU" : model;
 }
 
 int UsableCores() {
@@ -94,6 +101,11 @@ v1::Device DiscoverCpuDevice() {
   utsname uts;
   if (uname(&uts) == 0) device.set_driver(absl::StrCat("linux ", uts.release));
   return device;
+}
+
+std::string CpuFeatureDigest() {
+  static const std::string* digest = new std::string(Sha256Hex(CpuInfoField("flags")).substr(0, 16));
+  return *digest;
 }
 
 }  // namespace tunefleet::worker

@@ -3,6 +3,8 @@
 #ifndef TUNEFLEET_WORKER_CPU_CPU_DEVICE_H_
 #define TUNEFLEET_WORKER_CPU_CPU_DEVICE_H_
 
+#include <string>
+
 #include "tunefleet/v1/types.pb.h"
 
 namespace tunefleet::worker {
@@ -12,6 +14,12 @@ namespace tunefleet::worker {
 // `l2_bytes`, `l3_bytes` (per-core L1d/L2, shared L3; from sysfs, else the
 // placeholder values), driver = the kernel release (provenance only).
 v1::Device DiscoverCpuDevice();
+
+// 16 hex digits of the SHA-256 of the instruction-set features this host's
+// CPU reports (the first `flags` line of /proc/cpuinfo): what code built
+// with -march=native may use. Two hosts of one CPU model may differ here
+// (a hypervisor can hide features).
+std::string CpuFeatureDigest();
 
 }  // namespace tunefleet::worker
 

@@ -263,6 +263,27 @@ absl::Status NvrtcCompiler::RunHelper(const CompileJob& job, const std::string& 
   return absl::OkStatus();
 }
 
+absl::StatusOr<ArtifactLocation> NvrtcCompiler::LocationOf(const CompileJob& job) const {
+  // The key sees a placeholder for the per-compile source directory, whose
+  // contents it hashes instead.
+  ASSIGN_OR_RETURN(std::vector<std::string> key_options, NvrtcOptionsFor(job, "<src>"));
+  ArtifactLocation where;
+  where.key = CacheKey(*nvrtc_, job, key_options);
+  where.artifact_path = (fs::path(options_.cache_dir) / (where.key + ".cubin")).string();
+  where.log_path = (fs::path(options_.cache_dir) / (where.key + ".log")).string();
+  return where;
+}
+
+std::optional<ArtifactLocation> NvrtcCompiler::Locate(const CompileJob& job) const {
+  if (!ValidateJob(job).ok() ||
+      !CheckCompileOptions(v1::BACKEND_CUDA, job.spec->compile_options()).ok()) {
+    return std::nullopt;
+  }
+  absl::StatusOr<ArtifactLocation> where = LocationOf(job);
+  if (!where.ok()) return std::nullopt;
+  return *std::move(where);
+}
+
 absl::StatusOr<CompileOutcome> NvrtcCompiler::Compile(const CompileJob& job) {
   RETURN_IF_ERROR(ValidateJob(job));
   CompileOutcome outcome;
@@ -272,12 +293,9 @@ absl::StatusOr<CompileOutcome> NvrtcCompiler::Compile(const CompileJob& job) {
     outcome.log = std::string(allowed.message());
     return outcome;
   }
-  // The key sees a placeholder for the per-compile source directory, whose
-  // contents it hashes instead.
-  ASSIGN_OR_RETURN(std::vector<std::string> key_options, NvrtcOptionsFor(job, "<src>"));
-  const std::string key = CacheKey(*nvrtc_, job, key_options);
-  const std::string cubin_path = (fs::path(options_.cache_dir) / (key + ".cubin")).string();
-  const std::string log_path = (fs::path(options_.cache_dir) / (key + ".log")).string();
+  ASSIGN_OR_RETURN(ArtifactLocation where, LocationOf(job));
+  const std::string& cubin_path = where.artifact_path;
+  const std::string& log_path = where.log_path;
 
   std::error_code exists_error;
   if (fs::exists(cubin_path, exists_error)) {

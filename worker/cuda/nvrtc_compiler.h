@@ -72,12 +72,17 @@ class NvrtcCompiler : public Compiler {
       NvrtcCompilerOptions options);
 
   absl::StatusOr<CompileOutcome> Compile(const CompileJob& job) override;
+  // A cubin is for the arch in its key and runs on any device of that arch
+  // with a driver that loads it: shared.
+  std::optional<ArtifactLocation> Locate(const CompileJob& job) const override;
   // "nvrtc 13.0"
   std::string toolkit() const override;
 
  private:
   NvrtcCompiler(const Nvrtc* nvrtc, NvrtcCompilerOptions options)
       : nvrtc_(nvrtc), options_(std::move(options)) {}
+  // <cache_dir>/<key>.cubin and .log.
+  absl::StatusOr<ArtifactLocation> LocationOf(const CompileJob& job) const;
   // Runs the helper on the job's main source in `work_dir` (in the sandbox
   // when set); sets `*timed_out` when it was abandoned at the deadline.
   absl::Status RunHelper(const CompileJob& job, const std::string& work_dir,

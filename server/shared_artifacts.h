@@ -1,0 +1,96 @@
+// SharedArtifacts: the coordinator's shelf of compiled configs (cubins,
+// shared objects) that workers publish so that other workers fetch instead of
+// compiling (docs/architecture.md, "Compile once").
+//
+// The rules, enforced here and nowhere else:
+// - An artifact is named by the worker's artifact key (worker/artifact_cache.h:
+//   the SHA-256 of the sources, options, target arch and compiler version),
+//   64 lowercase hex digits; anything else is InvalidArgument.
+// - Artifacts belong to the principal that published them and are served only
+//   to workers of that principal. A principal is the unit of trust (one host,
+//   or every host holding one certificate identity): code compiled by one
+//   principal never runs on another's devices, so a best verified by another
+//   principal is measured from that principal's own compile.
+// - The shelf is a cache, not a record: at most `capacity_bytes` on disk; a
+//   publish beyond it evicts the least recently used artifacts. A lost
+//   artifact costs a compile, nothing else. An artifact over
+//   `max_artifact_bytes` is refused (InvalidArgument).
+// - The first publish of a key wins; a later one of the same key and
+//   principal is acknowledged and dropped (the key names the bytes).
+//
+// On disk: <dir>/<SHA-256 of the principal, 16 hex digits>/<key>, each file a
+// serialized v1::Artifact written with an atomic rename. Open() indexes what
+// an earlier run left.
+#ifndef TUNEFLEET_SERVER_SHARED_ARTIFACTS_H_
+#define TUNEFLEET_SERVER_SHARED_ARTIFACTS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "tunefleet/v1/worker_service.pb.h"
+
+namespace tunefleet::server {
+
+struct SharedArtifactsOptions {
+  std::string dir;  // created when missing
+  // 0 turns sharing off: Get is FailedPrecondition, Put drops the artifact.
+  int64_t capacity_bytes = int64_t{4} << 30;
+  int64_t max_artifact_bytes = int64_t{16} << 20;  // under the gRPC message limit
+};
+
+// Thread-safety: safe for concurrent use. One lock guards the index; file
+// reads and writes happen outside it.
+class SharedArtifacts {
+ public:
+  // Indexes the artifacts an earlier run left under options.dir.
+  // Unavailable when the directory cannot be made or read.
+  static absl::StatusOr<std::unique_ptr<SharedArtifacts>> Open(SharedArtifactsOptions options);
+
+  // Shelves `artifact` as `principal`'s `key`. InvalidArgument for a bad
+  // key or an oversized artifact; Unavailable when the disk refuses it.
+  absl::Status Put(const std::string& principal, const std::string& key,
+                   const v1::Artifact& artifact);
+  // `principal`'s artifact `key`. NotFound when that principal published
+  // none (or it was evicted); InvalidArgument for a bad key;
+  // FailedPrecondition when sharing is off.
+  absl::StatusOr<v1::Artifact> Get(const std::string& principal, const std::string& key);
+
+  bool enabled() const { return options_.capacity_bytes > 0; }
+  // What the shelf holds now.
+  int64_t bytes() const;
+  int64_t count() const;
+
+ private:
+  struct Entry {
+    int64_t bytes = 0;
+    uint64_t last_used = 0;  // a use counter: larger is more recent
+  };
+
+  explicit SharedArtifacts(SharedArtifactsOptions options);
+  absl::Status Index();
+  std::string PathOf(const std::string& principal, const std::string& key) const;
+  // Forgets the least recently used entries until the shelf fits
+  // `capacity_bytes`; returns their paths, for the caller to delete.
+  std::vector<std::string> EvictLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const SharedArtifactsOptions options_;
+  mutable absl::Mutex mu_;
+  // By path relative to dir: "<principal digest>/<key>".
+  absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t uses_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// OK when `key` is 64 lowercase hex digits.
+absl::Status CheckArtifactKey(const std::string& key);
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_SHARED_ARTIFACTS_H_

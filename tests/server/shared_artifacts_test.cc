@@ -1,0 +1,136 @@
+#include "server/shared_artifacts.h"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "common/file_util.h"
+#include "common/sha256.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_support.h"
+
+namespace tunefleet::server {
+namespace {
+
+using ::tunefleet::testing::StatusIs;
+using ::tunefleet::testing::TempDir;
+
+constexpr char kAlice[] = "host:alice";
+constexpr char kBob[] = "host:bob";
+
+std::string Key(const std::string& name) { return Sha256Hex(name); }
+
+v1::Artifact Cubin(const std::string& content, const std::string& log = "") {
+  v1::Artifact artifact;
+  artifact.set_content(content);
+  artifact.set_compile_log(log);
+  return artifact;
+}
+
+std::unique_ptr<SharedArtifacts> Open(const std::string& dir, int64_t capacity = 1 << 20) {
+  SharedArtifactsOptions options;
+  options.dir = dir;
+  options.capacity_bytes = capacity;
+  options.max_artifact_bytes = 4096;
+  absl::StatusOr<std::unique_ptr<SharedArtifacts>> shelf = SharedArtifacts::Open(options);
+  EXPECT_TRUE(shelf.ok()) << shelf.status();
+  return shelf.ok() ? *std::move(shelf) : nullptr;
+}
+
+TEST(SharedArtifactsTest, ServesAnArtifactToItsPrincipalOnly) {
+  TempDir dir;
+  std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
+  ASSERT_OK(shelf->Put(kAlice, Key("a"), Cubin("cubin a", "ptxas: 40 registers")));
+
+  absl::StatusOr<v1::Artifact> got = shelf->Get(kAlice, Key("a"));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->content(), "cubin a");
+  EXPECT_EQ(got->compile_log(), "ptxas: 40 registers");
+  EXPECT_THAT(shelf->Get(kBob, Key("a")).status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(shelf->Get(kAlice, Key("b")).status(), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST(SharedArtifactsTest, TheFirstPublishOfAKeyWins) {
+  TempDir dir;
+  std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
+  ASSERT_OK(shelf->Put(kAlice, Key("a"), Cubin("first")));
+  ASSERT_OK(shelf->Put(kAlice, Key("a"), Cubin("second")));
+  ASSERT_OK(shelf->Put(kBob, Key("a"), Cubin("bob's")));  // Bob's own copy
+  EXPECT_EQ(shelf->Get(kAlice, Key("a"))->content(), "first");
+  EXPECT_EQ(shelf->Get(kBob, Key("a"))->content(), "bob's");
+  EXPECT_EQ(shelf->count(), 2);
+}
+
+TEST(SharedArtifactsTest, RefusesBadKeysAndOversizedArtifacts) {
+  TempDir dir;
+  std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
+  for (const std::string& key : {std::string(""), std::string("../../etc/passwd"),
+                                 Key("a").substr(1), absl::AsciiStrToUpper(Key("a")),
+                                 Key("a") + "0"}) {
+    EXPECT_THAT(shelf->Put(kAlice, key, Cubin("x")), StatusIs(absl::StatusCode::kInvalidArgument))
+        << key;
+    EXPECT_THAT(shelf->Get(kAlice, key).status(), StatusIs(absl::StatusCode::kInvalidArgument))
+        << key;
+  }
+  EXPECT_THAT(shelf->Put(kAlice, Key("big"), Cubin(std::string(5000, 'x'))),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(shelf->count(), 0);
+}
+
+TEST(SharedArtifactsTest, EvictsTheLeastRecentlyUsedBeyondItsCapacity) {
+  TempDir dir;
+  const std::string kilobyte(1000, 'x');
+  const int64_t one = static_cast<int64_t>(Cubin(kilobyte).SerializeAsString().size());
+  std::unique_ptr<SharedArtifacts> shelf = Open(dir.path(), /*capacity=*/3 * one);
+  ASSERT_OK(shelf->Put(kAlice, Key("a"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Put(kAlice, Key("b"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Put(kAlice, Key("c"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Get(kAlice, Key("a")).status());  // b is now the least recent
+  ASSERT_OK(shelf->Put(kAlice, Key("d"), Cubin(kilobyte)));
+
+  EXPECT_THAT(shelf->Get(kAlice, Key("b")).status(), StatusIs(absl::StatusCode::kNotFound));
+  for (const char* kept : {"a", "c", "d"}) EXPECT_OK(shelf->Get(kAlice, Key(kept)).status());
+  EXPECT_EQ(shelf->bytes(), 3 * one);
+  int files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path())) {
+    files += entry.is_regular_file() ? 1 : 0;
+  }
+  EXPECT_EQ(files, 3);  // the evicted file is gone from disk too
+}
+
+TEST(SharedArtifactsTest, ARestartedShelfServesWhatTheLastOneKept) {
+  TempDir dir;
+  ASSERT_OK(Open(dir.path())->Put(kAlice, Key("a"), Cubin("cubin a")));
+  // A temporary file a crashed write left is not an artifact.
+  ASSERT_OK(WriteFileAtomic(dir.path() + "/stray.tmp", "junk"));
+
+  std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
+  EXPECT_EQ(shelf->count(), 1);
+  EXPECT_EQ(shelf->Get(kAlice, Key("a"))->content(), "cubin a");
+}
+
+TEST(SharedArtifactsTest, ADamagedFileIsNotServed) {
+  TempDir dir;
+  std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
+  ASSERT_OK(shelf->Put(kAlice, Key("a"), Cubin("cubin a")));
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path())) {
+    if (entry.is_regular_file()) ASSERT_OK(WriteFileAtomic(entry.path().string(), "\xff\xff"));
+  }
+  EXPECT_THAT(shelf->Get(kAlice, Key("a")).status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_EQ(shelf->count(), 0);
+}
+
+TEST(SharedArtifactsTest, WithNoCapacitySharingIsOff) {
+  TempDir dir;
+  std::unique_ptr<SharedArtifacts> shelf = Open(dir.path(), /*capacity=*/0);
+  EXPECT_FALSE(shelf->enabled());
+  ASSERT_OK(shelf->Put(kAlice, Key("a"), Cubin("cubin a")));  // dropped
+  EXPECT_THAT(shelf->Get(kAlice, Key("a")).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/" + Sha256Hex(kAlice).substr(0, 16)));
+}
+
+}  // namespace
+}  // namespace tunefleet::server

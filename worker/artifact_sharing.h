@@ -1,0 +1,62 @@
+// ArtifactSharing: a Compiler that compiles each config once for the fleet.
+// Before compiling, it asks the coordinator for the artifact the worker's
+// principal may already have shared under the config's key
+// (server/shared_artifacts.h); after compiling, it shares what it made.
+//
+// | the config's artifact                      | Compile                                     |
+// |--------------------------------------------|---------------------------------------------|
+// | in this worker's cache                     | the backend's cache hit (cached)            |
+// | shared by the principal                    | written to the cache, then a hit (fetched)  |
+// | nowhere                                    | compiled, then shared (Put)                 |
+// | backend not shareable (Locate: nullopt)    | the backend's Compile, nothing shared       |
+//
+// Sharing never fails a compile: when the coordinator cannot be reached or
+// refuses, the config is compiled (or the artifact kept) here, and the
+// failure is logged once per kind.
+#ifndef TUNEFLEET_WORKER_ARTIFACT_SHARING_H_
+#define TUNEFLEET_WORKER_ARTIFACT_SHARING_H_
+
+#include <atomic>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "worker/backend.h"
+#include "worker/coordinator.h"
+
+namespace tunefleet::worker {
+
+// Thread-safety: as the wrapped Compiler (Compile from many threads).
+class ArtifactSharing final : public Compiler {
+ public:
+  // REQUIRES: `compiler` and `coordinator` outlive this.
+  ArtifactSharing(Compiler* compiler, Coordinator* coordinator)
+      : compiler_(compiler), coordinator_(coordinator) {}
+
+  absl::StatusOr<CompileOutcome> Compile(const CompileJob& job) override;
+  std::optional<ArtifactLocation> Locate(const CompileJob& job) const override {
+    return compiler_->Locate(job);
+  }
+  std::string toolkit() const override { return compiler_->toolkit(); }
+
+  // Artifacts fetched from and shared with the coordinator so far.
+  int64_t fetched() const { return fetched_.load(); }
+  int64_t shared() const { return shared_.load(); }
+
+ private:
+  // Writes the principal's artifact of `where` into this worker's cache;
+  // false when there is none to fetch.
+  bool Fetch(const ArtifactLocation& where);
+  void Share(const ArtifactLocation& where);
+
+  Compiler* const compiler_;
+  Coordinator* const coordinator_;
+  std::atomic<int64_t> fetched_{0};
+  std::atomic<int64_t> shared_{0};
+  std::atomic<bool> warned_fetch_{false};
+  std::atomic<bool> warned_share_{false};
+};
+
+}  // namespace tunefleet::worker
+
+#endif  // TUNEFLEET_WORKER_ARTIFACT_SHARING_H_
