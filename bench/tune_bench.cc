@@ -56,6 +56,10 @@ struct Flags {
   std::string dataset_dir;  // write each shape's first run here (search_dataset.h)
   std::vector<std::string> worker_flags;  // appended to each worker's command line
   double settle_seconds = 0;  // idle time between the workers' registration and the first job
+  // Before each run after the first, every worker is replaced by a new
+  // process of the same name (principal) with an empty cache: what it does
+  // not compile it fetches from the coordinator's shared artifacts.
+  bool fresh_workers = false;
 };
 
 struct Run {
@@ -272,6 +276,33 @@ absl::Status WaitForWorkers(Client* client, int count) {
       absl::StrCat("fewer than ", count, " workers registered within 60 s"));
 }
 
+// Stops the fleet's workers, waits until the coordinator no longer counts
+// them alive, then starts as many new ones with the same names and empty
+// caches (Flags::fresh_workers).
+absl::Status ReplaceWorkers(Client* client, Fleet* fleet, const Flags& flags) {
+  const int first = fleet->worker_count() - flags.workers;
+  for (int i = first; i < fleet->worker_count(); ++i) fleet->worker(i)->KillAndWait();
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  for (;;) {
+    absl::StatusOr<std::vector<WorkerInfo>> workers = client->ListWorkers();
+    if (workers.ok() && std::none_of(workers->begin(), workers->end(),
+                                     [](const WorkerInfo& w) { return w.alive; })) {
+      break;
+    }
+    if (absl::Now() > deadline) return absl::DeadlineExceededError("stopped workers stay alive");
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  for (int i = 0; i < flags.workers; ++i) {
+    if (absl::StatusOr<int> started = fleet->StartWorker(absl::StrCat("test-worker-", i));
+        !started.ok()) {
+      return started.status();
+    }
+  }
+  RETURN_IF_ERROR(WaitForWorkers(client, flags.workers));
+  absl::SleepFor(absl::Seconds(flags.settle_seconds));
+  return absl::OkStatus();
+}
+
 // Tunes flags.shape `repeat` times and prints the table.
 int TuneShape(const Flags& flags, const KernelBundle& bundle, Client* client, Fleet* fleet,
               const std::string& stats_dir) {
@@ -284,6 +315,12 @@ int TuneShape(const Flags& flags, const KernelBundle& bundle, Client* client, Fl
               "| vs default |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<Run> runs;
   for (int i = 0; i < flags.repeat; ++i) {
+    if (i > 0 && flags.fresh_workers) {
+      if (absl::Status replaced = ReplaceWorkers(client, fleet, flags); !replaced.ok()) {
+        std::cerr << "tune_bench: " << replaced << "\n";
+        return 1;
+      }
+    }
     absl::StatusOr<Run> run = TuneOnce(client, fleet, flags, /*force=*/i > 0, stats_dir);
     if (!run.ok()) {
       std::cerr << "tune_bench: run " << i + 1 << ": " << run.status() << "\n";
@@ -372,6 +409,9 @@ int main(int argc, char** argv) {
   app.add_option("--config-set", flags.config_set, "tune only this named set");
   app.add_option("--workers", flags.workers, "worker processes")->capture_default_str();
   app.add_option("--repeat", flags.repeat, "tune the space this many times")->capture_default_str();
+  app.add_flag("--fresh-workers", flags.fresh_workers,
+               "before each run after the first, replace every worker by a new process of "
+               "the same principal with an empty cache (it fetches what the first compiled)");
   app.add_option("--settle-seconds", flags.settle_seconds,
                  "wait this long after the workers registered before the first job (a fleet "
                  "that has been up a while)")
