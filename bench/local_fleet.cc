@@ -109,7 +109,9 @@ absl::StatusOr<int> Fleet::StartWorker() {
   return StartWorker(absl::StrCat("test-worker-", workers_.size()));
 }
 
-absl::StatusOr<int> Fleet::StartWorker(const std::string& name) {
+absl::StatusOr<int> Fleet::StartWorker(const std::string& name,
+                                       const std::vector<std::string>& extra_flags,
+                                       int compile_threads) {
   const int index = static_cast<int>(workers_.size());
   SubprocessOptions options;
   options.argv = {BinPath("tunefleet-worker"),
@@ -117,7 +119,8 @@ absl::StatusOr<int> Fleet::StartWorker(const std::string& name) {
                   "--cache-dir", absl::StrCat(options_.data_dir, "/worker-cache-", index),
                   "--name", name,
                   "--measure-budget", absl::StrCat(options_.measure_budget),
-                  "--compile-threads", std::to_string(options_.compile_threads),
+                  "--compile-threads",
+                  std::to_string(compile_threads >= 0 ? compile_threads : options_.compile_threads),
                   "--backend", options_.backend,
                   "--metrics-port", "0",
                   "--metrics-host", "127.0.0.1",
@@ -131,6 +134,7 @@ absl::StatusOr<int> Fleet::StartWorker(const std::string& name) {
   }
   options.argv.insert(options.argv.end(), options_.worker_flags.begin(),
                       options_.worker_flags.end());
+  options.argv.insert(options.argv.end(), extra_flags.begin(), extra_flags.end());
   ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> worker, Subprocess::Start(options));
   workers_.push_back(std::move(worker));
   return index;

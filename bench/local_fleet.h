@@ -46,8 +46,12 @@ class Fleet {
   // Starts a worker (named test-worker-<index>: its certificate's identity,
   // or the host that is its principal without TLS); returns its index.
   absl::StatusOr<int> StartWorker();
-  // The same, named `name`: workers of one name are one principal.
-  absl::StatusOr<int> StartWorker(const std::string& name);
+  // The same, named `name` (workers of one name are one principal), with
+  // `extra_flags` after the fleet's worker flags and `compile_threads`
+  // (-1: the fleet's) compile threads.
+  absl::StatusOr<int> StartWorker(const std::string& name,
+                                  const std::vector<std::string>& extra_flags = {},
+                                  int compile_threads = -1);
   Subprocess* worker(int index) { return workers_[index].get(); }
   // Workers started so far (stopped ones included).
   int worker_count() const { return static_cast<int>(workers_.size()); }

@@ -22,6 +22,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "bench/local_fleet.h"
@@ -60,6 +61,11 @@ struct Flags {
   // process of the same name (principal) with an empty cache: what it does
   // not compile it fetches from the coordinator's shared artifacts.
   bool fresh_workers = false;
+  // Compile-only workers (named builder-<i>, trusted as builders) compiling
+  // for --builder-target ahead of the workers.
+  int builders = 0;
+  std::string builder_target = "sm_90";
+  int builder_threads = 0;  // each builder's compile threads; 0: the host's cores
 };
 
 struct Run {
@@ -260,14 +266,19 @@ void PrintSpread(const std::vector<Run>& runs) {
   for (const auto& [config, count] : winners) std::printf("  won %d x  %s\n", count, config.c_str());
 }
 
-// Waits until `count` workers are registered and alive (a worker that finds
-// no device of its backend exits instead).
+// A live worker with devices (not a compile-only builder).
+bool AliveWithDevices(const WorkerInfo& worker) {
+  return worker.alive && !worker.devices.empty();
+}
+
+// Waits until `count` workers with devices are registered and alive (a
+// worker that finds no device of its backend exits instead).
 absl::Status WaitForWorkers(Client* client, int count) {
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   while (absl::Now() < deadline) {
     absl::StatusOr<std::vector<WorkerInfo>> workers = client->ListWorkers();
-    if (workers.ok() && std::count_if(workers->begin(), workers->end(),
-                                      [](const WorkerInfo& w) { return w.alive; }) >= count) {
+    if (workers.ok() &&
+        std::count_if(workers->begin(), workers->end(), AliveWithDevices) >= count) {
       return absl::OkStatus();
     }
     absl::SleepFor(absl::Milliseconds(200));
@@ -285,8 +296,7 @@ absl::Status ReplaceWorkers(Client* client, Fleet* fleet, const Flags& flags) {
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   for (;;) {
     absl::StatusOr<std::vector<WorkerInfo>> workers = client->ListWorkers();
-    if (workers.ok() && std::none_of(workers->begin(), workers->end(),
-                                     [](const WorkerInfo& w) { return w.alive; })) {
+    if (workers.ok() && std::none_of(workers->begin(), workers->end(), AliveWithDevices)) {
       break;
     }
     if (absl::Now() > deadline) return absl::DeadlineExceededError("stopped workers stay alive");
@@ -365,9 +375,24 @@ int Main(const Flags& flags) {
   options.worker_flags = {"--stats-dir", stats_dir};
   options.worker_flags.insert(options.worker_flags.end(), flags.worker_flags.begin(),
                               flags.worker_flags.end());
+  if (flags.builders > 0) {
+    std::vector<std::string> builders;
+    for (int i = 0; i < flags.builders; ++i) builders.push_back(absl::StrCat("host:builder-", i));
+    options.coordinator_flags.push_back(
+        absl::StrCat("--artifact-builders=", absl::StrJoin(builders, ",")));
+  }
   Fleet fleet(options);
   absl::Status started = fleet.StartCoordinator();
-  for (int i = 0; started.ok() && i < flags.workers; ++i) started = fleet.StartWorker().status();
+  for (int i = 0; started.ok() && i < flags.builders; ++i) {
+    started = fleet
+                  .StartWorker(absl::StrCat("builder-", i),
+                               {"--compile-only", "--target", flags.builder_target},
+                               flags.builder_threads)
+                  .status();
+  }
+  for (int i = 0; started.ok() && i < flags.workers; ++i) {
+    started = fleet.StartWorker(absl::StrCat("test-worker-", i)).status();  // ReplaceWorkers' names
+  }
   ClientOptions client_options;
   client_options.target = fleet.address();
   client_options.deadline = std::chrono::seconds(30);
@@ -409,6 +434,14 @@ int main(int argc, char** argv) {
   app.add_option("--config-set", flags.config_set, "tune only this named set");
   app.add_option("--workers", flags.workers, "worker processes")->capture_default_str();
   app.add_option("--repeat", flags.repeat, "tune the space this many times")->capture_default_str();
+  app.add_option("--builders", flags.builders,
+                 "compile-only workers compiling ahead for --builder-target (trusted builders)")
+      ->capture_default_str();
+  app.add_option("--builder-target", flags.builder_target, "the builders' CUDA arch")
+      ->capture_default_str();
+  app.add_option("--builder-threads", flags.builder_threads,
+                 "each builder's compile threads (0: the host's cores)")
+      ->capture_default_str();
   app.add_flag("--fresh-workers", flags.fresh_workers,
                "before each run after the first, replace every worker by a new process of "
                "the same principal with an empty cache (it fetches what the first compiled)");

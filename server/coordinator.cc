@@ -97,6 +97,7 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
                              ? (std::filesystem::path(options.data_dir) / "artifacts").string()
                              : options.artifact_dir;
   artifact_options.capacity_bytes = options.artifact_cache_bytes;
+  artifact_options.builders = options.artifact_builders;
   ASSIGN_OR_RETURN(artifacts_, SharedArtifacts::Open(std::move(artifact_options)));
   quarantine_ = std::make_unique<QuarantineList>(store_.get());
   RETURN_IF_ERROR(quarantine_->Load());

@@ -7,9 +7,11 @@
 #define TUNEFLEET_SERVER_COORDINATOR_H_
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -76,6 +78,9 @@ struct CoordinatorOptions {
   // Most bytes of shared artifacts kept (least recently used go first); 0
   // turns sharing off. Default 4 GiB.
   int64_t artifact_cache_bytes = int64_t{4} << 30;
+  // Principals whose shared artifacts serve every worker (compile-only
+  // builders). Default none.
+  std::vector<std::string> artifact_builders;
   JobManagerOptions jobs;
 };
 

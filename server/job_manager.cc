@@ -19,6 +19,18 @@
 namespace tunefleet::server {
 namespace {
 
+// 10 x major + minor from a CUDA device's limits (90 for sm_90); 0 when
+// they are not there (another backend).
+int ComputeCapability(const google::protobuf::RepeatedPtrField<v1::DeviceLimit>& limits) {
+  int64_t major = 0;
+  int64_t minor = 0;
+  for (const v1::DeviceLimit& limit : limits) {
+    if (limit.name() == "cc_major") major = limit.value();
+    if (limit.name() == "cc_minor") minor = limit.value();
+  }
+  return static_cast<int>(10 * major + minor);
+}
+
 std::string NewJobId(absl::Time now) {
   static std::mt19937_64 rng(std::random_device{}());
   static absl::Mutex rng_mu(absl::kConstInit);
@@ -442,6 +454,40 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
   }
   Flush(std::move(pending));
   return grant;
+}
+
+std::vector<CompileGrant> JobManager::ProposeCompiles(const CompileQuery& query) {
+  int left = query.max_configs > 0 ? std::min(query.max_configs, options_.max_batch_size)
+                                   : options_.batch_size;
+  std::vector<CompileGrant> grants;
+  absl::MutexLock lock(&mu_);
+  for (auto& [sequence, job] : jobs_) {
+    if (left <= 0) break;
+    if (IsFinal(job->view.state()) || job->finishing ||
+        job->spec->kernel().backend() != v1::BACKEND_CUDA) {
+      continue;
+    }
+    for (Target& target : job->targets) {
+      if (left <= 0) break;
+      if (target.trials == nullptr || target.info.toolkit() != query.toolkit ||
+          ComputeCapability(target.info.limits()) != query.compute_capability) {
+        continue;
+      }
+      std::vector<uint64_t> ordinals = target.trials->ProposeAhead(left, options_.compile_ahead);
+      if (ordinals.empty()) continue;
+      CompileGrant& grant = grants.emplace_back();
+      grant.job_id = job->view.id();
+      grant.spec = job->spec;
+      grant.device.set_model(target.info.device_model());
+      grant.device.set_backend(v1::BACKEND_CUDA);
+      *grant.device.mutable_limits() = target.info.limits();
+      for (uint64_t ordinal : ordinals) {
+        grant.configs.push_back(target.trials->space()->ConfigAt(ordinal));
+      }
+      left -= static_cast<int>(ordinals.size());
+    }
+  }
+  return grants;
 }
 
 std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, Lease lease, int max,

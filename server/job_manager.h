@@ -56,6 +56,9 @@ struct JobManagerOptions {
   // ResourceExhausted. Default 2 (a worker measures one lease per device at
   // a time; the second covers a report still on its way).
   int max_leases_per_device = 2;
+  // Most configs of one target proposed ahead for compile-only workers and
+  // not yet leased (TargetTrials::ProposeAhead). Default 32.
+  int compile_ahead = 32;
   // When a job's best is re-measured by another worker before it is served.
   VerifyOptions verify;
   // Largest full (cartesian) space accepted. Default 10,000,000 points.
@@ -111,6 +114,23 @@ struct LeaseGrant {
   // known, and for finalists and verification leases (never cut).
   double best_seconds = 0;
   std::vector<std::pair<uint64_t, v1::Config>> trials;  // ordinal, config
+};
+
+// What a compile-only worker asks for: configs of CUDA targets whose devices
+// have compute capability `compute_capability` (90 for sm_90) and whose
+// toolkit is the worker's.
+struct CompileQuery {
+  std::string toolkit;
+  int compute_capability = 0;
+  int max_configs = 0;  // 0: the batch size
+};
+
+// Configs of one job target to compile ahead of its leases.
+struct CompileGrant {
+  std::string job_id;
+  std::shared_ptr<const v1::JobSpec> spec;  // sources carry digests only
+  v1::Device device;  // the target's model and limits (no id)
+  std::vector<v1::Config> configs;
 };
 
 // Results a worker sends for one lease.
@@ -176,6 +196,12 @@ class JobManager {
   // device holds max_leases_per_device leases already. A candidate best
   // waiting for verification goes only to a device that may verify it.
   absl::StatusOr<std::optional<LeaseGrant>> TryLease(const LeaseQuery& query);
+  // Configs to compile ahead (docs/architecture.md, "Compile once for the
+  // fleet"): up to query.max_configs of running jobs' matching targets,
+  // proposed now and leased later, each handed out here once (at most
+  // compile_ahead per target wait). Empty when nothing matches. A config
+  // proposed ahead is measured like any other; none is reported back.
+  std::vector<CompileGrant> ProposeCompiles(const CompileQuery& query);
   // Stores the reported trials (one transaction) and then records them.
   // Unavailable when the store refused them after its retries: the lease is
   // then returned and its trials are queued again. PermissionDenied for a

@@ -30,6 +30,7 @@ struct Flags {
   std::string data_dir = "tunefleet-data";
   std::string artifact_dir;
   int64_t artifact_cache_mib = 4096;
+  std::vector<std::string> artifact_builders;
   std::string address_file;
   std::string metrics_address_file;
   std::string metrics_listen = "127.0.0.1:9464";
@@ -82,6 +83,11 @@ void AddSecurityFlags(CLI::App& app, Flags& flags) {
                  "trials measured for one principal's jobs over 24 hours (0: no limit)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--artifact-builders", flags.artifact_builders,
+                 "principals (as `tunectl workers` shows them) whose shared artifacts every "
+                 "worker may fetch: compile-only workers the fleet trusts as it trusts its "
+                 "compiler")
+      ->delimiter(',');
 }
 
 void AddVerifyFlags(CLI::App& app, Flags& flags) {
@@ -244,6 +250,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.data_dir = flags.data_dir;
   options.artifact_dir = flags.artifact_dir;
   options.artifact_cache_bytes = flags.artifact_cache_mib << 20;
+  options.artifact_builders = flags.artifact_builders;
   options.metrics_listen = flags.metrics_listen;
   options.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
   if (flags.forget_workers_after_ms > 0) {

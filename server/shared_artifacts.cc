@@ -124,6 +124,15 @@ absl::StatusOr<v1::Artifact> SharedArtifacts::Get(const std::string& principal,
   if (!enabled()) {
     return absl::FailedPreconditionError("the coordinator shares no artifacts");
   }
+  absl::StatusOr<v1::Artifact> own = GetOwn(principal, key);
+  for (size_t i = 0; absl::IsNotFound(own.status()) && i < options_.builders.size(); ++i) {
+    if (options_.builders[i] != principal) own = GetOwn(options_.builders[i], key);
+  }
+  return own;
+}
+
+absl::StatusOr<v1::Artifact> SharedArtifacts::GetOwn(const std::string& principal,
+                                                     const std::string& key) {
   const std::string name = absl::StrCat(PrincipalDir(principal), "/", key);
   {
     absl::MutexLock lock(&mu_);

@@ -11,6 +11,10 @@
 //   or every host holding one certificate identity): code compiled by one
 //   principal never runs on another's devices, so a best verified by another
 //   principal is measured from that principal's own compile.
+// - The one exception is a builder: a principal the operator names
+//   (`--artifact-builders`, typically compile-only workers on CPU hosts)
+//   whose artifacts every principal is served when it has none of its own.
+//   The operator trusts a builder as it trusts the compiler.
 // - The shelf is a cache, not a record: at most `capacity_bytes` on disk; a
 //   publish beyond it evicts the least recently used artifacts. A lost
 //   artifact costs a compile, nothing else. An artifact over
@@ -43,6 +47,9 @@ struct SharedArtifactsOptions {
   // 0 turns sharing off: Get is FailedPrecondition, Put drops the artifact.
   int64_t capacity_bytes = int64_t{4} << 30;
   int64_t max_artifact_bytes = int64_t{16} << 20;  // under the gRPC message limit
+  // Principals whose artifacts serve every principal (in this order, after
+  // the asker's own).
+  std::vector<std::string> builders;
 };
 
 // Thread-safety: safe for concurrent use. One lock guards the index; file
@@ -57,8 +64,8 @@ class SharedArtifacts {
   // key or an oversized artifact; Unavailable when the disk refuses it.
   absl::Status Put(const std::string& principal, const std::string& key,
                    const v1::Artifact& artifact);
-  // `principal`'s artifact `key`. NotFound when that principal published
-  // none (or it was evicted); InvalidArgument for a bad key;
+  // `principal`'s artifact `key`, else a builder's. NotFound when neither
+  // published one (or it was evicted); InvalidArgument for a bad key;
   // FailedPrecondition when sharing is off.
   absl::StatusOr<v1::Artifact> Get(const std::string& principal, const std::string& key);
 
@@ -76,6 +83,8 @@ class SharedArtifacts {
   explicit SharedArtifacts(SharedArtifactsOptions options);
   absl::Status Index();
   std::string PathOf(const std::string& principal, const std::string& key) const;
+  // `principal`'s own artifact `key`: NotFound when it has none.
+  absl::StatusOr<v1::Artifact> GetOwn(const std::string& principal, const std::string& key);
   // Forgets the least recently used entries until the shelf fits
   // `capacity_bytes`; returns their paths, for the caller to delete.
   std::vector<std::string> EvictLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -32,6 +32,10 @@ std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
     requeued_.pop_front();
   }
   const size_t requeued = taken.size();
+  while (static_cast<int>(taken.size()) < max && !ahead_.empty()) {
+    taken.push_back(ahead_.front());
+    ahead_.pop_front();
+  }
   while (static_cast<int>(taken.size()) < max && !ProposalsOver()) {
     std::vector<uint64_t> proposed =
         strategy_->Propose(max - static_cast<int>(taken.size()));
@@ -65,6 +69,24 @@ std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
   return finalist_ordinals_;
 }
 
+std::vector<uint64_t> TargetTrials::ProposeAhead(int max, int limit) {
+  std::vector<uint64_t> proposed;
+  const int room = std::min(max, limit - static_cast<int>(ahead_.size()));
+  while (static_cast<int>(proposed.size()) < room && !ProposalsOver()) {
+    std::vector<uint64_t> batch = strategy_->Propose(room - static_cast<int>(proposed.size()));
+    if (batch.empty()) break;
+    for (uint64_t ordinal : batch) {
+      if (slots_.contains(ordinal) ||
+          std::find(proposed.begin(), proposed.end(), ordinal) != proposed.end()) {
+        continue;  // restored (already measured)
+      }
+      proposed.push_back(ordinal);
+    }
+  }
+  ahead_.insert(ahead_.end(), proposed.begin(), proposed.end());
+  return proposed;
+}
+
 bool TargetTrials::Complete(uint64_t ordinal, const std::string& lease_id,
                             int64_t epoch, const v1::TrialResult& result) {
   if (finals_ == Finals::kLeased && lease_id == finals_lease_ && epoch == finals_epoch_) {
@@ -86,12 +108,13 @@ bool TargetTrials::ProposalsOver() const {
 }
 
 bool TargetTrials::SearchOver() const {
-  return requeued_.empty() && leased_ == 0 && ProposalsOver();
+  return requeued_.empty() && ahead_.empty() && leased_ == 0 && ProposalsOver();
 }
 
 void TargetTrials::StopSearch(v1::StopReason reason) {
   if (ProposalsOver()) return;
   stopped_ = reason;
+  ahead_.clear();
   MaybeStartFinals();
 }
 
@@ -254,7 +277,8 @@ bool TargetTrials::Finished() const {
 }
 
 bool TargetTrials::HasWork() const {
-  return !requeued_.empty() || !ProposalsOver() || finals_ == Finals::kWaiting;
+  return !requeued_.empty() || !ahead_.empty() || !ProposalsOver() ||
+         finals_ == Finals::kWaiting;
 }
 
 int64_t TargetTrials::total() const {

@@ -48,6 +48,17 @@ class TargetTrials {
   std::vector<uint64_t> Take(int max, const std::string& lease_id,
                              int64_t epoch, bool* finalists);
 
+  // Proposes up to `max` configs before any device asks for them, so that
+  // compile-only workers compile them first (docs/architecture.md, "Compile
+  // once for the fleet"). Returns only configs never returned here before;
+  // they wait, and Take hands them out after the configs queued again, in
+  // the order proposed (the plateau rule counts them then). At most `limit`
+  // configs wait proposed ahead; none are proposed once the search is over.
+  // A learning strategy proposes them from the results it has now.
+  std::vector<uint64_t> ProposeAhead(int max, int limit);
+  // Configs proposed ahead and not yet handed out.
+  int64_t ahead() const { return static_cast<int64_t>(ahead_.size()); }
+
   // Records `result` when `ordinal` is still held by (lease_id, epoch).
   // Returns false, changing nothing, for a stale or duplicate report.
   bool Complete(uint64_t ordinal, const std::string& lease_id, int64_t epoch,
@@ -72,8 +83,9 @@ class TargetTrials {
   void Restore(uint64_t ordinal, const v1::TrialResult& result);
 
   // Ends the search for `reason` (a stop rule): the strategy is asked for
-  // nothing more; configs leased or queued again finish, then the finalists
-  // round runs as after any search. The first reason stands; a search that
+  // nothing more; configs leased or queued again finish (those proposed
+  // ahead and never handed out are dropped), then the finalists round runs
+  // as after any search. The first reason stands; a search that
   // ended on its own is not changed.
   // REQUIRES: `reason` is TIME_BUDGET or PLATEAU.
   void StopSearch(v1::StopReason reason);
@@ -131,6 +143,7 @@ class TargetTrials {
   std::optional<uint64_t> default_ordinal_;
   absl::flat_hash_map<uint64_t, Slot> slots_;
   std::deque<uint64_t> requeued_;
+  std::deque<uint64_t> ahead_;  // proposed before a lease asked (ProposeAhead)
   int64_t leased_ = 0;
   int64_t done_ = 0;
   std::vector<TrialOutcome> fastest_;  // sorted, capped

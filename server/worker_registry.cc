@@ -23,8 +23,11 @@ int WorkerRegistry::Prune() {
 
 absl::StatusOr<std::string> WorkerRegistry::Register(
     const WorkerRegistration& request) {
-  if (request.devices.empty()) {
+  if (request.devices.empty() && request.compile_target.empty()) {
     return absl::InvalidArgumentError("worker registers no devices");
+  }
+  if (!request.devices.empty() && !request.compile_target.empty()) {
+    return absl::InvalidArgumentError("a compile-only worker registers no devices");
   }
   for (const v1::Device& device : request.devices) {
     if (device.id().empty() || device.model().empty() ||
@@ -46,6 +49,7 @@ absl::StatusOr<std::string> WorkerRegistry::Register(
   entry.info.mutable_devices()->Assign(request.devices.begin(), request.devices.end());
   entry.info.set_toolkit(request.toolkit);
   entry.info.set_principal(request.principal);
+  entry.info.set_compile_target(request.compile_target);
   entry.principal = request.principal;
   entry.last_seen = clock_();
   return id;
@@ -114,6 +118,17 @@ std::vector<LiveDevice> WorkerRegistry::LiveDevices(const std::string& model,
     }
   }
   return out;
+}
+
+absl::StatusOr<v1::WorkerInfo> WorkerRegistry::Info(const std::string& worker_id) {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register again"));
+  }
+  v1::WorkerInfo info = it->second.info;
+  info.set_alive(IsAlive(it->second));
+  return info;
 }
 
 absl::StatusOr<std::string> WorkerRegistry::PrincipalOf(const std::string& worker_id) {

@@ -32,6 +32,8 @@ struct WorkerRegistration {
   // Who the worker is, as the transport established it: what provenance
   // records, and what verification and quarantine are about. Not empty.
   std::string principal;
+  // A compile-only worker: no devices, the CUDA arch it compiles for.
+  std::string compile_target;
 };
 
 // A live device able to run a (model, toolkit) target, with its principal.
@@ -75,6 +77,8 @@ class WorkerRegistry {
   // The principal of a registered worker; NotFound for an unknown one.
   absl::StatusOr<std::string> PrincipalOf(const std::string& worker_id);
   std::vector<v1::WorkerInfo> List();
+  // A registered worker as List shows it; NotFound for an unknown one.
+  absl::StatusOr<v1::WorkerInfo> Info(const std::string& worker_id);
   bool Alive(const std::string& worker_id);
   // Forgets workers silent for `forget_after`; returns how many. A forgotten
   // worker that calls again is told to register again.

@@ -1,6 +1,11 @@
 #include "server/worker_service.h"
 
+#include <optional>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "common/grpc_status.h"
 #include "server/auth_processor.h"
 
@@ -46,6 +51,15 @@ std::string PrincipalOf(grpc::ServerContext* context, const v1::RegisterWorkerRe
   return request.host().empty() ? std::string("host:unnamed") : "host:" + request.host();
 }
 
+// 90 for "sm_90" or "sm_90a"; nullopt for anything else.
+std::optional<int> ComputeCapabilityOf(absl::string_view arch) {
+  if (!absl::ConsumePrefix(&arch, "sm_")) return std::nullopt;
+  absl::ConsumeSuffix(&arch, "a");
+  int value = 0;
+  if (arch.size() < 2 || arch.size() > 3 || !absl::SimpleAtoi(arch, &value)) return std::nullopt;
+  return value;
+}
+
 ResultReport FromProto(const v1::ReportResultsRequest& request) {
   ResultReport report;
   report.worker_id = request.worker_id();
@@ -79,9 +93,15 @@ WorkerServiceImpl::WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers,
 grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
                                                const v1::RegisterWorkerRequest* request,
                                                v1::RegisterWorkerResponse* response) {
+  if (!request->compile_target().empty() &&
+      !ComputeCapabilityOf(request->compile_target()).has_value()) {
+    return ToGrpcStatus(absl::InvalidArgumentError(
+        "compile_target is a CUDA arch: sm_ and its compute capability (sm_90, sm_90a)"));
+  }
   WorkerRegistration registration{request->host(),
                                   {request->devices().begin(), request->devices().end()},
-                                  request->toolkit(), PrincipalOf(context, *request)};
+                                  request->toolkit(), PrincipalOf(context, *request),
+                                  request->compile_target()};
   absl::StatusOr<std::string> id = workers_->Register(registration);
   if (!id.ok()) return ToGrpcStatus(id.status());
   jobs_->OnWorkerRegistered();
@@ -225,6 +245,43 @@ grpc::Status WorkerServiceImpl::PutArtifact(grpc::ServerContext* context,
   if (!principal.ok()) return ToGrpcStatus(principal.status());
   if (request->artifact().content().empty()) return MissingField("artifact.content");
   return ToGrpcStatus(artifacts_->Put(*principal, request->key(), request->artifact()));
+}
+
+grpc::Status WorkerServiceImpl::GetCompileWork(grpc::ServerContext* context,
+                                               const v1::GetCompileWorkRequest* request,
+                                               v1::GetCompileWorkResponse* response) {
+  if (request->worker_id().empty()) return MissingField("worker_id");
+  if (request->max_configs() < 0) {
+    return ToGrpcStatus(absl::InvalidArgumentError("max_configs must not be negative"));
+  }
+  if (absl::Status own = CheckActsFor(*context, request->worker_id()); !own.ok()) {
+    return ToGrpcStatus(own);
+  }
+  absl::StatusOr<v1::WorkerInfo> worker = workers_->Info(request->worker_id());
+  if (!worker.ok()) return ToGrpcStatus(worker.status());
+  const std::optional<int> capability = ComputeCapabilityOf(worker->compile_target());
+  if (!capability.has_value()) {
+    return ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
+        "worker ", request->worker_id(), " did not register compile-only")));
+  }
+  workers_->Touch(request->worker_id());
+  CompileQuery query{worker->toolkit(), *capability, request->max_configs()};
+  for (CompileGrant& grant : jobs_->ProposeCompiles(query)) {
+    v1::CompileWork* work = response->add_work();
+    work->set_job_id(grant.job_id);
+    *work->mutable_kernel() = grant.spec->kernel();
+    *work->mutable_shape() = grant.spec->shape();
+    *work->mutable_device() = std::move(grant.device);
+    for (const v1::SourceFile& file : grant.spec->sources()) {
+      v1::SourceFile* source = work->add_sources();
+      *source = file;
+      absl::StatusOr<std::string> content = blobs_->Get(file.digest());
+      if (!content.ok()) return ToGrpcStatus(content.status());
+      source->set_content(*std::move(content));
+    }
+    for (v1::Config& config : grant.configs) *work->add_configs() = std::move(config);
+  }
+  return grpc::Status::OK;
 }
 
 }  // namespace tunefleet::server

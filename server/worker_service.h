@@ -56,6 +56,11 @@ class WorkerServiceImpl final : public WorkerServiceBase {
                            v1::GetArtifactResponse* response) override;
   grpc::Status PutArtifact(grpc::ServerContext* context, const v1::PutArtifactRequest* request,
                            v1::PutArtifactResponse* response) override;
+  // Configs for a compile-only worker (JobManager::ProposeCompiles), with
+  // their sources' contents.
+  grpc::Status GetCompileWork(grpc::ServerContext* context,
+                              const v1::GetCompileWorkRequest* request,
+                              v1::GetCompileWorkResponse* response) override;
 
  private:
   // OK unless the caller authenticated with a certificate other than the

@@ -32,6 +32,9 @@ class Coordinator {
   // none was (SharedArtifacts, on the coordinator).
   virtual absl::StatusOr<v1::Artifact> GetArtifact(const std::string& key) = 0;
   virtual absl::Status PutArtifact(const std::string& key, const v1::Artifact& artifact) = 0;
+  // Configs to compile ahead, for a worker registered compile-only.
+  virtual absl::StatusOr<v1::GetCompileWorkResponse> GetCompileWork(
+      const v1::GetCompileWorkRequest& request) = 0;
   // Ends LeaseWork long-polls in flight (they return Cancelled) and makes
   // later ones return at once; other calls are unaffected. For shutdown.
   virtual void InterruptLeaseWaits() = 0;

@@ -104,6 +104,11 @@ class GrpcCoordinator : public Coordinator {
     return Unary(&v1::WorkerService::Stub::PutArtifact, request, options_.call_timeout).status();
   }
 
+  absl::StatusOr<v1::GetCompileWorkResponse> GetCompileWork(
+      const v1::GetCompileWorkRequest& request) override {
+    return Unary(&v1::WorkerService::Stub::GetCompileWork, request, options_.call_timeout);
+  }
+
   void InterruptLeaseWaits() override {
     absl::MutexLock lock(&mu_);
     interrupted_ = true;

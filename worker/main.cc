@@ -40,6 +40,7 @@
 #include "worker/prometheus_metrics.h"
 #include "worker/idle_meter.h"
 #include "worker/artifact_sharing.h"
+#include "worker/compile_only.h"
 #include "worker/ncu_profiler.h"
 #include "worker/ncu_report.h"
 #include "common/subprocess.h"
@@ -84,6 +85,8 @@ struct Flags {
   bool insecure = false;
   std::string ncu;  // "": `ncu` from PATH, else /usr/local/cuda/bin/ncu; "none": no profiling
   bool share_artifacts = true;
+  bool compile_only = false;
+  std::string target;  // --compile-only: the CUDA arch, "sm_90"
 };
 
 // The ncu binary profile leases use, with its version; {"", ""} when this
@@ -224,6 +227,64 @@ absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> StartMetrics(
   return metrics;
 }
 
+absl::StatusOr<std::unique_ptr<Coordinator>> Link(const Flags& flags) {
+  CoordinatorLinkOptions link_options;
+  link_options.security.insecure = flags.insecure;
+  link_options.security.ca_file = flags.tls_ca;
+  link_options.security.cert_file = flags.tls_cert;
+  link_options.security.key_file = flags.tls_key;
+  return CreateGrpcCoordinator(flags.coordinator, link_options);
+}
+
+// --compile-only: no devices, no benchmark children; compiles what the
+// coordinator proposes ahead for --target and shares it (CompileOnlyWorker).
+int RunCompileOnly(const Flags& flags, v1::Backend backend, const Sandbox& sandbox,
+                   const sigset_t& stop_signals) {
+  if (backend != v1::BACKEND_CUDA || flags.target.empty()) {
+    spdlog::critical("--compile-only compiles CUDA kernels: give --backend cuda and --target "
+                     "sm_XY (CPU code is built for the host that runs it)");
+    return 1;
+  }
+  CompilerOptions compiler_options;
+  compiler_options.cache_dir = flags.cache_dir;
+  compiler_options.timeout = absl::Seconds(flags.compile_timeout);
+  compiler_options.sandbox = sandbox;
+  absl::StatusOr<std::unique_ptr<Compiler>> compiler = CreateCompiler(backend, compiler_options);
+  if (!compiler.ok()) {
+    spdlog::critical("no compiler: {}", compiler.status().ToString());
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<Coordinator>> coordinator = Link(flags);
+  if (!coordinator.ok()) {
+    spdlog::critical("{}", std::string(coordinator.status().message()));
+    return 2;
+  }
+  ArtifactSharing sharing(compiler->get(), coordinator->get());
+  const int threads = CompileThreads(flags, nullptr);
+  CompilePool pool(&sharing, threads);
+  CompileOnlyOptions options;
+  options.host = flags.name.empty() ? HostName() : flags.name;
+  options.toolkit = (*compiler)->toolkit();
+  options.target = flags.target;
+  options.version = kVersion;
+  options.max_configs = 2 * threads;
+  CompileOnlyWorker worker(options, coordinator->get(), &pool);
+  std::thread([&worker, stop_signals] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    spdlog::info("received {}", strsignal(signal_number));
+    worker.Stop();
+    sigwait(&stop_signals, &signal_number);
+    std::_Exit(128 + signal_number);
+  }).detach();
+  spdlog::info("tunefleet-worker {}: compile-only for {} ({}, {} threads) from {}", options.host,
+               flags.target, options.toolkit, threads, flags.coordinator);
+  worker.Run();
+  spdlog::info("stopped: {} configs compiled or fetched, {} shared, {} fetched",
+               worker.compiled(), sharing.shared(), sharing.fetched());
+  return 0;
+}
+
 int RunDaemon(const Flags& flags, v1::Backend backend) {
   sigset_t stop_signals;
   BlockStopSignals(&stop_signals);
@@ -232,6 +293,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
     spdlog::critical("{}", std::string(sandbox.status().message()));
     return 1;
   }
+  if (flags.compile_only) return RunCompileOnly(flags, backend, *sandbox, stop_signals);
 
   if (backend == v1::BACKEND_PYTHON) {
     // Before discovery, which asks the probe for the GPUs; they carry no
@@ -267,13 +329,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
     return 1;
   }
   WorkerMetrics* const sink = metrics->get();
-  CoordinatorLinkOptions link_options;
-  link_options.security.insecure = flags.insecure;
-  link_options.security.ca_file = flags.tls_ca;
-  link_options.security.cert_file = flags.tls_cert;
-  link_options.security.key_file = flags.tls_key;
-  absl::StatusOr<std::unique_ptr<Coordinator>> link =
-      CreateGrpcCoordinator(flags.coordinator, link_options);
+  absl::StatusOr<std::unique_ptr<Coordinator>> link = Link(flags);
   if (!link.ok()) {
     spdlog::critical("{}", std::string(link.status().message()));
     return 2;
@@ -386,6 +442,11 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", flags.cache_dir,
                  "artifact and source cache (default ~/.cache/tunefleet-worker)");
   app.add_option("--max-trials", flags.max_trials, "trials per lease (0 = coordinator's)");
+  app.add_flag("--compile-only", flags.compile_only,
+               "no devices: compile the configs the coordinator proposes ahead for --target "
+               "and share them, so GPU workers fetch instead of compiling (--backend cuda)");
+  app.add_option("--target", flags.target,
+                 "--compile-only: the CUDA arch to compile for, e.g. sm_90");
   app.add_flag("--share-artifacts,!--no-share-artifacts", flags.share_artifacts,
                "fetch compiled configs that workers of this worker's principal shared "
                "through the coordinator, and share those compiled here (default: on)");

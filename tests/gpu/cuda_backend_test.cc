@@ -244,6 +244,10 @@ class Shelf final : public Coordinator {
   absl::StatusOr<std::string> GetBlob(const std::string&) override {
     return absl::UnimplementedError("shelf");
   }
+  absl::StatusOr<v1::GetCompileWorkResponse> GetCompileWork(
+      const v1::GetCompileWorkRequest&) override {
+    return absl::UnimplementedError("shelf");
+  }
   void InterruptLeaseWaits() override {}
 
  private:

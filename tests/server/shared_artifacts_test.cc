@@ -52,6 +52,24 @@ TEST(SharedArtifactsTest, ServesAnArtifactToItsPrincipalOnly) {
   EXPECT_THAT(shelf->Get(kAlice, Key("b")).status(), StatusIs(absl::StatusCode::kNotFound));
 }
 
+TEST(SharedArtifactsTest, ABuildersArtifactsServeEveryPrincipalAfterItsOwn) {
+  TempDir dir;
+  SharedArtifactsOptions options;
+  options.dir = dir.path();
+  options.builders = {"host:builder"};
+  absl::StatusOr<std::unique_ptr<SharedArtifacts>> shelf = SharedArtifacts::Open(options);
+  ASSERT_OK(shelf);
+  ASSERT_OK((*shelf)->Put("host:builder", Key("a"), Cubin("built")));
+  ASSERT_OK((*shelf)->Put(kBob, Key("a"), Cubin("bob's")));
+  EXPECT_EQ((*shelf)->Get(kAlice, Key("a"))->content(), "built");
+  EXPECT_EQ((*shelf)->Get(kBob, Key("a"))->content(), "bob's");  // its own first
+  // Alice's artifacts serve neither Bob nor the builder.
+  ASSERT_OK((*shelf)->Put(kAlice, Key("b"), Cubin("alice's")));
+  EXPECT_THAT((*shelf)->Get(kBob, Key("b")).status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT((*shelf)->Get("host:builder", Key("b")).status(),
+              StatusIs(absl::StatusCode::kNotFound));
+}
+
 TEST(SharedArtifactsTest, TheFirstPublishOfAKeyWins) {
   TempDir dir;
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());

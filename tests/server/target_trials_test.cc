@@ -169,5 +169,58 @@ TEST_F(TargetTrialsTest, AnExhaustiveSearchEndsWithTheSpaceExhausted) {
   EXPECT_EQ(trials->stop_reason(), v1::STOP_REASON_SPACE_EXHAUSTED);
 }
 
+TEST_F(TargetTrialsTest, ConfigsProposedAheadAreLeasedFirstAndOnlyOnce) {
+  // The random sample of 6: proposed ahead in two calls, never twice.
+  std::vector<uint64_t> first = trials_->ProposeAhead(2, /*limit=*/4);
+  std::vector<uint64_t> second = trials_->ProposeAhead(4, /*limit=*/4);
+  ASSERT_EQ(first.size(), 2u);
+  ASSERT_EQ(second.size(), 2u);  // the limit: 4 wait ahead
+  EXPECT_TRUE(trials_->ProposeAhead(4, /*limit=*/4).empty());
+  EXPECT_EQ(trials_->ahead(), 4);
+  std::set<uint64_t> ahead(first.begin(), first.end());
+  ahead.insert(second.begin(), second.end());
+  EXPECT_EQ(ahead.size(), 4u);
+
+  // A lease takes the configs proposed ahead first, in their order, then
+  // new proposals; nothing is handed out twice.
+  bool finalists = false;
+  std::vector<uint64_t> leased = trials_->Take(3, "a", 1, &finalists);
+  EXPECT_EQ(leased, (std::vector<uint64_t>{first[0], first[1], second[0]}));
+  EXPECT_EQ(trials_->ahead(), 1);
+  std::vector<uint64_t> rest = trials_->Take(10, "b", 2, &finalists);
+  ASSERT_EQ(rest.size(), 3u);  // the one left ahead, then the last 2 of the sample
+  EXPECT_EQ(rest[0], second[1]);
+  std::set<uint64_t> all(leased.begin(), leased.end());
+  all.insert(rest.begin(), rest.end());
+  EXPECT_EQ(all.size(), 6u);
+  EXPECT_TRUE(trials_->ProposeAhead(4, 4).empty());  // the sample is spent
+}
+
+TEST_F(TargetTrialsTest, ConfigsProposedAheadKeepTheSearchOpenUntilLeased) {
+  std::unique_ptr<TargetTrials> trials = Exhaustive(/*plateau=*/0, /*finalists=*/0);
+  bool finalists = false;
+  std::vector<uint64_t> all = trials->Take(100000, "a", 1, &finalists);
+  ASSERT_GT(all.size(), 1u);
+  for (size_t i = 1; i < all.size(); ++i) trials->Complete(all[i], "a", 1, Ok(1e-3));
+  // One config back in the queue: nothing new to propose ahead.
+  ASSERT_TRUE(trials->Release(all[0], "a", 1, /*expired=*/true) == std::nullopt);
+  EXPECT_TRUE(trials->ProposeAhead(8, 8).empty());
+  EXPECT_TRUE(trials->HasWork());
+}
+
+TEST_F(TargetTrialsTest, AStopRuleDropsConfigsProposedAheadButNotLeased) {
+  std::unique_ptr<TargetTrials> trials = Exhaustive(/*plateau=*/0, /*finalists=*/0);
+  bool finalists = false;
+  std::vector<uint64_t> out = trials->Take(2, "a", 1, &finalists);
+  ASSERT_EQ(trials->ProposeAhead(3, 8).size(), 3u);
+  EXPECT_TRUE(trials->HasWork());
+  trials->StopSearch(v1::STOP_REASON_TIME_BUDGET);
+  EXPECT_EQ(trials->ahead(), 0);
+  EXPECT_TRUE(trials->Take(3, "b", 2, &finalists).empty());
+  for (uint64_t ordinal : out) trials->Complete(ordinal, "a", 1, Ok(1e-3));
+  EXPECT_TRUE(trials->Finished());
+  EXPECT_EQ(trials->total(), 2);
+}
+
 }  // namespace
 }  // namespace tunefleet::server

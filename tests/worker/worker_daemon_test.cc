@@ -127,6 +127,10 @@ class FakeCoordinator : public Coordinator {
   absl::Status PutArtifact(const std::string&, const v1::Artifact&) override {
     return absl::OkStatus();
   }
+  absl::StatusOr<v1::GetCompileWorkResponse> GetCompileWork(
+      const v1::GetCompileWorkRequest&) override {
+    return absl::UnimplementedError("no compile-only workers here");
+  }
 
   void InterruptLeaseWaits() override {
     absl::MutexLock lock(&mu_);
@@ -391,7 +395,9 @@ TEST_F(WorkerDaemonTest, ALeaseCancelledWhileHeldAheadIsNeverMeasured) {
                                                 absl::Seconds(60)));
   EXPECT_EQ(coordinator_.results_.count(100), 0u);
   for (const v1::ReportResultsRequest& report : coordinator_.reports_) {
-    if (report.lease_id() == "lease-2") EXPECT_EQ(report.trials_size(), 0);
+    if (report.lease_id() == "lease-2") {
+      EXPECT_EQ(report.trials_size(), 0);
+    }
   }
   for (int i = 0; i < 16; ++i) EXPECT_EQ(coordinator_.times_reported_[i], 1) << i;
 }

@@ -264,9 +264,15 @@ absl::Status NvrtcCompiler::RunHelper(const CompileJob& job, const std::string& 
 }
 
 absl::StatusOr<ArtifactLocation> NvrtcCompiler::LocationOf(const CompileJob& job) const {
-  // The key sees a placeholder for the per-compile source directory, whose
-  // contents it hashes instead.
+  // The key sees placeholders for the per-compile source directory, whose
+  // contents it hashes instead, and for CUDA's headers, which NVRTC's version
+  // (also in the key) decides wherever a host keeps them: hosts share cubins
+  // (worker/artifact_sharing.h).
   ASSIGN_OR_RETURN(std::vector<std::string> key_options, NvrtcOptionsFor(job, "<src>"));
+  if (const std::string include = CudaIncludeDir(); !include.empty()) {
+    std::replace(key_options.begin(), key_options.end(), absl::StrCat("-I", include),
+                 std::string("-I<cuda-include>"));
+  }
   ArtifactLocation where;
   where.key = CacheKey(*nvrtc_, job, key_options);
   where.artifact_path = (fs::path(options_.cache_dir) / (where.key + ".cubin")).string();
