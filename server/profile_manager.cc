@@ -20,6 +20,18 @@ std::shared_ptr<const v1::JobSpec> WithoutContents(v1::JobSpec spec) {
   return std::make_shared<const v1::JobSpec>(std::move(spec));
 }
 
+// The config a stored request row asks for, as Request answered it.
+v1::KernelProfile Pending(const ProfileRequestRecord& row) {
+  v1::KernelProfile config;
+  config.set_config_text(row.config);
+  config.set_device_model(row.device_model);
+  config.set_tuning_key(row.tuning_key);
+  config.set_rank(row.rank);
+  config.set_median_seconds(row.median_seconds);
+  config.set_pending(true);
+  return config;
+}
+
 bool Ranks(const TrialRecord& trial) {
   return trial.status == v1::TRIAL_STATUS_OK && !trial.excluded && !trial.cut_early &&
          trial.median_seconds > 0;
@@ -236,13 +248,7 @@ absl::StatusOr<std::vector<std::unique_ptr<ProfileManager::Queued>>> ProfileMana
       request->stored = true;
       queued.push_back(std::move(request));
     }
-    v1::KernelProfile& config = queued.back()->configs.emplace_back();
-    config.set_config_text(row.config);
-    config.set_device_model(row.device_model);
-    config.set_tuning_key(row.tuning_key);
-    config.set_rank(row.rank);
-    config.set_median_seconds(row.median_seconds);
-    config.set_pending(true);
+    queued.back()->configs.push_back(Pending(row));
     queued.back()->done.push_back(false);
   }
   return queued;
