@@ -49,7 +49,7 @@
 
 // profile_requests: ProfileRequestRecord, keyed by (job_id, tuning_key,
 // config).
-#define TF_PROFILE_REQUEST_COLUMNS                                     \
+#define TF_PROFILE_REQUEST_COLUMNS                            \
   "job_id, tuning_key, device_model, toolkit, config, rank, " \
   "median_seconds, requested_unix_ms"
 
