@@ -113,7 +113,7 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
                                                       metrics_.get(), transfer_.get());
   profiles_ = std::make_unique<ProfileManager>(
       store_.get(), [jobs = jobs_.get()](const std::string& id) { return jobs->Get(id); },
-      workers_.get(), clock, options.jobs.lease_ttl, quarantine_.get());
+      workers_.get(), clock, options.jobs.lease_ttl, quarantine_.get(), metrics_.get());
   // A profile request waits for one device of its model: it goes first.
   long_polls_ = std::make_unique<LongPolls>(
       [jobs = jobs_.get(), profiles = profiles_.get()](const LeaseQuery& query)
@@ -125,6 +125,7 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   jobs_->SetWorkListener([polls = long_polls_.get()] { polls->Notify(); });
   profiles_->SetWorkListener([polls = long_polls_.get()] { polls->Notify(); });
   RETURN_IF_ERROR(jobs_->Recover());
+  RETURN_IF_ERROR(profiles_->Recover());
   history_ = std::make_unique<JobHistory>(store_.get(), jobs_.get());
   tuning_service_ = std::make_unique<TuningServiceImpl>(jobs_.get(), workers_.get(),
                                                         index_.get(), history_.get(),

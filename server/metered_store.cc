@@ -162,6 +162,14 @@ absl::StatusOr<std::vector<ProfileRecord>> MeteredStore::ListProfiles(const std:
   return Timed("ListProfiles", [&] { return store_->ListProfiles(job_id); });
 }
 
+absl::Status MeteredStore::PutProfileRequests(const std::vector<ProfileRequestRecord>& requests) {
+  return Timed("PutProfileRequests", [&] { return store_->PutProfileRequests(requests); });
+}
+
+absl::StatusOr<std::vector<ProfileRequestRecord>> MeteredStore::ListProfileRequests() {
+  return Timed("ListProfileRequests", [&] { return store_->ListProfileRequests(); });
+}
+
 absl::Status MeteredStore::CheckHealth() {
   return Timed("CheckHealth", [&] { return store_->CheckHealth(); });
 }

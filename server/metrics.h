@@ -60,6 +60,11 @@ class CoordinatorMetrics {
   // A job's search ended (the job finished, failed or was cancelled), for
   // `reason`.
   virtual void SearchFinished(v1::StopReason reason) = 0;
+  // Configs of profile requests waiting for a worker or leased, now.
+  virtual void ProfilesPending(int64_t configs) = 0;
+  // A profile was stored: with the counters read (`read`), or with the
+  // reason none could be.
+  virtual void ProfileStored(bool read) = 0;
 };
 
 // Not final: a test records what it needs by overriding a method or two.
@@ -82,6 +87,8 @@ class NullMetrics : public CoordinatorMetrics {
   void CallFinished(absl::string_view, absl::StatusCode, absl::Duration) override {}
   void QueuedTrials(const std::vector<std::pair<std::string, int64_t>>&) override {}
   void SearchFinished(v1::StopReason) override {}
+  void ProfilesPending(int64_t) override {}
+  void ProfileStored(bool) override {}
 };
 
 }  // namespace tunefleet::server

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/config_text.h"
 #include "common/status_macros.h"
+#include "spdlog/spdlog.h"
 
 namespace tunefleet::server {
 namespace {
@@ -17,6 +18,18 @@ constexpr absl::string_view kLeasePrefix = "profile-";
 std::shared_ptr<const v1::JobSpec> WithoutContents(v1::JobSpec spec) {
   for (v1::SourceFile& file : *spec.mutable_sources()) file.clear_content();
   return std::make_shared<const v1::JobSpec>(std::move(spec));
+}
+
+// The config a stored request row asks for, as Request answered it.
+v1::KernelProfile Pending(const ProfileRequestRecord& row) {
+  v1::KernelProfile config;
+  config.set_config_text(row.config);
+  config.set_device_model(row.device_model);
+  config.set_tuning_key(row.tuning_key);
+  config.set_rank(row.rank);
+  config.set_median_seconds(row.median_seconds);
+  config.set_pending(true);
+  return config;
 }
 
 bool Ranks(const TrialRecord& trial) {
@@ -35,6 +48,8 @@ struct ProfileManager::Queued {
   std::string toolkit;
   std::vector<v1::KernelProfile> configs;  // rank order
   std::vector<bool> done;
+  // False while Request writes its rows: nobody may lease, list or count it.
+  bool stored = false;
   // Set while a worker holds it.
   std::string lease_id;
   int64_t epoch = 0;
@@ -45,13 +60,15 @@ struct ProfileManager::Queued {
 
 ProfileManager::ProfileManager(Store* store, JobLookup jobs, WorkerRegistry* workers,
                                Clock clock, absl::Duration lease_ttl,
-                               const QuarantineList* quarantine)
+                               const QuarantineList* quarantine,
+                               CoordinatorMetrics* metrics)
     : store_(store),
       jobs_(std::move(jobs)),
       workers_(workers),
       clock_(std::move(clock)),
       lease_ttl_(lease_ttl),
       quarantine_(quarantine),
+      metrics_(metrics),
       next_epoch_(absl::ToUnixMillis(clock_())) {}
 
 ProfileManager::~ProfileManager() = default;
@@ -108,8 +125,12 @@ absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::Request(
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job_id, " measured no config of its own to profile"));
   }
-  absl::StatusOr<std::vector<v1::KernelProfile>> answer = Enqueue(job_id, std::move(queued));
-  if (answer.ok() && work_listener_) work_listener_();
+  std::vector<ProfileRequestRecord> rows = RequestRows(queued, absl::ToUnixMillis(clock_()));
+  ASSIGN_OR_RETURN(std::vector<v1::KernelProfile> answer, Reserve(job_id, std::move(queued)));
+  const absl::Status written = store_->PutProfileRequests(rows);
+  Settle(job_id, written.ok());
+  RETURN_IF_ERROR(written);
+  if (work_listener_) work_listener_();
   return answer;
 }
 
@@ -139,7 +160,21 @@ absl::StatusOr<std::vector<std::unique_ptr<ProfileManager::Queued>>> ProfileMana
   return queued;
 }
 
-absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::Enqueue(
+std::vector<ProfileRequestRecord> ProfileManager::RequestRows(
+    const std::vector<std::unique_ptr<Queued>>& queued, int64_t now_unix_ms) {
+  std::vector<ProfileRequestRecord> rows;
+  for (const auto& request : queued) {
+    for (const v1::KernelProfile& config : request->configs) {
+      rows.push_back(ProfileRequestRecord{request->job_id, request->tuning_key,
+                                          request->device_model, request->toolkit,
+                                          config.config_text(), config.rank(),
+                                          config.median_seconds(), now_unix_ms});
+    }
+  }
+  return rows;
+}
+
+absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::Reserve(
     const std::string& job_id, std::vector<std::unique_ptr<Queued>> queued) {
   absl::MutexLock lock(&mu_);
   if (requests_.size() + queued.size() > kMaxPendingProfiles) {
@@ -158,6 +193,74 @@ absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::Enqueue(
     requests_.push_back(std::move(request));
   }
   return answer;
+}
+
+void ProfileManager::Settle(const std::string& job_id, bool written) {
+  absl::MutexLock lock(&mu_);
+  if (written) {
+    for (auto& request : requests_) {
+      if (request->job_id == job_id) request->stored = true;
+    }
+  } else {
+    std::erase_if(requests_, [&](const auto& r) { return r->job_id == job_id && !r->stored; });
+  }
+  PublishPending();
+}
+
+absl::Status ProfileManager::Recover() {
+  ASSIGN_OR_RETURN(std::vector<ProfileRequestRecord> rows, store_->ListProfileRequests());
+  std::vector<std::unique_ptr<Queued>> recovered;
+  for (size_t first = 0; first < rows.size();) {
+    size_t end = first;
+    while (end < rows.size() && rows[end].job_id == rows[first].job_id) ++end;
+    ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Queued>> job,
+                     Rebuild({rows.begin() + first, rows.begin() + end}));
+    for (auto& request : job) recovered.push_back(std::move(request));
+    first = end;
+  }
+  absl::MutexLock lock(&mu_);
+  for (auto& request : recovered) requests_.push_back(std::move(request));
+  PublishPending();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<ProfileManager::Queued>>> ProfileManager::Rebuild(
+    const std::vector<ProfileRequestRecord>& rows) {
+  const std::string& job_id = rows.front().job_id;
+  absl::StatusOr<JobRecord> job = store_->GetJob(job_id);
+  v1::JobSpec spec;
+  if (absl::IsNotFound(job.status()) || (job.ok() && !spec.ParseFromString(job->spec))) {
+    spdlog::warn("profile requests of job {} skipped: {}", job_id,
+                 job.ok() ? "its stored spec is unreadable" : std::string(job.status().message()));
+    return std::vector<std::unique_ptr<Queued>>();
+  }
+  RETURN_IF_ERROR(job.status());
+  std::shared_ptr<const v1::JobSpec> shared = WithoutContents(std::move(spec));
+  std::vector<std::unique_ptr<Queued>> queued;
+  for (const ProfileRequestRecord& row : rows) {
+    if (queued.empty() || queued.back()->tuning_key != row.tuning_key) {
+      auto request = std::make_unique<Queued>();
+      request->job_id = job_id;
+      request->spec = shared;
+      request->tuning_key = row.tuning_key;
+      request->device_model = row.device_model;
+      request->toolkit = row.toolkit;
+      request->stored = true;
+      queued.push_back(std::move(request));
+    }
+    queued.back()->configs.push_back(Pending(row));
+    queued.back()->done.push_back(false);
+  }
+  return queued;
+}
+
+void ProfileManager::PublishPending() {
+  if (metrics_ == nullptr) return;
+  int64_t pending = 0;
+  for (const auto& request : requests_) {
+    if (request->stored) pending += std::count(request->done.begin(), request->done.end(), false);
+  }
+  metrics_->ProfilesPending(pending);
 }
 
 absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::List(const std::string& job_id) {
@@ -179,7 +282,7 @@ absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::List(const std::s
                    });
   absl::MutexLock lock(&mu_);
   for (const auto& request : requests_) {
-    if (request->job_id != job_id) continue;
+    if (request->job_id != job_id || !request->stored) continue;
     for (size_t i = 0; i < request->configs.size(); ++i) {
       if (!request->done[i]) profiles.push_back(request->configs[i]);
     }
@@ -194,7 +297,7 @@ std::optional<LeaseGrant> ProfileManager::TryLease(const LeaseQuery& query) {
   if (quarantine_ != nullptr && quarantine_->Contains(device->principal)) return std::nullopt;
   absl::MutexLock lock(&mu_);
   for (auto& request : requests_) {
-    if (request->leased() || request->device_model != device->model ||
+    if (!request->stored || request->leased() || request->device_model != device->model ||
         request->toolkit != device->toolkit) {
       continue;
     }
@@ -249,32 +352,32 @@ v1::KernelProfile ProfileManager::Stamped(const Queued& request, const v1::Trial
   return profile;
 }
 
-std::optional<std::vector<std::pair<uint64_t, ProfileRecord>>> ProfileManager::RowsOf(
+std::optional<std::vector<ProfileManager::Row>> ProfileManager::RowsOf(
     const ResultReport& report) {
   absl::MutexLock lock(&mu_);
   Queued* request = FindLease(report.lease_id, report.epoch, report.worker_id);
   if (request == nullptr) return std::nullopt;
   request->expires = clock_() + lease_ttl_;
-  std::vector<std::pair<uint64_t, ProfileRecord>> rows;
+  std::vector<Row> rows;
   for (const auto& [ordinal, result] : report.trials) {
     if (ordinal >= request->configs.size() || request->done[ordinal]) continue;
     v1::KernelProfile profile = Stamped(*request, result, request->configs[ordinal],
                                         report.worker_id, absl::ToUnixMillis(clock_()));
-    rows.emplace_back(ordinal, ProfileRecord{request->job_id, request->tuning_key,
-                                             profile.config_text(), profile.SerializeAsString(),
-                                             profile.profiled_unix_ms()});
+    rows.push_back(Row{ordinal,
+                       ProfileRecord{request->job_id, request->tuning_key, profile.config_text(),
+                                     profile.SerializeAsString(), profile.profiled_unix_ms()},
+                       profile.unavailable().empty()});
   }
   return rows;
 }
 
 // A request ends with its last config; a released lease goes back to the
 // queue with what is left.
-ReportAck ProfileManager::MarkDone(const ResultReport& report,
-                                   const std::vector<std::pair<uint64_t, ProfileRecord>>& rows) {
+ReportAck ProfileManager::MarkDone(const ResultReport& report, const std::vector<Row>& rows) {
   absl::MutexLock lock(&mu_);
   Queued* request = FindLease(report.lease_id, report.epoch, report.worker_id);
   if (request == nullptr) return ReportAck{absl::Time(), /*cancelled=*/true};
-  for (const auto& [ordinal, row] : rows) request->done[ordinal] = true;
+  for (const Row& row : rows) request->done[row.ordinal] = true;
   const bool all_done = std::all_of(request->done.begin(), request->done.end(),
                                     [](bool done) { return done; });
   if (all_done) {
@@ -282,14 +385,18 @@ ReportAck ProfileManager::MarkDone(const ResultReport& report,
   } else if (report.release) {
     request->lease_id.clear();
   }
+  PublishPending();
   if (all_done || report.release) return ReportAck{absl::Time(), /*cancelled=*/true};
   return ReportAck{request->expires, /*cancelled=*/false};
 }
 
 absl::StatusOr<ReportAck> ProfileManager::Report(const ResultReport& report) {
-  std::optional<std::vector<std::pair<uint64_t, ProfileRecord>>> rows = RowsOf(report);
+  std::optional<std::vector<Row>> rows = RowsOf(report);
   if (!rows.has_value()) return ReportAck{absl::Time(), /*cancelled=*/true};
-  for (const auto& [ordinal, row] : *rows) RETURN_IF_ERROR(store_->PutProfile(row));
+  for (const Row& row : *rows) {
+    RETURN_IF_ERROR(store_->PutProfile(row.record));
+    if (metrics_ != nullptr) metrics_->ProfileStored(row.read);
+  }
   return MarkDone(report, *rows);
 }
 

@@ -6,8 +6,11 @@
 // is stored (Store::PutProfile). A profile never changes its job: a config
 // whose counters cannot be read is stored with the reason.
 //
-// Pending requests live in memory only: after a coordinator restart they are
-// gone (the stored profiles stay) and are asked for again.
+// Nothing asked for is lost: a request's configs are written to the store
+// (Store::PutProfileRequests) before Request answers, and a config's row
+// goes when its profile is stored (Store::PutProfile, one transaction). A
+// restarted coordinator queues the rows again (Recover); a lease open at the
+// restart is simply pending again.
 #ifndef TUNEFLEET_SERVER_PROFILE_MANAGER_H_
 #define TUNEFLEET_SERVER_PROFILE_MANAGER_H_
 
@@ -24,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/job_manager.h"
+#include "server/metrics.h"
 #include "server/quarantine.h"
 #include "server/store/store.h"
 #include "server/worker_registry.h"
@@ -33,8 +37,8 @@ namespace tunefleet::server {
 
 // Most configs one request profiles per target.
 inline constexpr int kMaxProfileTop = 16;
-// Most target requests pending at once (they wait in memory for a worker of
-// their model).
+// Most target requests pending at once (they wait for a worker of their
+// model).
 inline constexpr size_t kMaxPendingProfiles = 1024;
 
 // Thread-safety: safe for concurrent use. One lock guards the pending
@@ -45,11 +49,18 @@ class ProfileManager {
   // A job as JobManager::Get answers it (NotFound for an unknown one).
   using JobLookup = std::function<absl::StatusOr<v1::Job>(const std::string& job_id)>;
   // Every pointer must outlive the manager; `quarantine` may be null (no
-  // worker is refused). A profile lease not renewed (a report, a heartbeat)
-  // for `lease_ttl` goes back to the queue.
+  // worker is refused), and `metrics` (nothing counted). A profile lease not
+  // renewed (a report, a heartbeat) for `lease_ttl` goes back to the queue.
   ProfileManager(Store* store, JobLookup jobs, WorkerRegistry* workers, Clock clock,
-                 absl::Duration lease_ttl, const QuarantineList* quarantine = nullptr);
+                 absl::Duration lease_ttl, const QuarantineList* quarantine = nullptr,
+                 CoordinatorMetrics* metrics = nullptr);
   ~ProfileManager();
+
+  // Queues the stored profile requests (Store::ListProfileRequests) again,
+  // unleased. Call once, before serving. Rows of a job the store no longer
+  // has, or whose spec is unreadable, are skipped (and logged). Unavailable
+  // when the store is.
+  absl::Status Recover();
 
   // `listener` is called (without locks held) whenever a profile lease may
   // have become available. Call before serving.
@@ -61,7 +72,7 @@ class ProfileManager {
   // unknown job; FailedPrecondition for a job that has not SUCCEEDED, for
   // one with no measured config, and for one already being profiled;
   // ResourceExhausted with kMaxPendingProfiles pending; Unavailable when the
-  // store is.
+  // store is (nothing is queued then).
   absl::StatusOr<std::vector<v1::KernelProfile>> Request(const std::string& job_id, int top);
   // The stored profiles of `job_id` (rank order per target), then those
   // still pending. Empty for a job never profiled (known or not).
@@ -73,8 +84,8 @@ class ProfileManager {
   std::optional<LeaseGrant> TryLease(const LeaseQuery& query);
   // True when `lease_id` names a profile lease (held or not).
   static bool IsProfileLease(const std::string& lease_id);
-  // Stores the reported profiles, then marks their configs done; a request
-  // whose configs are all done ends. A report of an expired or foreign
+  // Stores the reported profiles (removing their request rows), then marks
+  // their configs done; a request whose configs are all done ends. A report of an expired or foreign
   // lease is acknowledged as cancelled, storing nothing. Unavailable when
   // the store refused a row (the lease stays; the worker may report again).
   absl::StatusOr<ReportAck> Report(const ResultReport& report);
@@ -88,6 +99,12 @@ class ProfileManager {
 
  private:
   struct Queued;
+  // A reported profile, ready to store: config `ordinal` of its request.
+  struct Row {
+    uint64_t ordinal = 0;
+    ProfileRecord record;
+    bool read = false;  // its counters were read (it has no `unavailable` reason)
+  };
   // The target's `top` fastest configs from `trials`, rank order.
   static std::vector<v1::KernelProfile> Fastest(const std::vector<TrialRecord>& trials,
                                                 const v1::Target& target, int top);
@@ -95,10 +112,23 @@ class ProfileManager {
   // from the store without the lock.
   absl::StatusOr<std::vector<std::unique_ptr<Queued>>> Plan(const v1::Job& job, int top)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Queues the requests of `job_id` unless it has some already.
-  absl::StatusOr<std::vector<v1::KernelProfile>> Enqueue(
+  // The store rows of `queued`, asked for at `now_unix_ms`.
+  static std::vector<ProfileRequestRecord> RequestRows(
+      const std::vector<std::unique_ptr<Queued>>& queued, int64_t now_unix_ms);
+  // Holds a place for the requests of `job_id` (not yet leased, listed or
+  // counted) unless it has some already.
+  absl::StatusOr<std::vector<v1::KernelProfile>> Reserve(
       const std::string& job_id, std::vector<std::unique_ptr<Queued>> queued)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Queues the reserved requests of `job_id` once their rows are written
+  // (`written`), or drops them.
+  void Settle(const std::string& job_id, bool written) ABSL_LOCKS_EXCLUDED(mu_);
+  // The requests the rows of one job describe (`rows` ordered as
+  // ListProfileRequests orders them); empty when the job's spec cannot be read.
+  absl::StatusOr<std::vector<std::unique_ptr<Queued>>> Rebuild(
+      const std::vector<ProfileRequestRecord>& rows) ABSL_LOCKS_EXCLUDED(mu_);
+  // Tells the metrics how many configs are pending.
+  void PublishPending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Queued* FindLease(const std::string& lease_id, int64_t epoch, const std::string& worker_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The row of `result`, reported for config `asked` of `request`.
@@ -107,11 +137,9 @@ class ProfileManager {
                                    int64_t now_unix_ms);
   // The rows a report brings (renewing its lease); nullopt when the lease
   // is not held.
-  std::optional<std::vector<std::pair<uint64_t, ProfileRecord>>> RowsOf(
-      const ResultReport& report) ABSL_LOCKS_EXCLUDED(mu_);
+  std::optional<std::vector<Row>> RowsOf(const ResultReport& report) ABSL_LOCKS_EXCLUDED(mu_);
   // Marks stored `rows` done and answers the report.
-  ReportAck MarkDone(const ResultReport& report,
-                     const std::vector<std::pair<uint64_t, ProfileRecord>>& rows)
+  ReportAck MarkDone(const ResultReport& report, const std::vector<Row>& rows)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   Store* const store_;
@@ -120,6 +148,7 @@ class ProfileManager {
   const Clock clock_;
   const absl::Duration lease_ttl_;
   const QuarantineList* const quarantine_;
+  CoordinatorMetrics* const metrics_;
   std::function<void()> work_listener_;
 
   absl::Mutex mu_;

@@ -47,6 +47,8 @@ struct PrometheusMetrics::Families {
   std::array<prometheus::Counter*, 3> verifications{};
   std::array<prometheus::Counter*, kStopReasons> searches{};
   prometheus::Gauge* quarantined = nullptr;
+  prometheus::Gauge* profiles_pending = nullptr;
+  std::array<prometheus::Counter*, 2> profiles{};  // unavailable, read
   prometheus::Family<prometheus::Histogram>* store_operations = nullptr;
   prometheus::Family<prometheus::Counter>* store_errors = nullptr;
   prometheus::Family<prometheus::Histogram>* rpc_seconds = nullptr;
@@ -196,6 +198,17 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                   .Name("tunefleet_coordinator_queued_trials")
                   .Help("Trials waiting to be leased, by target device model")
                   .Register(registry);
+  f.profiles_pending = &prometheus::BuildGauge()
+                            .Name("tunefleet_coordinator_profile_requests_pending")
+                            .Help("Configs of profile requests waiting for a worker or leased")
+                            .Register(registry)
+                            .Add({});
+  auto& profiles = prometheus::BuildCounter()
+                       .Name("tunefleet_coordinator_profiles_total")
+                       .Help("Profiles stored, by outcome: counters read, or unavailable "
+                             "(stored with the reason)")
+                       .Register(registry);
+  f.profiles = {&profiles.Add({{"outcome", "unavailable"}}), &profiles.Add({{"outcome", "read"}})};
   ASSIGN_OR_RETURN(metrics->endpoint_, MetricsEndpoint::Start(listen, metrics->registry_));
   return metrics;
 }
@@ -264,6 +277,12 @@ void PrometheusMetrics::CallFinished(absl::string_view method, absl::StatusCode 
             RpcBuckets())
       .Observe(absl::ToDoubleSeconds(elapsed));
 }
+
+void PrometheusMetrics::ProfilesPending(int64_t configs) {
+  families_->profiles_pending->Set(static_cast<double>(configs));
+}
+
+void PrometheusMetrics::ProfileStored(bool read) { families_->profiles[read ? 1 : 0]->Increment(); }
 
 void PrometheusMetrics::QueuedTrials(
     const std::vector<std::pair<std::string, int64_t>>& by_model) {

@@ -48,6 +48,8 @@ class PrometheusMetrics final : public CoordinatorMetrics {
                     absl::Duration elapsed) override;
   void QueuedTrials(const std::vector<std::pair<std::string, int64_t>>& by_model) override;
   void SearchFinished(v1::StopReason reason) override;
+  void ProfilesPending(int64_t configs) override;
+  void ProfileStored(bool read) override;
 
  private:
   struct Families;

@@ -138,6 +138,19 @@ CREATE TABLE profiles (
   profiled_unix_ms BIGINT NOT NULL,
   PRIMARY KEY (job_id, tuning_key, config));
 )sql"},
+    // Profile requests not yet profiled, so that a restart keeps them.
+    {9, R"sql(
+CREATE TABLE profile_requests (
+  job_id TEXT NOT NULL,
+  tuning_key TEXT NOT NULL,
+  device_model TEXT NOT NULL,
+  toolkit TEXT NOT NULL,
+  config TEXT NOT NULL,
+  rank INTEGER NOT NULL,
+  median_seconds DOUBLE PRECISION NOT NULL,
+  requested_unix_ms BIGINT NOT NULL,
+  PRIMARY KEY (job_id, tuning_key, config));
+)sql"},
 };
 
 // Advisory lock key that serializes migrations of one database ("tunefleet"
@@ -271,13 +284,27 @@ constexpr Query kPutProfile = {
 constexpr Query kListProfiles = {
     "list_profiles", "SELECT " TF_PROFILE_COLUMNS
                      " FROM profiles WHERE job_id = $1 ORDER BY tuning_key, config"};
+constexpr Query kPutProfileRequest = {
+    "put_profile_request",
+    "INSERT INTO profile_requests (" TF_PROFILE_REQUEST_COLUMNS
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+    "ON CONFLICT (job_id, tuning_key, config) DO UPDATE SET "
+    "device_model = EXCLUDED.device_model, toolkit = EXCLUDED.toolkit, rank = EXCLUDED.rank, "
+    "median_seconds = EXCLUDED.median_seconds, requested_unix_ms = EXCLUDED.requested_unix_ms"};
+constexpr Query kListProfileRequests = {
+    "list_profile_requests", "SELECT " TF_PROFILE_REQUEST_COLUMNS
+                             " FROM profile_requests ORDER BY job_id, tuning_key, rank"};
+constexpr Query kDeleteProfileRequest = {
+    "delete_profile_request",
+    "DELETE FROM profile_requests WHERE job_id = $1 AND tuning_key = $2 AND config = $3"};
 
 constexpr Query kAllQueries[] = {
     kPutJob,  kGetJob,   kListJobs, kQueryJobs, kListTrials, kQueryTrials, kUpsertBest,
     kImportBest,
     kGetBest, kListBest, kPutBlob,  kGetBlob,     kPutKernel,  kListKernels,
     kListKeyTrials, kExcludeTrials, kPutBest, kDeleteBest, kPutQuarantine,
-    kDeleteQuarantine, kListQuarantine, kPutToken, kListTokens, kPutProfile, kListProfiles};
+    kDeleteQuarantine, kListQuarantine, kPutToken, kListTokens, kPutProfile, kListProfiles,
+    kPutProfileRequest, kListProfileRequests, kDeleteProfileRequest};
 
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -393,6 +420,19 @@ ProfileRecord ReadProfile(const pqxx::row& row) {
   profile.profile = ReadBytes(row[3]);
   profile.profiled_unix_ms = row[4].as<int64_t>();
   return profile;
+}
+
+ProfileRequestRecord ReadProfileRequest(const pqxx::row& row) {
+  ProfileRequestRecord request;
+  request.job_id = row[0].as<std::string>();
+  request.tuning_key = row[1].as<std::string>();
+  request.device_model = row[2].as<std::string>();
+  request.toolkit = row[3].as<std::string>();
+  request.config = row[4].as<std::string>();
+  request.rank = row[5].as<int>();
+  request.median_seconds = row[6].as<double>();
+  request.requested_unix_ms = row[7].as<int64_t>();
+  return request;
 }
 
 template <typename Record>
@@ -941,6 +981,8 @@ absl::Status PostgresStore::PutProfile(const ProfileRecord& profile) {
                           txn.exec_prepared(kPutProfile.name, profile.job_id, profile.tuning_key,
                                             profile.config, Bytes(profile.profile),
                                             profile.profiled_unix_ms);
+                          txn.exec_prepared(kDeleteProfileRequest.name, profile.job_id,
+                                            profile.tuning_key, profile.config);
                           return true;
                         })
       .status();
@@ -950,6 +992,33 @@ absl::StatusOr<std::vector<ProfileRecord>> PostgresStore::ListProfiles(
     const std::string& job_id) {
   return Transact<std::vector<ProfileRecord>>("ListProfiles", [&](pqxx::work& txn) {
     return ReadAll(txn.exec_prepared(kListProfiles.name, job_id), &ReadProfile);
+  });
+}
+
+absl::Status PostgresStore::PutProfileRequests(
+    const std::vector<ProfileRequestRecord>& requests) {
+  if (requests.empty()) return absl::OkStatus();
+  for (const ProfileRequestRecord& request : requests) {
+    RETURN_IF_ERROR(CheckText({request.job_id, request.tuning_key, request.device_model,
+                               request.toolkit, request.config}));
+  }
+  return Transact<bool>("PutProfileRequests",
+                        [&](pqxx::work& txn) {
+                          for (const ProfileRequestRecord& request : requests) {
+                            txn.exec_prepared(kPutProfileRequest.name, request.job_id,
+                                              request.tuning_key, request.device_model,
+                                              request.toolkit, request.config, request.rank,
+                                              request.median_seconds,
+                                              request.requested_unix_ms);
+                          }
+                          return true;
+                        })
+      .status();
+}
+
+absl::StatusOr<std::vector<ProfileRequestRecord>> PostgresStore::ListProfileRequests() {
+  return Transact<std::vector<ProfileRequestRecord>>("ListProfileRequests", [&](pqxx::work& txn) {
+    return ReadAll(txn.exec_prepared(kListProfileRequests.name), &ReadProfileRequest);
   });
 }
 

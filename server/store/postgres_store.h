@@ -87,6 +87,8 @@ class PostgresStore : public Store {
   absl::StatusOr<std::vector<TokenRecord>> ListTokens() override;
   absl::Status PutProfile(const ProfileRecord& profile) override;
   absl::StatusOr<std::vector<ProfileRecord>> ListProfiles(const std::string& job_id) override;
+  absl::Status PutProfileRequests(const std::vector<ProfileRequestRecord>& requests) override;
+  absl::StatusOr<std::vector<ProfileRequestRecord>> ListProfileRequests() override;
   absl::Status CheckHealth() override;
 
  private:

@@ -47,4 +47,10 @@
 // profiles: ProfileRecord, keyed by (job_id, tuning_key, config).
 #define TF_PROFILE_COLUMNS "job_id, tuning_key, config, profile, profiled_unix_ms"
 
+// profile_requests: ProfileRequestRecord, keyed by (job_id, tuning_key,
+// config).
+#define TF_PROFILE_REQUEST_COLUMNS                            \
+  "job_id, tuning_key, device_model, toolkit, config, rank, " \
+  "median_seconds, requested_unix_ms"
+
 #endif  // TUNEFLEET_SERVER_STORE_SCHEMA_H_

@@ -157,6 +157,19 @@ CREATE TABLE profiles (
   profiled_unix_ms INTEGER NOT NULL,
   PRIMARY KEY (job_id, tuning_key, config));
 )sql"},
+    // Profile requests not yet profiled, so that a restart keeps them.
+    {9, R"sql(
+CREATE TABLE profile_requests (
+  job_id TEXT NOT NULL,
+  tuning_key TEXT NOT NULL,
+  device_model TEXT NOT NULL,
+  toolkit TEXT NOT NULL,
+  config TEXT NOT NULL,
+  rank INTEGER NOT NULL,
+  median_seconds REAL NOT NULL,
+  requested_unix_ms INTEGER NOT NULL,
+  PRIMARY KEY (job_id, tuning_key, config));
+)sql"},
 };
 
 // Indexed by SqliteStore::Query.
@@ -264,6 +277,14 @@ constexpr const char* kQuerySql[] = {
     // kListProfiles
     "SELECT " TF_PROFILE_COLUMNS
     " FROM profiles WHERE job_id = ?1 ORDER BY tuning_key, config",
+    // kPutProfileRequest
+    "INSERT OR REPLACE INTO profile_requests (" TF_PROFILE_REQUEST_COLUMNS
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    // kListProfileRequests
+    "SELECT " TF_PROFILE_REQUEST_COLUMNS
+    " FROM profile_requests ORDER BY job_id, tuning_key, rank",
+    // kDeleteProfileRequest
+    "DELETE FROM profile_requests WHERE job_id = ?1 AND tuning_key = ?2 AND config = ?3",
 };
 
 // The result codes an operator can fix or a retry can outlast, named for
@@ -490,6 +511,19 @@ ProfileRecord ReadProfile(const Call& call) {
   profile.profile = call.ColumnBytes(3);
   profile.profiled_unix_ms = call.ColumnInt(4);
   return profile;
+}
+
+ProfileRequestRecord ReadProfileRequest(const Call& call) {
+  ProfileRequestRecord request;
+  request.job_id = call.ColumnBytes(0);
+  request.tuning_key = call.ColumnBytes(1);
+  request.device_model = call.ColumnBytes(2);
+  request.toolkit = call.ColumnBytes(3);
+  request.config = call.ColumnBytes(4);
+  request.rank = static_cast<int>(call.ColumnInt(5));
+  request.median_seconds = call.ColumnDouble(6);
+  request.requested_unix_ms = call.ColumnInt(7);
+  return request;
 }
 
 // Steps `call` to the end, reading every row with `read`.
@@ -1029,6 +1063,9 @@ absl::Status SqliteStore::PutProfile(const ProfileRecord& profile) {
            call.BindText(profile.job_id).BindText(profile.tuning_key).BindText(profile.config);
            call.BindBlob(profile.profile).BindInt(profile.profiled_unix_ms);
            RETURN_IF_ERROR(call.Execute().status());
+           Call done(db_.get(), statements_[kDeleteProfileRequest].get());
+           done.BindText(profile.job_id).BindText(profile.tuning_key).BindText(profile.config);
+           RETURN_IF_ERROR(done.Execute().status());
            return true;
          })
       .status();
@@ -1040,6 +1077,30 @@ absl::StatusOr<std::vector<ProfileRecord>> SqliteStore::ListProfiles(const std::
   Call call(db_.get(), statements_[kListProfiles].get());
   call.BindText(job_id);
   return ReadAll(call, &ReadProfile);
+}
+
+absl::Status SqliteStore::PutProfileRequests(const std::vector<ProfileRequestRecord>& requests) {
+  if (requests.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  return Write<bool>([&]() -> absl::StatusOr<bool> {
+           for (const ProfileRequestRecord& request : requests) {
+             Call call(db_.get(), statements_[kPutProfileRequest].get());
+             call.BindText(request.job_id).BindText(request.tuning_key);
+             call.BindText(request.device_model).BindText(request.toolkit);
+             call.BindText(request.config).BindInt(request.rank);
+             call.BindDouble(request.median_seconds).BindInt(request.requested_unix_ms);
+             RETURN_IF_ERROR(call.Execute().status());
+           }
+           return true;
+         })
+      .status();
+}
+
+absl::StatusOr<std::vector<ProfileRequestRecord>> SqliteStore::ListProfileRequests() {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
+  Call call(db_.get(), statements_[kListProfileRequests].get());
+  return ReadAll(call, &ReadProfileRequest);
 }
 
 // No write probe: it would append to the WAL on every call, and the

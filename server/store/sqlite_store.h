@@ -94,6 +94,8 @@ class SqliteStore : public Store {
   absl::StatusOr<std::vector<TokenRecord>> ListTokens() override;
   absl::Status PutProfile(const ProfileRecord& profile) override;
   absl::StatusOr<std::vector<ProfileRecord>> ListProfiles(const std::string& job_id) override;
+  absl::Status PutProfileRequests(const std::vector<ProfileRequestRecord>& requests) override;
+  absl::StatusOr<std::vector<ProfileRequestRecord>> ListProfileRequests() override;
   absl::Status CheckHealth() override;
 
  private:
@@ -125,6 +127,9 @@ class SqliteStore : public Store {
     kListQuarantine,
     kPutProfile,
     kListProfiles,
+    kPutProfileRequest,
+    kListProfileRequests,
+    kDeleteProfileRequest,
     kNumQueries,
   };
 

@@ -157,6 +157,20 @@ struct ProfileRecord {
   int64_t profiled_unix_ms = 0;
 };
 
+// profile_requests: one config of a profile request not yet profiled (its
+// ProfileRecord not yet stored), keyed by (job_id, tuning_key, config); what
+// a restarted coordinator queues again.
+struct ProfileRequestRecord {
+  std::string job_id;
+  std::string tuning_key;
+  std::string device_model;  // the target's: who may take it
+  std::string toolkit;
+  std::string config;  // short form
+  int rank = 0;        // 1: the target's fastest config
+  double median_seconds = 0;
+  int64_t requested_unix_ms = 0;
+};
+
 // The best config of one tuning key. A row is measured (by a job of this
 // coordinator: `job_id`) or imported (ImportBest: `job_id` and the times are
 // the exporting fleet's, `origin` names where it came from).
@@ -272,10 +286,17 @@ class Store {
   virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens() = 0;
 
   // Inserts the profile, or replaces the one with the same (job_id,
-  // tuning_key, config): profiling a config again keeps the newest.
+  // tuning_key, config): profiling a config again keeps the newest. In the
+  // same transaction, removes the profile request row of that key (if any):
+  // the config is no longer pending.
   virtual absl::Status PutProfile(const ProfileRecord& profile) = 0;
   // The profiles of `job_id`, by tuning key and config; empty when none.
   virtual absl::StatusOr<std::vector<ProfileRecord>> ListProfiles(const std::string& job_id) = 0;
+  // Inserts `requests` in one transaction: all of them or none. A row with
+  // the key of a stored one replaces it.
+  virtual absl::Status PutProfileRequests(const std::vector<ProfileRequestRecord>& requests) = 0;
+  // Every profile request row, by job_id, tuning_key and rank.
+  virtual absl::StatusOr<std::vector<ProfileRequestRecord>> ListProfileRequests() = 0;
 
   // OK while the store can read and write. Unavailable, with a message an
   // operator can act on, when it cannot: the database cannot be reached,

@@ -379,6 +379,8 @@ TEST_F(ScrapedFleetTest, EveryMetricADashboardOrAlertQueriesIsExported) {
   // The check has teeth: both processes' metrics are among those queried.
   EXPECT_TRUE(queried.contains("tunefleet_worker_trials_total"));
   EXPECT_TRUE(queried.contains("tunefleet_coordinator_jobs"));
+  EXPECT_TRUE(queried.contains("tunefleet_coordinator_profile_requests_pending"));
+  EXPECT_TRUE(queried.contains("tunefleet_coordinator_profiles_total"));
 }
 
 TEST_F(ScrapedFleetTest, RealPrometheusScrapesTheCoordinatorAndAWorker) {

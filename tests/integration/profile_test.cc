@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/fleet_client.h"
+#include "tests/support/scrape.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
 
@@ -86,6 +88,16 @@ class ProfileTest : public ::testing::Test {
     return {};
   }
 
+  // The coordinator's sample of `series` now (-1 when it has none).
+  double Sample(const std::string& series) {
+    absl::StatusOr<std::string> text = HttpGet(fleet_->metrics_address(), "/metrics");
+    EXPECT_TRUE(text.ok()) << text.status();
+    if (!text.ok()) return -1;
+    std::map<std::string, double> samples = ParseSamples(*text);
+    auto it = samples.find(series);
+    return it == samples.end() ? -1 : it->second;
+  }
+
   TempDir dir_;
   std::unique_ptr<Fleet> fleet_;
   std::unique_ptr<Client> client_;
@@ -125,6 +137,12 @@ TEST_F(ProfileTest, ACpuJobsTopConfigsSayWhyTheyHaveNoMetricsAndTheJobStaysSucce
   EXPECT_THAT(lines[0], HasSubstr("achieved_occupancy_pct"));
   EXPECT_THAT(lines[1], HasSubstr(kCpuReason));
 
+  RunResult yaml = Tunectl({"-o", "yaml", "profile", "--show", job.id});
+  ASSERT_TRUE(yaml.exit.success()) << yaml.out;
+  EXPECT_THAT(yaml.out, HasSubstr("\"job_id\": \"" + job.id + "\"\n"));
+  EXPECT_THAT(yaml.out, HasSubstr("\"unavailable\": \"" + std::string(kCpuReason) + "\"\n"));
+  EXPECT_THAT(yaml.out, HasSubstr("\"config\": \"" + job.targets[0].best_config + "\"\n"));
+
   absl::StatusOr<Job> after = client_->GetJob(job.id);
   ASSERT_OK(after);
   EXPECT_EQ(after->state, JobState::kSucceeded);
@@ -152,6 +170,43 @@ TEST_F(ProfileTest, AProfileWaitsForAWorkerOfTheModelAndIsAskedForOnce) {
   ASSERT_THAT(profiles, SizeIs(1));
   EXPECT_EQ(profiles[0].unavailable, kCpuReason);
   EXPECT_EQ(profiles[0].config, job.targets[0].best_config);
+}
+
+// A request no worker has taken yet is kept by the store: the restarted
+// coordinator queues it again, and a worker that joins it profiles it.
+TEST_F(ProfileTest, APendingRequestSurvivesACoordinatorRestart) {
+  absl::StatusOr<int> first = fleet_->StartWorker();
+  ASSERT_OK(first);
+  Job job = TunedMatmul();
+  ASSERT_EQ(job.state, JobState::kSucceeded) << job.reason;
+  fleet_->worker(*first)->KillAndWait();
+
+  Json queued = TunectlJson({"profile", job.id, "--top", "2", "--no-wait"});
+  ASSERT_THAT(queued["profiles"], SizeIs(2));
+  EXPECT_EQ(queued["profiles"][1]["pending"], true);
+  EXPECT_EQ(Sample("tunefleet_coordinator_profile_requests_pending"), 2);
+
+  absl::StatusOr<ExitInfo> stopped = fleet_->StopCoordinator();
+  ASSERT_OK(stopped);
+  EXPECT_TRUE(stopped->success()) << stopped->ToString();
+  ASSERT_OK(fleet_->StartCoordinator());  // same data dir, new port
+  absl::StatusOr<std::unique_ptr<Client>> client = ConnectAdmin(*fleet_);
+  ASSERT_OK(client);
+  client_ = *std::move(client);
+  Json shown = TunectlJson({"profile", "--show", job.id});
+  ASSERT_THAT(shown["profiles"], SizeIs(2));
+  EXPECT_EQ(shown["profiles"][0]["pending"], true);
+  EXPECT_EQ(shown["profiles"][1]["pending"], true);
+  EXPECT_EQ(Sample("tunefleet_coordinator_profile_requests_pending"), 2);
+
+  ASSERT_OK(fleet_->StartWorker());
+  std::vector<KernelProfile> profiles = Profiled(job.id);
+  ASSERT_THAT(profiles, SizeIs(2));
+  for (const KernelProfile& profile : profiles) EXPECT_EQ(profile.unavailable, kCpuReason);
+  EXPECT_EQ(profiles[0].config, job.targets[0].best_config);
+  EXPECT_EQ(Sample("tunefleet_coordinator_profile_requests_pending"), 0);
+  EXPECT_EQ(Sample("tunefleet_coordinator_profiles_total{outcome=\"unavailable\"}"), 2);
+  EXPECT_EQ(Sample("tunefleet_coordinator_profiles_total{outcome=\"read\"}"), 0);
 }
 
 TEST_F(ProfileTest, BadRequestsGetClearErrorsAndTheCoordinatorKeepsServing) {

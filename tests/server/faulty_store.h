@@ -23,6 +23,7 @@ class FaultyStore : public Store {
   std::atomic<bool> refuse_jobs{false};    // PutJob
   std::atomic<bool> refuse_tokens{false};  // PutToken
   std::atomic<bool> refuse_quarantine{false};  // PutQuarantine
+  std::atomic<bool> refuse_profiles{false};    // PutProfile, PutProfileRequests
   std::atomic<int> trial_writes{0};        // InsertTrials calls, refused or not
   // Runs in every InsertTrials call (after counting it); set before use.
   std::function<void()> before_trial_write;
@@ -112,7 +113,15 @@ class FaultyStore : public Store {
   }
   absl::StatusOr<std::vector<TokenRecord>> ListTokens() override { return store_->ListTokens(); }
   absl::Status PutProfile(const ProfileRecord& profile) override {
+    if (refuse_profiles) return Down();
     return store_->PutProfile(profile);
+  }
+  absl::Status PutProfileRequests(const std::vector<ProfileRequestRecord>& requests) override {
+    if (refuse_profiles) return Down();
+    return store_->PutProfileRequests(requests);
+  }
+  absl::StatusOr<std::vector<ProfileRequestRecord>> ListProfileRequests() override {
+    return store_->ListProfileRequests();
   }
   absl::StatusOr<std::vector<ProfileRecord>> ListProfiles(const std::string& job_id) override {
     return store_->ListProfiles(job_id);

@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/server/faulty_store.h"
 #include "tests/support/test_support.h"
 
 namespace tunefleet::server {
@@ -75,13 +76,18 @@ class ProfileManagerTest : public ::testing::Test {
                                     finals, rogue})
                   .status());
     ASSERT_OK(store_->ExcludeTrials(TrialFilter{"rogue", "", ""}).status());
-    manager_ = std::make_unique<ProfileManager>(
-        store_.get(),
+    manager_ = NewManager(store_.get());
+  }
+
+  // A manager over `store`, as a (re)started coordinator builds it.
+  std::unique_ptr<ProfileManager> NewManager(Store* store, CoordinatorMetrics* metrics = nullptr) {
+    return std::make_unique<ProfileManager>(
+        store,
         [this](const std::string& id) -> absl::StatusOr<v1::Job> {
           if (id != kJob) return absl::NotFoundError("no job " + id);
           return job_;
         },
-        &workers_, [this] { return now_; }, absl::Seconds(10), quarantine_.get());
+        &workers_, [this] { return now_; }, absl::Seconds(10), quarantine_.get(), metrics);
   }
 
   std::string AddWorker(const std::string& host, const std::string& model = "model-a") {
@@ -225,6 +231,102 @@ TEST_F(ProfileManagerTest, AJobWithoutMeasuredConfigsHasNothingToProfile) {
   job_.mutable_targets(0)->set_tuning_key("key-never-measured");
   EXPECT_THAT(manager_->Request(kJob, 3).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+// A coordinator restart: a second manager on the same store queues what the
+// first was asked for, its open lease included, and a stored profile is no
+// longer pending for a third.
+TEST_F(ProfileManagerTest, ASecondManagerOnTheSameStoreSeesThePendingRequest) {
+  const std::string worker = AddWorker("a");
+  ASSERT_OK(manager_->Request(kJob, 2).status());
+  ASSERT_TRUE(manager_->TryLease({worker, "", 0}).has_value());  // held at the "restart"
+
+  std::unique_ptr<ProfileManager> second = NewManager(store_.get());
+  ASSERT_OK(second->Recover());
+  absl::StatusOr<std::vector<v1::KernelProfile>> listed = second->List(kJob);
+  ASSERT_OK(listed);
+  ASSERT_THAT(Configs(*listed), ElementsAre("B=2", "B=3"));
+  EXPECT_TRUE((*listed)[1].pending());
+  EXPECT_EQ((*listed)[1].rank(), 2);
+  EXPECT_EQ((*listed)[1].median_seconds(), 1.0);
+  EXPECT_EQ((*listed)[1].device_model(), "model-a");
+  EXPECT_THAT(second->Request(kJob, 1).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  std::optional<LeaseGrant> grant = second->TryLease({worker, "", 0});
+  ASSERT_TRUE(grant.has_value());
+  ASSERT_THAT(grant->trials, SizeIs(2));
+  EXPECT_EQ(grant->spec->kernel().name(), "matmul");
+  EXPECT_OK(second->CheckBlobLeased(worker, "d1"));
+  ASSERT_OK(second->Report(Report(*grant, worker, 0, 1)).status());
+
+  std::unique_ptr<ProfileManager> third = NewManager(store_.get());
+  ASSERT_OK(third->Recover());
+  absl::StatusOr<std::vector<v1::KernelProfile>> after = third->List(kJob);
+  ASSERT_OK(after);
+  ASSERT_THAT(*after, SizeIs(2));
+  EXPECT_FALSE((*after)[0].pending());
+  EXPECT_EQ((*after)[0].config_text(), "B=2");
+  EXPECT_TRUE((*after)[1].pending());
+  EXPECT_EQ((*after)[1].config_text(), "B=3");
+  std::optional<LeaseGrant> rest = third->TryLease({worker, "", 0});
+  ASSERT_TRUE(rest.has_value());
+  ASSERT_THAT(rest->trials, SizeIs(1));
+  EXPECT_EQ(rest->trials[0].second.values(0).value(), 3);
+}
+
+TEST_F(ProfileManagerTest, ARequestTheStoreRefusesIsUnavailableAndQueuesNothing) {
+  testing::FaultyStore faulty(store_.get());
+  std::unique_ptr<ProfileManager> manager = NewManager(&faulty);
+  const std::string worker = AddWorker("a");
+  faulty.refuse_profiles = true;
+  EXPECT_THAT(manager->Request(kJob, 2).status(), StatusIs(absl::StatusCode::kUnavailable));
+  absl::StatusOr<std::vector<v1::KernelProfile>> listed = manager->List(kJob);
+  ASSERT_OK(listed);
+  EXPECT_THAT(*listed, SizeIs(0));
+  EXPECT_FALSE(manager->TryLease({worker, "", 0}).has_value());
+
+  faulty.refuse_profiles = false;
+  ASSERT_OK(manager->Request(kJob, 2).status());  // not "being profiled already"
+  EXPECT_TRUE(manager->TryLease({worker, "", 0}).has_value());
+}
+
+TEST_F(ProfileManagerTest, RowsOfAJobTheStoreNoLongerHasAreSkippedAtRecovery) {
+  ASSERT_OK(store_->PutProfileRequests(
+      {ProfileRequestRecord{"job-gone", kKey, "model-a", "g++ 12", "B=1", 1, 0.5, 1}}));
+  ASSERT_OK(manager_->Recover());
+  EXPECT_FALSE(manager_->TryLease({AddWorker("a"), "", 0}).has_value());
+}
+
+// Records the profile metrics.
+class ProfileMetrics : public NullMetrics {
+ public:
+  void ProfilesPending(int64_t configs) override { pending.push_back(configs); }
+  void ProfileStored(bool read) override { (read ? read_count : unavailable_count)++; }
+  std::vector<int64_t> pending;
+  int read_count = 0;
+  int unavailable_count = 0;
+};
+
+TEST_F(ProfileManagerTest, CountsPendingConfigsAndStoredProfilesByOutcome) {
+  ProfileMetrics metrics;
+  std::unique_ptr<ProfileManager> manager = NewManager(store_.get(), &metrics);
+  const std::string worker = AddWorker("a");
+  ASSERT_OK(manager->Request(kJob, 2).status());
+  std::optional<LeaseGrant> grant = manager->TryLease({worker, "", 0});
+  ASSERT_TRUE(grant.has_value());
+  ASSERT_OK(manager->Report(Report(*grant, worker, 0, 1)).status());
+  ResultReport unavailable = Report(*grant, worker, 1, 1);
+  unavailable.trials[0].second.mutable_profile()->set_unavailable("no counters");
+  ASSERT_OK(manager->Report(unavailable).status());
+  EXPECT_THAT(metrics.pending, ElementsAre(2, 1, 0));
+  EXPECT_EQ(metrics.read_count, 1);
+  EXPECT_EQ(metrics.unavailable_count, 1);
+
+  ASSERT_OK(manager->Request(kJob, 3).status());
+  ProfileMetrics restarted;
+  std::unique_ptr<ProfileManager> second = NewManager(store_.get(), &restarted);
+  ASSERT_OK(second->Recover());
+  EXPECT_THAT(restarted.pending, ElementsAre(3));
 }
 
 }  // namespace

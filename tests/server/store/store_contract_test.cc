@@ -588,6 +588,70 @@ TEST_P(StoreContractTest, ListProfilesOfAJobWithoutProfilesIsEmpty) {
   EXPECT_TRUE(profiles->empty());
 }
 
+ProfileRequestRecord MakeProfileRequest(const std::string& job_id, const std::string& key,
+                                        const std::string& config, int rank) {
+  return ProfileRequestRecord{job_id, key, "model-a", "g++ 12", config, rank, 0.25 * rank, 7};
+}
+
+std::vector<std::string> RequestedConfigs(const std::vector<ProfileRequestRecord>& requests) {
+  std::vector<std::string> configs;
+  for (const ProfileRequestRecord& request : requests) {
+    configs.push_back(request.job_id + "/" + request.tuning_key + "/" + request.config);
+  }
+  return configs;
+}
+
+TEST_P(StoreContractTest, ProfileRequestsAreListedByJobKeyAndRankWithEveryField) {
+  ASSERT_OK(store_->PutProfileRequests({MakeProfileRequest("job-2", "key-a", "BM=8", 1),
+                                        MakeProfileRequest("job-1", "key-b", "BM=16", 1),
+                                        MakeProfileRequest("job-1", "key-a", "BM=32", 2),
+                                        MakeProfileRequest("job-1", "key-a", "BM=64", 1)}));
+
+  absl::StatusOr<std::vector<ProfileRequestRecord>> requests = store_->ListProfileRequests();
+  ASSERT_OK(requests);
+  EXPECT_THAT(RequestedConfigs(*requests),
+              ElementsAre("job-1/key-a/BM=64", "job-1/key-a/BM=32", "job-1/key-b/BM=16",
+                          "job-2/key-a/BM=8"));
+  const ProfileRequestRecord& second = (*requests)[1];
+  EXPECT_EQ(second.device_model, "model-a");
+  EXPECT_EQ(second.toolkit, "g++ 12");
+  EXPECT_EQ(second.rank, 2);
+  EXPECT_EQ(second.median_seconds, 0.5);
+  EXPECT_EQ(second.requested_unix_ms, 7);
+}
+
+TEST_P(StoreContractTest, ProfileRequestsWithAStoredKeyReplaceIt) {
+  ASSERT_OK(store_->PutProfileRequests({MakeProfileRequest("job-1", "key-a", "BM=64", 1)}));
+  ASSERT_OK(store_->PutProfileRequests({MakeProfileRequest("job-1", "key-a", "BM=64", 3)}));
+
+  absl::StatusOr<std::vector<ProfileRequestRecord>> requests = store_->ListProfileRequests();
+  ASSERT_OK(requests);
+  ASSERT_THAT(*requests, SizeIs(1));
+  EXPECT_EQ((*requests)[0].rank, 3);
+}
+
+TEST_P(StoreContractTest, StoringAProfileRemovesOnlyItsConfigsRequest) {
+  ASSERT_OK(store_->PutProfileRequests({MakeProfileRequest("job-1", "key-a", "BM=64", 1),
+                                        MakeProfileRequest("job-1", "key-a", "BM=32", 2),
+                                        MakeProfileRequest("job-1", "key-b", "BM=64", 1)}));
+  ASSERT_OK(store_->PutProfile({"job-1", "key-a", "BM=64", "p", 10}));
+
+  absl::StatusOr<std::vector<ProfileRequestRecord>> requests = store_->ListProfileRequests();
+  ASSERT_OK(requests);
+  EXPECT_THAT(RequestedConfigs(*requests),
+              ElementsAre("job-1/key-a/BM=32", "job-1/key-b/BM=64"));
+  absl::StatusOr<std::vector<ProfileRecord>> profiles = store_->ListProfiles("job-1");
+  ASSERT_OK(profiles);
+  EXPECT_THAT(*profiles, SizeIs(1));
+}
+
+TEST_P(StoreContractTest, NoProfileRequestsListAsEmpty) {
+  ASSERT_OK(store_->PutProfileRequests({}));
+  absl::StatusOr<std::vector<ProfileRequestRecord>> requests = store_->ListProfileRequests();
+  ASSERT_OK(requests);
+  EXPECT_THAT(*requests, IsEmpty());
+}
+
 TEST_P(StoreContractTest, ListKernelsReturnsEveryKernelByName) {
   KernelRecord softmax = MakeKernel("softmax", 300);
   KernelRecord conv = MakeKernel("conv2d", 100);
@@ -953,8 +1017,8 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   absl::StatusOr<int64_t> migrations = (*old)->MigrationRows();
   ASSERT_OK(migrations);
   // 3: provenance and quarantine, 4: tokens, 5: cut_early, 6: job owners, imported bests,
-  // 7: finalist rounds and low-clock samples, 8: profiles
-  EXPECT_EQ(*migrations, 8);
+  // 7: finalist rounds and low-clock samples, 8: profiles, 9: profile requests
+  EXPECT_EQ(*migrations, 9);
   store->reset();  // closed before the database is dropped
 }
 
