@@ -67,13 +67,9 @@ class GrpcCoordinator : public Coordinator {
   }
 
   absl::StatusOr<std::string> GetBlob(const std::string& digest) override {
-    v1::GetBlobRequest request;
+    // The coordinator serves a worker only the sources of its own leases.
+    v1::GetBlobRequest request = Stamped<v1::GetBlobRequest>();
     request.set_digest(digest);
-    {
-      // The coordinator serves a worker only the sources of its own leases.
-      absl::MutexLock lock(&mu_);
-      request.set_worker_id(worker_id_);
-    }
     absl::StatusOr<v1::GetBlobResponse> response =
         Unary(&v1::WorkerService::Stub::GetBlob, request, options_.call_timeout);
     if (!response.ok()) return response.status();
@@ -81,12 +77,8 @@ class GrpcCoordinator : public Coordinator {
   }
 
   absl::StatusOr<v1::Artifact> GetArtifact(const std::string& key) override {
-    v1::GetArtifactRequest request;
+    v1::GetArtifactRequest request = Stamped<v1::GetArtifactRequest>();
     request.set_key(key);
-    {
-      absl::MutexLock lock(&mu_);
-      request.set_worker_id(worker_id_);
-    }
     absl::StatusOr<v1::GetArtifactResponse> response =
         Unary(&v1::WorkerService::Stub::GetArtifact, request, options_.call_timeout);
     if (!response.ok()) return response.status();
@@ -94,13 +86,9 @@ class GrpcCoordinator : public Coordinator {
   }
 
   absl::Status PutArtifact(const std::string& key, const v1::Artifact& artifact) override {
-    v1::PutArtifactRequest request;
+    v1::PutArtifactRequest request = Stamped<v1::PutArtifactRequest>();
     request.set_key(key);
     *request.mutable_artifact() = artifact;
-    {
-      absl::MutexLock lock(&mu_);
-      request.set_worker_id(worker_id_);
-    }
     return Unary(&v1::WorkerService::Stub::PutArtifact, request, options_.call_timeout).status();
   }
 
@@ -116,6 +104,16 @@ class GrpcCoordinator : public Coordinator {
   }
 
  private:
+  // A request carrying the id this worker registered with (the calls that
+  // take no request from the daemon: blobs and artifacts are its own).
+  template <typename Request>
+  Request Stamped() {
+    Request request;
+    absl::MutexLock lock(&mu_);
+    request.set_worker_id(worker_id_);
+    return request;
+  }
+
   static std::chrono::system_clock::time_point Deadline(absl::Duration timeout) {
     return absl::ToChronoTime(absl::Now() + timeout);
   }

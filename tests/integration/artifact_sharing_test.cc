@@ -10,6 +10,7 @@
 #include "bench/local_fleet.h"
 #include "gtest/gtest.h"
 #include "server/store/store.h"
+#include "tests/support/fleet_client.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
 #include "tunefleet/v1/types.pb.h"
@@ -28,10 +29,7 @@ class ArtifactSharingTest : public ::testing::Test {
     options.data_dir = dir_.path();
     fleet_ = std::make_unique<Fleet>(options);
     ASSERT_OK(fleet_->StartCoordinator());
-    ClientOptions client_options;
-    client_options.target = fleet_->address();
-    client_options.insecure = true;
-    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
+    absl::StatusOr<std::unique_ptr<Client>> client = ConnectPlaintext(*fleet_);
     ASSERT_OK(client);
     client_ = *std::move(client);
   }

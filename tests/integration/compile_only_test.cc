@@ -19,6 +19,7 @@
 #include "common/sha256.h"
 #include "common/spec_loader.h"
 #include "gtest/gtest.h"
+#include "tests/support/fleet_client.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
 #include "tunefleet/v1/worker_service.grpc.pb.h"
@@ -111,10 +112,7 @@ TEST_F(CompileOnlyTest, TheConfigsAGpuWorkerLeasesWereCompiledAheadForIt) {
   EXPECT_EQ(workers_->GetCompileWork(Context().get(), ask, &none).error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
 
-  ClientOptions client_options;
-  client_options.target = fleet_->address();
-  client_options.insecure = true;
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
+  absl::StatusOr<std::unique_ptr<Client>> client = ConnectPlaintext(*fleet_);
   ASSERT_OK(client);
   SubmitRequest request;
   request.kernel_dir = SourceDir() + "/kernels/cuda/gemm_f16";

@@ -84,7 +84,7 @@ class JobManagerTest : public ::testing::Test {
 
   std::string AddWorker(const std::string& model = "test-cpu", double l2_bytes = 0,
                         const std::string& principal = "localhost") {
-    WorkerRegistration request{"localhost", {v1::Device()}, "g++ test", principal};
+    WorkerRegistration request{"localhost", {v1::Device()}, "g++ test", principal, ""};
     v1::Device* device = &request.devices[0];
     device->set_id("cpu0");
     device->set_model(model);

@@ -25,7 +25,7 @@ WorkerRegistration Worker(const std::string& host, const std::string& model) {
   device.set_id("cpu0");
   device.set_model(model);
   device.set_backend(v1::BACKEND_CPU);
-  return WorkerRegistration{host, {device}, "g++ 12", "host:" + host};
+  return WorkerRegistration{host, {device}, "g++ 12", "host:" + host, ""};
 }
 
 TrialRecord Row(const std::string& config, double seconds, int status = v1::TRIAL_STATUS_OK) {

@@ -13,7 +13,7 @@ WorkerRegistration Cpu(const std::string& model) {
   device.set_id("cpu0");
   device.set_model(model);
   device.set_backend(v1::BACKEND_CPU);
-  return WorkerRegistration{"host", {device}, "g++ 12", "host"};
+  return WorkerRegistration{"host", {device}, "g++ 12", "host", ""};
 }
 
 class WorkerRegistryTest : public ::testing::Test {
@@ -52,7 +52,7 @@ TEST_F(WorkerRegistryTest, SilentWorkersDieThenAreForgotten) {
 }
 
 TEST_F(WorkerRegistryTest, RegistrationsWithoutUsableDevicesAreRefused) {
-  EXPECT_THAT(registry_.Register(WorkerRegistration{"host", {}, "g++"}),
+  EXPECT_THAT(registry_.Register(WorkerRegistration{"host", {}, "g++", "", ""}),
               StatusIs(absl::StatusCode::kInvalidArgument));
   WorkerRegistration no_model = Cpu("");
   EXPECT_THAT(registry_.Register(no_model), StatusIs(absl::StatusCode::kInvalidArgument));

@@ -32,6 +32,13 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectAs(const bench::Fleet& fleet,
   return Client::Connect(options);
 }
 
+absl::StatusOr<std::unique_ptr<Client>> ConnectPlaintext(const bench::Fleet& fleet) {
+  ClientOptions options;
+  options.target = fleet.address();
+  options.insecure = true;
+  return Client::Connect(options);
+}
+
 absl::StatusOr<std::unique_ptr<Client>> ConnectAdmin(const bench::Fleet& fleet) {
   absl::StatusOr<std::string> token = AdminToken(fleet);
   if (!token.ok()) return token.status();

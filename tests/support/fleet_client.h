@@ -29,6 +29,10 @@ absl::StatusOr<std::string> AdminToken(const bench::Fleet& fleet);
 absl::StatusOr<std::unique_ptr<Client>> ConnectAs(const bench::Fleet& fleet,
                                                   std::string token);
 
+// A plaintext client of a fleet started without TLS (every caller an admin).
+// REQUIRES: !fleet.secure() and fleet.StartCoordinator() succeeded.
+absl::StatusOr<std::unique_ptr<Client>> ConnectPlaintext(const bench::Fleet& fleet);
+
 // ConnectAs(fleet, AdminToken(fleet)). REQUIRES: as AdminToken.
 absl::StatusOr<std::unique_ptr<Client>> ConnectAdmin(const bench::Fleet& fleet);
 
