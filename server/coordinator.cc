@@ -98,7 +98,7 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
                              : options.artifact_dir;
   artifact_options.capacity_bytes = options.artifact_cache_bytes;
   artifact_options.builders = options.artifact_builders;
-  ASSIGN_OR_RETURN(artifacts_, SharedArtifacts::Open(std::move(artifact_options)));
+  ASSIGN_OR_RETURN(artifacts_, SharedArtifacts::Open(std::move(artifact_options), metrics_.get()));
   quarantine_ = std::make_unique<QuarantineList>(store_.get());
   RETURN_IF_ERROR(quarantine_->Load());
   if (metrics_ != nullptr) metrics_->WorkersQuarantined(static_cast<int>(quarantine_->size()));

@@ -65,6 +65,10 @@ class CoordinatorMetrics {
   // A profile was stored: with the counters read (`read`), or with the
   // reason none could be.
   virtual void ProfileStored(bool read) = 0;
+  // What the shared-artifact shelf holds now.
+  virtual void ArtifactsShelved(int64_t count, int64_t bytes) = 0;
+  // A worker asked for a shared artifact: served (`found`) or not.
+  virtual void ArtifactRequested(bool found) = 0;
 };
 
 // Not final: a test records what it needs by overriding a method or two.
@@ -89,6 +93,8 @@ class NullMetrics : public CoordinatorMetrics {
   void SearchFinished(v1::StopReason) override {}
   void ProfilesPending(int64_t) override {}
   void ProfileStored(bool) override {}
+  void ArtifactsShelved(int64_t, int64_t) override {}
+  void ArtifactRequested(bool) override {}
 };
 
 }  // namespace tunefleet::server

@@ -49,6 +49,9 @@ struct PrometheusMetrics::Families {
   prometheus::Gauge* quarantined = nullptr;
   prometheus::Gauge* profiles_pending = nullptr;
   std::array<prometheus::Counter*, 2> profiles{};  // unavailable, read
+  prometheus::Gauge* artifacts = nullptr;
+  prometheus::Gauge* artifact_bytes = nullptr;
+  std::array<prometheus::Counter*, 2> artifact_requests{};  // miss, hit
   prometheus::Family<prometheus::Histogram>* store_operations = nullptr;
   prometheus::Family<prometheus::Counter>* store_errors = nullptr;
   prometheus::Family<prometheus::Histogram>* rpc_seconds = nullptr;
@@ -209,6 +212,23 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                              "(stored with the reason)")
                        .Register(registry);
   f.profiles = {&profiles.Add({{"outcome", "unavailable"}}), &profiles.Add({{"outcome", "read"}})};
+  f.artifacts = &prometheus::BuildGauge()
+                     .Name("tunefleet_coordinator_shared_artifacts")
+                     .Help("Compiled configs on the shared-artifact shelf")
+                     .Register(registry)
+                     .Add({});
+  f.artifact_bytes = &prometheus::BuildGauge()
+                          .Name("tunefleet_coordinator_shared_artifact_bytes")
+                          .Help("Bytes on the shared-artifact shelf (--artifact-cache-mib bounds it)")
+                          .Register(registry)
+                          .Add({});
+  auto& artifact_requests = prometheus::BuildCounter()
+                                .Name("tunefleet_coordinator_artifact_requests_total")
+                                .Help("GetArtifact calls by result: hit (served: a compile saved) "
+                                      "or miss")
+                                .Register(registry);
+  f.artifact_requests = {&artifact_requests.Add({{"result", "miss"}}),
+                         &artifact_requests.Add({{"result", "hit"}})};
   ASSIGN_OR_RETURN(metrics->endpoint_, MetricsEndpoint::Start(listen, metrics->registry_));
   return metrics;
 }
@@ -283,6 +303,15 @@ void PrometheusMetrics::ProfilesPending(int64_t configs) {
 }
 
 void PrometheusMetrics::ProfileStored(bool read) { families_->profiles[read ? 1 : 0]->Increment(); }
+
+void PrometheusMetrics::ArtifactsShelved(int64_t count, int64_t bytes) {
+  families_->artifacts->Set(static_cast<double>(count));
+  families_->artifact_bytes->Set(static_cast<double>(bytes));
+}
+
+void PrometheusMetrics::ArtifactRequested(bool found) {
+  families_->artifact_requests[found ? 1 : 0]->Increment();
+}
 
 void PrometheusMetrics::QueuedTrials(
     const std::vector<std::pair<std::string, int64_t>>& by_model) {

@@ -50,6 +50,8 @@ class PrometheusMetrics final : public CoordinatorMetrics {
   void SearchFinished(v1::StopReason reason) override;
   void ProfilesPending(int64_t configs) override;
   void ProfileStored(bool read) override;
+  void ArtifactsShelved(int64_t count, int64_t bytes) override;
+  void ArtifactRequested(bool found) override;
 
  private:
   struct Families;

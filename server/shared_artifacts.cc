@@ -36,11 +36,16 @@ absl::Status CheckArtifactKey(const std::string& key) {
   return absl::OkStatus();
 }
 
-SharedArtifacts::SharedArtifacts(SharedArtifactsOptions options) : options_(std::move(options)) {}
+SharedArtifacts::SharedArtifacts(SharedArtifactsOptions options, CoordinatorMetrics* metrics)
+    : options_(std::move(options)), metrics_(metrics) {}
+
+void SharedArtifacts::ReportSizeLocked() {
+  if (metrics_ != nullptr) metrics_->ArtifactsShelved(static_cast<int64_t>(entries_.size()), bytes_);
+}
 
 absl::StatusOr<std::unique_ptr<SharedArtifacts>> SharedArtifacts::Open(
-    SharedArtifactsOptions options) {
-  std::unique_ptr<SharedArtifacts> shelf(new SharedArtifacts(std::move(options)));
+    SharedArtifactsOptions options, CoordinatorMetrics* metrics) {
+  std::unique_ptr<SharedArtifacts> shelf(new SharedArtifacts(std::move(options), metrics));
   if (!shelf->enabled()) return shelf;
   if (absl::Status indexed = shelf->Index(); !indexed.ok()) return indexed;
   return shelf;
@@ -70,6 +75,7 @@ absl::Status SharedArtifacts::Index() {
       bytes_ += size;
     }
     if (!error) evicted = EvictLocked();
+    ReportSizeLocked();
   }
   if (error) {
     return absl::UnavailableError(
@@ -113,6 +119,7 @@ absl::Status SharedArtifacts::Put(const std::string& principal, const std::strin
     it->second.last_used = ++uses_;
     if (added) bytes_ += it->second.bytes;
     evicted = EvictLocked();
+    ReportSizeLocked();
   }
   for (const std::string& old : evicted) fs::remove(old, error);
   return absl::OkStatus();
@@ -128,6 +135,7 @@ absl::StatusOr<v1::Artifact> SharedArtifacts::Get(const std::string& principal,
   for (size_t i = 0; absl::IsNotFound(own.status()) && i < options_.builders.size(); ++i) {
     if (options_.builders[i] != principal) own = GetOwn(options_.builders[i], key);
   }
+  if (metrics_ != nullptr) metrics_->ArtifactRequested(own.ok());
   return own;
 }
 
@@ -149,6 +157,7 @@ absl::StatusOr<v1::Artifact> SharedArtifacts::GetOwn(const std::string& principa
       bytes_ -= it->second.bytes;
       entries_.erase(it);
     }
+    ReportSizeLocked();
     return absl::NotFoundError("no such artifact");
   }
   return artifact;

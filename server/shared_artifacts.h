@@ -38,6 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "server/metrics.h"
 #include "tunefleet/v1/worker_service.pb.h"
 
 namespace tunefleet::server {
@@ -57,8 +58,10 @@ struct SharedArtifactsOptions {
 class SharedArtifacts {
  public:
   // Indexes the artifacts an earlier run left under options.dir.
-  // Unavailable when the directory cannot be made or read.
-  static absl::StatusOr<std::unique_ptr<SharedArtifacts>> Open(SharedArtifactsOptions options);
+  // Unavailable when the directory cannot be made or read. `metrics` (may be
+  // null; must outlive the shelf) hears of its size and of each Get.
+  static absl::StatusOr<std::unique_ptr<SharedArtifacts>> Open(
+      SharedArtifactsOptions options, CoordinatorMetrics* metrics = nullptr);
 
   // Shelves `artifact` as `principal`'s `key`. InvalidArgument for a bad
   // key or an oversized artifact; Unavailable when the disk refuses it.
@@ -80,7 +83,9 @@ class SharedArtifacts {
     uint64_t last_used = 0;  // a use counter: larger is more recent
   };
 
-  explicit SharedArtifacts(SharedArtifactsOptions options);
+  SharedArtifacts(SharedArtifactsOptions options, CoordinatorMetrics* metrics);
+  // Tells the metrics what the shelf holds. REQUIRES: mu_ held.
+  void ReportSizeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Index();
   std::string PathOf(const std::string& principal, const std::string& key) const;
   // `principal`'s own artifact `key`: NotFound when it has none.
@@ -90,6 +95,7 @@ class SharedArtifacts {
   std::vector<std::string> EvictLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SharedArtifactsOptions options_;
+  CoordinatorMetrics* const metrics_;
   mutable absl::Mutex mu_;
   // By path relative to dir: "<principal digest>/<key>".
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);

@@ -150,5 +150,33 @@ TEST(SharedArtifactsTest, WithNoCapacitySharingIsOff) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/" + Sha256Hex(kAlice).substr(0, 16)));
 }
 
+// What the shelf tells the metrics.
+class ShelfMetrics : public NullMetrics {
+ public:
+  void ArtifactsShelved(int64_t count, int64_t bytes) override {
+    count_ = count;
+    bytes_ = bytes;
+  }
+  void ArtifactRequested(bool found) override { ++(found ? hits_ : misses_); }
+  int64_t count_ = -1, bytes_ = -1, hits_ = 0, misses_ = 0;
+};
+
+TEST(SharedArtifactsTest, TellsTheMetricsItsSizeAndEachRequestsResult) {
+  TempDir dir;
+  ShelfMetrics metrics;
+  SharedArtifactsOptions options;
+  options.dir = dir.path();
+  absl::StatusOr<std::unique_ptr<SharedArtifacts>> shelf = SharedArtifacts::Open(options, &metrics);
+  ASSERT_OK(shelf);
+  EXPECT_EQ(metrics.count_, 0);
+  ASSERT_OK((*shelf)->Put(kAlice, Key("a"), Cubin("cubin a")));
+  EXPECT_EQ(metrics.count_, 1);
+  EXPECT_EQ(metrics.bytes_, (*shelf)->bytes());
+  ASSERT_OK((*shelf)->Get(kAlice, Key("a")).status());
+  EXPECT_FALSE((*shelf)->Get(kBob, Key("a")).ok());
+  EXPECT_EQ(metrics.hits_, 1);
+  EXPECT_EQ(metrics.misses_, 1);
+}
+
 }  // namespace
 }  // namespace tunefleet::server
