@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -189,6 +190,20 @@ void BlockStopSignals(sigset_t* set) {
   signal(SIGPIPE, SIG_IGN);
 }
 
+// On a thread of its own: the first of `signals` calls `stop`, a second
+// exits at once.
+void StopOnSignal(const sigset_t& signals, std::function<void()> stop) {
+  std::thread([signals, stop = std::move(stop)] {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    spdlog::info("received {}", strsignal(signal_number));
+    stop();
+    sigwait(&signals, &signal_number);
+    spdlog::warn("second signal: exiting now");
+    std::_Exit(128 + signal_number);
+  }).detach();
+}
+
 // The sandbox job code runs in; an error when --sandbox=bwrap cannot work.
 absl::StatusOr<Sandbox> MakeSandbox(const Flags& flags) {
   SandboxOptions options;
@@ -227,6 +242,16 @@ absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> StartMetrics(
   return metrics;
 }
 
+// The backend's compiler, caching under --cache-dir, running in `sandbox`.
+absl::StatusOr<std::unique_ptr<Compiler>> MakeCompiler(const Flags& flags, v1::Backend backend,
+                                                       const Sandbox& sandbox) {
+  CompilerOptions options;
+  options.cache_dir = flags.cache_dir;
+  options.timeout = absl::Seconds(flags.compile_timeout);
+  options.sandbox = sandbox;
+  return CreateCompiler(backend, options);
+}
+
 absl::StatusOr<std::unique_ptr<Coordinator>> Link(const Flags& flags) {
   CoordinatorLinkOptions link_options;
   link_options.security.insecure = flags.insecure;
@@ -245,11 +270,7 @@ int RunCompileOnly(const Flags& flags, v1::Backend backend, const Sandbox& sandb
                      "sm_XY (CPU code is built for the host that runs it)");
     return 1;
   }
-  CompilerOptions compiler_options;
-  compiler_options.cache_dir = flags.cache_dir;
-  compiler_options.timeout = absl::Seconds(flags.compile_timeout);
-  compiler_options.sandbox = sandbox;
-  absl::StatusOr<std::unique_ptr<Compiler>> compiler = CreateCompiler(backend, compiler_options);
+  absl::StatusOr<std::unique_ptr<Compiler>> compiler = MakeCompiler(flags, backend, sandbox);
   if (!compiler.ok()) {
     spdlog::critical("no compiler: {}", compiler.status().ToString());
     return 1;
@@ -269,14 +290,7 @@ int RunCompileOnly(const Flags& flags, v1::Backend backend, const Sandbox& sandb
   options.version = kVersion;
   options.max_configs = 2 * threads;
   CompileOnlyWorker worker(options, coordinator->get(), &pool);
-  std::thread([&worker, stop_signals] {
-    int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
-    spdlog::info("received {}", strsignal(signal_number));
-    worker.Stop();
-    sigwait(&stop_signals, &signal_number);
-    std::_Exit(128 + signal_number);
-  }).detach();
+  StopOnSignal(stop_signals, [&worker] { worker.Stop(); });
   spdlog::info("tunefleet-worker {}: compile-only for {} ({}, {} threads) from {}", options.host,
                flags.target, options.toolkit, threads, flags.coordinator);
   worker.Run();
@@ -313,11 +327,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
                      devices.ok() ? "none found" : devices.status().ToString());
     return 1;
   }
-  CompilerOptions compiler_options;
-  compiler_options.cache_dir = flags.cache_dir;
-  compiler_options.timeout = absl::Seconds(flags.compile_timeout);
-  compiler_options.sandbox = *sandbox;
-  absl::StatusOr<std::unique_ptr<Compiler>> compiler = CreateCompiler(backend, compiler_options);
+  absl::StatusOr<std::unique_ptr<Compiler>> compiler = MakeCompiler(flags, backend, *sandbox);
   if (!compiler.ok()) {
     spdlog::critical("no compiler: {}", compiler.status().ToString());
     return 1;
@@ -404,15 +414,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   WorkerDaemon daemon(options, coordinator.get(), &sources, std::move(executors), sink,
                       std::move(profilers));
 
-  std::thread([&daemon, stop_signals] {
-    int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
-    spdlog::info("received {}", strsignal(signal_number));
-    daemon.Stop();
-    sigwait(&stop_signals, &signal_number);
-    spdlog::warn("second signal: exiting now");
-    std::_Exit(128 + signal_number);
-  }).detach();
+  StopOnSignal(stop_signals, [&daemon] { daemon.Stop(); });
 
   spdlog::info("tunefleet-worker {} serving {} for {}", options.host, options.toolkit,
                flags.coordinator);
