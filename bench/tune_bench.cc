@@ -266,6 +266,9 @@ void PrintSpread(const std::vector<Run>& runs) {
   for (const auto& [config, count] : winners) std::printf("  won %d x  %s\n", count, config.c_str());
 }
 
+// The name (principal) of worker `i`: the same for its replacements.
+std::string WorkerName(int i) { return absl::StrCat("test-worker-", i); }
+
 // A live worker with devices (not a compile-only builder).
 bool AliveWithDevices(const WorkerInfo& worker) {
   return worker.alive && !worker.devices.empty();
@@ -303,7 +306,7 @@ absl::Status ReplaceWorkers(Client* client, Fleet* fleet, const Flags& flags) {
     absl::SleepFor(absl::Milliseconds(200));
   }
   for (int i = 0; i < flags.workers; ++i) {
-    if (absl::StatusOr<int> started = fleet->StartWorker(absl::StrCat("test-worker-", i));
+    if (absl::StatusOr<int> started = fleet->StartWorker(WorkerName(i));
         !started.ok()) {
       return started.status();
     }
@@ -391,7 +394,7 @@ int Main(const Flags& flags) {
                   .status();
   }
   for (int i = 0; started.ok() && i < flags.workers; ++i) {
-    started = fleet.StartWorker(absl::StrCat("test-worker-", i)).status();  // ReplaceWorkers' names
+    started = fleet.StartWorker(WorkerName(i)).status();
   }
   ClientOptions client_options;
   client_options.target = fleet.address();

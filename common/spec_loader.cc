@@ -286,6 +286,11 @@ absl::StatusOr<v1::Shape> NormalizeShape(const v1::KernelSpec& spec,
   return out;
 }
 
+absl::StatusOr<v1::Config> DefaultConfig(const v1::KernelSpec& spec) {
+  ASSIGN_OR_RETURN(v1::Config parsed, ParseConfig(spec.default_config()));
+  return NormalizeConfig(spec, parsed);
+}
+
 absl::StatusOr<v1::Config> NormalizeConfig(const v1::KernelSpec& spec,
                                            const v1::Config& config) {
   absl::flat_hash_set<std::string> known;

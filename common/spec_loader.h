@@ -47,6 +47,11 @@ absl::StatusOr<v1::Shape> NormalizeShape(const v1::KernelSpec& spec,
 absl::StatusOr<v1::Config> NormalizeConfig(const v1::KernelSpec& spec,
                                            const v1::Config& config);
 
+// The spec's default_config, parsed and normalized: the config the reference
+// is compiled with and the one every job measures first. The errors of
+// ParseConfig and NormalizeConfig.
+absl::StatusOr<v1::Config> DefaultConfig(const v1::KernelSpec& spec);
+
 // Every file path a spec names: `sources`, then `reference.sources`.
 std::vector<std::string> SpecFilePaths(const v1::KernelSpec& spec);
 

@@ -418,8 +418,7 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
         "worker principal ", device.principal,
         " is quarantined: its results disagreed with a re-measurement by another worker"));
   }
-  const int max = std::clamp(query.max_trials > 0 ? query.max_trials : options_.batch_size,
-                             1, std::max(1, options_.max_batch_size));
+  const int max = BatchFor(query.max_trials);
   const std::vector<LiveDevice> live = workers_->LiveDevices(device.model, device.toolkit);
   Lease lease;
   lease.worker_id = query.worker_id;
@@ -456,9 +455,13 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
   return grant;
 }
 
+int JobManager::BatchFor(int asked) const {
+  return std::clamp(asked > 0 ? asked : options_.batch_size, 1,
+                    std::max(1, options_.max_batch_size));
+}
+
 std::vector<CompileGrant> JobManager::ProposeCompiles(const CompileQuery& query) {
-  int left = query.max_configs > 0 ? std::min(query.max_configs, options_.max_batch_size)
-                                   : options_.batch_size;
+  int left = BatchFor(query.max_configs);
   std::vector<CompileGrant> grants;
   absl::MutexLock lock(&mu_);
   for (auto& [sequence, job] : jobs_) {

@@ -272,6 +272,9 @@ class JobManager {
                                   const std::vector<WorkerDevice>& devices,
                                   absl::Status* first_error);
   void StartJob(std::unique_ptr<Job> job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The configs one lease (or compile request) asking for `asked` gets: the
+  // batch size for 0, capped by max_batch_size.
+  int BatchFor(int asked) const;
   std::optional<LeaseGrant> LeaseFrom(Job* job, int target, Lease lease, int max,
                                       Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   LeaseGrant GrantOf(Job* job, const Lease& lease, Pending* pending)

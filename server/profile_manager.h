@@ -85,9 +85,10 @@ class ProfileManager {
   // True when `lease_id` names a profile lease (held or not).
   static bool IsProfileLease(const std::string& lease_id);
   // Stores the reported profiles (removing their request rows), then marks
-  // their configs done; a request whose configs are all done ends. A report of an expired or foreign
-  // lease is acknowledged as cancelled, storing nothing. Unavailable when
-  // the store refused a row (the lease stays; the worker may report again).
+  // their configs done; a request whose configs are all done ends. A report
+  // of an expired or foreign lease is acknowledged as cancelled, storing
+  // nothing. Unavailable when the store refused a row (the lease stays; the
+  // worker may report again).
   absl::StatusOr<ReportAck> Report(const ResultReport& report);
   // OK when a profile lease `worker_id` holds carries a source with
   // `digest`; PermissionDenied otherwise.

@@ -19,8 +19,10 @@ namespace {
 
 constexpr size_t kKeyLength = 64;
 
-std::string PrincipalDir(const std::string& principal) {
-  return Sha256Hex(principal).substr(0, 16);
+// An artifact's name, and its path below the directory: "<SHA-256 of the
+// principal, 16 hex digits>/<key>".
+std::string NameOf(const std::string& principal, const std::string& key) {
+  return absl::StrCat(Sha256Hex(principal).substr(0, 16), "/", key);
 }
 
 }  // namespace
@@ -87,8 +89,8 @@ absl::Status SharedArtifacts::Index() {
   return absl::OkStatus();
 }
 
-std::string SharedArtifacts::PathOf(const std::string& principal, const std::string& key) const {
-  return absl::StrCat(options_.dir, "/", PrincipalDir(principal), "/", key);
+std::string SharedArtifacts::PathOf(const std::string& name) const {
+  return absl::StrCat(options_.dir, "/", name);
 }
 
 absl::Status SharedArtifacts::Put(const std::string& principal, const std::string& key,
@@ -101,12 +103,12 @@ absl::Status SharedArtifacts::Put(const std::string& principal, const std::strin
                                                    " bytes is over the limit of ",
                                                    options_.max_artifact_bytes));
   }
-  const std::string name = absl::StrCat(PrincipalDir(principal), "/", key);
+  const std::string name = NameOf(principal, key);
   {
     absl::MutexLock lock(&mu_);
     if (entries_.contains(name)) return absl::OkStatus();  // the key names the bytes
   }
-  const std::string path = PathOf(principal, key);
+  const std::string path = PathOf(name);
   std::error_code error;
   fs::create_directories(fs::path(path).parent_path(), error);
   if (absl::Status written = WriteFileAtomic(path, bytes); !written.ok()) {
@@ -141,14 +143,14 @@ absl::StatusOr<v1::Artifact> SharedArtifacts::Get(const std::string& principal,
 
 absl::StatusOr<v1::Artifact> SharedArtifacts::GetOwn(const std::string& principal,
                                                      const std::string& key) {
-  const std::string name = absl::StrCat(PrincipalDir(principal), "/", key);
+  const std::string name = NameOf(principal, key);
   {
     absl::MutexLock lock(&mu_);
     auto it = entries_.find(name);
     if (it == entries_.end()) return absl::NotFoundError("no such artifact");
     it->second.last_used = ++uses_;
   }
-  absl::StatusOr<std::string> bytes = ReadFile(PathOf(principal, key));
+  absl::StatusOr<std::string> bytes = ReadFile(PathOf(name));
   v1::Artifact artifact;
   if (!bytes.ok() || !artifact.ParseFromString(*bytes)) {
     // Evicted meanwhile, or damaged on disk: gone either way.
@@ -175,7 +177,7 @@ std::vector<std::string> SharedArtifacts::EvictLocked() {
     auto it = entries_.find(name);
     bytes_ -= it->second.bytes;
     entries_.erase(it);
-    paths.push_back(absl::StrCat(options_.dir, "/", name));
+    paths.push_back(PathOf(name));
   }
   return paths;
 }

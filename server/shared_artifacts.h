@@ -87,7 +87,8 @@ class SharedArtifacts {
   // Tells the metrics what the shelf holds. REQUIRES: mu_ held.
   void ReportSizeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Index();
-  std::string PathOf(const std::string& principal, const std::string& key) const;
+  // The file of the artifact named `name` (NameOf).
+  std::string PathOf(const std::string& name) const;
   // `principal`'s own artifact `key`: NotFound when it has none.
   absl::StatusOr<v1::Artifact> GetOwn(const std::string& principal, const std::string& key);
   // Forgets the least recently used entries until the shelf fits

@@ -36,20 +36,7 @@ std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
     taken.push_back(ahead_.front());
     ahead_.pop_front();
   }
-  while (static_cast<int>(taken.size()) < max && !ProposalsOver()) {
-    std::vector<uint64_t> proposed =
-        strategy_->Propose(max - static_cast<int>(taken.size()));
-    if (proposed.empty()) break;
-    for (uint64_t ordinal : proposed) {
-      // A restored (already measured) config is not measured again, and no
-      // config goes out twice in one lease.
-      if (slots_.contains(ordinal) ||
-          std::find(taken.begin(), taken.end(), ordinal) != taken.end()) {
-        continue;
-      }
-      taken.push_back(ordinal);
-    }
-  }
+  ProposeNew(max, &taken);
   for (uint64_t ordinal : taken) {
     Slot& slot = slots_[ordinal];
     slot.state = SlotState::kLeased;
@@ -69,20 +56,25 @@ std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
   return finalist_ordinals_;
 }
 
-std::vector<uint64_t> TargetTrials::ProposeAhead(int max, int limit) {
-  std::vector<uint64_t> proposed;
-  const int room = std::min(max, limit - static_cast<int>(ahead_.size()));
-  while (static_cast<int>(proposed.size()) < room && !ProposalsOver()) {
-    std::vector<uint64_t> batch = strategy_->Propose(room - static_cast<int>(proposed.size()));
-    if (batch.empty()) break;
-    for (uint64_t ordinal : batch) {
+void TargetTrials::ProposeNew(int max, std::vector<uint64_t>* into) {
+  while (static_cast<int>(into->size()) < max && !ProposalsOver()) {
+    std::vector<uint64_t> proposed = strategy_->Propose(max - static_cast<int>(into->size()));
+    if (proposed.empty()) break;
+    for (uint64_t ordinal : proposed) {
+      // A restored (already measured) config is not measured again, and no
+      // config is handed out twice at once.
       if (slots_.contains(ordinal) ||
-          std::find(proposed.begin(), proposed.end(), ordinal) != proposed.end()) {
-        continue;  // restored (already measured)
+          std::find(into->begin(), into->end(), ordinal) != into->end()) {
+        continue;
       }
-      proposed.push_back(ordinal);
+      into->push_back(ordinal);
     }
   }
+}
+
+std::vector<uint64_t> TargetTrials::ProposeAhead(int max, int limit) {
+  std::vector<uint64_t> proposed;
+  ProposeNew(std::min(max, limit - static_cast<int>(ahead_.size())), &proposed);
   ahead_.insert(ahead_.end(), proposed.begin(), proposed.end());
   return proposed;
 }

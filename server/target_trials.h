@@ -130,6 +130,10 @@ class TargetTrials {
   };
   enum class Finals { kNotYet, kWaiting, kLeased, kDone };
   void Record(uint64_t ordinal, const v1::TrialResult& result);
+  // Appends the strategy's next proposals to `into` until it holds `max`
+  // configs or the strategy has none; skips configs measured already (a
+  // restored target) and any `into` holds.
+  void ProposeNew(int max, std::vector<uint64_t>* into);
   // The strategy proposes nothing more: exhausted, or stopped by a rule.
   bool ProposalsOver() const;
   bool SearchOver() const;

@@ -12,10 +12,11 @@
 namespace tunefleet::server {
 namespace {
 
-grpc::Status MissingField(const char* field) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                      std::string(field) + " is required");
+absl::Status MissingFieldError(const char* field) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
 }
+
+grpc::Status MissingField(const char* field) { return ToGrpcStatus(MissingFieldError(field)); }
 
 v1::Lease ToProto(const LeaseGrant& grant) {
   v1::Lease lease;
@@ -220,19 +221,19 @@ grpc::Status WorkerServiceImpl::GetBlob(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-absl::StatusOr<std::string> WorkerServiceImpl::ArtifactOwner(
+absl::StatusOr<v1::WorkerInfo> WorkerServiceImpl::RegisteredWorker(
     const grpc::ServerContextBase& context, const std::string& worker_id) {
-  if (worker_id.empty()) return absl::InvalidArgumentError("missing field: worker_id");
+  if (worker_id.empty()) return MissingFieldError("worker_id");
   if (absl::Status own = CheckActsFor(context, worker_id); !own.ok()) return own;
-  return workers_->PrincipalOf(worker_id);  // NotFound: register again
+  return workers_->Info(worker_id);  // NotFound: register again
 }
 
 grpc::Status WorkerServiceImpl::GetArtifact(grpc::ServerContext* context,
                                             const v1::GetArtifactRequest* request,
                                             v1::GetArtifactResponse* response) {
-  absl::StatusOr<std::string> principal = ArtifactOwner(*context, request->worker_id());
-  if (!principal.ok()) return ToGrpcStatus(principal.status());
-  absl::StatusOr<v1::Artifact> artifact = artifacts_->Get(*principal, request->key());
+  absl::StatusOr<v1::WorkerInfo> worker = RegisteredWorker(*context, request->worker_id());
+  if (!worker.ok()) return ToGrpcStatus(worker.status());
+  absl::StatusOr<v1::Artifact> artifact = artifacts_->Get(worker->principal(), request->key());
   if (!artifact.ok()) return ToGrpcStatus(artifact.status());
   *response->mutable_artifact() = *std::move(artifact);
   return grpc::Status::OK;
@@ -241,23 +242,19 @@ grpc::Status WorkerServiceImpl::GetArtifact(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::PutArtifact(grpc::ServerContext* context,
                                             const v1::PutArtifactRequest* request,
                                             v1::PutArtifactResponse*) {
-  absl::StatusOr<std::string> principal = ArtifactOwner(*context, request->worker_id());
-  if (!principal.ok()) return ToGrpcStatus(principal.status());
+  absl::StatusOr<v1::WorkerInfo> worker = RegisteredWorker(*context, request->worker_id());
+  if (!worker.ok()) return ToGrpcStatus(worker.status());
   if (request->artifact().content().empty()) return MissingField("artifact.content");
-  return ToGrpcStatus(artifacts_->Put(*principal, request->key(), request->artifact()));
+  return ToGrpcStatus(artifacts_->Put(worker->principal(), request->key(), request->artifact()));
 }
 
 grpc::Status WorkerServiceImpl::GetCompileWork(grpc::ServerContext* context,
                                                const v1::GetCompileWorkRequest* request,
                                                v1::GetCompileWorkResponse* response) {
-  if (request->worker_id().empty()) return MissingField("worker_id");
   if (request->max_configs() < 0) {
     return ToGrpcStatus(absl::InvalidArgumentError("max_configs must not be negative"));
   }
-  if (absl::Status own = CheckActsFor(*context, request->worker_id()); !own.ok()) {
-    return ToGrpcStatus(own);
-  }
-  absl::StatusOr<v1::WorkerInfo> worker = workers_->Info(request->worker_id());
+  absl::StatusOr<v1::WorkerInfo> worker = RegisteredWorker(*context, request->worker_id());
   if (!worker.ok()) return ToGrpcStatus(worker.status());
   const std::optional<int> capability = ComputeCapabilityOf(worker->compile_target());
   if (!capability.has_value()) {

@@ -68,10 +68,11 @@ class WorkerServiceImpl final : public WorkerServiceBase {
   // for itself.
   absl::Status CheckActsFor(const grpc::ServerContextBase& context,
                             const std::string& worker_id);
-  // The principal of registered worker `worker_id` the caller acts for;
+  // Registered worker `worker_id`, which the caller acts for:
+  // InvalidArgument without an id, PermissionDenied as CheckActsFor,
   // NotFound for an unknown worker (as LeaseWork).
-  absl::StatusOr<std::string> ArtifactOwner(const grpc::ServerContextBase& context,
-                                            const std::string& worker_id);
+  absl::StatusOr<v1::WorkerInfo> RegisteredWorker(const grpc::ServerContextBase& context,
+                                                  const std::string& worker_id);
 
   JobManager* const jobs_;
   ProfileManager* const profiles_;

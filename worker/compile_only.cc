@@ -4,7 +4,6 @@
 #include <utility>
 #include <vector>
 
-#include "common/config_text.h"
 #include "common/spec_loader.h"
 #include "spdlog/spdlog.h"
 
@@ -84,8 +83,7 @@ void CompileOnlyWorker::Compile(const v1::GetCompileWorkResponse& response) {
     if (work.kernel().reference().entry().empty() || !references_.insert(work.job_id()).second) {
       continue;
     }
-    absl::StatusOr<v1::Config> reference = ParseConfig(work.kernel().default_config());
-    if (reference.ok()) reference = NormalizeConfig(work.kernel(), *reference);
+    absl::StatusOr<v1::Config> reference = DefaultConfig(work.kernel());
     if (!reference.ok()) continue;
     compiles.push_back(pool_->Submit(
         CompileJob{&work.kernel(), files, *reference, work.device(), true, *shape}));

@@ -450,8 +450,9 @@ int main(int argc, char** argv) {
   app.add_option("--target", flags.target,
                  "--compile-only: the CUDA arch to compile for, e.g. sm_90");
   app.add_flag("--share-artifacts,!--no-share-artifacts", flags.share_artifacts,
-               "fetch compiled configs that workers of this worker's principal shared "
-               "through the coordinator, and share those compiled here (default: on)");
+               "fetch compiled configs that workers of this worker's principal (or a "
+               "builder the coordinator names) shared through the coordinator, and share "
+               "those compiled here (default: on)");
   app.add_option("--ncu", flags.ncu,
                  "Nsight Compute binary for profile leases (default: ncu from PATH, else "
                  "/usr/local/cuda/bin/ncu; \"none\": never profile)");

@@ -281,8 +281,7 @@ void TrialExecutor::StartBatch(const JobContext& job, const v1::MeasureOptions& 
   batch->measure = measure;
   absl::StatusOr<v1::Shape> shape = NormalizeShape(job.spec, job.shape);
   absl::StatusOr<v1::Config> reference_config =
-      shape.ok() ? ParseConfig(job.spec.default_config()) : shape.status();
-  if (reference_config.ok()) reference_config = NormalizeConfig(job.spec, *reference_config);
+      shape.ok() ? DefaultConfig(job.spec) : shape.status();
   if (!reference_config.ok()) {
     batch->job_failure = Outcome(v1::TRIAL_STATUS_INVALID_CONFIG,
                                  std::string(reference_config.status().message()));

@@ -199,13 +199,22 @@ TEST_F(TargetTrialsTest, ConfigsProposedAheadAreLeasedFirstAndOnlyOnce) {
 TEST_F(TargetTrialsTest, ConfigsProposedAheadKeepTheSearchOpenUntilLeased) {
   std::unique_ptr<TargetTrials> trials = Exhaustive(/*plateau=*/0, /*finalists=*/0);
   bool finalists = false;
-  std::vector<uint64_t> all = trials->Take(100000, "a", 1, &finalists);
-  ASSERT_GT(all.size(), 1u);
-  for (size_t i = 1; i < all.size(); ++i) trials->Complete(all[i], "a", 1, Ok(1e-3));
-  // One config back in the queue: nothing new to propose ahead.
-  ASSERT_TRUE(trials->Release(all[0], "a", 1, /*expired=*/true) == std::nullopt);
-  EXPECT_TRUE(trials->ProposeAhead(8, 8).empty());
+  std::vector<uint64_t> first = trials->Take(2, "a", 1, &finalists);
+  ASSERT_EQ(first.size(), 2u);
+  // The rest of the space, proposed ahead: the strategy has nothing left.
+  std::vector<uint64_t> ahead = trials->ProposeAhead(100000, 100000);
+  ASSERT_FALSE(ahead.empty());
+  EXPECT_TRUE(trials->ProposeAhead(8, 100000).empty());
+  for (uint64_t ordinal : first) trials->Complete(ordinal, "a", 1, Ok(1e-3));
+  // Nothing leased, the strategy exhausted, but configs wait ahead.
+  EXPECT_FALSE(trials->Finished());
   EXPECT_TRUE(trials->HasWork());
+  std::vector<uint64_t> rest = trials->Take(100000, "b", 2, &finalists);
+  EXPECT_EQ(rest, ahead);
+  for (uint64_t ordinal : rest) trials->Complete(ordinal, "b", 2, Ok(1e-3));
+  EXPECT_TRUE(trials->Finished());
+  EXPECT_EQ(trials->stop_reason(), v1::STOP_REASON_SPACE_EXHAUSTED);
+  EXPECT_EQ(trials->done(), static_cast<int64_t>(first.size() + ahead.size()));
 }
 
 TEST_F(TargetTrialsTest, AStopRuleDropsConfigsProposedAheadButNotLeased) {

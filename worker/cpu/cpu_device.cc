@@ -23,7 +23,6 @@ std::string ReadLine(const std::string& path) {
   return std::string(absl::StripAsciiWhitespace(line));
 }
 
-
 // The value of the first /proc/cpuinfo line starting with `name`; "" when none.
 std::string CpuInfoField(const std::string& name) {
   std::ifstream in("/proc/cpuinfo");
@@ -104,7 +103,8 @@ v1::Device DiscoverCpuDevice() {
 }
 
 std::string CpuFeatureDigest() {
-  static const std::string* digest = new std::string(Sha256Hex(CpuInfoField("flags")).substr(0, 16));
+  static const std::string* digest =
+      new std::string(Sha256Hex(CpuInfoField("flags")).substr(0, 16));
   return *digest;
 }
 

@@ -222,8 +222,7 @@ absl::Status CpuKernelRunner::Prepare(const v1::PrepareRequest& request) {
   for (const v1::DeviceLimit& limit : request.limits()) limits[limit.name()] = limit.value();
   ASSIGN_OR_RETURN(v1::Shape shape, NormalizeShape(spec_, request.shape()));
   ASSIGN_OR_RETURN(space_, ConfigSpace::Create(spec_, shape, limits));
-  ASSIGN_OR_RETURN(v1::Config parsed, ParseConfig(spec_.default_config()));
-  ASSIGN_OR_RETURN(v1::Config config, NormalizeConfig(spec_, parsed));
+  ASSIGN_OR_RETURN(v1::Config config, DefaultConfig(spec_));
   RETURN_IF_ERROR(space_->Bind(config));
   RETURN_IF_ERROR(AllocateArgs());
   RETURN_IF_ERROR(BindScalars(config));

@@ -203,8 +203,7 @@ absl::Status CudaRunner::Prepare(const v1::PrepareRequest& request) {
                                 return d;
                               }());
   ASSIGN_OR_RETURN(job->space, ConfigSpace::Create(job->spec, job->shape, limits));
-  ASSIGN_OR_RETURN(v1::Config parsed, ParseConfig(job->spec.default_config()));
-  ASSIGN_OR_RETURN(job->default_config, NormalizeConfig(job->spec, parsed));
+  ASSIGN_OR_RETURN(job->default_config, DefaultConfig(job->spec));
   RETURN_IF_ERROR(job->space->Bind(job->default_config));
   job->measure = WithDefaults(request.measure());
   job_ = std::move(job);

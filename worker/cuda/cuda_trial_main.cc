@@ -84,8 +84,7 @@ absl::StatusOr<std::vector<v1::Config>> SelectConfigs(const Flags& flags,
     }
   }
   if (configs.empty()) {
-    ASSIGN_OR_RETURN(v1::Config parsed, ParseConfig(spec.default_config()));
-    ASSIGN_OR_RETURN(v1::Config config, NormalizeConfig(spec, parsed));
+    ASSIGN_OR_RETURN(v1::Config config, DefaultConfig(spec));
     configs.push_back(config);
   }
   return configs;
@@ -180,10 +179,8 @@ int Main(const Flags& flags) {
   prepare.mutable_measure()->set_budget_seconds(flags.budget);
   prepare.mutable_measure()->set_warmup_seconds(flags.warmup);
   if (!bundle->spec.reference().entry().empty() && bundle->spec.reference().library().empty()) {
-    v1::Config parsed = ParseConfig(bundle->spec.default_config()).value();
-    CompileJob job{&bundle->spec, &bundle->sources,
-                   NormalizeConfig(bundle->spec, parsed).value(), device, /*reference=*/true,
-                   *shape};
+    CompileJob job{&bundle->spec, &bundle->sources, DefaultConfig(bundle->spec).value(), device,
+                   /*reference=*/true, *shape};
     absl::StatusOr<CompileOutcome> outcome = (*compiler)->Compile(job);
     if (!outcome.ok() || !outcome->ok) {
       std::fprintf(stderr, "reference does not compile: %s\n",
