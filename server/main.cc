@@ -10,7 +10,6 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
@@ -18,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/database_url.h"
 #include "common/logging.h"
+#include "common/usable_cpus.h"
 #include "spdlog/spdlog.h"
 #include "server/coordinator.h"
 
@@ -279,12 +279,11 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
 // glibc gives threads that allocate arenas of their own, up to 8 per core,
 // and each arena keeps what was freed in it. The coordinator runs some 80
 // threads (report pool, gRPC): unchecked, its memory creeps up with the
-// arenas they touch. Two per core keep it level; MALLOC_ARENA_MAX, when set,
+// arenas they touch. Two per usable CPU keep it level; MALLOC_ARENA_MAX, when set,
 // is left to decide.
 void LimitMallocArenas() {
   if (std::getenv("MALLOC_ARENA_MAX") != nullptr) return;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  mallopt(M_ARENA_MAX, static_cast<int>(2 * cores));
+  mallopt(M_ARENA_MAX, 2 * tunefleet::UsableCpus());
 }
 
 // Written whole or not at all: a reader polling for the file never sees half.

@@ -16,12 +16,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -45,6 +47,7 @@
 #include "worker/ncu_profiler.h"
 #include "worker/ncu_report.h"
 #include "common/subprocess.h"
+#include "common/usable_cpus.h"
 #include "worker/sandbox.h"
 #include "worker/coordinator_link.h"
 #include "worker/source_cache.h"
@@ -72,7 +75,7 @@ struct Flags {
   int max_trials = 0;
   int lookahead_trials = -1;  // trials of the lease held ahead per device; 0 = off, -1 = auto
   std::string stats_dir;     // where worker-<pid>.stats is kept up to date
-  int compile_threads = 0;  // 0 = the device's cores (CompileThreads)
+  int compile_threads = 0;  // 0 = usable CPUs (CompileThreads)
   double measure_budget = 0.2;
   double cut_factor = 1.5;  // the early-cut rule's k; negative = never cut
   double compile_timeout = 60;
@@ -167,9 +170,17 @@ std::string SelfExecutable() {
   return n > 0 ? std::string(path, static_cast<size_t>(n)) : "tunefleet-worker";
 }
 
+// A Python compile server imports torch and triton and holds a CUDA context:
+// about half a GiB resident, a GiB with a compile's peak. No more servers
+// start than usable memory holds at this size.
+constexpr int64_t kPythonServerBytes = int64_t{1} << 30;
+
 // The compile pool's size: --compile-threads, else (0) the device's "cores"
-// limit (a CPU device's usable cores), else the host's cores. Null `device`:
-// a device without a "cores" limit, as every GPU is.
+// limit (a CPU device's usable cores), else the CPUs this process may use
+// (UsableCpus: its affinity and cgroup quota, never the host's count); for
+// the python backend, whose threads each drive a compile server, also no
+// more than usable memory holds. Null `device`: a device without a "cores"
+// limit, as every GPU is.
 int CompileThreads(const Flags& flags, const v1::Device* device) {
   if (flags.compile_threads > 0) return flags.compile_threads;
   if (device != nullptr) {
@@ -177,7 +188,13 @@ int CompileThreads(const Flags& flags, const v1::Device* device) {
       if (limit.name() == "cores") return std::max(1, static_cast<int>(limit.value()));
     }
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  int threads = UsableCpus();
+  if (flags.backend == "python") {
+    if (std::optional<int64_t> memory = UsableMemoryBytes(); memory.has_value()) {
+      threads = std::min<int64_t>(threads, std::max<int64_t>(1, *memory / kPythonServerBytes));
+    }
+  }
+  return threads;
 }
 
 // SIGINT/SIGTERM are blocked in every thread and taken by one thread with
@@ -225,11 +242,12 @@ absl::StatusOr<Sandbox> MakeSandbox(const Flags& flags) {
 // Serves /metrics when --metrics-port asks for it; writes the bound address
 // to --metrics-address-file. Null (and no error) when it is off.
 absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> StartMetrics(
-    const Flags& flags, v1::Backend backend, const std::vector<v1::Device>& devices) {
+    const Flags& flags, v1::Backend backend, const std::vector<v1::Device>& devices,
+    const WorkerPools& pools) {
   if (flags.metrics_port < 0) return nullptr;
   const std::string listen = absl::StrCat(flags.metrics_host, ":", flags.metrics_port);
   absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> metrics =
-      PrometheusWorkerMetrics::Start(listen, kVersion, BackendName(backend), devices);
+      PrometheusWorkerMetrics::Start(listen, kVersion, BackendName(backend), devices, pools);
   if (!metrics.ok()) return metrics.status();
   const std::string host = flags.metrics_host == "0.0.0.0" ? "127.0.0.1" : flags.metrics_host;
   const std::string address = absl::StrCat(host, ":", (*metrics)->port());
@@ -332,8 +350,15 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
     spdlog::critical("no compiler: {}", compiler.status().ToString());
     return 1;
   }
+  const int threads = CompileThreads(flags, &devices->front());
+  const WorkerPools pools{UsableCpus(), threads,
+                          backend == v1::BACKEND_PYTHON ? python::Info().compile_servers : 0};
+  spdlog::info("{} usable CPUs: {} compile threads{}", pools.usable_cpus, threads,
+               pools.compile_servers > 0
+                   ? absl::StrCat(", ", pools.compile_servers, " python compile servers")
+                   : "");
   absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> metrics =
-      StartMetrics(flags, backend, *devices);
+      StartMetrics(flags, backend, *devices, pools);
   if (!metrics.ok()) {
     spdlog::critical("{}", std::string(metrics.status().message()));
     return 1;
@@ -349,7 +374,6 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   ArtifactSharing sharing(compiler->get(), coordinator.get());
   Compiler* const pool_compiler =
       flags.share_artifacts ? static_cast<Compiler*>(&sharing) : compiler->get();
-  const int threads = CompileThreads(flags, &devices->front());
   IdleMeter pool_meter(threads);
   CompilePool pool(pool_compiler, threads, &pool_meter);
 
@@ -480,7 +504,8 @@ int main(int argc, char** argv) {
                  "$TUNEFLEET_PYTHON_PACKAGE, else <binary dir>/../python)");
   app.add_option("--compile-timeout", flags.compile_timeout, "seconds per compile")
       ->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--compile-threads", flags.compile_threads, "compile pool size (0 = cores)");
+  app.add_option("--compile-threads", flags.compile_threads, "compile pool size (0 = the CPUs this worker may use: its affinity and cgroup "
+                 "quota; python: also 1 per GiB of usable memory)");
   app.add_option("--trial-deadline", flags.trial_deadline,
                  "seconds before a silent benchmark child is killed (0 = max(10, 20 x budget); "
                  "cuda, python: max(30, 20 x budget))");

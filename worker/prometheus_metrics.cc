@@ -38,6 +38,22 @@ prometheus::Histogram::BucketBoundaries LeaseWaitBuckets() {
   return {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30};
 }
 
+void AddPoolGauge(const std::string& name, const std::string& help, int value,
+                  prometheus::Registry& registry) {
+  prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add({}).Set(value);
+}
+
+void AddPoolGauges(const WorkerPools& pools, prometheus::Registry& registry) {
+  AddPoolGauge("tunefleet_worker_usable_cpus",
+               "CPUs this worker may use: its affinity mask bounded by its cgroup's CPU quota",
+               pools.usable_cpus, registry);
+  AddPoolGauge("tunefleet_worker_compile_threads", "Threads of the worker's compile pool",
+               pools.compile_threads, registry);
+  AddPoolGauge("tunefleet_worker_compile_servers",
+               "Python compile servers started ahead (0 for other backends)",
+               pools.compile_servers, registry);
+}
+
 }  // namespace
 
 struct PrometheusWorkerMetrics::Device {
@@ -60,9 +76,10 @@ PrometheusWorkerMetrics::~PrometheusWorkerMetrics() = default;
 
 absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> PrometheusWorkerMetrics::Start(
     const std::string& listen, const std::string& version, const std::string& backend,
-    const std::vector<v1::Device>& devices) {
+    const std::vector<v1::Device>& devices, const WorkerPools& pools) {
   std::unique_ptr<PrometheusWorkerMetrics> metrics(new PrometheusWorkerMetrics());
   prometheus::Registry& registry = *metrics->registry_;
+  AddPoolGauges(pools, registry);
   prometheus::BuildGauge()
       .Name("tunefleet_worker_info")
       .Help("Build information of the worker; always 1")

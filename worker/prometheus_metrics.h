@@ -20,15 +20,24 @@ class Registry;
 
 namespace tunefleet::worker {
 
+// How the worker sized itself, exported once at start-up as gauges:
+// tunefleet_worker_usable_cpus, tunefleet_worker_compile_threads and
+// tunefleet_worker_compile_servers (the python backend's; 0 elsewhere).
+struct WorkerPools {
+  int usable_cpus = 0;      // UsableCpus(): affinity and cgroup quota
+  int compile_threads = 0;  // the compile pool's threads
+  int compile_servers = 0;  // python compile servers started ahead
+};
+
 // Thread-safety: safe for concurrent use.
 class PrometheusWorkerMetrics final : public WorkerMetrics {
  public:
   // Serves /metrics on `listen` ("host:port"; port 0 picks one) for
-  // `devices`; reports of other devices are dropped. Unavailable when it
-  // cannot listen.
+  // `devices`, with `pools` as gauges; reports of other devices are
+  // dropped. Unavailable when it cannot listen.
   static absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> Start(
       const std::string& listen, const std::string& version, const std::string& backend,
-      const std::vector<v1::Device>& devices);
+      const std::vector<v1::Device>& devices, const WorkerPools& pools = {});
   ~PrometheusWorkerMetrics() override;
 
   int port() const { return endpoint_->port(); }

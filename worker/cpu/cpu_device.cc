@@ -1,6 +1,5 @@
 #include "worker/cpu/cpu_device.h"
 
-#include <sched.h>
 #include <sys/utsname.h>
 
 #include <fstream>
@@ -12,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/config_space.h"
 #include "common/sha256.h"
+#include "common/usable_cpus.h"
 
 namespace tunefleet::worker {
 namespace {
@@ -40,13 +40,6 @@ std::string CpuInfoField(const std::string& name) {
 std::string CpuModelName() {
   std::string model = CpuInfoField("model name");
   return model.empty() ? "unknown CPU" : model;
-}
-
-int UsableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
-  return 1;
 }
 
 // "48K" / "1024K" / "32M" as bytes; 0 when unreadable.
@@ -83,7 +76,7 @@ std::map<std::string, double> CacheSizes() {
 }  // namespace
 
 v1::Device DiscoverCpuDevice() {
-  const int cores = UsableCores();
+  const int cores = UsableCpus();
   DeviceLimits limits = PlaceholderLimits(v1::BACKEND_CPU);
   limits["cores"] = cores;
   for (const auto& [name, bytes] : CacheSizes()) limits[name] = bytes;

@@ -10,7 +10,7 @@
 namespace tunefleet::worker {
 
 // The CPU device "cpu0": model "<model name from /proc/cpuinfo> x<cores>"
-// (cores = CPUs this process may run on), limits `cores`, `l1d_bytes`,
+// (cores = UsableCpus(): its affinity bounded by its cgroup quota), limits `cores`, `l1d_bytes`,
 // `l2_bytes`, `l3_bytes` (per-core L1d/L2, shared L3; from sysfs, else the
 // placeholder values), driver = the kernel release (provenance only).
 v1::Device DiscoverCpuDevice();

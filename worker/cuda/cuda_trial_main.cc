@@ -27,6 +27,7 @@
 #include "common/config_text.h"
 #include "common/spec_loader.h"
 #include "common/status_macros.h"
+#include "common/usable_cpus.h"
 #include "worker/cuda/cuda_runner.h"
 #include "worker/cuda/nvrtc_compiler.h"
 
@@ -193,7 +194,7 @@ int Main(const Flags& flags) {
   std::vector<Trial> trials(configs->size());
   for (size_t i = 0; i < trials.size(); ++i) trials[i].config = (*configs)[i];
   const int jobs = flags.jobs > 0 ? flags.jobs
-                                  : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+                                  : UsableCpus();
   CompileAll(compiler->get(), *bundle, *shape, device, jobs, &trials);
 
   if (absl::Status prepared = (*runner)->Prepare(prepare); !prepared.ok()) {
