@@ -2,6 +2,7 @@
 //
 //   tunefleet-worker --coordinator HOST:PORT [--cache-dir DIR] [--max-trials N]
 //                    [--name NAME] [--measure-budget SECONDS] [--cut-factor K]
+//                    [--precision FRACTION]
 //                    [--backend cpu|cuda|python] [--python PATH]
 //                    [--python-package DIR]
 //                    [--sandbox bwrap|none] [--sandbox-ro PATH]...
@@ -78,6 +79,7 @@ struct Flags {
   int compile_threads = 0;  // 0 = usable CPUs (CompileThreads)
   double measure_budget = 0.2;
   double cut_factor = 1.5;  // the early-cut rule's k; negative = never cut
+  double precision = 0.005;  // the precision rule; negative = sample to the budget
   double compile_timeout = 60;
   double trial_deadline = 0;  // 0 = max(10 s, 20 x budget); CUDA, python: at least 30 s
   double prepare_deadline = 180;
@@ -380,6 +382,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   ExecutorOptions executor_options;
   executor_options.measure.set_budget_seconds(flags.measure_budget);
   executor_options.measure.set_cut_factor(flags.cut_factor);
+  executor_options.measure.set_precision(flags.precision);
   // A CUDA runner reports a hung launch itself after 10 s; the daemon's kill
   // is the backstop behind it, so it must come later. A Python child's first
   // launch of a config may compile it (when its warm-up compile could not).
@@ -491,6 +494,11 @@ int main(int argc, char** argv) {
   app.add_option("--name", flags.name, "name reported to the coordinator (default hostname)");
   app.add_option("--measure-budget", flags.measure_budget,
                  "seconds of timing samples per config")->check(CLI::PositiveNumber);
+  app.add_option("--precision", flags.precision,
+                 "precision rule: stop sampling a config once the 95% confidence interval of "
+                 "its median lies within +/- this fraction of it (negative: sample the whole "
+                 "--measure-budget)")
+      ->check(CLI::Range(-1.0, 1.0))->capture_default_str();
   app.add_option("--cut-factor", flags.cut_factor,
                  "early-cut rule: stop sampling a config once its p20 over the first "
                  "samples exceeds this many times the best median (negative = never cut)")

@@ -26,6 +26,7 @@ v1::MeasureOptions WithMeasureDefaults(v1::MeasureOptions options) {
   if (options.max_samples() <= 0) options.set_max_samples(1000);
   if (options.cut_factor() == 0) options.set_cut_factor(1.5);
   if (options.low_clock_fraction() == 0) options.set_low_clock_fraction(0.9);
+  if (options.precision() == 0) options.set_precision(0.005);
   if (options.max_samples() < options.min_samples()) {
     options.set_max_samples(options.min_samples());
   }
@@ -44,9 +45,20 @@ std::vector<size_t> LowClockSamples(const v1::MeasureOptions& options,
   return low;
 }
 
-bool WantMoreSamples(const v1::MeasureOptions& options, int samples,
+bool MedianPrecise(const v1::MeasureOptions& options, const std::vector<double>& sorted) {
+  const int n = static_cast<int>(sorted.size());
+  if (options.precision() < 0 || n == 0 || n < options.min_samples()) return false;
+  const double spread = 0.98 * std::sqrt(static_cast<double>(n));
+  const int lo = std::clamp(static_cast<int>(std::floor(n / 2.0 - spread)), 1, n);
+  const int hi = std::clamp(static_cast<int>(std::ceil(n / 2.0 + 1 + spread)), 1, n);
+  return sorted[hi - 1] - sorted[lo - 1] <= 2 * options.precision() * Quantile(sorted, 0.5);
+}
+
+bool WantMoreSamples(const v1::MeasureOptions& options, const std::vector<double>& sorted,
                      double elapsed_seconds) {
+  const int samples = static_cast<int>(sorted.size());
   if (samples < options.min_samples()) return true;
+  if (MedianPrecise(options, sorted)) return false;
   return samples < options.max_samples() && elapsed_seconds < options.budget_seconds();
 }
 
@@ -87,6 +99,7 @@ v1::Measurement Summarize(std::vector<double> seconds) {
 v1::MeasureOptions PerRoundOptions(v1::MeasureOptions options, int rounds) {
   options = WithMeasureDefaults(std::move(options));
   options.set_budget_seconds(options.budget_seconds() / std::max(1, rounds));
+  options.set_precision(-1);
   return options;
 }
 

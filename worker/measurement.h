@@ -14,7 +14,7 @@ namespace tunefleet::worker {
 
 // `options` with every unset (zero) field at its default: warm-up 0.02 s,
 // budget 0.2 s, min 5 samples, max 1000 samples, cut factor 1.5, low-clock
-// fraction 0.9.
+// fraction 0.9, precision 0.005.
 v1::MeasureOptions WithMeasureDefaults(v1::MeasureOptions options);
 
 // The low-clock rule: the indices of the samples whose SM clock
@@ -26,9 +26,23 @@ std::vector<size_t> LowClockSamples(const v1::MeasureOptions& options,
                                     const std::vector<double>& clock_mhz,
                                     double recent_max_mhz);
 
-// True while the sampling loop should take another sample: fewer than
-// min_samples, or budget left and fewer than max_samples.
-bool WantMoreSamples(const v1::MeasureOptions& options, int samples,
+// The precision rule ("sample to a confidence, not to a clock"): true when
+// `sorted` (ascending) holds at least options.min_samples samples and the
+// distribution-free 95% confidence interval of their median lies within
+// +/- options.precision of it. With n samples the interval runs from the
+// order statistic of 1-based rank floor(n/2 - 0.98 sqrt(n)) to that of rank
+// ceil(n/2 + 1 + 0.98 sqrt(n)), both clamped to [1, n] (the normal
+// approximation of the binomial count of samples under the median), and
+// the rule asks hi - lo <= 2 x precision x median. Up to 10 samples the
+// interval is their whole range. Never true for a negative precision.
+// REQUIRES: options with defaults.
+bool MedianPrecise(const v1::MeasureOptions& options, const std::vector<double>& sorted);
+
+// True while the sampling loop should take another sample, given the
+// samples so far (`sorted`, ascending): fewer than min_samples; else not once
+// the median is precise (MedianPrecise), max_samples were taken or the
+// budget is spent. REQUIRES: options with defaults.
+bool WantMoreSamples(const v1::MeasureOptions& options, const std::vector<double>& sorted,
                      double elapsed_seconds);
 
 // The early-cut rule: true when a run should stop sampling because its
@@ -59,6 +73,8 @@ v1::Measurement Summarize(std::vector<double> seconds);
 // runs of a config, i.e. `options` with defaults and budget_seconds divided
 // by `rounds` (rounds < 1 counts as 1). min_samples, max_samples and the
 // warm-up stay per run, so every round still takes at least min_samples.
+// Rounds sample their whole budget (no precision rule): the finalists are
+// the configs worth every sample.
 v1::MeasureOptions PerRoundOptions(v1::MeasureOptions options, int rounds);
 
 // One config's finalists-round measurement from its per-round measurements:

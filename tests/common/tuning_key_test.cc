@@ -36,12 +36,12 @@ TEST_F(TuningKeyTest, FixedInputsGiveAFixedKey) {
   file.set_digest("00");
   std::vector<v1::SourceFile> sources = {file};
   // A golden value: changing the canonical form must be a deliberate,
-  // versioned decision (it disowns every stored result). Protocol 3: the
-  // low-clock rule (protocol 2: the early-cut rule).
-  EXPECT_EQ(Key(spec, sources, "N=1"), "a609a6300bc0121b7b86d558bf5be79b");
+  // versioned decision (it disowns every stored result). Protocol 4: the
+  // precision rule (3: the low-clock rule; 2: the early-cut rule).
+  EXPECT_EQ(Key(spec, sources, "N=1"), "e3c09c05f2b561a98009ce662ac43390");
   EXPECT_EQ(CanonicalKeyText({&spec, &sources, *ParseShape("N=1"), "cpu", "g++ 12"}),
             "tunefleet-tuning-key\nkernel=k\ncode=" + KernelDigest(spec, sources) +
-                "\nshape=N=1\ndtypes=\ndevice_model=cpu\ntoolkit=g++ 12\nprotocol=3\n");
+                "\nshape=N=1\ndtypes=\ndevice_model=cpu\ntoolkit=g++ 12\nprotocol=4\n");
 }
 
 TEST_F(TuningKeyTest, EveryInputChangesTheKey) {

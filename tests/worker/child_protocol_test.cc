@@ -96,14 +96,24 @@ TEST(MeasurementTest, SummarizesWithInterpolatedQuantiles) {
   EXPECT_DOUBLE_EQ(Summarize({2}).median_seconds(), 2);
 }
 
+// `n` samples, sorted, far too spread for the precision rule to stop them.
+std::vector<double> Noisy(int n) {
+  std::vector<double> samples;
+  for (int i = 0; i < n; ++i) samples.push_back(i < n / 2 ? 1.0 : 2.0);
+  return samples;
+}
+
 TEST(MeasurementTest, StopRuleHonoursMinMaxAndBudget) {
   v1::MeasureOptions options = WithMeasureDefaults({});
   EXPECT_DOUBLE_EQ(options.budget_seconds(), 0.2);
   EXPECT_EQ(options.min_samples(), 5);
-  EXPECT_TRUE(WantMoreSamples(options, 4, /*elapsed_seconds=*/10));  // below min
-  EXPECT_TRUE(WantMoreSamples(options, 10, 0.1));
-  EXPECT_FALSE(WantMoreSamples(options, 10, 0.3));   // budget spent
-  EXPECT_FALSE(WantMoreSamples(options, 1000, 0));   // max reached
+  EXPECT_DOUBLE_EQ(options.precision(), 0.005);
+  EXPECT_TRUE(WantMoreSamples(options, Noisy(4), /*elapsed_seconds=*/10));  // below min
+  EXPECT_TRUE(WantMoreSamples(options, Noisy(10), 0.1));
+  EXPECT_FALSE(WantMoreSamples(options, Noisy(10), 0.3));   // budget spent
+  EXPECT_FALSE(WantMoreSamples(options, Noisy(1000), 0));   // max reached
+  // A steady kernel stops as soon as its median is known to +/- 0.5%.
+  EXPECT_FALSE(WantMoreSamples(options, {1.0, 1.001, 1.002, 1.003, 1.004}, 0));
 }
 
 TEST(MeasurementTest, SlowKernelsTakeFewerSamplesToMeetTheDeadline) {
@@ -215,9 +225,12 @@ TEST(MeasurementTest, PerRoundOptionsSplitTheBudgetButNotTheMinimum) {
   // Defaults first: the default 0.2 s budget is what gets split.
   EXPECT_DOUBLE_EQ(PerRoundOptions({}, 4).budget_seconds(), 0.05);
   EXPECT_DOUBLE_EQ(PerRoundOptions(options, 0).budget_seconds(), 0.3);  // 0 counts as 1
-  // A round whose budget is spent still takes min_samples.
-  EXPECT_TRUE(WantMoreSamples(round, 3, /*elapsed_seconds=*/1.0));
-  EXPECT_FALSE(WantMoreSamples(round, 4, 0.11));
+  // A round whose budget is spent still takes min_samples; a round samples
+  // its whole budget, however steady the kernel.
+  EXPECT_TRUE(WantMoreSamples(round, Noisy(3), /*elapsed_seconds=*/1.0));
+  EXPECT_FALSE(WantMoreSamples(round, Noisy(4), 0.11));
+  EXPECT_LT(round.precision(), 0);
+  EXPECT_TRUE(WantMoreSamples(round, {1, 1, 1, 1, 1}, 0.05));
 }
 
 }  // namespace

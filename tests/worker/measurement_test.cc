@@ -1,10 +1,15 @@
 // The early-cut rule (CutEarly, docs/measurement.md) and its helpers, as
-// pure arithmetic.
+// pure arithmetic; the stop rules against the cases the Python twin
+// (python/tunefleet/backend/measure.py) answers too.
 #include "worker/measurement.h"
 
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/support/test_support.h"
 
 namespace tunefleet::worker {
 namespace {
@@ -61,6 +66,50 @@ TEST(MeasurementTest, NeverCutsWithoutABestOrWithTheRuleOff) {
   EXPECT_FALSE(CutEarly(Options(5, /*cut_factor=*/-1), /*best_seconds=*/1, slow));
   EXPECT_TRUE(CutEarly(Options(5, /*cut_factor=*/9), /*best_seconds=*/1, slow));
   EXPECT_FALSE(CutEarly(Options(5, /*cut_factor=*/10), /*best_seconds=*/1, slow));
+}
+
+// tests/worker/measurement_cases.json: each case's options, with defaults.
+v1::MeasureOptions CaseOptions(const nlohmann::json& options) {
+  v1::MeasureOptions out;
+  out.set_min_samples(options.value("min_samples", 0));
+  out.set_max_samples(options.value("max_samples", 0));
+  out.set_budget_seconds(options.value("budget_seconds", 0.0));
+  out.set_cut_factor(options.value("cut_factor", 0.0));
+  out.set_precision(options.value("precision", 0.0));
+  return WithMeasureDefaults(out);
+}
+
+nlohmann::json SharedCases(const std::string& rule) {
+  std::ifstream in(::tunefleet::testing::SourceDir() + "/tests/worker/measurement_cases.json");
+  nlohmann::json cases = nlohmann::json::parse(in);
+  EXPECT_FALSE(cases[rule].empty()) << rule;
+  return cases[rule];
+}
+
+TEST(MeasurementCasesTest, MedianPrecise) {
+  for (const nlohmann::json& c : SharedCases("median_precise")) {
+    EXPECT_EQ(MedianPrecise(CaseOptions(c["options"]), c["sorted"].get<std::vector<double>>()),
+              c["expected"].get<bool>())
+        << c["name"];
+  }
+}
+
+TEST(MeasurementCasesTest, WantMoreSamples) {
+  for (const nlohmann::json& c : SharedCases("want_more_samples")) {
+    EXPECT_EQ(WantMoreSamples(CaseOptions(c["options"]), c["sorted"].get<std::vector<double>>(),
+                              c["elapsed"].get<double>()),
+              c["expected"].get<bool>())
+        << c["name"];
+  }
+}
+
+TEST(MeasurementCasesTest, CutEarly) {
+  for (const nlohmann::json& c : SharedCases("cut_early")) {
+    EXPECT_EQ(CutEarly(CaseOptions(c["options"]), c["best"].get<double>(),
+                       c["sorted"].get<std::vector<double>>()),
+              c["expected"].get<bool>())
+        << c["name"];
+  }
 }
 
 }  // namespace

@@ -261,7 +261,7 @@ v1::Measurement CpuKernelRunner::Time(KernelFn fn, double call_seconds, double b
   std::vector<double> samples;  // ascending
   const Clock::time_point start = Clock::now();
   *cut_early = false;
-  while (WantMoreSamples(measure, static_cast<int>(samples.size()), SecondsSince(start))) {
+  while (WantMoreSamples(measure, samples, SecondsSince(start))) {
     RestoreInouts();
     const Clock::time_point t0 = Clock::now();
     for (int b = 0; b < batch; ++b) fn(args);

@@ -262,7 +262,7 @@ GpuResult GpuTimer::Measure(const LaunchFn& launch, const v1::MeasureOptions& op
   auto start = Clock::now();
   auto spent = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   bool cut = false;
-  while (!cut && WantMoreSamples(opts, static_cast<int>(samples.size()), spent())) {
+  while (!cut && WantMoreSamples(opts, samples, spent())) {
     double seconds = 0;
     result = take_sample(&seconds);
     if (!result.ok()) return result;

@@ -238,7 +238,7 @@ class Runner:
             samples = []
             ordered = []
             began = time.perf_counter()
-            while measure.want_more_samples(options, len(samples), time.perf_counter() - began):
+            while measure.want_more_samples(options, ordered, time.perf_counter() - began):
                 self._restore(poison=False)
                 self.flush.zero_()
                 start.record()

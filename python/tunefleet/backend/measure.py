@@ -21,6 +21,10 @@ def with_defaults(options):
         out.max_samples = 1000
     if out.cut_factor == 0:
         out.cut_factor = 1.5
+    if out.low_clock_fraction == 0:
+        out.low_clock_fraction = 0.9
+    if out.precision == 0:
+        out.precision = 0.005
     if out.max_samples < out.min_samples:
         out.max_samples = out.min_samples
     return out
@@ -33,9 +37,26 @@ def quantile(sorted_values, q):
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def want_more_samples(options, samples, elapsed_seconds):
+def median_precise(options, sorted_values):
+    """The precision rule: the 95% confidence interval of the median (order
+    statistics of 1-based ranks floor(n/2 - 0.98 sqrt(n)) and
+    ceil(n/2 + 1 + 0.98 sqrt(n)), clamped to [1, n]) within +/- precision."""
+    n = len(sorted_values)
+    if options.precision < 0 or n == 0 or n < options.min_samples:
+        return False
+    spread = 0.98 * math.sqrt(n)
+    lo = min(max(int(math.floor(n / 2 - spread)), 1), n)
+    hi = min(max(int(math.ceil(n / 2 + 1 + spread)), 1), n)
+    return (sorted_values[hi - 1] - sorted_values[lo - 1]
+            <= 2 * options.precision * quantile(sorted_values, 0.5))
+
+
+def want_more_samples(options, sorted_values, elapsed_seconds):
+    samples = len(sorted_values)
     if samples < options.min_samples:
         return True
+    if median_precise(options, sorted_values):
+        return False
     return samples < options.max_samples and elapsed_seconds < options.budget_seconds
 
 
