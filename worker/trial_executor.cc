@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <memory>
 #include <optional>
 
@@ -319,14 +321,51 @@ absl::Status TrialExecutor::Run(const JobContext& job, const std::vector<v1::Tri
   return Run(planned.get(), on_result, should_stop, best);
 }
 
+size_t TrialExecutor::NextReady(const Batch& batch, const std::vector<bool>& ran) {
+  constexpr auto kPoll = std::chrono::milliseconds(2);
+  for (;;) {
+    std::optional<size_t> first;  // the first not run, in lease order
+    for (size_t i = 0; i < batch.pending.size(); ++i) {
+      if (ran[i]) continue;
+      if (!first.has_value()) first = i;
+      const PendingTrial& p = batch.pending[i];
+      if (p.early.has_value() || batch.job_failure.has_value() || !p.compile.valid() ||
+          p.compile.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        return i;
+      }
+    }
+    if (batch.pending[*first].compile.wait_for(kPoll) == std::future_status::ready) {
+      return *first;
+    }
+  }
+}
+
+absl::Status TrialExecutor::PrepareAhead(Batch* batch) {
+  if (batch->job_failure.has_value() ||
+      std::all_of(batch->pending.begin(), batch->pending.end(),
+                  [](const PendingTrial& p) { return p.early.has_value(); })) {
+    return absl::OkStatus();
+  }
+  v1::TrialResult failure;
+  RETURN_IF_ERROR(EnsurePrepared(batch, &failure));
+  if (failure.status() != v1::TRIAL_STATUS_UNSPECIFIED) batch->job_failure = failure;
+  return absl::OkStatus();
+}
+
 absl::Status TrialExecutor::Run(Planned* planned, const ResultCallback& on_result,
                                 const StopPredicate& should_stop, const BestSeconds& best) {
   Batch& batch = *planned->batch_;
   StartChildFor(batch);
-  absl::Status status;
+  // The child prepares the job (inputs, reference outputs) while the pool
+  // compiles, instead of after the first compile.
+  absl::Status status = PrepareAhead(&batch);
   double own_best = 0;  // the fastest uncut OK median of this call
-  for (const PendingTrial& p : batch.pending) {
+  std::vector<bool> ran(batch.pending.size(), false);
+  for (size_t n = 0; status.ok() && n < batch.pending.size(); ++n) {
     if (should_stop && should_stop()) break;
+    const size_t next = NextReady(batch, ran);
+    ran[next] = true;
+    const PendingTrial& p = batch.pending[next];
     absl::StatusOr<v1::TrialResult> result =
         RunOne(&batch, p, FasterOf(best ? best() : 0, own_best));
     if (!result.ok()) {

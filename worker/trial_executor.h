@@ -110,9 +110,11 @@ class TrialExecutor {
   TrialExecutor(CompilePool* pool, v1::Device device, ChildOptions child,
                 ExecutorOptions options);
 
-  // Runs `trials` of `job` in order and calls `on_result` with each outcome
-  // as soon as it is known (failed trials included: an OK return carries
-  // every trial status). Checks `should_stop` before each trial and returns
+  // Runs `trials` of `job` and calls `on_result` with each outcome as soon
+  // as it is known (failed trials included: an OK return carries every trial
+  // status). The child is prepared for the job first, while the pool
+  // compiles; trials then run in the order their compiles finish (lease
+  // order among those ready), so one slow compile holds no device back. Checks `should_stop` before each trial and returns
   // early, leaving the rest unreported, when it says so. Non-OK only when
   // the infrastructure fails (the child binary cannot be started, the
   // compiler cannot be run). Each trial is measured under the early-cut rule
@@ -188,6 +190,13 @@ class TrialExecutor {
   // FailedPrepares): later leases of it get the same failure at once, so one
   // job never costs the prepare deadline twice.
   absl::Status EnsurePrepared(Batch* batch, v1::TrialResult* failure);
+  // EnsurePrepared before any compile is waited for, unless every trial is
+  // decided already; a Prepare failure becomes the batch's job_failure.
+  absl::Status PrepareAhead(Batch* batch);
+  // The index of the next trial of `batch` to run among those not `ran`:
+  // the first, in lease order, that needs no compile or whose compile is
+  // done; else waits for one. REQUIRES: some trial not ran.
+  static size_t NextReady(const Batch& batch, const std::vector<bool>& ran);
   // Starts a child for `batch`'s job when none serves it (stopping one that
   // serves another job), before its first compile is done: the child's
   // start-up overlaps with the compiles instead of following them. Nothing
