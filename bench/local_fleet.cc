@@ -111,7 +111,7 @@ absl::StatusOr<int> Fleet::StartWorker() {
 
 absl::StatusOr<int> Fleet::StartWorker(const std::string& name,
                                        const std::vector<std::string>& extra_flags,
-                                       int compile_threads) {
+                                       int compile_threads, const WorkerPlacement& placement) {
   const int index = static_cast<int>(workers_.size());
   SubprocessOptions options;
   options.argv = {BinPath("tunefleet-worker"),
@@ -135,6 +135,11 @@ absl::StatusOr<int> Fleet::StartWorker(const std::string& name,
   options.argv.insert(options.argv.end(), options_.worker_flags.begin(),
                       options_.worker_flags.end());
   options.argv.insert(options.argv.end(), extra_flags.begin(), extra_flags.end());
+  if (!placement.cpus.empty()) {
+    // taskset execs the worker: its pool sizes and children follow the mask.
+    options.argv.insert(options.argv.begin(), {"taskset", "-c", placement.cpus});
+  }
+  if (!placement.gpus.empty()) options.env.emplace_back("CUDA_VISIBLE_DEVICES", placement.gpus);
   ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> worker, Subprocess::Start(options));
   workers_.push_back(std::move(worker));
   return index;

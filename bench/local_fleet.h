@@ -34,6 +34,12 @@ struct FleetOptions {
   std::vector<std::string> worker_flags;       // appended to each worker's command line
 };
 
+// Where one worker runs, as one host of a fleet of single-GPU hosts would.
+struct WorkerPlacement {
+  std::string cpus;  // taskset's CPU list ("16-31"); empty: the caller's CPUs
+  std::string gpus;  // its CUDA_VISIBLE_DEVICES ("1"); empty: the caller's GPUs
+};
+
 // Not thread-safe. Processes are killed when the Fleet goes away.
 class Fleet {
  public:
@@ -47,11 +53,12 @@ class Fleet {
   // or the host that is its principal without TLS); returns its index.
   absl::StatusOr<int> StartWorker();
   // The same, named `name` (workers of one name are one principal), with
-  // `extra_flags` after the fleet's worker flags and `compile_threads`
-  // (-1: the fleet's) compile threads.
+  // `extra_flags` after the fleet's worker flags, `compile_threads`
+  // (-1: the fleet's) compile threads, and pinned as `placement` says.
   absl::StatusOr<int> StartWorker(const std::string& name,
                                   const std::vector<std::string>& extra_flags = {},
-                                  int compile_threads = -1);
+                                  int compile_threads = -1,
+                                  const WorkerPlacement& placement = {});
   Subprocess* worker(int index) { return workers_[index].get(); }
   // Workers started so far (stopped ones included).
   int worker_count() const { return static_cast<int>(workers_.size()); }

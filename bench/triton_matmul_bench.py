@@ -14,6 +14,11 @@
 
   bench/triton_matmul_bench.py --bin-dir BUILD/bin [--package-dir BUILD/python]
                                [--out DIR] [--sandbox none|bwrap]
+                               [--worker-flag=F]... [--tune-bench-flag=F]...
+                               [--baseline-from OTHER_OUT/summary.json]
+The fleet runs on the GPUs of CUDA_VISIBLE_DEVICES (tune_bench
+--worker-per-gpu=N through --tune-bench-flag: one worker per GPU); the
+@triton.autotune baseline always on the first of them.
 """
 
 import argparse
@@ -105,6 +110,8 @@ def run_fleet(args, log):
                "--measure-budget", str(args.measure_budget), "--trials",
                "--worker-flag=--sandbox=%s" % args.sandbox,
                "--settle-seconds", str(args.settle_seconds)]
+    command += ["--worker-flag=%s" % flag for flag in args.worker_flag]
+    command += args.tune_bench_flag
     print("$ " + " ".join(command), flush=True)
     start = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True)
@@ -135,6 +142,13 @@ def main():
     # 0: the job is submitted as soon as the worker registered; more: the
     # worker has been up that long (its benchmark child started ahead).
     parser.add_argument("--settle-seconds", type=float, default=0)
+    # Passed on to each worker (e.g. --compile-threads=64) and to tune_bench
+    # (e.g. --worker-per-gpu=4); repeatable.
+    parser.add_argument("--worker-flag", action="append", default=[])
+    parser.add_argument("--tune-bench-flag", action="append", default=[])
+    # A summary.json of an earlier run on the same machine: its
+    # @triton.autotune figures are reused instead of measured again.
+    parser.add_argument("--baseline-from", default="")
     parser.add_argument("--autotune-child")
     parser.add_argument("--compare-child", nargs=3)
     args = parser.parse_args()
@@ -153,14 +167,19 @@ def main():
     fleet = run_fleet(args, log)
     print("fleet: %s" % json.dumps(fleet), flush=True)
 
-    cache = tempfile.mkdtemp(prefix="triton-cache-")
-    env = dict(os.environ, TRITON_CACHE_DIR=cache)
     autotune_out = os.path.join(args.out, "autotune.json")
-    start = time.perf_counter()
-    subprocess.run([python, os.path.abspath(__file__), "--autotune-child", autotune_out],
-                   env=env, check=True)
-    autotune = json.load(open(autotune_out))
-    autotune["process_seconds"] = time.perf_counter() - start
+    if args.baseline_from:
+        autotune = json.load(open(os.path.join(os.path.dirname(args.baseline_from),
+                                               "autotune.json")))
+    else:
+        cache = tempfile.mkdtemp(prefix="triton-cache-")
+        env = dict(os.environ, TRITON_CACHE_DIR=cache)
+        start = time.perf_counter()
+        subprocess.run([python, os.path.abspath(__file__), "--autotune-child", autotune_out],
+                       env=env, check=True)
+        autotune = json.load(open(autotune_out))
+        autotune["process_seconds"] = time.perf_counter() - start
+        json.dump(autotune, open(autotune_out, "w"))
     print("autotune: %s" % json.dumps(autotune), flush=True)
 
     compare_out = os.path.join(args.out, "compare.json")

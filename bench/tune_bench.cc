@@ -6,11 +6,13 @@
 // they held leases (their --stats-dir files). With
 // --repeat K the same space is tuned K times (force_retune) and the spread of
 // the winners is printed last.
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +25,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "bench/local_fleet.h"
@@ -66,6 +69,10 @@ struct Flags {
   int builders = 0;
   std::string builder_target = "sm_90";
   int builder_threads = 0;  // each builder's compile threads; 0: the host's cores
+  // A fleet of single-GPU hosts on one host: this many workers, worker i on
+  // the i-th GPU alone and the i-th equal slice of the bench's CPUs (0: the
+  // --workers share every GPU and CPU).
+  int worker_per_gpu = 0;
 };
 
 struct Run {
@@ -269,6 +276,38 @@ void PrintSpread(const std::vector<Run>& runs) {
 // The name (principal) of worker `i`: the same for its replacements.
 std::string WorkerName(int i) { return absl::StrCat("test-worker-", i); }
 
+// Where worker `i` of the fleet runs (Flags::worker_per_gpu): the i-th GPU
+// the bench may use (its CUDA_VISIBLE_DEVICES, else GPU i) and the i-th of
+// equal slices of the CPUs it may run on; nowhere in particular otherwise.
+WorkerPlacement PlacementOf(const Flags& flags, int i) {
+  if (flags.worker_per_gpu <= 0) return {};
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+    }
+  }
+  const size_t per = std::max<size_t>(1, cpus.size() / flags.worker_per_gpu);
+  std::vector<int> slice;
+  for (size_t c = i * per; c < std::min(cpus.size(), (i + 1) * per); ++c) slice.push_back(cpus[c]);
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::vector<std::string> gpus =
+      visible != nullptr && *visible != '\0'
+          ? std::vector<std::string>(absl::StrSplit(visible, ','))
+          : std::vector<std::string>{};
+  WorkerPlacement placement;
+  placement.cpus = absl::StrJoin(slice, ",");
+  placement.gpus = i < static_cast<int>(gpus.size()) ? gpus[i] : std::to_string(i);
+  return placement;
+}
+
+absl::Status StartWorker(Fleet* fleet, const Flags& flags, int i) {
+  return fleet->StartWorker(WorkerName(i), {}, /*compile_threads=*/-1, PlacementOf(flags, i))
+      .status();
+}
+
 // A live worker with devices (not a compile-only builder).
 bool AliveWithDevices(const WorkerInfo& worker) {
   return worker.alive && !worker.devices.empty();
@@ -305,12 +344,7 @@ absl::Status ReplaceWorkers(Client* client, Fleet* fleet, const Flags& flags) {
     if (absl::Now() > deadline) return absl::DeadlineExceededError("stopped workers stay alive");
     absl::SleepFor(absl::Milliseconds(200));
   }
-  for (int i = 0; i < flags.workers; ++i) {
-    if (absl::StatusOr<int> started = fleet->StartWorker(WorkerName(i));
-        !started.ok()) {
-      return started.status();
-    }
-  }
+  for (int i = 0; i < flags.workers; ++i) RETURN_IF_ERROR(StartWorker(fleet, flags, i));
   RETURN_IF_ERROR(WaitForWorkers(client, flags.workers));
   absl::SleepFor(absl::Seconds(flags.settle_seconds));
   return absl::OkStatus();
@@ -319,10 +353,12 @@ absl::Status ReplaceWorkers(Client* client, Fleet* fleet, const Flags& flags) {
 // Tunes flags.shape `repeat` times and prints the table.
 int TuneShape(const Flags& flags, const KernelBundle& bundle, Client* client, Fleet* fleet,
               const std::string& stats_dir) {
-  std::printf("kernel %s, shape %s, strategy %s, %d %s worker(s), measure budget %.3g s\n\n",
+  std::printf("kernel %s, shape %s, strategy %s, %d %s worker(s)%s, measure budget %.3g s\n\n",
               bundle.spec.name().c_str(), flags.shape.c_str(),
               flags.config_set.empty() ? flags.strategy.c_str() : flags.config_set.c_str(),
-              flags.workers, flags.backend.c_str(), flags.measure_budget);
+              flags.workers, flags.backend.c_str(),
+              flags.worker_per_gpu > 0 ? " (one per GPU, each on its own CPUs)" : "",
+              flags.measure_budget);
   std::printf("| run | state | wall s | ok/trials | cut early | configs/s | compile s | measured s "
               "| pool idle thread-s | device idle s | best config | best ms | best metric "
               "| vs default |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -393,9 +429,7 @@ int Main(const Flags& flags) {
                                flags.builder_threads)
                   .status();
   }
-  for (int i = 0; started.ok() && i < flags.workers; ++i) {
-    started = fleet.StartWorker(WorkerName(i)).status();
-  }
+  for (int i = 0; started.ok() && i < flags.workers; ++i) started = StartWorker(&fleet, flags, i);
   ClientOptions client_options;
   client_options.target = fleet.address();
   client_options.deadline = std::chrono::seconds(30);
@@ -469,6 +503,12 @@ int main(int argc, char** argv) {
   app.add_option("--dataset-dir", flags.dataset_dir,
                  "write each shape's first run as a search dataset "
                  "(DIR/KERNEL-SHAPE.csv.gz) for search_bench");
+  app.add_option("--worker-per-gpu", flags.worker_per_gpu,
+                 "start this many workers, each on one GPU alone (of CUDA_VISIBLE_DEVICES) "
+                 "and an equal slice of the bench's CPUs: a fleet of single-GPU hosts; "
+                 "replaces --workers")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
+  if (flags.worker_per_gpu > 0) flags.workers = flags.worker_per_gpu;
   return tunefleet::bench::Main(flags);
 }
