@@ -45,6 +45,12 @@ std::vector<size_t> LowClockSamples(const v1::MeasureOptions& options,
   return low;
 }
 
+double WarmupSeconds(const v1::MeasureOptions& options, double idle_seconds,
+                     double call_seconds) {
+  if (!(idle_seconds < kHotIdleSeconds)) return options.warmup_seconds();
+  return std::min(options.warmup_seconds(), std::max(kHotWarmupSeconds, 3 * call_seconds));
+}
+
 bool MedianPrecise(const v1::MeasureOptions& options, const std::vector<double>& sorted) {
   const int n = static_cast<int>(sorted.size());
   if (options.precision() < 0 || n == 0 || n < options.min_samples()) return false;

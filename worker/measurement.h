@@ -26,6 +26,18 @@ std::vector<size_t> LowClockSamples(const v1::MeasureOptions& options,
                                     const std::vector<double>& clock_mhz,
                                     double recent_max_mhz);
 
+// The warm-up a GPU run takes before sampling: options.warmup_seconds when
+// the device idled, but once it has been busy measuring until moments ago
+// (`idle_seconds`, since its previous measurement ended, under
+// kHotIdleSeconds) it runs at its clocks already and needs only enough
+// calls to load the kernel's code and fill its caches: max(kHotWarmupSeconds,
+// 3 x `call_seconds`, one call's estimated time), never more than
+// warmup_seconds. REQUIRES: options with defaults.
+inline constexpr double kHotIdleSeconds = 0.1;
+inline constexpr double kHotWarmupSeconds = 0.002;
+double WarmupSeconds(const v1::MeasureOptions& options, double idle_seconds,
+                     double call_seconds);
+
 // The precision rule ("sample to a confidence, not to a clock"): true when
 // `sorted` (ascending) holds at least options.min_samples samples and the
 // distribution-free 95% confidence interval of their median lies within

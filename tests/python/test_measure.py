@@ -37,6 +37,13 @@ def test_want_more_samples(case):
                                      case["elapsed"]) == case["expected"]
 
 
+@pytest.mark.parametrize("case", cases("warmup_seconds"))
+def test_warmup_seconds(case):
+    idle = float(case["idle"])  # "inf" for a device that never measured
+    assert measure.warmup_seconds(options(case["options"]), idle,
+                                  case["call"]) == pytest.approx(case["expected"])
+
+
 @pytest.mark.parametrize("case", cases("cut_early"))
 def test_cut_early(case):
     assert measure.cut_early(options(case["options"]), case["best"],

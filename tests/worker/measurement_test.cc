@@ -4,6 +4,7 @@
 #include "worker/measurement.h"
 
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,7 @@ v1::MeasureOptions CaseOptions(const nlohmann::json& options) {
   out.set_budget_seconds(options.value("budget_seconds", 0.0));
   out.set_cut_factor(options.value("cut_factor", 0.0));
   out.set_precision(options.value("precision", 0.0));
+  out.set_warmup_seconds(options.value("warmup_seconds", 0.0));
   return WithMeasureDefaults(out);
 }
 
@@ -99,6 +101,16 @@ TEST(MeasurementCasesTest, WantMoreSamples) {
     EXPECT_EQ(WantMoreSamples(CaseOptions(c["options"]), c["sorted"].get<std::vector<double>>(),
                               c["elapsed"].get<double>()),
               c["expected"].get<bool>())
+        << c["name"];
+  }
+}
+
+TEST(MeasurementCasesTest, WarmupSeconds) {
+  for (const nlohmann::json& c : SharedCases("warmup_seconds")) {
+    const double idle = c["idle"].is_string() ? std::numeric_limits<double>::infinity()
+                                              : c["idle"].get<double>();
+    EXPECT_DOUBLE_EQ(WarmupSeconds(CaseOptions(c["options"]), idle, c["call"].get<double>()),
+                     c["expected"].get<double>())
         << c["name"];
   }
 }

@@ -319,7 +319,9 @@ TEST_F(WorkerDaemonTest, HandsBackTheRestOfTheLeaseOnStop) {
 TEST_F(WorkerDaemonTest, DropsALeaseTheCoordinatorCancelled) {
   JobContext job = LoadJob("tests/worker/faulty_cpu", "N=1024");
   std::vector<v1::Trial> trials;
-  for (int i = 0; i < 30; ++i) trials.push_back(MakeTrial(i, "FAULT=0,UNROLL=4"));
+  // Many trials: a steady CPU kernel stops sampling at min_samples (the
+  // precision rule), so a short lease could end before the cancel arrives.
+  for (int i = 0; i < 300; ++i) trials.push_back(MakeTrial(i, "FAULT=0,UNROLL=4"));
   {
     absl::MutexLock lock(&coordinator_.mu_);
     coordinator_.cancel_after_ = 1;
@@ -335,7 +337,7 @@ TEST_F(WorkerDaemonTest, DropsALeaseTheCoordinatorCancelled) {
     return coordinator_.results_.count(100) > 0;
   };
   ASSERT_TRUE(coordinator_.mu_.AwaitWithTimeout(absl::Condition(&served_second), absl::Seconds(60)));
-  EXPECT_LT(coordinator_.results_.size(), 20u);
+  EXPECT_LT(coordinator_.results_.size(), 150u);
 }
 
 TEST_F(WorkerDaemonTest, HoldsOneLeaseAheadOfAtMostNTrialsAndMeasuresEachTrialOnce) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -222,9 +223,13 @@ GpuResult GpuTimer::Measure(const LaunchFn& launch, const v1::MeasureOptions& op
   double estimate = 0;
   GpuResult result = TimeBatch(launch, 1, launch_timeout_seconds, &estimate);
   if (!result.ok()) return result;
-  const int warmup = static_cast<int>(std::clamp(
-      std::ceil(opts.warmup_seconds() / std::max(estimate, 1e-7)), 1.0,
-      static_cast<double>(kMaxWarmupLaunches)));
+  const double idle_seconds =
+      last_measured_.has_value()
+          ? std::chrono::duration<double>(Clock::now() - *last_measured_).count()
+          : std::numeric_limits<double>::infinity();
+  const int warmup = static_cast<int>(
+      std::clamp(std::ceil(WarmupSeconds(opts, idle_seconds, estimate) / std::max(estimate, 1e-7)),
+                 1.0, static_cast<double>(kMaxWarmupLaunches)));
   result = Enqueue(launch, warmup);
   if (result.ok()) result = Sync(launch_timeout_seconds * warmup);
   if (result.ok()) result = TimeBatch(launch, 1, launch_timeout_seconds, &estimate);
@@ -317,6 +322,7 @@ GpuResult GpuTimer::Measure(const LaunchFn& launch, const v1::MeasureOptions& op
     if (recent_max_mhz_.size() > kRecentMeasurements) recent_max_mhz_.pop_front();
   }
 
+  last_measured_ = Clock::now();
   if (cut_early != nullptr) *cut_early = cut;
   *out = Summarize(&samples);
   std::sort(kept_clocks.begin(), kept_clocks.end());

@@ -1,13 +1,16 @@
-// The measurement protocol's GPU side (docs/measurement.md, protocol version 3):
-//  - warm-up: launches until `warmup_seconds` of GPU time have run;
+// The measurement protocol's GPU side (docs/measurement.md, protocol version 4):
+//  - warm-up: launches until WarmupSeconds (worker/measurement.h) of GPU time
+//    have run: `warmup_seconds` after the device idled, a few milliseconds
+//    while it has been measuring without a pause;
 //  - the launch time is estimated, and kernels under 20 us are timed in
 //    batches of ceil(20 us / estimate) launches per CUDA event pair (the L2
 //    flush then precedes the batch, not each launch of it);
 //  - before each timed batch the L2 is flushed by a memset of a buffer of
 //    twice the device's L2 size;
-//  - samples (seconds per launch) are taken until `budget_seconds` of wall
-//    time are spent, at least `min_samples`, at most `max_samples`, unless
-//    the early-cut rule (CutEarly, worker/measurement.h) stops them sooner;
+//  - samples (seconds per launch) are taken until the median is known to
+//    `precision` or `budget_seconds` of wall time are spent, at least
+//    `min_samples`, at most `max_samples` (WantMoreSamples), unless the
+//    early-cut rule (CutEarly, worker/measurement.h) stops them sooner;
 //  - each sample's SM clock is measured right after its batch, outside the
 //    timed events, by a probe kernel that counts clock64 cycles against
 //    %globaltimer nanoseconds for 20 us;
@@ -31,6 +34,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,6 +122,8 @@ class GpuTimer {
   CUfunction probe_ = nullptr;
   CUdeviceptr probe_out_ = 0;  // kClockSlots x (cycles, ns)
   std::deque<double> recent_max_mhz_;
+  // When the last measurement ended (none yet: the device counts as idle).
+  std::optional<std::chrono::steady_clock::time_point> last_measured_;
   bool abandoned_ = false;
 };
 

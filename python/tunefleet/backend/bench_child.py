@@ -20,6 +20,7 @@ TIMEOUT), and so is a death by signal (CRASHED).
 """
 
 import bisect
+import math
 import os
 import sys
 import tempfile
@@ -55,6 +56,7 @@ class Runner:
         self.root = tempfile.mkdtemp(prefix="tunefleet-py-")
         self.prepared = None
         self.flush = None
+        self.last_measured = None  # time.perf_counter() when the last run's samples ended
 
     # ---- classification -------------------------------------------------
     def _classify(self, error, building):
@@ -227,10 +229,14 @@ class Runner:
             fn(*tensors)
             end.record()
             end.synchronize()
-            options = measure.fit_to_deadline(options, start.elapsed_time(end) / 1e3)
-            # Warm-up.
+            call_seconds = start.elapsed_time(end) / 1e3
+            options = measure.fit_to_deadline(options, call_seconds)
+            # Warm-up: full after the device idled, a few calls while it measures on.
+            idle = (math.inf if self.last_measured is None
+                    else time.perf_counter() - self.last_measured)
+            warmup = measure.warmup_seconds(options, idle, call_seconds)
             began = time.perf_counter()
-            while time.perf_counter() - began < options.warmup_seconds:
+            while time.perf_counter() - began < warmup:
                 self._restore(poison=False)
                 fn(*tensors)
                 torch.cuda.synchronize()
@@ -251,6 +257,7 @@ class Runner:
                 if measure.cut_early(options, request.best_seconds, ordered):
                     result.cut_early = True
                     break
+            self.last_measured = time.perf_counter()
         except Exception as error:
             status, self.poisoned = self._classify(error, building=False)
             result.status = status

@@ -37,6 +37,19 @@ def quantile(sorted_values, q):
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
+HOT_IDLE_SECONDS = 0.1
+HOT_WARMUP_SECONDS = 0.002
+
+
+def warmup_seconds(options, idle_seconds, call_seconds):
+    """The warm-up: options.warmup_seconds after the device idled; a device
+    busy measuring until less than HOT_IDLE_SECONDS ago needs only
+    max(HOT_WARMUP_SECONDS, 3 calls), never more than warmup_seconds."""
+    if not idle_seconds < HOT_IDLE_SECONDS:
+        return options.warmup_seconds
+    return min(options.warmup_seconds, max(HOT_WARMUP_SECONDS, 3 * call_seconds))
+
+
 def median_precise(options, sorted_values):
     """The precision rule: the 95% confidence interval of the median (order
     statistics of 1-based ranks floor(n/2 - 0.98 sqrt(n)) and
