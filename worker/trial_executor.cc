@@ -44,6 +44,7 @@ struct TrialExecutor::PendingTrial {
 struct TrialExecutor::Batch {
   const JobContext* job = nullptr;
   v1::Shape shape;         // normalized
+  std::string code;        // the kernel's digest (KernelDigest): what a child serves
   std::string kernel_key;  // kernel digest and shape: what a config runs as
   v1::MeasureOptions measure;  // what the child is prepared with
   std::optional<v1::TrialResult> job_failure;  // fails every trial
@@ -121,13 +122,12 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
                        absl::StrCat("the reference does not compile:\n", reference.log));
     return absl::OkStatus();
   }
-  const JobContext& job = *batch->job;
   const std::string job_key = absl::StrCat(JobPrepareKey(*batch), "|", reference.artifact);
   if (std::optional<v1::TrialResult> failed = failed_prepares_->Find(job_key)) {
     *failure = *std::move(failed);
     return absl::OkStatus();
   }
-  ServeJob(job.job_id);
+  ServeCode(batch->code);
   // The same job with the same measure options in the same child process
   // needs no second Prepare (a finalists round measures with a smaller
   // budget than the leases before it).
@@ -146,13 +146,13 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
   return absl::OkStatus();
 }
 
-void TrialExecutor::ServeJob(const std::string& job_id) {
-  if (child_.running() && !served_job_.empty() && served_job_ != job_id) child_.Stop();
-  served_job_ = job_id;
+void TrialExecutor::ServeCode(const std::string& code) {
+  if (child_.running() && !served_code_.empty() && served_code_ != code) child_.Stop();
+  served_code_ = code;
 }
 
 void TrialExecutor::StartSpareChild() {
-  if (!served_job_.empty()) return;
+  if (!served_code_.empty()) return;
   absl::Status started = child_.StartIfStopped();
   if (!started.ok()) spdlog::warn("benchmark child did not start ahead: {}", started.ToString());
 }
@@ -168,7 +168,7 @@ void TrialExecutor::StartChildFor(const Batch& batch) {
                    [](const PendingTrial& p) { return !p.early.has_value(); })) {
     return;
   }
-  ServeJob(batch.job->job_id);
+  ServeCode(batch.code);
   absl::Status started = child_.StartIfStopped();
   if (!started.ok()) spdlog::warn("benchmark child did not start early: {}", started.ToString());
 }
@@ -188,8 +188,12 @@ absl::Status TrialExecutor::Prepare(const Batch& batch, const std::string& refer
   // A child that died may have been unlucky once; one that spun until the
   // deadline would spin again.
   for (int attempt = 1;; ++attempt) {
+    const absl::Time start = absl::Now();
     ASSIGN_OR_RETURN(ChildReply reply, child_.Call(request, options_.prepare_deadline));
     if (reply.kind == ChildReply::Kind::kAnswered) {
+      spdlog::info("prepared {} at {} on {} in {:.3f} s (child started {} time(s))",
+                   job.spec.name(), ShapeToString(batch.shape), device_.id(),
+                   absl::ToDoubleSeconds(absl::Now() - start), child_.starts());
       if (!reply.response.error().empty()) {
         *failure = Outcome(v1::TRIAL_STATUS_LAUNCH_ERROR,
                            absl::StrCat("prepare failed: ", reply.response.error()));
@@ -290,8 +294,8 @@ void TrialExecutor::StartBatch(const JobContext& job, const v1::MeasureOptions& 
     return;
   }
   batch->shape = *shape;
-  batch->kernel_key = absl::StrCat(KernelDigest(job.spec, job.sources), "|",
-                                   ShapeToString(batch->shape));
+  batch->code = KernelDigest(job.spec, job.sources);
+  batch->kernel_key = absl::StrCat(batch->code, "|", ShapeToString(batch->shape));
   if (job.spec.reference().entry().empty()) return;  // a library routine: nothing to compile
   batch->reference = pool_->Submit(
       CompileJob{&job.spec, &job.sources, *reference_config, device_, /*reference=*/true,

@@ -197,16 +197,19 @@ class TrialExecutor {
   // the first, in lease order, that needs no compile or whose compile is
   // done; else waits for one. REQUIRES: some trial not ran.
   static size_t NextReady(const Batch& batch, const std::vector<bool>& ran);
-  // Starts a child for `batch`'s job when none serves it (stopping one that
-  // serves another job), before its first compile is done: the child's
+  // Starts a child for `batch`'s code when none serves it (stopping one that
+  // serves other code), before its first compile is done: the child's
   // start-up overlaps with the compiles instead of following them. Nothing
   // when every trial of the batch is already decided (quarantined, or the
   // job failed). A start that fails is left to the first Call to report.
   void StartChildFor(const Batch& batch);
-  // A child serves one job: another job's kernels never share its process
-  // (nor its artifact inbox). Stops the child when it serves another job;
-  // a spare child (StartSpareChild) that served none is kept.
-  void ServeJob(const std::string& job_id);
+  // A child serves one kernel's code (KernelDigest: its sources, options,
+  // dims, args): another kernel's code never shares its process (nor its
+  // artifact inbox), while the jobs of one kernel (a sweep's shapes, a
+  // retune) keep the process and only prepare again. Stops the child when
+  // it serves other code; a spare child (StartSpareChild) that served none
+  // is kept.
+  void ServeCode(const std::string& code);
   // The job, kernel and seed part of the key FailedPrepares remembers a
   // failed Prepare under (the reference's artifact completes it).
   static std::string JobPrepareKey(const Batch& batch);
@@ -232,8 +235,8 @@ class TrialExecutor {
   // What the child was last prepared for, and which child (by starts()).
   std::string prepared_for_;
   int prepared_in_ = 0;
-  // The job the running child serves; a new job gets a new child.
-  std::string served_job_;
+  // The kernel code the running child serves; other code gets a new child.
+  std::string served_code_;
   // Kills of the child per (kernel digest, shape, config); Plan reads them
   // from any thread.
   absl::Mutex kills_mu_;

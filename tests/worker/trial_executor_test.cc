@@ -136,8 +136,10 @@ TEST_F(TrialExecutorTest, TheChildStartsBeforeTheFirstCompileIsDone) {
 }
 
 // A spare child, started before any lease, serves the first job without a
-// second start; another job still gets a process of its own.
-TEST_F(TrialExecutorTest, ASpareChildServesTheFirstJobAndNoOther) {
+// second start; another job of the same kernel code (another shape of a
+// sweep) keeps it and is prepared again; other code gets a process of its
+// own.
+TEST_F(TrialExecutorTest, AChildServesOneKernelsCodeAcrossItsJobs) {
   executor_->StartSpareChild();
   EXPECT_EQ(executor_->child_starts(), 1);
   executor_->StartSpareChild();  // one runs already
@@ -147,8 +149,14 @@ TEST_F(TrialExecutorTest, ASpareChildServesTheFirstJobAndNoOther) {
   EXPECT_EQ(executor_->child_starts(), 1);
   executor_->StartSpareChild();  // it served a job: no longer a spare
   EXPECT_EQ(executor_->child_starts(), 1);
+  JobContext shape = LoadJob(kFaulty, "N=2048");
+  shape.job_id = "another-shape";
+  ExpectMeasured(RunTrials(shape, {"FAULT=0,UNROLL=1"})[0]);
+  EXPECT_EQ(executor_->child_starts(), 1);
+  // Other code: the same kernel with one more compile option.
   JobContext other = LoadJob(kFaulty, "N=1024");
-  other.job_id = "another-job";
+  other.job_id = "other-code";
+  other.spec.add_compile_options("-DOTHER_CODE=1");
   ExpectMeasured(RunTrials(other, {"FAULT=0,UNROLL=1"})[0]);
   EXPECT_EQ(executor_->child_starts(), 2);
 }
