@@ -31,7 +31,9 @@ uint16_t FloatToBf16(float value);  // round to nearest even
 double LoadAsDouble(v1::DType dtype, const void* data, int64_t i);
 
 // Fills `count` elements of `dtype` at `out` from `init`, deterministically
-// for a given `seed` (the same bytes on every machine).
+// for a given `seed` (the same bytes on every machine, however many threads
+// fill it: a tensor of millions of elements is split across up to 16
+// threads, no more than UsableCpus()).
 void FillTensor(v1::DType dtype, const v1::Distribution& init, uint64_t seed,
                 int64_t count, void* out);
 
