@@ -41,7 +41,8 @@ Role RequiredRole(absl::string_view method) {
   if (absl::StartsWith(method, "/grpc.reflection.")) return Role::kRead;
   const absl::string_view tuning = MethodOf(method, kTuningService);
   if (tuning.empty()) return Role::kAdmin;
-  const bool submits = tuning == "SubmitJob" || tuning == "CancelJob" || tuning == "ProfileJob";
+  const bool submits = tuning == "SubmitJob" || tuning == "SubmitSweep" ||
+                       tuning == "CancelJob" || tuning == "ProfileJob";
   return submits ? Role::kSubmit : Role::kRead;
 }
 

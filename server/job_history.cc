@@ -89,6 +89,7 @@ absl::StatusOr<JobListPage> JobHistory::ListJobs(const JobListRequest& request) 
   query.state = request.state;
   query.kernel_name = request.kernel_name;
   query.owner = request.owner;
+  query.sweep_id = request.sweep_id;
   query.limit = request.page_size + 1;  // one more tells whether a page follows
   RETURN_IF_ERROR(ApplyJobToken(request.page_token, &query));
   JobListPage page;

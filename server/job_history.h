@@ -19,6 +19,7 @@ struct JobListRequest {
   int state = 0;  // v1::JobState number; 0: any
   std::string kernel_name;
   std::string owner;
+  std::string sweep_id;    // "": any; else the jobs of this sweep
   int page_size = 100;     // REQUIRES: 1..kMaxJobPageSize
   std::string page_token;  // "": the newest
 };

@@ -215,6 +215,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request, const std
   const absl::Time now = clock_();
   job->view.set_id(NewJobId(now));
   job->view.set_owner(owner);
+  job->view.set_sweep_id(spec.sweep_id());
   job->view.set_state(v1::JOB_STATE_QUEUED);
   job->view.set_created_unix_ms(absl::ToUnixMillis(now));
   job->view.set_updated_unix_ms(absl::ToUnixMillis(now));

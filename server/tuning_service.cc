@@ -47,6 +47,7 @@ TuningServiceImpl::TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                                      const BestConfigIndex* best_configs, JobHistory* history,
                                      BestTransfer* transfer, ProfileManager* profiles)
     : jobs_(jobs),
+      sweeps_(jobs),
       workers_(workers),
       best_configs_(best_configs),
       history_(history),
@@ -57,9 +58,25 @@ grpc::Status TuningServiceImpl::SubmitJob(grpc::ServerContext* context,
                                           const v1::SubmitJobRequest* request,
                                           v1::SubmitJobResponse* response) {
   if (!request->has_spec()) return MissingField("spec");
-  absl::StatusOr<v1::Job> job = jobs_->Submit(request->spec(), CallerOf(*context).principal);
+  v1::JobSpec spec = request->spec();
+  spec.clear_sweep_id();  // the coordinator's to set (SubmitSweep)
+  absl::StatusOr<v1::Job> job = jobs_->Submit(spec, CallerOf(*context).principal);
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response->mutable_job() = *std::move(job);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::SubmitSweep(grpc::ServerContext* context,
+                                            const v1::SubmitSweepRequest* request,
+                                            v1::SubmitSweepResponse* response) {
+  if (!request->has_spec()) return MissingField("spec");
+  v1::JobSpec spec = request->spec();
+  spec.clear_sweep_id();
+  absl::StatusOr<SweepGrant> sweep = sweeps_.Submit(
+      spec, {request->shapes().begin(), request->shapes().end()}, CallerOf(*context).principal);
+  if (!sweep.ok()) return ToGrpcStatus(sweep.status());
+  response->set_sweep_id(sweep->sweep_id);
+  for (v1::Job& job : sweep->jobs) *response->add_jobs() = std::move(job);
   return grpc::Status::OK;
 }
 
@@ -153,6 +170,7 @@ grpc::Status TuningServiceImpl::ListJobs(grpc::ServerContext*,
   list.state = request->state();
   list.kernel_name = request->kernel_name();
   list.owner = request->owner();
+  list.sweep_id = request->sweep_id();
   list.page_size = request->limit() == 0 ? 100 : request->limit();
   list.page_token = request->page_token();
   absl::StatusOr<JobListPage> page = history_->ListJobs(list);

@@ -8,6 +8,7 @@
 #include "server/best_transfer.h"
 #include "server/job_history.h"
 #include "server/job_manager.h"
+#include "server/sweeps.h"
 #include "server/profile_manager.h"
 #include "server/worker_registry.h"
 #include "tunefleet/v1/tuning_service.grpc.pb.h"
@@ -31,6 +32,8 @@ class TuningServiceImpl final : public TuningServiceBase {
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
                          v1::SubmitJobResponse* response) override;
+  grpc::Status SubmitSweep(grpc::ServerContext* context, const v1::SubmitSweepRequest* request,
+                           v1::SubmitSweepResponse* response) override;
   grpc::Status GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
                       v1::GetJobResponse* response) override;
   grpc::Status WatchJob(grpc::ServerContext* context, const v1::WatchJobRequest* request,
@@ -58,6 +61,7 @@ class TuningServiceImpl final : public TuningServiceBase {
 
  private:
   JobManager* const jobs_;
+  SweepSubmitter sweeps_;  // over jobs_
   WorkerRegistry* const workers_;
   const BestConfigIndex* const best_configs_;
   JobHistory* const history_;

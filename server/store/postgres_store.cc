@@ -151,6 +151,11 @@ CREATE TABLE profile_requests (
   requested_unix_ms BIGINT NOT NULL,
   PRIMARY KEY (job_id, tuning_key, config));
 )sql"},
+    // Sweeps: the jobs of one submission over many shapes.
+    {10, R"sql(
+ALTER TABLE jobs ADD COLUMN sweep_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_by_sweep ON jobs (sweep_id, created_unix_ms DESC, id DESC);
+)sql"},
 };
 
 // Advisory lock key that serializes migrations of one database ("tunefleet"
@@ -165,11 +170,12 @@ struct Query {
 constexpr Query kPutJob = {
     "put_job",
     "INSERT INTO jobs (" TF_JOB_COLUMNS
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
     "ON CONFLICT (id) DO UPDATE SET kernel_name = EXCLUDED.kernel_name, "
     "state = EXCLUDED.state, reason = EXCLUDED.reason, spec = EXCLUDED.spec, "
     "targets = EXCLUDED.targets, created_unix_ms = EXCLUDED.created_unix_ms, "
-    "updated_unix_ms = EXCLUDED.updated_unix_ms, owner = EXCLUDED.owner"};
+    "updated_unix_ms = EXCLUDED.updated_unix_ms, owner = EXCLUDED.owner, "
+    "sweep_id = EXCLUDED.sweep_id"};
 constexpr Query kGetJob = {"get_job",
                            "SELECT " TF_JOB_COLUMNS " FROM jobs WHERE id = $1"};
 constexpr Query kListJobs = {"list_jobs",
@@ -180,7 +186,7 @@ constexpr Query kQueryJobs = {
     "query_jobs",
     "SELECT " TF_JOB_COLUMNS
     " FROM jobs WHERE ($1 = 0 OR state = $1) AND ($2 = '' OR kernel_name = $2) "
-    "AND ($3 = '' OR owner = $3) "
+    "AND ($3 = '' OR owner = $3) AND ($7 = '' OR sweep_id = $7) "
     "AND ($5 = '' OR (created_unix_ms, id) < ($4, $5)) "
     "ORDER BY created_unix_ms DESC, id DESC LIMIT $6"};
 // One row more than asked, to know whether a page follows.
@@ -342,6 +348,7 @@ JobRecord ReadJob(const pqxx::row& row) {
   job.created_unix_ms = row[6].as<int64_t>();
   job.updated_unix_ms = row[7].as<int64_t>();
   job.owner = row[8].as<std::string>();
+  job.sweep_id = row[9].as<std::string>();
   return job;
 }
 
@@ -693,14 +700,14 @@ absl::StatusOr<T> PostgresStore::Transact(absl::string_view what, Body body) {
 }
 
 absl::Status PostgresStore::PutJob(const JobRecord& job) {
-  RETURN_IF_ERROR(CheckText({job.id, job.kernel_name, job.owner}));
+  RETURN_IF_ERROR(CheckText({job.id, job.kernel_name, job.owner, job.sweep_id}));
   return Transact<bool>("PutJob",
                         [&](pqxx::work& txn) {
                           txn.exec_prepared(
                               kPutJob.name, job.id, job.kernel_name, job.state,
                               Bytes(job.reason), Bytes(job.spec),
                               Bytes(job.targets), job.created_unix_ms,
-                              job.updated_unix_ms, job.owner);
+                              job.updated_unix_ms, job.owner, job.sweep_id);
                           return true;
                         })
       .status();
@@ -727,11 +734,11 @@ absl::StatusOr<std::vector<JobRecord>> PostgresStore::ListJobs(
 }
 
 absl::StatusOr<std::vector<JobRecord>> PostgresStore::QueryJobs(const JobQuery& query) {
-  RETURN_IF_ERROR(CheckText({query.kernel_name, query.owner, query.after_id}));
+  RETURN_IF_ERROR(CheckText({query.kernel_name, query.owner, query.after_id, query.sweep_id}));
   return Transact<std::vector<JobRecord>>("QueryJobs", [&](pqxx::work& txn) {
     return ReadAll(txn.exec_prepared(kQueryJobs.name, query.state, query.kernel_name,
                                      query.owner, query.after_created_unix_ms,
-                                     query.after_id, query.limit),
+                                     query.after_id, query.limit, query.sweep_id),
                    &ReadJob);
   });
 }

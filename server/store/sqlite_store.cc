@@ -170,17 +170,23 @@ CREATE TABLE profile_requests (
   requested_unix_ms INTEGER NOT NULL,
   PRIMARY KEY (job_id, tuning_key, config));
 )sql"},
+    // Sweeps: the jobs of one submission over many shapes.
+    {10, R"sql(
+ALTER TABLE jobs ADD COLUMN sweep_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_by_sweep ON jobs (sweep_id, created_unix_ms DESC, id DESC);
+)sql"},
 };
 
 // Indexed by SqliteStore::Query.
 constexpr const char* kQuerySql[] = {
     // kPutJob
     "INSERT INTO jobs (" TF_JOB_COLUMNS
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
     "ON CONFLICT (id) DO UPDATE SET kernel_name = excluded.kernel_name, "
     "state = excluded.state, reason = excluded.reason, spec = excluded.spec, "
     "targets = excluded.targets, created_unix_ms = excluded.created_unix_ms, "
-    "updated_unix_ms = excluded.updated_unix_ms, owner = excluded.owner",
+    "updated_unix_ms = excluded.updated_unix_ms, owner = excluded.owner, "
+    "sweep_id = excluded.sweep_id",
     // kGetJob
     "SELECT " TF_JOB_COLUMNS " FROM jobs WHERE id = ?1",
     // kListJobs
@@ -190,7 +196,7 @@ constexpr const char* kQuerySql[] = {
     // kQueryJobs
     "SELECT " TF_JOB_COLUMNS
     " FROM jobs WHERE (?1 = 0 OR state = ?1) AND (?2 = '' OR kernel_name = ?2) "
-    "AND (?3 = '' OR owner = ?3) "
+    "AND (?3 = '' OR owner = ?3) AND (?7 = '' OR sweep_id = ?7) "
     "AND (?5 = '' OR (created_unix_ms, id) < (?4, ?5)) "
     "ORDER BY created_unix_ms DESC, id DESC LIMIT ?6",
     // kInsertTrial
@@ -427,6 +433,7 @@ JobRecord ReadJob(const Call& call) {
   job.created_unix_ms = call.ColumnInt(6);
   job.updated_unix_ms = call.ColumnInt(7);
   job.owner = call.ColumnBytes(8);
+  job.sweep_id = call.ColumnBytes(9);
   return job;
 }
 
@@ -790,7 +797,7 @@ absl::Status SqliteStore::PutJob(const JobRecord& job) {
                .BindBlob(job.reason);
            call.BindBlob(job.spec).BindBlob(job.targets);
            call.BindInt(job.created_unix_ms).BindInt(job.updated_unix_ms);
-           call.BindText(job.owner);
+           call.BindText(job.owner).BindText(job.sweep_id);
            RETURN_IF_ERROR(call.Execute().status());
            return true;
          })
@@ -823,6 +830,7 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::QueryJobs(const JobQuery& qu
   Call call(db_.get(), statements_[kQueryJobs].get());
   call.BindInt(query.state).BindText(query.kernel_name).BindText(query.owner);
   call.BindInt(query.after_created_unix_ms).BindText(query.after_id).BindInt(query.limit);
+  call.BindText(query.sweep_id);
   return ReadAll(call, &ReadJob);
 }
 

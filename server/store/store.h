@@ -27,6 +27,7 @@ struct JobRecord {
   int64_t created_unix_ms = 0;
   int64_t updated_unix_ms = 0;
   std::string owner;  // the submitting principal; "" when anonymous
+  std::string sweep_id;  // the sweep it belongs to (SubmitSweep); "" when none
 };
 
 // Which jobs QueryJobs returns: those matching every set field, newest first
@@ -35,6 +36,7 @@ struct JobQuery {
   int state = 0;            // a v1::JobState number; 0: any
   std::string kernel_name;  // "": any
   std::string owner;        // "": any
+  std::string sweep_id;     // "": any
   // Keyset cursor: only jobs strictly after (before in time) this job.
   // Empty `after_id`: from the newest.
   int64_t after_created_unix_ms = 0;

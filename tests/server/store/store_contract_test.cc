@@ -23,9 +23,9 @@ namespace tunefleet::server {
 // Field-by-field equality and printing, for EXPECT_EQ on records.
 bool operator==(const JobRecord& a, const JobRecord& b) {
   return std::tie(a.id, a.kernel_name, a.state, a.reason, a.spec, a.targets,
-                  a.created_unix_ms, a.updated_unix_ms, a.owner) ==
+                  a.created_unix_ms, a.updated_unix_ms, a.owner, a.sweep_id) ==
          std::tie(b.id, b.kernel_name, b.state, b.reason, b.spec, b.targets,
-                  b.created_unix_ms, b.updated_unix_ms, b.owner);
+                  b.created_unix_ms, b.updated_unix_ms, b.owner, b.sweep_id);
 }
 bool operator==(const TrialRecord& a, const TrialRecord& b) {
   return std::tie(a.job_id, a.tuning_key, a.config, a.status, a.median_seconds,
@@ -1017,8 +1017,9 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   absl::StatusOr<int64_t> migrations = (*old)->MigrationRows();
   ASSERT_OK(migrations);
   // 3: provenance and quarantine, 4: tokens, 5: cut_early, 6: job owners, imported bests,
-  // 7: finalist rounds and low-clock samples, 8: profiles, 9: profile requests
-  EXPECT_EQ(*migrations, 9);
+  // 7: finalist rounds and low-clock samples, 8: profiles, 9: profile requests,
+  // 10: sweeps
+  EXPECT_EQ(*migrations, 10);
   store->reset();  // closed before the database is dropped
 }
 
@@ -1167,6 +1168,22 @@ TEST_P(StoreContractTest, QueryJobsFiltersByStateKernelAndOwner) {
   ASSERT_OK(jobs);
   ASSERT_THAT(JobIds(*jobs), ElementsAre("job-3"));
   EXPECT_EQ((*jobs)[0], other_owner);
+}
+
+TEST_P(StoreContractTest, QueryJobsFiltersBySweep) {
+  JobRecord first = MakeJob("job-1", 1000);
+  first.sweep_id = "s-1";
+  JobRecord second = MakeJob("job-2", 2000);
+  second.sweep_id = "s-1";
+  JobRecord other = MakeJob("job-3", 3000);
+  other.sweep_id = "s-2";
+  PutJobs({first, second, other, MakeJob("job-4", 4000)});
+  JobQuery query;
+  query.sweep_id = "s-1";
+  absl::StatusOr<std::vector<JobRecord>> jobs = store_->QueryJobs(query);
+  ASSERT_OK(jobs);
+  ASSERT_THAT(JobIds(*jobs), ElementsAre("job-2", "job-1"));
+  EXPECT_EQ((*jobs)[1], first);
 }
 
 TEST_P(StoreContractTest, QueryJobsPagesNewestFirstAfterTheCursor) {
