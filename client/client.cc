@@ -236,6 +236,32 @@ absl::StatusOr<Job> Client::Submit(const SubmitRequest& request) {
   return JobFromProto(response.job());
 }
 
+absl::StatusOr<Sweep> Client::SubmitSweep(const SubmitRequest& request,
+                                          const std::vector<std::string>& shapes) {
+  if (shapes.empty()) return absl::InvalidArgumentError("a sweep needs at least one shape");
+  ASSIGN_OR_RETURN(KernelBundle bundle, LoadKernelDir(request.kernel_dir));
+  v1::SubmitSweepRequest rpc;
+  for (const std::string& text : shapes) {
+    absl::StatusOr<v1::Shape> shape = ParseShape(text);
+    if (!shape.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape \"", text, "\": ", shape.status().message()));
+    }
+    *rpc.add_shapes() = *std::move(shape);
+  }
+  SubmitRequest first = request;
+  first.shape = shapes.front();
+  first.shape_dims.clear();
+  ASSIGN_OR_RETURN(*rpc.mutable_spec(), JobSpecFromRequest(first, std::move(bundle)));
+  rpc.mutable_spec()->clear_shape();
+  ASSIGN_OR_RETURN(v1::SubmitSweepResponse response,
+                   impl_->Call(&v1::TuningService::Stub::SubmitSweep, rpc));
+  Sweep sweep;
+  sweep.id = response.sweep_id();
+  for (const v1::Job& job : response.jobs()) sweep.jobs.push_back(JobFromProto(job));
+  return sweep;
+}
+
 absl::StatusOr<Job> Client::Watch(
     const std::string& job_id,
     const std::function<void(const Job&)>& on_update) {
@@ -272,6 +298,7 @@ absl::StatusOr<JobPage> Client::ListJobs(const JobFilter& filter) {
   request.set_state(JobStateToProto(filter.state));
   request.set_kernel_name(filter.kernel);
   request.set_owner(filter.owner);
+  request.set_sweep_id(filter.sweep_id);
   request.set_page_token(filter.page_token);
   ASSIGN_OR_RETURN(v1::ListJobsResponse response,
                    impl_->Call(&v1::TuningService::Stub::ListJobs, request));

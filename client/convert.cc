@@ -202,6 +202,7 @@ Job JobFromProto(const v1::Job& job) {
   out.time_budget_seconds = job.time_budget_seconds();
   out.plateau_batches = job.plateau_batches();
   out.started_unix_ms = job.started_unix_ms();
+  out.sweep_id = job.sweep_id();
   return out;
 }
 

@@ -126,7 +126,8 @@ Json JobToJson(const Job& job) {
           {"trials_budget", job.trials_budget},
           {"time_budget_seconds", job.time_budget_seconds},
           {"plateau_batches", job.plateau_batches},
-          {"started_unix_ms", job.started_unix_ms}};
+          {"started_unix_ms", job.started_unix_ms},
+          {"sweep_id", job.sweep_id}};
 }
 
 std::string DevicesText(const std::vector<DeviceInfo>& devices) {
@@ -284,6 +285,7 @@ std::string JobDetails(const Job& job) {
   if (!job.reason.empty()) rows.push_back({"reason", job.reason});
   if (!job.strategy.empty()) rows.push_back({"strategy", StrategyText(job)});
   if (!job.owner.empty()) rows.push_back({"owner", job.owner});
+  if (!job.sweep_id.empty()) rows.push_back({"sweep", job.sweep_id});
   rows.push_back({"trials", TrialsText(job)});
   if (!job.stop_reason.empty()) rows.push_back({"stopped", StopText(job.stop_reason)});
   std::string text = Details(rows);

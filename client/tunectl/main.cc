@@ -20,6 +20,7 @@
 #include "client/tunectl/interrupt.h"
 #include "client/tunectl/report.h"
 #include "client/tunectl/suggest.h"
+#include "client/tunectl/sweep.h"
 #include "client/tunectl/transfer.h"
 #include "client/tunectl/trials.h"
 #include "client/tunectl/yaml.h"
@@ -41,6 +42,9 @@ struct Flags {
   std::string output = "table";
   double timeout_seconds = 10;
   SubmitRequest submit;
+  std::vector<std::string> shapes;  // submit: one, or several (a sweep)
+  std::string shapes_file;
+  std::string sweep_id;
   bool wait = false;
   std::string job_id;
   std::string kernel;  // a directory for submit/validate, a name for best
@@ -65,6 +69,7 @@ struct Flags {
 
 struct Verbs {
   CLI::App *submit, *watch, *status, *cancel, *jobs, *trials, *best, *workers, *validate;
+  CLI::App* sweep;
   CLI::App *export_best, *import_best, *version, *completion, *history, *compare;
   CLI::App *token_create, *token_list, *token_revoke, *report;
   CLI::App *get_contexts, *current_context, *use_context, *set_context;
@@ -131,9 +136,11 @@ CLI::App* DefineSubmit(CLI::App& app, Flags& flags) {
   SubmitRequest& r = flags.submit;
   cmd->add_option("KERNEL_DIR", r.kernel_dir, "Directory of kernel.textproto")
       ->required();
-  cmd->add_option("--shape", r.shape,
-                  "Problem shape, e.g. M=1024,N=1024,K=1024")
-      ->required();
+  cmd->add_option("--shape", flags.shapes,
+                  "Problem shape, e.g. M=1024,N=1024,K=1024; repeat it to submit a sweep "
+                  "(one job per shape, followed as one: tunectl sweep SWEEP_ID)");
+  cmd->add_option("--shapes-file", flags.shapes_file,
+                  "A sweep's shapes, one a line ('#' starts a comment)");
   cmd->add_option("--strategy", r.strategy,
                   "exhaustive (default), random, model (a learned cost model) or "
                   "evolutionary (a genetic algorithm)")
@@ -269,6 +276,9 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   verbs.watch =
       DefineJobVerb(app, flags, "watch", "Follow a job until it finishes");
   verbs.status = DefineJobVerb(app, flags, "status", "Show a job");
+  verbs.sweep = app.add_subcommand("sweep", "Show a sweep's jobs, one row per shape");
+  verbs.sweep->add_option("SWEEP", flags.sweep_id, "Sweep id (from submit)")->required();
+  verbs.sweep->add_flag("--wait", flags.wait, "Follow the sweep until every shape finished");
   verbs.cancel = DefineJobVerb(app, flags, "cancel", "Cancel a job");
   verbs.jobs = DefineJobs(app, flags);
   verbs.trials = DefineJobVerb(app, flags, "trials",
@@ -335,6 +345,28 @@ int RunAdmin(Client& client, const Verbs& verbs, const Flags& flags, const Conso
   return RunTokenRevoke(client, flags.token_id, console);
 }
 
+// `submit`: one shape is a job (RunSubmit), several a sweep (RunSubmitSweep).
+int RunSubmitVerb(Client& client, const Flags& flags, const Console& console) {
+  std::vector<std::string> shapes = flags.shapes;
+  if (!flags.shapes_file.empty()) {
+    absl::StatusOr<std::vector<std::string>> listed = ReadShapesFile(flags.shapes_file);
+    if (!listed.ok()) return ReportError(console, listed.status());
+    shapes.insert(shapes.end(), listed->begin(), listed->end());
+  }
+  if (shapes.empty()) {
+    *console.err << "tunectl: submit needs --shape (or --shapes-file)\n";
+    return kExitUsage;
+  }
+  if (shapes.size() > 1) {
+    return RunSubmitSweep(client, flags.submit, shapes, flags.wait, console);
+  }
+  SubmitRequest request = flags.submit;
+  request.shape = shapes.front();
+  std::optional<SigintCancelsWatches> sigint;
+  if (flags.wait) sigint.emplace(&client);
+  return RunSubmit(client, request, flags.wait, console);
+}
+
 int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
   absl::StatusOr<ClientOptions> options =
       MakeClientOptions(ServerAddress(flags), flags.timeout_seconds);
@@ -350,11 +382,8 @@ int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
   absl::StatusOr<std::unique_ptr<Client>> connected = Client::Connect(*options);
   if (!connected.ok()) return ReportError(console, connected.status());
   Client& client = **connected;
-  if (verbs.submit->parsed()) {
-    std::optional<SigintCancelsWatches> sigint;
-    if (flags.wait) sigint.emplace(&client);
-    return RunSubmit(client, flags.submit, flags.wait, console);
-  }
+  if (verbs.submit->parsed()) return RunSubmitVerb(client, flags, console);
+  if (verbs.sweep->parsed()) return RunSweep(client, flags.sweep_id, flags.wait, console);
   if (verbs.watch->parsed()) {
     SigintCancelsWatches sigint(&client);
     return RunWatch(client, flags.job_id, console);

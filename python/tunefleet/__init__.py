@@ -27,14 +27,14 @@ from .errors import (AbortedError, AlreadyExistsError, CancelledError,
                      PermissionDeniedError, ResourceExhaustedError, StatusCode,
                      UnauthenticatedError, UnavailableError, UnimplementedError)
 from .records import (DEFAULT, EXACT, NEAREST, BestConfig, DeviceInfo, Job, JobPage,
-                      JobTarget, Trial, TrialPage, TrialSummary, WorkerInfo)
+                      JobTarget, Sweep, Trial, TrialPage, TrialSummary, WorkerInfo)
 from .table import BestTable
 
 __version__ = "0.1.0"
 
 __all__ = [
     "settings", "shapes", "autotune", "Autotuned", "Choice", "Client", "BestTable", "BestConfig", "Job",
-    "JobPage", "JobTarget", "Trial", "TrialPage", "TrialSummary", "WorkerInfo",
+    "JobPage", "JobTarget", "Sweep", "Trial", "TrialPage", "TrialSummary", "WorkerInfo",
     "DeviceInfo", "EXACT", "NEAREST", "DEFAULT", "StatusCode", "Error",
     "AbortedError", "AlreadyExistsError", "CancelledError", "DeadlineExceededError",
     "FailedPreconditionError", "InternalError", "InvalidArgumentError", "NotFoundError",

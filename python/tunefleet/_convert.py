@@ -91,6 +91,7 @@ def job(message) -> records.Job:
         created_unix_ms=message.created_unix_ms,
         updated_unix_ms=message.updated_unix_ms,
         owner=message.owner,
+        sweep_id=message.sweep_id,
     )
 
 

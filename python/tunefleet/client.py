@@ -25,7 +25,7 @@ Thread-safety: a Client may be used from several threads at once.
 from __future__ import annotations
 
 import json
-from typing import Callable, Iterator, List, Optional, Union
+from typing import Callable, Iterator, List, Optional, Sequence, Union
 
 from . import _convert, kernel_dir, records, settings as settings_mod, shapes
 from ._stubs import tuning_grpc, tuning_pb2
@@ -125,6 +125,32 @@ class Client:
         response = self._call(self._stub.SubmitJob, tuning_pb2().SubmitJobRequest(spec=spec))
         return _convert.job(response.job)
 
+    def submit_sweep(self, kernel: KernelSource, shape_list: Sequence[shapes.NameValues], *,
+                     device_model: str = "", strategy: str = "", budget: int = 0,
+                     force_retune: bool = False, config_set: str = "",
+                     seed: int = 0) -> records.Sweep:
+        """Submits the kernel over every shape of `shape_list` as one sweep:
+        one job per shape, each with its own key and best, made all or none
+        (the options as for submit). The jobs are scheduled as one pool of
+        work over the fleet; jobs(sweep_id=...) lists them later.
+        InvalidArgumentError names a bad or repeated shape."""
+        bundle = kernel if isinstance(kernel, kernel_dir.KernelBundle) else kernel_dir.load(kernel)
+        if not shape_list:
+            raise InvalidArgumentError("a sweep needs at least one shape")
+        dims = [kernel_dir.normalize_shape(bundle.spec, shape) for shape in shape_list]
+        if config_set and config_set not in [s.name for s in bundle.spec.config_sets]:
+            raise InvalidArgumentError(
+                f"kernel {bundle.name} has no config set \"{config_set}\"")
+        spec = tuning_pb2().JobSpec(
+            kernel=bundle.spec, sources=bundle.sources, strategy=strategy, budget=budget,
+            force_retune=force_retune, config_set=config_set, seed=seed,
+            device_model=device_model)
+        request = tuning_pb2().SubmitSweepRequest(
+            spec=spec, shapes=[_convert.shape_message(d) for d in dims])
+        response = self._call(self._stub.SubmitSweep, request)
+        return records.Sweep(id=response.sweep_id,
+                             jobs=[_convert.job(j) for j in response.jobs])
+
     def job(self, job_id: str) -> records.Job:
         """NotFoundError for an unknown job."""
         response = self._call(self._stub.GetJob, tuning_pb2().GetJobRequest(job_id=job_id))
@@ -172,14 +198,14 @@ class Client:
         return last
 
     def jobs(self, *, state: str = "", kernel: str = "", owner: str = "",
-             limit: int = 0, page_token: str = "") -> records.JobPage:
+             limit: int = 0, page_token: str = "", sweep_id: str = "") -> records.JobPage:
         """One page of jobs, newest first, matching every filter given:
-        `state` ("queued", "RUNNING", ...), `kernel`, `owner`. `limit` 0 is
+        `state` ("queued", "RUNNING", ...), `kernel`, `owner`, `sweep_id`. `limit` 0 is
         the server's page size (100), at most 1000; `page_token` a previous
         page's next_page_token. InvalidArgumentError for an unknown state."""
         request = tuning_pb2().ListJobsRequest(
             limit=limit, state=_convert.job_state_value(state), kernel_name=kernel,
-            owner=owner, page_token=page_token)
+            owner=owner, page_token=page_token, sweep_id=sweep_id)
         response = self._call(self._stub.ListJobs, request)
         return records.JobPage(jobs=[_convert.job(j) for j in response.jobs],
                                next_page_token=response.next_page_token)

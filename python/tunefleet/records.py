@@ -58,11 +58,20 @@ class Job:
     created_unix_ms: int
     updated_unix_ms: int
     owner: str               # the principal that submitted it
+    sweep_id: str = ""       # the sweep it belongs to; "" when submitted alone
 
     @property
     def final(self) -> bool:
         """True once the job will not change again."""
         return self.state in FINAL_STATES
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One submission over many shapes (Client.submit_sweep): its id and one
+    job per shape, in the order the shapes were given."""
+    id: str
+    jobs: List[Job]
 
 
 @dataclass(frozen=True)

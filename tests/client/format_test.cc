@@ -101,7 +101,8 @@ TEST(TunectlFormatTest, JobJsonIsStable) {
             "  \"trials_budget\": 0,\n"
             "  \"time_budget_seconds\": 0,\n"
             "  \"plateau_batches\": 0,\n"
-            "  \"started_unix_ms\": 0\n"
+            "  \"started_unix_ms\": 0,\n"
+            "  \"sweep_id\": \"\"\n"
             "}\n");
 }
 

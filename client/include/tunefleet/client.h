@@ -136,6 +136,13 @@ struct Job {
   int64_t time_budget_seconds = 0;  // the stop rules as submitted; 0: none
   int32_t plateau_batches = 0;
   int64_t started_unix_ms = 0;  // when it first ran; 0: not yet
+  std::string sweep_id;         // the sweep it belongs to; empty: submitted alone
+};
+
+// A sweep as submitted (Client::SubmitSweep): its id and one job per shape.
+struct Sweep {
+  std::string id;
+  std::vector<Job> jobs;  // in the order the shapes were given
 };
 
 // Which jobs ListJobs returns, newest first: those matching every set field.
@@ -143,6 +150,7 @@ struct JobFilter {
   JobState state = JobState::kUnspecified;  // kUnspecified: any
   std::string kernel;                       // empty: any
   std::string owner;                        // empty: any principal
+  std::string sweep_id;                     // empty: any; else this sweep's jobs
   // Jobs per page; 0 is the server's default (100), at most 1000.
   int32_t limit = 0;
   // JobPage::next_page_token of the previous page; empty: the newest jobs.
@@ -337,6 +345,12 @@ class Client {
   // submits a tuning job. NOT_FOUND for a missing file, INVALID_ARGUMENT for
   // a bad spec or shape, before anything is sent.
   absl::StatusOr<Job> Submit(const SubmitRequest& request);
+  // Submits `request` once per shape of `shapes` ("M=1,N=4096,K=4096", ...;
+  // request.shape and shape_dims are ignored) as one sweep: one job per
+  // shape, each with its own tuning key and best, made all or none.
+  // InvalidArgument names a bad shape; otherwise as Submit.
+  absl::StatusOr<Sweep> SubmitSweep(const SubmitRequest& request,
+                                    const std::vector<std::string>& shapes);
 
   // Passes the job's states to `on_update` (called on this thread, first
   // with the current state) until one is final, and returns that one. The
