@@ -36,6 +36,7 @@ class EarlyCutTest : public ::testing::Test {
     ExecutorOptions options = FastOptions();
     options.measure.set_cut_factor(cut_factor);
     options.measure.set_budget_seconds(0.05);  // room for many more samples than the minimum
+    options.measure.set_precision(-1);  // sample the budget: only the cut stops a run early
     options_ = options;
     executor_ = std::make_unique<TrialExecutor>(compile_.pool.get(), DiscoverCpuDevice(),
                                                 CpuChild(cache_.path()), std::move(options));
