@@ -7,17 +7,22 @@
 #            4 GPUs (one worker per host, and one per GPU);
 #   small    gemm_f16 4096^3, 48 random configs, one GPU, cold then warm;
 #   triton   bench/triton_matmul_bench.py (48 configs against
-#            @triton.autotune) on one GPU pinned to 16 cores, and on 4 GPUs.
+#            @triton.autotune) on one GPU pinned to 16 cores, and on 4 GPUs;
+#            SETTLE=S lets the workers run S seconds before the job (a fleet
+#            that has been up a while: benchmark children started);
+#   sweep    gemm_f16 over six shapes (M = 16 ... 8192, N = K = 4096), 48
+#            random configs each, on 4 GPUs: one job after another against
+#            one sweep, and the sweep on one GPU.
 # With BASE=DIR (the binaries of an earlier build, sharing bundle/lib), the
 # gemm, small and triton runs are repeated with them in the same call: the
 # baseline measured beside the figures.
 # Run from the repository root after TARGETS="tunefleet-coordinator
 # tunefleet-worker tune_bench" scripts/gpu-bundle.sh build bundle, with
 # build/python copied to bundle/python.
-#   bench/fleet-throughput-gpu.sh [pools|gemm|small|triton]...  (default: all)
+#   bench/fleet-throughput-gpu.sh [pools|gemm|small|triton|sweep]...  (default: all)
 # Logs under $OUT (default /tmp/fleet-throughput); tables printed last.
 set -u
-STEPS=" ${*:-pools gemm small triton} "
+STEPS=" ${*:-pools gemm small triton sweep} "
 out=${OUT:-/tmp/fleet-throughput}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
@@ -116,7 +121,8 @@ PY
   }
   echo "| build | run | fleet tune s | autotune s | fleet process s | speed-up | fleet TFLOP/s | autotune TFLOP/s | winners |" > "$out/triton.md"
   echo "|---|---|---|---|---|---|---|---|---|" >> "$out/triton.md"
-  TM=("$TUNEFLEET_PYTHON" bench/triton_matmul_bench.py --package-dir bundle/python)
+  TM=("$TUNEFLEET_PYTHON" bench/triton_matmul_bench.py --package-dir bundle/python
+      --settle-seconds "${SETTLE:-0}")
   baseline=()
   for b in "${builds[@]}"; do
     name=${b%%:*}
@@ -133,5 +139,20 @@ PY
     --out "$out/triton-new-4gpu-shared" "${baseline[@]}" > "$out/triton-new-4gpu-shared.log" 2>&1
   summary new "4 GPUs, one worker, 64 cores" "$out/triton-new-4gpu-shared"
   cat "$out/triton.md"
+fi
+if want sweep; then
+  shapes=()
+  for m in 16 64 256 1024 4096 8192; do shapes+=(--shape "M=$m,N=4096,K=4096"); done
+  SW=(bundle/bin/tune_bench --backend cuda --bin-dir "$PWD/bundle/bin" --kernel kernels/cuda/gemm_f16
+      --strategy random --budget 48 --measure-budget 0.1 "${shapes[@]}")
+  for run in "4 one-after-another" "4 sweep --sweep" "1 sweep --sweep"; do
+    set -- $run
+    gpus=$1 name=$2; shift 2
+    began=$(date +%s.%N)
+    CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((gpus - 1))) timeout 300 taskset -c "0-$((gpus * 16 - 1))" \
+      "${SW[@]}" "$@" > "$out/sweep-$gpus-$name.log" 2>&1
+    echo "== $gpus GPU(s), $name: $(python3 -c "import time; print(round(time.time() - $began, 2))") s in all (fleet start included)"
+    grep -E '^\| (M=|[0-9]+ \|)|^sweep wall' "$out/sweep-$gpus-$name.log"
+  done
 fi
 cat "$table"

@@ -73,6 +73,9 @@ struct Flags {
   // the i-th GPU alone and the i-th equal slice of the bench's CPUs (0: the
   // --workers share every GPU and CPU).
   int worker_per_gpu = 0;
+  // Submit every --shape at once as one sweep (SubmitSweep) and time it as a
+  // whole, instead of tuning the shapes one job after another.
+  bool sweep = false;
 };
 
 struct Run {
@@ -155,6 +158,55 @@ absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, b
     }
   }
   return run;
+}
+
+// Submits every shape as one sweep, follows each job to its end and prints
+// a row per shape (when it finished, counted from the submission) and the
+// sweep's wall time and device idle time.
+int TuneSweep(const Flags& flags, Client* client, const std::string& stats_dir) {
+  SubmitRequest request;
+  request.kernel_dir = flags.kernel_dir;
+  request.strategy = flags.strategy;
+  request.budget = flags.budget;
+  request.config_set = flags.config_set;
+  const IdleTotals idle_before = ReadIdle(stats_dir);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Sweep> sweep = client->SubmitSweep(request, flags.shapes);
+  if (!sweep.ok()) {
+    std::cerr << "tune_bench: " << sweep.status() << "\n";
+    return 1;
+  }
+  std::printf("sweep %s: %zu shapes, strategy %s, measure budget %.3g s\n\n"
+              "| shape | state | done at s | ok/trials | best config | best ms |\n"
+              "|---|---|---|---|---|---|\n",
+              sweep->id.c_str(), sweep->jobs.size(),
+              flags.config_set.empty() ? flags.strategy.c_str() : flags.config_set.c_str(),
+              flags.measure_budget);
+  std::vector<std::pair<double, Job>> finished;
+  for (const Job& job : sweep->jobs) {
+    absl::StatusOr<Job> done = client->Watch(job.id, [](const Job&) {});
+    if (!done.ok()) {
+      std::cerr << "tune_bench: " << done.status() << "\n";
+      return 1;
+    }
+    finished.emplace_back(absl::ToDoubleSeconds(absl::Now() - start), *done);
+  }
+  const double wall = absl::ToDoubleSeconds(absl::Now() - start);
+  absl::SleepFor(absl::Milliseconds(500));  // the workers' last idle-file write
+  const IdleTotals idle_after = ReadIdle(stats_dir);
+  for (const auto& [at, job] : finished) {
+    const JobTarget* target = job.targets.empty() ? nullptr : &job.targets.front();
+    const int64_t ok = job.outcomes.count("OK") > 0 ? job.outcomes.at("OK") : 0;
+    std::printf("| %s | %s | %.2f | %lld/%lld | %s | %.4g |\n", job.shape.c_str(),
+                JobStateName(job.state), at, static_cast<long long>(ok),
+                static_cast<long long>(job.trials_done),
+                target != nullptr ? target->best_config.c_str() : "-",
+                target != nullptr ? target->best_seconds * 1e3 : 0.0);
+  }
+  std::printf("\nsweep wall %.2f s, device idle %.2f s, compile pool idle %.2f thread-s\n\n", wall,
+              idle_after.device_idle - idle_before.device_idle,
+              idle_after.pool_idle - idle_before.pool_idle);
+  return 0;
 }
 
 // The spec's first metric for the best time, e.g. TFLOP/s.
@@ -444,6 +496,11 @@ int Main(const Flags& flags) {
   // are started (the first job of a just-registered worker may still wait
   // for its child's start-up).
   absl::SleepFor(absl::Seconds(flags.settle_seconds));
+  if (flags.sweep) {
+    const int failed = TuneSweep(flags, client->get(), stats_dir);
+    if (failed == 0) std::filesystem::remove_all(dir);
+    return failed;
+  }
   for (const std::string& shape : flags.shapes) {
     Flags one = flags;
     one.shape = shape;
@@ -503,6 +560,9 @@ int main(int argc, char** argv) {
   app.add_option("--dataset-dir", flags.dataset_dir,
                  "write each shape's first run as a search dataset "
                  "(DIR/KERNEL-SHAPE.csv.gz) for search_bench");
+  app.add_flag("--sweep", flags.sweep,
+               "submit every --shape at once as one sweep and time it as a whole (default: "
+               "one job per shape, one after another)");
   app.add_option("--worker-per-gpu", flags.worker_per_gpu,
                  "start this many workers, each on one GPU alone (of CUDA_VISIBLE_DEVICES) "
                  "and an equal slice of the bench's CPUs: a fleet of single-GPU hosts; "
