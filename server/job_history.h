@@ -19,6 +19,9 @@ struct JobListRequest {
   int state = 0;  // v1::JobState number; 0: any
   std::string kernel_name;
   std::string owner;
+  // "": any; else only jobs with a target on this device model. The filter
+  // applies to the page read, which may then hold fewer than page_size jobs.
+  std::string device_model;
   int page_size = 100;     // REQUIRES: 1..kMaxJobPageSize
   std::string page_token;  // "": the newest
 };
