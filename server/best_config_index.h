@@ -156,6 +156,7 @@ class BestConfigIndex {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Row> rows_ ABSL_GUARDED_BY(mu_);  // by tuning key
   absl::flat_hash_map<std::string, Kernel> kernels_ ABSL_GUARDED_BY(mu_);  // by name
+  // How many of rows_ name each device model (no entry for none).
   absl::flat_hash_map<std::string, int64_t> rows_of_model_ ABSL_GUARDED_BY(mu_);
 };
 
