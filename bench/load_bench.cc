@@ -67,7 +67,9 @@ struct Flags {
 
 constexpr char kModel[] = "load-bench CPU x1";
 constexpr char kToolkit[] = "load-bench g++ 12.2";
-constexpr char kUntunedModel[] = "load-bench other CPU x1";
+// Nothing is tuned with it: a default answer (a device model nothing knows
+// would be NOT_FOUND).
+constexpr char kUntunedToolkit[] = "load-bench clang 16";
 
 // The coordinator under load: started here, or one already running.
 struct Target {
@@ -328,8 +330,8 @@ absl::Status SeedBest(const std::string& url, const KernelBundle& bundle, int co
 v1::GetBestConfigRequest BestRequest(QueryKind kind, int64_t i, const std::string& kernel) {
   v1::GetBestConfigRequest request;
   request.set_kernel_name(kernel);
-  request.set_toolkit(kToolkit);
-  request.set_device_model(kind == QueryKind::kDefault ? kUntunedModel : kModel);
+  request.set_toolkit(kind == QueryKind::kDefault ? kUntunedToolkit : kToolkit);
+  request.set_device_model(kModel);
   *request.mutable_shape() = kind == QueryKind::kNearest ? UntunedShape(i) : TunedShape(i);
   return request;
 }

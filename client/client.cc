@@ -299,6 +299,7 @@ absl::StatusOr<JobPage> Client::ListJobs(const JobFilter& filter) {
   request.set_kernel_name(filter.kernel);
   request.set_owner(filter.owner);
   request.set_sweep_id(filter.sweep_id);
+  request.set_device_model(filter.device_model);
   request.set_page_token(filter.page_token);
   ASSIGN_OR_RETURN(v1::ListJobsResponse response,
                    impl_->Call(&v1::TuningService::Stub::ListJobs, request));

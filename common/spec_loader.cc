@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/config_text.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
@@ -253,11 +254,14 @@ absl::StatusOr<v1::Shape> NormalizeShape(const v1::KernelSpec& spec,
                                          const v1::Shape& shape) {
   absl::flat_hash_set<std::string> known;
   for (const auto& dim : spec.problem()) known.insert(dim.name());
+  const std::string dims =
+      absl::StrJoin(spec.problem(), ", ",
+                    [](std::string* out, const v1::Dimension& dim) { out->append(dim.name()); });
   for (const auto& dv : shape.dims()) {
     if (!known.contains(dv.name())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "shape names dim ", dv.name(), ", which kernel ", spec.name(),
-          " does not have"));
+          " does not have (its dims: ", dims, ")"));
     }
   }
   v1::Shape out;
@@ -268,8 +272,9 @@ absl::StatusOr<v1::Shape> NormalizeShape(const v1::KernelSpec& spec,
       if (dv.name() == dim.name()) ++count, value = dv.value();
     }
     if (count == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("shape is missing dim ", dim.name()));
+      return absl::InvalidArgumentError(absl::StrCat("shape is missing dim ", dim.name(),
+                                                     " of kernel ", spec.name(),
+                                                     " (its dims: ", dims, ")"));
     }
     if (count > 1) {
       return absl::InvalidArgumentError(

@@ -118,7 +118,31 @@ void BestConfigIndex::Install(const BestRecord& record, bool keep_faster) {
     kernel.groups.try_emplace(Target(record.device_model, record.toolkit), point->size())
         .first->second.Put(record.tuning_key, *point);
   }
+  ++rows_of_model_[record.device_model];
   rows_.insert_or_assign(record.tuning_key, std::move(row));
+}
+
+std::vector<std::string> BestConfigIndex::KernelNames() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<std::string> names;
+  for (const auto& [name, kernel] : kernels_) {
+    if (kernel.code.has_value()) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool BestConfigIndex::HasDeviceModel(const std::string& device_model) const {
+  absl::ReaderMutexLock lock(&mu_);
+  return rows_of_model_.contains(device_model);
+}
+
+std::vector<std::string> BestConfigIndex::DeviceModels() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<std::string> models;
+  for (const auto& [model, rows] : rows_of_model_) models.push_back(model);
+  std::sort(models.begin(), models.end());
+  return models;
 }
 
 absl::StatusOr<BestConfigAnswer> BestConfigIndex::Resolve(const std::string& kernel_name,
@@ -257,6 +281,8 @@ void BestConfigIndex::EraseRow(const std::string& tuning_key) {
   kernel.keys.erase(tuning_key);
   auto group = kernel.groups.find(Target(old.device_model, old.toolkit));
   if (group != kernel.groups.end()) group->second.Remove(tuning_key);
+  auto model = rows_of_model_.find(old.device_model);
+  if (--model->second == 0) rows_of_model_.erase(model);
   rows_.erase(it);
 }
 

@@ -78,6 +78,13 @@ class BestConfigIndex {
   // The key's row; nullopt when there is none.
   std::optional<BestRecord> Get(const std::string& tuning_key) const;
 
+  // The kernels PutKernel saw, sorted.
+  std::vector<std::string> KernelNames() const;
+  // Whether a row of `device_model` is held (served or not). O(1).
+  bool HasDeviceModel(const std::string& device_model) const;
+  // The device models of the rows held, sorted.
+  std::vector<std::string> DeviceModels() const;
+
   // Empty `device_model` or `toolkit` match any. NotFound when PutKernel
   // never saw the kernel; InvalidArgument for a shape NormalizeShape refuses;
   // InvalidArgument when the chosen config does not parse.
@@ -149,6 +156,8 @@ class BestConfigIndex {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Row> rows_ ABSL_GUARDED_BY(mu_);  // by tuning key
   absl::flat_hash_map<std::string, Kernel> kernels_ ABSL_GUARDED_BY(mu_);  // by name
+  // How many of rows_ name each device model (no entry for none).
+  absl::flat_hash_map<std::string, int64_t> rows_of_model_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tunefleet::server

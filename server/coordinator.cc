@@ -15,6 +15,7 @@
 #include "server/best_config_index.h"
 #include "server/best_keeper.h"
 #include "server/best_transfer.h"
+#include "server/fleet_names.h"
 #include "server/job_history.h"
 #include "server/quarantine.h"
 #include "server/call_pool.h"
@@ -127,9 +128,10 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   RETURN_IF_ERROR(jobs_->Recover());
   RETURN_IF_ERROR(profiles_->Recover());
   history_ = std::make_unique<JobHistory>(store_.get(), jobs_.get());
-  tuning_service_ = std::make_unique<TuningServiceImpl>(jobs_.get(), workers_.get(),
-                                                        index_.get(), history_.get(),
-                                                        transfer_.get(), profiles_.get());
+  names_ = std::make_unique<FleetNames>(index_.get(), workers_.get());
+  tuning_service_ = std::make_unique<TuningServiceImpl>(
+      jobs_.get(), workers_.get(), index_.get(), history_.get(), transfer_.get(),
+      profiles_.get(), names_.get());
   report_pool_ = std::make_unique<CallPool>(options.report_threads);
   worker_service_ = std::make_unique<WorkerServiceImpl>(
       jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(), report_pool_.get(),

@@ -28,6 +28,7 @@ namespace tunefleet::server {
 class Store;
 class BestConfigIndex;
 class CallPool;
+class FleetNames;
 class LongPolls;
 class ProfileManager;
 class SourceBlobs;
@@ -123,6 +124,7 @@ class Coordinator {
   std::unique_ptr<ProfileManager> profiles_;
   std::unique_ptr<LongPolls> long_polls_;
   std::unique_ptr<JobHistory> history_;
+  std::unique_ptr<FleetNames> names_;
   std::unique_ptr<TuningServiceImpl> tuning_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<CallPool> report_pool_;  // outlives the server

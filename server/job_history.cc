@@ -1,5 +1,6 @@
 #include "server/job_history.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -71,6 +72,12 @@ v1::TrialRecord TrialView(TrialRecord record, const std::string& device_model) {
   return trial;
 }
 
+bool HasTargetOn(const v1::Job& job, const std::string& device_model) {
+  return std::any_of(
+      job.targets().begin(), job.targets().end(),
+      [&](const v1::Target& target) { return target.device_model() == device_model; });
+}
+
 }  // namespace
 
 const char* RoundName(TrialRound round) {
@@ -99,6 +106,11 @@ absl::StatusOr<JobListPage> JobHistory::ListJobs(const JobListRequest& request) 
     const v1::Job& last = page.jobs.back();
     page.next_page_token =
         absl::StrCat(kJobTokenPrefix, last.created_unix_ms(), ":", last.id());
+  }
+  if (!request.device_model.empty()) {
+    std::erase_if(page.jobs, [&](const v1::Job& job) {
+      return !HasTargetOn(job, request.device_model);
+    });
   }
   return page;
 }

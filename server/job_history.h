@@ -20,6 +20,9 @@ struct JobListRequest {
   std::string kernel_name;
   std::string owner;
   std::string sweep_id;    // "": any; else the jobs of this sweep
+  // "": any; else only jobs with a target on this device model. The filter
+  // applies to the page read, which may then hold fewer than page_size jobs.
+  std::string device_model;
   int page_size = 100;     // REQUIRES: 1..kMaxJobPageSize
   std::string page_token;  // "": the newest
 };

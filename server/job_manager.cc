@@ -73,6 +73,7 @@ JobManager::JobManager(const JobManagerOptions& options, Store* store,
       clock_(std::move(clock)),
       metrics_(metrics != nullptr ? metrics : &null_metrics_),
       index_(index),
+      names_(index, workers),
       own_quarantine_(quarantine == nullptr ? std::make_unique<QuarantineList>(store) : nullptr),
       quarantine_(quarantine != nullptr ? quarantine : own_quarantine_.get()),
       own_keeper_(keeper == nullptr
@@ -193,9 +194,14 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request, const std
   }
   v1::JobSpec spec = request;
   const std::vector<WorkerDevice> devices = LiveModelsFor(spec);
+  // A job for a model no live worker has waits for one: only when that model
+  // is known, else it would wait forever.
+  absl::Status valid = devices.empty()
+                           ? names_.CheckDeviceModel("device_model", spec.device_model())
+                           : absl::OkStatus();
   // With no live model to plan for, the space is walked once here instead,
   // so that a job that can never run is refused now.
-  absl::Status valid = ValidateSpec(limits_, /*walk_space=*/devices.empty(), &spec);
+  if (valid.ok()) valid = ValidateSpec(limits_, /*walk_space=*/devices.empty(), &spec);
   absl::Status first_error;
   std::vector<Target> targets;
   if (valid.ok()) targets = PlanTargets(spec, devices, &first_error);

@@ -27,6 +27,7 @@
 #include "absl/time/time.h"
 #include "server/admission.h"
 #include "server/best_keeper.h"
+#include "server/fleet_names.h"
 #include "server/job_repository.h"
 #include "server/lease_book.h"
 #include "server/metrics.h"
@@ -174,7 +175,9 @@ class JobManager {
   // Submits a job owned by principal `owner` ("": anonymous). InvalidArgument
   // for a bad spec, shape or strategy (the message names the field),
   // ResourceExhausted over a cap or the owner's quota, Unavailable when the
-  // store is.
+  // store is. A device_model no live worker has is accepted (the job waits
+  // for one) only when FleetNames knows it: NotFound, listing the known
+  // models, otherwise.
   absl::StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const std::string& owner = "");
   // From memory for a live job, else from the store. NotFound.
   absl::StatusOr<v1::Job> Get(const std::string& job_id);
@@ -350,6 +353,7 @@ class JobManager {
   NullMetrics null_metrics_;
   CoordinatorMetrics* const metrics_;
   BestConfigIndex* const index_;
+  const FleetNames names_;
   std::unique_ptr<QuarantineList> own_quarantine_;
   QuarantineList* const quarantine_;
   std::unique_ptr<BestKeeper> own_keeper_;

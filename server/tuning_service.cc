@@ -29,6 +29,28 @@ v1::GetBestConfigResponse::Source ToProto(BestConfigAnswer::Source source) {
   return v1::GetBestConfigResponse::SOURCE_UNSPECIFIED;
 }
 
+// OK, or the NotFound naming an unknown kernel or device model of `request`.
+// Only a kernel never submitted makes Resolve NotFound, and only a default
+// answer can be for a model nothing knows (a model with a row is known), so
+// the names are looked at only then, off the path of a tuned answer.
+absl::Status CheckNames(const FleetNames& names, const v1::GetBestConfigRequest& request,
+                        const absl::StatusOr<BestConfigAnswer>& best) {
+  if (absl::IsNotFound(best.status())) {
+    absl::Status kernel = names.CheckKernel("kernel_name", request.kernel_name());
+    return kernel.ok() ? best.status() : kernel;
+  }
+  if (!best.ok() || best->source != BestConfigAnswer::Source::kDefault) return best.status();
+  return names.CheckDeviceModel("device_model", request.device_model());
+}
+
+// OK, or the NotFound naming the first of `kernel_name`, `device_model`
+// (either may be empty: any) that nothing knows.
+absl::Status CheckFilter(const FleetNames& names, const std::string& kernel_name,
+                         const std::string& device_model) {
+  absl::Status kernel = names.CheckKernel("kernel_name", kernel_name);
+  return kernel.ok() ? names.CheckDeviceModel("device_model", device_model) : kernel;
+}
+
 void ToProto(BestConfigAnswer answer, v1::GetBestConfigResponse* response) {
   response->set_source(ToProto(answer.source));
   *response->mutable_config() = std::move(answer.config);
@@ -45,14 +67,16 @@ void ToProto(BestConfigAnswer answer, v1::GetBestConfigResponse* response) {
 
 TuningServiceImpl::TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                                      const BestConfigIndex* best_configs, JobHistory* history,
-                                     BestTransfer* transfer, ProfileManager* profiles)
+                                     BestTransfer* transfer, ProfileManager* profiles,
+                                     const FleetNames* names)
     : jobs_(jobs),
       sweeps_(jobs),
       workers_(workers),
       best_configs_(best_configs),
       history_(history),
       transfer_(transfer),
-      profiles_(profiles) {}
+      profiles_(profiles),
+      names_(names) {}
 
 grpc::Status TuningServiceImpl::SubmitJob(grpc::ServerContext* context,
                                           const v1::SubmitJobRequest* request,
@@ -166,11 +190,14 @@ grpc::Status TuningServiceImpl::ListJobs(grpc::ServerContext*,
     return InvalidArgument(absl::StrCat("limit must be 0..", kMaxJobPageSize));
   }
   if (!v1::JobState_IsValid(request->state())) return InvalidArgument("unknown job state");
+  absl::Status known = CheckFilter(*names_, request->kernel_name(), request->device_model());
+  if (!known.ok()) return ToGrpcStatus(known);
   JobListRequest list;
   list.state = request->state();
   list.kernel_name = request->kernel_name();
   list.owner = request->owner();
   list.sweep_id = request->sweep_id();
+  list.device_model = request->device_model();
   list.page_size = request->limit() == 0 ? 100 : request->limit();
   list.page_token = request->page_token();
   absl::StatusOr<JobListPage> page = history_->ListJobs(list);
@@ -211,8 +238,9 @@ grpc::ServerUnaryReactor* TuningServiceImpl::GetBestConfig(
   absl::StatusOr<BestConfigAnswer> best =
       best_configs_->Resolve(request->kernel_name(), request->shape(),
                              request->device_model(), request->toolkit());
-  if (best.ok()) ToProto(*std::move(best), response);
-  reactor->Finish(best.ok() ? grpc::Status::OK : ToGrpcStatus(best.status()));
+  absl::Status status = CheckNames(*names_, *request, best);
+  if (status.ok()) ToProto(*std::move(best), response);
+  reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 
@@ -235,6 +263,8 @@ grpc::Status TuningServiceImpl::GetServerInfo(grpc::ServerContext*,
 grpc::Status TuningServiceImpl::ExportBest(grpc::ServerContext*,
                                            const v1::ExportBestRequest* request,
                                            v1::ExportBestResponse* response) {
+  absl::Status known = CheckFilter(*names_, request->kernel_name(), request->device_model());
+  if (!known.ok()) return ToGrpcStatus(known);
   absl::StatusOr<v1::ExportBestResponse> table =
       transfer_->Export(request->kernel_name(), request->device_model());
   if (!table.ok()) return ToGrpcStatus(table.status());

@@ -6,6 +6,7 @@
 
 #include "server/best_config_index.h"
 #include "server/best_transfer.h"
+#include "server/fleet_names.h"
 #include "server/job_history.h"
 #include "server/job_manager.h"
 #include "server/sweeps.h"
@@ -25,10 +26,12 @@ using TuningServiceBase =
 // Thread-safety: safe for concurrent use.
 class TuningServiceImpl final : public TuningServiceBase {
  public:
-  // Every pointer must outlive the service.
+  // Every pointer must outlive the service. `names` checks the kernel and
+  // device model a read names (GetBestConfig, ListJobs, ExportBest): one
+  // nothing knows is NOT_FOUND, listing the known names.
   TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                     const BestConfigIndex* best_configs, JobHistory* history,
-                    BestTransfer* transfer, ProfileManager* profiles);
+                    BestTransfer* transfer, ProfileManager* profiles, const FleetNames* names);
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
                          v1::SubmitJobResponse* response) override;
@@ -67,6 +70,7 @@ class TuningServiceImpl final : public TuningServiceBase {
   JobHistory* const history_;
   BestTransfer* const transfer_;
   ProfileManager* const profiles_;
+  const FleetNames* const names_;
 };
 
 }  // namespace tunefleet::server

@@ -1,5 +1,6 @@
 #include "server/worker_registry.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -38,6 +39,10 @@ absl::StatusOr<std::string> WorkerRegistry::Register(
   }
   if (request.principal.empty()) {
     return absl::InvalidArgumentError("worker registers without a principal");
+  }
+  {
+    absl::MutexLock seen(&seen_mu_);
+    for (const v1::Device& device : request.devices) seen_models_.insert(device.model());
   }
   absl::MutexLock lock(&mu_);
   // The time makes ids unique across coordinator restarts.
@@ -138,6 +143,18 @@ absl::StatusOr<std::string> WorkerRegistry::PrincipalOf(const std::string& worke
     return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register again"));
   }
   return it->second.principal;
+}
+
+bool WorkerRegistry::SawModel(const std::string& model) const {
+  absl::MutexLock lock(&seen_mu_);
+  return seen_models_.contains(model);
+}
+
+std::vector<std::string> WorkerRegistry::SeenModels() const {
+  absl::MutexLock lock(&seen_mu_);
+  std::vector<std::string> models(seen_models_.begin(), seen_models_.end());
+  std::sort(models.begin(), models.end());
+  return models;
 }
 
 std::vector<v1::WorkerInfo> WorkerRegistry::List() {

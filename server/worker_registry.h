@@ -10,6 +10,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -84,6 +85,13 @@ class WorkerRegistry {
   // worker that calls again is told to register again.
   int Prune();
 
+  // Whether a worker with a device of `model` registered since the registry
+  // was built (alive or not, forgotten by Prune or not). Takes only the
+  // lock of the models seen, never the one leasing uses.
+  bool SawModel(const std::string& model) const;
+  // Every model SawModel is true of, sorted.
+  std::vector<std::string> SeenModels() const;
+
  private:
   struct Entry {
     v1::WorkerInfo info;
@@ -98,6 +106,8 @@ class WorkerRegistry {
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> workers_ ABSL_GUARDED_BY(mu_);
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  mutable absl::Mutex seen_mu_;
+  absl::flat_hash_set<std::string> seen_models_ ABSL_GUARDED_BY(seen_mu_);
 };
 
 }  // namespace tunefleet::server

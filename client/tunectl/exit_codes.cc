@@ -9,7 +9,7 @@ const char kExitCodeHelp[] =
     "  2    usage error\n"
     "  3    job finished with failed trials, or FAILED or CANCELLED\n"
     "  4    not authorized\n"
-    "  5    not found\n"
+    "  5    not found: a job, file, kernel or device model (the error lists the known names)\n"
     "  6    server unavailable or deadline exceeded (retry)\n"
     "  130  interrupted";
 

@@ -13,7 +13,7 @@ enum ExitCode : int {
   kExitUsage = 2,
   kExitJobFailed = 3,  // job FAILED or CANCELLED, or some trials not OK
   kExitAuth = 4,
-  kExitNotFound = 5,
+  kExitNotFound = 5,  // NOT_FOUND: an unknown job, file, kernel or device model
   kExitUnavailable = 6,  // unavailable or deadline exceeded: retry
   kExitInterrupted = 130,
 };

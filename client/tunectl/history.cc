@@ -38,9 +38,11 @@ absl::StatusOr<std::map<std::string, Times>> TimesByModel(Client& client,
 
 }  // namespace
 
-absl::StatusOr<std::vector<Job>> SucceededJobs(Client& client, const std::string& kernel) {
+absl::StatusOr<std::vector<Job>> SucceededJobs(Client& client, const std::string& kernel,
+                                               const std::string& device_model) {
   JobFilter filter;
   filter.kernel = kernel;
+  filter.device_model = device_model;
   filter.state = JobState::kSucceeded;
   filter.limit = 1000;
   std::vector<Job> jobs;
@@ -75,7 +77,7 @@ std::vector<HistoryPoint> HistoryOf(const std::vector<Job>& jobs,
 
 int RunHistory(Client& client, const std::string& kernel, const std::string& device_model,
                const Console& console) {
-  absl::StatusOr<std::vector<Job>> jobs = SucceededJobs(client, kernel);
+  absl::StatusOr<std::vector<Job>> jobs = SucceededJobs(client, kernel, device_model);
   if (!jobs.ok()) return ReportError(console, jobs.status());
   std::vector<HistoryPoint> points = HistoryOf(*jobs, device_model);
   if (console.format == OutputFormat::kJson) {

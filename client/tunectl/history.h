@@ -29,8 +29,11 @@ struct HistoryPoint {
 std::vector<HistoryPoint> HistoryOf(const std::vector<Job>& jobs,
                                     const std::string& device_model);
 
-// Every succeeded job of `kernel`, every page of them.
-absl::StatusOr<std::vector<Job>> SucceededJobs(Client& client, const std::string& kernel);
+// Every succeeded job of `kernel` (with a target on `device_model`, unless
+// empty), every page of them. NotFound, from the server, for a kernel or
+// device model it does not know.
+absl::StatusOr<std::vector<Job>> SucceededJobs(Client& client, const std::string& kernel,
+                                               const std::string& device_model = "");
 
 // Every succeeded job of `kernel` (every page), as table or JSON.
 int RunHistory(Client& client, const std::string& kernel, const std::string& device_model,

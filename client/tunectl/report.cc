@@ -146,7 +146,12 @@ absl::StatusOr<std::pair<std::string, Json>> Subject(Client& client, const Repor
   if (!absl::IsNotFound(job.status()) && !absl::IsInvalidArgument(job.status())) {
     return job.status();
   }
-  absl::StatusOr<std::vector<Job>> jobs = SucceededJobs(client, flags.subject);
+  absl::StatusOr<std::vector<Job>> jobs =
+      SucceededJobs(client, flags.subject, flags.device_model);
+  if (absl::IsNotFound(jobs.status())) {
+    return absl::NotFoundError(
+        absl::StrCat("no job ", flags.subject, ", and ", jobs.status().message()));
+  }
   if (!jobs.ok()) return jobs.status();
   std::vector<HistoryPoint> points = HistoryOf(*jobs, flags.device_model);
   if (points.empty()) {

@@ -10,15 +10,6 @@
 
 namespace tunefleet::tunectl {
 
-// Optimal string alignment distance (insertions, deletions, substitutions,
-// transpositions of neighbours), e.g. "stauts" to "status" is 1.
-int EditDistance(const std::string& a, const std::string& b);
-
-// The name of `names` nearest to `word`, when at most 2 edits (and fewer
-// than the word's length) away; ties to the first in order.
-std::optional<std::string> NearestName(const std::string& word,
-                                       const std::vector<std::string>& names);
-
 // The first word of `args` (argv without the program) that is not an
 // option nor the value of one of `value_options`, when it is not in
 // `verbs`; nullopt when there is none or it is known.
@@ -26,8 +17,8 @@ std::optional<std::string> UnknownVerb(const std::vector<std::string>& args,
                                        const std::vector<std::string>& verbs,
                                        const std::set<std::string>& value_options);
 
-// "unknown command 'X'" with "; did you mean 'Y'?" when one is near, and
-// the hint to run --help.
+// "unknown command 'X'" with "; did you mean 'Y'?" when one is near
+// (NearestName, common/suggest.h), and the hint to run --help.
 std::string UnknownVerbMessage(const std::string& word, const std::vector<std::string>& verbs);
 
 }  // namespace tunefleet::tunectl

@@ -112,7 +112,9 @@ class Client:
         is answered from the store (the job's targets say `cached`) unless
         `force_retune`. NotFoundError for a missing file and
         InvalidArgumentError for a bad spec, shape or config set, before
-        anything is sent."""
+        anything is sent; NotFoundError from the server for a `device_model`
+        that no worker has and no stored best config names (a model it knows
+        is accepted and waits for its workers)."""
         bundle = kernel if isinstance(kernel, kernel_dir.KernelBundle) else kernel_dir.load(kernel)
         dims = kernel_dir.normalize_shape(bundle.spec, shape)
         if config_set and config_set not in [s.name for s in bundle.spec.config_sets]:
@@ -198,14 +200,20 @@ class Client:
         return last
 
     def jobs(self, *, state: str = "", kernel: str = "", owner: str = "",
-             limit: int = 0, page_token: str = "", sweep_id: str = "") -> records.JobPage:
+             device_model: str = "", limit: int = 0,
+             page_token: str = "", sweep_id: str = "") -> records.JobPage:
         """One page of jobs, newest first, matching every filter given:
-        `state` ("queued", "RUNNING", ...), `kernel`, `owner`, `sweep_id`. `limit` 0 is
-        the server's page size (100), at most 1000; `page_token` a previous
-        page's next_page_token. InvalidArgumentError for an unknown state."""
+        `state` ("queued", "RUNNING", ...), `kernel`, `owner`, `device_model`
+        (jobs with a target on it; a page may then hold fewer than `limit`
+        jobs), `sweep_id`. `limit` 0 is the server's page size (100), at most
+        1000; `page_token` a previous page's next_page_token.
+        InvalidArgumentError for an unknown state; NotFoundError for a kernel
+        or device model the fleet does not know (the message lists the known
+        names)."""
         request = tuning_pb2().ListJobsRequest(
             limit=limit, state=_convert.job_state_value(state), kernel_name=kernel,
-            owner=owner, page_token=page_token, sweep_id=sweep_id)
+            owner=owner, device_model=device_model, page_token=page_token,
+            sweep_id=sweep_id)
         response = self._call(self._stub.ListJobs, request)
         return records.JobPage(jobs=[_convert.job(j) for j in response.jobs],
                                next_page_token=response.next_page_token)
@@ -243,7 +251,8 @@ class Client:
         (tier EXACT), else for the nearest tuned shape of the same kernel and
         device (NEAREST), else the spec's default config (DEFAULT). Empty
         `device_model` or `toolkit` match any. NotFoundError when the server
-        does not know the kernel; InvalidArgumentError for a bad shape.
+        knows no such kernel or device model (the message lists the known
+        names); InvalidArgumentError for a bad shape.
         `deadline` overrides the client's for this call."""
         request = tuning_pb2().GetBestConfigRequest(
             kernel_name=kernel, shape=_convert.shape_message(shapes.as_dict(shape)),
@@ -255,7 +264,7 @@ class Client:
         """The best configs the coordinator serves for `kernel` ("" every
         kernel) on `device_model` ("" every model), as the JSON document
         BestTable reads (what `tunectl export` prints). NotFoundError for a
-        kernel never submitted there."""
+        kernel or device model the server does not know."""
         response = self._call(self._stub.ExportBest, tuning_pb2().ExportBestRequest(
             kernel_name=kernel, device_model=device_model))
         return json.dumps(_convert.best_table_document(response), indent=2,

@@ -67,7 +67,8 @@ def load(directory: str) -> KernelBundle:
 
 def normalize_shape(spec, shape: shapes.NameValues) -> Dict[str, int]:
     """`shape` ordered as the spec's problem dims. InvalidArgumentError when a
-    dim is missing, unknown, or not positive (the coordinator's rule)."""
+    dim is missing, unknown, or not positive (the coordinator's rule); a
+    missing or unknown dim's message lists the kernel's dims."""
     given = shapes.as_dict(shape)
     dims = [dim.name for dim in spec.problem]
     unknown = [name for name in given if name not in dims]
@@ -77,7 +78,8 @@ def normalize_shape(spec, shape: shapes.NameValues) -> Dict[str, int]:
     out: Dict[str, int] = {}
     for name in dims:
         if name not in given:
-            raise InvalidArgumentError(f"shape lacks dim {name} of kernel {spec.name}")
+            raise InvalidArgumentError(
+                f"shape lacks dim {name} of kernel {spec.name} (dims: {', '.join(dims)})")
         if given[name] <= 0:
             raise InvalidArgumentError(f"dim {name} must be positive, got {given[name]}")
         out[name] = given[name]

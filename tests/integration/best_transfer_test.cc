@@ -140,7 +140,11 @@ TEST_F(BestTransferTest, AnImportedTableIsServedAsOnTheFleetThatMeasuredIt) {
     EXPECT_EQ(on_a.source, std::string(shape) == kShape ? BestConfig::Source::kExact
                                                         : BestConfig::Source::kNearestShape);
   }
-  ExpectSameAnswer(Best(b, kShape, "no-such-device"), Best(a, kShape, "no-such-device"));
+  // A model neither fleet knows is not found on either.
+  EXPECT_THAT(b.client->GetBestConfig("matmul", kShape, "no-such-device", ""),
+              StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(a.client->GetBestConfig("matmul", kShape, "no-such-device", ""),
+              StatusIs(absl::StatusCode::kNotFound));
 
   // The second fleet's export shows where the row came from.
   RunResult again = Tunectl(b, {"export", "matmul", "--device", model});

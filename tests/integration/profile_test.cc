@@ -220,7 +220,7 @@ TEST_F(ProfileTest, BadRequestsGetClearErrorsAndTheCoordinatorKeepsServing) {
   SubmitRequest request;
   request.kernel_dir = SourceDir() + "/kernels/cpu/matmul";
   request.shape = "M=128,N=128,K=128";
-  request.device_model = "no-such-device";  // stays QUEUED
+  // No worker runs: the job stays QUEUED.
   absl::StatusOr<Job> queued = client_->Submit(request);
   ASSERT_OK(queued);
   absl::StatusOr<std::vector<KernelProfile>> unfinished = client_->ProfileJob(queued->id, 3);

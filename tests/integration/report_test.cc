@@ -176,10 +176,11 @@ TEST_F(ReportTest, AKernelsPageShowsItsBestPerShapeAndDeviceOverTime) {
   EXPECT_THAT(dom, HasSubstr("M=256,N=128,K=128"));
 }
 
-// A job no worker can take: QUEUED, no trial yet.
+// A job no worker can take (a CUDA kernel; the worker has only a CPU):
+// QUEUED, no trial yet.
 TEST_F(ReportTest, AQueuedJobsPageDrawsAndAScriptErrorIsShownInThePage) {
-  RunResult run = Tunectl({"-q", "submit", SourceDir() + "/kernels/cpu/matmul", "--shape",
-                           "M=64,N=64,K=64", "--device", "no-such-device"});
+  RunResult run = Tunectl({"-q", "submit", SourceDir() + "/kernels/cuda/softmax", "--shape",
+                           "ROWS=64,COLS=64"});
   ASSERT_TRUE(run.exit.success()) << run.exit.ToString();
   const std::string job(absl::StripAsciiWhitespace(run.out));
   const std::string page = dir_.path() + "/queued.html";

@@ -63,11 +63,9 @@ class UserVerbsTest : public ::testing::Test {
     return done.ok() ? *done : Job();
   }
 
-  // A job no worker can take: it stays QUEUED.
+  // A job submitted while no worker runs: it stays QUEUED.
   Job SubmitQueued() {
-    SubmitRequest request = PartlyBrokenMatmul();
-    request.device_model = "no-such-device";
-    absl::StatusOr<Job> job = client_->Submit(request);
+    absl::StatusOr<Job> job = client_->Submit(PartlyBrokenMatmul());
     EXPECT_TRUE(job.ok()) << job.status();
     return job.ok() ? *job : Job();
   }
@@ -75,6 +73,18 @@ class UserVerbsTest : public ::testing::Test {
   // tunectl `args` as the fleet's admin; stdout and the exit code.
   RunResult Tunectl(const std::vector<std::string>& args) {
     return TunectlAsAdmin(*fleet_, args, absl::Seconds(60));
+  }
+
+  // The same, with stderr after stdout in `out`.
+  RunResult TunectlWithErrors(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1",
+                                     BuildDir() + "/bin/tunectl", "--server",
+                                     fleet_->address()};
+    for (const std::string& flag : fleet_->TunectlFlags()) argv.push_back(flag);
+    argv.insert(argv.end(), args.begin(), args.end());
+    absl::StatusOr<RunResult> run = bench::RunProgram(argv, absl::Seconds(60));
+    EXPECT_TRUE(run.ok()) << run.status();
+    return run.ok() ? *std::move(run) : RunResult();
   }
 
   Json TunectlJson(std::vector<std::string> args) {
@@ -202,7 +212,9 @@ TEST_F(UserVerbsTest, JobsAreFilteredByStateKernelAndOwnerAndPaged) {
   json = TunectlJson({"jobs", "--state", "CANCELLED", "--kernel", "matmul"});
   ASSERT_THAT(json["jobs"], SizeIs(1));
   EXPECT_EQ(json["jobs"][0]["id"], cancelled.id);
-  EXPECT_THAT(TunectlJson({"jobs", "--kernel", "softmax"})["jobs"], SizeIs(0));
+  RunResult unknown = TunectlWithErrors({"jobs", "--kernel", "softmax"});
+  EXPECT_EQ(unknown.exit.code, 5) << unknown.out;  // never submitted here
+  EXPECT_THAT(unknown.out, HasSubstr("known kernels: \"matmul\""));
   EXPECT_THAT(TunectlJson({"jobs", "--owner", "somebody-else"})["jobs"], SizeIs(0));
   EXPECT_THAT(TunectlJson({"jobs", "--owner", queued.owner})["jobs"], SizeIs(2));
 
@@ -255,8 +267,10 @@ TEST_F(UserVerbsTest, HistoryShowsEachShapesBestAndCompareLinesUpConfigs) {
   EXPECT_EQ(history["history"][0]["job_id"], second.id);
   EXPECT_EQ(history["history"][1]["job_id"], first.id);
   EXPECT_EQ(history["history"][1]["best_config"], first.targets[0].best_config);
-  EXPECT_THAT(TunectlJson({"history", "matmul", "--device", "no-such-device"})["history"],
-              SizeIs(0));
+  EXPECT_THAT(TunectlJson({"history", "matmul", "--device", first.targets[0].device_model})
+                  ["history"],
+              SizeIs(2));
+  EXPECT_EQ(Tunectl({"history", "matmul", "--device", "no-such-device"}).exit.code, 5);
   RunResult table = Tunectl({"history", "matmul"});
   ASSERT_TRUE(table.exit.success());
   EXPECT_THAT(table.out, HasSubstr("M=256,N=256,K=128"));
@@ -271,6 +285,55 @@ TEST_F(UserVerbsTest, HistoryShowsEachShapesBestAndCompareLinesUpConfigs) {
   ASSERT_TRUE(side_by_side.exit.success());
   EXPECT_THAT(side_by_side.out, HasSubstr("RATIO"));
   EXPECT_EQ(Tunectl({"compare", first.id, "j-unknown"}).exit.code, 5);
+}
+
+// A name that matches nothing the fleet knows exits 5 (not found) with the
+// known names on stderr, for every verb that takes one; a shape with a dim
+// the kernel lacks, or without one it has, lists the kernel's dims.
+TEST_F(UserVerbsTest, UnknownNamesExitFiveListingTheKnownOnes) {
+  ASSERT_OK(fleet_->StartWorker());
+  Job job = SubmitAndWait(PartlyBrokenMatmul());
+  ASSERT_EQ(job.state, JobState::kSucceeded) << job.reason;
+  const std::string model = job.targets[0].device_model;
+  const std::string kernel_dir = dir_.path() + "/matmul";
+
+  const std::vector<std::vector<std::string>> typed_kernel = {
+      {"best", "matmull", "--shape", kShape},
+      {"history", "matmull"},
+      {"export", "matmull"},
+      {"jobs", "--kernel", "matmull"}};
+  for (const std::vector<std::string>& args : typed_kernel) {
+    RunResult run = TunectlWithErrors(args);
+    EXPECT_EQ(run.exit.code, 5) << args[0] << ": " << run.out;
+    EXPECT_THAT(run.out, HasSubstr("kernel_name \"matmull\" names no kernel this coordinator "
+                                   "knows; known kernels: \"matmul\""))
+        << args[0];
+  }
+  const std::vector<std::vector<std::string>> typed_model = {
+      {"best", "matmul", "--shape", kShape, "--device", "H10O"},
+      {"history", "matmul", "--device", "H10O"},
+      {"export", "matmul", "--device", "H10O"},
+      {"submit", kernel_dir, "--shape", kShape, "--device", "H10O"}};
+  for (const std::vector<std::string>& args : typed_model) {
+    RunResult run = TunectlWithErrors(args);
+    EXPECT_EQ(run.exit.code, 5) << args[0] << ": " << run.out;
+    EXPECT_THAT(run.out, HasSubstr("tunectl: device_model \"H10O\" names no device model "
+                                   "this coordinator knows; known device models: \"" +
+                                   model + "\""))
+        << args[0];
+  }
+  EXPECT_THAT(TunectlJson({"-q", "submit", kernel_dir, "--shape", kShape, "--device", model})
+                  ["targets"],
+              SizeIs(1));  // a known model: accepted (and answered from the store)
+
+  RunResult missing = TunectlWithErrors({"best", "matmul", "--shape", "M=256,N=256"});
+  EXPECT_EQ(missing.exit.code, 1) << missing.out;
+  EXPECT_THAT(missing.out, HasSubstr("shape is missing dim K of kernel matmul (its dims: M, N, K)"));
+  RunResult extra =
+      TunectlWithErrors({"submit", kernel_dir, "--shape", "M=256,N=256,K=256,Q=2"});
+  EXPECT_EQ(extra.exit.code, 1) << extra.out;
+  EXPECT_THAT(extra.out, HasSubstr("shape names dim Q, which kernel matmul does not have (its "
+                                   "dims: M, N, K)"));
 }
 
 }  // namespace

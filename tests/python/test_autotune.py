@@ -72,12 +72,23 @@ def test_first_call_asks_the_fleet_then_the_cache_answers(
     assert set(fn.cache) == {(256, 256, 256), (512, 256, 256)}
 
 
-def test_the_fleets_default_when_nothing_is_tuned(counting, tuned_job):
-    fn = decorate("no such device", client=counting)
+def test_the_fleets_default_when_nothing_is_tuned(counting, tuned_job, device_model):
+    fn = decorate(device_model, client=counting, toolkit="no such toolkit")
     assert config_of(fn(None, None, 256, 256, 256)) == SPEC_DEFAULT
     assert fn.last_choice.tier == tunefleet.DEFAULT
+    fn = decorate(device_model, client=counting, toolkit="no such toolkit",
+                  default=MY_DEFAULT)
+    assert config_of(fn(None, None, 256, 256, 256)) == MY_DEFAULT
+
+
+def test_a_device_the_fleet_does_not_know_takes_the_given_default(counting, tuned_job):
     fn = decorate("no such device", client=counting, default=MY_DEFAULT)
     assert config_of(fn(None, None, 256, 256, 256)) == MY_DEFAULT
+    assert fn.last_choice.tier == tunefleet.DEFAULT
+    assert 'device_model "no such device" names no device model' in fn.last_choice.reason
+    with pytest.raises(tunefleet.FailedPreconditionError) as e:
+        decorate("no such device", client=counting)(None, None, 256, 256, 256)
+    assert "give default= or configs=" in e.value.message
 
 
 def test_key_arguments_map_to_the_specs_dims(counting, tuned_job, device_model):

@@ -49,18 +49,51 @@ def test_best_nearest_answers_another_shape(client, tuned_job, device_model):
     assert best.config_text == tuned_job.targets[0].best_config
 
 
-def test_best_default_for_an_untuned_device(client, tuned_job):
-    best = client.best("matmul", TUNED_SHAPE, device_model="no such device")
+def test_best_default_for_an_untuned_toolkit(client, tuned_job, device_model):
+    best = client.best("matmul", TUNED_SHAPE, device_model=device_model,
+                       toolkit="no such toolkit")
     assert best.tier == tunefleet.DEFAULT
     assert best.config_text == "BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=0"
     assert best.config["BLOCK_M"] == 32
+
+
+def test_unknown_names_are_not_found_listing_the_known_ones(client, tuned_job, device_model):
+    known_model = f'known device models: "{device_model}"'
+    calls = [
+        (lambda: client.best("matmull", TUNED_SHAPE), 'known kernels: "matmul"'),
+        (lambda: client.best("matmul", TUNED_SHAPE, device_model="no such device"),
+         known_model),
+        (lambda: client.export("matmull"), 'known kernels: "matmul"'),
+        (lambda: client.export("matmul", device_model="no such device"), known_model),
+        (lambda: client.jobs(kernel="matmull"), 'known kernels: "matmul"'),
+        (lambda: client.jobs(kernel="matmul", device_model="no such device"), known_model),
+        (lambda: client.submit(fleet_mod.MATMUL_DIR, TUNED_SHAPE, config_set="quick",
+                               device_model="no such device"), known_model),
+    ]
+    for call, listed in calls:
+        with pytest.raises(tunefleet.NotFoundError) as e:
+            call()
+        assert e.value.code == tunefleet.StatusCode.NOT_FOUND
+        assert listed in e.value.message
+    page = client.jobs(kernel="matmul", device_model=device_model)
+    assert tuned_job.id in [job.id for job in page.jobs]
+
+
+def test_a_shape_with_a_wrong_dim_lists_the_kernels_dims(client, tuned_job):
+    with pytest.raises(tunefleet.InvalidArgumentError) as e:
+        client.best("matmul", {"M": 256, "N": 256})
+    assert "(its dims: M, N, K)" in e.value.message
+    with pytest.raises(tunefleet.InvalidArgumentError) as e:
+        client.submit(fleet_mod.MATMUL_DIR, {"M": 256, "N": 256})
+    assert "(dims: M, N, K)" in e.value.message
 
 
 def test_jobs_filters_and_pages(client, tuned_job):
     page = client.jobs(kernel="matmul", state="succeeded")
     assert tuned_job.id in [j.id for j in page.jobs]
     assert all(j.state == "SUCCEEDED" and j.kernel == "matmul" for j in page.jobs)
-    assert client.jobs(kernel="softmax").jobs == []
+    with pytest.raises(tunefleet.NotFoundError):  # never submitted here
+        client.jobs(kernel="no-such-kernel")
     first = client.jobs(limit=1)
     assert len(first.jobs) == 1 and first.next_page_token
     second = client.jobs(limit=1, page_token=first.next_page_token)
@@ -132,9 +165,11 @@ def test_an_unreachable_server_is_unavailable():
 
 
 def test_cancel_stops_a_queued_job(client, tuned_job):
-    # No worker has this model: the job waits in the queue until cancelled.
-    job = client.submit(fleet_mod.MATMUL_DIR, TUNED_SHAPE, config_set="quick",
-                        device_model="no such device", force_retune=True)
+    # A CUDA kernel, and the fleet's only worker has a CPU: the job waits in
+    # the queue until cancelled.
+    job = client.submit(os.path.join(fleet_mod.SOURCE_DIR, "kernels", "cuda", "softmax"),
+                        {"ROWS": 64, "COLS": 64})
+    assert job.state == "QUEUED"
     cancelled = client.cancel(job.id)
     assert cancelled.state == "CANCELLED"
     assert client.wait(job.id).state == "CANCELLED"

@@ -72,6 +72,45 @@ class CoordinatorServiceTest : public ::testing::Test {
     return tuning_->SubmitJob(Context().get(), request, response);
   }
 
+  // Registers a worker with one CPU device of `model`, as any program can;
+  // returns its id.
+  std::string Register(const std::string& host, const std::string& model = "test-cpu") {
+    v1::RegisterWorkerRequest request;
+    request.set_host(host);
+    request.set_toolkit("g++ test");
+    v1::Device* device = request.add_devices();
+    device->set_id("cpu0");
+    device->set_model(model);
+    device->set_backend(v1::BACKEND_CPU);
+    for (const auto& [name, value] : PlaceholderLimits(v1::BACKEND_CPU)) {
+      v1::DeviceLimit* limit = device->add_limits();
+      limit->set_name(name);
+      limit->set_value(value);
+    }
+    v1::RegisterWorkerResponse response;
+    EXPECT_TRUE(workers_->RegisterWorker(Context().get(), request, &response).ok());
+    return response.worker_id();
+  }
+
+  // Stores `row` while the coordinator is down, then starts it again: a row
+  // the fleet stored before this process.
+  void RestartWithBestRow(BestRecord row) {
+    coordinator_->Shutdown(absl::Seconds(1));
+    coordinator_.reset();
+    {
+      absl::StatusOr<std::unique_ptr<Store>> store =
+          OpenStore("sqlite://" + dir_.path() + "/tunefleet.db");
+      ASSERT_OK(store);
+      std::vector<v1::SourceFile> sources(request_.spec().sources().begin(),
+                                          request_.spec().sources().end());
+      row.kernel_name = request_.spec().kernel().name();
+      row.tuning_key = ComputeTuningKey({&request_.spec().kernel(), &sources,
+                                         *ParseShape(row.shape), row.device_model, row.toolkit});
+      ASSERT_OK((*store)->UpsertBest(row));
+    }
+    StartCoordinator();
+  }
+
   // The server still answers a plain call.
   void ExpectServing() {
     v1::ListJobsResponse jobs;
@@ -184,33 +223,23 @@ TEST_F(CoordinatorServiceTest, BestConfigIsTheDefaultUntilTunedThenTheStoredRow)
   ASSERT_TRUE(Submit(request_, &submitted).ok());
   ask.set_device_model("test-cpu");
   ask.set_toolkit("gcc");
+  EXPECT_EQ(tuning_->GetBestConfig(Context().get(), ask, &best).error_code(),
+            grpc::StatusCode::NOT_FOUND);  // no worker has the model yet
+  Register("host-a");
   ASSERT_TRUE(tuning_->GetBestConfig(Context().get(), ask, &best).ok());
   EXPECT_EQ(best.source(), v1::GetBestConfigResponse::SOURCE_DEFAULT);
   EXPECT_EQ(best.config_text(), request_.spec().kernel().default_config());
   EXPECT_EQ(best.device_model(), "test-cpu");
 
   // A row stored while the coordinator was down is served after a restart.
-  coordinator_->Shutdown(absl::Seconds(1));
-  coordinator_.reset();
-  {
-    absl::StatusOr<std::unique_ptr<Store>> store =
-        OpenStore("sqlite://" + dir_.path() + "/tunefleet.db");
-    ASSERT_OK(store);
-    std::vector<v1::SourceFile> sources(request_.spec().sources().begin(),
-                                        request_.spec().sources().end());
-    BestRecord row;
-    row.kernel_name = "matmul";
-    row.shape = "M=128,N=128,K=128";
-    row.device_model = "test-cpu";
-    row.toolkit = "gcc";
-    row.tuning_key = ComputeTuningKey({&request_.spec().kernel(), &sources,
-                                       *ParseShape(row.shape), row.device_model, row.toolkit});
-    row.config = "BLOCK_M=64,BLOCK_N=128,BLOCK_K=64,UNROLL=4,LOOP_ORDER=0";
-    row.median_seconds = 0.25;
-    row.job_id = submitted.job().id();
-    ASSERT_OK((*store)->UpsertBest(row));
-  }
-  StartCoordinator();
+  BestRecord row;
+  row.shape = "M=128,N=128,K=128";
+  row.device_model = "test-cpu";
+  row.toolkit = "gcc";
+  row.config = "BLOCK_M=64,BLOCK_N=128,BLOCK_K=64,UNROLL=4,LOOP_ORDER=0";
+  row.median_seconds = 0.25;
+  row.job_id = submitted.job().id();
+  ASSERT_NO_FATAL_FAILURE(RestartWithBestRow(row));
   ASSERT_TRUE(tuning_->GetBestConfig(Context().get(), ask, &best).ok());
   EXPECT_EQ(best.source(), v1::GetBestConfigResponse::SOURCE_EXACT);
   EXPECT_EQ(best.config_text(), "BLOCK_M=64,BLOCK_N=128,BLOCK_K=64,UNROLL=4,LOOP_ORDER=0");
@@ -225,6 +254,127 @@ TEST_F(CoordinatorServiceTest, BestConfigIsTheDefaultUntilTunedThenTheStoredRow)
   ask.mutable_shape()->mutable_dims()->RemoveLast();
   EXPECT_EQ(tuning_->GetBestConfig(Context().get(), ask, &best).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// Each read that names a kernel or device model, and a submit's target
+// model: NOT_FOUND naming the field and listing what would match.
+TEST_F(CoordinatorServiceTest, UnknownNamesAreNotFoundListingTheKnownOnes) {
+  using ::testing::HasSubstr;
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(Submit(request_, &submitted).ok());  // no device model named
+  v1::SubmitJobRequest typo = request_;
+  typo.mutable_spec()->set_device_model("test-cpx");
+  grpc::Status refused = Submit(typo, &submitted);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr("device_model \"test-cpx\" names no device model this coordinator "
+                        "knows; it knows none yet"));
+  Register("host-a");
+  Register("host-b", "other-cpu");
+  refused = Submit(typo, &submitted);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr("known device models: \"other-cpu\", \"test-cpu\""));
+
+  v1::GetBestConfigRequest ask;
+  ask.set_kernel_name("matmull");
+  *ask.mutable_shape() = request_.spec().shape();
+  v1::GetBestConfigResponse best;
+  grpc::Status status = tuning_->GetBestConfig(Context().get(), ask, &best);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("kernel_name \"matmull\" names no kernel this coordinator knows; "
+                        "known kernels: \"matmul\""));
+  ask.set_kernel_name("matmul");
+  ask.set_device_model("test-cpx");
+  status = tuning_->GetBestConfig(Context().get(), ask, &best);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("device_model \"test-cpx\""));
+  EXPECT_THAT(status.error_message(), HasSubstr("\"test-cpu\""));
+  ask.set_device_model("other-cpu");  // known, nothing tuned on it: the default
+  ASSERT_TRUE(tuning_->GetBestConfig(Context().get(), ask, &best).ok());
+  EXPECT_EQ(best.source(), v1::GetBestConfigResponse::SOURCE_DEFAULT);
+
+  v1::ListJobsRequest list;
+  v1::ListJobsResponse jobs;
+  list.set_kernel_name("matmull");
+  status = tuning_->ListJobs(Context().get(), list, &jobs);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("known kernels: \"matmul\""));
+  list.set_kernel_name("matmul");
+  list.set_device_model("test-cpx");
+  status = tuning_->ListJobs(Context().get(), list, &jobs);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("device_model \"test-cpx\""));
+  list.set_device_model("test-cpu");  // the queued job was bound to both workers
+  ASSERT_TRUE(tuning_->ListJobs(Context().get(), list, &jobs).ok());
+  EXPECT_EQ(jobs.jobs_size(), 1);
+
+  v1::ExportBestRequest exported;
+  v1::ExportBestResponse table;
+  exported.set_kernel_name("matmull");
+  status = tuning_->ExportBest(Context().get(), exported, &table);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("known kernels: \"matmul\""));
+  exported.set_kernel_name("matmul");
+  exported.set_device_model("test-cpx");
+  status = tuning_->ExportBest(Context().get(), exported, &table);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("device_model \"test-cpx\""));
+  exported.set_device_model("test-cpu");
+  EXPECT_TRUE(tuning_->ExportBest(Context().get(), exported, &table).ok());
+  ExpectServing();
+}
+
+// A shape naming a dim the kernel lacks, or missing one, lists its dims.
+TEST_F(CoordinatorServiceTest, AShapeWithAWrongDimListsTheKernelsDims) {
+  using ::testing::HasSubstr;
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(Submit(request_, &submitted).ok());
+  v1::SubmitJobRequest extra = request_;
+  *extra.mutable_spec()->mutable_shape() = *ParseShape("M=128,N=128,K=128,Q=4");
+  grpc::Status status = Submit(extra, &submitted);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("shape names dim Q, which kernel matmul does not have (its dims: M, N, K)"));
+  v1::GetBestConfigRequest ask;
+  ask.set_kernel_name("matmul");
+  *ask.mutable_shape() = *ParseShape("M=128,N=128");
+  v1::GetBestConfigResponse best;
+  status = tuning_->GetBestConfig(Context().get(), ask, &best);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("shape is missing dim K of kernel matmul (its dims: M, N, K)"));
+}
+
+// The rule for a submit whose device model no live worker has: known from a
+// stored row (the fleet tuned on it before this process), it is accepted and
+// waits for a worker of that model; one that registers runs it.
+TEST_F(CoordinatorServiceTest, ASubmitForAModelSeenBeforeWaitsForItsWorkers) {
+  BestRecord row;
+  row.shape = "M=64,N=64,K=64";
+  row.device_model = "seen-cpu";
+  row.toolkit = "g++ test";
+  row.config = "BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=0";
+  row.median_seconds = 0.5;
+  row.job_id = "j-earlier";
+  ASSERT_NO_FATAL_FAILURE(RestartWithBestRow(row));
+  v1::SubmitJobRequest request = request_;
+  request.mutable_spec()->set_device_model("seen-cpu");
+  v1::SubmitJobResponse submitted;
+  grpc::Status status = Submit(request, &submitted);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(submitted.job().state(), v1::JOB_STATE_QUEUED);
+  EXPECT_THAT(submitted.job().reason(), ::testing::HasSubstr("of model seen-cpu"));
+  EXPECT_EQ(submitted.job().targets_size(), 0);
+
+  Register("host-a", "seen-cpu");
+  v1::GetJobRequest get;
+  get.set_job_id(submitted.job().id());
+  v1::GetJobResponse got;
+  ASSERT_TRUE(tuning_->GetJob(Context().get(), get, &got).ok());
+  ASSERT_EQ(got.job().targets_size(), 1);
+  EXPECT_EQ(got.job().targets(0).device_model(), "seen-cpu");
 }
 
 TEST_F(CoordinatorServiceTest, UnknownMethodIsUnimplemented) {
@@ -405,24 +555,6 @@ namespace {
 // A worker speaking WorkerService directly, as any program can.
 class LeaseLimitsTest : public CoordinatorServiceTest {
  protected:
-  std::string Register(const std::string& host) {
-    v1::RegisterWorkerRequest request;
-    request.set_host(host);
-    request.set_toolkit("g++ test");
-    v1::Device* device = request.add_devices();
-    device->set_id("cpu0");
-    device->set_model("test-cpu");
-    device->set_backend(v1::BACKEND_CPU);
-    for (const auto& [name, value] : PlaceholderLimits(v1::BACKEND_CPU)) {
-      v1::DeviceLimit* limit = device->add_limits();
-      limit->set_name(name);
-      limit->set_value(value);
-    }
-    v1::RegisterWorkerResponse response;
-    EXPECT_TRUE(workers_->RegisterWorker(Context().get(), request, &response).ok());
-    return response.worker_id();
-  }
-
   grpc::Status Lease(const std::string& worker, int max_trials, v1::LeaseWorkResponse* response) {
     v1::LeaseWorkRequest request;
     request.set_worker_id(worker);

@@ -51,6 +51,19 @@ TEST_F(WorkerRegistryTest, SilentWorkersDieThenAreForgotten) {
   EXPECT_THAT(registry_.TouchDevice(quiet, ""), StatusIs(absl::StatusCode::kNotFound));
 }
 
+TEST_F(WorkerRegistryTest, ModelsSeenStayKnownAfterTheirWorkersAreForgotten) {
+  EXPECT_FALSE(registry_.SawModel("a"));
+  ASSERT_TRUE(registry_.Register(Cpu("b")).ok());
+  ASSERT_TRUE(registry_.Register(Cpu("a")).ok());
+  ASSERT_TRUE(registry_.Register(Cpu("a")).ok());
+  EXPECT_FALSE(registry_.Register(Cpu("")).ok());  // refused: not seen
+  now_ += absl::Seconds(60);
+  EXPECT_EQ(registry_.Prune(), 3);
+  EXPECT_TRUE(registry_.SawModel("a"));
+  EXPECT_FALSE(registry_.SawModel("c"));
+  EXPECT_EQ(registry_.SeenModels(), (std::vector<std::string>{"a", "b"}));
+}
+
 TEST_F(WorkerRegistryTest, RegistrationsWithoutUsableDevicesAreRefused) {
   EXPECT_THAT(registry_.Register(WorkerRegistration{"host", {}, "g++", "", ""}),
               StatusIs(absl::StatusCode::kInvalidArgument));

@@ -151,6 +151,9 @@ struct JobFilter {
   std::string kernel;                       // empty: any
   std::string owner;                        // empty: any principal
   std::string sweep_id;                     // empty: any; else this sweep's jobs
+  // Empty: any; else only jobs with a target on this device model (a page
+  // may then hold fewer than `limit` jobs and still be followed by another).
+  std::string device_model;
   // Jobs per page; 0 is the server's default (100), at most 1000.
   int32_t limit = 0;
   // JobPage::next_page_token of the previous page; empty: the newest jobs.
@@ -343,7 +346,8 @@ class Client {
 
   // Reads the kernel directory (its spec and every source it names) and
   // submits a tuning job. NOT_FOUND for a missing file, INVALID_ARGUMENT for
-  // a bad spec or shape, before anything is sent.
+  // a bad spec or shape, before anything is sent; NOT_FOUND from the server
+  // for a `device_model` no worker has and no stored best config names.
   absl::StatusOr<Job> Submit(const SubmitRequest& request);
   // Submits `request` once per shape of `shapes` ("M=1,N=4096,K=4096", ...;
   // request.shape and shape_dims are ignored) as one sweep: one job per
@@ -372,7 +376,8 @@ class Client {
   // The most recent jobs, newest first. `limit` 0 means the server's
   // default (100).
   absl::StatusOr<std::vector<Job>> ListJobs(int32_t limit = 0);
-  // One page of the jobs `filter` selects.
+  // One page of the jobs `filter` selects. NOT_FOUND for a filter's kernel
+  // or device model the server does not know.
   absl::StatusOr<JobPage> ListJobs(const JobFilter& filter);
 
   // One page of a job's trials in the order they were stored; `status` (a
@@ -397,7 +402,8 @@ class Client {
 
   // The best config of `kernel` for `shape` ("M=1024,N=1024,K=1024").
   // Empty `device_model` or `toolkit` matches any. NOT_FOUND when the server
-  // does not know the kernel.
+  // knows no such kernel or device model (its message lists the known names;
+  // a known model the kernel was not tuned on gets the default config).
   absl::StatusOr<BestConfig> GetBestConfig(const std::string& kernel,
                                            const std::string& shape,
                                            const std::string& device_model = "",
@@ -409,7 +415,8 @@ class Client {
 
   // The best configs the coordinator serves for `kernel` (empty: every
   // kernel) on `device_model` (empty: every model), as the JSON document
-  // BestConfigTable reads. NOT_FOUND for a kernel never submitted there.
+  // BestConfigTable reads. NOT_FOUND for a kernel or device model the
+  // coordinator does not know.
   absl::StatusOr<std::string> ExportBest(const std::string& kernel,
                                          const std::string& device_model = "");
   // Admin only. Stores the rows of an exported table (`json`), marked
