@@ -11,9 +11,9 @@ coordinator's tiers, with the semantics of the C++ BestConfigTable
 - NEAREST: else, of the rows nearest first (the distance is the sum over
   dims of |log(a/b)|; rows with other dims are never near; ties to the
   smallest tuning key), the first whose config is valid at the asked shape
-  by the spec the table carries (config_fit: the spec's constraints that
-  depend on the shape, evaluated at the asked shape with the row's config;
-  device limits take placeholder values, since the table carries none);
+  by the spec the table carries (config_fit: the spec's constraints but
+  those on device limits alone, evaluated at the asked shape with the row's
+  config; device limits take placeholder values, the table carries none);
 - DEFAULT: else the kernel's default config, from that spec.
 
 So a fallback answer is never a config the spec forbids at the asked shape.
@@ -127,8 +127,11 @@ class BestTable:
         spec = self._kernels.get(kernel)
         if spec is None:
             raise NotFoundError(f"the table has no spec of kernel {kernel}")
+        fits: Dict[str, bool] = {}  # by config text: each checked once
         for distance, _, row in near:
-            if spec.fit is not None and spec.fit.fits(query, row.values):
+            if row.config not in fits:
+                fits[row.config] = spec.fit is not None and spec.fit.fits(query, row.values)
+            if fits[row.config]:
                 return _answer(row, distance)
         return records.BestConfig(tier=records.DEFAULT, config=shapes.parse_or_empty(spec.default),
                                   config_text=spec.default, device_model=device_model,

@@ -70,7 +70,8 @@ TEST(ConfigFitTest, AgreesWithTheSpaceAtTheAskedShapeOnEveryMatmulConfig) {
     const std::vector<int64_t> dims = {1 + static_cast<int64_t>(rng() % 600),
                                        1 + static_cast<int64_t>(rng() % 600),
                                        1 + static_cast<int64_t>(rng() % 600)};
-    const v1::Shape shape = *ParseShape(absl::StrCat("M=", dims[0], ",N=", dims[1], ",K=", dims[2]));
+    const v1::Shape shape =
+        *ParseShape(absl::StrCat("M=", dims[0], ",N=", dims[1], ",K=", dims[2]));
     absl::StatusOr<std::unique_ptr<ConfigSpace>> space =
         ConfigSpace::Create(spec, shape, PlaceholderLimits(v1::BACKEND_CPU));
     ASSERT_OK(space);
@@ -132,7 +133,8 @@ TEST(ConfigFitTest, CheckingAllocatesNothing) {
   std::unique_ptr<ConfigFit> fit = FitOf(MatmulSpec());
   ASSERT_NE(fit, nullptr);
   const v1::Config fits = *ParseConfig("BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=0");
-  const v1::Config too_big = *ParseConfig("BLOCK_M=128,BLOCK_N=512,BLOCK_K=64,UNROLL=1,LOOP_ORDER=0");
+  const v1::Config too_big =
+      *ParseConfig("BLOCK_M=128,BLOCK_N=512,BLOCK_K=64,UNROLL=1,LOOP_ORDER=0");
   const std::vector<int64_t> dims = {64, 64, 64};
   const int64_t before = HeapAllocations();
   for (int i = 0; i < 100; ++i) {
