@@ -22,8 +22,8 @@ namespace tunefleet {
 
 // A config fits a shape when it names every param of the spec once, each
 // with one of the param's listed values, names no other param, and every
-// constraint the shape can change holds at that shape with the config's
-// values. Checked: every constraint except one that names a device limit
+// checked constraint holds at that shape with the config's values.
+// Checked: every constraint except one that names a device limit
 // and no problem dim (directly or through derived values); such a constraint
 // does not depend on the shape, and it held on the device the config was
 // measured on. The limits a checked constraint names are the device's where

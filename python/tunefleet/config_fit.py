@@ -5,8 +5,8 @@ check every nearest-shape answer with; tests/data/nearest_fallback.json holds
 the cases the three pass.
 
 A config fits a shape when it names every param of the spec once, each with
-one of the param's listed values, names no other param, and every constraint
-the shape can change holds at that shape with the config's values. Checked:
+one of the param's listed values, names no other param, and every checked
+constraint holds at that shape with the config's values. Checked:
 every constraint except one that names a device limit and no problem dim
 (directly or through derived values); such a constraint does not depend on
 the shape, and it held on the device the config was measured on. The limits
