@@ -2,7 +2,11 @@
 // thread, for N tuned shapes of one kernel on one device model and toolkit.
 // Prints, per N: the time to load the rows (PutKernel, then PutBest each),
 // and the mean and p99 nanoseconds of an exact hit, a nearest-shape answer
-// and a default answer (a model nothing was tuned on).
+// whose config fits the asked shape, a default answer (a model nothing was
+// tuned on) and a default answer after every row was found not to fit
+// (`nofit`, the worst case). Every row carries the spec's default config:
+// for matmul, one that fits a shape with every dim at least 64 (the nearest
+// queries) and none with M under 32 (the nofit queries).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -42,9 +46,9 @@ struct Latency {
   double p99_ns = 0;
 };
 
-// A shape with every problem dim drawn log-uniformly from [1, 16384].
-std::string RandomShape(const v1::KernelSpec& spec, std::mt19937_64* rng) {
-  std::uniform_real_distribution<double> exponent(0, 14);
+// A shape with every problem dim drawn log-uniformly from [2^low, 16384].
+std::string RandomShape(const v1::KernelSpec& spec, std::mt19937_64* rng, double low = 0) {
+  std::uniform_real_distribution<double> exponent(low, 14);
   std::string text;
   for (const v1::Dimension& dim : spec.problem()) {
     absl::StrAppend(&text, text.empty() ? "" : ",", dim.name(), "=",
@@ -119,12 +123,18 @@ void RunOne(const v1::JobSpec& spec, int n, const Flags& flags) {
   const double load_s = std::chrono::duration<double>(Clock::now() - start).count();
 
   absl::flat_hash_set<std::string> tuned_set(tuned.begin(), tuned.end());
-  std::vector<std::string> exact_texts, near_texts;
+  std::vector<std::string> exact_texts, near_texts, nofit_texts;
   for (int i = 0; i < flags.queries; ++i) {
     exact_texts.push_back(tuned[rng() % tuned.size()]);
     std::string shape;
-    do shape = RandomShape(spec.kernel(), &rng); while (tuned_set.contains(shape));
+    do shape = RandomShape(spec.kernel(), &rng, /*low=*/6); while (tuned_set.contains(shape));
     near_texts.push_back(std::move(shape));
+  }
+  while (static_cast<int>(nofit_texts.size()) < std::max(1, flags.queries / 100)) {
+    v1::Shape shape = *ParseShape(RandomShape(spec.kernel(), &rng));
+    shape.mutable_dims(0)->set_value(1 + static_cast<int64_t>(rng() % 31));
+    std::string text = ShapeToString(shape);
+    if (!tuned_set.contains(text)) nofit_texts.push_back(std::move(text));
   }
   const std::string& kernel = spec.kernel().name();
   const Latency exact = Measure(index, kernel, Parsed(exact_texts), kModel,
@@ -133,9 +143,11 @@ void RunOne(const v1::JobSpec& spec, int n, const Flags& flags) {
                                   BestConfigAnswer::Source::kNearestShape);
   const Latency fallback = Measure(index, kernel, Parsed(near_texts), "untuned-model",
                                    BestConfigAnswer::Source::kDefault);
-  std::printf("%8d %9.3f %11.0f %11.0f %11.0f %11.0f %11.0f %11.0f\n", n, load_s,
+  const Latency nofit = Measure(index, kernel, Parsed(nofit_texts), kModel,
+                                BestConfigAnswer::Source::kDefault);
+  std::printf("%8d %9.3f %11.0f %11.0f %11.0f %11.0f %11.0f %11.0f %11.0f %11.0f\n", n, load_s,
               exact.mean_ns, exact.p99_ns, nearest.mean_ns, nearest.p99_ns,
-              fallback.mean_ns, fallback.p99_ns);
+              fallback.mean_ns, fallback.p99_ns, nofit.mean_ns, nofit.p99_ns);
 }
 
 }  // namespace
@@ -159,8 +171,9 @@ int main(int argc, char** argv) {
   tunefleet::v1::JobSpec spec;
   *spec.mutable_kernel() = bundle->spec;
   for (const auto& file : bundle->sources) *spec.add_sources() = file;
-  std::printf("%8s %9s %11s %11s %11s %11s %11s %11s\n", "rows", "load_s", "exact_ns",
-              "exact_p99", "nearest_ns", "nearest_p99", "default_ns", "default_p99");
+  std::printf("%8s %9s %11s %11s %11s %11s %11s %11s %11s %11s\n", "rows", "load_s", "exact_ns",
+              "exact_p99", "nearest_ns", "nearest_p99", "default_ns", "default_p99", "nofit_ns",
+              "nofit_p99");
   for (int n : flags.rows) tunefleet::bench::RunOne(spec, n, flags);
   return 0;
 }

@@ -4,9 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include <muParser.h>
-
 #include "absl/strings/str_cat.h"
+#include "common/compiled_expr.h"
 #include "common/config_text.h"
 #include "common/spec_loader.h"
 #include "common/status_macros.h"
@@ -32,46 +31,6 @@ uint64_t SaturatingMul(uint64_t a, uint64_t b) {
 }
 
 }  // namespace
-
-// One expression compiled against the space's symbol table.
-class CompiledExpr {
- public:
-  CompiledExpr(std::string text, std::string what)
-      : text_(std::move(text)), what_(std::move(what)) {}
-  mu::Parser& parser() { return parser_; }
-  const std::string& text() const { return text_; }
-  const std::string& what() const { return what_; }
-  // Symbol indices of the variables the expression reads.
-  std::vector<size_t>& uses() { return uses_; }
-  const std::vector<size_t>& uses() const { return uses_; }
-  absl::StatusOr<double> Eval() {
-    try {
-      return parser_.Eval();
-    } catch (const mu::Parser::exception_type& e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what_, " \"", text_, "\": ", e.GetMsg()));
-    }
-  }
-  // Eval without a message: NaN when the evaluation fails.
-  double ValueOrNan() {
-    try {
-      return parser_.Eval();
-    } catch (const mu::Parser::exception_type&) {
-      return std::nan("");
-    }
-  }
-  // As a constraint: neither zero, NaN nor an error.
-  bool Holds() {
-    double value = ValueOrNan();
-    return value != 0 && !std::isnan(value);
-  }
-
- private:
-  std::string text_;
-  std::string what_;
-  mu::Parser parser_;
-  std::vector<size_t> uses_;
-};
 
 DeviceLimits PlaceholderLimits(v1::Backend backend) {
   if (backend == v1::BACKEND_CUDA || backend == v1::BACKEND_PYTHON) {

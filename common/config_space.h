@@ -87,6 +87,7 @@ class ConfigSpace {
 
  private:
   friend class ConfigEnumerator;
+  friend class ConfigFit;
 
   // What the walk evaluates once the params before a level are bound:
   // level 0 has no params bound, level i + 1 has params 0..i.

@@ -52,6 +52,8 @@ void BestConfigIndex::PutKernel(const v1::JobSpec& spec) {
   }
   code.digest = KernelDigest(code.spec, code.sources);
   code.fallback = DefaultAnswer(code.spec);
+  absl::StatusOr<std::unique_ptr<ConfigFit>> fit = ConfigFit::Create(code.spec);
+  if (fit.ok()) code.fit = *std::move(fit);
   const std::string name = code.spec.name();
 
   absl::MutexLock write(&write_mu_);
@@ -114,9 +116,10 @@ void BestConfigIndex::Install(const BestRecord& record, bool keep_faster) {
   EraseRow(record.tuning_key);
   Kernel& kernel = kernels_[record.kernel_name];
   kernel.keys.insert(record.tuning_key);
+  const uint32_t config_id = ConfigId(&kernel, row);
   if (point.has_value()) {
     kernel.groups.try_emplace(Target(record.device_model, record.toolkit), point->size())
-        .first->second.Put(record.tuning_key, *point);
+        .first->second.Put(record.tuning_key, *point, config_id);
   }
   ++rows_of_model_[record.device_model];
   rows_.insert_or_assign(record.tuning_key, std::move(row));
@@ -158,7 +161,8 @@ absl::StatusOr<BestConfigAnswer> BestConfigIndex::Resolve(const std::string& ker
   ASSIGN_OR_RETURN(v1::Shape normalized, NormalizeShape(kernel.code->spec, shape));
   absl::InlinedVector<int64_t, 4> values;
   for (const v1::DimValue& dim : normalized.dims()) values.push_back(dim.value());
-  std::optional<ShapeMatch> best = Best(kernel, ShapeQuery(values), device_model, toolkit);
+  std::optional<ShapeMatch> best =
+      Best(kernel, ShapeQuery(values), values, device_model, toolkit);
   if (best.has_value()) return AnswerOf(*best);
   ASSIGN_OR_RETURN(BestConfigAnswer answer, kernel.code->fallback);
   answer.device_model = device_model;
@@ -260,6 +264,16 @@ std::optional<std::vector<int64_t>> BestConfigIndex::ServedPoint(const KernelCod
   return point;
 }
 
+uint32_t BestConfigIndex::ConfigId(Kernel* kernel, const Row& row) {
+  auto [it, added] = kernel->config_ids.try_emplace(
+      row.record.config, static_cast<uint32_t>(kernel->configs.size()));
+  if (added) {
+    kernel->configs.push_back(row.answer.ok() ? absl::StatusOr<v1::Config>(row.answer->config)
+                                              : row.answer.status());
+  }
+  return it->second;
+}
+
 BestConfigIndex::Groups BestConfigIndex::BuildGroups(const KernelCode& code,
                                                      const Kernel& kernel) const {
   Groups groups;
@@ -268,7 +282,7 @@ BestConfigIndex::Groups BestConfigIndex::BuildGroups(const KernelCode& code,
     std::optional<std::vector<int64_t>> point = ServedPoint(code, row);
     if (!point.has_value()) continue;
     groups.try_emplace(Target(row.record.device_model, row.record.toolkit), point->size())
-        .first->second.Put(key, *point);
+        .first->second.Put(key, *point, kernel.config_ids.at(row.record.config));
   }
   return groups;
 }
@@ -287,25 +301,64 @@ void BestConfigIndex::EraseRow(const std::string& tuning_key) {
 }
 
 std::optional<ShapeMatch> BestConfigIndex::Best(const Kernel& kernel, const ShapeQuery& query,
+                                                absl::Span<const int64_t> dims,
                                                 const std::string& device_model,
                                                 const std::string& toolkit) const {
-  absl::InlinedVector<const TunedShapes*, 8> groups;
+  Matched groups;
   if (!device_model.empty() && !toolkit.empty()) {
     auto it = kernel.groups.find(Target(device_model, toolkit));
-    if (it != kernel.groups.end()) groups.push_back(&it->second);
+    if (it != kernel.groups.end()) groups.emplace_back(&it->first.first, &it->second);
   } else {
     for (const auto& [target, group] : kernel.groups) {
       if ((device_model.empty() || target.first == device_model) &&
           (toolkit.empty() || target.second == toolkit)) {
-        groups.push_back(&group);
+        groups.emplace_back(&target.first, &group);
       }
     }
   }
   std::optional<ShapeMatch> best;
-  for (const TunedShapes* group : groups) KeepBest(group->Exact(query), &best);
+  for (const auto& [model, group] : groups) KeepBest(group->Exact(query), &best);
   if (best.has_value()) return best;
-  for (const TunedShapes* group : groups) KeepBest(group->Nearest(query), &best);
-  return best;
+  for (const auto& [model, group] : groups) KeepBest(group->Nearest(query), &best);
+  if (!best.has_value()) return best;
+  const Row& nearest = rows_.at(*best->tuning_key);
+  const v1::Config* config = nearest.answer.ok() ? &nearest.answer->config : nullptr;
+  if (Fits(*kernel.code, config, nearest.record.device_model, dims)) return best;
+  return NearestFitting(kernel, groups, query, dims);
+}
+
+std::optional<ShapeMatch> BestConfigIndex::NearestFitting(const Kernel& kernel,
+                                                          const Matched& groups,
+                                                          const ShapeQuery& query,
+                                                          absl::Span<const int64_t> dims) const {
+  const KernelCode& code = *kernel.code;
+  const bool per_model = code.fit != nullptr && code.fit->uses_limits();
+  std::vector<int8_t> verdicts(kernel.configs.size(), -1);  // by config id: unknown, no, yes
+  std::optional<ShapeMatch> fitting;
+  for (const auto& [model, group] : groups) {
+    if (per_model) std::fill(verdicts.begin(), verdicts.end(), -1);
+    KeepBest(group->NearestWhere(query,
+                                 [&, model = model](uint32_t id) {
+                                   int8_t& verdict = verdicts[id];
+                                   if (verdict < 0) {
+                                     const auto& config = kernel.configs[id];
+                                     verdict = Fits(code, config.ok() ? &*config : nullptr,
+                                                    *model, dims);
+                                   }
+                                   return verdict == 1;
+                                 }),
+             &fitting);
+  }
+  return fitting;
+}
+
+bool BestConfigIndex::Fits(const KernelCode& code, const v1::Config* config,
+                           const std::string& device_model,
+                           absl::Span<const int64_t> dims) const {
+  if (code.fit == nullptr || config == nullptr) return false;
+  std::optional<DeviceLimits> limits;
+  if (code.fit->uses_limits() && limits_of_) limits = limits_of_(device_model);
+  return code.fit->Fits(dims, *config, limits.has_value() ? &*limits : nullptr);
 }
 
 absl::StatusOr<BestConfigAnswer> BestConfigIndex::AnswerOf(const ShapeMatch& match) const {

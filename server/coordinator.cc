@@ -8,6 +8,7 @@
 #include <grpcpp/server_builder.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/config_space.h"
 #include "common/status_macros.h"
 #include "common/version.h"
 #include "server/auth_processor.h"
@@ -76,9 +77,18 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   CoordinatorMetrics* const metrics =
       metrics_ != nullptr ? static_cast<CoordinatorMetrics*>(metrics_.get()) : &null_metrics_;
   store_ = std::make_unique<MeteredStore>(std::move(store_), metrics);
-  index_ = std::make_unique<BestConfigIndex>();
-  RETURN_IF_ERROR(LoadIndex(store_.get(), index_.get()));
   auto clock = [] { return absl::Now(); };
+  workers_ = std::make_unique<WorkerRegistry>(3 * options.heartbeat_interval, clock,
+                                              options.forget_workers_after);
+  // A nearest-shape answer is checked with its device model's real limits
+  // where a worker of that model registered.
+  index_ = std::make_unique<BestConfigIndex>(
+      [workers = workers_.get()](const std::string& model) -> std::optional<DeviceLimits> {
+        std::optional<v1::Device> device = workers->DeviceOf(model);
+        if (!device.has_value()) return std::nullopt;
+        return LimitsFromDevice(*device);
+      });
+  RETURN_IF_ERROR(LoadIndex(store_.get(), index_.get()));
   tokens_ = std::make_unique<TokenBook>(store_.get(), clock);
   RETURN_IF_ERROR(tokens_->Load());
   if (!options.admin_token_file.empty()) {
@@ -90,8 +100,6 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
     credentials->SetAuthMetadataProcessor(std::make_shared<AuthProcessor>(tokens_.get(), metrics_.get()));
   }
   token_service_ = std::make_unique<TokenServiceImpl>(tokens_.get());
-  workers_ = std::make_unique<WorkerRegistry>(3 * options.heartbeat_interval, clock,
-                                              options.forget_workers_after);
   blobs_ = std::make_unique<SourceBlobs>(store_.get());
   SharedArtifactsOptions artifact_options;
   artifact_options.dir = options.artifact_dir.empty()

@@ -18,10 +18,12 @@ bool Precedes(const ShapeMatch& a, const ShapeMatch& b) {
   return *a.tuning_key < *b.tuning_key;
 }
 
-void TunedShapes::Put(const std::string& tuning_key, absl::Span<const int64_t> values) {
+void TunedShapes::Put(const std::string& tuning_key, absl::Span<const int64_t> values,
+                      uint32_t tag) {
   Remove(tuning_key);
   const size_t row = keys_.size();
   keys_.push_back(tuning_key);
+  tags_.push_back(tag);
   ShapePoint point;
   for (int64_t value : values) {
     point.push_back(static_cast<double>(value));
@@ -52,6 +54,7 @@ void TunedShapes::Remove(const std::string& tuning_key) {
   const size_t last = keys_.size() - 1;
   if (row != last) MoveRow(last, row);
   keys_.pop_back();
+  tags_.pop_back();
   points_.resize(last * dims_);
   logs_.resize(last * dims_);
 }
@@ -66,6 +69,7 @@ void TunedShapes::MoveRow(size_t from, size_t to) {
     by_first_.insert(std::lower_bound(by_first_.begin(), by_first_.end(), moved), moved);
   }
   keys_[to] = std::move(keys_[from]);
+  tags_[to] = tags_[from];
   std::copy_n(points_.begin() + from * dims_, dims_, points_.begin() + to * dims_);
   std::copy_n(logs_.begin() + from * dims_, dims_, logs_.begin() + to * dims_);
   row_of_[keys_[to]] = to;
@@ -118,6 +122,17 @@ void TunedShapes::VisitOutwards(const ShapeQuery& query, const double* bound,
 }
 
 std::optional<ShapeMatch> TunedShapes::Nearest(const ShapeQuery& query) const {
+  return NearestAccepted(query, [](uint32_t) { return true; });
+}
+
+std::optional<ShapeMatch> TunedShapes::NearestWhere(
+    const ShapeQuery& query, absl::FunctionRef<bool(uint32_t tag)> accept) const {
+  return NearestAccepted(query, accept);
+}
+
+template <typename Accept>
+std::optional<ShapeMatch> TunedShapes::NearestAccepted(const ShapeQuery& query,
+                                                       Accept accept) const {
   if (keys_.empty()) return std::nullopt;
   // A difference of logs rounds unlike the log of a ratio, which defines the
   // distance: every row within rounding of the smallest is measured exactly,
@@ -129,7 +144,7 @@ std::optional<ShapeMatch> TunedShapes::Nearest(const ShapeQuery& query) const {
   std::vector<std::pair<size_t, double>> candidates;  // within the bound when seen
   VisitOutwards(query, &bound, [&](size_t row) {
     const double distance = ApproximateDistance(row, query);
-    if (distance > bound) return;
+    if (distance > bound || !accept(tags_[row])) return;
     candidates.emplace_back(row, distance);
     if (distance < smallest) {
       smallest = distance;

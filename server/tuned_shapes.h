@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
 
 namespace tunefleet::server {
@@ -51,9 +52,10 @@ class TunedShapes {
   explicit TunedShapes(size_t dims) : dims_(dims) {}
 
   // Adds the row `tuning_key` at `values` (the row's dims in spec order),
-  // replacing a row with the same key. REQUIRES: values.size() == dims and
-  // every value > 0.
-  void Put(const std::string& tuning_key, absl::Span<const int64_t> values);
+  // replacing a row with the same key. `tag` is the caller's, handed to
+  // NearestWhere's filter (the BestConfigIndex's id of the row's config).
+  // REQUIRES: values.size() == dims and every value > 0.
+  void Put(const std::string& tuning_key, absl::Span<const int64_t> values, uint32_t tag = 0);
   // Removes the row `tuning_key`; nothing when there is none.
   void Remove(const std::string& tuning_key);
 
@@ -66,6 +68,13 @@ class TunedShapes {
   // once that dim alone is farther than the nearest row found: the distance
   // is at least the first dim's term. REQUIRES: query.point.size() == dims.
   std::optional<ShapeMatch> Nearest(const ShapeQuery& query) const;
+  // The nearest row whose tag `accept` takes (ties to the smallest tuning
+  // key), or none. The same walk, bounded by the nearest row accepted so
+  // far: `accept` is called for each row within the bound (every row when
+  // none is accepted, at the cost of an approximate distance and one call
+  // per row). REQUIRES: query.point.size() == dims.
+  std::optional<ShapeMatch> NearestWhere(const ShapeQuery& query,
+                                         absl::FunctionRef<bool(uint32_t tag)> accept) const;
   // The `k` rows nearest to `query`, nearest first (Precedes), the exact
   // row included. Visits every row: for planning, not for lookups.
   std::vector<ShapeMatch> NearestK(const ShapeQuery& query, size_t k) const;
@@ -78,13 +87,17 @@ class TunedShapes {
   // within `*bound` (which `visit` may lower), nearest first dim first.
   template <typename Visit>
   void VisitOutwards(const ShapeQuery& query, const double* bound, Visit visit) const;
+  template <typename Accept>
+  std::optional<ShapeMatch> NearestAccepted(const ShapeQuery& query, Accept accept) const;
   double Distance(size_t row, const ShapeQuery& query) const;
   void MoveRow(size_t from, size_t to);
 
   const size_t dims_;
-  // Row i: keys_[i], its point at points_[i * dims_ ...], their logs at
-  // logs_[i * dims_ ...]. Rows have no order; removal moves the last row in.
+  // Row i: keys_[i], tags_[i], its point at points_[i * dims_ ...], their
+  // logs at logs_[i * dims_ ...]. Rows have no order; removal moves the last
+  // row in.
   std::vector<std::string> keys_;
+  std::vector<uint32_t> tags_;
   std::vector<double> points_;
   std::vector<double> logs_;
   absl::flat_hash_map<std::string, size_t> row_of_;

@@ -111,6 +111,16 @@ std::vector<WorkerDevice> WorkerRegistry::LiveModels(v1::Backend backend) {
   return out;
 }
 
+std::optional<v1::Device> WorkerRegistry::DeviceOf(const std::string& model) {
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& [id, entry] : workers_) {
+    for (const v1::Device& device : entry.info.devices()) {
+      if (device.model() == model) return device;
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<LiveDevice> WorkerRegistry::LiveDevices(const std::string& model,
                                                     const std::string& toolkit) {
   absl::ReaderMutexLock lock(&mu_);

@@ -75,6 +75,9 @@ class WorkerRegistry {
   std::vector<WorkerDevice> LiveModels(v1::Backend backend);
   // Every device of a live worker of `model` and `toolkit`.
   std::vector<LiveDevice> LiveDevices(const std::string& model, const std::string& toolkit);
+  // A device of `model` of a registered worker (alive or not) as the worker
+  // reported it, with its limits; nullopt when none has one. Scans every worker.
+  std::optional<v1::Device> DeviceOf(const std::string& model);
   // The principal of a registered worker; NotFound for an unknown one.
   absl::StatusOr<std::string> PrincipalOf(const std::string& worker_id);
   std::vector<v1::WorkerInfo> List();

@@ -15,8 +15,8 @@ FINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 
 #: The tiers of a best-config answer, best first.
 EXACT = "exact"      # tuned for this very kernel, shape, device model, toolkit
-NEAREST = "nearest"  # tuned for another shape of the same kernel and device
-DEFAULT = "default"  # nothing tuned: the spec's (or the caller's) default
+NEAREST = "nearest"  # tuned for another shape of the same kernel and device, valid at this one
+DEFAULT = "default"  # nothing tuned fits: the spec's (or the caller's) default
 
 
 @dataclass(frozen=True)

@@ -6,16 +6,21 @@ JSON document `tunectl export KERNEL > best.json` writes (format
 coordinator's tiers, with the semantics of the C++ BestConfigTable
 (client/best_config_table.cc):
 
-- EXACT: a row tuned for exactly this shape;
-- NEAREST: else the row at the smallest distance, the sum over dims of
-  |log(a/b)| (rows with other dims are never near), ties to the smallest
-  tuning key;
-- DEFAULT: else the kernel's default config, from the spec the table
-  carries.
+- EXACT: a row tuned for exactly this shape (ties to the smallest tuning
+  key), served as it is;
+- NEAREST: else, of the rows nearest first (the distance is the sum over
+  dims of |log(a/b)|; rows with other dims are never near; ties to the
+  smallest tuning key), the first whose config is valid at the asked shape
+  by the spec the table carries (config_fit: the spec's constraints but
+  those on device limits alone, evaluated at the asked shape with the row's
+  config; device limits take placeholder values, the table carries none);
+- DEFAULT: else the kernel's default config, from that spec.
 
+So a fallback answer is never a config the spec forbids at the asked shape.
 Empty `device_model` or `toolkit` match any row. The file is trusted as
 written: keys are not checked against kernel code. Only the standard
-library is used (no protobuf, no grpc).
+library is used (no protobuf, no grpc); the spec's expressions are parsed
+by spec_expr, never passed to `eval`.
 
 Thread-safety: a loaded table is immutable; lookup may be called from any
 thread.
@@ -26,9 +31,10 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from . import records, shapes
+from .config_fit import ConfigFit
 from .errors import InvalidArgumentError, NotFoundError
 
 FORMAT = "tunefleet.best_configs"
@@ -46,14 +52,21 @@ class _Row:
     median_seconds: float
     tuning_key: str
     job_id: str
+    values: Dict[str, int]  # the config's, {} when it does not parse
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    default: str
+    fit: Optional[ConfigFit]  # None when the spec's constraints do not compile
 
 
 class BestTable:
     """The rows of one exported table, by kernel."""
 
-    def __init__(self, rows: Mapping[str, List[_Row]], defaults: Mapping[str, str]):
+    def __init__(self, rows: Mapping[str, List[_Row]], kernels: Mapping[str, _Kernel]):
         self._rows = dict(rows)
-        self._defaults = dict(defaults)
+        self._kernels = dict(kernels)
 
     @classmethod
     def load(cls, path: str) -> "BestTable":
@@ -78,12 +91,12 @@ class BestTable:
         configs = document.get("configs", [])
         if not isinstance(kernels, list) or not isinstance(configs, list):
             raise _bad("kernels and configs must be arrays")
-        defaults = dict(_kernel_default(kernel) for kernel in kernels)
+        specs = dict(_kernel(kernel) for kernel in kernels)
         rows: Dict[str, List[_Row]] = {}
         for item in configs:
             row = _row(item)
             rows.setdefault(row.kernel, []).append(row)
-        return cls(rows, defaults)
+        return cls(rows, specs)
 
     def __len__(self) -> int:
         """How many rows (tuned configs) the table holds."""
@@ -91,32 +104,38 @@ class BestTable:
 
     def kernels(self) -> List[str]:
         """The kernels the table names (with rows or a default)."""
-        return sorted(set(self._rows) | set(self._defaults))
+        return sorted(set(self._rows) | set(self._kernels))
 
     def lookup(self, kernel: str, shape: shapes.NameValues, device_model: str = "",
                toolkit: str = "") -> records.BestConfig:
         """The config for `kernel` at `shape`, in the tiers above.
-        NotFoundError when the table has no row and no spec of the kernel;
-        InvalidArgumentError when `shape` does not parse."""
+        NotFoundError when the table carries no spec of the kernel and no row
+        tuned for exactly this shape; InvalidArgumentError when `shape` does
+        not parse."""
         query = shapes.as_dict(shape)
-        nearest: Optional[_Row] = None
-        nearest_distance = math.inf
+        near: List[Tuple[float, str, _Row]] = []
         for row in self._rows.get(kernel, ()):
             if (device_model and row.device_model != device_model) or \
                     (toolkit and row.toolkit != toolkit):
                 continue
             distance = _distance(query, row.dims)
-            if distance < nearest_distance or (
-                    distance == nearest_distance and nearest is not None
-                    and row.tuning_key < nearest.tuning_key):
-                nearest, nearest_distance = row, distance
-        if nearest is not None:
-            return _answer(nearest, nearest_distance)
-        if kernel not in self._defaults:
-            raise NotFoundError(f"the table has no kernel {kernel}")
-        text = self._defaults[kernel]
-        return records.BestConfig(tier=records.DEFAULT, config=shapes.parse_or_empty(text), config_text=text,
-                                  device_model=device_model, toolkit=toolkit)
+            if distance != math.inf:
+                near.append((distance, row.tuning_key, row))
+        near.sort(key=lambda item: item[:2])
+        if near and near[0][0] == 0:
+            return _answer(near[0][2], 0.0)
+        spec = self._kernels.get(kernel)
+        if spec is None:
+            raise NotFoundError(f"the table has no spec of kernel {kernel}")
+        fits: Dict[str, bool] = {}  # by config text: each checked once
+        for distance, _, row in near:
+            if row.config not in fits:
+                fits[row.config] = spec.fit is not None and spec.fit.fits(query, row.values)
+            if fits[row.config]:
+                return _answer(row, distance)
+        return records.BestConfig(tier=records.DEFAULT, config=shapes.parse_or_empty(spec.default),
+                                  config_text=spec.default, device_model=device_model,
+                                  toolkit=toolkit)
 
 
 def _distance(query: Mapping[str, int], row: Mapping[str, int]) -> float:
@@ -159,8 +178,8 @@ def _check_header(document) -> None:
             f"(this package reads 1 to {VERSION})")
 
 
-def _kernel_default(kernel) -> tuple:
-    """(name, default config) of a kernels[] entry, from its spec."""
+def _kernel(kernel) -> tuple:
+    """(name, _Kernel) of a kernels[] entry, from its spec."""
     spec = kernel.get("spec") if isinstance(kernel, dict) else None
     if not isinstance(spec, dict):
         raise _bad('each kernel needs a "spec" object')
@@ -169,7 +188,11 @@ def _kernel_default(kernel) -> tuple:
         raise _bad("a kernel's spec has no kernel object")
     name = body.get("name", kernel.get("name", ""))
     default = body.get("default_config", body.get("defaultConfig", ""))
-    return name, default
+    try:
+        fit: Optional[ConfigFit] = ConfigFit(body)
+    except InvalidArgumentError:
+        fit = None  # no nearest row can be shown valid: nearest answers fall to the default
+    return name, _Kernel(default=default, fit=fit)
 
 
 _ROW_STRINGS = ("kernel", "shape", "device_model", "toolkit", "config", "tuning_key")
@@ -193,7 +216,8 @@ def _row(item) -> _Row:
     return _Row(kernel=item["kernel"], shape=item["shape"], dims=dims,
                 device_model=item["device_model"], toolkit=item["toolkit"],
                 config=item["config"], median_seconds=float(seconds),
-                tuning_key=item["tuning_key"], job_id=str(item.get("job_id", "")))
+                tuning_key=item["tuning_key"], job_id=str(item.get("job_id", "")),
+                values=shapes.parse_or_empty(item["config"]))
 
 
 __all__ = ["BestTable"]

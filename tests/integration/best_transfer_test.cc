@@ -24,7 +24,8 @@ using ::testing::SizeIs;
 using Json = nlohmann::json;
 
 constexpr char kShape[] = "M=256,N=256,K=256";
-constexpr char kOtherShape[] = "M=300,N=200,K=256";
+// Every config of the quick set fits it: the nearest answer is the tuned row.
+constexpr char kOtherShape[] = "M=300,N=300,K=256";
 
 // One TLS fleet and an admin client of it.
 struct Site {

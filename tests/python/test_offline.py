@@ -1,9 +1,12 @@
-"""What works without a fleet: BestTable's tiers and errors, the package
-without grpcio, and the decorator's Triton calling convention."""
+"""What works without a fleet: BestTable's tiers and errors (and the shared
+nearest-shape fallback cases of tests/data/nearest_fallback.json), the spec
+expressions it evaluates, the package without grpcio, and the decorator's
+Triton calling convention."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -11,10 +14,22 @@ import sys
 import pytest
 
 import tunefleet
+import tunefleet.kernel_dir
+from tunefleet import spec_expr
 
-KERNEL = {"name": "gemm", "default_config": "BM=32,BN=32",
-          "problem": ["M", "N"], "params": ["BM", "BN"],
-          "spec": {"kernel": {"name": "gemm", "default_config": "BM=32,BN=32"}}}
+
+def _kernel(params, constraints=("BM <= M && BN <= N",)):
+    """A kernels[] entry of gemm with `params` (name -> listed values)."""
+    spec = {"name": "gemm", "default_config": "BM=32,BN=32",
+            "problem": [{"name": "M"}, {"name": "N"}],
+            "params": [{"name": name, "values": [str(v) for v in values]}
+                       for name, values in params.items()],
+            "constraints": [{"expr": expr} for expr in constraints]}
+    return {"name": "gemm", "default_config": "BM=32,BN=32", "problem": ["M", "N"],
+            "params": list(params), "spec": {"kernel": spec}}
+
+
+KERNEL = _kernel({"BM": [16, 32, 64, 128], "BN": [16, 32, 64, 128]})
 
 
 def row(shape, config, key, device="gpu-a", toolkit="cuda-13.0", seconds=1e-4):
@@ -22,8 +37,8 @@ def row(shape, config, key, device="gpu-a", toolkit="cuda-13.0", seconds=1e-4):
             "config": config, "median_seconds": seconds, "tuning_key": key, "job_id": "j1"}
 
 
-def table(*rows, **header):
-    document = {"format": "tunefleet.best_configs", "version": 1, "kernels": [KERNEL],
+def table(*rows, kernel=KERNEL, **header):
+    document = {"format": "tunefleet.best_configs", "version": 1, "kernels": [kernel],
                 "configs": list(rows)}
     document.update(header)
     return tunefleet.BestTable.parse(json.dumps(document))
@@ -44,6 +59,83 @@ def test_table_tiers():
 def test_table_ties_go_to_the_smallest_key():
     t = table(row("M=128,N=128", "BM=64,BN=64", "kb"), row("M=32,N=32", "BM=16,BN=16", "ka"))
     assert t.lookup("gemm", "M=64,N=64").tuning_key == "ka"
+
+
+def test_table_serves_no_nearest_config_the_spec_forbids_at_the_asked_shape():
+    t = table(row("M=256,N=256", "BM=128,BN=128", "k1"), row("M=1024,N=1024", "BM=32,BN=32", "k2"))
+    near = t.lookup("gemm", "M=64,N=64")
+    assert (near.tier, near.tuning_key) == (tunefleet.NEAREST, "k2")
+    assert near.config == {"BM": 32, "BN": 32}
+    assert t.lookup("gemm", "M=16,N=16").tier == tunefleet.DEFAULT  # none fits
+    assert t.lookup("gemm", "M=256,N=256").tuning_key == "k1"  # exact
+
+
+def test_table_without_the_kernels_spec_serves_exact_rows_only():
+    t = table(row("M=64,N=64", "BM=16,BN=16", "k1"), kernel={"name": "other", "spec": {}})
+    assert t.lookup("gemm", "M=64,N=64").tier == tunefleet.EXACT
+    with pytest.raises(tunefleet.NotFoundError):
+        t.lookup("gemm", "M=128,N=128")
+
+
+def test_table_whose_spec_does_not_compile_falls_back_to_the_default():
+    broken = _kernel({"BM": [16, 32], "BN": [16, 32]}, constraints=("BM <= M && X",))
+    t = table(row("M=64,N=64", "BM=16,BN=16", "k1"), kernel=broken)
+    assert t.lookup("gemm", "M=64,N=64").tier == tunefleet.EXACT
+    assert t.lookup("gemm", "M=128,N=128").tier == tunefleet.DEFAULT
+
+
+def _source_dir():
+    return os.environ.get("TUNEFLEET_SOURCE_DIR") or \
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+with open(os.path.join(_source_dir(), "tests", "data", "nearest_fallback.json")) as _f:
+    SHARED = json.load(_f)
+_TIERS = {"EXACT": tunefleet.EXACT, "NEAREST": tunefleet.NEAREST, "DEFAULT": tunefleet.DEFAULT}
+
+
+def _shared_spec(name):
+    """The case kernel's KernelSpec in protobuf's JSON mapping, as a table carries it."""
+    entry = SHARED["kernels"][name]
+    if "spec" in entry:
+        return entry["spec"]
+    from google.protobuf import json_format
+    bundle = tunefleet.kernel_dir.load(os.path.join(_source_dir(), entry["dir"]))
+    return json_format.MessageToDict(bundle.spec, preserving_proto_field_name=True)
+
+
+@pytest.mark.parametrize("case", SHARED["cases"], ids=lambda case: case["name"])
+def test_shared_nearest_fallback_case(case):
+    name = case["kernel"]
+    rows = [{"kernel": name, "shape": r["shape"], "device_model": r["device_model"],
+             "toolkit": r["toolkit"], "config": r["config"], "median_seconds": 1e-3,
+             "tuning_key": r["id"], "job_id": "j-" + r["id"]} for r in case["rows"]]
+    t = table(*rows, kernel={"name": name, "spec": {"kernel": _shared_spec(name)}})
+    query, want = case["query"], case["want"]
+    got = t.lookup(name, query["shape"], query["device_model"], query["toolkit"])
+    assert got.tier == _TIERS[want["tier"]], got
+    if "config" in want:
+        assert (got.config, got.tuning_key) == (tunefleet.shapes.parse(want["config"]), "")
+        return
+    served = want.get("row") or min(want["smallest_key_of"])  # here the ids are the keys
+    row = next(r for r in case["rows"] if r["id"] == served)
+    assert (got.tuning_key, got.config_text) == (served, row["config"])
+    assert got.tuned_shape == row["shape"]
+
+
+@pytest.mark.parametrize("case", SHARED["expressions"], ids=lambda case: case["expr"])
+def test_spec_expressions_evaluate_as_muparser_does(case):
+    names = {name: float(value) for name, value in case["names"].items()}
+    got = spec_expr.compile_expr(case["expr"], names).evaluate(names)
+    want = float(case["value"])
+    assert got == want or (math.isnan(got) and math.isnan(want)) or math.isclose(got, want)
+
+
+@pytest.mark.parametrize("text", ["__import__('os')", "M.real", "[M]", "lambda: 1", "M = 1", "!M",
+                                  "M & 1", "open(M)", "M ? 1", "min()", ""])
+def test_spec_expressions_are_parsed_not_evaluated_as_python(text):
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        spec_expr.compile_expr(text, {"M"})
 
 
 @pytest.mark.parametrize("document", [
@@ -106,7 +198,9 @@ class FakeJITFunction:
 
 
 def test_triton_configs_launch_with_num_warps_and_num_stages():
-    t = table(row("M=64,N=64", "BM=64,BN=32,num_warps=8,num_stages=2", "k1"))
+    t = table(row("M=64,N=64", "BM=64,BN=32,num_warps=8,num_stages=2", "k1"),
+              kernel=_kernel({"BM": [32, 64], "BN": [32], "num_warps": [4, 8],
+                              "num_stages": [2, 3]}))
     configs = [Config({"BM": 32, "BN": 32}), Config({"BM": 64, "BN": 32}, 8, 2),
                Config({"BM": 64, "BN": 32}, 4, 3)]
     jit = FakeJITFunction()

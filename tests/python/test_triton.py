@@ -33,9 +33,12 @@ def device_model():
 
 
 def table_for(model):
+    spec = {"name": "vector_add", "default_config": "BLOCK=128,num_warps=4",
+            "problem": [{"name": "N"}],
+            "params": [{"name": "BLOCK", "values": ["128", "1024"]},
+                       {"name": "num_warps", "values": ["4", "8"]}]}
     kernel = {"name": "vector_add", "default_config": "BLOCK=128,num_warps=4",
-              "spec": {"kernel": {"name": "vector_add",
-                                  "default_config": "BLOCK=128,num_warps=4"}}}
+              "spec": {"kernel": spec}}
     row = {"kernel": "vector_add", "shape": "N=4096", "device_model": model,
            "toolkit": "triton", "config": "BLOCK=1024,num_warps=8", "median_seconds": 4e-6,
            "tuning_key": "k-vector-add"}

@@ -2,23 +2,29 @@
 // the same rows go to both, and every field of every answer must be equal.
 #include "server/best_config_index.h"
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/config_space.h"
 #include "common/config_text.h"
 #include "common/spec_loader.h"
 #include "common/tuning_key.h"
 #include "gtest/gtest.h"
 #include "server/fleet_history.h"
 #include "tests/server/best_config_reference.h"
+#include "tests/support/nearest_cases.h"
 #include "tests/support/test_support.h"
 
 namespace tunefleet::server {
 namespace {
 
+using ::tunefleet::testing::LoadNearestCases;
+using ::tunefleet::testing::NearestCase;
+using ::tunefleet::testing::NearestRow;
 using ::tunefleet::testing::SourceDir;
 using ::tunefleet::testing::StatusIs;
 using ::tunefleet::testing::StatusIsWith;
@@ -249,8 +255,9 @@ TEST_F(BestConfigIndexTest, UnknownKernelIsNotFoundAndBadShapeIsInvalidArgument)
 
 TEST_F(BestConfigIndexTest, EqualDistancesGoToTheSmallestTuningKey) {
   PutKernel(current_);
-  const BestRecord half = Row("M=50,N=64,K=64", current_, kModels[0], kToolkits[0]);
-  const BestRecord twice = Row("M=200,N=64,K=64", current_, kModels[1], kToolkits[0]);
+  BestRecord half = Row("M=50,N=64,K=64", current_, kModels[0], kToolkits[0]);
+  BestRecord twice = Row("M=200,N=64,K=64", current_, kModels[1], kToolkits[0]);
+  half.config = twice.config = "BLOCK_M=16,BLOCK_N=64,BLOCK_K=32,UNROLL=1,LOOP_ORDER=0";  // fits
   Put(half);
   Put(twice);
   absl::StatusOr<BestConfigAnswer> nearest =
@@ -289,6 +296,115 @@ TEST_F(BestConfigIndexTest, KeepsTheFasterRowOfAKey) {
   EXPECT_EQ(exact->median_seconds, 1e-3);
 }
 
+BestRecord Record(const std::string& key, const std::string& shape, const std::string& model,
+                  const std::string& toolkit, const std::string& config) {
+  BestRecord row;
+  row.tuning_key = key;
+  row.kernel_name = "matmul";
+  row.shape = shape;
+  row.device_model = model;
+  row.toolkit = toolkit;
+  row.config = config;
+  row.median_seconds = 1e-3;
+  row.job_id = "j-" + key;
+  return row;
+}
+
+// The shared cases (tests/data/nearest_fallback.json): each in an index of
+// its own, rows keyed as the coordinator keys them.
+TEST(BestConfigIndexSharedCasesTest, AnswersEveryNearestFallbackCase) {
+  absl::StatusOr<std::vector<NearestCase>> cases = LoadNearestCases();
+  ASSERT_OK(cases);
+  for (const NearestCase& c : *cases) {
+    SCOPED_TRACE(c.name);
+    BestConfigIndex index;
+    index.PutKernel(c.spec);
+    const std::vector<v1::SourceFile> sources(c.spec.sources().begin(), c.spec.sources().end());
+    auto key_of = [&](const NearestRow& row) {
+      return ComputeTuningKey(
+          {&c.spec.kernel(), &sources, *ParseShape(row.shape), row.device_model, row.toolkit});
+    };
+    for (const NearestRow& row : c.rows) {
+      BestRecord record = Record(key_of(row), row.shape, row.device_model, row.toolkit, row.config);
+      record.kernel_name = c.spec.kernel().name();
+      index.PutBest(record);
+    }
+    absl::StatusOr<BestConfigAnswer> got = index.Resolve(
+        c.spec.kernel().name(), *ParseShape(c.shape), c.device_model, c.toolkit);
+    ASSERT_OK(got);
+    const char* tiers[] = {"EXACT", "NEAREST", "DEFAULT"};
+    EXPECT_EQ(tiers[static_cast<int>(got->source)], c.tier);
+    if (c.tier == "DEFAULT") {
+      EXPECT_EQ(got->config_text,
+                ConfigToString(*NormalizeConfig(c.spec.kernel(), *ParseConfig(c.config))));
+      EXPECT_EQ(got->tuning_key, "");
+      continue;
+    }
+    const NearestRow& served = c.Row(c.ServedRow(key_of));
+    EXPECT_EQ(got->tuning_key, key_of(served)) << got->config_text;
+    EXPECT_EQ(got->config_text, served.config);
+    EXPECT_EQ(ShapeToString(got->tuned_shape), served.shape);
+  }
+}
+
+// A matmul whose checked constraint names a device limit and a dim.
+v1::JobSpec MatmulWithL2PerK() {
+  absl::StatusOr<KernelBundle> bundle = LoadKernelDir(SourceDir() + "/kernels/cpu/matmul");
+  v1::JobSpec spec;
+  *spec.mutable_kernel() = bundle->spec;
+  for (const auto& file : bundle->sources) *spec.add_sources() = file;
+  spec.mutable_kernel()->add_constraints()->set_expr("BLOCK_K * K * 4 <= l2_bytes");
+  return spec;
+}
+
+TEST(BestConfigIndexLimitsTest, NearestRowsAreCheckedWithTheLimitsOfTheirDeviceModelWhereKnown) {
+  const v1::JobSpec spec = MatmulWithL2PerK();
+  // Placeholder l2_bytes: 2 MiB; cpu-small's: 256 KiB.
+  BestConfigIndex index([](const std::string& model) -> std::optional<DeviceLimits> {
+    if (model != "cpu-small") return std::nullopt;
+    DeviceLimits limits = PlaceholderLimits(v1::BACKEND_CPU);
+    limits["l2_bytes"] = 256 * 1024;
+    return limits;
+  });
+  index.PutKernel(spec);
+  const std::vector<v1::SourceFile> sources(spec.sources().begin(), spec.sources().end());
+  for (const char* model : {"cpu-small", "cpu-unknown"}) {
+    for (const auto& [shape, config] : std::vector<std::pair<std::string, std::string>>{
+             {"M=1024,N=1024,K=2048", "BLOCK_M=32,BLOCK_N=64,BLOCK_K=128,UNROLL=1,LOOP_ORDER=0"},
+             {"M=1024,N=1024,K=8192", "BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=0"}}) {
+      index.PutBest(Record(
+          ComputeTuningKey({&spec.kernel(), &sources, *ParseShape(shape), model, "gcc"}), shape,
+          model, "gcc", config));
+    }
+  }
+  // At K=1024, BLOCK_K=128 needs 512 KiB of L2: more than cpu-small has.
+  const v1::Shape asked = *ParseShape("M=1024,N=1024,K=1024");
+  absl::StatusOr<BestConfigAnswer> small = index.Resolve("matmul", asked, "cpu-small", "gcc");
+  ASSERT_OK(small);
+  EXPECT_EQ(small->source, BestConfigAnswer::Source::kNearestShape);
+  EXPECT_EQ(ShapeToString(small->tuned_shape), "M=1024,N=1024,K=8192");
+  absl::StatusOr<BestConfigAnswer> unknown = index.Resolve("matmul", asked, "cpu-unknown", "gcc");
+  ASSERT_OK(unknown);
+  EXPECT_EQ(unknown->source, BestConfigAnswer::Source::kNearestShape);
+  EXPECT_EQ(ShapeToString(unknown->tuned_shape), "M=1024,N=1024,K=2048");
+}
+
+TEST(BestConfigIndexLimitsTest, ASpecWhoseConstraintsDoNotCompileServesExactRowsAndTheDefault) {
+  v1::JobSpec spec = MatmulWithL2PerK();
+  spec.mutable_kernel()->add_constraints()->set_expr("no_such_limit > 0");
+  BestConfigIndex index;
+  index.PutKernel(spec);
+  const std::vector<v1::SourceFile> sources(spec.sources().begin(), spec.sources().end());
+  const std::string shape = "M=256,N=256,K=256";
+  index.PutBest(
+      Record(ComputeTuningKey({&spec.kernel(), &sources, *ParseShape(shape), "cpu", "gcc"}),
+             shape, "cpu", "gcc", "BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=0"));
+  EXPECT_EQ(index.Resolve("matmul", *ParseShape(shape), "cpu", "gcc")->source,
+            BestConfigAnswer::Source::kExact);
+  EXPECT_EQ(index.Resolve("matmul", *ParseShape("M=512,N=256,K=256"), "cpu", "gcc")->source,
+            BestConfigAnswer::Source::kDefault);
+}
+
 TEST(TunedShapesTest, RemovingARowKeepsTheOthersFindable) {
   TunedShapes shapes(/*dims=*/2);
   for (int64_t m = 1; m <= 5; ++m) shapes.Put(absl::StrCat("k", m), {m, 10});
@@ -308,6 +424,31 @@ TEST(TunedShapesTest, RemovingARowKeepsTheOthersFindable) {
   ASSERT_TRUE(shapes.Exact(ShapeQuery(moved)).has_value());
   int64_t near_four[] = {4, 19};
   EXPECT_EQ(*shapes.Nearest(ShapeQuery(near_four))->tuning_key, "k4");
+}
+
+TEST(TunedShapesTest, NearestWhereIsTheNearestAcceptedRowTiesToTheSmallestKey) {
+  TunedShapes shapes(/*dims=*/2);
+  shapes.Put("a", {60, 10}, /*tag=*/1);  // the nearest
+  shapes.Put("c", {25, 10}, /*tag=*/2);  // a factor 2 away, as "b" is
+  shapes.Put("b", {100, 10}, /*tag=*/2);
+  shapes.Put("d", {10000, 10}, /*tag=*/3);
+  int64_t at[] = {50, 10};
+  const ShapeQuery query(at);
+  std::vector<uint32_t> asked;
+  auto only = [&](std::vector<uint32_t> tags) {
+    return [&asked, tags](uint32_t tag) {
+      asked.push_back(tag);
+      return std::find(tags.begin(), tags.end(), tag) != tags.end();
+    };
+  };
+  EXPECT_EQ(*shapes.NearestWhere(query, only({1, 2, 3}))->tuning_key, "a");
+  EXPECT_EQ(*shapes.NearestWhere(query, only({2, 3}))->tuning_key, "b");
+  EXPECT_EQ(*shapes.NearestWhere(query, only({3}))->tuning_key, "d");
+  asked.clear();
+  EXPECT_FALSE(shapes.NearestWhere(query, only({})).has_value());
+  EXPECT_EQ(asked.size(), 4u);  // none accepted: every row asked about
+  shapes.Remove("a");           // the last row moves into its place, with its tag
+  EXPECT_EQ(*shapes.NearestWhere(query, only({3}))->tuning_key, "d");
 }
 
 TEST_F(BestConfigIndexTest, NeighboursAreNearestFirstSameTargetBeforeOthersDistinctConfigs) {

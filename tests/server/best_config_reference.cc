@@ -1,9 +1,12 @@
 #include "tests/server/best_config_reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <vector>
 
+#include "common/config_space.h"
 #include "common/config_text.h"
 #include "common/spec_loader.h"
 #include "common/status_macros.h"
@@ -46,6 +49,15 @@ absl::StatusOr<BestConfigAnswer> Answer(const BestRecord& row, const v1::Shape& 
   return answer;
 }
 
+// Whether `row`'s config is valid at the asked shape: every constraint of
+// the space (compiled at that shape, placeholder limits) holds.
+bool ValidAt(ConfigSpace* space, const BestRecord& row) {
+  absl::StatusOr<v1::Config> config = ParseConfig(row.config);
+  if (!config.ok()) return false;
+  absl::StatusOr<v1::Config> normalized = NormalizeConfig(space->spec(), *config);
+  return normalized.ok() && space->Bind(*normalized).ok() && space->Valid();
+}
+
 }  // namespace
 
 absl::StatusOr<BestConfigAnswer> ReferenceBestConfig(
@@ -55,22 +67,29 @@ absl::StatusOr<BestConfigAnswer> ReferenceBestConfig(
   ASSIGN_OR_RETURN(std::vector<BestRecord> rows,
                    store->ListBest(request.kernel_name(), request.device_model(),
                                    request.toolkit()));
-  const BestRecord* nearest = nullptr;
-  v1::Shape nearest_shape;
-  double nearest_distance = std::numeric_limits<double>::infinity();
+  // (distance, key, row, its shape) of every served row, nearest first.
+  std::vector<std::tuple<double, std::string, const BestRecord*, v1::Shape>> near;
   for (const BestRecord& row : rows) {
     absl::StatusOr<v1::Shape> row_shape = ParseShape(row.shape);
     if (!row_shape.ok() || !KeyIsCurrent(latest, row, *row_shape)) continue;
     const double distance = ShapeDistance(shape, *row_shape);
     if (distance == 0) return Answer(row, *row_shape, BestConfigAnswer::Source::kExact);
-    if (distance < nearest_distance) {
-      nearest = &row;
-      nearest_shape = *row_shape;
-      nearest_distance = distance;
+    if (distance != std::numeric_limits<double>::infinity()) {
+      near.emplace_back(distance, row.tuning_key, &row, *row_shape);
     }
   }
-  if (nearest != nullptr) {
-    return Answer(*nearest, nearest_shape, BestConfigAnswer::Source::kNearestShape);
+  std::sort(near.begin(), near.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+  });
+  if (!near.empty()) {
+    ASSIGN_OR_RETURN(std::unique_ptr<ConfigSpace> space,
+                     ConfigSpace::Create(latest.kernel(), shape,
+                                         PlaceholderLimits(latest.kernel().backend())));
+    for (const auto& [distance, key, row, row_shape] : near) {
+      if (ValidAt(space.get(), *row)) {
+        return Answer(*row, row_shape, BestConfigAnswer::Source::kNearestShape);
+      }
+    }
   }
   BestConfigAnswer answer;
   answer.source = BestConfigAnswer::Source::kDefault;

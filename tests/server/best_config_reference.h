@@ -14,8 +14,12 @@ namespace tunefleet::server {
 // `latest` is the newest submitted job of the kernel (its spec and sources
 // give the code digest and the default config). Only stored rows whose key
 // matches the current code and measurement protocol count: the exact shape
-// (first in key order), else the nearest (first of the nearest in key
-// order), else the default config. InvalidArgument for a bad shape.
+// (first in key order), else the nearest whose config is valid at the asked
+// shape (every constraint of a ConfigSpace compiled at that shape with
+// placeholder limits holds; ties in key order: for matmul, whose
+// constraints on device limits alone hold for every config with placeholder
+// limits, the rule ConfigFit states otherwise), else the default config.
+// InvalidArgument for a bad shape.
 absl::StatusOr<BestConfigAnswer> ReferenceBestConfig(
     Store* store, const v1::JobSpec& latest,
     const v1::GetBestConfigRequest& request);

@@ -92,22 +92,33 @@ class CoordinatorServiceTest : public ::testing::Test {
     return response.worker_id();
   }
 
-  // Stores `row` while the coordinator is down, then starts it again: a row
-  // the fleet stored before this process.
-  void RestartWithBestRow(BestRecord row) {
+  // The best row of `shape` on `model` with `toolkit`, keyed by `spec`'s code.
+  static BestRecord BestRow(const v1::JobSpec& spec, const std::string& shape,
+                            const std::string& config, const std::string& model = "test-cpu",
+                            const std::string& toolkit = "gcc") {
+    std::vector<v1::SourceFile> sources(spec.sources().begin(), spec.sources().end());
+    BestRecord row;
+    row.kernel_name = "matmul";
+    row.shape = shape;
+    row.device_model = model;
+    row.toolkit = toolkit;
+    row.tuning_key = ComputeTuningKey(
+        {&spec.kernel(), &sources, *ParseShape(row.shape), row.device_model, row.toolkit});
+    row.config = config;
+    row.median_seconds = 0.25;
+    return row;
+  }
+
+  // Stores `rows` while the coordinator is down, then starts it again: it
+  // serves them from its index after the restart.
+  void StoreBestWhileDown(const std::vector<BestRecord>& rows) {
     coordinator_->Shutdown(absl::Seconds(1));
     coordinator_.reset();
-    {
-      absl::StatusOr<std::unique_ptr<Store>> store =
-          OpenStore("sqlite://" + dir_.path() + "/tunefleet.db");
-      ASSERT_OK(store);
-      std::vector<v1::SourceFile> sources(request_.spec().sources().begin(),
-                                          request_.spec().sources().end());
-      row.kernel_name = request_.spec().kernel().name();
-      row.tuning_key = ComputeTuningKey({&request_.spec().kernel(), &sources,
-                                         *ParseShape(row.shape), row.device_model, row.toolkit});
-      ASSERT_OK((*store)->UpsertBest(row));
-    }
+    absl::StatusOr<std::unique_ptr<Store>> store =
+        OpenStore("sqlite://" + dir_.path() + "/tunefleet.db");
+    ASSERT_OK(store);
+    for (const BestRecord& row : rows) ASSERT_OK((*store)->UpsertBest(row));
+    store->reset();
     StartCoordinator();
   }
 
@@ -232,14 +243,10 @@ TEST_F(CoordinatorServiceTest, BestConfigIsTheDefaultUntilTunedThenTheStoredRow)
   EXPECT_EQ(best.device_model(), "test-cpu");
 
   // A row stored while the coordinator was down is served after a restart.
-  BestRecord row;
-  row.shape = "M=128,N=128,K=128";
-  row.device_model = "test-cpu";
-  row.toolkit = "gcc";
-  row.config = "BLOCK_M=64,BLOCK_N=128,BLOCK_K=64,UNROLL=4,LOOP_ORDER=0";
-  row.median_seconds = 0.25;
+  BestRecord row = BestRow(request_.spec(), "M=128,N=128,K=128",
+                           "BLOCK_M=64,BLOCK_N=128,BLOCK_K=64,UNROLL=4,LOOP_ORDER=0");
   row.job_id = submitted.job().id();
-  ASSERT_NO_FATAL_FAILURE(RestartWithBestRow(row));
+  StoreBestWhileDown({row});
   ASSERT_TRUE(tuning_->GetBestConfig(Context().get(), ask, &best).ok());
   EXPECT_EQ(best.source(), v1::GetBestConfigResponse::SOURCE_EXACT);
   EXPECT_EQ(best.config_text(), "BLOCK_M=64,BLOCK_N=128,BLOCK_K=64,UNROLL=4,LOOP_ORDER=0");
@@ -351,14 +358,12 @@ TEST_F(CoordinatorServiceTest, AShapeWithAWrongDimListsTheKernelsDims) {
 // stored row (the fleet tuned on it before this process), it is accepted and
 // waits for a worker of that model; one that registers runs it.
 TEST_F(CoordinatorServiceTest, ASubmitForAModelSeenBeforeWaitsForItsWorkers) {
-  BestRecord row;
-  row.shape = "M=64,N=64,K=64";
-  row.device_model = "seen-cpu";
-  row.toolkit = "g++ test";
-  row.config = "BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=0";
+  BestRecord row = BestRow(request_.spec(), "M=64,N=64,K=64",
+                           "BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=0",
+                           /*model=*/"seen-cpu", /*toolkit=*/"g++ test");
   row.median_seconds = 0.5;
   row.job_id = "j-earlier";
-  ASSERT_NO_FATAL_FAILURE(RestartWithBestRow(row));
+  ASSERT_NO_FATAL_FAILURE(StoreBestWhileDown({row}));
   v1::SubmitJobRequest request = request_;
   request.mutable_spec()->set_device_model("seen-cpu");
   v1::SubmitJobResponse submitted;
@@ -375,6 +380,81 @@ TEST_F(CoordinatorServiceTest, ASubmitForAModelSeenBeforeWaitsForItsWorkers) {
   ASSERT_TRUE(tuning_->GetJob(Context().get(), get, &got).ok());
   ASSERT_EQ(got.job().targets_size(), 1);
   EXPECT_EQ(got.job().targets(0).device_model(), "seen-cpu");
+}
+
+// At M=N=K=64 the nearest tuned row's config (BLOCK_M=128,BLOCK_N=512) is
+// one the spec forbids there.
+TEST_F(CoordinatorServiceTest, BestConfigAtAnUntunedShapeIsValidThere) {
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(Submit(request_, &submitted).ok());
+  const std::string too_big = "BLOCK_M=128,BLOCK_N=512,BLOCK_K=128,UNROLL=4,LOOP_ORDER=0";
+  const std::string fits = "BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=4,LOOP_ORDER=0";
+  StoreBestWhileDown({BestRow(request_.spec(), "M=512,N=512,K=512", too_big),
+                      BestRow(request_.spec(), "M=1024,N=1024,K=1024", fits)});
+  const v1::KernelSpec& spec = request_.spec().kernel();
+  for (const char* device_model : {"test-cpu", ""}) {
+    v1::GetBestConfigRequest ask;
+    ask.set_kernel_name("matmul");
+    *ask.mutable_shape() = *ParseShape("M=64,N=64,K=64");
+    ask.set_device_model(device_model);
+    v1::GetBestConfigResponse best;
+    ASSERT_TRUE(tuning_->GetBestConfig(Context().get(), ask, &best).ok());
+    EXPECT_EQ(best.source(), v1::GetBestConfigResponse::SOURCE_NEAREST_SHAPE);
+    EXPECT_EQ(best.config_text(), fits);
+    EXPECT_EQ(ShapeToString(best.tuned_shape()), "M=1024,N=1024,K=1024");
+    // Valid at the asked shape by the spec's own space.
+    absl::StatusOr<std::unique_ptr<ConfigSpace>> space =
+        ConfigSpace::Create(spec, ask.shape(), PlaceholderLimits(spec.backend()));
+    ASSERT_OK(space);
+    ASSERT_OK((*space)->Bind(*NormalizeConfig(spec, best.config())));
+    EXPECT_OK((*space)->CheckConstraints());
+
+    // Where no tuned row fits: the spec's default config.
+    *ask.mutable_shape() = *ParseShape("M=64,N=64,K=32");
+    ASSERT_TRUE(tuning_->GetBestConfig(Context().get(), ask, &best).ok());
+    EXPECT_EQ(best.source(), v1::GetBestConfigResponse::SOURCE_DEFAULT);
+    EXPECT_EQ(best.config_text(), spec.default_config());
+  }
+}
+
+// A constraint on a dim and a device limit is checked with the limits the
+// model's workers reported once one registered, placeholders before.
+TEST_F(CoordinatorServiceTest, NearestRowsAreCheckedWithTheRegisteredWorkersLimits) {
+  request_.mutable_spec()->mutable_kernel()->add_constraints()->set_expr(
+      "BLOCK_K * K * 4 <= l2_bytes");
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(Submit(request_, &submitted).ok());
+  StoreBestWhileDown(
+      {BestRow(request_.spec(), "M=1024,N=1024,K=2048",
+               "BLOCK_M=32,BLOCK_N=64,BLOCK_K=128,UNROLL=1,LOOP_ORDER=0"),
+       BestRow(request_.spec(), "M=1024,N=1024,K=8192",
+               "BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,UNROLL=1,LOOP_ORDER=0")});
+  v1::GetBestConfigRequest ask;
+  ask.set_kernel_name("matmul");
+  *ask.mutable_shape() = *ParseShape("M=1024,N=1024,K=1024");
+  ask.set_device_model("test-cpu");
+  v1::GetBestConfigResponse best;
+  ASSERT_TRUE(tuning_->GetBestConfig(Context().get(), ask, &best).ok());
+  EXPECT_EQ(ShapeToString(best.tuned_shape()), "M=1024,N=1024,K=2048");  // 2 MiB of L2
+
+  v1::RegisterWorkerRequest worker;
+  worker.set_host("small-l2");
+  worker.set_toolkit("gcc");
+  v1::Device* device = worker.add_devices();
+  device->set_id("cpu0");
+  device->set_model("test-cpu");
+  device->set_backend(v1::BACKEND_CPU);
+  for (const auto& [name, value] : PlaceholderLimits(v1::BACKEND_CPU)) {
+    v1::DeviceLimit* limit = device->add_limits();
+    limit->set_name(name);
+    limit->set_value(name == "l2_bytes" ? 256 * 1024 : value);
+  }
+  v1::RegisterWorkerResponse registered;
+  ASSERT_TRUE(workers_->RegisterWorker(Context().get(), worker, &registered).ok());
+  ASSERT_TRUE(tuning_->GetBestConfig(Context().get(), ask, &best).ok());
+  EXPECT_EQ(best.source(), v1::GetBestConfigResponse::SOURCE_NEAREST_SHAPE);
+  // BLOCK_K=128 needs 512 KiB at K=1024.
+  EXPECT_EQ(ShapeToString(best.tuned_shape()), "M=1024,N=1024,K=8192");
 }
 
 TEST_F(CoordinatorServiceTest, UnknownMethodIsUnimplemented) {

@@ -231,8 +231,8 @@ struct BestConfig {
   enum class Source {
     kUnspecified,
     kExact,         // tuned for this very kernel, shape, device and toolkit
-    kNearestShape,  // tuned for another shape of the same kernel and device
-    kDefault,       // nothing tuned: the spec's default config
+    kNearestShape,  // tuned for another shape of the same kernel and device, valid here
+    kDefault,       // nothing tuned fits: the spec's default config
   };
   Source source = Source::kUnspecified;
   std::string config;                     // short form
@@ -300,11 +300,15 @@ class BestConfigTable {
 
   // The config for `kernel` and `shape`, in the coordinator's tiers: a row
   // tuned for exactly this shape (source kExact), else the row of the
-  // nearest tuned shape (kNearestShape; the distance is the sum over dims of
-  // |log(a/b)|, ties to the smallest tuning key), else the kernel's default
-  // config (kDefault). Empty `device_model` or `toolkit` match any.
-  // NOT_FOUND when the table has no row and no spec of the kernel;
-  // INVALID_ARGUMENT when `shape` does not parse.
+  // nearest tuned shape whose config is valid at `shape` (kNearestShape; the
+  // distance is the sum over dims of |log(a/b)|, ties to the smallest tuning
+  // key; valid: the spec's constraints, but those on device limits alone,
+  // hold at `shape` with the row's config, device limits taking placeholder
+  // values since the table carries none), else the kernel's default config
+  // (kDefault). A fallback answer is never a config the spec forbids at
+  // `shape`. Empty `device_model` or `toolkit` match any. NOT_FOUND when the
+  // table carries no spec of the kernel and no row tuned for exactly this
+  // shape; INVALID_ARGUMENT when `shape` does not parse.
   absl::StatusOr<BestConfig> Lookup(const std::string& kernel, const std::string& shape,
                                     const std::string& device_model = "",
                                     const std::string& toolkit = "") const;
