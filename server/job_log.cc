@@ -82,21 +82,23 @@ void Retuned(const v1::Job& job, const v1::Target& target) {
                                          " (key ", target.tuning_key(), ")");
   switch (retune.outcome()) {
     case v1::RETUNE_OUTCOME_REGRESSED:
-      spdlog::warn("{}: REGRESSED: its best {:.6g} s is not faster than {:.6g} s of job {}, "
+      spdlog::warn("{}: REGRESSED: its best {:.4g} ms is not faster than {:.4g} ms of job {}, "
                    "which is still served",
-                   where, retune.job_seconds(), retune.served_seconds(), retune.served_job_id());
+                   where, retune.job_seconds() * 1e3, retune.served_seconds() * 1e3,
+                   retune.served_job_id());
       break;
     case v1::RETUNE_OUTCOME_FORCED:
-      spdlog::info("{}: replaced the served best by request ({}): {:.6g} s of job {} "
-                   "instead of {:.6g} s of job {}",
+      spdlog::info("{}: replaced the served best by request ({}): {:.4g} ms of job {} "
+                   "instead of {:.4g} ms of job {}",
                    where, retune.replace_reason().empty() ? "no reason given"
                                                            : retune.replace_reason(),
-                   retune.served_seconds(), retune.served_job_id(), retune.previous_seconds(),
-                   retune.previous_job_id());
+                   retune.served_seconds() * 1e3, retune.served_job_id(),
+                   retune.previous_seconds() * 1e3, retune.previous_job_id());
       break;
     case v1::RETUNE_OUTCOME_REPLACED:
-      spdlog::info("{}: replaced the served best: {:.6g} s instead of {:.6g} s of job {}", where,
-                   retune.served_seconds(), retune.previous_seconds(), retune.previous_job_id());
+      spdlog::info("{}: replaced the served best: {:.4g} ms instead of {:.4g} ms of job {}",
+                   where, retune.served_seconds() * 1e3, retune.previous_seconds() * 1e3,
+                   retune.previous_job_id());
       break;
     default:
       break;  // a first best: Finished says enough
