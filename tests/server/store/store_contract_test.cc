@@ -1018,8 +1018,9 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   absl::StatusOr<int64_t> migrations = (*old)->MigrationRows();
   ASSERT_OK(migrations);
   // 3: provenance and quarantine, 4: tokens, 5: cut_early, 6: job owners, imported bests,
-  // 7: finalist rounds and low-clock samples, 8: profiles, 9: profile requests
-  EXPECT_EQ(*migrations, 9);
+  // 7: finalist rounds and low-clock samples, 8: profiles, 9: profile requests,
+  // 10: replacing jobs
+  EXPECT_EQ(*migrations, 10);
   store->reset();  // closed before the database is dropped
 }
 
