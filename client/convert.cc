@@ -55,6 +55,16 @@ std::string StopReasonName(v1::StopReason reason) {
   return name;
 }
 
+// "regressed" for RETUNE_OUTCOME_REGRESSED; "" for UNSPECIFIED.
+std::string RetuneName(v1::RetuneOutcome outcome) {
+  if (outcome == v1::RETUNE_OUTCOME_UNSPECIFIED) return "";
+  std::string name = v1::RetuneOutcome_Name(outcome);
+  if (name.empty()) return absl::StrCat("retune_outcome_", static_cast<int>(outcome));
+  name = name.substr(sizeof("RETUNE_OUTCOME_") - 1);
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return name;
+}
+
 JobTarget TargetFromProto(const v1::Target& target) {
   JobTarget out;
   out.device_model = target.device_model();
@@ -71,6 +81,12 @@ JobTarget TargetFromProto(const v1::Target& target) {
   }
   out.default_seconds = target.default_seconds();
   out.stop_reason = StopReasonName(target.stop_reason());
+  out.retune = RetuneName(target.retune().outcome());
+  out.served_job_id = target.retune().served_job_id();
+  out.served_seconds = target.retune().served_seconds();
+  out.previous_job_id = target.retune().previous_job_id();
+  out.previous_seconds = target.retune().previous_seconds();
+  out.replace_reason = target.retune().replace_reason();
   return out;
 }
 
@@ -270,6 +286,8 @@ absl::StatusOr<v1::JobSpec> JobSpecFromRequest(const SubmitRequest& request,
   spec.set_time_budget_seconds(request.time_budget_seconds);
   spec.set_plateau_batches(request.plateau_batches);
   spec.set_force_retune(request.force_retune);
+  spec.set_replace_best(request.replace_best);
+  spec.set_replace_reason(request.replace_reason);
   spec.set_config_set(request.config_set);
   spec.set_seed(request.seed);
   spec.set_device_model(request.device_model);

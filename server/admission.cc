@@ -204,7 +204,7 @@ absl::StatusOr<TargetPlan> PlanTarget(
   std::vector<v1::SourceFile> sources(spec.sources().begin(), spec.sources().end());
   plan.info.set_tuning_key(ComputeTuningKey(
       {&spec.kernel(), &sources, spec.shape(), device.device.model(), device.toolkit}));
-  if (cache != nullptr && !spec.force_retune()) {
+  if (cache != nullptr && !spec.force_retune() && !spec.replace_best()) {
     absl::StatusOr<BestRecord> best = cache->GetBest(plan.info.tuning_key());
     if (best.ok()) {
       plan.info.set_cached(true);

@@ -49,7 +49,7 @@ struct TargetPlan {
 };
 
 // The target of `spec` on `device`'s model. With a non-null `cache` and
-// without force_retune, a tuned key is answered from the store. Walks the
+// without force_retune (or replace_best), a tuned key is answered from the store. Walks the
 // config space once. Errors name the model; the store's errors pass through.
 // REQUIRES: `spec` passed ValidateSpec.
 // `warm_start`: short-form configs to measure right after the default (the

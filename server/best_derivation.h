@@ -14,18 +14,55 @@
 
 namespace tunefleet::server {
 
+// Whether `candidate` is faster than `served`: the one comparison a retune
+// is judged by (today the smaller median; a tie is not faster, so the best
+// served stands).
+bool FasterThan(const TrialRecord& candidate, const TrialRecord& served);
+
 // The best of a key, from its OK, not excluded trials (Store::ListKeyTrials)
 // that were not cut early (a cut trial's measurement is partial):
 //   1. rows measured by a principal in `quarantined` are dropped;
-//   2. the newest job decides (the job of the row finished last; ties to the
-//      larger job id): a retune replaces the best whether it is faster or not;
-//   3. within that job the latest round decides, as in a job itself: the
-//      verification round when it has rows, else the finalists round (its
-//      interleaved, combined measurement), else the search;
-//   4. within that round, the smallest median (ties to the first stored).
-// nullopt when no row remains.
+//   2. each job with rows left offers one candidate: within the job the
+//      latest round decides, as in a job itself (the verification round
+//      when it has rows, else the finalists round, its interleaved, combined
+//      measurement, else the search), and within that round the smallest
+//      median (ties to the first stored);
+//   3. jobs are ordered by when they finished (the job's last row finished
+//      last; ties to the larger job id). The newest job in `replacing` (those
+//      submitted with replace_best, Store::ListReplacingJobs) that offers a
+//      candidate sets a floor: the jobs before it no longer count;
+//   4. from the floor on (from the oldest job when there is none), a job's
+//      candidate replaces the best so far only when FasterThan it.
+// So a retune replaces the best only when it is faster or was submitted
+// with replace_best, and excluding a job's rows gives the best the other
+// jobs decide. nullopt when no row remains.
 std::optional<TrialRecord> DeriveBest(const std::vector<TrialRecord>& trials,
-                                      const absl::flat_hash_set<std::string>& quarantined);
+                                      const absl::flat_hash_set<std::string>& quarantined,
+                                      const absl::flat_hash_set<std::string>& replacing);
+
+// What one job's result did to its key's best.
+enum class RetuneOutcome {
+  kNone,       // the job offers no candidate (no row of it counts)
+  kFirst,      // no other job offers one: the job's best is served
+  kReplaced,   // faster than the best without it: served now
+  kRegressed,  // not faster: the best without it is kept
+  kForced,     // submitted with replace_best: served whether faster or not
+};
+
+// How job `job_id`'s candidate compared with `previous`, the best DeriveBest
+// gives without the job's rows; `served` is DeriveBest of every row.
+struct RetuneVerdict {
+  RetuneOutcome outcome = RetuneOutcome::kNone;
+  std::optional<TrialRecord> job_best;
+  std::optional<TrialRecord> served;
+  std::optional<TrialRecord> previous;
+};
+
+// The verdict on `job_id` under the rules of DeriveBest (same arguments).
+RetuneVerdict JudgeRetune(const std::vector<TrialRecord>& trials,
+                          const absl::flat_hash_set<std::string>& quarantined,
+                          const absl::flat_hash_set<std::string>& replacing,
+                          const std::string& job_id);
 
 // The agreement rule: a claimed median agrees with a verifier's median when
 // it is not faster by more than the tolerance, i.e.

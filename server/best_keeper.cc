@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "common/status_macros.h"
-#include "server/best_derivation.h"
 
 namespace tunefleet::server {
 
@@ -18,9 +17,30 @@ absl::StatusOr<bool> BestKeeper::Rederive(const BestRecord& meta) {
   return RederiveLocked(meta);
 }
 
+absl::StatusOr<RetuneVerdict> BestKeeper::RederiveFinished(const BestRecord& meta) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(KeyRows rows, LoadKey(meta.tuning_key));
+  RetuneVerdict verdict =
+      JudgeRetune(rows.trials, quarantine_->Snapshot(), rows.replacing, meta.job_id);
+  RETURN_IF_ERROR(Keep(meta, verdict.served).status());
+  return verdict;
+}
+
+absl::StatusOr<BestKeeper::KeyRows> BestKeeper::LoadKey(const std::string& tuning_key) {
+  KeyRows rows;
+  ASSIGN_OR_RETURN(rows.trials, store_->ListKeyTrials(tuning_key));
+  ASSIGN_OR_RETURN(std::vector<std::string> replacing, store_->ListReplacingJobs(tuning_key));
+  rows.replacing.insert(replacing.begin(), replacing.end());
+  return rows;
+}
+
 absl::StatusOr<bool> BestKeeper::RederiveLocked(const BestRecord& meta) {
-  ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_->ListKeyTrials(meta.tuning_key));
-  std::optional<TrialRecord> best = DeriveBest(trials, quarantine_->Snapshot());
+  ASSIGN_OR_RETURN(KeyRows rows, LoadKey(meta.tuning_key));
+  return Keep(meta, DeriveBest(rows.trials, quarantine_->Snapshot(), rows.replacing));
+}
+
+absl::StatusOr<bool> BestKeeper::Keep(const BestRecord& meta,
+                                      const std::optional<TrialRecord>& best) {
   absl::StatusOr<BestRecord> stored = store_->GetBest(meta.tuning_key);
   if (!stored.ok() && !absl::IsNotFound(stored.status())) return stored.status();
   if (!best.has_value()) {

@@ -76,6 +76,35 @@ void Finished(const v1::Job& job) {
   }
 }
 
+void Retuned(const v1::Job& job, const v1::Target& target) {
+  const v1::Retune& retune = target.retune();
+  const std::string where = absl::StrCat("job ", job.id(), " on ", target.device_model(),
+                                         " (key ", target.tuning_key(), ")");
+  switch (retune.outcome()) {
+    case v1::RETUNE_OUTCOME_REGRESSED:
+      spdlog::warn("{}: REGRESSED: its best {:.4g} ms is not faster than {:.4g} ms of job {}, "
+                   "which is still served",
+                   where, retune.job_seconds() * 1e3, retune.served_seconds() * 1e3,
+                   retune.served_job_id());
+      break;
+    case v1::RETUNE_OUTCOME_FORCED:
+      spdlog::info("{}: replaced the served best by request ({}): {:.4g} ms of job {} "
+                   "instead of {:.4g} ms of job {}",
+                   where, retune.replace_reason().empty() ? "no reason given"
+                                                           : retune.replace_reason(),
+                   retune.served_seconds() * 1e3, retune.served_job_id(),
+                   retune.previous_seconds() * 1e3, retune.previous_job_id());
+      break;
+    case v1::RETUNE_OUTCOME_REPLACED:
+      spdlog::info("{}: replaced the served best: {:.4g} ms instead of {:.4g} ms of job {}",
+                   where, retune.served_seconds() * 1e3, retune.previous_seconds() * 1e3,
+                   retune.previous_job_id());
+      break;
+    default:
+      break;  // a first best: Finished says enough
+  }
+}
+
 void WorkersForgotten(int count) {
   spdlog::info("forgot {} worker(s) silent past their expiry", count);
 }

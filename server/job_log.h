@@ -27,6 +27,10 @@ void Stalled(const std::string& job_id, const std::string& reason);
 // A job ended (SUCCEEDED, FAILED or CANCELLED), with its strategy, trial
 // counts (and budget) and why its search stopped.
 void Finished(const v1::Job& job);
+// What a finished job did to the served best of `target`'s key (its
+// retune is set): a warning with both medians when the job's best was slower
+// and the best served before is kept, the reason of a replace_best job.
+void Retuned(const v1::Job& job, const v1::Target& target);
 // "time budget" for STOP_REASON_TIME_BUDGET; "-" for UNSPECIFIED.
 std::string StopReasonLabel(v1::StopReason reason);
 // Workers silent past their expiry were forgotten.

@@ -881,11 +881,14 @@ void JobManager::Flush(Pending pending) {
   // Quarantines first: the finishes derive their bests without the trials
   // of a principal a verification just caught.
   for (const Quarantined& quarantined : pending.quarantines) Quarantine(quarantined);
-  for (const Finish& finish : pending.finishes) {
+  for (Finish& finish : pending.finishes) {
     // A job ends only once every row of it is stored.
     bool stored = rows_stored;
     for (const BestRecord& best : finish.best) {
-      stored = stored && keeper_->Rederive(best).ok();
+      if (!stored) break;
+      absl::StatusOr<RetuneVerdict> verdict = keeper_->RederiveFinished(best);
+      stored = verdict.ok();
+      if (stored) RecordRetune(*verdict, best.tuning_key, &finish.snapshot);
     }
     stored = stored && repository_.Save(finish.snapshot).ok();
     CompleteFinish(finish, stored);
@@ -906,6 +909,11 @@ void JobManager::CompleteFinish(const Finish& finish, bool stored) {
   for (double speedup : finish.speedups) metrics_->SpeedupObserved(speedup);
   const v1::Job& view = finish.snapshot.stored.last_view();
   job_log::Finished(view);
+  for (const v1::Target& target : view.targets()) {
+    if (target.retune().outcome() == v1::RETUNE_OUTCOME_UNSPECIFIED) continue;
+    job_log::Retuned(view, target);
+    metrics_->RetuneFinished(target.retune().outcome());
+  }
   metrics_->SearchFinished(view.stop_reason());
   SetState(job, view.state(), view.reason());
   leases_.TakeJob(finish.job_id);

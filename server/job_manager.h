@@ -334,6 +334,10 @@ class JobManager {
   TrialRecord TrialRow(const Job& job, const Target& target, const Lease& lease,
                        const v1::TrialResult& result) const;
   BestRecord BestRow(const Job& job, const Target& target, const TrialOutcome& best) const;
+  // Sets what the job did to the served best of `tuning_key` on its target
+  // of that key in the snapshot's view (nothing for RetuneOutcome::kNone).
+  static void RecordRetune(const RetuneVerdict& verdict, const std::string& tuning_key,
+                           JobSnapshot* snapshot);
   void SetState(Job* job, v1::JobState state, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Changed(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -48,6 +48,39 @@ v1::StopReason CombinedStopReason(const std::vector<v1::StopReason>& reasons, bo
   return reasons.front();
 }
 
+v1::RetuneOutcome RetuneOutcomeOf(RetuneOutcome outcome) {
+  switch (outcome) {
+    case RetuneOutcome::kNone:
+      return v1::RETUNE_OUTCOME_UNSPECIFIED;
+    case RetuneOutcome::kFirst:
+      return v1::RETUNE_OUTCOME_FIRST;
+    case RetuneOutcome::kReplaced:
+      return v1::RETUNE_OUTCOME_REPLACED;
+    case RetuneOutcome::kRegressed:
+      return v1::RETUNE_OUTCOME_REGRESSED;
+    case RetuneOutcome::kForced:
+      return v1::RETUNE_OUTCOME_FORCED;
+  }
+  return v1::RETUNE_OUTCOME_UNSPECIFIED;
+}
+
+v1::Retune RetuneView(const RetuneVerdict& verdict, const v1::JobSpec& spec) {
+  v1::Retune retune;
+  retune.set_outcome(RetuneOutcomeOf(verdict.outcome));
+  retune.set_job_seconds(verdict.job_best->median_seconds);
+  retune.set_served_job_id(verdict.served->job_id);
+  retune.set_served_seconds(verdict.served->median_seconds);
+  retune.set_served_config_text(verdict.served->config);
+  if (verdict.previous.has_value()) {
+    retune.set_previous_job_id(verdict.previous->job_id);
+    retune.set_previous_seconds(verdict.previous->median_seconds);
+  }
+  if (verdict.outcome == RetuneOutcome::kForced) {
+    retune.set_replace_reason(spec.replace_reason());
+  }
+  return retune;
+}
+
 }  // namespace
 
 std::string JobManager::MissingWorkers(const Job& job) const {
@@ -212,6 +245,17 @@ BestRecord JobManager::BestRow(const Job& job, const Target& target,
   record.job_id = job.view.id();
   record.updated_unix_ms = absl::ToUnixMillis(clock_());
   return record;
+}
+
+void JobManager::RecordRetune(const RetuneVerdict& verdict, const std::string& tuning_key,
+                              JobSnapshot* snapshot) {
+  if (verdict.outcome == RetuneOutcome::kNone) return;
+  v1::Job* view = snapshot->stored.mutable_last_view();
+  for (v1::Target& target : *view->mutable_targets()) {
+    if (target.tuning_key() == tuning_key) {
+      *target.mutable_retune() = RetuneView(verdict, snapshot->spec);
+    }
+  }
 }
 
 }  // namespace tunefleet::server

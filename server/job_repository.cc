@@ -21,6 +21,7 @@ JobRecord ToRecord(const JobSnapshot& snapshot) {
   record.created_unix_ms = view.created_unix_ms();
   record.updated_unix_ms = view.updated_unix_ms();
   record.owner = view.owner();
+  record.replace_best = snapshot.spec.replace_best();
   record.sweep_id = view.sweep_id();
   return record;
 }

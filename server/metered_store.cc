@@ -80,6 +80,11 @@ absl::StatusOr<std::vector<TrialRecord>> MeteredStore::ListKeyTrials(const std::
   return Timed("ListKeyTrials", [&] { return store_->ListKeyTrials(tuning_key); });
 }
 
+absl::StatusOr<std::vector<std::string>> MeteredStore::ListReplacingJobs(
+    const std::string& tuning_key) {
+  return Timed("ListReplacingJobs", [&] { return store_->ListReplacingJobs(tuning_key); });
+}
+
 absl::StatusOr<Exclusion> MeteredStore::ExcludeTrials(const TrialFilter& filter) {
   return Timed("ExcludeTrials", [&] { return store_->ExcludeTrials(filter); });
 }

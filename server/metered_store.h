@@ -35,6 +35,8 @@ class MeteredStore final : public Store {
   absl::StatusOr<TrialPage> QueryTrials(const TrialQuery& query) override;
   absl::StatusOr<bool> ImportBest(const BestRecord& best, bool overwrite) override;
   absl::StatusOr<std::vector<TrialRecord>> ListKeyTrials(const std::string& tuning_key) override;
+  absl::StatusOr<std::vector<std::string>> ListReplacingJobs(
+      const std::string& tuning_key) override;
   absl::StatusOr<Exclusion> ExcludeTrials(const TrialFilter& filter) override;
   absl::StatusOr<bool> UpsertBest(const BestRecord& best) override;
   absl::Status PutBest(const BestRecord& best) override;

@@ -60,6 +60,9 @@ class CoordinatorMetrics {
   // A job's search ended (the job finished, failed or was cancelled), for
   // `reason`.
   virtual void SearchFinished(v1::StopReason reason) = 0;
+  // A finished job target's best was compared with the best served before
+  // it (REPLACED, REGRESSED or FORCED; FIRST is no retune and not counted).
+  virtual void RetuneFinished(v1::RetuneOutcome outcome) = 0;
   // Configs of profile requests waiting for a worker or leased, now.
   virtual void ProfilesPending(int64_t configs) = 0;
   // A profile was stored: with the counters read (`read`), or with the
@@ -91,6 +94,7 @@ class NullMetrics : public CoordinatorMetrics {
   void CallFinished(absl::string_view, absl::StatusCode, absl::Duration) override {}
   void QueuedTrials(const std::vector<std::pair<std::string, int64_t>>&) override {}
   void SearchFinished(v1::StopReason) override {}
+  void RetuneFinished(v1::RetuneOutcome) override {}
   void ProfilesPending(int64_t) override {}
   void ProfileStored(bool) override {}
   void ArtifactsShelved(int64_t, int64_t) override {}

@@ -22,6 +22,7 @@ namespace {
 constexpr int kJobStates = v1::JobState_ARRAYSIZE;
 constexpr int kTrialStatuses = v1::TrialStatus_ARRAYSIZE;
 constexpr int kStopReasons = v1::StopReason_ARRAYSIZE;
+constexpr int kRetuneOutcomes = v1::RetuneOutcome_ARRAYSIZE;
 
 // "JOB_STATE_RUNNING" -> "running".
 std::string Label(const std::string& enum_name, const std::string& prefix) {
@@ -46,6 +47,7 @@ struct PrometheusMetrics::Families {
   prometheus::Counter* permission_denied = nullptr;
   std::array<prometheus::Counter*, 3> verifications{};
   std::array<prometheus::Counter*, kStopReasons> searches{};
+  std::array<prometheus::Counter*, kRetuneOutcomes> retunes{};  // FIRST and UNSPECIFIED: null
   prometheus::Gauge* quarantined = nullptr;
   prometheus::Gauge* profiles_pending = nullptr;
   std::array<prometheus::Counter*, 2> profiles{};  // unavailable, read
@@ -179,6 +181,17 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
   for (int r = 1; r < kStopReasons; ++r) {
     f.searches[r] = &searches.Add({{"reason", Label(v1::StopReason_Name(r), "STOP_REASON_")}});
   }
+  auto& retunes = prometheus::BuildCounter()
+                      .Name("tunefleet_coordinator_retunes_total")
+                      .Help("Finished job targets of keys that had a best, by what became "
+                            "of it: replaced (faster), regressed (kept: not faster), forced "
+                            "(replace_best)")
+                      .Register(registry);
+  for (v1::RetuneOutcome outcome :
+       {v1::RETUNE_OUTCOME_REPLACED, v1::RETUNE_OUTCOME_REGRESSED, v1::RETUNE_OUTCOME_FORCED}) {
+    f.retunes[outcome] =
+        &retunes.Add({{"outcome", Label(v1::RetuneOutcome_Name(outcome), "RETUNE_OUTCOME_")}});
+  }
   f.quarantined = &prometheus::BuildGauge()
                        .Name("tunefleet_coordinator_workers_quarantined")
                        .Help("Worker principals quarantined (results refused)")
@@ -271,6 +284,12 @@ void PrometheusMetrics::StoreHealthy(bool healthy) { families_->store_up->Set(he
 
 void PrometheusMetrics::SearchFinished(v1::StopReason reason) {
   if (reason > 0 && reason < kStopReasons) families_->searches[reason]->Increment();
+}
+
+void PrometheusMetrics::RetuneFinished(v1::RetuneOutcome outcome) {
+  if (outcome >= 0 && outcome < kRetuneOutcomes && families_->retunes[outcome] != nullptr) {
+    families_->retunes[outcome]->Increment();
+  }
 }
 
 void PrometheusMetrics::VerificationFinished(Verification outcome) {

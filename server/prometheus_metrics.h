@@ -48,6 +48,7 @@ class PrometheusMetrics final : public CoordinatorMetrics {
                     absl::Duration elapsed) override;
   void QueuedTrials(const std::vector<std::pair<std::string, int64_t>>& by_model) override;
   void SearchFinished(v1::StopReason reason) override;
+  void RetuneFinished(v1::RetuneOutcome outcome) override;
   void ProfilesPending(int64_t configs) override;
   void ProfileStored(bool read) override;
   void ArtifactsShelved(int64_t count, int64_t bytes) override;

@@ -89,6 +89,12 @@ int RunWatch(Client& client, const std::string& job_id,
   }
   if (!job.ok()) return ReportError(console, job.status());
   PrintJob(console, *job);
+  for (const JobTarget& target : job->targets) {
+    if (target.retune != "regressed") continue;
+    Notes(console) << "tunectl: job " << Printable(job->id) << " on "
+                   << Printable(target.device_model) << ": " << Printable(RetuneText(target))
+                   << "\n";
+  }
   return ExitCodeForJob(*job);
 }
 

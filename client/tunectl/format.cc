@@ -71,6 +71,7 @@ std::string TargetDetails(const Job& job, const JobTarget& target) {
                     absl::StrFormat("  (best is %.2fx faster)", speed_up));
   }
   rows.push_back({"  default", def});
+  if (!target.retune.empty()) rows.push_back({"  outcome", RetuneText(target)});
   std::string text = absl::StrCat("target ", Printable(target.device_model), " / ",
                                   target.toolkit.empty() ? "-" : Printable(target.toolkit),
                                   "\n", Details(rows));
@@ -99,7 +100,13 @@ Json JobToJson(const Job& job) {
                        {"best_seconds", target.best_seconds},
                        {"default_seconds", target.default_seconds},
                        {"stop_reason", target.stop_reason},
-                       {"speed_up", SpeedUp(target)}});
+                       {"speed_up", SpeedUp(target)},
+                       {"retune", {{"outcome", target.retune},
+                                   {"served_job_id", target.served_job_id},
+                                   {"served_seconds", target.served_seconds},
+                                   {"previous_job_id", target.previous_job_id},
+                                   {"previous_seconds", target.previous_seconds},
+                                   {"replace_reason", target.replace_reason}}}});
   }
   Json top_trials = Json::array();
   for (const TrialSummary& trial : job.top_trials) {
@@ -170,6 +177,24 @@ void AppendEscaped(unsigned char c, std::string* out) {
 }
 
 }  // namespace
+
+std::string RetuneText(const JobTarget& target) {
+  const std::string before =
+      absl::StrCat(FormatSeconds(target.previous_seconds), " of job ", target.previous_job_id);
+  if (target.retune == "regressed") {
+    return absl::StrCat("REGRESSED: its best ", FormatSeconds(target.best_seconds),
+                        " is not faster than ", FormatSeconds(target.served_seconds), " of job ",
+                        target.served_job_id, ", which is still served");
+  }
+  if (target.retune == "forced") {
+    return absl::StrCat("FORCED: served instead of ", before, " (",
+                        target.replace_reason.empty() ? "no reason given" : target.replace_reason,
+                        ")");
+  }
+  if (target.retune == "replaced") return absl::StrCat("REPLACED: faster than ", before);
+  if (target.retune == "first") return "FIRST: the key's first best";
+  return target.retune;
+}
 
 std::string Printable(absl::string_view text) {
   std::string out;

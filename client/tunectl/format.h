@@ -45,6 +45,11 @@ const JobTarget* FastestTarget(const Job& job);
 // The job's top trials measured on `target`'s device, at most five.
 std::vector<TrialSummary> TopTrials(const Job& job, const JobTarget& target);
 
+// What a finished target did to the served best, for people: "REGRESSED:
+// its best 8.4 ms is not faster than 5 ms of job j-1, which is still
+// served"; "" when target.retune is.
+std::string RetuneText(const JobTarget& target);
+
 // Columns padded to their widest cell, two spaces apart, `header` first (no
 // header line when empty). Each line ends with '\n'. Cells are printed
 // through Printable.

@@ -65,7 +65,7 @@ std::vector<HistoryPoint> HistoryOf(const std::vector<Job>& jobs,
       if (!device_model.empty() && target.device_model != device_model) continue;
       points.push_back({job.updated_unix_ms, job.shape, target.device_model, job.id,
                         target.best_config, target.best_seconds, target.default_seconds,
-                        target.cached});
+                        target.cached, target.retune});
     }
   }
   std::sort(points.begin(), points.end(), [](const HistoryPoint& a, const HistoryPoint& b) {
@@ -86,7 +86,8 @@ int RunHistory(Client& client, const std::string& kernel, const std::string& dev
       list.push_back({{"unix_ms", point.unix_ms},         {"shape", point.shape},
                       {"device_model", point.device_model}, {"job_id", point.job_id},
                       {"best_config", point.best_config},   {"best_seconds", point.best_seconds},
-                      {"default_seconds", point.default_seconds}, {"cached", point.cached}});
+                      {"default_seconds", point.default_seconds}, {"cached", point.cached},
+                      {"retune", point.retune}});
     }
     *console.out << JsonDocument({{"kernel", kernel}, {"history", std::move(list)}});
     return kExitOk;
@@ -96,10 +97,12 @@ int RunHistory(Client& client, const std::string& kernel, const std::string& dev
     rows.push_back({point.shape, point.device_model, Date(point.unix_ms), point.job_id,
                     FormatSeconds(point.best_seconds),
                     Ratio(point.best_seconds, point.default_seconds),
-                    point.cached ? "cached" : "measured", point.best_config});
+                    point.cached ? "cached" : "measured",
+                    point.retune.empty() ? "-" : point.retune, point.best_config});
   }
-  *console.out << RenderTable(
-      {"SHAPE", "DEVICE", "WHEN (UTC)", "JOB", "BEST", "VS DEFAULT", "FROM", "CONFIG"}, rows);
+  *console.out << RenderTable({"SHAPE", "DEVICE", "WHEN (UTC)", "JOB", "BEST", "VS DEFAULT",
+                               "FROM", "OUTCOME", "CONFIG"},
+                              rows);
   return kExitOk;
 }
 

@@ -22,6 +22,7 @@ struct HistoryPoint {
   double best_seconds = 0;
   double default_seconds = 0;
   bool cached = false;
+  std::string retune;  // JobTarget::retune: what the job did to the served best
 };
 
 // The points of `jobs` (succeeded ones, targets with a best), on

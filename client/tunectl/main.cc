@@ -161,6 +161,13 @@ CLI::App* DefineSubmit(CLI::App& app, Flags& flags) {
   cmd->add_option("--device", r.device_model, "Tune only on this device model");
   cmd->add_option("--seed", r.seed, "Seed of the random strategy and inputs");
   cmd->add_flag("--force", r.force_retune, "Measure even when already tuned");
+  CLI::Option* replace = cmd->add_flag(
+      "--replace", r.replace_best,
+      "Serve this job's best even when it is slower than the best served now (implies "
+      "--force; without it a slower retune is kept as a record and reported REGRESSED)");
+  cmd->add_option("--replace-reason", r.replace_reason,
+                  "Why --replace: logged by the coordinator and kept with the job")
+      ->needs(replace);
   cmd->add_flag("--wait", flags.wait, "Watch the job until it finishes");
   return cmd;
 }

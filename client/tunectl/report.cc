@@ -104,7 +104,9 @@ Json TargetJson(const JobTarget& target) {
           {"trials_done", target.trials_done},
           {"best_config", target.best_config},
           {"best_seconds", Seconds(target.best_seconds)},
-          {"default_seconds", Seconds(target.default_seconds)}};
+          {"default_seconds", Seconds(target.default_seconds)},
+          {"retune", target.retune},
+          {"retune_text", RetuneText(target)}};
 }
 
 absl::Status WriteReport(const std::string& path, const std::string& html, std::ostream& out) {
@@ -214,7 +216,8 @@ Json KernelReportData(const std::string& kernel, const std::vector<HistoryPoint>
                     {"best_config", point.best_config},
                     {"best_seconds", Seconds(point.best_seconds)},
                     {"default_seconds", Seconds(point.default_seconds)},
-                    {"cached", point.cached}});
+                    {"cached", point.cached},
+                    {"retune", point.retune}});
   }
   return {{"kind", "kernel"}, {"kernel", kernel}, {"history", list}};
 }

@@ -286,6 +286,7 @@ function jobPage() {
     document.getElementById("main").append(section);
     section.append(el("h2", {}, model + (target.toolkit ? " (" + target.toolkit + ")" : "")));
     if (target.cached) section.append(el("p", { className: "note" }, "Answered from the store: nothing was measured."));
+    if (target.retune_text) section.append(el("p", { className: "note" }, target.retune_text));
     if (!trials.length) continue;
     sortedChart(section, target, trials);
     histogram(section, trials);
@@ -307,7 +308,8 @@ function kernelPage() {
   const shapes = [...new Set(history.map((p) => p.shape))];
   const models = [...new Set(history.map((p) => p.device_model))];
   const latest = new Map();
-  for (const p of history) latest.set(key(p), p);  // history is in time order per series
+  // History is in time order per series; a regressed job's best was not served.
+  for (const p of history) if (p.retune !== "regressed") latest.set(key(p), p);
   main.append(el("div", { className: "cards" }, [card("Shapes", shapes.length), card("Device models", models.length),
     card("Jobs", new Set(history.map((p) => p.job_id)).size)]));
   main.append(el("h2", {}, "Best time over time"));
@@ -344,9 +346,10 @@ function kernelPage() {
     td(p.when + (p.cached ? " (cached)" : ""))]));
   main.append(table(["shape", "device", "best", "default", "speed-up", "config", "job", "when"], rows));
   const all = history.map((p) => el("tr", {}, [td(p.when), td(p.shape, "cfg"), td(p.device_model),
-    td(fmtSec(p.best_seconds), "num"), td(p.best_config, "cfg"), td(p.job_id, "cfg")]));
+    td(fmtSec(p.best_seconds), "num"), td(p.best_config, "cfg"), td(p.job_id, "cfg"),
+    td(p.retune || "-")]));
   main.append(el("details", {}, [el("summary", {}, "Every job (" + history.length + ")"),
-    table(["when", "shape", "device", "best", "config", "job"], all)]));
+    table(["when", "shape", "device", "best", "config", "job", "outcome"], all)]));
 }
 
 try {

@@ -106,7 +106,20 @@ def _target(message) -> records.JobTarget:
         best_config=message.best.config_text,
         best_seconds=message.best.median_seconds,
         default_seconds=message.default_seconds,
+        retune=_retune_name(message.retune.outcome),
+        served_job_id=message.retune.served_job_id,
+        served_seconds=message.retune.served_seconds,
+        previous_job_id=message.retune.previous_job_id,
+        previous_seconds=message.retune.previous_seconds,
+        replace_reason=message.retune.replace_reason,
     )
+
+
+def _retune_name(outcome: int) -> str:
+    """"regressed" for RETUNE_OUTCOME_REGRESSED; "" for UNSPECIFIED."""
+    if outcome == 0:
+        return ""
+    return _enum_name(tuning_pb2().RetuneOutcome, outcome, "RETUNE_OUTCOME_").lower()
 
 
 def trial(message) -> records.Trial:

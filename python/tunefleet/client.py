@@ -103,14 +103,18 @@ class Client:
     def submit(self, kernel: KernelSource, shape: shapes.NameValues, *,
                device_model: str = "", strategy: str = "", budget: int = 0,
                force_retune: bool = False, config_set: str = "",
-               seed: int = 0) -> records.Job:
+               seed: int = 0, replace_best: bool = False,
+               replace_reason: str = "") -> records.Job:
         """Reads the kernel directory (its kernel.textproto and every source it
         names) and submits a tuning job for `shape` ("M=1024,N=1024" or a
         dict). `strategy` "" is the server's default (exhaustive); `budget`
         0 the server's default (64) for the strategies that take one;
         `device_model` "" tunes on every matching worker. A key already tuned
         is answered from the store (the job's targets say `cached`) unless
-        `force_retune`. NotFoundError for a missing file and
+        `force_retune`. A retune replaces the served best only when it is
+        faster (a slower one is kept as a record: its targets say `retune`
+        "regressed"), unless `replace_best` (which implies `force_retune`;
+        `replace_reason` says why, for the coordinator's log). NotFoundError for a missing file and
         InvalidArgumentError for a bad spec, shape or config set, before
         anything is sent; NotFoundError from the server for a `device_model`
         that no worker has and no stored best config names (a model it knows
@@ -123,7 +127,8 @@ class Client:
         spec = tuning_pb2().JobSpec(
             kernel=bundle.spec, sources=bundle.sources, shape=_convert.shape_message(dims),
             strategy=strategy, budget=budget, force_retune=force_retune,
-            config_set=config_set, seed=seed, device_model=device_model)
+            config_set=config_set, seed=seed, device_model=device_model,
+            replace_best=replace_best, replace_reason=replace_reason)
         response = self._call(self._stub.SubmitJob, tuning_pb2().SubmitJobRequest(spec=spec))
         return _convert.job(response.job)
 

@@ -40,6 +40,15 @@ class JobTarget:
     best_config: str         # "" until a trial succeeded
     best_seconds: float      # 0 until a trial succeeded
     default_seconds: float   # the default config's median; 0 if unknown
+    # What the finished job did to the served best of its key: "first",
+    # "replaced" (faster), "regressed" (not faster: the best served before
+    # is kept) or "forced" (replace_best); "" while it runs and when cached.
+    retune: str = ""
+    served_job_id: str = ""      # the best served after the job finished
+    served_seconds: float = 0.0
+    previous_job_id: str = ""    # the best it was compared with
+    previous_seconds: float = 0.0
+    replace_reason: str = ""     # "forced": the reason given
 
 
 @dataclass(frozen=True)

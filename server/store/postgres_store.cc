@@ -151,8 +151,14 @@ CREATE TABLE profile_requests (
   requested_unix_ms BIGINT NOT NULL,
   PRIMARY KEY (job_id, tuning_key, config));
 )sql"},
-    // Sweeps: the jobs of one submission over many shapes.
+    // Jobs submitted with replace_best: they set the floor a key's best is
+    // derived from (best_derivation.h).
     {10, R"sql(
+ALTER TABLE jobs ADD COLUMN replace_best BOOLEAN NOT NULL DEFAULT FALSE;
+CREATE INDEX jobs_replacing ON jobs (id) WHERE replace_best;
+)sql"},
+    // Sweeps: the jobs of one submission over many shapes.
+    {11, R"sql(
 ALTER TABLE jobs ADD COLUMN sweep_id TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_by_sweep ON jobs (sweep_id, created_unix_ms DESC, id DESC);
 )sql"},
@@ -170,12 +176,12 @@ struct Query {
 constexpr Query kPutJob = {
     "put_job",
     "INSERT INTO jobs (" TF_JOB_COLUMNS
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
     "ON CONFLICT (id) DO UPDATE SET kernel_name = EXCLUDED.kernel_name, "
     "state = EXCLUDED.state, reason = EXCLUDED.reason, spec = EXCLUDED.spec, "
     "targets = EXCLUDED.targets, created_unix_ms = EXCLUDED.created_unix_ms, "
     "updated_unix_ms = EXCLUDED.updated_unix_ms, owner = EXCLUDED.owner, "
-    "sweep_id = EXCLUDED.sweep_id"};
+    "replace_best = EXCLUDED.replace_best, sweep_id = EXCLUDED.sweep_id"};
 constexpr Query kGetJob = {"get_job",
                            "SELECT " TF_JOB_COLUMNS " FROM jobs WHERE id = $1"};
 constexpr Query kListJobs = {"list_jobs",
@@ -201,6 +207,11 @@ constexpr Query kListKeyTrials = {
     "list_key_trials", "SELECT " TF_TRIAL_READ_COLUMNS
                        " FROM trials WHERE tuning_key = $1 AND status = 1 "
                        "AND NOT excluded ORDER BY seq"};
+constexpr Query kListReplacingJobs = {
+    "list_replacing_jobs",
+    "SELECT id FROM jobs WHERE replace_best AND EXISTS "
+    "(SELECT 1 FROM trials WHERE trials.job_id = jobs.id AND trials.tuning_key = $1) "
+    "ORDER BY id"};
 constexpr Query kExcludeTrials = {
     "exclude_trials",
     "UPDATE trials SET excluded = TRUE WHERE NOT excluded "
@@ -308,7 +319,7 @@ constexpr Query kAllQueries[] = {
     kPutJob,  kGetJob,   kListJobs, kQueryJobs, kListTrials, kQueryTrials, kUpsertBest,
     kImportBest,
     kGetBest, kListBest, kPutBlob,  kGetBlob,     kPutKernel,  kListKernels,
-    kListKeyTrials, kExcludeTrials, kPutBest, kDeleteBest, kPutQuarantine,
+    kListKeyTrials, kListReplacingJobs, kExcludeTrials, kPutBest, kDeleteBest, kPutQuarantine,
     kDeleteQuarantine, kListQuarantine, kPutToken, kListTokens, kPutProfile, kListProfiles,
     kPutProfileRequest, kListProfileRequests, kDeleteProfileRequest};
 
@@ -337,6 +348,8 @@ std::string ReadBytes(const pqxx::field& field) {
   return pqxx::binarystring(field).str();
 }
 
+std::string ReadId(const pqxx::row& row) { return row[0].as<std::string>(); }
+
 JobRecord ReadJob(const pqxx::row& row) {
   JobRecord job;
   job.id = row[0].as<std::string>();
@@ -348,7 +361,8 @@ JobRecord ReadJob(const pqxx::row& row) {
   job.created_unix_ms = row[6].as<int64_t>();
   job.updated_unix_ms = row[7].as<int64_t>();
   job.owner = row[8].as<std::string>();
-  job.sweep_id = row[9].as<std::string>();
+  job.replace_best = row[9].as<bool>();
+  job.sweep_id = row[10].as<std::string>();
   return job;
 }
 
@@ -707,7 +721,8 @@ absl::Status PostgresStore::PutJob(const JobRecord& job) {
                               kPutJob.name, job.id, job.kernel_name, job.state,
                               Bytes(job.reason), Bytes(job.spec),
                               Bytes(job.targets), job.created_unix_ms,
-                              job.updated_unix_ms, job.owner, job.sweep_id);
+                              job.updated_unix_ms, job.owner, job.replace_best,
+                              job.sweep_id);
                           return true;
                         })
       .status();
@@ -804,6 +819,14 @@ absl::StatusOr<std::vector<TrialRecord>> PostgresStore::ListKeyTrials(
   RETURN_IF_ERROR(CheckText({tuning_key}));
   return Transact<std::vector<TrialRecord>>("ListKeyTrials", [&](pqxx::work& txn) {
     return ReadAll(txn.exec_prepared(kListKeyTrials.name, tuning_key), &ReadTrial);
+  });
+}
+
+absl::StatusOr<std::vector<std::string>> PostgresStore::ListReplacingJobs(
+    const std::string& tuning_key) {
+  RETURN_IF_ERROR(CheckText({tuning_key}));
+  return Transact<std::vector<std::string>>("ListReplacingJobs", [&](pqxx::work& txn) {
+    return ReadAll(txn.exec_prepared(kListReplacingJobs.name, tuning_key), &ReadId);
   });
 }
 

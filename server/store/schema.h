@@ -12,7 +12,7 @@
 // jobs: JobRecord, keyed by id.
 #define TF_JOB_COLUMNS                                               \
   "id, kernel_name, state, reason, spec, targets, created_unix_ms, " \
-  "updated_unix_ms, owner, sweep_id"
+  "updated_unix_ms, owner, replace_best, sweep_id"
 
 // trials: TrialRecord, unique on (job_id, tuning_key, config, round), read
 // back in insertion order (the store's own sequence column, not listed here).

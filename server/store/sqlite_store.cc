@@ -170,8 +170,14 @@ CREATE TABLE profile_requests (
   requested_unix_ms INTEGER NOT NULL,
   PRIMARY KEY (job_id, tuning_key, config));
 )sql"},
-    // Sweeps: the jobs of one submission over many shapes.
+    // Jobs submitted with replace_best: they set the floor a key's best is
+    // derived from (best_derivation.h).
     {10, R"sql(
+ALTER TABLE jobs ADD COLUMN replace_best INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX jobs_replacing ON jobs (id) WHERE replace_best = 1;
+)sql"},
+    // Sweeps: the jobs of one submission over many shapes.
+    {11, R"sql(
 ALTER TABLE jobs ADD COLUMN sweep_id TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_by_sweep ON jobs (sweep_id, created_unix_ms DESC, id DESC);
 )sql"},
@@ -181,12 +187,12 @@ CREATE INDEX jobs_by_sweep ON jobs (sweep_id, created_unix_ms DESC, id DESC);
 constexpr const char* kQuerySql[] = {
     // kPutJob
     "INSERT INTO jobs (" TF_JOB_COLUMNS
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
     "ON CONFLICT (id) DO UPDATE SET kernel_name = excluded.kernel_name, "
     "state = excluded.state, reason = excluded.reason, spec = excluded.spec, "
     "targets = excluded.targets, created_unix_ms = excluded.created_unix_ms, "
     "updated_unix_ms = excluded.updated_unix_ms, owner = excluded.owner, "
-    "sweep_id = excluded.sweep_id",
+    "replace_best = excluded.replace_best, sweep_id = excluded.sweep_id",
     // kGetJob
     "SELECT " TF_JOB_COLUMNS " FROM jobs WHERE id = ?1",
     // kListJobs
@@ -214,6 +220,10 @@ constexpr const char* kQuerySql[] = {
     // kListKeyTrials
     "SELECT " TF_TRIAL_READ_COLUMNS
     " FROM trials WHERE tuning_key = ?1 AND status = 1 AND excluded = 0 ORDER BY seq",
+    // kListReplacingJobs
+    "SELECT id FROM jobs WHERE replace_best = 1 AND EXISTS "
+    "(SELECT 1 FROM trials WHERE trials.job_id = jobs.id AND trials.tuning_key = ?1) "
+    "ORDER BY id",
     // kExcludeTrials
     "UPDATE trials SET excluded = 1 WHERE excluded = 0 "
     "AND (?1 = '' OR principal = ?1 OR worker_id = ?1) "
@@ -422,6 +432,8 @@ class Call {
   absl::Status status_;
 };
 
+std::string ReadId(const Call& call) { return call.ColumnBytes(0); }
+
 JobRecord ReadJob(const Call& call) {
   JobRecord job;
   job.id = call.ColumnBytes(0);
@@ -433,7 +445,8 @@ JobRecord ReadJob(const Call& call) {
   job.created_unix_ms = call.ColumnInt(6);
   job.updated_unix_ms = call.ColumnInt(7);
   job.owner = call.ColumnBytes(8);
-  job.sweep_id = call.ColumnBytes(9);
+  job.replace_best = call.ColumnInt(9) != 0;
+  job.sweep_id = call.ColumnBytes(10);
   return job;
 }
 
@@ -797,7 +810,7 @@ absl::Status SqliteStore::PutJob(const JobRecord& job) {
                .BindBlob(job.reason);
            call.BindBlob(job.spec).BindBlob(job.targets);
            call.BindInt(job.created_unix_ms).BindInt(job.updated_unix_ms);
-           call.BindText(job.owner).BindText(job.sweep_id);
+           call.BindText(job.owner).BindInt(job.replace_best ? 1 : 0).BindText(job.sweep_id);
            RETURN_IF_ERROR(call.Execute().status());
            return true;
          })
@@ -888,6 +901,15 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::ListKeyTrials(
   Call call(db_.get(), statements_[kListKeyTrials].get());
   call.BindText(tuning_key);
   return ReadAll(call, &ReadTrial);
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteStore::ListReplacingJobs(
+    const std::string& tuning_key) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFile());
+  Call call(db_.get(), statements_[kListReplacingJobs].get());
+  call.BindText(tuning_key);
+  return ReadAll(call, &ReadId);
 }
 
 absl::StatusOr<Exclusion> SqliteStore::ExcludeTrials(const TrialFilter& filter) {

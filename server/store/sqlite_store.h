@@ -74,6 +74,8 @@ class SqliteStore : public Store {
   absl::StatusOr<TrialPage> QueryTrials(const TrialQuery& query) override;
   absl::StatusOr<std::vector<TrialRecord>> ListKeyTrials(
       const std::string& tuning_key) override;
+  absl::StatusOr<std::vector<std::string>> ListReplacingJobs(
+      const std::string& tuning_key) override;
   absl::StatusOr<Exclusion> ExcludeTrials(const TrialFilter& filter) override;
   absl::StatusOr<bool> UpsertBest(const BestRecord& best) override;
   absl::Status PutBest(const BestRecord& best) override;
@@ -109,6 +111,7 @@ class SqliteStore : public Store {
     kListTrials,
     kQueryTrials,
     kListKeyTrials,
+    kListReplacingJobs,
     kExcludeTrials,
     kUpsertBest,
     kPutBest,

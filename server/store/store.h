@@ -27,6 +27,9 @@ struct JobRecord {
   int64_t created_unix_ms = 0;
   int64_t updated_unix_ms = 0;
   std::string owner;  // the submitting principal; "" when anonymous
+  // The spec's replace_best, kept in a column of its own so that
+  // ListReplacingJobs need not parse specs.
+  bool replace_best = false;
   std::string sweep_id;  // the sweep it belongs to (SubmitSweep); "" when none
 };
 
@@ -240,6 +243,10 @@ class Store {
   // Every OK, not excluded trial of a tuning key (every job and round), in
   // insertion order: what the key's best is derived from.
   virtual absl::StatusOr<std::vector<TrialRecord>> ListKeyTrials(
+      const std::string& tuning_key) = 0;
+  // The ids of the jobs stored with replace_best that have a trial row of
+  // `tuning_key` (any status, excluded or not), by id.
+  virtual absl::StatusOr<std::vector<std::string>> ListReplacingJobs(
       const std::string& tuning_key) = 0;
   // Marks the not yet excluded trials matching `filter` as excluded, in one
   // transaction. InvalidArgument when every field of `filter` is empty.

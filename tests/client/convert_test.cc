@@ -89,10 +89,14 @@ TEST(ClientConvertTest, JobSpecChecksShapeAndConfigSetAgainstTheKernel) {
   SubmitRequest request;
   request.shape = "N=2,M=1,K=3";
   request.force_retune = true;
+  request.replace_best = true;
+  request.replace_reason = "new toolkit";
   absl::StatusOr<v1::JobSpec> spec = JobSpecFromRequest(request, *bundle);
   ASSERT_OK(spec.status());
   EXPECT_EQ(spec->shape().dims(0).name(), "M");
   EXPECT_TRUE(spec->force_retune());
+  EXPECT_TRUE(spec->replace_best());
+  EXPECT_EQ(spec->replace_reason(), "new toolkit");
   EXPECT_EQ(spec->sources_size(), 2);
 
   request.config_set = "no-such-set";

@@ -121,6 +121,29 @@ TEST(TunectlFormatTest, StatusShowsTheStrategyBudgetStopRulesAndWhyItStopped) {
   EXPECT_THAT(JobJson(job), HasSubstr("\"stop_reason\": \"time_budget\""));
 }
 
+TEST(TunectlFormatTest, StatusSaysWhatTheRetuneDidToTheServedBest) {
+  Job job = FinishedJob();
+  EXPECT_THAT(JobDetails(job), ::testing::Not(HasSubstr("outcome")));
+  JobTarget& target = job.targets[0];
+  target.best_seconds = 0.0084;
+  target.retune = "regressed";
+  target.served_job_id = "j-0";
+  target.served_seconds = 0.005;
+  target.previous_job_id = "j-0";
+  target.previous_seconds = 0.005;
+  EXPECT_THAT(JobDetails(job), HasSubstr("outcome  REGRESSED: its best 8.4 ms is not faster "
+                                         "than 5 ms of job j-0, which is still served"));
+  EXPECT_THAT(JobJson(job), HasSubstr("\"outcome\": \"regressed\""));
+
+  target.retune = "forced";
+  target.served_job_id = job.id;
+  target.replace_reason = "new toolkit";
+  EXPECT_THAT(JobDetails(job),
+              HasSubstr("FORCED: served instead of 5 ms of job j-0 (new toolkit)"));
+  target.retune = "replaced";
+  EXPECT_EQ(RetuneText(target), "REPLACED: faster than 5 ms of job j-0");
+}
+
 TEST(TunectlFormatTest, JobJsonKeepsDecimalsAndSurvivesInvalidUtf8) {
   Job job;
   job.id = "j1";

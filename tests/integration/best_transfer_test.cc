@@ -177,7 +177,8 @@ TEST_F(BestTransferTest, AnImportNeverReplacesAMeasuredRowUnlessOverwriting) {
   EXPECT_EQ(overwritten["imported"], 1);
   ExpectSameAnswer(Best(b, kShape), Best(a, kShape));
 
-  // A job measured here replaces the imported row again.
+  // A job measured here replaces the imported row again: the best its trials
+  // and on_b's derive (a retune is served only when faster).
   SubmitRequest retune;
   retune.kernel_dir = SourceDir() + "/kernels/cpu/matmul";
   retune.shape = kShape;
@@ -188,7 +189,11 @@ TEST_F(BestTransferTest, AnImportNeverReplacesAMeasuredRowUnlessOverwriting) {
   absl::StatusOr<Job> done = b.client->Watch(submitted->id, [](const Job&) {});
   ASSERT_OK(done);
   ASSERT_EQ(done->state, JobState::kSucceeded) << done->reason;
-  EXPECT_EQ(Best(b, kShape).job_id, submitted->id);
+  ASSERT_EQ(done->targets.size(), 1u);
+  const std::string& outcome = done->targets[0].retune;
+  EXPECT_TRUE(outcome == "replaced" || outcome == "regressed") << outcome;
+  EXPECT_EQ(Best(b, kShape).job_id, outcome == "replaced" ? submitted->id : on_b.id);
+  EXPECT_EQ(done->targets[0].served_job_id, Best(b, kShape).job_id);
 }
 
 TEST_F(BestTransferTest, TheClientLibraryAnswersFromTheFileOffline) {

@@ -31,6 +31,21 @@ def test_a_tuned_key_is_answered_from_the_store(client, tuned_job):
     assert again.targets and all(t.cached for t in again.targets)
 
 
+def test_a_replacing_retune_is_served_and_says_why(client):
+    shape = "M=64,N=256,K=128"  # tuned by no other test
+    first = client.wait(client.submit(fleet_mod.MATMUL_DIR, shape, config_set="quick").id)
+    assert first.targets[0].retune == "first"
+    again = client.submit(fleet_mod.MATMUL_DIR, shape, config_set="quick",
+                          replace_best=True, replace_reason="new toolkit")
+    assert not again.targets[0].cached  # replace_best implies force_retune
+    target = client.wait(again.id).targets[0]
+    assert target.retune == "forced"
+    assert target.replace_reason == "new toolkit"
+    assert target.previous_job_id == first.id
+    assert target.served_job_id == again.id
+    assert client.best("matmul", shape, device_model=target.device_model).job_id == again.id
+
+
 def test_best_exact_answers_the_tuned_shape(client, tuned_job, device_model):
     best = client.best("matmul", TUNED_SHAPE, device_model=device_model)
     target = tuned_job.targets[0]

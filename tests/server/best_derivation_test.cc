@@ -21,15 +21,15 @@ TrialRecord Row(const std::string& job, const std::string& config, double second
 }
 
 TEST(DeriveBestTest, NoRowsGiveNoBest) {
-  EXPECT_FALSE(DeriveBest({}, {}).has_value());
+  EXPECT_FALSE(DeriveBest({}, {}, {}).has_value());
   TrialRecord failed = Row("j1", "A", 1e-3, 1);
   failed.status = 3;
-  EXPECT_FALSE(DeriveBest({failed}, {}).has_value());
+  EXPECT_FALSE(DeriveBest({failed}, {}, {}).has_value());
 }
 
 TEST(DeriveBestTest, TheFastestSearchRowWinsWithoutLaterRounds) {
   std::optional<TrialRecord> best =
-      DeriveBest({Row("j1", "A", 3e-3, 1), Row("j1", "B", 1e-3, 2), Row("j1", "C", 2e-3, 3)}, {});
+      DeriveBest({Row("j1", "A", 3e-3, 1), Row("j1", "B", 1e-3, 2), Row("j1", "C", 2e-3, 3)}, {}, {});
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->config, "B");
 }
@@ -39,8 +39,8 @@ TEST(DeriveBestTest, ARowCutEarlyIsNeverTheBest) {
   // say); it is never a best.
   TrialRecord cut = Row("j1", "A", 1e-3, 1);
   cut.cut_early = true;
-  EXPECT_FALSE(DeriveBest({cut}, {}).has_value());
-  std::optional<TrialRecord> best = DeriveBest({cut, Row("j1", "B", 2e-3, 2)}, {});
+  EXPECT_FALSE(DeriveBest({cut}, {}, {}).has_value());
+  std::optional<TrialRecord> best = DeriveBest({cut, Row("j1", "B", 2e-3, 2)}, {}, {});
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->config, "B");
 }
@@ -50,7 +50,7 @@ TEST(DeriveBestTest, TheFinalistsRoundDecidesOverTheSearch) {
       {Row("j1", "A", 1e-3, 1), Row("j1", "B", 2e-3, 2),
        Row("j1", "A", 3e-3, 3, TrialRound::kFinalists),
        Row("j1", "B", 2.5e-3, 3, TrialRound::kFinalists)},
-      {});
+      {}, {});
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->config, "B");
   EXPECT_EQ(best->median_seconds, 2.5e-3);
@@ -61,18 +61,11 @@ TEST(DeriveBestTest, TheVerificationRoundDecidesOverTheFinalists) {
       {Row("j1", "A", 1e-9, 1, TrialRound::kFinalists, "host:rogue"),
        Row("j1", "A", 4e-3, 2, TrialRound::kVerify, "host:honest"),
        Row("j1", "B", 2e-3, 2, TrialRound::kVerify, "host:honest")},
-      {});
+      {}, {});
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->config, "B");
 }
 
-TEST(DeriveBestTest, TheNewestJobReplacesAFasterOlderBest) {
-  std::optional<TrialRecord> best =
-      DeriveBest({Row("j1", "A", 1e-9, 10), Row("j2", "B", 2e-3, 20)}, {});
-  ASSERT_TRUE(best.has_value());
-  EXPECT_EQ(best->job_id, "j2");
-  EXPECT_EQ(best->config, "B");
-}
 
 TEST(DeriveBestTest, QuarantinedAndExcludedRowsDoNotCount) {
   TrialRecord excluded = Row("j3", "C", 1e-4, 30);
@@ -80,10 +73,112 @@ TEST(DeriveBestTest, QuarantinedAndExcludedRowsDoNotCount) {
   std::optional<TrialRecord> best = DeriveBest(
       {Row("j1", "A", 3e-3, 10), Row("j2", "B", 1e-9, 20, TrialRound::kSearch, "host:rogue"),
        excluded},
-      {"host:rogue"});
+      {"host:rogue"}, {});
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->job_id, "j1");
   EXPECT_EQ(best->config, "A");
+}
+
+TEST(DeriveBestTest, AFasterRetuneReplacesTheBest) {
+  std::optional<TrialRecord> best =
+      DeriveBest({Row("j1", "A", 5e-3, 10), Row("j2", "B", 4e-3, 20)}, {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "j2");
+  EXPECT_EQ(best->config, "B");
+}
+
+TEST(DeriveBestTest, ASlowerRetuneKeepsTheBest) {
+  std::optional<TrialRecord> best = DeriveBest(
+      {Row("j1", "A", 5e-3, 10), Row("j1", "B", 6e-3, 11), Row("j2", "C", 8.4e-3, 20)}, {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "j1");
+  EXPECT_EQ(best->config, "A");
+}
+
+TEST(DeriveBestTest, EachJobOffersItsDecisionRoundsFastestRow) {
+  // j1's search row reads faster than any, but its finalists round decides
+  // j1; a later job faster than that round replaces it.
+  std::optional<TrialRecord> best =
+      DeriveBest({Row("j1", "A", 1e-3, 10), Row("j1", "A", 5e-3, 11, TrialRound::kFinalists),
+                  Row("j2", "B", 4e-3, 20)},
+                 {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "j2");
+}
+
+TEST(DeriveBestTest, AReplacingJobIsServedThoughSlower) {
+  std::optional<TrialRecord> best =
+      DeriveBest({Row("j1", "A", 5e-3, 10), Row("j2", "B", 8.4e-3, 20)}, {}, {"j2"});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "j2");
+  EXPECT_EQ(best->config, "B");
+}
+
+TEST(DeriveBestTest, JobsAfterAReplacingOneCompeteOnlyWithItAndLaterJobs) {
+  const std::vector<TrialRecord> rows = {Row("j1", "A", 1e-3, 10), Row("j2", "B", 8e-3, 20),
+                                         Row("j3", "C", 9e-3, 30), Row("j4", "D", 7e-3, 40)};
+  std::optional<TrialRecord> best = DeriveBest(rows, {}, {"j2"});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "j4");  // j1 is below the floor; j3 is slower than j2
+  best = DeriveBest({rows[0], rows[1], rows[2]}, {}, {"j2"});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "j2");
+}
+
+TEST(DeriveBestTest, ExcludingTheFasterOldJobServesTheRetune) {
+  TrialRecord old_best = Row("j1", "A", 5e-3, 10);
+  std::optional<TrialRecord> best = DeriveBest({old_best, Row("j2", "B", 8.4e-3, 20)}, {}, {});
+  ASSERT_TRUE(best.has_value());
+  ASSERT_EQ(best->job_id, "j1");
+  old_best.excluded = true;
+  best = DeriveBest({old_best, Row("j2", "B", 8.4e-3, 20)}, {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "j2");
+}
+
+TEST(DeriveBestTest, AReplacingJobWithNoRowLeftSetsNoFloor) {
+  TrialRecord replaced = Row("j2", "B", 8e-3, 20);
+  replaced.excluded = true;
+  std::optional<TrialRecord> best =
+      DeriveBest({Row("j1", "A", 5e-3, 10), replaced, Row("j3", "C", 6e-3, 30)}, {}, {"j2"});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "j1");
+}
+
+TEST(DeriveBestTest, TiesKeepTheOlderJobWhateverTheOrderOfRows) {
+  // Equal medians: the retune is not faster. Jobs are ordered by when they
+  // finished, then by id, not by the order rows are listed.
+  std::optional<TrialRecord> best =
+      DeriveBest({Row("j2", "B", 5e-3, 20), Row("j1", "A", 5e-3, 10)}, {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "j1");
+  best = DeriveBest({Row("jb", "B", 5e-3, 10), Row("ja", "A", 5e-3, 10)}, {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "ja");  // same finish time: the smaller id is older
+}
+
+TEST(JudgeRetuneTest, SaysWhatEachJobDidToTheBest) {
+  const std::vector<TrialRecord> rows = {Row("j1", "A", 5e-3, 10), Row("j2", "B", 8.4e-3, 20)};
+  RetuneVerdict first = JudgeRetune({rows[0]}, {}, {}, "j1");
+  EXPECT_EQ(first.outcome, RetuneOutcome::kFirst);
+  EXPECT_FALSE(first.previous.has_value());
+
+  RetuneVerdict regressed = JudgeRetune(rows, {}, {}, "j2");
+  EXPECT_EQ(regressed.outcome, RetuneOutcome::kRegressed);
+  EXPECT_EQ(regressed.job_best->median_seconds, 8.4e-3);
+  EXPECT_EQ(regressed.served->job_id, "j1");
+  EXPECT_EQ(regressed.previous->job_id, "j1");
+
+  RetuneVerdict forced = JudgeRetune(rows, {}, {"j2"}, "j2");
+  EXPECT_EQ(forced.outcome, RetuneOutcome::kForced);
+  EXPECT_EQ(forced.served->job_id, "j2");
+  EXPECT_EQ(forced.previous->median_seconds, 5e-3);
+
+  RetuneVerdict replaced = JudgeRetune({rows[0], Row("j3", "C", 4e-3, 30)}, {}, {}, "j3");
+  EXPECT_EQ(replaced.outcome, RetuneOutcome::kReplaced);
+  EXPECT_EQ(replaced.served->config, "C");
+
+  EXPECT_EQ(JudgeRetune(rows, {"host:a"}, {}, "j2").outcome, RetuneOutcome::kNone);
 }
 
 TEST(ClaimAgreesTest, AClaimWithinTheToleranceAgrees) {

@@ -33,9 +33,10 @@ class BestKeeperTest : public ::testing::Test {
     return row;
   }
 
-  BestRecord Meta(const std::string& key) {
+  BestRecord Meta(const std::string& key, const std::string& job = "") {
     BestRecord meta;
     meta.tuning_key = key;
+    meta.job_id = job;
     meta.kernel_name = "matmul";
     meta.shape = "M=8";
     meta.device_model = "cpu";
@@ -51,15 +52,49 @@ class BestKeeperTest : public ::testing::Test {
   int64_t now_ = 1000;
 };
 
-TEST_F(BestKeeperTest, ADerivedBestReplacesAFasterStoredRow) {
-  ASSERT_TRUE(store_->InsertTrials({Row("k1", "j1", "A", 1e-9, "host:rogue")}).ok());
+TEST_F(BestKeeperTest, ASlowerRetuneKeepsTheStoredBest) {
+  ASSERT_TRUE(store_->InsertTrials({Row("k1", "j1", "A", 5e-3, "host:a")}).ok());
   ASSERT_TRUE(*keeper_->Rederive(Meta("k1")));
-  ASSERT_TRUE(store_->InsertTrials({Row("k1", "j2", "B", 2e-3, "host:honest")}).ok());
+  ASSERT_TRUE(store_->InsertTrials({Row("k1", "j2", "B", 8.4e-3, "host:a")}).ok());
 
-  ASSERT_TRUE(*keeper_->Rederive(Meta("k1")));  // the newer job, though slower
-  EXPECT_EQ(store_->GetBest("k1")->config, "B");
-  EXPECT_EQ(index_.Get("k1")->config, "B");
+  absl::StatusOr<RetuneVerdict> verdict = keeper_->RederiveFinished(Meta("k1", "j2"));
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_EQ(verdict->outcome, RetuneOutcome::kRegressed);
+  EXPECT_EQ(store_->GetBest("k1")->config, "A");
+  EXPECT_EQ(store_->GetBest("k1")->job_id, "j1");
+  EXPECT_EQ(index_.Get("k1")->config, "A");
   EXPECT_FALSE(*keeper_->Rederive(Meta("k1")));  // nothing changed
+}
+
+TEST_F(BestKeeperTest, AJobStoredWithReplaceBestReplacesAFasterBest) {
+  ASSERT_TRUE(store_->InsertTrials({Row("k1", "j1", "A", 5e-3, "host:a")}).ok());
+  ASSERT_TRUE(*keeper_->Rederive(Meta("k1")));
+  JobRecord job;
+  job.id = "j2";
+  job.kernel_name = "matmul";
+  job.replace_best = true;
+  ASSERT_TRUE(store_->PutJob(job).ok());
+  ASSERT_TRUE(store_->InsertTrials({Row("k1", "j2", "B", 8.4e-3, "host:a")}).ok());
+
+  absl::StatusOr<RetuneVerdict> verdict = keeper_->RederiveFinished(Meta("k1", "j2"));
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_EQ(verdict->outcome, RetuneOutcome::kForced);
+  EXPECT_EQ(store_->GetBest("k1")->config, "B");
+  EXPECT_EQ(index_.Get("k1")->job_id, "j2");
+}
+
+TEST_F(BestKeeperTest, InvalidatingTheFasterOldJobServesTheRetune) {
+  ASSERT_TRUE(store_->InsertTrials({Row("k1", "j1", "A", 5e-3, "host:a")}).ok());
+  ASSERT_TRUE(keeper_->Rederive(Meta("k1")).ok());
+  ASSERT_TRUE(store_->InsertTrials({Row("k1", "j2", "B", 8.4e-3, "host:a")}).ok());
+  ASSERT_TRUE(keeper_->Rederive(Meta("k1")).ok());
+  ASSERT_EQ(store_->GetBest("k1")->job_id, "j1");
+
+  absl::StatusOr<InvalidationResult> result = keeper_->Invalidate(TrialFilter{"", "", "j1"});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->keys, 1);
+  EXPECT_EQ(store_->GetBest("k1")->job_id, "j2");
+  EXPECT_EQ(index_.Get("k1")->config, "B");
 }
 
 TEST_F(BestKeeperTest, InvalidatingAWorkerRestoresTheBestOfWhatRemains) {

@@ -71,6 +71,9 @@ class FaultyStore : public Store {
   absl::StatusOr<std::vector<TrialRecord>> ListKeyTrials(const std::string& key) override {
     return store_->ListKeyTrials(key);
   }
+  absl::StatusOr<std::vector<std::string>> ListReplacingJobs(const std::string& key) override {
+    return store_->ListReplacingJobs(key);
+  }
   absl::StatusOr<Exclusion> ExcludeTrials(const TrialFilter& filter) override {
     return store_->ExcludeTrials(filter);
   }

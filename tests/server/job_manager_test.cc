@@ -344,6 +344,69 @@ TEST_F(JobManagerTest, TunedKeyIsAnsweredFromStoreUnlessForced) {
   EXPECT_EQ(RunToCompletion(worker), 3);
 }
 
+TEST_F(JobManagerTest, ASlowerRetuneIsKeptAsARecordAndSaysRegressed) {
+  std::string worker = AddWorker();
+  v1::Job first = *jobs_->Submit(Spec());
+  RunToCompletion(worker);
+  const std::string key = first.targets(0).tuning_key();
+  EXPECT_EQ(jobs_->Get(first.id())->targets(0).retune().outcome(), v1::RETUNE_OUTCOME_FIRST);
+  const double served = store_->GetBest(key)->median_seconds;
+  now_ += absl::Seconds(10);
+  v1::JobSpec forced = Spec();
+  forced.set_force_retune(true);
+  v1::Job slower = *jobs_->Submit(forced);
+  while (std::optional<v1::Lease> lease = Lease(worker)) {
+    ReportAll(worker, *lease, /*release=*/false, [](int64_t) { return 1.0; });
+  }
+
+  v1::Job done = *jobs_->Get(slower.id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  const v1::Retune& retune = done.targets(0).retune();
+  EXPECT_EQ(retune.outcome(), v1::RETUNE_OUTCOME_REGRESSED);
+  EXPECT_EQ(retune.job_seconds(), 1.0);
+  EXPECT_EQ(retune.served_job_id(), first.id());
+  EXPECT_EQ(retune.served_seconds(), served);
+  EXPECT_EQ(store_->GetBest(key)->job_id, first.id());
+  EXPECT_EQ(index_->Get(key)->job_id, first.id());
+  EXPECT_EQ(store_->ListTrials(slower.id())->size(), 3u);  // every trial stays
+}
+
+TEST_F(JobManagerTest, AReplacingRetuneIsServedThoughSlowerAndSaysWhy) {
+  std::string worker = AddWorker();
+  v1::Job first = *jobs_->Submit(Spec());
+  RunToCompletion(worker);
+  const std::string key = first.targets(0).tuning_key();
+  now_ += absl::Seconds(10);
+  v1::JobSpec replace = Spec();  // no force_retune: replace_best implies it
+  replace.set_replace_best(true);
+  replace.set_replace_reason("new compiler");
+  v1::Job replacing = *jobs_->Submit(replace);
+  EXPECT_FALSE(replacing.targets(0).cached());
+  while (std::optional<v1::Lease> lease = Lease(worker)) {
+    ReportAll(worker, *lease, /*release=*/false, [](int64_t) { return 1.0; });
+  }
+
+  const v1::Retune retune = jobs_->Get(replacing.id())->targets(0).retune();
+  EXPECT_EQ(retune.outcome(), v1::RETUNE_OUTCOME_FORCED);
+  EXPECT_EQ(retune.replace_reason(), "new compiler");
+  EXPECT_EQ(retune.previous_job_id(), first.id());
+  EXPECT_EQ(retune.served_job_id(), replacing.id());
+  EXPECT_EQ(store_->GetBest(key)->job_id, replacing.id());
+  EXPECT_EQ(store_->GetBest(key)->median_seconds, 1.0);
+  EXPECT_TRUE(store_->GetJob(replacing.id())->replace_best);
+
+  now_ += absl::Seconds(10);  // a faster retune after the replacing one replaces it
+  v1::JobSpec forced = Spec();
+  forced.set_force_retune(true);
+  v1::Job faster = *jobs_->Submit(forced);
+  while (std::optional<v1::Lease> lease = Lease(worker)) {
+    ReportAll(worker, *lease, /*release=*/false, [](int64_t) { return 0.5; });
+  }
+  EXPECT_EQ(jobs_->Get(faster.id())->targets(0).retune().outcome(),
+            v1::RETUNE_OUTCOME_REPLACED);
+  EXPECT_EQ(store_->GetBest(key)->job_id, faster.id());
+}
+
 TEST_F(JobManagerTest, CancelledJobLeasesNothingAndCancelsReports) {
   std::string worker = AddWorker();
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());

@@ -67,6 +67,14 @@ struct SubmitRequest {
   int32_t plateau_batches = 0;
   // Measure even when the tuning key already has a result. Default: false.
   bool force_retune = false;
+  // Serve this job's best even when it is slower than the best served now
+  // (implies force_retune). Without it a retune replaces the served best
+  // only when it is faster; a slower one is kept as a record and its job
+  // says "regressed". Default: false.
+  bool replace_best = false;
+  // Why, with replace_best: logged by the coordinator and kept with the
+  // job. Default: empty.
+  std::string replace_reason;
   // Tune only this named config set of the spec. Default: empty (all).
   std::string config_set;
   // Tune only on this device model. Default: empty (every matching worker).
@@ -109,6 +117,17 @@ struct JobTarget {
   double best_seconds = 0;     // 0 until a trial succeeded
   double default_seconds = 0;  // the default config's median; 0 if unknown
   std::string stop_reason;     // as Job::stop_reason
+  // What the finished job did to the served best of its key: "first" (the
+  // key had none), "replaced" (faster than the best served before),
+  // "regressed" (not faster: the best served before is kept) or "forced"
+  // (replace_best: served whether faster or not); empty while it runs and
+  // when cached.
+  std::string retune;
+  std::string served_job_id;  // the best served after the job finished
+  double served_seconds = 0;
+  std::string previous_job_id;  // the best it was compared with ("" for "first")
+  double previous_seconds = 0;
+  std::string replace_reason;  // "forced": the reason given
 };
 
 struct Job {

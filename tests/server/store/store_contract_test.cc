@@ -23,9 +23,11 @@ namespace tunefleet::server {
 // Field-by-field equality and printing, for EXPECT_EQ on records.
 bool operator==(const JobRecord& a, const JobRecord& b) {
   return std::tie(a.id, a.kernel_name, a.state, a.reason, a.spec, a.targets,
-                  a.created_unix_ms, a.updated_unix_ms, a.owner, a.sweep_id) ==
+                  a.created_unix_ms, a.updated_unix_ms, a.owner, a.replace_best,
+                  a.sweep_id) ==
          std::tie(b.id, b.kernel_name, b.state, b.reason, b.spec, b.targets,
-                  b.created_unix_ms, b.updated_unix_ms, b.owner, b.sweep_id);
+                  b.created_unix_ms, b.updated_unix_ms, b.owner, b.replace_best,
+                  b.sweep_id);
 }
 bool operator==(const TrialRecord& a, const TrialRecord& b) {
   return std::tie(a.job_id, a.tuning_key, a.config, a.status, a.median_seconds,
@@ -207,6 +209,7 @@ TEST_P(StoreContractTest, PutJobWithSameIdReplacesEveryField) {
   ASSERT_OK(store_->PutJob(MakeJob("job-1", 1000)));
   JobRecord replacement = MakeJob("job-1", 2000, /*state=*/4);
   replacement.kernel_name = "conv2d";
+  replacement.replace_best = true;
   replacement.reason = "compile failed";
   replacement.spec = "new spec";
   replacement.targets = "";
@@ -1018,8 +1021,8 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   ASSERT_OK(migrations);
   // 3: provenance and quarantine, 4: tokens, 5: cut_early, 6: job owners, imported bests,
   // 7: finalist rounds and low-clock samples, 8: profiles, 9: profile requests,
-  // 10: sweeps
-  EXPECT_EQ(*migrations, 10);
+  // 10: replacing jobs, 11: sweeps
+  EXPECT_EQ(*migrations, 11);
   store->reset();  // closed before the database is dropped
 }
 
@@ -1085,6 +1088,30 @@ TEST_P(StoreContractTest, ListKeyTrialsReturnsOkRowsOfEveryJobNotExcluded) {
   ASSERT_OK(trials);
   EXPECT_THAT(*trials, ElementsAre(MakeTrial("job-1", "BM=64", 0.5),
                                    MakeTrial("job-2", "BM=128", 0.4)));
+}
+
+TEST_P(StoreContractTest, ListReplacingJobsNamesReplacingJobsWithRowsOfTheKey) {
+  JobRecord replacing = MakeJob("job-2", 2000);
+  replacing.replace_best = true;
+  JobRecord elsewhere = MakeJob("job-3", 3000);
+  elsewhere.replace_best = true;
+  PutJobs({MakeJob("job-1", 1000), replacing, elsewhere});
+  TrialRecord failed = MakeTrial("job-2", "BM=16", 0);
+  failed.status = 3;
+  TrialRecord other_key = MakeTrial("job-3", "BM=32", 0.1);
+  other_key.tuning_key = "key-2";
+  ASSERT_OK(store_->InsertTrials({MakeTrial("job-1", "BM=64", 0.5), failed, other_key}));
+
+  absl::StatusOr<std::vector<std::string>> jobs = store_->ListReplacingJobs("key-1");
+  ASSERT_OK(jobs);
+  EXPECT_THAT(*jobs, ElementsAre("job-2"));
+  ASSERT_OK(store_->ExcludeTrials(TrialFilter{"", "", "job-2"}).status());
+  jobs = store_->ListReplacingJobs("key-1");
+  ASSERT_OK(jobs);
+  EXPECT_THAT(*jobs, ElementsAre("job-2"));  // excluded rows still name it
+  jobs = store_->ListReplacingJobs("key-3");
+  ASSERT_OK(jobs);
+  EXPECT_THAT(*jobs, IsEmpty());
 }
 
 TEST_P(StoreContractTest, ExcludeTrialsMarksMatchingRowsOnceAndKeepsThem) {
