@@ -53,6 +53,17 @@ absl::StatusOr<ClientOptions> MakeClientOptions(const std::string& server,
   return options;
 }
 
+absl::StatusOr<std::vector<Job>> ListAllJobs(Client& client, JobFilter filter) {
+  std::vector<Job> jobs;
+  do {
+    absl::StatusOr<JobPage> page = client.ListJobs(filter);
+    if (!page.ok()) return page.status();
+    jobs.insert(jobs.end(), page->jobs.begin(), page->jobs.end());
+    filter.page_token = page->next_page_token;
+  } while (!filter.page_token.empty());
+  return jobs;
+}
+
 int ReportError(const Console& console, const absl::Status& status) {
   *console.err << "tunectl: " << Printable(status.message()) << "\n";
   if (status.code() == absl::StatusCode::kUnavailable) {

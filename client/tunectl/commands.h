@@ -46,6 +46,10 @@ absl::StatusOr<ClientOptions> MakeClientOptions(const std::string& server,
 // Where informational messages and progress go: `err`, or nowhere when quiet.
 std::ostream& Notes(const Console& console);
 
+// Every job `filter` selects, newest first, page after page (its limit is
+// the page size; its page_token where to start).
+absl::StatusOr<std::vector<Job>> ListAllJobs(Client& client, JobFilter filter);
+
 // Prints "tunectl: <message>" (and a hint for an unreachable server) on
 // `err` and returns the status's exit code.
 int ReportError(const Console& console, const absl::Status& status);

@@ -45,14 +45,7 @@ absl::StatusOr<std::vector<Job>> SucceededJobs(Client& client, const std::string
   filter.device_model = device_model;
   filter.state = JobState::kSucceeded;
   filter.limit = 1000;
-  std::vector<Job> jobs;
-  do {
-    absl::StatusOr<JobPage> page = client.ListJobs(filter);
-    if (!page.ok()) return page.status();
-    jobs.insert(jobs.end(), page->jobs.begin(), page->jobs.end());
-    filter.page_token = page->next_page_token;
-  } while (!filter.page_token.empty());
-  return jobs;
+  return ListAllJobs(client, filter);
 }
 
 std::vector<HistoryPoint> HistoryOf(const std::vector<Job>& jobs,

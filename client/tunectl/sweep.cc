@@ -20,13 +20,9 @@ absl::StatusOr<std::vector<Job>> SweepJobs(Client& client, const std::string& sw
   JobFilter filter;
   filter.sweep_id = sweep_id;
   filter.limit = 1000;
-  std::vector<Job> jobs;
-  do {
-    absl::StatusOr<JobPage> page = client.ListJobs(filter);
-    if (!page.ok()) return page.status();
-    jobs.insert(jobs.end(), page->jobs.begin(), page->jobs.end());
-    filter.page_token = page->next_page_token;
-  } while (!filter.page_token.empty());
+  absl::StatusOr<std::vector<Job>> listed = ListAllJobs(client, filter);
+  if (!listed.ok()) return listed.status();
+  std::vector<Job> jobs = *std::move(listed);
   if (jobs.empty()) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
   std::reverse(jobs.begin(), jobs.end());
   return jobs;
