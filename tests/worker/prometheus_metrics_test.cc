@@ -94,6 +94,19 @@ TEST_F(PrometheusWorkerMetricsTest, ChildStartsAndLeaseWaitsAccumulate) {
   EXPECT_GT(samples["process_start_time_seconds"], 1.6e9);
 }
 
+TEST(PrometheusWorkerMetricsStartTest, ExportsHowTheWorkerSizedItsPools) {
+  auto metrics = PrometheusWorkerMetrics::Start("127.0.0.1:0", "v", "python", {},
+                                                WorkerPools{16, 12, 12});
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  absl::StatusOr<std::string> text =
+      HttpGet(absl::StrCat("127.0.0.1:", (*metrics)->port()), "/metrics");
+  ASSERT_TRUE(text.ok()) << text.status();
+  std::map<std::string, double> samples = ParseSamples(*text);
+  EXPECT_EQ(samples["tunefleet_worker_usable_cpus"], 16);
+  EXPECT_EQ(samples["tunefleet_worker_compile_threads"], 12);
+  EXPECT_EQ(samples["tunefleet_worker_compile_servers"], 12);
+}
+
 TEST(PrometheusWorkerMetricsStartTest, ATakenPortIsUnavailable) {
   auto first = PrometheusWorkerMetrics::Start("127.0.0.1:0", "v", "cpu", {});
   ASSERT_TRUE(first.ok()) << first.status();
