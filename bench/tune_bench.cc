@@ -119,14 +119,20 @@ std::string DefaultBinDir(const char* argv0) {
   return std::filesystem::absolute(argv0).parent_path().string();
 }
 
-absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, bool force,
-                             const std::string& stats_dir) {
+// What to tune, as the flags say (the shape: flags.shape).
+SubmitRequest RequestOf(const Flags& flags) {
   SubmitRequest request;
   request.kernel_dir = flags.kernel_dir;
   request.shape = flags.shape;
   request.strategy = flags.strategy;
   request.budget = flags.budget;
   request.config_set = flags.config_set;
+  return request;
+}
+
+absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, bool force,
+                             const std::string& stats_dir) {
+  SubmitRequest request = RequestOf(flags);
   request.force_retune = force;
   Run run;
   const IdleTotals idle_before = ReadIdle(stats_dir);
@@ -164,11 +170,7 @@ absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, b
 // a row per shape (when it finished, counted from the submission) and the
 // sweep's wall time and device idle time.
 int TuneSweep(const Flags& flags, Client* client, const std::string& stats_dir) {
-  SubmitRequest request;
-  request.kernel_dir = flags.kernel_dir;
-  request.strategy = flags.strategy;
-  request.budget = flags.budget;
-  request.config_set = flags.config_set;
+  const SubmitRequest request = RequestOf(flags);
   const IdleTotals idle_before = ReadIdle(stats_dir);
   const absl::Time start = absl::Now();
   absl::StatusOr<Sweep> sweep = client->SubmitSweep(request, flags.shapes);

@@ -2,17 +2,16 @@
 
 #include <algorithm>
 #include <limits>
-#include <random>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/config_text.h"
 #include "common/public_status.h"
 #include "common/status_macros.h"
 #include "server/best_config_index.h"
 #include "server/best_derivation.h"
+#include "server/ids.h"
 #include "server/job_log.h"
 #include "spdlog/spdlog.h"
 
@@ -29,14 +28,6 @@ int ComputeCapability(const google::protobuf::RepeatedPtrField<v1::DeviceLimit>&
     if (limit.name() == "cc_minor") minor = limit.value();
   }
   return static_cast<int>(10 * major + minor);
-}
-
-std::string NewJobId(absl::Time now) {
-  static std::mt19937_64 rng(std::random_device{}());
-  static absl::Mutex rng_mu(absl::kConstInit);
-  absl::MutexLock lock(&rng_mu);
-  return absl::StrFormat("j%x%08x", absl::ToUnixMillis(now),
-                         static_cast<unsigned>(rng() & 0xffffffff));
 }
 
 std::shared_ptr<const v1::JobSpec> WithoutContents(const v1::JobSpec& spec) {
@@ -219,7 +210,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request, const std
                    absl::ToUnixMillis(clock_())}));
   if (index_ != nullptr) index_->PutKernel(*job->spec);
   const absl::Time now = clock_();
-  job->view.set_id(NewJobId(now));
+  job->view.set_id(NewId('j', now));
   job->view.set_owner(owner);
   job->view.set_sweep_id(spec.sweep_id());
   job->view.set_state(v1::JOB_STATE_QUEUED);

@@ -1,30 +1,15 @@
 #include "server/sweeps.h"
 
-#include <random>
-
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/config_text.h"
 #include "common/spec_loader.h"
 #include "common/status_macros.h"
+#include "server/ids.h"
 #include "spdlog/spdlog.h"
 
 namespace tunefleet::server {
-namespace {
-
-std::string NewSweepId() {
-  static std::mt19937_64 rng(std::random_device{}());
-  static absl::Mutex rng_mu(absl::kConstInit);
-  absl::MutexLock lock(&rng_mu);
-  return absl::StrFormat("s%x%08x", absl::ToUnixMillis(absl::Now()),
-                         static_cast<unsigned>(rng() & 0xffffffff));
-}
-
-}  // namespace
-
 absl::StatusOr<std::vector<v1::Shape>> SweepSubmitter::CheckShapes(
     const v1::JobSpec& spec, const std::vector<v1::Shape>& shapes) {
   if (shapes.empty()) return absl::InvalidArgumentError("shapes: a sweep needs at least one");
@@ -57,7 +42,7 @@ absl::StatusOr<SweepGrant> SweepSubmitter::Submit(const v1::JobSpec& spec,
                                                   const std::string& owner) {
   ASSIGN_OR_RETURN(std::vector<v1::Shape> normalized, CheckShapes(spec, shapes));
   SweepGrant grant;
-  grant.sweep_id = NewSweepId();
+  grant.sweep_id = NewId('s', absl::Now());
   v1::JobSpec one = spec;
   one.set_sweep_id(grant.sweep_id);
   for (const v1::Shape& shape : normalized) {

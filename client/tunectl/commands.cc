@@ -14,12 +14,8 @@
 namespace tunefleet::tunectl {
 namespace {
 
-bool Json(const Console& console) {
-  return console.format == OutputFormat::kJson;
-}
-
 int PrintJob(const Console& console, const Job& job) {
-  *console.out << (Json(console) ? JobJson(job) : JobDetails(job));
+  *console.out << (WantsJson(console) ? JobJson(job) : JobDetails(job));
   return kExitOk;
 }
 
@@ -53,6 +49,8 @@ absl::StatusOr<ClientOptions> MakeClientOptions(const std::string& server,
   return options;
 }
 
+bool WantsJson(const Console& console) { return console.format == OutputFormat::kJson; }
+
 absl::StatusOr<std::vector<Job>> ListAllJobs(Client& client, JobFilter filter) {
   std::vector<Job> jobs;
   do {
@@ -80,7 +78,7 @@ int RunSubmit(Client& client, const SubmitRequest& request, bool wait,
   Notes(console) << "submitted job " << Printable(job->id) << ": " << Printable(job->kernel)
                << " " << Printable(job->shape) << ", " << job->trials_total << " trials\n";
   if (wait) return RunWatch(client, job->id, console);
-  if (Json(console)) return PrintJob(console, *job);
+  if (WantsJson(console)) return PrintJob(console, *job);
   *console.out << Printable(job->id) << "\n";
   return kExitOk;
 }
@@ -120,7 +118,7 @@ int RunCancel(Client& client, const std::string& job_id,
               const Console& console) {
   absl::StatusOr<Job> job = client.CancelJob(job_id);
   if (!job.ok()) return ReportError(console, job.status());
-  if (Json(console)) return PrintJob(console, *job);
+  if (WantsJson(console)) return PrintJob(console, *job);
   *console.out << Printable(job->id) << " " << JobStateName(job->state) << "\n";
   return kExitOk;
 }
@@ -131,7 +129,7 @@ int RunBest(Client& client, const std::string& kernel, const std::string& shape,
   absl::StatusOr<BestConfig> best =
       client.GetBestConfig(kernel, shape, device_model, toolkit);
   if (!best.ok()) return ReportError(console, best.status());
-  *console.out << (Json(console) ? BestConfigJson(*best)
+  *console.out << (WantsJson(console) ? BestConfigJson(*best)
                                  : BestConfigDetails(*best));
   return kExitOk;
 }
@@ -139,7 +137,7 @@ int RunBest(Client& client, const std::string& kernel, const std::string& shape,
 int RunWorkers(Client& client, const Console& console) {
   absl::StatusOr<std::vector<WorkerInfo>> workers = client.ListWorkers();
   if (!workers.ok()) return ReportError(console, workers.status());
-  *console.out << (Json(console) ? WorkersJson(*workers)
+  *console.out << (WantsJson(console) ? WorkersJson(*workers)
                                  : WorkersTable(*workers, console.now()));
   return kExitOk;
 }
@@ -156,7 +154,7 @@ int RunValidate(const std::string& kernel_dir, const std::string& shape,
     *console.err << "tunectl: " << Printable(report.status().message()) << "\n";
     return ExitCodeForStatus(report.status());
   }
-  *console.out << (Json(console) ? ValidateReportJson(*report)
+  *console.out << (WantsJson(console) ? ValidateReportJson(*report)
                                  : ValidateReportText(*report));
   return kExitOk;
 }

@@ -46,6 +46,9 @@ absl::StatusOr<ClientOptions> MakeClientOptions(const std::string& server,
 // Where informational messages and progress go: `err`, or nowhere when quiet.
 std::ostream& Notes(const Console& console);
 
+// Whether `console` prints JSON (-o json).
+bool WantsJson(const Console& console);
+
 // Every job `filter` selects, newest first, page after page (its limit is
 // the page size; its page_token where to start).
 absl::StatusOr<std::vector<Job>> ListAllJobs(Client& client, JobFilter filter);

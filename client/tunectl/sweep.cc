@@ -13,8 +13,6 @@
 namespace tunefleet::tunectl {
 namespace {
 
-bool Json(const Console& console) { return console.format == OutputFormat::kJson; }
-
 // Every job of the sweep, in submission order (oldest first).
 absl::StatusOr<std::vector<Job>> SweepJobs(Client& client, const std::string& sweep_id) {
   JobFilter filter;
@@ -98,7 +96,7 @@ int RunSubmitSweep(Client& client, const SubmitRequest& request,
                  << " shapes of "
                  << (sweep->jobs.empty() ? "" : Printable(sweep->jobs.front().kernel)) << "\n";
   if (wait) return RunSweep(client, sweep->id, /*wait=*/true, console);
-  if (Json(console)) {
+  if (WantsJson(console)) {
     *console.out << SweepJson(sweep->id, sweep->jobs);
   } else {
     *console.out << Printable(sweep->id) << "\n";
@@ -119,7 +117,7 @@ int RunSweep(Client& client, const std::string& sweep_id, bool wait, const Conso
     jobs = SweepJobs(client, sweep_id);
   }
   if (!jobs.ok()) return ReportError(console, jobs.status());
-  *console.out << (Json(console) ? SweepJson(sweep_id, *jobs) : SweepTable(sweep_id, *jobs));
+  *console.out << (WantsJson(console) ? SweepJson(sweep_id, *jobs) : SweepTable(sweep_id, *jobs));
   return ExitCodeForSweep(*jobs);
 }
 
