@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -108,6 +109,26 @@ void KeepSmaller(std::optional<double>& tightest, double value) {
   tightest = tightest.has_value() ? std::min(*tightest, value) : value;
 }
 
+// A per-directory limit reader: the limit a cgroup directory sets, or none.
+using LimitOf = std::function<std::optional<double>(const std::string& dir)>;
+
+// The smallest of `tightest` and the limits `v2` reads in the process's v2
+// cgroup and its ancestors and `v1` reads in its v1 `controller` cgroup and
+// its ancestors.
+std::optional<double> Tightest(const ProcFiles& files, std::optional<double> tightest,
+                               const LimitOf& v2, absl::string_view controller,
+                               const LimitOf& v1) {
+  const std::pair<absl::string_view, const LimitOf*> trees[] = {{"", &v2}, {controller, &v1}};
+  for (const auto& [name, limit_of] : trees) {
+    std::optional<Hierarchy> hierarchy = FindHierarchy(files, name);
+    if (!hierarchy.has_value()) continue;
+    WalkUp(*hierarchy, [&](const std::string& dir) {
+      if (std::optional<double> limit = (*limit_of)(dir)) KeepSmaller(tightest, *limit);
+    });
+  }
+  return tightest;
+}
+
 // cpu.max: "max 100000" or "200000 100000".
 std::optional<double> V2Quota(const std::string& dir) {
   std::vector<std::string> fields = absl::StrSplit(FirstLine(dir + "/cpu.max"), ' ');
@@ -155,18 +176,7 @@ int CpuBudget::usable() const {
 }
 
 std::optional<double> CgroupCpuQuota(const ProcFiles& files) {
-  std::optional<double> tightest;
-  if (std::optional<Hierarchy> v2 = FindHierarchy(files, ""); v2.has_value()) {
-    WalkUp(*v2, [&](const std::string& dir) {
-      if (std::optional<double> quota = V2Quota(dir)) KeepSmaller(tightest, *quota);
-    });
-  }
-  if (std::optional<Hierarchy> v1 = FindHierarchy(files, "cpu"); v1.has_value()) {
-    WalkUp(*v1, [&](const std::string& dir) {
-      if (std::optional<double> quota = V1Quota(dir)) KeepSmaller(tightest, *quota);
-    });
-  }
-  return tightest;
+  return Tightest(files, std::nullopt, &V2Quota, "cpu", &V1Quota);
 }
 
 CpuBudget ReadCpuBudget(const ProcFiles& files) {
@@ -185,20 +195,15 @@ std::optional<int64_t> UsableMemoryBytes(const ProcFiles& files) {
   if (std::optional<int64_t> available = MemAvailable(files.meminfo)) {
     tightest = static_cast<double>(*available);
   }
-  if (std::optional<Hierarchy> v2 = FindHierarchy(files, ""); v2.has_value()) {
-    WalkUp(*v2, [&](const std::string& dir) {
-      if (auto left = MemoryLeft(dir + "/memory.max", dir + "/memory.current")) {
-        KeepSmaller(tightest, *left);
-      }
-    });
-  }
-  if (std::optional<Hierarchy> v1 = FindHierarchy(files, "memory"); v1.has_value()) {
-    WalkUp(*v1, [&](const std::string& dir) {
-      if (auto left = MemoryLeft(dir + "/memory.limit_in_bytes", dir + "/memory.usage_in_bytes")) {
-        KeepSmaller(tightest, *left);
-      }
-    });
-  }
+  tightest = Tightest(
+      files, tightest,
+      [](const std::string& dir) {
+        return MemoryLeft(dir + "/memory.max", dir + "/memory.current");
+      },
+      "memory",
+      [](const std::string& dir) {
+        return MemoryLeft(dir + "/memory.limit_in_bytes", dir + "/memory.usage_in_bytes");
+      });
   if (!tightest.has_value()) return std::nullopt;
   return static_cast<int64_t>(*tightest);
 }
