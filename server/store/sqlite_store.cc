@@ -15,6 +15,8 @@
 
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "server/store/schema.h"
 
@@ -780,6 +782,22 @@ absl::StatusOr<T> SqliteStore::Write(Body body) {
   return result;
 }
 
+// Switching a fresh file to WAL takes an exclusive lock, and SQLite answers
+// SQLITE_BUSY at once, without calling the busy handler, to a connection
+// that meets another one switching the same file: such a connection tries
+// again until `busy_timeout_ms` have passed.
+absl::Status UseWal(sqlite3* db, int busy_timeout_ms) {
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(busy_timeout_ms);
+  for (;;) {
+    const int rc = sqlite3_exec(db, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
+    if (rc == SQLITE_OK) return absl::OkStatus();
+    if ((rc & 0xff) != SQLITE_BUSY || absl::Now() >= deadline) {
+      return SqliteError(db, rc, "PRAGMA journal_mode = WAL");
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+}
+
 // WAL lets readers in other processes run beside a writer; with WAL,
 // synchronous=NORMAL stays consistent and loses at most the last commits on
 // power loss, which at-least-once delivery tolerates.
@@ -787,7 +805,7 @@ absl::Status SqliteStore::Initialize(const Options& options) {
   absl::MutexLock lock(&mu_);
   sqlite3* db = db_.get();
   sqlite3_busy_timeout(db, options.busy_timeout_ms);
-  RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode = WAL"));
+  RETURN_IF_ERROR(UseWal(db, options.busy_timeout_ms));
   RETURN_IF_ERROR(Exec(db, "PRAGMA synchronous = NORMAL"));
   RETURN_IF_ERROR(Migrate(db));
   static_assert(std::size(kQuerySql) == kNumQueries);
