@@ -1,6 +1,8 @@
 #include "server/profile_manager.h"
 
 #include <algorithm>
+#include <optional>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -81,22 +83,35 @@ bool ProfileManager::IsProfileLease(const std::string& lease_id) {
   return absl::StartsWith(lease_id, kLeasePrefix);
 }
 
-// A config's rank comes from its fastest row (the finalists round's or the
-// search's), as the job's best does.
+// Configs rank as the job's best does (TargetTrials::EndFinals): the
+// finalists by their finalists-round row, ahead of every other config by its
+// search row; a finalist whose second run failed is not ranked.
 std::vector<v1::KernelProfile> ProfileManager::Fastest(const std::vector<TrialRecord>& trials,
                                                        const v1::Target& target, int top) {
-  absl::flat_hash_map<std::string, double> fastest;
+  absl::flat_hash_map<std::string, double> search;
+  absl::flat_hash_map<std::string, std::optional<double>> finals;
   for (const TrialRecord& trial : trials) {
-    if (trial.tuning_key != target.tuning_key() || !Ranks(trial)) continue;
-    auto [it, added] = fastest.emplace(trial.config, trial.median_seconds);
-    if (!added) it->second = std::min(it->second, trial.median_seconds);
+    if (trial.tuning_key != target.tuning_key()) continue;
+    if (trial.round == TrialRound::kFinalists) {
+      std::optional<double>& final = finals[trial.config];
+      if (Ranks(trial)) final = trial.median_seconds;
+    } else if (Ranks(trial)) {
+      auto [it, added] = search.emplace(trial.config, trial.median_seconds);
+      if (!added) it->second = std::min(it->second, trial.median_seconds);
+    }
   }
-  std::vector<std::pair<double, std::string>> ranked;
-  for (const auto& [config, seconds] : fastest) ranked.emplace_back(seconds, config);
+  // (finalist first, seconds, config)
+  std::vector<std::tuple<bool, double, std::string>> ranked;
+  for (const auto& [config, seconds] : finals) {
+    if (seconds.has_value()) ranked.emplace_back(false, *seconds, config);
+  }
+  for (const auto& [config, seconds] : search) {
+    if (!finals.contains(config)) ranked.emplace_back(true, seconds, config);
+  }
   std::sort(ranked.begin(), ranked.end());
   if (static_cast<int>(ranked.size()) > top) ranked.resize(top);
   std::vector<v1::KernelProfile> configs;
-  for (const auto& [seconds, config] : ranked) {
+  for (const auto& [searched_only, seconds, config] : ranked) {
     v1::KernelProfile& profile = configs.emplace_back();
     profile.set_config_text(config);
     profile.set_device_model(target.device_model());

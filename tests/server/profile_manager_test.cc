@@ -58,7 +58,7 @@ class ProfileManagerTest : public ::testing::Test {
     spec.mutable_kernel()->set_name("matmul");
     spec.add_sources()->set_digest("d1");
     ASSERT_OK(store_->PutJob(JobRecord{kJob, "matmul", v1::JOB_STATE_SUCCEEDED, "",
-                                       spec.SerializeAsString(), "", 1, 2, ""}));
+                                       spec.SerializeAsString(), "", 1, 2, "", false, ""}));
     job_.set_id(kJob);
     job_.set_state(v1::JOB_STATE_SUCCEEDED);
     v1::Target* target = job_.add_targets();
@@ -122,7 +122,7 @@ class ProfileManagerTest : public ::testing::Test {
 };
 
 // Failed, cut and excluded rows never rank; a config ranks by its fastest
-// row (here the finalists round's).
+// row, a finalist by its finalists-round row.
 TEST_F(ProfileManagerTest, QueuesTheFastestUncutOkConfigsByTheirFastestRow) {
   absl::StatusOr<std::vector<v1::KernelProfile>> queued = manager_->Request(kJob, 3);
   ASSERT_OK(queued);
@@ -134,6 +134,30 @@ TEST_F(ProfileManagerTest, QueuesTheFastestUncutOkConfigsByTheirFastestRow) {
   absl::StatusOr<std::vector<v1::KernelProfile>> listed = manager_->List(kJob);
   ASSERT_OK(listed);
   EXPECT_THAT(Configs(*listed), ElementsAre("B=2", "B=3", "B=1"));
+}
+
+// The job's best is the finalists round's fastest, so the finalists rank
+// first by that round's rows, even where a search row of another config was
+// faster; a finalist whose second run failed is not ranked.
+TEST_F(ProfileManagerTest, FinalistsRankByTheirSecondRunAheadOfFasterSearchRows) {
+  auto row = [](const std::string& config, double seconds, bool final,
+                int status = v1::TRIAL_STATUS_OK) {
+    TrialRecord trial = Row(config, seconds, status);
+    trial.tuning_key = "key-b";
+    if (final) trial.round = TrialRound::kFinalists;
+    return trial;
+  };
+  ASSERT_OK(store_->InsertTrials({row("C=1", 1.0, false), row("C=1", 1.6, true),
+                                  row("C=2", 3.0, false), row("C=2", 1.5, true),
+                                  row("C=3", 1.4, false), row("C=4", 0.9, false),
+                                  row("C=4", 0.1, true, v1::TRIAL_STATUS_WRONG_RESULT)})
+                .status());
+  job_.mutable_targets(0)->set_tuning_key("key-b");
+  absl::StatusOr<std::vector<v1::KernelProfile>> queued = manager_->Request(kJob, 5);
+  ASSERT_OK(queued);
+  EXPECT_THAT(Configs(*queued), ElementsAre("C=2", "C=1", "C=3"));
+  EXPECT_EQ((*queued)[0].median_seconds(), 1.5);
+  EXPECT_EQ((*queued)[2].median_seconds(), 1.4);
 }
 
 TEST_F(ProfileManagerTest, RefusesBadTopUnknownOrUnfinishedJobsAndASecondRequest) {
