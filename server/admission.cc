@@ -158,11 +158,17 @@ DeviceLimits LimitsOf(const v1::StoredTarget& target) {
   return LimitsFromDevice(device);
 }
 
+// `defender`: StoredTarget.defender.
 std::unique_ptr<TargetTrials> TrialsOf(const AdmissionLimits& limits, const v1::JobSpec& spec,
-                                       Search search) {
-  return std::make_unique<TargetTrials>(std::move(search.space), std::move(search.strategy),
-                                        limits.max_lease_attempts, search.default_ordinal,
-                                        limits.finalists, spec.plateau_batches());
+                                       Search search, const std::string& defender) {
+  auto trials = std::make_unique<TargetTrials>(
+      std::move(search.space), std::move(search.strategy), limits.max_lease_attempts,
+      search.default_ordinal, limits.finalists, spec.plateau_batches());
+  if (!defender.empty()) {
+    absl::StatusOr<uint64_t> ordinal = OrdinalOfShortForm(*trials->space(), defender);
+    if (ordinal.ok()) trials->Defend(*ordinal);
+  }
+  return trials;
 }
 
 // The fields a spec read from disk cannot get wrong but a raw request can.
@@ -204,9 +210,15 @@ absl::StatusOr<TargetPlan> PlanTarget(
   std::vector<v1::SourceFile> sources(spec.sources().begin(), spec.sources().end());
   plan.info.set_tuning_key(ComputeTuningKey(
       {&spec.kernel(), &sources, spec.shape(), device.device.model(), device.toolkit}));
-  if (cache != nullptr && !spec.force_retune() && !spec.replace_best()) {
+  if (cache != nullptr) {
     absl::StatusOr<BestRecord> best = cache->GetBest(plan.info.tuning_key());
-    if (best.ok()) {
+    const bool retune = spec.force_retune() || spec.replace_best();
+    // A re-tune goes on without its defender when the store cannot say.
+    if (!best.ok() && !absl::IsNotFound(best.status()) && !retune) return best.status();
+    if (best.ok() && retune) {
+      // A replacing job serves its own answer: nothing to defend.
+      if (!spec.replace_best()) plan.info.set_defender(best->config);
+    } else if (best.ok()) {
       plan.info.set_cached(true);
       v1::Best* answer = plan.info.mutable_cached_best();
       answer->set_config_text(best->config);
@@ -214,7 +226,6 @@ absl::StatusOr<TargetPlan> PlanTarget(
       ASSIGN_OR_RETURN(*answer->mutable_config(), ParseConfig(best->config));
       return plan;
     }
-    if (best.status().code() != absl::StatusCode::kNotFound) return best.status();
   }
   for (const std::string& config : warm_start) plan.info.add_warm_start(config);
   absl::StatusOr<Search> search =
@@ -223,7 +234,7 @@ absl::StatusOr<TargetPlan> PlanTarget(
   if (!search.ok()) {
     return Prefixed(absl::StrCat("on ", device.device.model(), ": "), search.status());
   }
-  plan.trials = TrialsOf(limits, spec, *std::move(search));
+  plan.trials = TrialsOf(limits, spec, *std::move(search), plan.info.defender());
   return plan;
 }
 
@@ -232,7 +243,7 @@ absl::StatusOr<std::unique_ptr<TargetTrials>> ResumeTarget(
     const v1::StoredTarget& target, const std::vector<FleetTrial>& history) {
   ASSIGN_OR_RETURN(Search search,
                    MakeSearch(limits, spec, LimitsOf(target), target.warm_start(), history));
-  return TrialsOf(limits, spec, std::move(search));
+  return TrialsOf(limits, spec, std::move(search), target.defender());
 }
 
 }  // namespace tunefleet::server

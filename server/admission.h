@@ -49,8 +49,9 @@ struct TargetPlan {
 };
 
 // The target of `spec` on `device`'s model. With a non-null `cache` and
-// without force_retune (or replace_best), a tuned key is answered from the store. Walks the
-// config space once. Errors name the model; the store's errors pass through.
+// without force_retune (or replace_best), a tuned key is answered from the
+// store; with force_retune alone, the key's served best is the target's
+// defender (StoredTarget.defender, TargetTrials::Defend). Walks the config space once. Errors name the model; the store's errors pass through.
 // REQUIRES: `spec` passed ValidateSpec.
 // `warm_start`: short-form configs to measure right after the default (the
 // best configs of the nearest tuned shapes, BestConfigIndex::Neighbours);

@@ -9,11 +9,13 @@
 namespace tunefleet::server {
 namespace {
 
-// One job's candidate (rule 2) and when the job finished (rule 3).
+// One job's rows of its deciding round (rule 2) and when the job finished
+// (rule 3).
 struct Candidate {
   std::string job_id;
   int64_t finished_unix_ms = -1;
-  const TrialRecord* best = nullptr;
+  TrialRound round = TrialRound::kSearch;
+  std::vector<const TrialRecord*> rows;  // of `round`, in insertion order
 };
 
 // The rows a best may come from (rule 1 and the header's filter), but those
@@ -32,18 +34,18 @@ std::vector<const TrialRecord*> Counted(const std::vector<TrialRecord>& trials,
   return rows;
 }
 
-// Each job's candidate, oldest job first. Rows come in insertion order, so a
-// later row replaces a job's candidate only from a later round or with a
-// strictly smaller median: ties go to the first stored.
+// Each job's deciding round, oldest job first.
 std::vector<Candidate> Candidates(const std::vector<const TrialRecord*>& rows) {
   absl::flat_hash_map<std::string, Candidate> by_job;
   for (const TrialRecord* row : rows) {
     Candidate& job = by_job[row->job_id];
     job.job_id = row->job_id;
     job.finished_unix_ms = std::max(job.finished_unix_ms, row->finished_unix_ms);
-    if (job.best == nullptr || row->round > job.best->round ||
-        (row->round == job.best->round && row->median_seconds < job.best->median_seconds)) {
-      job.best = row;
+    if (job.rows.empty() || row->round > job.round) {
+      job.round = row->round;
+      job.rows = {row};
+    } else if (row->round == job.round) {
+      job.rows.push_back(row);
     }
   }
   std::vector<Candidate> jobs;
@@ -54,39 +56,74 @@ std::vector<Candidate> Candidates(const std::vector<const TrialRecord*>& rows) {
   return jobs;
 }
 
-// Rules 3 and 4 over candidates ordered oldest first.
-std::optional<TrialRecord> Decide(const std::vector<Candidate>& jobs,
-                                  const absl::flat_hash_set<std::string>& replacing) {
+// The member of the job's tie set it offers, given the config served before
+// it ("" when none).
+const TrialRecord* Offered(const Candidate& job, const std::string& defender) {
+  std::vector<Contender> round;
+  round.reserve(job.rows.size());
+  for (const TrialRecord* row : job.rows) round.push_back(ContenderOf(*row));
+  return job.rows[TieSetOf(round, defender)->chosen];
+}
+
+bool Measured(const Candidate& job, const std::string& config) {
+  return std::any_of(job.rows.begin(), job.rows.end(),
+                     [&](const TrialRecord* row) { return row->config == config; });
+}
+
+// Rules 3 and 4 over candidates ordered oldest first: the best, and the row
+// each job offered.
+struct Decision {
+  const TrialRecord* best = nullptr;
+  std::vector<const TrialRecord*> offered;  // by job
+};
+Decision Decide(const std::vector<Candidate>& jobs,
+                const absl::flat_hash_set<std::string>& replacing) {
   size_t floor = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (replacing.contains(jobs[i].job_id)) floor = i;
   }
-  const TrialRecord* best = nullptr;
-  for (size_t i = floor; i < jobs.size(); ++i) {
-    if (best == nullptr || FasterThan(*jobs[i].best, *best)) best = jobs[i].best;
+  Decision decision;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const TrialRecord*& best = decision.best;
+    const TrialRecord* offered = Offered(jobs[i], best == nullptr ? "" : best->config);
+    decision.offered.push_back(offered);
+    if (best == nullptr || i == floor || Measured(jobs[i], best->config) ||
+        FasterThan(*offered, *best)) {
+      best = offered;
+    }
   }
-  if (best == nullptr) return std::nullopt;
-  return *best;
+  return decision;
 }
 
 RetuneOutcome OutcomeOf(const RetuneVerdict& verdict, bool replacing) {
   if (!verdict.job_best.has_value()) return RetuneOutcome::kNone;
   if (!verdict.previous.has_value()) return RetuneOutcome::kFirst;
   if (replacing) return RetuneOutcome::kForced;
-  return verdict.served->job_id == verdict.job_best->job_id ? RetuneOutcome::kReplaced
-                                                            : RetuneOutcome::kRegressed;
+  if (verdict.served->job_id != verdict.job_best->job_id) return RetuneOutcome::kRegressed;
+  return verdict.served->config == verdict.previous->config ? RetuneOutcome::kConfirmed
+                                                            : RetuneOutcome::kReplaced;
+}
+
+std::optional<TrialRecord> Copy(const TrialRecord* row) {
+  if (row == nullptr) return std::nullopt;
+  return *row;
 }
 
 }  // namespace
 
+Contender ContenderOf(const TrialRecord& row) {
+  return Contender{row.config, row.median_seconds, row.rounds, row.rounds_cv};
+}
+
 bool FasterThan(const TrialRecord& candidate, const TrialRecord& served) {
-  return candidate.median_seconds < served.median_seconds;
+  return served.median_seconds > candidate.median_seconds * (1 + kTieTolerance);
 }
 
 std::optional<TrialRecord> DeriveBest(const std::vector<TrialRecord>& trials,
                                       const absl::flat_hash_set<std::string>& quarantined,
                                       const absl::flat_hash_set<std::string>& replacing) {
-  return Decide(Candidates(Counted(trials, quarantined, /*skipped_job=*/nullptr)), replacing);
+  return Copy(
+      Decide(Candidates(Counted(trials, quarantined, /*skipped_job=*/nullptr)), replacing).best);
 }
 
 RetuneVerdict JudgeRetune(const std::vector<TrialRecord>& trials,
@@ -95,12 +132,14 @@ RetuneVerdict JudgeRetune(const std::vector<TrialRecord>& trials,
                           const std::string& job_id) {
   const std::vector<Candidate> every =
       Candidates(Counted(trials, quarantined, /*skipped_job=*/nullptr));
+  const Decision decision = Decide(every, replacing);
   RetuneVerdict verdict;
-  for (const Candidate& job : every) {
-    if (job.job_id == job_id) verdict.job_best = *job.best;
+  for (size_t i = 0; i < every.size(); ++i) {
+    if (every[i].job_id == job_id) verdict.job_best = *decision.offered[i];
   }
-  verdict.served = Decide(every, replacing);
-  verdict.previous = Decide(Candidates(Counted(trials, quarantined, &job_id)), replacing);
+  verdict.served = Copy(decision.best);
+  verdict.previous =
+      Copy(Decide(Candidates(Counted(trials, quarantined, &job_id)), replacing).best);
   verdict.outcome = OutcomeOf(verdict, replacing.contains(job_id));
   return verdict;
 }

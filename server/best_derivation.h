@@ -11,31 +11,42 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "server/store/store.h"
+#include "server/tie_set.h"
 
 namespace tunefleet::server {
 
-// Whether `candidate` is faster than `served`: the one comparison a retune
-// is judged by (today the smaller median; a tie is not faster, so the best
-// served stands).
+// The tie rule's view of a stored row (server/tie_set.h).
+Contender ContenderOf(const TrialRecord& row);
+
+// Whether `candidate`, measured in another job than `served`, is faster: by
+// more than the tie tolerance (served > candidate * (1 + kTieTolerance)).
+// Times of different runs differ by about that much for one config, so a
+// smaller gap is a tie, and a tie is not faster: the best served stands.
 bool FasterThan(const TrialRecord& candidate, const TrialRecord& served);
 
 // The best of a key, from its OK, not excluded trials (Store::ListKeyTrials)
 // that were not cut early (a cut trial's measurement is partial):
 //   1. rows measured by a principal in `quarantined` are dropped;
-//   2. each job with rows left offers one candidate: within the job the
-//      latest round decides, as in a job itself (the verification round
-//      when it has rows, else the finalists round, its interleaved, combined
-//      measurement, else the search), and within that round the smallest
-//      median (ties to the first stored);
+//   2. each job with rows left decides by its latest round (the verification
+//      round when it has rows, else the finalists round, its interleaved,
+//      combined measurement, else the search);
 //   3. jobs are ordered by when they finished (the job's last row finished
-//      last; ties to the larger job id). The newest job in `replacing` (those
-//      submitted with replace_best, Store::ListReplacingJobs) that offers a
-//      candidate sets a floor: the jobs before it no longer count;
-//   4. from the floor on (from the oldest job when there is none), a job's
-//      candidate replaces the best so far only when FasterThan it.
-// So a retune replaces the best only when it is faster or was submitted
-// with replace_best, and excluding a job's rows gives the best the other
-// jobs decide. nullopt when no row remains.
+//      last; ties to the larger job id) and walked oldest first, each
+//      offering one row: the member of its round's tie set (TieSetOf) chosen
+//      with the best so far as the defender, i.e. the best so far's config
+//      when the round measured it and found it tied, else the tie set's
+//      first config by name;
+//   4. a job's offer becomes the best when there is none yet; when the job's
+//      round measured the best so far's config (side by side, on one device:
+//      the offer is that config, re-measured, or one that beat it there);
+//      when it is FasterThan the best so far; or when the job is the newest
+//      in `replacing` (submitted with replace_best, Store::ListReplacingJobs)
+//      that offers one: that floor replaces whatever came before.
+// So a retune replaces the best only when it beat it in one round, is faster
+// by more than the tie tolerance, or was submitted with replace_best; a
+// re-tune that finds the served config tied keeps serving it; and excluding
+// a job's rows gives the best the other jobs decide. nullopt when no row
+// remains.
 std::optional<TrialRecord> DeriveBest(const std::vector<TrialRecord>& trials,
                                       const absl::flat_hash_set<std::string>& quarantined,
                                       const absl::flat_hash_set<std::string>& replacing);
@@ -47,6 +58,8 @@ enum class RetuneOutcome {
   kReplaced,   // faster than the best without it: served now
   kRegressed,  // not faster: the best without it is kept
   kForced,     // submitted with replace_best: served whether faster or not
+  kConfirmed,  // re-measured the config served before and found it tied: it
+               // stays served, with this job's measurement
 };
 
 // How job `job_id`'s candidate compared with `previous`, the best DeriveBest

@@ -100,6 +100,11 @@ void Retuned(const v1::Job& job, const v1::Target& target) {
                    where, retune.served_seconds() * 1e3, retune.previous_seconds() * 1e3,
                    retune.previous_job_id());
       break;
+    case v1::RETUNE_OUTCOME_CONFIRMED:
+      spdlog::info("{}: confirmed the served best {}: {:.4g} ms now (was {:.4g} ms of job {})",
+                   where, retune.served_config_text(), retune.served_seconds() * 1e3,
+                   retune.previous_seconds() * 1e3, retune.previous_job_id());
+      break;
     default:
       break;  // a first best: Finished says enough
   }

@@ -60,6 +60,8 @@ v1::RetuneOutcome RetuneOutcomeOf(RetuneOutcome outcome) {
       return v1::RETUNE_OUTCOME_REGRESSED;
     case RetuneOutcome::kForced:
       return v1::RETUNE_OUTCOME_FORCED;
+    case RetuneOutcome::kConfirmed:
+      return v1::RETUNE_OUTCOME_CONFIRMED;
   }
   return v1::RETUNE_OUTCOME_UNSPECIFIED;
 }

@@ -185,10 +185,11 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                       .Name("tunefleet_coordinator_retunes_total")
                       .Help("Finished job targets of keys that had a best, by what became "
                             "of it: replaced (faster), regressed (kept: not faster), forced "
-                            "(replace_best)")
+                            "(replace_best), confirmed (re-measured, tied: kept)")
                       .Register(registry);
   for (v1::RetuneOutcome outcome :
-       {v1::RETUNE_OUTCOME_REPLACED, v1::RETUNE_OUTCOME_REGRESSED, v1::RETUNE_OUTCOME_FORCED}) {
+       {v1::RETUNE_OUTCOME_REPLACED, v1::RETUNE_OUTCOME_REGRESSED, v1::RETUNE_OUTCOME_FORCED,
+        v1::RETUNE_OUTCOME_CONFIRMED}) {
     f.retunes[outcome] =
         &retunes.Add({{"outcome", Label(v1::RetuneOutcome_Name(outcome), "RETUNE_OUTCOME_")}});
   }

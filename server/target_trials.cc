@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/config_text.h"
+#include "server/tie_set.h"
 
 namespace tunefleet::server {
 namespace {
@@ -117,17 +119,43 @@ v1::StopReason TargetTrials::stop_reason() const {
                                    : v1::STOP_REASON_TRIAL_BUDGET;
 }
 
+void TargetTrials::Defend(uint64_t ordinal) {
+  if (ordinal >= space_->full_size()) return;
+  space_->Bind(ordinal);
+  if (space_->Valid()) defender_ = ordinal;
+}
+
 void TargetTrials::MaybeStartFinals() {
   if (finals_ != Finals::kNotYet || !SearchOver()) return;
-  if (finalists_ < 2 || fastest_.size() < 2) {
-    finals_ = Finals::kDone;
-    return;
-  }
   finalist_ordinals_.clear();
   for (size_t i = 0; i < fastest_.size() && static_cast<int>(i) < finalists_; ++i) {
     finalist_ordinals_.push_back(fastest_[i].ordinal);
   }
-  finals_ = Finals::kWaiting;
+  if (defender_.has_value() && !fastest_.empty() &&
+      std::find(finalist_ordinals_.begin(), finalist_ordinals_.end(), *defender_) ==
+          finalist_ordinals_.end()) {
+    finalist_ordinals_.push_back(*defender_);
+  }
+  if (finalists_ >= 2 && finalist_ordinals_.size() >= 2) {
+    finals_ = Finals::kWaiting;
+  } else {
+    finals_ = Finals::kDone;  // the search round decides
+    ServedFirst(&fastest_);
+  }
+}
+
+void TargetTrials::ServedFirst(std::vector<TrialOutcome>* ranked) const {
+  if (ranked->empty()) return;
+  std::vector<Contender> round;
+  for (const TrialOutcome& outcome : *ranked) {
+    const v1::Measurement& m = outcome.result.measurement();
+    round.push_back(Contender{ConfigToString(space_->ConfigAt(outcome.ordinal)),
+                              m.median_seconds(), m.rounds(), m.rounds_cv()});
+  }
+  const std::string defender =
+      defender_.has_value() ? ConfigToString(space_->ConfigAt(*defender_)) : "";
+  const size_t chosen = TieSetOf(round, defender)->chosen;
+  std::rotate(ranked->begin(), ranked->begin() + chosen, ranked->begin() + chosen + 1);
 }
 
 bool TargetTrials::CompleteFinalist(uint64_t ordinal, const v1::TrialResult& result) {
@@ -160,6 +188,7 @@ void TargetTrials::EndFinals() {
   std::sort(finals.begin(), finals.end(), [](const TrialOutcome& a, const TrialOutcome& b) {
     return a.result.measurement().median_seconds() < b.result.measurement().median_seconds();
   });
+  ServedFirst(&finals);
   for (const TrialOutcome& outcome : fastest_) {
     bool finalist = std::find(finalist_ordinals_.begin(), finalist_ordinals_.end(),
                               outcome.ordinal) != finalist_ordinals_.end();

@@ -42,9 +42,17 @@ class TargetTrials {
                std::optional<uint64_t> default_ordinal, int finalists,
                int plateau_batches = 0);
 
+  // Makes `ordinal` (the config served for the key before this job) a
+  // finalist, measured side by side with the job's fastest configs even when
+  // the search did not find it among them; the tie rule keeps it first while
+  // it is tied with the fastest (server/tie_set.h). Ignored when the config
+  // is not valid in the space, or the finalists round is off.
+  void Defend(uint64_t ordinal);
+
   // Hands out up to `max` configs to (lease_id, epoch): re-queued configs
   // first, then new proposals of the strategy; once the search is over, the
-  // finalists (all of them, whatever `max`), with `*finalists` set.
+  // finalists (all of them, whatever `max`, and the defender), with
+  // `*finalists` set.
   std::vector<uint64_t> Take(int max, const std::string& lease_id,
                              int64_t epoch, bool* finalists);
 
@@ -105,7 +113,9 @@ class TargetTrials {
   // True while the finalists lease is out or waiting.
   bool in_finals() const { return finals_ == Finals::kWaiting || finals_ == Finals::kLeased; }
   // Fastest OK results, fastest first (at most `n`); after the finalists
-  // round, the finalists ranked by their final measurement come first. A
+  // round, the finalists ranked by their final measurement come first, the
+  // member of their tie set that is served (TieSetOf) ahead of them; without
+  // a finalists round, the search's served member leads once it is over. A
   // trial cut early (TrialResult.cut_early) is never among them, so it is
   // never a finalist nor a best.
   std::vector<TrialOutcome> Fastest(size_t n) const;
@@ -138,6 +148,10 @@ class TargetTrials {
   bool ProposalsOver() const;
   bool SearchOver() const;
   void MaybeStartFinals();
+  // Moves the member of `ranked`'s tie set that is served (TieSetOf, with
+  // the defender) to the front; `ranked` is one round, fastest first. The
+  // search round's tie set is taken from the kFastestKept fastest configs.
+  void ServedFirst(std::vector<TrialOutcome>* ranked) const;
   bool CompleteFinalist(uint64_t ordinal, const v1::TrialResult& result);
   void EndFinals();
 
@@ -145,6 +159,7 @@ class TargetTrials {
   std::unique_ptr<SearchStrategy> strategy_;
   int max_attempts_;
   std::optional<uint64_t> default_ordinal_;
+  std::optional<uint64_t> defender_;
   absl::flat_hash_map<uint64_t, Slot> slots_;
   std::deque<uint64_t> requeued_;
   std::deque<uint64_t> ahead_;  // proposed before a lease asked (ProposeAhead)

@@ -192,6 +192,10 @@ std::string RetuneText(const JobTarget& target) {
                         ")");
   }
   if (target.retune == "replaced") return absl::StrCat("REPLACED: faster than ", before);
+  if (target.retune == "confirmed") {
+    return absl::StrCat("CONFIRMED: re-measured the served config, tied with the job's fastest: ",
+                        FormatSeconds(target.served_seconds), " now (was ", before, ")");
+  }
   if (target.retune == "first") return "FIRST: the key's first best";
   return target.retune;
 }

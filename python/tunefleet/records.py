@@ -41,8 +41,10 @@ class JobTarget:
     best_seconds: float      # 0 until a trial succeeded
     default_seconds: float   # the default config's median; 0 if unknown
     # What the finished job did to the served best of its key: "first",
-    # "replaced" (faster), "regressed" (not faster: the best served before
-    # is kept) or "forced" (replace_best); "" while it runs and when cached.
+    # "replaced" (faster, or beat it side by side), "confirmed" (re-measured
+    # the served config and found it tied: kept, with this job's time),
+    # "regressed" (not faster: the best served before is kept) or "forced"
+    # (replace_best); "" while it runs and when cached.
     retune: str = ""
     served_job_id: str = ""      # the best served after the job finished
     served_seconds: float = 0.0

@@ -142,6 +142,11 @@ TEST(TunectlFormatTest, StatusSaysWhatTheRetuneDidToTheServedBest) {
               HasSubstr("FORCED: served instead of 5 ms of job j-0 (new toolkit)"));
   target.retune = "replaced";
   EXPECT_EQ(RetuneText(target), "REPLACED: faster than 5 ms of job j-0");
+  target.retune = "confirmed";
+  target.served_seconds = 0.0051;
+  EXPECT_EQ(RetuneText(target),
+            "CONFIRMED: re-measured the served config, tied with the job's fastest: 5.1 ms now "
+            "(was 5 ms of job j-0)");
 }
 
 TEST(TunectlFormatTest, JobJsonKeepsDecimalsAndSurvivesInvalidUtf8) {

@@ -157,6 +157,60 @@ TEST(DeriveBestTest, TiesKeepTheOlderJobWhateverTheOrderOfRows) {
   EXPECT_EQ(best->job_id, "ja");  // same finish time: the smaller id is older
 }
 
+TEST(DeriveBestTest, TiedRowsOfOneRoundServeTheFirstByName) {
+  std::optional<TrialRecord> best = DeriveBest(
+      {Row("j1", "B", 1.000e-3, 1), Row("j1", "A", 1.005e-3, 2), Row("j1", "C", 1.2e-3, 3)},
+      {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "A");
+  EXPECT_EQ(best->median_seconds, 1.005e-3);
+}
+
+TEST(DeriveBestTest, ARetuneWithinTheTieToleranceIsNotFaster) {
+  // j2 did not measure A: the runs are compared, and 0.8% is a tie.
+  std::optional<TrialRecord> best =
+      DeriveBest({Row("j1", "A", 5e-3, 10), Row("j2", "B", 4.96e-3, 20)}, {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "j1");
+  EXPECT_FALSE(FasterThan(Row("j2", "B", 4.96e-3, 20), Row("j1", "A", 5e-3, 10)));
+  EXPECT_TRUE(FasterThan(Row("j2", "B", 4.9e-3, 20), Row("j1", "A", 5e-3, 10)));
+}
+
+// A retune whose deciding round measured the served config decides side by
+// side, whatever the times of other runs say.
+TEST(JudgeRetuneTest, ARetuneThatMeasuredTheServedConfigDecidesSideBySide) {
+  const TrialRecord served = Row("j1", "A", 5e-3, 10);
+  // Slower clocks in j2: A and B tied there, so A stays, with j2's time.
+  RetuneVerdict confirmed =
+      JudgeRetune({served, Row("j2", "B", 5.98e-3, 20, TrialRound::kFinalists),
+                   Row("j2", "A", 6.0e-3, 21, TrialRound::kFinalists)},
+                  {}, {}, "j2");
+  EXPECT_EQ(confirmed.outcome, RetuneOutcome::kConfirmed);
+  EXPECT_EQ(confirmed.served->config, "A");
+  EXPECT_EQ(confirmed.served->job_id, "j2");
+  EXPECT_EQ(confirmed.served->median_seconds, 6.0e-3);
+  EXPECT_EQ(confirmed.previous->job_id, "j1");
+  // B beat A in j2's round: served, though no faster than A's old time.
+  RetuneVerdict replaced =
+      JudgeRetune({served, Row("j2", "B", 5.0e-3, 20, TrialRound::kFinalists),
+                   Row("j2", "A", 6.0e-3, 21, TrialRound::kFinalists)},
+                  {}, {}, "j2");
+  EXPECT_EQ(replaced.outcome, RetuneOutcome::kReplaced);
+  EXPECT_EQ(replaced.served->config, "B");
+  // Excluding j2 gives j1's A back.
+  EXPECT_EQ(replaced.previous->config, "A");
+  EXPECT_EQ(replaced.previous->job_id, "j1");
+}
+
+TEST(DeriveBestTest, AReplacingJobKeepsTheServedConfigWhenItFoundItTied) {
+  std::optional<TrialRecord> best =
+      DeriveBest({Row("j1", "B", 5e-3, 10), Row("j2", "A", 7.0e-3, 20), Row("j2", "B", 7.02e-3, 21)},
+                 {}, {"j2"});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "j2");
+  EXPECT_EQ(best->config, "B");  // the defender, not the first by name
+}
+
 TEST(JudgeRetuneTest, SaysWhatEachJobDidToTheBest) {
   const std::vector<TrialRecord> rows = {Row("j1", "A", 5e-3, 10), Row("j2", "B", 8.4e-3, 20)};
   RetuneVerdict first = JudgeRetune({rows[0]}, {}, {}, "j1");

@@ -1,5 +1,6 @@
 #include "server/target_trials.h"
 
+#include <algorithm>
 #include <set>
 
 #include "common/config_text.h"
@@ -96,6 +97,39 @@ TEST_F(TargetTrialsTest, TheBestIgnoresCutTrialsWhichAreNeverFinalists) {
   ASSERT_TRUE(finalists);
   EXPECT_EQ(finals, (std::vector<uint64_t>{taken[4], taken[0]}));
   EXPECT_EQ(trials_->outcome_counts().at(v1::TRIAL_STATUS_OK), 6);
+}
+
+// The config served before the job (never measured by its search here)
+// joins the finalists, and stays first while it is tied with the fastest.
+TEST_F(TargetTrialsTest, TheDefenderJoinsTheFinalistsAndLeadsWhileTied) {
+  bool finalists = false;
+  std::vector<uint64_t> taken = trials_->Take(6, "l", 1, &finalists);
+  ASSERT_EQ(taken.size(), 6u);
+  ConfigSpace* space = trials_->space();
+  uint64_t defender = 0;
+  for (;; ++defender) {
+    ASSERT_LT(defender, space->full_size());
+    space->Bind(defender);
+    if (space->Valid() && std::find(taken.begin(), taken.end(), defender) == taken.end()) break;
+  }
+  trials_->Defend(defender);
+  trials_->Defend(space->full_size());  // not a config: ignored
+  for (size_t i = 0; i < taken.size(); ++i) {
+    ASSERT_TRUE(trials_->Complete(taken[i], "l", 1, Ok(1e-3 * (i + 1))));
+  }
+  std::vector<uint64_t> finals = trials_->Take(1, "finals", 2, &finalists);
+  ASSERT_TRUE(finalists);
+  EXPECT_EQ(finals, (std::vector<uint64_t>{taken[0], taken[1], defender}));
+  // The defender measures 0.5% slower than the fastest: tied, so it leads.
+  ASSERT_TRUE(trials_->Complete(taken[0], "finals", 2, Ok(1.000e-3)));
+  ASSERT_TRUE(trials_->Complete(taken[1], "finals", 2, Ok(1.5e-3)));
+  ASSERT_TRUE(trials_->Complete(defender, "finals", 2, Ok(1.005e-3)));
+  EXPECT_TRUE(trials_->Finished());
+  std::vector<TrialOutcome> ranked = trials_->Fastest(3);
+  ASSERT_EQ(ranked.size(), 3u);
+  EXPECT_EQ(ranked[0].ordinal, defender);
+  EXPECT_EQ(ranked[1].ordinal, taken[0]);
+  EXPECT_EQ(ranked[2].ordinal, taken[1]);
 }
 
 // Exhaustive over the same space, with the plateau rule after `plateau` batches.

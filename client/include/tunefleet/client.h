@@ -69,8 +69,9 @@ struct SubmitRequest {
   bool force_retune = false;
   // Serve this job's best even when it is slower than the best served now
   // (implies force_retune). Without it a retune replaces the served best
-  // only when it is faster; a slower one is kept as a record and its job
-  // says "regressed". Default: false.
+  // only when a config beat it side by side or is faster by more than 1%;
+  // a slower one is kept as a record and its job says "regressed".
+  // Default: false.
   bool replace_best = false;
   // Why, with replace_best: logged by the coordinator and kept with the
   // job. Default: empty.
@@ -118,8 +119,10 @@ struct JobTarget {
   double default_seconds = 0;  // the default config's median; 0 if unknown
   std::string stop_reason;     // as Job::stop_reason
   // What the finished job did to the served best of its key: "first" (the
-  // key had none), "replaced" (faster than the best served before),
-  // "regressed" (not faster: the best served before is kept) or "forced"
+  // key had none), "replaced" (faster than the best served before, or beat
+  // it side by side), "confirmed" (re-measured the served config and found
+  // it tied with the job's fastest: kept, with the job's time), "regressed"
+  // (not faster: the best served before is kept) or "forced"
   // (replace_best: served whether faster or not); empty while it runs and
   // when cached.
   std::string retune;

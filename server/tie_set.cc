@@ -1,0 +1,57 @@
+#include "server/tie_set.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace tunefleet::server {
+namespace {
+
+// The standard error of a finalist's median from its rounds; nullopt when
+// fewer than two rounds ran.
+std::optional<double> StandardError(const Contender& contender) {
+  if (contender.rounds < 2) return std::nullopt;
+  return contender.rounds_cv * contender.median_seconds /
+         std::sqrt(static_cast<double>(contender.rounds));
+}
+
+}  // namespace
+
+bool Tied(const Contender& fastest, const Contender& other) {
+  const double gap = other.median_seconds - fastest.median_seconds;
+  if (gap <= kTieTolerance * fastest.median_seconds) return true;
+  std::optional<double> se_fastest = StandardError(fastest);
+  std::optional<double> se_other = StandardError(other);
+  if (!se_fastest.has_value() || !se_other.has_value()) return false;
+  return gap <= 2 * std::sqrt(*se_fastest * *se_fastest + *se_other * *se_other);
+}
+
+std::optional<TieSet> TieSetOf(const std::vector<Contender>& round, const std::string& defender) {
+  if (round.empty()) return std::nullopt;
+  std::vector<size_t> order(round.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return round[a].median_seconds < round[b].median_seconds;
+  });
+  const Contender& fastest = round[order.front()];
+  TieSet set;
+  for (size_t i : order) {
+    if (i == order.front() || Tied(fastest, round[i])) set.members.push_back(i);
+  }
+  auto defended = std::find_if(set.members.begin(), set.members.end(),
+                               [&](size_t i) { return round[i].config == defender; });
+  if (!defender.empty() && defended != set.members.end()) {
+    set.chosen = *defended;
+  } else {
+    set.chosen = *std::min_element(set.members.begin(), set.members.end(),
+                                   [&](size_t a, size_t b) {
+                                     return round[a].config < round[b].config;
+                                   });
+  }
+  set.chosen_gap = fastest.median_seconds > 0
+                       ? round[set.chosen].median_seconds / fastest.median_seconds - 1
+                       : 0;
+  return set;
+}
+
+}  // namespace tunefleet::server

@@ -1,0 +1,59 @@
+// Tie sets: which measured configs of one round cannot be told apart from
+// the fastest, and which of them is served. docs/measurement.md ("Tie sets")
+// gives the rule; the coordinator applies it where a job ranks its finalists
+// (TargetTrials) and where the served best is derived from stored rows
+// (DeriveBest), so both name the same config.
+#ifndef TUNEFLEET_SERVER_TIE_SET_H_
+#define TUNEFLEET_SERVER_TIE_SET_H_
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tunefleet::server {
+
+// Configs whose medians are this close (a fraction of the fastest's) are tied
+// whatever their noise: run-to-run and device-to-device differences of one
+// config are of this size (docs/measurement.md).
+inline constexpr double kTieTolerance = 0.01;
+
+// One measured config of a round.
+struct Contender {
+  std::string config;  // short form, as stored
+  double median_seconds = 0;
+  // The finalists round's repeatability (Measurement.rounds, rounds_cv);
+  // fewer than two rounds: the median's own noise is unknown.
+  int rounds = 0;
+  double rounds_cv = 0;
+};
+
+// Whether `other` cannot be told apart from `fastest` (REQUIRES: fastest is
+// not slower): the gap is at most kTieTolerance of the fastest's median, or,
+// when both ran at least two finalist rounds, at most two standard errors of
+// the difference (the worker's separation rule, worker/measurement.h
+// Unseparated, with se = rounds_cv * median / sqrt(rounds)).
+bool Tied(const Contender& fastest, const Contender& other);
+
+struct TieSet {
+  // Indices into the round: the fastest first, then every contender tied
+  // with it, fastest first.
+  std::vector<size_t> members;
+  // The member served: `defender` (the config served before the round) when
+  // it is a member, else the member whose config sorts first (byte order of
+  // the short form), so that every re-tune and every replica that finds the
+  // same tie set serves the same config.
+  size_t chosen = 0;
+  // The chosen member's gap to the fastest, a fraction of the fastest's
+  // median (0 when the fastest is chosen).
+  double chosen_gap = 0;
+};
+
+// The tie set of `round`; nullopt for an empty round. Equal medians order by
+// position (the first stays fastest).
+std::optional<TieSet> TieSetOf(const std::vector<Contender>& round,
+                               const std::string& defender = "");
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_TIE_SET_H_
