@@ -83,9 +83,10 @@ bool ProfileManager::IsProfileLease(const std::string& lease_id) {
   return absl::StartsWith(lease_id, kLeasePrefix);
 }
 
-// Configs rank as the job's best does (TargetTrials::EndFinals): the
-// finalists by their finalists-round row, ahead of every other config by its
-// search row; a finalist whose second run failed is not ranked.
+// Configs rank as the job's best does (TargetTrials::EndFinals): the job's
+// best first (the served member of its tie set), then the finalists by their
+// finalists-round row, ahead of every other config by its search row; a
+// finalist whose second run failed is not ranked.
 std::vector<v1::KernelProfile> ProfileManager::Fastest(const std::vector<TrialRecord>& trials,
                                                        const v1::Target& target, int top) {
   absl::flat_hash_map<std::string, double> search;
@@ -109,6 +110,11 @@ std::vector<v1::KernelProfile> ProfileManager::Fastest(const std::vector<TrialRe
     if (!finals.contains(config)) ranked.emplace_back(true, seconds, config);
   }
   std::sort(ranked.begin(), ranked.end());
+  // The job's best, the served member of its tie set, ranks first.
+  auto best = std::find_if(ranked.begin(), ranked.end(), [&](const auto& row) {
+    return std::get<2>(row) == target.best().config_text();
+  });
+  if (best != ranked.end()) std::rotate(ranked.begin(), best, best + 1);
   if (static_cast<int>(ranked.size()) > top) ranked.resize(top);
   std::vector<v1::KernelProfile> configs;
   for (const auto& [searched_only, seconds, config] : ranked) {

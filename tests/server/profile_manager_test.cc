@@ -160,6 +160,16 @@ TEST_F(ProfileManagerTest, FinalistsRankByTheirSecondRunAheadOfFasterSearchRows)
   EXPECT_EQ((*queued)[2].median_seconds(), 1.4);
 }
 
+// The job's best (a tie set's served member need not be its fastest) ranks
+// first.
+TEST_F(ProfileManagerTest, TheJobsBestRanksFirst) {
+  job_.mutable_targets(0)->mutable_best()->set_config_text("B=3");
+  absl::StatusOr<std::vector<v1::KernelProfile>> queued = manager_->Request(kJob, 3);
+  ASSERT_OK(queued);
+  EXPECT_THAT(Configs(*queued), ElementsAre("B=3", "B=2", "B=1"));
+  EXPECT_EQ((*queued)[0].rank(), 1);
+}
+
 TEST_F(ProfileManagerTest, RefusesBadTopUnknownOrUnfinishedJobsAndASecondRequest) {
   EXPECT_THAT(manager_->Request(kJob, 0).status(), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(manager_->Request(kJob, kMaxProfileTop + 1).status(),
