@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "client/best_table_json.h"
+#include "client/convert.h"
 #include "common/config_fit.h"
 #include "common/config_text.h"
 #include "common/spec_loader.h"
@@ -62,6 +63,7 @@ BestConfig Answer(const v1::ExportedBest& row, double distance) {
   best.tuned_shape = row.shape();
   best.device_model = row.device_model();
   best.toolkit = row.toolkit();
+  client_internal::SetEvidence(row.evidence(), &best);
   return best;
 }
 

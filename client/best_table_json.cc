@@ -13,11 +13,12 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json SpecJson(const v1::JobSpec& spec) {
+// The message as JSON with its proto field names; null when it cannot be.
+Json ProtoJson(const google::protobuf::Message& message) {
   std::string text;
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
-  if (!google::protobuf::util::MessageToJsonString(spec, &text, options).ok()) return Json();
+  if (!google::protobuf::util::MessageToJsonString(message, &text, options).ok()) return Json();
   return Json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
@@ -42,11 +43,11 @@ Json KernelJson(const v1::ExportedKernel& kernel) {
   for (const v1::Parameter& param : spec.params()) params.push_back(param.name());
   return {{"name", spec.name()},      {"default_config", spec.default_config()},
           {"problem", problem},       {"params", params},
-          {"spec", SpecJson(kernel.spec())}};
+          {"spec", ProtoJson(kernel.spec())}};
 }
 
 Json RowJson(const v1::ExportedBest& row) {
-  return {{"kernel", row.kernel_name()},
+  Json json = {{"kernel", row.kernel_name()},
           {"shape", row.shape()},
           {"dims", ValuesJson(ParseShape(row.shape()))},
           {"device_model", row.device_model()},
@@ -59,6 +60,8 @@ Json RowJson(const v1::ExportedBest& row) {
           {"updated_unix_ms", row.updated_unix_ms()},
           {"imported", row.imported()},
           {"origin", row.origin()}};
+  if (row.has_evidence()) json["evidence"] = ProtoJson(row.evidence());
+  return json;
 }
 
 absl::Status Bad(absl::string_view what) {
@@ -120,6 +123,14 @@ absl::Status ReadRow(const Json& json, v1::ExportedBest* row) {
   row->set_median_seconds(seconds);
   row->set_updated_unix_ms(ms);
   row->set_imported(imported);
+  auto evidence = json.find("evidence");
+  if (evidence != json.end() && evidence->is_object()) {
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = true;
+    auto parsed = google::protobuf::util::JsonStringToMessage(
+        evidence->dump(), row->mutable_evidence(), options);
+    if (!parsed.ok()) return Bad(absl::StrCat("a row's evidence: ", parsed.message().as_string()));
+  }
   return absl::OkStatus();
 }
 

@@ -237,7 +237,21 @@ BestConfig BestConfigFromProto(const v1::GetBestConfigResponse& response) {
   out.tuned_shape = ShapeToString(response.tuned_shape());
   out.device_model = response.device_model();
   out.toolkit = response.toolkit();
+  SetEvidence(response.evidence(), &out);
   return out;
+}
+
+void SetEvidence(const v1::BestEvidence& evidence, BestConfig* best) {
+  best->tie_set.clear();
+  for (const v1::BestEvidence::TieMember& member : evidence.tie_set()) {
+    best->tie_set.push_back(
+        BestConfig::TieMember{member.config_text(), member.median_seconds(), member.gap()});
+  }
+  best->configs_in_round = evidence.configs_in_round();
+  best->rounds = evidence.rounds();
+  best->rounds_cv = evidence.rounds_cv();
+  best->measurements = evidence.measurements();
+  best->devices = evidence.devices();
 }
 
 WorkerInfo WorkerFromProto(const v1::WorkerInfo& worker) {

@@ -21,6 +21,8 @@ Job JobFromProto(const v1::Job& job);
 Trial TrialFromProto(const v1::TrialRecord& trial);
 KernelProfile ProfileFromProto(const v1::KernelProfile& profile);
 BestConfig BestConfigFromProto(const v1::GetBestConfigResponse& response);
+// Fills `best`'s tie set and measurement counts from `evidence`.
+void SetEvidence(const v1::BestEvidence& evidence, BestConfig* best);
 WorkerInfo WorkerFromProto(const v1::WorkerInfo& worker);
 
 // The shape of `request`: its text, else its map. INVALID_ARGUMENT when the

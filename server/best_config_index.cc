@@ -33,6 +33,7 @@ absl::StatusOr<BestConfigAnswer> RowAnswer(const BestRecord& record,
   if (shape.ok()) answer.tuned_shape = *shape;
   answer.device_model = record.device_model;
   answer.toolkit = record.toolkit;
+  answer.evidence = record.evidence;
   return answer;
 }
 

@@ -42,6 +42,7 @@ struct BestConfigAnswer {
   v1::Shape tuned_shape;      // the row's shape as stored; empty for kDefault
   std::string device_model;   // the row's; for kDefault the request's
   std::string toolkit;        // the row's; for kDefault the request's
+  std::string evidence;       // the row's (BestRecord::evidence); empty for kDefault
 };
 
 // The architecture family of a device model: "sm_9x" for a model named as

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 
 namespace tunefleet::server {
 namespace {
@@ -124,6 +125,39 @@ std::optional<TrialRecord> DeriveBest(const std::vector<TrialRecord>& trials,
                                       const absl::flat_hash_set<std::string>& replacing) {
   return Copy(
       Decide(Candidates(Counted(trials, quarantined, /*skipped_job=*/nullptr)), replacing).best);
+}
+
+v1::BestEvidence EvidenceOf(const std::vector<TrialRecord>& trials,
+                            const absl::flat_hash_set<std::string>& quarantined,
+                            const TrialRecord& best) {
+  const std::vector<const TrialRecord*> rows =
+      Counted(trials, quarantined, /*skipped_job=*/nullptr);
+  std::vector<Contender> round;
+  absl::flat_hash_set<std::string> devices;
+  v1::BestEvidence evidence;
+  for (const TrialRecord* row : rows) {
+    if (row->job_id == best.job_id && row->round == best.round) {
+      round.push_back(ContenderOf(*row));
+    }
+    if (row->config == best.config) {
+      evidence.set_measurements(evidence.measurements() + 1);
+      devices.insert(absl::StrCat(row->worker_id, "/", row->device_id));
+    }
+  }
+  evidence.set_devices(static_cast<int32_t>(devices.size()));
+  evidence.set_configs_in_round(static_cast<int32_t>(round.size()));
+  evidence.set_rounds(best.rounds);
+  evidence.set_rounds_cv(best.rounds_cv);
+  std::optional<TieSet> ties = TieSetOf(round, best.config);
+  if (!ties.has_value()) return evidence;
+  const double fastest = round[ties->members.front()].median_seconds;
+  for (size_t i : ties->members) {
+    v1::BestEvidence::TieMember* member = evidence.add_tie_set();
+    member->set_config_text(round[i].config);
+    member->set_median_seconds(round[i].median_seconds);
+    member->set_gap(fastest > 0 ? round[i].median_seconds / fastest - 1 : 0);
+  }
+  return evidence;
 }
 
 RetuneVerdict JudgeRetune(const std::vector<TrialRecord>& trials,

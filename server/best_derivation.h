@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "server/store/store.h"
 #include "server/tie_set.h"
+#include "tunefleet/v1/types.pb.h"
 
 namespace tunefleet::server {
 
@@ -50,6 +51,15 @@ bool FasterThan(const TrialRecord& candidate, const TrialRecord& served);
 std::optional<TrialRecord> DeriveBest(const std::vector<TrialRecord>& trials,
                                       const absl::flat_hash_set<std::string>& quarantined,
                                       const absl::flat_hash_set<std::string>& replacing);
+
+// How sure `best` (what DeriveBest gave from the same arguments) is: the tie
+// set of its job's deciding round (TieSetOf, with `best`'s config as the
+// defender), the round's size, `best`'s finalist rounds and CV, and the
+// counted measurements of its config over every job and round with the
+// distinct devices (worker, device) that took them.
+v1::BestEvidence EvidenceOf(const std::vector<TrialRecord>& trials,
+                            const absl::flat_hash_set<std::string>& quarantined,
+                            const TrialRecord& best);
 
 // What one job's result did to its key's best.
 enum class RetuneOutcome {

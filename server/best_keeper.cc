@@ -22,7 +22,7 @@ absl::StatusOr<RetuneVerdict> BestKeeper::RederiveFinished(const BestRecord& met
   ASSIGN_OR_RETURN(KeyRows rows, LoadKey(meta.tuning_key));
   RetuneVerdict verdict =
       JudgeRetune(rows.trials, quarantine_->Snapshot(), rows.replacing, meta.job_id);
-  RETURN_IF_ERROR(Keep(meta, verdict.served).status());
+  RETURN_IF_ERROR(Keep(meta, verdict.served, rows).status());
   return verdict;
 }
 
@@ -36,11 +36,12 @@ absl::StatusOr<BestKeeper::KeyRows> BestKeeper::LoadKey(const std::string& tunin
 
 absl::StatusOr<bool> BestKeeper::RederiveLocked(const BestRecord& meta) {
   ASSIGN_OR_RETURN(KeyRows rows, LoadKey(meta.tuning_key));
-  return Keep(meta, DeriveBest(rows.trials, quarantine_->Snapshot(), rows.replacing));
+  return Keep(meta, DeriveBest(rows.trials, quarantine_->Snapshot(), rows.replacing), rows);
 }
 
 absl::StatusOr<bool> BestKeeper::Keep(const BestRecord& meta,
-                                      const std::optional<TrialRecord>& best) {
+                                      const std::optional<TrialRecord>& best,
+                                      const KeyRows& rows) {
   absl::StatusOr<BestRecord> stored = store_->GetBest(meta.tuning_key);
   if (!stored.ok() && !absl::IsNotFound(stored.status())) return stored.status();
   if (!best.has_value()) {
@@ -53,9 +54,11 @@ absl::StatusOr<bool> BestKeeper::Keep(const BestRecord& meta,
   row.config = best->config;
   row.median_seconds = best->median_seconds;
   row.job_id = best->job_id;
+  row.evidence =
+      EvidenceOf(rows.trials, quarantine_->Snapshot(), *best).SerializeAsString();
   const bool changed = !stored.ok() || stored->config != row.config ||
                        stored->median_seconds != row.median_seconds ||
-                       stored->job_id != row.job_id;
+                       stored->job_id != row.job_id || stored->evidence != row.evidence;
   if (!changed) return false;
   row.updated_unix_ms = now_unix_ms_();
   RETURN_IF_ERROR(store_->PutBest(row));

@@ -54,6 +54,9 @@ v1::ExportedBest ToExported(const BestRecord& row) {
   out.set_updated_unix_ms(row.updated_unix_ms);
   out.set_imported(row.imported);
   out.set_origin(row.origin);
+  if (!row.evidence.empty() && !out.mutable_evidence()->ParseFromString(row.evidence)) {
+    out.clear_evidence();
+  }
   return out;
 }
 
@@ -73,10 +76,13 @@ absl::StatusOr<BestRecord> FromExported(const v1::ExportedBest& row, const std::
   if (!std::isfinite(row.median_seconds()) || row.median_seconds() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": median_seconds must be >= 0"));
   }
-  return BestRecord{row.tuning_key(), row.kernel_name(),   row.shape(),
-                    row.device_model(), row.toolkit(),      row.config_text(),
-                    row.median_seconds(), row.job_id(),     row.updated_unix_ms(),
-                    /*imported=*/true,  origin};
+  // The evidence is the exporting fleet's, as the provenance is.
+  return BestRecord{row.tuning_key(),   row.kernel_name(), row.shape(),
+                    row.device_model(), row.toolkit(),     row.config_text(),
+                    row.median_seconds(), row.job_id(),   row.updated_unix_ms(),
+                    /*imported=*/true,  origin,            row.has_evidence()
+                                                               ? row.evidence().SerializeAsString()
+                                                               : std::string()};
 }
 
 absl::Status CheckKernels(const v1::ImportBestRequest& request) {

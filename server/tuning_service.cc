@@ -61,6 +61,9 @@ void ToProto(BestConfigAnswer answer, v1::GetBestConfigResponse* response) {
   *response->mutable_tuned_shape() = std::move(answer.tuned_shape);
   response->set_device_model(std::move(answer.device_model));
   response->set_toolkit(std::move(answer.toolkit));
+  if (!answer.evidence.empty() && !response->mutable_evidence()->ParseFromString(answer.evidence)) {
+    response->clear_evidence();  // unreadable bytes: answered without it
+  }
 }
 
 }  // namespace

@@ -357,6 +357,31 @@ std::string BestConfigDetails(const BestConfig& best) {
   if (!best.toolkit.empty()) rows.push_back({"toolkit", best.toolkit});
   if (!best.tuning_key.empty()) rows.push_back({"key", best.tuning_key});
   if (!best.job_id.empty()) rows.push_back({"job", best.job_id});
+  if (!best.tie_set.empty()) {
+    const double widest = best.tie_set.back().gap;
+    rows.push_back({"tie set", best.tie_set.size() == 1
+                                   ? absl::StrCat("none: ahead of the other ",
+                                                  best.configs_in_round - 1,
+                                                  " config(s) of its round beyond the noise")
+                                   : absl::StrFormat("%d configs within %.2f%% of the fastest "
+                                                     "(of %d in its round)",
+                                                     best.tie_set.size(), 100 * widest,
+                                                     best.configs_in_round)});
+    for (const BestConfig::TieMember& member : best.tie_set) {
+      if (member.config == best.config) continue;
+      rows.push_back({"  tied", absl::StrFormat("%s  %s (%+.2f%%)", member.config,
+                                                FormatSeconds(member.median_seconds),
+                                                100 * member.gap)});
+    }
+  }
+  if (best.measurements > 0) {
+    rows.push_back({"noise", best.rounds >= 2
+                                 ? absl::StrFormat("CV %.2f%% over %d finalist rounds",
+                                                   100 * best.rounds_cv, best.rounds)
+                                 : "measured once (no finalist rounds)"});
+    rows.push_back({"measured", absl::StrCat(best.measurements, " time(s) on ", best.devices,
+                                             " device(s)")});
+  }
   return Details(rows);
 }
 
@@ -391,6 +416,20 @@ std::string JobsJson(const std::vector<Job>& jobs, const std::string& next_page_
   return JsonDocument(document);
 }
 
+namespace {
+
+Json TieSetJson(const std::vector<BestConfig::TieMember>& members) {
+  Json list = Json::array();
+  for (const BestConfig::TieMember& member : members) {
+    list.push_back({{"config", member.config},
+                    {"median_seconds", member.median_seconds},
+                    {"gap", member.gap}});
+  }
+  return list;
+}
+
+}  // namespace
+
 std::string BestConfigJson(const BestConfig& best) {
   Json values = Json::object();
   for (const auto& [name, value] : best.values) values[name] = value;
@@ -402,7 +441,13 @@ std::string BestConfigJson(const BestConfig& best) {
                        {"job_id", best.job_id},
                        {"tuned_shape", best.tuned_shape},
                        {"device_model", best.device_model},
-                       {"toolkit", best.toolkit}});
+                       {"toolkit", best.toolkit},
+                       {"tie_set", TieSetJson(best.tie_set)},
+                       {"configs_in_round", best.configs_in_round},
+                       {"rounds", best.rounds},
+                       {"rounds_cv", best.rounds_cv},
+                       {"measurements", best.measurements},
+                       {"devices", best.devices}});
 }
 
 std::string WorkersJson(const std::vector<WorkerInfo>& workers) {

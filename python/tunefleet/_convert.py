@@ -160,6 +160,21 @@ def best(message) -> records.BestConfig:
         tuned_shape=names_text(message.tuned_shape.dims),
         device_model=message.device_model,
         toolkit=message.toolkit,
+        **evidence(message.evidence),
+    )
+
+
+def evidence(message) -> dict:
+    """BestConfig's evidence fields from a BestEvidence message."""
+    return dict(
+        tie_set=tuple(records.TieMember(config_text=m.config_text,
+                                        median_seconds=m.median_seconds, gap=m.gap)
+                      for m in message.tie_set),
+        configs_in_round=message.configs_in_round,
+        rounds=message.rounds,
+        rounds_cv=message.rounds_cv,
+        measurements=message.measurements,
+        devices=message.devices,
     )
 
 
@@ -207,9 +222,10 @@ def _exported_kernel(kernel) -> Dict[str, Any]:
 
 
 def _exported_row(row) -> Dict[str, Any]:
+    from google.protobuf import json_format
     from . import shapes
 
-    return {
+    document = {
         "kernel": row.kernel_name,
         "shape": row.shape,
         "dims": shapes.parse_or_empty(row.shape),
@@ -224,3 +240,7 @@ def _exported_row(row) -> Dict[str, Any]:
         "imported": row.imported,
         "origin": row.origin,
     }
+    if row.HasField("evidence"):
+        document["evidence"] = json_format.MessageToDict(row.evidence,
+                                                         preserving_proto_field_name=True)
+    return document

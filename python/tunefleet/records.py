@@ -128,6 +128,14 @@ class TrialPage:
 
 
 @dataclass(frozen=True)
+class TieMember:
+    """A config tied with the fastest of the round that decided a best."""
+    config_text: str
+    median_seconds: float  # in that round
+    gap: float             # slower than the round's fastest, a fraction
+
+
+@dataclass(frozen=True)
 class BestConfig:
     """The config an application should use for a kernel and shape.
 
@@ -143,6 +151,16 @@ class BestConfig:
     tuned_shape: str = ""        # the shape it was tuned for
     device_model: str = ""
     toolkit: str = ""
+    # How sure it is (docs/measurement.md, "Tie sets"); empty and 0 for
+    # DEFAULT and for rows stored before evidence was kept. `tie_set`: the
+    # deciding round's fastest and every config tied with it, fastest first;
+    # `config_text` is one of them.
+    tie_set: Tuple[TieMember, ...] = ()
+    configs_in_round: int = 0    # configs the deciding round measured
+    rounds: int = 0              # finalist rounds behind median_seconds (0: one run)
+    rounds_cv: float = 0.0       # CV of those rounds' medians
+    measurements: int = 0        # of config_text for this key, every job and round
+    devices: int = 0             # distinct devices that took them
 
 
 @dataclass(frozen=True)

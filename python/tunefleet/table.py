@@ -53,6 +53,7 @@ class _Row:
     tuning_key: str
     job_id: str
     values: Dict[str, int]  # the config's, {} when it does not parse
+    evidence: dict          # BestConfig's evidence fields; {} when the row has none
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,8 @@ def _answer(row: _Row, distance: float) -> records.BestConfig:
         tier=records.EXACT if distance == 0 else records.NEAREST,
         config=shapes.parse_or_empty(row.config), config_text=row.config,
         median_seconds=row.median_seconds, tuning_key=row.tuning_key, job_id=row.job_id,
-        tuned_shape=row.shape, device_model=row.device_model, toolkit=row.toolkit)
+        tuned_shape=row.shape, device_model=row.device_model, toolkit=row.toolkit,
+        **row.evidence)
 
 
 def _bad(what: str) -> InvalidArgumentError:
@@ -217,7 +219,27 @@ def _row(item) -> _Row:
                 device_model=item["device_model"], toolkit=item["toolkit"],
                 config=item["config"], median_seconds=float(seconds),
                 tuning_key=item["tuning_key"], job_id=str(item.get("job_id", "")),
-                values=shapes.parse_or_empty(item["config"]))
+                values=shapes.parse_or_empty(item["config"]),
+                evidence=_evidence(item.get("evidence")))
+
+
+def _evidence(item) -> dict:
+    """BestConfig's evidence fields from a row's "evidence" (the BestEvidence
+    message as JSON, zero fields left out); {} when there is none."""
+    if not isinstance(item, dict):
+        return {}
+    try:
+        members = tuple(
+            records.TieMember(config_text=str(m.get("config_text", "")),
+                              median_seconds=float(m.get("median_seconds", 0)),
+                              gap=float(m.get("gap", 0)))
+            for m in item.get("tie_set", ()))
+        return dict(tie_set=members, configs_in_round=int(item.get("configs_in_round", 0)),
+                    rounds=int(item.get("rounds", 0)), rounds_cv=float(item.get("rounds_cv", 0)),
+                    measurements=int(item.get("measurements", 0)),
+                    devices=int(item.get("devices", 0)))
+    except (AttributeError, TypeError, ValueError):
+        raise _bad("a row's evidence has the wrong type") from None
 
 
 __all__ = ["BestTable"]

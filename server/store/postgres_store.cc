@@ -162,6 +162,10 @@ CREATE INDEX jobs_replacing ON jobs (id) WHERE replace_best;
 ALTER TABLE jobs ADD COLUMN sweep_id TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_by_sweep ON jobs (sweep_id, created_unix_ms DESC, id DESC);
 )sql"},
+    // How sure a best is: its tie set and the measurements behind it.
+    {12, R"sql(
+ALTER TABLE best_configs ADD COLUMN evidence BYTEA NOT NULL DEFAULT '';
+)sql"},
 };
 
 // Advisory lock key that serializes migrations of one database ("tunefleet"
@@ -221,23 +225,24 @@ constexpr Query kExcludeTrials = {
 constexpr Query kPutBest = {
     "put_best",
     "INSERT INTO best_configs (" TF_BEST_COLUMNS
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
     "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = EXCLUDED.kernel_name, "
     "shape = EXCLUDED.shape, device_model = EXCLUDED.device_model, "
     "toolkit = EXCLUDED.toolkit, config = EXCLUDED.config, "
     "median_seconds = EXCLUDED.median_seconds, job_id = EXCLUDED.job_id, "
     "updated_unix_ms = EXCLUDED.updated_unix_ms, imported = EXCLUDED.imported, "
-    "origin = EXCLUDED.origin"};
+    "origin = EXCLUDED.origin, evidence = EXCLUDED.evidence"};
 constexpr Query kImportBest = {
     "import_best",
     "INSERT INTO best_configs (" TF_BEST_COLUMNS
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
     "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = EXCLUDED.kernel_name, "
     "shape = EXCLUDED.shape, device_model = EXCLUDED.device_model, "
     "toolkit = EXCLUDED.toolkit, config = EXCLUDED.config, "
     "median_seconds = EXCLUDED.median_seconds, job_id = EXCLUDED.job_id, "
     "updated_unix_ms = EXCLUDED.updated_unix_ms, imported = EXCLUDED.imported, "
-    "origin = EXCLUDED.origin WHERE best_configs.imported OR $12"};
+    "origin = EXCLUDED.origin, evidence = EXCLUDED.evidence "
+    "WHERE best_configs.imported OR $13"};
 constexpr Query kDeleteBest = {"delete_best",
                                "DELETE FROM best_configs WHERE tuning_key = $1"};
 constexpr Query kPutQuarantine = {
@@ -252,14 +257,14 @@ constexpr Query kUpsertBest = {
     "upsert_best",
     "INSERT INTO best_configs (" TF_BEST_COLUMNS
     ") VALUES "
-    "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+    "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
     "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = "
     "EXCLUDED.kernel_name, "
     "shape = EXCLUDED.shape, device_model = EXCLUDED.device_model, "
     "toolkit = EXCLUDED.toolkit, config = EXCLUDED.config, "
     "median_seconds = EXCLUDED.median_seconds, job_id = EXCLUDED.job_id, "
     "updated_unix_ms = EXCLUDED.updated_unix_ms, imported = EXCLUDED.imported, "
-    "origin = EXCLUDED.origin "
+    "origin = EXCLUDED.origin, evidence = EXCLUDED.evidence "
     "WHERE best_configs.median_seconds > EXCLUDED.median_seconds"};
 constexpr Query kGetBest = {"get_best",
                             "SELECT " TF_BEST_COLUMNS
@@ -411,6 +416,7 @@ BestRecord ReadBest(const pqxx::row& row) {
   best.updated_unix_ms = row[8].as<int64_t>();
   best.imported = row[9].as<bool>();
   best.origin = row[10].as<std::string>();
+  best.evidence = ReadBytes(row[11]);
   return best;
 }
 
@@ -851,7 +857,7 @@ absl::Status PostgresStore::PutBest(const BestRecord& best) {
            txn.exec_prepared(kPutBest.name, best.tuning_key, best.kernel_name, best.shape,
                              best.device_model, best.toolkit, best.config,
                              best.median_seconds, best.job_id, best.updated_unix_ms,
-                             best.imported, best.origin);
+                             best.imported, best.origin, Bytes(best.evidence));
            return true;
          })
       .status();
@@ -895,7 +901,7 @@ absl::StatusOr<bool> PostgresStore::UpsertBest(const BestRecord& best) {
     pqxx::result result = txn.exec_prepared(
         kUpsertBest.name, best.tuning_key, best.kernel_name, best.shape,
         best.device_model, best.toolkit, best.config, best.median_seconds,
-        best.job_id, best.updated_unix_ms, best.imported, best.origin);
+        best.job_id, best.updated_unix_ms, best.imported, best.origin, Bytes(best.evidence));
     return result.affected_rows() > 0;
   });
 }
@@ -907,7 +913,8 @@ absl::StatusOr<bool> PostgresStore::ImportBest(const BestRecord& best, bool over
     pqxx::result result = txn.exec_prepared(
         kImportBest.name, best.tuning_key, best.kernel_name, best.shape,
         best.device_model, best.toolkit, best.config, best.median_seconds,
-        best.job_id, best.updated_unix_ms, best.imported, best.origin, overwrite);
+        best.job_id, best.updated_unix_ms, best.imported, best.origin, Bytes(best.evidence),
+        overwrite);
     return result.affected_rows() > 0;
   });
 }

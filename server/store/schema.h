@@ -32,7 +32,7 @@
 // best_configs: BestRecord, keyed by tuning_key.
 #define TF_BEST_COLUMNS                                             \
   "tuning_key, kernel_name, shape, device_model, toolkit, config, " \
-  "median_seconds, job_id, updated_unix_ms, imported, origin"
+  "median_seconds, job_id, updated_unix_ms, imported, origin, evidence"
 
 // blobs: BlobRecord, keyed by digest.
 #define TF_BLOB_COLUMNS "digest, content"

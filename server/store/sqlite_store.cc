@@ -183,6 +183,10 @@ CREATE INDEX jobs_replacing ON jobs (id) WHERE replace_best = 1;
 ALTER TABLE jobs ADD COLUMN sweep_id TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_by_sweep ON jobs (sweep_id, created_unix_ms DESC, id DESC);
 )sql"},
+    // How sure a best is: its tie set and the measurements behind it.
+    {12, R"sql(
+ALTER TABLE best_configs ADD COLUMN evidence BLOB NOT NULL DEFAULT x'';
+)sql"},
 };
 
 // Indexed by SqliteStore::Query.
@@ -234,27 +238,28 @@ constexpr const char* kQuerySql[] = {
     // kUpsertBest
     "INSERT INTO best_configs (" TF_BEST_COLUMNS
     ") VALUES "
-    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
     "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = "
     "excluded.kernel_name, "
     "shape = excluded.shape, device_model = excluded.device_model, "
     "toolkit = excluded.toolkit, config = excluded.config, "
     "median_seconds = excluded.median_seconds, job_id = excluded.job_id, "
     "updated_unix_ms = excluded.updated_unix_ms, imported = excluded.imported, "
-    "origin = excluded.origin "
+    "origin = excluded.origin, evidence = excluded.evidence "
     "WHERE excluded.median_seconds < best_configs.median_seconds",
     // kPutBest
     "INSERT OR REPLACE INTO best_configs (" TF_BEST_COLUMNS
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     // kImportBest
     "INSERT INTO best_configs (" TF_BEST_COLUMNS
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
     "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = excluded.kernel_name, "
     "shape = excluded.shape, device_model = excluded.device_model, "
     "toolkit = excluded.toolkit, config = excluded.config, "
     "median_seconds = excluded.median_seconds, job_id = excluded.job_id, "
     "updated_unix_ms = excluded.updated_unix_ms, imported = excluded.imported, "
-    "origin = excluded.origin WHERE best_configs.imported <> 0 OR ?12 <> 0",
+    "origin = excluded.origin, evidence = excluded.evidence "
+    "WHERE best_configs.imported <> 0 OR ?13 <> 0",
     // kDeleteBest
     "DELETE FROM best_configs WHERE tuning_key = ?1",
     // kGetBest
@@ -496,6 +501,7 @@ BestRecord ReadBest(const Call& call) {
   best.updated_unix_ms = call.ColumnInt(8);
   best.imported = call.ColumnInt(9) != 0;
   best.origin = call.ColumnBytes(10);
+  best.evidence = call.ColumnBytes(11);
   return best;
 }
 
@@ -504,6 +510,7 @@ void BindBest(Call& call, const BestRecord& best) {
   call.BindText(best.device_model).BindText(best.toolkit).BindText(best.config);
   call.BindDouble(best.median_seconds).BindText(best.job_id);
   call.BindInt(best.updated_unix_ms).BindInt(best.imported ? 1 : 0).BindText(best.origin);
+  call.BindBlob(best.evidence);
 }
 
 KernelRecord ReadKernel(const Call& call) {

@@ -191,6 +191,9 @@ struct BestRecord {
   int64_t updated_unix_ms = 0;
   bool imported = false;
   std::string origin;  // imported rows: their source as the importer named it
+  // Bytes of a v1::BestEvidence: the tie set and the measurements behind the
+  // row (EvidenceOf, best_derivation.h); "" for rows stored before it.
+  std::string evidence;
 };
 
 // Thread-safety: every method may be called from any thread concurrently.

@@ -202,6 +202,32 @@ TEST(TunectlFormatTest, BestConfigJsonListsValues) {
   EXPECT_THAT(BestConfigJson(best), HasSubstr("\"source\": \"EXACT\""));
 }
 
+TEST(TunectlFormatTest, BestConfigSaysHowSureItIs) {
+  BestConfig best;
+  best.source = BestConfig::Source::kExact;
+  best.config = "B=2";
+  best.median_seconds = 1.004e-3;
+  EXPECT_THAT(BestConfigDetails(best), ::testing::Not(HasSubstr("tie set")));
+  best.tie_set = {{"B=1", 1.000e-3, 0}, {"B=2", 1.004e-3, 0.004}, {"B=7", 1.006e-3, 0.006}};
+  best.configs_in_round = 5;
+  best.rounds = 4;
+  best.rounds_cv = 0.0031;
+  best.measurements = 3;
+  best.devices = 2;
+  const std::string details = BestConfigDetails(best);
+  EXPECT_THAT(details, HasSubstr("tie set   3 configs within 0.60% of the fastest (of 5 in its round)"));
+  EXPECT_THAT(details, HasSubstr("B=1  1 ms (+0.00%)"));
+  EXPECT_THAT(details, HasSubstr("tied    B=7  1.01 ms (+0.60%)"));
+  EXPECT_THAT(details, HasSubstr("CV 0.31% over 4 finalist rounds"));
+  EXPECT_THAT(details, HasSubstr("3 time(s) on 2 device(s)"));
+  const std::string json = BestConfigJson(best);
+  EXPECT_THAT(json, HasSubstr("\"gap\": 0.006"));
+  EXPECT_THAT(json, HasSubstr("\"devices\": 2"));
+  best.tie_set.resize(1);
+  EXPECT_THAT(BestConfigDetails(best),
+              HasSubstr("none: ahead of the other 4 config(s) of its round beyond the noise"));
+}
+
 TEST(TunectlFormatTest, WorkersTableGroupsDevicesByModel) {
   WorkerInfo worker;
   worker.id = "w";

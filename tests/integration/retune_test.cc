@@ -186,6 +186,14 @@ TEST_F(RetuneTest, ARetuneMeasuresTheServedConfigBesideItsOwnAndConfirmsIt) {
   const BestConfig after = Served();
   EXPECT_EQ(after.config, before.config);
   EXPECT_EQ(after.job_id, confirmed.id);
+  // How sure: the served config is in its round's tie set (alone, beating
+  // kSlowConfig), re-measured over the finalist rounds, measured twice.
+  ASSERT_FALSE(after.tie_set.empty());
+  EXPECT_EQ(after.tie_set.front().config, before.config);
+  EXPECT_EQ(after.configs_in_round, 2);
+  EXPECT_GE(after.rounds, 3);
+  EXPECT_GE(after.measurements, 2);
+  EXPECT_GE(after.devices, 1);
   EXPECT_EQ(Counters()["tunefleet_coordinator_retunes_total{outcome=\"confirmed\"}"], 1);
 }
 

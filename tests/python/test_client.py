@@ -55,6 +55,11 @@ def test_best_exact_answers_the_tuned_shape(client, tuned_job, device_model):
     assert best.median_seconds > 0
     assert best.tuning_key == target.tuning_key
     assert best.job_id == tuned_job.id
+    # How sure: the round that decided it, and the measurements behind it.
+    assert best.config_text in [m.config_text for m in best.tie_set]
+    assert best.tie_set[0].gap == 0
+    assert best.configs_in_round >= len(best.tie_set)
+    assert best.measurements >= 1 and best.devices >= 1
 
 
 def test_best_nearest_answers_another_shape(client, tuned_job, device_model):

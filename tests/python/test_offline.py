@@ -56,6 +56,24 @@ def test_table_tiers():
     assert t.lookup("gemm", "M=64").tier == tunefleet.DEFAULT  # other dims are never near
 
 
+def test_a_rows_evidence_says_how_sure_it_is():
+    evidence = {"tie_set": [{"config_text": "BM=16,BN=16", "median_seconds": 1e-4},
+                            {"config_text": "BM=32,BN=16", "median_seconds": 1.004e-4,
+                             "gap": 0.004}],
+                "configs_in_round": 5, "rounds": 4, "rounds_cv": 0.003, "measurements": 3,
+                "devices": 2}
+    sure = dict(row("M=64,N=64", "BM=32,BN=16", "k1"), evidence=evidence)
+    best = table(sure).lookup("gemm", "M=64,N=64")
+    assert [m.config_text for m in best.tie_set] == ["BM=16,BN=16", "BM=32,BN=16"]
+    assert best.tie_set[0].gap == 0 and best.tie_set[1].gap == 0.004
+    assert (best.configs_in_round, best.rounds, best.rounds_cv) == (5, 4, 0.003)
+    assert (best.measurements, best.devices) == (3, 2)
+    plain = table(row("M=64,N=64", "BM=32,BN=16", "k1")).lookup("gemm", "M=64,N=64")
+    assert plain.tie_set == () and plain.measurements == 0
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        table(dict(sure, evidence={"tie_set": 3}))
+
+
 def test_table_ties_go_to_the_smallest_key():
     t = table(row("M=128,N=128", "BM=64,BN=64", "kb"), row("M=32,N=32", "BM=16,BN=16", "ka"))
     assert t.lookup("gemm", "M=64,N=64").tuning_key == "ka"

@@ -235,6 +235,41 @@ TEST(JudgeRetuneTest, SaysWhatEachJobDidToTheBest) {
   EXPECT_EQ(JudgeRetune(rows, {"host:a"}, {}, "j2").outcome, RetuneOutcome::kNone);
 }
 
+TEST(EvidenceOfTest, SaysTheTieSetAndTheMeasurementsBehindTheBest) {
+  auto finalist = [](const std::string& config, double seconds, const std::string& device) {
+    TrialRecord row = Row("j2", config, seconds, 20, TrialRound::kFinalists);
+    row.rounds = 5;
+    row.rounds_cv = 0.001;
+    row.worker_id = "w1";
+    row.device_id = device;
+    return row;
+  };
+  TrialRecord old = Row("j1", "A", 5e-3, 10);
+  old.worker_id = "w0";
+  old.device_id = "0";
+  TrialRecord searched = Row("j2", "A", 6e-3, 19);
+  searched.worker_id = "w1";
+  searched.device_id = "1";
+  TrialRecord rogue = Row("j3", "A", 1e-9, 30, TrialRound::kSearch, "host:rogue");
+  const std::vector<TrialRecord> rows = {old, searched, finalist("B", 1.000e-3, "0"),
+                                         finalist("A", 1.004e-3, "1"), finalist("C", 1.5e-3, "0"),
+                                         rogue};
+  std::optional<TrialRecord> best = DeriveBest(rows, {"host:rogue"}, {});
+  ASSERT_TRUE(best.has_value());
+  ASSERT_EQ(best->config, "A");  // tied with B: j1 served it, j2 keeps it
+  v1::BestEvidence evidence = EvidenceOf(rows, {"host:rogue"}, *best);
+  ASSERT_EQ(evidence.tie_set_size(), 2);
+  EXPECT_EQ(evidence.tie_set(0).config_text(), "B");
+  EXPECT_EQ(evidence.tie_set(0).gap(), 0);
+  EXPECT_EQ(evidence.tie_set(1).config_text(), "A");
+  EXPECT_NEAR(evidence.tie_set(1).gap(), 0.004, 1e-9);
+  EXPECT_EQ(evidence.configs_in_round(), 3);
+  EXPECT_EQ(evidence.rounds(), 5);
+  EXPECT_EQ(evidence.rounds_cv(), 0.001);
+  EXPECT_EQ(evidence.measurements(), 3);  // j1's, j2's search and finalists rows; not the rogue's
+  EXPECT_EQ(evidence.devices(), 2);       // w0's device 0, w1's device 1
+}
+
 TEST(ClaimAgreesTest, AClaimWithinTheToleranceAgrees) {
   EXPECT_TRUE(ClaimAgrees(/*claimed_seconds=*/1.0, /*verified_seconds=*/1.2, 0.25));
   EXPECT_TRUE(ClaimAgrees(0.8, 1.0, 0.25));

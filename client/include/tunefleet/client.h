@@ -265,6 +265,22 @@ struct BestConfig {
   std::string tuned_shape;  // the shape it was tuned for
   std::string device_model;
   std::string toolkit;
+
+  // How sure the answer is (docs/measurement.md, "Tie sets"); empty and 0
+  // for kDefault and for rows stored before evidence was kept.
+  struct TieMember {
+    std::string config;         // short form
+    double median_seconds = 0;  // in the round that decided the row
+    double gap = 0;             // slower than that round's fastest, a fraction
+  };
+  // That round's fastest config and every config tied with it, fastest
+  // first; `config` is one of them.
+  std::vector<TieMember> tie_set;
+  int configs_in_round = 0;  // configs the deciding round measured
+  int rounds = 0;            // finalist rounds behind median_seconds (0: one search run)
+  double rounds_cv = 0;      // CV of those rounds' medians
+  int measurements = 0;      // measurements of `config` for this key, every job and round
+  int devices = 0;           // distinct devices that took them
 };
 
 // "EXACT", "NEAREST_SHAPE", "DEFAULT" ("UNSPECIFIED" for kUnspecified).

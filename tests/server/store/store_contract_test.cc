@@ -40,10 +40,10 @@ bool operator==(const TrialRecord& a, const TrialRecord& b) {
 bool operator==(const BestRecord& a, const BestRecord& b) {
   return std::tie(a.tuning_key, a.kernel_name, a.shape, a.device_model,
                   a.toolkit, a.config, a.median_seconds, a.job_id,
-                  a.updated_unix_ms, a.imported, a.origin) ==
+                  a.updated_unix_ms, a.imported, a.origin, a.evidence) ==
          std::tie(b.tuning_key, b.kernel_name, b.shape, b.device_model,
                   b.toolkit, b.config, b.median_seconds, b.job_id,
-                  b.updated_unix_ms, b.imported, b.origin);
+                  b.updated_unix_ms, b.imported, b.origin, b.evidence);
 }
 bool operator==(const KernelRecord& a, const KernelRecord& b) {
   return std::tie(a.name, a.spec, a.updated_unix_ms) ==
@@ -120,6 +120,7 @@ BestRecord MakeBest(const std::string& tuning_key, const std::string& config,
   best.median_seconds = median_seconds;
   best.job_id = "job-1";
   best.updated_unix_ms = 1700000000456;
+  best.evidence = std::string("\x0a\x03" "a\0b\xff", 6) + config;  // any bytes
   return best;
 }
 
@@ -1021,8 +1022,8 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   ASSERT_OK(migrations);
   // 3: provenance and quarantine, 4: tokens, 5: cut_early, 6: job owners, imported bests,
   // 7: finalist rounds and low-clock samples, 8: profiles, 9: profile requests,
-  // 10: replacing jobs, 11: sweeps
-  EXPECT_EQ(*migrations, 11);
+  // 10: replacing jobs, 11: sweeps, 12: best evidence
+  EXPECT_EQ(*migrations, 12);
   store->reset();  // closed before the database is dropped
 }
 
