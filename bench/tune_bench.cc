@@ -91,6 +91,7 @@ struct Run {
   // compile-pool thread-seconds and device-seconds.
   double pool_idle_seconds = 0;
   double device_idle_seconds = 0;
+  BestConfig served;  // GetBestConfig after the run
 };
 
 // The sums of the workers' idle-time files (WriteIdleStats) under `dir`.
@@ -310,7 +311,47 @@ absl::Status WriteRunDataset(const Run& run, Fleet* fleet, const Flags& flags) {
   return WriteDataset(dataset, name);
 }
 
+// The served answer after each run: its config, what the run did to it, its
+// tie set (docs/measurement.md, "Tie sets"), and the deciding round's
+// fastest config, which the rule of serving the smallest median would serve.
+void PrintServed(const std::vector<Run>& runs) {
+  std::printf("\n| run | served config | served ms | outcome | tie set | widest gap | rounds | CV "
+              "| in run 1's tie set | round's fastest |\n"
+              "|---|---|---|---|---|---|---|---|---|---|\n");
+  const BestConfig& first = runs.front().served;
+  auto fastest = [](const BestConfig& served) {
+    return served.tie_set.empty() ? served.config : served.tie_set.front().config;
+  };
+  int same = 0;
+  int in_first = 0;
+  int same_fastest = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const BestConfig& served = runs[i].served;
+    const bool member = std::any_of(first.tie_set.begin(), first.tie_set.end(),
+                                    [&](const auto& m) { return m.config == served.config; });
+    same += served.config == first.config;
+    in_first += member;
+    same_fastest += fastest(served) == fastest(first);
+    const std::string outcome =
+        runs[i].job.targets.empty() ? "-" : runs[i].job.targets[0].retune;
+    std::printf("| %zu | %s | %.4g | %s | %zu of %d | %.2f%% | %d | %.2f%% | %s | %s |\n", i + 1,
+                served.config.c_str(), served.median_seconds * 1e3, outcome.c_str(),
+                served.tie_set.size(), served.configs_in_round,
+                served.tie_set.empty() ? 0.0 : 100 * served.tie_set.back().gap, served.rounds,
+                100 * served.rounds_cv, member ? "yes" : "no",
+                fastest(served) == served.config ? "(served)" : fastest(served).c_str());
+  }
+  std::printf("\nserved run 1's config after %d of %zu runs, a member of run 1's tie set after "
+              "%d; the round's fastest was run 1's in %d of %zu\n",
+              same, runs.size(), in_first, same_fastest, runs.size());
+  for (const BestConfig::TieMember& member : first.tie_set) {
+    std::printf("  run 1 tie set: %s %.4g ms (+%.2f%%)\n", member.config.c_str(),
+                member.median_seconds * 1e3, 100 * member.gap);
+  }
+}
+
 void PrintSpread(const std::vector<Run>& runs) {
+  if (!runs.empty()) PrintServed(runs);
   std::map<std::string, int> winners;
   std::vector<double> best;
   for (const Run& run : runs) {
@@ -428,6 +469,12 @@ int TuneShape(const Flags& flags, const KernelBundle& bundle, Client* client, Fl
     if (!run.ok()) {
       std::cerr << "tune_bench: run " << i + 1 << ": " << run.status() << "\n";
       return 1;
+    }
+    if (!run->job.targets.empty()) {
+      const JobTarget& target = run->job.targets[0];
+      absl::StatusOr<BestConfig> served = client->GetBestConfig(
+          bundle.spec.name(), flags.shape, target.device_model, target.toolkit);
+      if (served.ok()) run->served = *std::move(served);
     }
     PrintRun(i + 1, *run, bundle, flags);
     if (flags.print_trials) PrintTrials(*run);
