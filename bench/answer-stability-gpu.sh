@@ -15,7 +15,8 @@
 # tunefleet-worker tune_bench" scripts/gpu-bundle.sh build bundle.
 #   bench/answer-stability-gpu.sh [devices|repeat]...  (default: both)
 # Logs under $OUT (default /tmp/answer-stability); summaries printed last.
-# TUNE_TIMEOUT=S bounds each tune_bench (default 540 s).
+# TUNE_TIMEOUT=S bounds each tune_bench (default 540 s); KERNEL=DIR and
+# SHAPE=... tune another kernel (default kernels/cuda/gemm_f16, M=N=K=4096).
 set -u
 STEPS=" ${*:-devices repeat} "
 out=${OUT:-/tmp/answer-stability}
@@ -31,8 +32,8 @@ cat "$out/env.txt"
 tune() {
   local gpu=$1 runs=$2 log=$3
   CUDA_VISIBLE_DEVICES=$gpu timeout "${TUNE_TIMEOUT:-540}" taskset -c "$((gpu * 16))-$((gpu * 16 + 15))" \
-    bundle/bin/tune_bench --backend cuda --bin-dir bundle/bin --kernel kernels/cuda/gemm_f16 \
-    --shape M=4096,N=4096,K=4096 --strategy random --budget 64 --measure-budget 0.1 \
+    bundle/bin/tune_bench --backend cuda --bin-dir bundle/bin --kernel "${KERNEL:-kernels/cuda/gemm_f16}" \
+    --shape "${SHAPE:-M=4096,N=4096,K=4096}" --strategy random --budget 64 --measure-budget 0.1 \
     --repeat "$runs" > "$log" 2>&1
 }
 

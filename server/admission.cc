@@ -11,6 +11,7 @@
 #include "common/spec_loader.h"
 #include "common/status_macros.h"
 #include "common/tuning_key.h"
+#include "server/best_derivation.h"
 #include "server/job_input.h"
 #include "server/search_strategy.h"
 
@@ -158,15 +159,15 @@ DeviceLimits LimitsOf(const v1::StoredTarget& target) {
   return LimitsFromDevice(device);
 }
 
-// `defender`: StoredTarget.defender.
+// `info`'s defender and its tolerance (StoredTarget.defender).
 std::unique_ptr<TargetTrials> TrialsOf(const AdmissionLimits& limits, const v1::JobSpec& spec,
-                                       Search search, const std::string& defender) {
+                                       Search search, const v1::StoredTarget& info) {
   auto trials = std::make_unique<TargetTrials>(
       std::move(search.space), std::move(search.strategy), limits.max_lease_attempts,
       search.default_ordinal, limits.finalists, spec.plateau_batches());
-  if (!defender.empty()) {
-    absl::StatusOr<uint64_t> ordinal = OrdinalOfShortForm(*trials->space(), defender);
-    if (ordinal.ok()) trials->Defend(*ordinal);
+  if (!info.defender().empty()) {
+    absl::StatusOr<uint64_t> ordinal = OrdinalOfShortForm(*trials->space(), info.defender());
+    if (ordinal.ok()) trials->Defend(*ordinal, info.defender_tolerance());
   }
   return trials;
 }
@@ -217,7 +218,15 @@ absl::StatusOr<TargetPlan> PlanTarget(
     if (!best.ok() && !absl::IsNotFound(best.status()) && !retune) return best.status();
     if (best.ok() && retune) {
       // A replacing job serves its own answer: nothing to defend.
-      if (!spec.replace_best()) plan.info.set_defender(best->config);
+      if (!spec.replace_best()) {
+        plan.info.set_defender(best->config);
+        // The job's own ranking; the served best is derived with the
+        // quarantine applied (BestKeeper).
+        absl::StatusOr<std::vector<TrialRecord>> rows = cache->ListKeyTrials(best->tuning_key);
+        if (rows.ok()) {
+          plan.info.set_defender_tolerance(DefenderTolerance(*rows, {}, best->config));
+        }
+      }
     } else if (best.ok()) {
       plan.info.set_cached(true);
       v1::Best* answer = plan.info.mutable_cached_best();
@@ -234,7 +243,7 @@ absl::StatusOr<TargetPlan> PlanTarget(
   if (!search.ok()) {
     return Prefixed(absl::StrCat("on ", device.device.model(), ": "), search.status());
   }
-  plan.trials = TrialsOf(limits, spec, *std::move(search), plan.info.defender());
+  plan.trials = TrialsOf(limits, spec, *std::move(search), plan.info);
   return plan;
 }
 
@@ -243,7 +252,7 @@ absl::StatusOr<std::unique_ptr<TargetTrials>> ResumeTarget(
     const v1::StoredTarget& target, const std::vector<FleetTrial>& history) {
   ASSIGN_OR_RETURN(Search search,
                    MakeSearch(limits, spec, LimitsOf(target), target.warm_start(), history));
-  return TrialsOf(limits, spec, std::move(search), target.defender());
+  return TrialsOf(limits, spec, std::move(search), target);
 }
 
 }  // namespace tunefleet::server

@@ -1,6 +1,7 @@
 #include "server/best_derivation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 #include <utility>
 
@@ -57,13 +58,36 @@ std::vector<Candidate> Candidates(const std::vector<const TrialRecord*>& rows) {
   return jobs;
 }
 
-// The member of the job's tie set it offers, given the config served before
-// it ("" when none).
-const TrialRecord* Offered(const Candidate& job, const std::string& defender) {
+std::vector<Contender> RoundOf(const Candidate& job) {
   std::vector<Contender> round;
   round.reserve(job.rows.size());
   for (const TrialRecord* row : job.rows) round.push_back(ContenderOf(*row));
-  return job.rows[TieSetOf(round, defender)->chosen];
+  return round;
+}
+
+// DefenderTolerance over jobs [0, end).
+double ToleranceOf(const std::vector<Candidate>& jobs, size_t end, const std::string& config) {
+  std::vector<double> medians;
+  for (size_t i = 0; i < end; ++i) {
+    for (const TrialRecord* row : jobs[i].rows) {
+      if (row->config == config) medians.push_back(row->median_seconds);
+    }
+  }
+  if (medians.size() < 2) return 0;
+  double mean = 0;
+  for (double median : medians) mean += median / medians.size();
+  double variance = 0;
+  for (double median : medians) variance += (median - mean) * (median - mean);
+  variance /= static_cast<double>(medians.size() - 1);
+  return mean > 0 ? std::min(2 * std::sqrt(variance) / mean, kMaxDefenderTolerance) : 0;
+}
+
+// The member of job `i`'s tie set it offers, given the config served before
+// it ("" when none).
+const TrialRecord* Offered(const std::vector<Candidate>& jobs, size_t i,
+                           const std::string& defender) {
+  const double tolerance = defender.empty() ? 0 : ToleranceOf(jobs, i, defender);
+  return jobs[i].rows[TieSetOf(RoundOf(jobs[i]), defender, tolerance)->chosen];
 }
 
 bool Measured(const Candidate& job, const std::string& config) {
@@ -86,7 +110,7 @@ Decision Decide(const std::vector<Candidate>& jobs,
   Decision decision;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const TrialRecord*& best = decision.best;
-    const TrialRecord* offered = Offered(jobs[i], best == nullptr ? "" : best->config);
+    const TrialRecord* offered = Offered(jobs, i, best == nullptr ? "" : best->config);
     decision.offered.push_back(offered);
     if (best == nullptr || i == floor || Measured(jobs[i], best->config) ||
         FasterThan(*offered, *best)) {
@@ -135,6 +159,11 @@ v1::BestEvidence EvidenceOf(const std::vector<TrialRecord>& trials,
   std::vector<Contender> round;
   absl::flat_hash_set<std::string> devices;
   v1::BestEvidence evidence;
+  const std::vector<Candidate> jobs = Candidates(rows);
+  double tolerance = 0;  // the defender's, as DeriveBest used it
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].job_id == best.job_id) tolerance = ToleranceOf(jobs, i, best.config);
+  }
   for (const TrialRecord* row : rows) {
     if (row->job_id == best.job_id && row->round == best.round) {
       round.push_back(ContenderOf(*row));
@@ -148,7 +177,7 @@ v1::BestEvidence EvidenceOf(const std::vector<TrialRecord>& trials,
   evidence.set_configs_in_round(static_cast<int32_t>(round.size()));
   evidence.set_rounds(best.rounds);
   evidence.set_rounds_cv(best.rounds_cv);
-  std::optional<TieSet> ties = TieSetOf(round, best.config);
+  std::optional<TieSet> ties = TieSetOf(round, best.config, tolerance);
   if (!ties.has_value()) return evidence;
   const double fastest = round[ties->members.front()].median_seconds;
   for (size_t i : ties->members) {
@@ -176,6 +205,14 @@ RetuneVerdict JudgeRetune(const std::vector<TrialRecord>& trials,
       Copy(Decide(Candidates(Counted(trials, quarantined, &job_id)), replacing).best);
   verdict.outcome = OutcomeOf(verdict, replacing.contains(job_id));
   return verdict;
+}
+
+double DefenderTolerance(const std::vector<TrialRecord>& trials,
+                         const absl::flat_hash_set<std::string>& quarantined,
+                         const std::string& config) {
+  const std::vector<Candidate> jobs =
+      Candidates(Counted(trials, quarantined, /*skipped_job=*/nullptr));
+  return ToleranceOf(jobs, jobs.size(), config);
 }
 
 bool ClaimAgrees(double claimed_seconds, double verified_seconds, double tolerance) {

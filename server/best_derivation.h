@@ -35,8 +35,9 @@ bool FasterThan(const TrialRecord& candidate, const TrialRecord& served);
 //      last; ties to the larger job id) and walked oldest first, each
 //      offering one row: the member of its round's tie set (TieSetOf) chosen
 //      with the best so far as the defender, i.e. the best so far's config
-//      when the round measured it and found it tied, else the tie set's
-//      first config by name;
+//      when the round measured it and found it tied (within the tie rule, or
+//      within the defender's own run-to-run spread over the jobs before:
+//      DefenderTolerance), else the tie set's first config by name;
 //   4. a job's offer becomes the best when there is none yet; when the job's
 //      round measured the best so far's config (side by side, on one device:
 //      the offer is that config, re-measured, or one that beat it there);
@@ -60,6 +61,16 @@ std::optional<TrialRecord> DeriveBest(const std::vector<TrialRecord>& trials,
 v1::BestEvidence EvidenceOf(const std::vector<TrialRecord>& trials,
                             const absl::flat_hash_set<std::string>& quarantined,
                             const TrialRecord& best);
+
+// The defender's run-to-run tolerance: twice the coefficient of variation
+// of `config`'s medians in the deciding rounds of the key's jobs (one per job
+// that measured it there), a fraction, at most kMaxDefenderTolerance; 0 with
+// fewer than two. Different runs
+// of one config differ by more than one round's noise says (different
+// allocations, clocks and neighbours), and this is that difference measured.
+double DefenderTolerance(const std::vector<TrialRecord>& trials,
+                         const absl::flat_hash_set<std::string>& quarantined,
+                         const std::string& config);
 
 // What one job's result did to its key's best.
 enum class RetuneOutcome {

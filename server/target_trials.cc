@@ -119,10 +119,12 @@ v1::StopReason TargetTrials::stop_reason() const {
                                    : v1::STOP_REASON_TRIAL_BUDGET;
 }
 
-void TargetTrials::Defend(uint64_t ordinal) {
+void TargetTrials::Defend(uint64_t ordinal, double tolerance) {
   if (ordinal >= space_->full_size()) return;
   space_->Bind(ordinal);
-  if (space_->Valid()) defender_ = ordinal;
+  if (!space_->Valid()) return;
+  defender_ = ordinal;
+  defender_tolerance_ = tolerance;
 }
 
 void TargetTrials::MaybeStartFinals() {
@@ -154,7 +156,7 @@ void TargetTrials::ServedFirst(std::vector<TrialOutcome>* ranked) const {
   }
   const std::string defender =
       defender_.has_value() ? ConfigToString(space_->ConfigAt(*defender_)) : "";
-  const size_t chosen = TieSetOf(round, defender)->chosen;
+  const size_t chosen = TieSetOf(round, defender, defender_tolerance_)->chosen;
   std::rotate(ranked->begin(), ranked->begin() + chosen, ranked->begin() + chosen + 1);
 }
 

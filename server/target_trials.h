@@ -45,9 +45,10 @@ class TargetTrials {
   // Makes `ordinal` (the config served for the key before this job) a
   // finalist, measured side by side with the job's fastest configs even when
   // the search did not find it among them; the tie rule keeps it first while
-  // it is tied with the fastest (server/tie_set.h). Ignored when the config
-  // is not valid in the space, or the finalists round is off.
-  void Defend(uint64_t ordinal);
+  // it is tied with the fastest, or within `tolerance` of it (its measured
+  // run-to-run spread, DefenderTolerance; server/tie_set.h). Ignored when
+  // the config is not valid in the space, or the finalists round is off.
+  void Defend(uint64_t ordinal, double tolerance = 0);
 
   // Hands out up to `max` configs to (lease_id, epoch): re-queued configs
   // first, then new proposals of the strategy; once the search is over, the
@@ -160,6 +161,7 @@ class TargetTrials {
   int max_attempts_;
   std::optional<uint64_t> default_ordinal_;
   std::optional<uint64_t> defender_;
+  double defender_tolerance_ = 0;
   absl::flat_hash_map<uint64_t, Slot> slots_;
   std::deque<uint64_t> requeued_;
   std::deque<uint64_t> ahead_;  // proposed before a lease asked (ProposeAhead)

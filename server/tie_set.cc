@@ -26,7 +26,8 @@ bool Tied(const Contender& fastest, const Contender& other) {
   return gap <= 2 * std::sqrt(*se_fastest * *se_fastest + *se_other * *se_other);
 }
 
-std::optional<TieSet> TieSetOf(const std::vector<Contender>& round, const std::string& defender) {
+std::optional<TieSet> TieSetOf(const std::vector<Contender>& round, const std::string& defender,
+                               double defender_tolerance) {
   if (round.empty()) return std::nullopt;
   std::vector<size_t> order(round.size());
   std::iota(order.begin(), order.end(), 0);
@@ -36,7 +37,11 @@ std::optional<TieSet> TieSetOf(const std::vector<Contender>& round, const std::s
   const Contender& fastest = round[order.front()];
   TieSet set;
   for (size_t i : order) {
-    if (i == order.front() || Tied(fastest, round[i])) set.members.push_back(i);
+    const bool defended =
+        !defender.empty() && round[i].config == defender &&
+        round[i].median_seconds - fastest.median_seconds <=
+            defender_tolerance * fastest.median_seconds;
+    if (i == order.front() || Tied(fastest, round[i]) || defended) set.members.push_back(i);
   }
   auto defended = std::find_if(set.members.begin(), set.members.end(),
                                [&](size_t i) { return round[i].config == defender; });

@@ -18,6 +18,10 @@ namespace tunefleet::server {
 // config are of this size (docs/measurement.md).
 inline constexpr double kTieTolerance = 0.01;
 
+// The most a defender's own run-to-run spread widens its tie (a fraction):
+// a config whose runs differ by more than this is not kept on that account.
+inline constexpr double kMaxDefenderTolerance = 0.05;
+
 // One measured config of a round.
 struct Contender {
   std::string config;  // short form, as stored
@@ -50,9 +54,13 @@ struct TieSet {
 };
 
 // The tie set of `round`; nullopt for an empty round. Equal medians order by
-// position (the first stays fastest).
+// position (the first stays fastest). The defender is a member too when its
+// gap is at most `defender_tolerance` (a fraction of the fastest's median):
+// its own run-to-run spread, measured over earlier jobs (DefenderTolerance,
+// best_derivation.h), which one round's noise does not show.
 std::optional<TieSet> TieSetOf(const std::vector<Contender>& round,
-                               const std::string& defender = "");
+                               const std::string& defender = "",
+                               double defender_tolerance = 0);
 
 }  // namespace tunefleet::server
 

@@ -235,6 +235,25 @@ TEST(JudgeRetuneTest, SaysWhatEachJobDidToTheBest) {
   EXPECT_EQ(JudgeRetune(rows, {"host:a"}, {}, "j2").outcome, RetuneOutcome::kNone);
 }
 
+// A measured its runs 3% apart (j1, j2): j3's round, where B is 2.5% ahead
+// of it, does not beat it beyond that. Without j2 it does.
+TEST(DeriveBestTest, TheDefendersRunToRunSpreadKeepsItAgainstAGapWithinIt) {
+  const std::vector<TrialRecord> rows = {
+      Row("j1", "A", 1.00e-3, 10), Row("j2", "A", 1.03e-3, 20), Row("j2", "C", 1.2e-3, 21),
+      Row("j3", "B", 1.000e-3, 30, TrialRound::kFinalists),
+      Row("j3", "A", 1.025e-3, 31, TrialRound::kFinalists)};
+  EXPECT_NEAR(DefenderTolerance({rows[0], rows[1]}, {}, "A"), 2 * 0.0212132 / 1.015, 1e-4);
+  EXPECT_EQ(DefenderTolerance({rows[0]}, {}, "A"), 0);
+  std::optional<TrialRecord> best = DeriveBest(rows, {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "A");
+  EXPECT_EQ(best->job_id, "j3");
+  EXPECT_EQ(EvidenceOf(rows, {}, *best).tie_set_size(), 2);
+  best = DeriveBest({rows[0], rows[3], rows[4]}, {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "B");
+}
+
 TEST(EvidenceOfTest, SaysTheTieSetAndTheMeasurementsBehindTheBest) {
   auto finalist = [](const std::string& config, double seconds, const std::string& device) {
     TrialRecord row = Row("j2", config, seconds, 20, TrialRound::kFinalists);

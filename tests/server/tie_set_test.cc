@@ -133,5 +133,16 @@ TEST(TieSetTest, TheDefenderIsKeptWhileItIsTied) {
   EXPECT_FALSE(TieSetOf({}).has_value());
 }
 
+// A defender whose runs are known to differ by 4% keeps its place 3% behind;
+// the same gap without that history, or for another config, is a loss.
+TEST(TieSetTest, TheDefendersOwnRunToRunSpreadWidensOnlyItsTie) {
+  std::vector<Contender> round = {{"B=1", 1.00e-3}, {"B=7", 1.03e-3}, {"B=4", 1.03e-3}};
+  EXPECT_EQ(round[TieSetOf(round, "B=7", 0.04)->chosen].config, "B=7");
+  EXPECT_EQ(round[TieSetOf(round, "B=7", 0.0)->chosen].config, "B=1");
+  std::optional<TieSet> set = TieSetOf(round, "B=7", 0.04);
+  EXPECT_EQ(set->members.size(), 2u);  // B=4 is not widened
+  EXPECT_EQ(round[TieSetOf(round, "B=7", 0.02)->chosen].config, "B=1");
+}
+
 }  // namespace
 }  // namespace tunefleet::server
