@@ -359,7 +359,9 @@ std::string BestConfigDetails(const BestConfig& best) {
   if (!best.job_id.empty()) rows.push_back({"job", best.job_id});
   if (!best.tie_set.empty()) {
     const double widest = best.tie_set.back().gap;
-    rows.push_back({"tie set", best.tie_set.size() == 1
+    rows.push_back({"tie set", best.configs_in_round <= 1
+                                   ? std::string("none: its round measured it alone")
+                               : best.tie_set.size() == 1
                                    ? absl::StrCat("none: ahead of the other ",
                                                   best.configs_in_round - 1,
                                                   " config(s) of its round beyond the noise")

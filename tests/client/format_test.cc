@@ -226,6 +226,8 @@ TEST(TunectlFormatTest, BestConfigSaysHowSureItIs) {
   best.tie_set.resize(1);
   EXPECT_THAT(BestConfigDetails(best),
               HasSubstr("none: ahead of the other 4 config(s) of its round beyond the noise"));
+  best.configs_in_round = 1;  // a verification round re-measures the candidate alone
+  EXPECT_THAT(BestConfigDetails(best), HasSubstr("none: its round measured it alone"));
 }
 
 TEST(TunectlFormatTest, WorkersTableGroupsDevicesByModel) {
