@@ -215,8 +215,15 @@ double DefenderTolerance(const std::vector<TrialRecord>& trials,
   return ToleranceOf(jobs, jobs.size(), config);
 }
 
-bool ClaimAgrees(double claimed_seconds, double verified_seconds, double tolerance) {
-  return claimed_seconds >= verified_seconds / (1 + tolerance);
+bool ClaimAgrees(double claimed_seconds, double verified_seconds, double tolerance,
+                 double verifier_noise) {
+  return claimed_seconds >=
+         verified_seconds / (1 + tolerance + std::min(verifier_noise, tolerance));
+}
+
+double VerifierNoise(const v1::Measurement& measurement) {
+  if (measurement.rounds() < 2) return 0;
+  return 2 * measurement.rounds_cv() / std::sqrt(static_cast<double>(measurement.rounds()));
 }
 
 bool NeedsVerification(int claim_principals, double candidate_seconds,

@@ -99,11 +99,20 @@ RetuneVerdict JudgeRetune(const std::vector<TrialRecord>& trials,
                           const std::string& job_id);
 
 // The agreement rule: a claimed median agrees with a verifier's median when
-// it is not faster by more than the tolerance, i.e.
-//   claimed >= verified / (1 + tolerance).
-// A claim slower than the verification always agrees (the verifier's numbers
-// are served either way). REQUIRES: tolerance >= 0.
-bool ClaimAgrees(double claimed_seconds, double verified_seconds, double tolerance);
+// it is not faster by more than the tolerance and the verifier's own noise,
+// i.e.
+//   claimed >= verified / (1 + tolerance + min(verifier_noise, tolerance)).
+// `verifier_noise` (VerifierNoise) is how far the verifier's median itself
+// may be off, as it measured it; it never more than doubles the tolerance, so
+// a noisy verifier cannot wave through an arbitrary claim. A claim slower
+// than the verification always agrees (the verifier's numbers are served
+// either way). REQUIRES: tolerance >= 0, verifier_noise >= 0.
+bool ClaimAgrees(double claimed_seconds, double verified_seconds, double tolerance,
+                 double verifier_noise = 0);
+
+// Two standard errors of a median measured over finalist rounds, a fraction:
+// 2 * rounds_cv / sqrt(rounds); 0 with fewer than two rounds.
+double VerifierNoise(const v1::Measurement& measurement);
 
 // Whether a candidate best must be re-measured before it is served: when
 // every measurement of it comes from one principal (`claim_principals` < 2),

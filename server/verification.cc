@@ -63,8 +63,10 @@ void Verification::Judge(double tolerance) {
     return;
   }
   verified_seconds_ = verified.measurement().median_seconds();
-  outcome_ = ClaimAgrees(claimed_seconds_, *verified_seconds_, tolerance) ? Outcome::kAgreed
-                                                                         : Outcome::kDisagreed;
+  outcome_ = ClaimAgrees(claimed_seconds_, *verified_seconds_, tolerance,
+                         VerifierNoise(verified.measurement()))
+                 ? Outcome::kAgreed
+                 : Outcome::kDisagreed;
 }
 
 void Verification::Release(const std::string& lease_id, int64_t epoch) {

@@ -1,5 +1,7 @@
 #include "server/best_derivation.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 
 namespace tunefleet::server {
@@ -295,6 +297,25 @@ TEST(ClaimAgreesTest, AClaimWithinTheToleranceAgrees) {
   EXPECT_FALSE(ClaimAgrees(0.79, 1.0, 0.25));
   EXPECT_FALSE(ClaimAgrees(1e-9, 2e-5, 0.25));
   EXPECT_TRUE(ClaimAgrees(5.0, 1.0, 0.0));  // slower than verified: the verifier's numbers stand
+}
+
+// A verifier whose own rounds varied widens the rule by its noise, at most
+// doubling the tolerance: an honest claim on a noisy host is not a lie, and
+// a claim far faster still is.
+TEST(ClaimAgreesTest, TheVerifiersOwnNoiseWidensTheRuleUpToTwiceTheTolerance) {
+  v1::Measurement noisy;
+  noisy.set_rounds(3);
+  noisy.set_rounds_cv(0.23);  // 23% over 3 rounds: two standard errors are 26.6%
+  EXPECT_NEAR(VerifierNoise(noisy), 2 * 0.23 / std::sqrt(3.0), 1e-12);
+  // Measured on a 2-core VM: the claimant's 1.80 ms, the verifier's 2.50 ms.
+  EXPECT_FALSE(ClaimAgrees(1.80e-3, 2.50e-3, 0.25));
+  EXPECT_TRUE(ClaimAgrees(1.80e-3, 2.50e-3, 0.25, VerifierNoise(noisy)));
+  EXPECT_FALSE(ClaimAgrees(1.60e-3, 2.50e-3, 0.25, VerifierNoise(noisy)));  // beyond 1.5x
+  EXPECT_FALSE(ClaimAgrees(1e-9, 2.50e-3, 0.25, 100.0));  // capped at the tolerance
+  v1::Measurement once;
+  once.set_rounds(1);
+  once.set_rounds_cv(0.5);
+  EXPECT_EQ(VerifierNoise(once), 0);
 }
 
 TEST(NeedsVerificationTest, OnePrincipalOrAWideMarginNeedsIt) {
