@@ -20,9 +20,9 @@ absl::StatusOr<bool> BestKeeper::Rederive(const BestRecord& meta) {
 absl::StatusOr<RetuneVerdict> BestKeeper::RederiveFinished(const BestRecord& meta) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(KeyRows rows, LoadKey(meta.tuning_key));
-  RetuneVerdict verdict =
-      JudgeRetune(rows.trials, quarantine_->Snapshot(), rows.replacing, meta.job_id);
-  RETURN_IF_ERROR(Keep(meta, verdict.served, rows).status());
+  const absl::flat_hash_set<std::string> quarantined = quarantine_->Snapshot();
+  RetuneVerdict verdict = JudgeRetune(rows.trials, quarantined, rows.replacing, meta.job_id);
+  RETURN_IF_ERROR(Keep(meta, verdict.served, rows, quarantined).status());
   return verdict;
 }
 
@@ -36,12 +36,14 @@ absl::StatusOr<BestKeeper::KeyRows> BestKeeper::LoadKey(const std::string& tunin
 
 absl::StatusOr<bool> BestKeeper::RederiveLocked(const BestRecord& meta) {
   ASSIGN_OR_RETURN(KeyRows rows, LoadKey(meta.tuning_key));
-  return Keep(meta, DeriveBest(rows.trials, quarantine_->Snapshot(), rows.replacing), rows);
+  const absl::flat_hash_set<std::string> quarantined = quarantine_->Snapshot();
+  return Keep(meta, DeriveBest(rows.trials, quarantined, rows.replacing), rows, quarantined);
 }
 
 absl::StatusOr<bool> BestKeeper::Keep(const BestRecord& meta,
                                       const std::optional<TrialRecord>& best,
-                                      const KeyRows& rows) {
+                                      const KeyRows& rows,
+                                      const absl::flat_hash_set<std::string>& quarantined) {
   absl::StatusOr<BestRecord> stored = store_->GetBest(meta.tuning_key);
   if (!stored.ok() && !absl::IsNotFound(stored.status())) return stored.status();
   if (!best.has_value()) {
@@ -54,8 +56,7 @@ absl::StatusOr<bool> BestKeeper::Keep(const BestRecord& meta,
   row.config = best->config;
   row.median_seconds = best->median_seconds;
   row.job_id = best->job_id;
-  row.evidence =
-      EvidenceOf(rows.trials, quarantine_->Snapshot(), *best).SerializeAsString();
+  row.evidence = EvidenceOf(rows.trials, quarantined, *best).SerializeAsString();
   const bool changed = !stored.ok() || stored->config != row.config ||
                        stored->median_seconds != row.median_seconds ||
                        stored->job_id != row.job_id || stored->evidence != row.evidence;

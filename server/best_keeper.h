@@ -70,11 +70,13 @@ class BestKeeper {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> RederiveLocked(const BestRecord& meta)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Makes `best` (derived from `rows`) the stored and indexed best of
-  // `meta.tuning_key`, with its evidence (nullopt: none); true when that
-  // changed anything.
+  // Makes `best` (derived from `rows` without `quarantined`'s) the stored
+  // and indexed best of `meta.tuning_key`, with its evidence (nullopt: none);
+  // true when that changed anything.
   absl::StatusOr<bool> Keep(const BestRecord& meta, const std::optional<TrialRecord>& best,
-                            const KeyRows& rows) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                            const KeyRows& rows,
+                            const absl::flat_hash_set<std::string>& quarantined)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
   BestConfigIndex* const index_;

@@ -144,6 +144,34 @@ class JobManagerTest : public ::testing::Test {
     ASSERT_OK(jobs_->Report(report).status());
   }
 
+  // Spec() tuned on `worker`, then a force_retune of it whose trials take
+  // what `seconds` gives (WRONG_RESULT for nullopt), told the config the
+  // first job served and the config of the trial.
+  struct Retuned {
+    v1::Job first;
+    BestRecord before;  // served after the first job
+    v1::Job retune;
+  };
+  Retuned TuneThenRetune(
+      const std::string& worker,
+      const std::function<std::optional<double>(const std::string& served,
+                                                const std::string& config)>& seconds) {
+    Retuned out;
+    out.first = *jobs_->Submit(Spec());
+    RunToCompletion(worker);
+    out.before = *store_->GetBest(out.first.targets(0).tuning_key());
+    now_ += absl::Seconds(10);
+    v1::JobSpec forced = Spec();
+    forced.set_force_retune(true);
+    const v1::Job submitted = *jobs_->Submit(forced);
+    while (std::optional<v1::Lease> lease = Lease(worker)) {
+      ReportByConfig(worker, *lease,
+                     [&](const std::string& config) { return seconds(out.before.config, config); });
+    }
+    out.retune = *jobs_->Get(submitted.id());
+    return out;
+  }
+
   // Reports every trial of `lease` OK (see ReportOf); returns whether the
   // lease was gone.
   ReportAck ReportAll(const std::string& worker, const v1::Lease& lease,
@@ -373,22 +401,16 @@ TEST_F(JobManagerTest, TunedKeyIsAnsweredFromStoreUnlessForced) {
 // own best is compared across runs, and it is slower.
 TEST_F(JobManagerTest, ASlowerRetuneIsKeptAsARecordAndSaysRegressed) {
   std::string worker = AddWorker();
-  v1::Job first = *jobs_->Submit(Spec());
-  RunToCompletion(worker);
+  const Retuned run = TuneThenRetune(
+      worker, [](const std::string& served, const std::string& config) -> std::optional<double> {
+        if (config == served) return std::nullopt;
+        return 1.0;
+      });
+  const v1::Job& first = run.first;
+  const v1::Job& slower = run.retune;
   const std::string key = first.targets(0).tuning_key();
   EXPECT_EQ(jobs_->Get(first.id())->targets(0).retune().outcome(), v1::RETUNE_OUTCOME_FIRST);
-  const double served = store_->GetBest(key)->median_seconds;
-  const std::string served_config = store_->GetBest(key)->config;
-  now_ += absl::Seconds(10);
-  v1::JobSpec forced = Spec();
-  forced.set_force_retune(true);
-  v1::Job slower = *jobs_->Submit(forced);
-  while (std::optional<v1::Lease> lease = Lease(worker)) {
-    ReportByConfig(worker, *lease, [&](const std::string& config) -> std::optional<double> {
-      if (config == served_config) return std::nullopt;
-      return 1.0;
-    });
-  }
+  const double served = run.before.median_seconds;
 
   v1::Job done = *jobs_->Get(slower.id());
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
@@ -406,18 +428,12 @@ TEST_F(JobManagerTest, ASlowerRetuneIsKeptAsARecordAndSaysRegressed) {
 // served, with the new measurement, however every time moved (here a slower
 // machine: all three configs take 1 s).
 TEST_F(JobManagerTest, ARetuneThatFindsTheServedConfigTiedConfirmsIt) {
-  std::string worker = AddWorker();
-  v1::Job first = *jobs_->Submit(Spec());
-  RunToCompletion(worker);
+  const Retuned run =
+      TuneThenRetune(AddWorker(), [](const std::string&, const std::string&) { return 1.0; });
+  const v1::Job& first = run.first;
+  const v1::Job& again = run.retune;
+  const BestRecord& before = run.before;
   const std::string key = first.targets(0).tuning_key();
-  const BestRecord before = *store_->GetBest(key);
-  now_ += absl::Seconds(10);
-  v1::JobSpec forced = Spec();
-  forced.set_force_retune(true);
-  v1::Job again = *jobs_->Submit(forced);
-  while (std::optional<v1::Lease> lease = Lease(worker)) {
-    ReportByConfig(worker, *lease, [](const std::string&) { return 1.0; });
-  }
 
   const v1::Retune retune = jobs_->Get(again.id())->targets(0).retune();
   EXPECT_EQ(retune.outcome(), v1::RETUNE_OUTCOME_CONFIRMED);
@@ -432,23 +448,16 @@ TEST_F(JobManagerTest, ARetuneThatFindsTheServedConfigTiedConfirmsIt) {
 // Side by side in one round, another config beat the served one: served now,
 // though slower than the served config's old time.
 TEST_F(JobManagerTest, ARetuneWhereAnotherConfigBeatsTheServedOneReplacesIt) {
-  std::string worker = AddWorker();
-  v1::Job first = *jobs_->Submit(Spec());
-  RunToCompletion(worker);
-  const std::string key = first.targets(0).tuning_key();
-  const BestRecord before = *store_->GetBest(key);
-  now_ += absl::Seconds(10);
-  v1::JobSpec forced = Spec();
-  forced.set_force_retune(true);
-  v1::Job again = *jobs_->Submit(forced);
   std::string winner;
-  while (std::optional<v1::Lease> lease = Lease(worker)) {
-    ReportByConfig(worker, *lease, [&](const std::string& config) {
-      if (config == before.config) return 1.0;
-      if (winner.empty()) winner = config;
-      return config == winner ? 0.5 : 2.0;
-    });
-  }
+  const Retuned run = TuneThenRetune(
+      AddWorker(), [&](const std::string& served, const std::string& config) {
+        if (config == served) return 1.0;
+        if (winner.empty()) winner = config;
+        return config == winner ? 0.5 : 2.0;
+      });
+  const v1::Job& again = run.retune;
+  const BestRecord& before = run.before;
+  const std::string key = run.first.targets(0).tuning_key();
 
   const v1::Retune retune = jobs_->Get(again.id())->targets(0).retune();
   EXPECT_EQ(retune.outcome(), v1::RETUNE_OUTCOME_REPLACED);
