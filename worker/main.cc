@@ -6,6 +6,7 @@
 //                    [--backend cpu|cuda|python] [--python PATH]
 //                    [--python-package DIR]
 //                    [--sandbox bwrap|none] [--sandbox-ro PATH]...
+//                    [--sandbox-memory-mb MB]
 //
 // Child mode (started by the daemon itself, one per device):
 //   tunefleet-worker --child --backend cpu|cuda|python
@@ -73,6 +74,7 @@ struct Flags {
   std::string metrics_address_file;
   std::string sandbox = "bwrap";
   std::vector<std::string> sandbox_read_only;
+  uint64_t sandbox_memory_mb = 0;  // 0 = DefaultAddressSpaceBytes()
   int max_trials = 0;
   int lookahead_trials = -1;  // trials of the lease held ahead per device; 0 = off, -1 = auto
   std::string stats_dir;     // where worker-<pid>.stats is kept up to date
@@ -227,6 +229,7 @@ void StopOnSignal(const sigset_t& signals, std::function<void()> stop) {
 absl::StatusOr<Sandbox> MakeSandbox(const Flags& flags) {
   SandboxOptions options;
   options.extra_read_only = flags.sandbox_read_only;
+  options.limits.address_space_bytes = flags.sandbox_memory_mb << 20;
   if (flags.sandbox == "none") {
     spdlog::warn("*** --sandbox=none: kernels submitted by clients are compiled and run "
                  "WITHOUT a sandbox, with this worker's user, files and network. Use it only "
@@ -524,6 +527,11 @@ int main(int argc, char** argv) {
   app.add_option("--sandbox-ro", flags.sandbox_read_only,
                  "a host path every sandboxed process also sees read-only (a toolchain "
                  "outside /usr); repeatable");
+  app.add_option("--sandbox-memory-mb", flags.sandbox_memory_mb,
+                 "the address space a sandboxed compiler or CPU benchmark child may map, in "
+                 "MiB (0 = half of this host's memory, at least 4096; GPU children are not "
+                 "limited: their runtimes reserve far more than they use)")
+      ->capture_default_str();
   app.add_option("--prepare-deadline", flags.prepare_deadline,
                  "seconds a job's input generation and reference run may take; a job that "
                  "overruns it is not prepared again by this worker")

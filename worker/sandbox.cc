@@ -1,7 +1,10 @@
 #include "worker/sandbox.h"
 
 #include <glob.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -49,7 +52,24 @@ std::vector<std::string> Glob(const std::string& pattern) {
   return paths;
 }
 
+// `wanted` (0: not limited), but no more than this process's hard limit.
+uint64_t Capped(int resource, uint64_t wanted) {
+  rlimit current{};
+  if (getrlimit(resource, &current) != 0 || current.rlim_max == RLIM_INFINITY) return wanted;
+  const uint64_t hard = current.rlim_max;
+  return wanted == 0 ? hard : std::min(wanted, hard);
+}
+
 }  // namespace
+
+uint64_t DefaultAddressSpaceBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  const uint64_t half = pages > 0 && page_size > 0
+                            ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size) / 2
+                            : 0;
+  return std::max<uint64_t>(half, uint64_t{4} << 30);
+}
 
 void MergePolicy(const SandboxPolicy& more, SandboxPolicy* policy) {
   Append(more.read_only, &policy->read_only);
@@ -60,6 +80,7 @@ void MergePolicy(const SandboxPolicy& more, SandboxPolicy* policy) {
   if (!more.working_dir.empty()) policy->working_dir = more.working_dir;
   policy->uid = more.uid;
   policy->gid = more.gid;
+  policy->unlimited_address_space |= more.unlimited_address_space;
 }
 
 std::vector<std::string> BwrapArgv(const std::string& bwrap, const SandboxPolicy& policy,
@@ -85,6 +106,7 @@ std::vector<std::string> BwrapArgv(const std::string& bwrap, const SandboxPolicy
 void AddCudaDevices(const std::vector<std::string>& device_nodes, SandboxPolicy* policy) {
   Append(device_nodes, &policy->devices);
   policy->read_only.push_back("/proc/driver/nvidia");
+  policy->unlimited_address_space = true;
 }
 
 std::vector<std::string> HostNvidiaDeviceNodes() {
@@ -118,22 +140,34 @@ absl::StatusOr<Sandbox> Sandbox::Create(SandboxOptions options) {
   Sandbox sandbox;
   if (options.mode == SandboxMode::kNone) return sandbox;
   const std::string fix =
-      "install bubblewrap (apt-get install bubblewrap) or start the worker with "
-      "--sandbox=none to run job code unsandboxed";
-  absl::StatusOr<std::string> bwrap = FindProgram(options.bwrap);
-  if (!bwrap.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("sandbox: ", options.bwrap, " not found; ", fix));
+      "install bubblewrap and util-linux (apt-get install bubblewrap util-linux) or start "
+      "the worker with --sandbox=none to run job code unsandboxed";
+  for (auto [program, path] : {std::pair{options.bwrap, &sandbox.bwrap_},
+                               std::pair{std::string("prlimit"), &sandbox.prlimit_},
+                               std::pair{std::string("env"), &sandbox.env_}}) {
+    absl::StatusOr<std::string> found = FindProgram(program);
+    if (!found.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("sandbox: ", program, " not found; ", fix));
+    }
+    *path = *found;
   }
   sandbox.mode_ = SandboxMode::kBwrap;
-  sandbox.bwrap_ = *bwrap;
   sandbox.system_ = HostSystemPolicy();
   Append(options.extra_read_only, &sandbox.system_.read_only);
+  const SandboxLimits& wanted = options.limits;
+  sandbox.limits_ = SandboxLimits{
+      .address_space_bytes = Capped(RLIMIT_AS, wanted.address_space_bytes != 0
+                                                   ? wanted.address_space_bytes
+                                                   : DefaultAddressSpaceBytes()),
+      .processes = Capped(RLIMIT_NPROC, wanted.processes),
+      .open_files = Capped(RLIMIT_NOFILE, wanted.open_files),
+      .file_size_bytes = Capped(RLIMIT_FSIZE, wanted.file_size_bytes)};
   ASSIGN_OR_RETURN(CommandResult probe,
                    RunCommand(sandbox.Wrap({}, {"/usr/bin/true"}), absl::Seconds(30)));
   if (!probe.exit.success()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "sandbox: ", *bwrap, " cannot create its namespaces here (", probe.exit.ToString(),
+        "sandbox: ", sandbox.bwrap_, " cannot create its namespaces here (", probe.exit.ToString(),
         ": ", probe.output, "); ", fix));
   }
   return sandbox;
@@ -153,6 +187,18 @@ bool Sandbox::InSystem(const std::string& path) const {
   return false;
 }
 
+std::vector<std::string> Sandbox::LimitFlags(const SandboxPolicy& policy) const {
+  std::vector<std::string> flags;
+  auto add = [&flags](const char* name, uint64_t limit) {
+    if (limit != 0) flags.push_back(absl::StrCat("--", name, "=", limit));
+  };
+  add("nproc", limits_.processes);
+  add("nofile", limits_.open_files);
+  add("fsize", limits_.file_size_bytes);
+  if (!policy.unlimited_address_space) add("as", limits_.address_space_bytes);
+  return flags;
+}
+
 std::vector<std::string> Sandbox::Wrap(const SandboxPolicy& policy,
                                        const std::vector<std::string>& command) const {
   if (!enabled()) return command;
@@ -162,7 +208,13 @@ std::vector<std::string> Sandbox::Wrap(const SandboxPolicy& policy,
   std::erase_if(extra.read_only, [this](const std::string& path) { return InSystem(path); });
   SandboxPolicy full = system_;
   MergePolicy(extra, &full);
-  return BwrapArgv(bwrap_, full, command);
+  // prlimit sets the limits and execs env, which execs bwrap with nothing in
+  // its environment: one process, whose exit status is bwrap's.
+  std::vector<std::string> argv = {prlimit_};
+  Append(LimitFlags(full), &argv);
+  argv.insert(argv.end(), {"--", env_, "-i", "--"});
+  Append(BwrapArgv(bwrap_, full, command), &argv);
+  return argv;
 }
 
 void Sandbox::Apply(const SandboxPolicy& policy, SubprocessOptions* options) const {

@@ -13,7 +13,12 @@
 //     read-only (a job's staged sources, the artifact cache, the worker
 //     binary) or writable (the one scratch directory of this process);
 //   - device nodes only where named (the CUDA child: /dev/nvidia*);
-//   - the environment cleared, then set from the policy;
+//   - the environment cleared, then set from the policy; bwrap itself starts
+//     with an empty environment (`env -i`), so its init process, pid 1 of the
+//     sandbox, shows nothing of the worker's environment in /proc/1/environ;
+//   - resource limits (SandboxLimits, set with prlimit before bwrap starts and
+//     inherited by everything inside): processes, open files, file size, and
+//     address space for processes that start no GPU runtime;
 //   - killed when the thread that started it ends (--die-with-parent), and
 //     with its whole PID namespace when bwrap is killed.
 // When the worker runs as root, uid 65534 inside maps to root outside: the
@@ -25,6 +30,7 @@
 #ifndef TUNEFLEET_WORKER_SANDBOX_H_
 #define TUNEFLEET_WORKER_SANDBOX_H_
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,10 +57,34 @@ struct SandboxPolicy {
   // Identity inside the user namespace. Default 65534/65534 (nobody).
   int uid = 65534;
   int gid = 65534;
+  // The process starts a GPU runtime (CUDA, torch), which reserves far more
+  // virtual address space than it uses: SandboxLimits::address_space_bytes
+  // is not applied. Default false.
+  bool unlimited_address_space = false;
 };
 
+// The rlimits of every sandboxed process; 0 = not limited. Each is capped
+// at the worker's own hard limit (an unprivileged worker cannot raise it).
+struct SandboxLimits {
+  // RLIMIT_AS, but for policies with unlimited_address_space.
+  // Default 0: DefaultAddressSpaceBytes().
+  uint64_t address_space_bytes = 0;
+  // RLIMIT_NPROC: tasks (processes and threads) of the sandbox's user.
+  // Default 4096: a compiler's jobs or a kernel's threads fit; a fork bomb
+  // stops there.
+  uint64_t processes = 4096;
+  // RLIMIT_NOFILE. Default 4096.
+  uint64_t open_files = 4096;
+  // RLIMIT_FSIZE: the largest file a process may write. Default 8 GiB.
+  uint64_t file_size_bytes = uint64_t{8} << 30;
+};
+
+// Half of this host's memory, at least 4 GiB: what a compiler or a CPU
+// kernel's child may map by default.
+uint64_t DefaultAddressSpaceBytes();
+
 // Appends `more` to `policy`: lists concatenated; uid and gid of `more`
-// win, and its working_dir when set.
+// win, and its working_dir when set; unlimited_address_space when either is.
 void MergePolicy(const SandboxPolicy& more, SandboxPolicy* policy);
 
 // The bwrap command line that runs `command` under `policy` (see the file
@@ -65,7 +95,8 @@ std::vector<std::string> BwrapArgv(const std::string& bwrap, const SandboxPolicy
 
 // Gives a CUDA process its GPUs: `device_nodes` (/dev/nvidiactl,
 // /dev/nvidia0, /dev/nvidia-uvm, /dev/nvidia-caps/...) bound as devices and
-// /proc/driver/nvidia read-only. The driver libraries live under /usr.
+// /proc/driver/nvidia read-only, with unlimited_address_space. The driver
+// libraries live under /usr.
 void AddCudaDevices(const std::vector<std::string>& device_nodes, SandboxPolicy* policy);
 
 // /dev/nvidia* and /dev/nvidia-caps/* on this host (empty without a GPU).
@@ -87,6 +118,8 @@ struct SandboxOptions {
   // More host paths every sandboxed process sees read-only (a toolchain
   // outside /usr). Default none.
   std::vector<std::string> extra_read_only;
+  // Default: SandboxLimits' defaults.
+  SandboxLimits limits;
 };
 
 // How the worker starts job code. Copyable; a default Sandbox runs commands
@@ -95,9 +128,10 @@ class Sandbox {
  public:
   Sandbox() = default;
 
-  // For kBwrap: finds bwrap and runs `true` in a sandbox once.
-  // FailedPrecondition, saying to install bubblewrap or pass --sandbox=none,
-  // when bwrap is missing or cannot create its namespaces here.
+  // For kBwrap: finds bwrap, prlimit and env, and runs `true` in a sandbox
+  // once. FailedPrecondition, saying to install bubblewrap (or util-linux)
+  // or pass --sandbox=none, when one is missing or bwrap cannot create its
+  // namespaces here.
   static absl::StatusOr<Sandbox> Create(SandboxOptions options);
 
   bool enabled() const { return mode_ == SandboxMode::kBwrap; }
@@ -111,8 +145,9 @@ class Sandbox {
   // 128 + N when its command was killed by signal N. Unchanged when
   // disabled (a command exiting with 128 + N itself reads as killed by N).
   ExitInfo CommandExit(ExitInfo bwrap_exit) const;
-  // The argv that runs `command` under `policy`; `command` when disabled.
-  // Read-only paths already inside the system view are left out.
+  // The argv that runs `command` under `policy`: prlimit, then `env -i`,
+  // then bwrap; `command` when disabled. Read-only paths already inside the
+  // system view are left out.
   std::vector<std::string> Wrap(const SandboxPolicy& policy,
                                 const std::vector<std::string>& command) const;
 
@@ -120,9 +155,15 @@ class Sandbox {
   // True when `path` lies in a read-only directory of the system view.
   bool InSystem(const std::string& path) const;
 
+  // The prlimit options for `policy`.
+  std::vector<std::string> LimitFlags(const SandboxPolicy& policy) const;
+
   SandboxMode mode_ = SandboxMode::kNone;
-  std::string bwrap_;     // absolute path
+  std::string bwrap_;     // absolute paths
+  std::string prlimit_;
+  std::string env_;
   SandboxPolicy system_;  // HostSystemPolicy() + extra_read_only
+  SandboxLimits limits_;  // capped at the worker's hard limits
 };
 
 }  // namespace tunefleet::worker

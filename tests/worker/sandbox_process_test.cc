@@ -1,6 +1,7 @@
 // The sandbox with real bwrap processes: who the command is, what it sees,
 // where it may write.
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -84,6 +85,56 @@ TEST_F(SandboxProcessTest, WritesOnlyToItsScratchAndAPrivateTmp) {
   EXPECT_FALSE(std::filesystem::exists(outside_.path() + "/planted"));
   EXPECT_FALSE(std::filesystem::exists("/usr/planted"));
   EXPECT_FALSE(std::filesystem::exists("/tmp/private"));
+}
+
+TEST_F(SandboxProcessTest, ShowsNothingOfTheWorkersEnvironmentAnywhere) {
+  // The worker's environment (tokens, passwords) must not reach job code:
+  // not in its own environment, and not through bwrap's init process, which
+  // is pid 1 of the sandbox and readable by the same user.
+  ASSERT_EQ(setenv("TUNEFLEET_TEST_SECRET", "s3cr3t-value", 1), 0);
+  SandboxPolicy policy;
+  policy.env = {{"ASKED_FOR", "yes"}};
+  CommandResult run = Shell(
+      "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done; env", policy);
+  unsetenv("TUNEFLEET_TEST_SECRET");
+  EXPECT_TRUE(run.exit.success()) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("ASKED_FOR=yes"));
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("s3cr3t-value")));
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("TUNEFLEET_TEST_SECRET")));
+}
+
+TEST_F(SandboxProcessTest, RunsUnderItsResourceLimits) {
+  SandboxOptions options;
+  options.mode = SandboxMode::kBwrap;
+  options.limits = SandboxLimits{.address_space_bytes = uint64_t{512} << 20,
+                                 .processes = 300,
+                                 .open_files = 64,
+                                 .file_size_bytes = uint64_t{1} << 20};
+  absl::StatusOr<Sandbox> limited = Sandbox::Create(options);
+  ASSERT_OK(limited);
+  auto run = [&](const std::string& script, const SandboxPolicy& policy = {}) {
+    absl::StatusOr<CommandResult> result =
+        RunCommand(limited->Wrap(policy, {"/bin/sh", "-c", script}), absl::Seconds(30));
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? *result : CommandResult();
+  };
+  CommandResult limits = run("grep -E '^Max (processes|open files|file size|address space)' "
+                             "/proc/self/limits | tr -s ' '");
+  EXPECT_THAT(limits.output, HasSubstr("Max file size 1048576 1048576 bytes"));
+  EXPECT_THAT(limits.output, HasSubstr("Max processes 300 300 processes"));
+  EXPECT_THAT(limits.output, HasSubstr("Max open files 64 64 files"));
+  EXPECT_THAT(limits.output, HasSubstr("Max address space 536870912 536870912 bytes"));
+  // A 2 MiB file stops at 1 MiB (SIGXFSZ); a 1 GiB buffer cannot be mapped.
+  CommandResult big = run("head -c 2097152 /dev/zero > /tmp/big; wc -c < /tmp/big");
+  EXPECT_THAT(big.output, HasSubstr("1048576"));
+  CommandResult mapped = run("dd if=/dev/zero of=/dev/null bs=1G count=1");
+  EXPECT_FALSE(mapped.exit.success()) << mapped.output;
+  EXPECT_THAT(mapped.output, HasSubstr("memory exhausted"));
+  // A GPU runtime's process keeps its address space; the rest still apply.
+  SandboxPolicy gpu;
+  gpu.unlimited_address_space = true;
+  CommandResult unlimited = run("grep '^Max address space' /proc/self/limits | tr -s ' '", gpu);
+  EXPECT_THAT(unlimited.output, HasSubstr("unlimited unlimited"));
 }
 
 TEST_F(SandboxProcessTest, ReportsASignalDeathAsTheSignal) {

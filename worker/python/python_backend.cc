@@ -213,6 +213,8 @@ SandboxPolicy ProcessSandboxPolicy(const PythonInfo& info) {
     }
   }
   policy.writable = {info.state_dir};
+  // torch and triton reserve large virtual ranges even without a GPU.
+  policy.unlimited_address_space = true;
   const std::vector<std::string> gpus = HostNvidiaDeviceNodes();
   if (!gpus.empty()) {
     AddCudaDevices(gpus, &policy);
