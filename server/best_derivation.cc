@@ -36,6 +36,27 @@ std::vector<const TrialRecord*> Counted(const std::vector<TrialRecord>& trials,
   return rows;
 }
 
+// One row per config (in order of first appearance): of several verifiers'
+// rows of one config, the upper median, so that no single verifier's number
+// decides when two measured (the slower of two).
+std::vector<const TrialRecord*> UpperMedians(const std::vector<const TrialRecord*>& rows) {
+  std::vector<std::vector<const TrialRecord*>> by_config;
+  absl::flat_hash_map<std::string, size_t> index;
+  for (const TrialRecord* row : rows) {
+    auto [it, added] = index.try_emplace(row->config, by_config.size());
+    if (added) by_config.emplace_back();
+    by_config[it->second].push_back(row);
+  }
+  std::vector<const TrialRecord*> medians;
+  for (std::vector<const TrialRecord*>& config : by_config) {
+    std::stable_sort(config.begin(), config.end(), [](const TrialRecord* a, const TrialRecord* b) {
+      return a->median_seconds < b->median_seconds;
+    });
+    medians.push_back(config[config.size() / 2]);
+  }
+  return medians;
+}
+
 // Each job's deciding round, oldest job first.
 std::vector<Candidate> Candidates(const std::vector<const TrialRecord*>& rows) {
   absl::flat_hash_map<std::string, Candidate> by_job;
@@ -43,15 +64,21 @@ std::vector<Candidate> Candidates(const std::vector<const TrialRecord*>& rows) {
     Candidate& job = by_job[row->job_id];
     job.job_id = row->job_id;
     job.finished_unix_ms = std::max(job.finished_unix_ms, row->finished_unix_ms);
-    if (job.rows.empty() || row->round > job.round) {
-      job.round = row->round;
+    // A referee's rows belong to the verification round they settle.
+    const TrialRound round =
+        row->round == TrialRound::kReferee ? TrialRound::kVerify : row->round;
+    if (job.rows.empty() || round > job.round) {
+      job.round = round;
       job.rows = {row};
-    } else if (row->round == job.round) {
+    } else if (round == job.round) {
       job.rows.push_back(row);
     }
   }
   std::vector<Candidate> jobs;
-  for (auto& [id, job] : by_job) jobs.push_back(std::move(job));
+  for (auto& [id, job] : by_job) {
+    if (job.round == TrialRound::kVerify) job.rows = UpperMedians(job.rows);
+    jobs.push_back(std::move(job));
+  }
   std::sort(jobs.begin(), jobs.end(), [](const Candidate& a, const Candidate& b) {
     return std::tie(a.finished_unix_ms, a.job_id) < std::tie(b.finished_unix_ms, b.job_id);
   });

@@ -30,7 +30,11 @@ bool FasterThan(const TrialRecord& candidate, const TrialRecord& served);
 //   1. rows measured by a principal in `quarantined` are dropped;
 //   2. each job with rows left decides by its latest round (the verification
 //      round when it has rows, else the finalists round, its interleaved,
-//      combined measurement, else the search);
+//      combined measurement, else the search); a referee's rows
+//      (TrialRound::kReferee) are part of the verification round, and where
+//      a verifier and a referee both measured a config
+//      (server/verification.h), the round counts its upper median, the
+//      slower of the two;
 //   3. jobs are ordered by when they finished (the job's last row finished
 //      last; ties to the larger job id) and walked oldest first, each
 //      offering one row: the member of its round's tie set (TieSetOf) chosen

@@ -85,6 +85,7 @@ const char* RoundName(TrialRound round) {
     case TrialRound::kSearch: return "search";
     case TrialRound::kFinalists: return "finalists";
     case TrialRound::kVerify: return "verify";
+    case TrialRound::kReferee: return "referee";
   }
   return "unknown";
 }

@@ -497,6 +497,7 @@ std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, Lease lease, in
   lease.job_id = job->view.id();
   lease.target = t;
   lease.expires = clock_() + options_.lease_ttl;
+  lease.idle_until = clock_() + options_.lease_idle_limit;
   // The lease id and epoch are the book's; Take needs them first.
   const Lease& granted = leases_.Grant(std::move(lease));
   const std::string lease_id = granted.id;
@@ -668,6 +669,7 @@ void JobManager::ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResu
   }
   quotas_.CountTrials(job->view.owner(), measured, clock_());
   if (lease->verify) ApplyVerification(results, *lease, &target, pending);
+  if (!results.empty()) lease->idle_until = clock_() + options_.lease_idle_limit;
   leases_.Renew(lease->id, clock_() + options_.lease_ttl);
   if (release) {
     ReturnLease(leases_.Remove(lease->id), /*expired=*/false, pending);
@@ -831,6 +833,13 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
       ++succeeded;  // answered from the store
       continue;
     }
+    if (target.verification != nullptr &&
+        target.verification->outcome() == Verification::Outcome::kDisputed) {
+      finish.withheld.push_back(target.info.tuning_key());
+      failed.push_back(absl::StrCat("the best of ", target.info.tuning_key(),
+                                    " is withheld: ", VerificationReason(target),
+                                    ", and no referee settled the dispute"));
+    }
     std::vector<TrialOutcome> best = target.trials->Fastest(1);
     if (best.empty()) {
       failed.push_back(absl::StrCat("no config passed on ", target.info.device_model(),
@@ -873,8 +882,13 @@ void JobManager::Flush(Pending pending) {
   // of a principal a verification just caught.
   for (const Quarantined& quarantined : pending.quarantines) Quarantine(quarantined);
   for (Finish& finish : pending.finishes) {
-    // A job ends only once every row of it is stored.
+    // A job ends only once every row of it is stored, and its disputed rows
+    // are excluded.
     bool stored = rows_stored;
+    for (const std::string& key : finish.withheld) {
+      if (!stored) break;
+      stored = keeper_->Invalidate(TrialFilter{"", key, finish.job_id}).ok();
+    }
     for (const BestRecord& best : finish.best) {
       if (!stored) break;
       absl::StatusOr<RetuneVerdict> verdict = keeper_->RederiveFinished(best);

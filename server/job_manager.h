@@ -49,6 +49,11 @@ struct JobManagerOptions {
   // A lease not renewed (a report, a heartbeat) for this long expires and
   // its unfinished trials go back to the queue. Default 10 s.
   absl::Duration lease_ttl = absl::Seconds(10);
+  // A lease that reports nothing for this long is taken back (as lost) even
+  // while its worker heartbeats: a worker cannot hold trials it does not
+  // measure. Each report moves it on. Default 10 min (a trial's compile and
+  // measurement take far less; the worker's own timeouts end it sooner).
+  absl::Duration lease_idle_limit = absl::Minutes(10);
   // Trials per lease when the worker asks for 0. Default 4.
   int batch_size = 4;
   // Most trials one lease carries, whatever the worker asks. Default 64.
@@ -246,6 +251,9 @@ class JobManager {
     std::vector<BestRecord> best;
     JobSnapshot snapshot;  // final
     std::vector<double> speedups;
+    // Keys whose verification ended disputed: the job's rows of them are
+    // excluded before the bests are derived.
+    std::vector<std::string> withheld;
   };
   // A principal a verification caught.
   struct Quarantined {
@@ -293,9 +301,15 @@ class JobManager {
   std::optional<LeaseGrant> VerifyFrom(Job* job, int target, Lease lease,
                                        const std::vector<LiveDevice>& live, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records verification results; quarantines a claimant that disagreed.
+  // Records verification results; quarantines the principals the outcome
+  // overruled (Verification::Overruled); a dispute waits for a referee.
   void ApplyVerification(const std::vector<std::pair<uint64_t, v1::TrialResult>>& results,
                          const Lease& lease, Target* target, Pending* pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // "claimed X for C of K; P (verifier) then Q (referee) measured Y".
+  std::string VerificationReason(const Target& target) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Gives a disputed verification its referee's deadline, or ends it.
+  void AwaitReferee(Target* target, const std::string& reason, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True when the target's best may be stored: no verification is needed, or
   // it ended. May start one (then false).

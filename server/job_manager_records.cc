@@ -116,7 +116,11 @@ v1::Verification JobManager::VerificationView(const Target& target) {
     case Verification::Outcome::kUnverified:
       view.set_state(v1::VERIFICATION_STATE_UNVERIFIED);
       break;
+    case Verification::Outcome::kDisputed:
+      view.set_state(v1::VERIFICATION_STATE_DISPUTED);
+      break;
   }
+  for (const std::string& principal : verification.verifiers()) view.add_verifiers(principal);
   view.set_candidate_config_text(
       ConfigToString(target.trials->space()->ConfigAt(verification.candidate())));
   view.set_claimed_seconds(verification.claimed_seconds());
@@ -228,7 +232,8 @@ TrialRecord JobManager::TrialRow(const Job& job, const Target& target, const Lea
   record.rounds_cv = result.measurement().rounds_cv();
   record.retaken_samples = result.measurement().retaken_samples();
   record.low_clock_samples = result.measurement().low_clock_samples();
-  record.round = lease.verify        ? TrialRound::kVerify
+  record.round = lease.referee       ? TrialRound::kReferee
+                 : lease.verify      ? TrialRound::kVerify
                  : lease.finalists ? TrialRound::kFinalists
                                    : TrialRound::kSearch;
   return record;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/config_text.h"
 #include "server/best_config_index.h"
 #include "server/best_derivation.h"
@@ -29,14 +30,16 @@ std::optional<LeaseGrant> JobManager::VerifyFrom(Job* job, int t, Lease lease,
   lease.job_id = job->view.id();
   lease.target = t;
   lease.expires = clock_() + options_.lease_ttl;
+  lease.idle_until = clock_() + options_.lease_idle_limit;
   lease.finalists = true;  // measured interleaved on one device
   lease.verify = true;
+  lease.referee = verification.disputed();
   const Lease& granted = leases_.Grant(std::move(lease));
   Lease* held = leases_.Find(granted.id, granted.epoch, granted.worker_id);
   held->ordinals = verification.Take(held->id, held->epoch, held->principal);
-  spdlog::info("job {}: the best of {} is re-measured by {} ({}/{})", job->view.id(),
+  spdlog::info("job {}: the best of {} is re-measured by {} ({}/{}){}", job->view.id(),
                job->targets[t].info.tuning_key(), held->principal, held->worker_id,
-               held->device_id);
+               held->device_id, verification.disputed() ? ", the dispute's referee" : "");
   return GrantOf(job, *held, pending);
 }
 
@@ -59,34 +62,67 @@ void JobManager::ApplyVerification(
     const std::vector<std::pair<uint64_t, v1::TrialResult>>& results, const Lease& lease,
     Target* target, Pending* pending) {
   Verification& verification = *target->verification;
+  const bool was_disputed = verification.disputed();
   for (const auto& [ordinal, result] : results) {
     verification.Complete(ordinal, lease.id, lease.epoch, result, options_.verify.tolerance);
+  }
+  const std::string reason = VerificationReason(*target);
+  if (verification.disputed() && !was_disputed) {
+    AwaitReferee(target, reason, pending);
+    return;
   }
   if (!verification.done()) return;
   const bool agreed = verification.outcome() == Verification::Outcome::kAgreed;
   metrics_->VerificationFinished(agreed ? CoordinatorMetrics::Verification::kAgreed
                                         : CoordinatorMetrics::Verification::kDisagreed);
-  const std::string verified =
-      verification.verified_seconds().has_value()
-          ? absl::StrFormat("%.3g s", *verification.verified_seconds())
-          : std::string("a failure");
-  const std::string reason = absl::StrFormat(
-      "claimed %.3g s for %s of %s; %s measured %s", verification.claimed_seconds(),
-      ConfigToString(target->trials->space()->ConfigAt(verification.candidate())),
-      target->info.tuning_key(), lease.principal, verified);
   if (agreed) {
     spdlog::info("verification agreed: {}", reason);
   } else {
     spdlog::warn("verification disagreed: {}", reason);
   }
-  if (agreed) return;
-  absl::flat_hash_set<std::string> quarantined;
-  for (const Measurer& claimant : verification.claimants()) {
-    if (claimant.principal == lease.principal) continue;  // one host's devices disagreeing
-    if (quarantined.insert(claimant.principal).second) {
-      pending->quarantines.push_back(Quarantined{claimant.principal, reason});
-    }
+  for (const std::string& principal : verification.Overruled()) {
+    pending->quarantines.push_back(Quarantined{
+        principal, absl::StrCat("overruled by a referee: ", reason)});
   }
+}
+
+std::string JobManager::VerificationReason(const Target& target) const {
+  const Verification& verification = *target.verification;
+  std::vector<std::string> measured;
+  const std::vector<std::string> verifiers = verification.verifiers();
+  for (size_t i = 0; i < verifiers.size(); ++i) {
+    measured.push_back(absl::StrCat(verifiers[i], i == 0 ? " (verifier)" : " (referee)"));
+  }
+  const std::string verified =
+      verification.verified_seconds().has_value()
+          ? absl::StrFormat("%.3g s", *verification.verified_seconds())
+          : std::string("a failure");
+  return absl::StrFormat(
+      "claimed %.3g s for %s of %s; %s measured %s", verification.claimed_seconds(),
+      ConfigToString(target.trials->space()->ConfigAt(verification.candidate())),
+      target.info.tuning_key(), absl::StrJoin(measured, " then "), verified);
+}
+
+// The verifier contradicted the claim: a third principal decides. With no
+// referee alive (and verify_best=auto) the dispute ends at once.
+void JobManager::AwaitReferee(Target* target, const std::string& reason, Pending* pending) {
+  Verification& verification = *target->verification;
+  const bool required = options_.verify.mode == VerifyMode::kRequired;
+  verification.set_deadline(required ? absl::InfiniteFuture()
+                                     : clock_() + options_.verify.wait);
+  std::vector<LiveDevice> live =
+      workers_->LiveDevices(target->info.device_model(), target->info.toolkit());
+  const bool referee = std::any_of(live.begin(), live.end(), [&](const LiveDevice& d) {
+    return verification.CanVerify({d.principal, d.worker_id, d.device_id}, true);
+  });
+  spdlog::warn("verification disputed: {}; {}", reason,
+               referee || required ? "waiting for a referee of a third principal"
+                                   : "no referee is alive");
+  if (!referee && !required) {
+    verification.GiveUp();
+    metrics_->VerificationFinished(CoordinatorMetrics::Verification::kDisputed);
+  }
+  pending->work = true;
 }
 
 bool JobManager::VerificationSettled(const Job& job, Target* target, Pending* pending) {
@@ -101,6 +137,14 @@ bool JobManager::VerificationSettled(const Job& job, Target* target, Pending* pe
   if (verification.done()) return true;
   if (!verification.waiting() || clock_() < verification.deadline()) return false;
   verification.GiveUp();  // kAuto only: kRequired waits without a deadline
+  if (verification.outcome() == Verification::Outcome::kDisputed) {
+    metrics_->VerificationFinished(CoordinatorMetrics::Verification::kDisputed);
+    spdlog::warn("job {}: no referee came for {} within {}; nobody is quarantined and the "
+                 "job's rows of the key are withheld from its best (verify_best=auto)",
+                 job.view.id(), target->info.tuning_key(),
+                 absl::FormatDuration(options_.verify.wait));
+    return true;
+  }
   metrics_->VerificationFinished(CoordinatorMetrics::Verification::kUnverified);
   spdlog::warn("job {}: no verifier came for {} within {}; its best is served unverified "
                "(verify_best=auto)",

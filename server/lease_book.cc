@@ -1,5 +1,7 @@
 #include "server/lease_book.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace tunefleet::server {
@@ -37,7 +39,9 @@ void LeaseBook::Renew(const std::string& id, absl::Time expires) {
 void LeaseBook::RenewWorker(const std::string& worker_id, absl::Time expires) {
   auto it = by_worker_.find(worker_id);
   if (it == by_worker_.end()) return;
-  for (const std::string& id : it->second) Renew(id, expires);
+  for (const std::string& id : it->second) {
+    Renew(id, std::min(expires, leases_.at(id).idle_until));
+  }
 }
 
 void LeaseBook::Unindex(const Lease& lease) {

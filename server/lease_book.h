@@ -27,9 +27,14 @@ struct Lease {
   std::string job_id;
   int target = 0;
   absl::Time expires;
+  // Heartbeats (RenewWorker) move `expires` no later than this: a lease that
+  // reports nothing expires then, even while its worker heartbeats. The
+  // JobManager moves it on at each report. Default: no limit.
+  absl::Time idle_until = absl::InfiniteFuture();
   std::vector<uint64_t> ordinals;
   bool finalists = false;  // the finalists round: trials already stored
   bool verify = false;     // a verification: re-measures another principal's claim
+  bool referee = false;    // with verify: settles a dispute (a third principal)
 };
 
 // Thread-safety: not thread-safe; owned and locked by the JobManager.
@@ -49,7 +54,8 @@ class LeaseBook {
   Lease* Find(const std::string& id, int64_t epoch, const std::string& worker_id);
   // Moves the expiry of lease `id` (no-op when it is gone).
   void Renew(const std::string& id, absl::Time expires);
-  // Moves the expiry of every lease of `worker_id`.
+  // Moves the expiry of every lease of `worker_id`, each to no later than
+  // its idle_until.
   void RenewWorker(const std::string& worker_id, absl::Time expires);
   // Removes lease `id` and returns it (empty id when it was not held).
   Lease Remove(const std::string& id);

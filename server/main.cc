@@ -35,6 +35,7 @@ struct Flags {
   std::string metrics_address_file;
   std::string metrics_listen = "127.0.0.1:9464";
   int64_t lease_ttl_ms = 10000;
+  int64_t lease_idle_limit_s = 600;
   int64_t heartbeat_ms = 1000;
   int64_t forget_workers_after_ms = 0;
   int batch_size = 4;
@@ -169,6 +170,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--lease-ttl-ms", flags.lease_ttl_ms,
                  "a lease not renewed for this long expires")->capture_default_str();
+  app.add_option("--lease-idle-limit-s", flags.lease_idle_limit_s,
+                 "a lease that reports no result for this long is taken back, even while "
+                 "its worker heartbeats")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--heartbeat-ms", flags.heartbeat_ms, "worker heartbeat interval")
       ->capture_default_str();
   app.add_option("--forget-workers-after-ms", flags.forget_workers_after_ms,
@@ -257,6 +262,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
     options.forget_workers_after = absl::Milliseconds(flags.forget_workers_after_ms);
   }
   options.jobs.lease_ttl = absl::Milliseconds(flags.lease_ttl_ms);
+  options.jobs.lease_idle_limit = absl::Seconds(flags.lease_idle_limit_s);
   options.jobs.batch_size = flags.batch_size;
   options.jobs.max_space_points = flags.max_space_points;
   options.jobs.max_trials = flags.max_trials;

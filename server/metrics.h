@@ -20,7 +20,7 @@ namespace tunefleet::server {
 class CoordinatorMetrics {
  public:
   enum class Submission { kAccepted, kCached, kRejected };
-  enum class Verification { kAgreed, kDisagreed, kUnverified };
+  enum class Verification { kAgreed, kDisagreed, kUnverified, kDisputed };
 
   virtual ~CoordinatorMetrics() = default;
   virtual void JobSubmitted(Submission submission) = 0;

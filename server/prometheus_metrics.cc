@@ -45,7 +45,7 @@ struct PrometheusMetrics::Families {
   prometheus::Gauge* store_up = nullptr;
   prometheus::Counter* unauthenticated = nullptr;
   prometheus::Counter* permission_denied = nullptr;
-  std::array<prometheus::Counter*, 3> verifications{};
+  std::array<prometheus::Counter*, 4> verifications{};
   std::array<prometheus::Counter*, kStopReasons> searches{};
   std::array<prometheus::Counter*, kRetuneOutcomes> retunes{};  // FIRST and UNSPECIFIED: null
   prometheus::Gauge* quarantined = nullptr;
@@ -173,7 +173,8 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                             .Register(registry);
   f.verifications = {&verifications.Add({{"outcome", "agreed"}}),
                      &verifications.Add({{"outcome", "disagreed"}}),
-                     &verifications.Add({{"outcome", "unverified"}})};
+                     &verifications.Add({{"outcome", "unverified"}}),
+                     &verifications.Add({{"outcome", "disputed"}})};
   auto& searches = prometheus::BuildCounter()
                        .Name("tunefleet_coordinator_searches_finished_total")
                        .Help("Jobs whose search ended, by why it stopped")

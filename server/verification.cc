@@ -16,16 +16,20 @@ Verification::Verification(uint64_t candidate, double claimed_seconds,
       served_(served == candidate ? std::nullopt : served),
       deadline_(deadline) {}
 
+bool Verification::IsClaimant(const std::string& principal) const {
+  return std::any_of(claimants_.begin(), claimants_.end(),
+                     [&](const Measurer& c) { return c.principal == principal; });
+}
+
 // In the fallback, the verifier's device differs from the one whose
 // measurement made the claim (the last: the finalists round's when it ran).
 bool Verification::CanVerify(const Measurer& verifier, bool other_principal_live) const {
-  const bool claimant = std::any_of(claimants_.begin(), claimants_.end(), [&](const Measurer& c) {
-    return c.principal == verifier.principal;
-  });
-  if (!claimant) return true;
-  if (other_principal_live || claimants_.empty()) return false;
-  const Measurer& decisive = claimants_.back();
-  return decisive.worker_id != verifier.worker_id || decisive.device_id != verifier.device_id;
+  if (IsClaimant(verifier.principal)) {
+    if (disputed_ || other_principal_live || claimants_.empty()) return false;
+    const Measurer& decisive = claimants_.back();
+    return decisive.worker_id != verifier.worker_id || decisive.device_id != verifier.device_id;
+  }
+  return !disputed_ || verifier.principal != rounds_.front().principal;
 }
 
 std::vector<uint64_t> Verification::Take(const std::string& lease_id, int64_t epoch,
@@ -33,8 +37,7 @@ std::vector<uint64_t> Verification::Take(const std::string& lease_id, int64_t ep
   state_ = State::kLeased;
   lease_id_ = lease_id;
   epoch_ = epoch;
-  verifier_principal_ = verifier_principal;
-  results_.clear();
+  rounds_.push_back(Round{.principal = verifier_principal});
   std::vector<uint64_t> ordinals{candidate_};
   if (served_.has_value()) ordinals.push_back(*served_);
   return ordinals;
@@ -47,51 +50,102 @@ bool Verification::Holds(const std::string& lease_id, int64_t epoch) const {
 bool Verification::Complete(uint64_t ordinal, const std::string& lease_id, int64_t epoch,
                             const v1::TrialResult& result, double tolerance) {
   const bool ours = ordinal == candidate_ || ordinal == served_;
-  if (!Holds(lease_id, epoch) || !ours || results_.contains(ordinal)) return false;
-  results_[ordinal] = result;
-  if (results_.size() == (served_.has_value() ? 2u : 1u)) Judge(tolerance);
+  if (!Holds(lease_id, epoch) || !ours || rounds_.back().results.contains(ordinal)) {
+    return false;
+  }
+  Round& round = rounds_.back();
+  round.results[ordinal] = result;
+  if (round.results.size() == (served_.has_value() ? 2u : 1u)) Judge(tolerance);
   return true;
 }
 
 // A candidate the verifier could not even run (it failed, crashed, gave a
 // wrong result) disagrees with a claim that it ran.
 void Verification::Judge(double tolerance) {
-  state_ = State::kDone;
-  const v1::TrialResult& verified = results_.at(candidate_);
-  if (verified.status() != v1::TRIAL_STATUS_OK) {
-    outcome_ = Outcome::kDisagreed;
-    return;
+  Round& round = rounds_.back();
+  round.judged = true;
+  const v1::TrialResult& verified = round.results.at(candidate_);
+  if (verified.status() == v1::TRIAL_STATUS_OK) {
+    round.seconds = verified.measurement().median_seconds();
+    round.agreed = ClaimAgrees(claimed_seconds_, *round.seconds, tolerance,
+                               VerifierNoise(verified.measurement()));
   }
-  verified_seconds_ = verified.measurement().median_seconds();
-  outcome_ = ClaimAgrees(claimed_seconds_, *verified_seconds_, tolerance,
-                         VerifierNoise(verified.measurement()))
-                 ? Outcome::kAgreed
-                 : Outcome::kDisagreed;
+  lease_id_.clear();
+  if (round.agreed) {
+    state_ = State::kDone;
+    outcome_ = Outcome::kAgreed;
+  } else if (rounds_.size() == 1 && !IsClaimant(round.principal)) {
+    disputed_ = true;  // one principal's word against another's
+    state_ = State::kWaiting;
+  } else {
+    state_ = State::kDone;
+    outcome_ = Outcome::kDisagreed;
+  }
 }
 
 void Verification::Release(const std::string& lease_id, int64_t epoch) {
   if (!Holds(lease_id, epoch)) return;
   state_ = State::kWaiting;
   lease_id_.clear();
-  results_.clear();
+  rounds_.pop_back();
 }
 
+std::optional<double> Verification::verified_seconds() const {
+  for (auto round = rounds_.rbegin(); round != rounds_.rend(); ++round) {
+    if (round->judged) return round->seconds;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> Verification::verifiers() const {
+  std::vector<std::string> principals;
+  for (const Round& round : rounds_) {
+    if (round.judged) principals.push_back(round.principal);
+  }
+  return principals;
+}
+
+std::vector<std::string> Verification::Overruled() const {
+  std::vector<std::string> overruled;
+  if (outcome_ == Outcome::kAgreed && disputed_) {
+    overruled.push_back(rounds_.front().principal);
+  } else if (outcome_ == Outcome::kDisagreed && disputed_) {
+    for (const Measurer& claimant : claimants_) {
+      if (std::find(overruled.begin(), overruled.end(), claimant.principal) == overruled.end()) {
+        overruled.push_back(claimant.principal);
+      }
+    }
+  }
+  return overruled;
+}
+
+// The rounds that decide: the last (the one that agreed) for kAgreed; every
+// round for kDisagreed, each config at its slower OK measurement (the upper
+// median of two), as DeriveBest reads the verification round's rows.
 std::optional<std::pair<uint64_t, double>> Verification::FastestVerified() const {
   std::optional<std::pair<uint64_t, double>> fastest;
-  if (state_ != State::kDone) return fastest;
+  if (outcome_ != Outcome::kAgreed && outcome_ != Outcome::kDisagreed) return fastest;
+  const size_t first = outcome_ == Outcome::kAgreed ? rounds_.size() - 1 : 0;
   for (std::optional<uint64_t> ordinal : {std::optional<uint64_t>(candidate_), served_}) {
-    if (!ordinal.has_value() || !results_.contains(*ordinal)) continue;
-    const v1::TrialResult& result = results_.at(*ordinal);
-    if (result.status() != v1::TRIAL_STATUS_OK) continue;
-    const double seconds = result.measurement().median_seconds();
-    if (!fastest.has_value() || seconds < fastest->second) fastest.emplace(*ordinal, seconds);
+    if (!ordinal.has_value()) continue;
+    std::optional<double> slowest;
+    for (size_t i = first; i < rounds_.size(); ++i) {
+      auto result = rounds_[i].results.find(*ordinal);
+      if (result == rounds_[i].results.end() ||
+          result->second.status() != v1::TRIAL_STATUS_OK) {
+        continue;  // a failed run is no row of the round
+      }
+      slowest = std::max(slowest.value_or(0), result->second.measurement().median_seconds());
+    }
+    if (!slowest.has_value()) continue;
+    if (!fastest.has_value() || *slowest < fastest->second) fastest.emplace(*ordinal, *slowest);
   }
   return fastest;
 }
 
 void Verification::GiveUp() {
   state_ = State::kDone;
-  outcome_ = Outcome::kUnverified;
+  outcome_ = disputed_ ? Outcome::kDisputed : Outcome::kUnverified;
 }
 
 }  // namespace tunefleet::server

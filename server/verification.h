@@ -2,6 +2,17 @@
 // only one principal vouches for (or that beats the served best by a wide
 // margin) is served, a worker of another principal measures it again,
 // interleaved with the served best, as the finalists round does.
+//
+// Verification is by quorum: no principal's word alone decides against
+// another's. When the verifier agrees with the claim, the claim stands (two
+// principals measured it). When it disagrees, that is a dispute, which a
+// referee settles: a worker of a third principal measures the same configs,
+// and the side it agrees with wins; the overruled principal (the claimants'
+// or the verifier's) is quarantined. A dispute that no referee settles
+// quarantines nobody, and the job's rows of the key are withheld from the
+// best (JobManager). Only when no other principal has a device of the model
+// may another device of the claimant's own principal verify: a check against
+// a faulty device, not a lying host, and one that quarantines nobody.
 #ifndef TUNEFLEET_SERVER_VERIFICATION_H_
 #define TUNEFLEET_SERVER_VERIFICATION_H_
 
@@ -48,21 +59,34 @@ struct Measurer {
 // Thread-safety: not thread-safe; owned and locked by the JobManager.
 class Verification {
  public:
-  enum class Outcome { kPending, kAgreed, kDisagreed, kUnverified };
+  enum class Outcome {
+    kPending,
+    kAgreed,     // the verifier agreed, or the referee sided with the claim
+    kDisagreed,  // the verifier and the referee, or the claimant's own other
+                 // device, contradicted the claim
+    kDisputed,   // the verifier contradicted the claim and no referee came
+    kUnverified, // no verifier came
+  };
 
   // `claimants` measured `candidate` at `claimed_seconds`; `served` is the
   // served best's config in the same space, when there is one and it differs.
   Verification(uint64_t candidate, double claimed_seconds, std::vector<Measurer> claimants,
                std::optional<uint64_t> served, absl::Time deadline);
 
-  // A verifier is never a claimant's principal; when `other_principal_live`
-  // is false (the fleet has no device of the model under another principal)
-  // another device of a claimant's principal may verify (the same host's
-  // other device: a weaker check, which can catch a faulty device but not a
-  // lying host).
+  // A verifier is never a claimant's principal, and a referee never the
+  // verifier's either; when `other_principal_live` is false (the fleet has
+  // no device of the model under another principal) another device of a
+  // claimant's principal may verify (the same host's other device: a weaker
+  // check, which can catch a faulty device but not a lying host). A referee
+  // is always a third principal.
   bool CanVerify(const Measurer& verifier, bool other_principal_live) const;
   bool waiting() const { return state_ == State::kWaiting; }
   bool done() const { return state_ == State::kDone; }
+  // A verifier of another principal contradicted the claim: the next
+  // measurement is the referee's.
+  bool disputed() const { return disputed_; }
+  // Moves the deadline (the referee's, once disputed).
+  void set_deadline(absl::Time deadline) { deadline_ = deadline; }
   // Hands the configs to measure (candidate first) to (lease_id, epoch).
   // REQUIRES: waiting().
   std::vector<uint64_t> Take(const std::string& lease_id, int64_t epoch,
@@ -71,39 +95,57 @@ class Verification {
   // stale, foreign or duplicate one.
   bool Complete(uint64_t ordinal, const std::string& lease_id, int64_t epoch,
                 const v1::TrialResult& result, double tolerance);
-  // The lease ended before every result came: wait for a verifier again.
+  // The lease ended before every result came: wait for a verifier (or
+  // referee) again.
   void Release(const std::string& lease_id, int64_t epoch);
-  // Ends the wait without a verifier (kUnverified).
+  // Ends the wait without a verifier (kUnverified) or, disputed, without a
+  // referee (kDisputed).
   void GiveUp();
 
   Outcome outcome() const { return outcome_; }
   absl::Time deadline() const { return deadline_; }
   uint64_t candidate() const { return candidate_; }
   double claimed_seconds() const { return claimed_seconds_; }
-  std::optional<double> verified_seconds() const { return verified_seconds_; }
+  // The last verifier's median of the candidate, once known.
+  std::optional<double> verified_seconds() const;
   const std::vector<Measurer>& claimants() const { return claimants_; }
-  const std::string& verifier_principal() const { return verifier_principal_; }
-  // Once done: the fastest OK config of the verifier's round (what the best
-  // is derived from), with its median.
+  // The principals of the verifier and the referee, in that order, as far
+  // as they measured.
+  std::vector<std::string> verifiers() const;
+  // Once done: the principals whose word the outcome overruled, to be
+  // quarantined: the claimants' for kDisagreed (none when the claimant's own
+  // device disagreed), the verifier's for kAgreed after a dispute.
+  std::vector<std::string> Overruled() const;
+  // Once done: the fastest OK config of the rounds that decided (what the
+  // best is derived from), with its median; none for kDisputed.
   std::optional<std::pair<uint64_t, double>> FastestVerified() const;
 
  private:
   enum class State { kWaiting, kLeased, kDone };
+  // One verifier's (or the referee's) measurement of the candidate and the
+  // served best.
+  struct Round {
+    std::string principal;
+    absl::flat_hash_map<uint64_t, v1::TrialResult> results;
+    bool judged = false;
+    bool agreed = false;
+    std::optional<double> seconds;  // the candidate's median, when it ran
+  };
   bool Holds(const std::string& lease_id, int64_t epoch) const;
+  bool IsClaimant(const std::string& principal) const;
   void Judge(double tolerance);
 
   const uint64_t candidate_;
   const double claimed_seconds_;
   const std::vector<Measurer> claimants_;
   const std::optional<uint64_t> served_;
-  const absl::Time deadline_;
+  absl::Time deadline_;
   State state_ = State::kWaiting;
   Outcome outcome_ = Outcome::kPending;
+  bool disputed_ = false;
   std::string lease_id_;
   int64_t epoch_ = 0;
-  std::string verifier_principal_;
-  absl::flat_hash_map<uint64_t, v1::TrialResult> results_;
-  std::optional<double> verified_seconds_;
+  std::vector<Round> rounds_;  // the last one is being measured while kLeased
 };
 
 }  // namespace tunefleet::server

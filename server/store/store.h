@@ -60,6 +60,7 @@ enum class TrialRound {
   kSearch = 0,     // the search: one row per config of a job target
   kFinalists = 1,  // the finalists round: the fastest configs again, interleaved
   kVerify = 2,     // a re-measurement by another worker before a best is served
+  kReferee = 3,    // a third principal's, settling a dispute over a kVerify round
 };
 
 // One measured (or failed) config. The natural key is

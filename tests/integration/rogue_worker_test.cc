@@ -2,8 +2,10 @@
 // valid worker certificate of the fleet's CA that speaks WorkerService
 // directly, registers with the model and toolkit an honest CPU worker process
 // published, leases a job's trials and claims 1 ns for one config. Its claim
-// is not served before another worker re-measured it; the re-measurement
-// quarantines it; and tunectl admin invalidate undoes a claim that was served.
+// is not served before another worker re-measured it; the re-measurement and
+// a referee's quarantine it; tunectl admin invalidate undoes a claim that was
+// served; and as a verifier, its word against an honest claim is overruled by
+// a referee and quarantines the rogue, not the honest worker.
 #include <csignal>
 #include <grpcpp/grpcpp.h>
 
@@ -83,14 +85,15 @@ class RogueWorker {
     return workers_->LeaseWork(Context().get(), request, response);
   }
 
-  grpc::Status Report(const v1::Lease& lease) {
+  // Reports `every` seconds for each trial of `lease`, or (0) the claim.
+  grpc::Status Report(const v1::Lease& lease, double every = 0) {
     v1::ReportResultsRequest request;
     request.set_worker_id(id_);
     request.set_lease_id(lease.lease_id());
     request.set_epoch(lease.epoch());
     for (const v1::Trial& trial : lease.trials()) {
       if (poisoned_ < 0) poisoned_ = trial.index();
-      const double seconds = trial.index() == poisoned_ ? kClaimed : 1.0;
+      const double seconds = every > 0 ? every : trial.index() == poisoned_ ? kClaimed : 1.0;
       v1::ReportedTrial* reported = request.add_trials();
       reported->set_index(trial.index());
       v1::TrialResult* result = reported->mutable_result();
@@ -213,8 +216,8 @@ class RogueWorkerTest : public ::testing::Test {
 };
 
 TEST_F(RogueWorkerTest, AClaimIsNotServedUntilReMeasuredAndADisagreeingClaimantIsQuarantined) {
-  // Two honest processes on one host: in the absence of another principal,
-  // one verifies the other's best.
+  // Two honest worker processes, two principals: one verifies the rogue's
+  // claim, and the other referees the dispute.
   ASSERT_NO_FATAL_FAILURE(StartFleet({"--verify-best=required"}, /*honest_workers=*/2));
   Job first = Wait(client_->Submit(Matmul(/*force=*/false))->id);
   ASSERT_EQ(first.state, JobState::kSucceeded) << first.reason;
@@ -246,6 +249,7 @@ TEST_F(RogueWorkerTest, AClaimIsNotServedUntilReMeasuredAndADisagreeingClaimantI
   ASSERT_EQ(retuned.state, JobState::kSucceeded) << retuned.reason;
   v1::Job judged = rogue_->GetJob(retune->id);
   EXPECT_EQ(judged.targets(0).verification().state(), v1::VERIFICATION_STATE_DISAGREED);
+  EXPECT_EQ(judged.targets(0).verification().verifiers_size(), 2);  // verifier and referee
   EXPECT_GT(judged.targets(0).verification().verified_seconds(), 1e-7);
   const BestConfig after = Served();
   EXPECT_GT(after.median_seconds, 1e-7);  // the verifier's numbers stand
@@ -299,6 +303,53 @@ TEST_F(RogueWorkerTest, AdminInvalidateRestoresTheHonestBestAfterAnUnverifiedCla
   EXPECT_EQ(restored.median_seconds, honest.median_seconds);
   EXPECT_EQ(restored.job_id, first.id);
   SignalWorkers(1, SIGCONT);
+}
+
+TEST_F(RogueWorkerTest, ARogueVerifierIsOverruledByARefereeAndQuarantinedNotTheHonestClaimant) {
+  ASSERT_NO_FATAL_FAILURE(StartFleet({"--verify-best=required"}, /*honest_workers=*/2));
+  fleet_->worker(1)->Kill(SIGSTOP);  // the referee, later
+  ASSERT_NO_FATAL_FAILURE(rogue_->Register());
+  absl::StatusOr<Job> job = client_->Submit(Matmul(/*force=*/false));
+  ASSERT_OK(job);
+  // The honest worker tunes; the rogue asks only once the best waits for a
+  // verifier, and answers 0.5 s for everything.
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (rogue_->GetJob(job->id).targets(0).verification().state() !=
+             v1::VERIFICATION_STATE_PENDING &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  v1::LeaseWorkResponse verify;
+  ASSERT_TRUE(rogue_->Lease(&verify).ok());
+  ASSERT_TRUE(verify.has_lease()) << rogue_->GetJob(job->id).ShortDebugString();
+  ASSERT_TRUE(verify.lease().finalists());
+  ASSERT_TRUE(rogue_->Report(verify.lease(), /*every=*/0.5).ok());
+
+  // Its word alone decides nothing: the job waits for a referee.
+  v1::Job disputed = rogue_->GetJob(job->id);
+  EXPECT_EQ(disputed.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(disputed.targets(0).verification().state(), v1::VERIFICATION_STATE_PENDING);
+  ASSERT_EQ(disputed.targets(0).verification().verifiers_size(), 1);
+  EXPECT_EQ(disputed.targets(0).verification().verifiers(0), kRoguePrincipal);
+  absl::StatusOr<BestConfig> untuned = client_->GetBestConfig("matmul", kShape, "", "");
+  EXPECT_TRUE(!untuned.ok() || untuned->source != BestConfig::Source::kExact);
+
+  fleet_->worker(1)->Kill(SIGCONT);
+  Job done = Wait(job->id);
+  ASSERT_EQ(done.state, JobState::kSucceeded) << done.reason;
+  v1::Job judged = rogue_->GetJob(job->id);
+  EXPECT_EQ(judged.targets(0).verification().state(), v1::VERIFICATION_STATE_AGREED);
+  EXPECT_EQ(judged.targets(0).verification().verifiers_size(), 2);
+  const BestConfig served = Served();
+  EXPECT_EQ(served.job_id, job->id);
+  EXPECT_LT(served.median_seconds, 0.1);  // never the rogue's 0.5 s
+  v1::LeaseWorkResponse refused;
+  grpc::Status denied = rogue_->Lease(&refused, 0);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // The honest claimant keeps working: a retune runs to the end.
+  absl::StatusOr<Job> retune = client_->Submit(Matmul(/*force=*/true));
+  ASSERT_OK(retune);
+  EXPECT_EQ(Wait(retune->id).state, JobState::kSucceeded);
 }
 
 }  // namespace

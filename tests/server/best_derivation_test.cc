@@ -68,6 +68,20 @@ TEST(DeriveBestTest, TheVerificationRoundDecidesOverTheFinalists) {
   EXPECT_EQ(best->config, "B");
 }
 
+TEST(DeriveBestTest, AVerifierAndARefereeCountEachConfigAtTheSlowerOfTheirTwo) {
+  // One verifier cannot make a config look fast where the other measured it
+  // slow: A is 1 ns by one and 4 ms by the other, so B wins.
+  std::optional<TrialRecord> best = DeriveBest(
+      {Row("j1", "A", 1e-9, 2, TrialRound::kVerify, "host:v1"),
+       Row("j1", "B", 2.2e-3, 2, TrialRound::kVerify, "host:v1"),
+       Row("j1", "A", 4e-3, 3, TrialRound::kReferee, "host:v2"),
+       Row("j1", "B", 2e-3, 3, TrialRound::kReferee, "host:v2")},
+      {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "B");
+  EXPECT_EQ(best->median_seconds, 2.2e-3);
+  EXPECT_EQ(best->principal, "host:v1");
+}
 
 TEST(DeriveBestTest, QuarantinedAndExcludedRowsDoNotCount) {
   TrialRecord excluded = Row("j3", "C", 1e-4, 30);

@@ -352,6 +352,58 @@ TEST_F(JobManagerTest, HeartbeatRenewalKeepsLeaseAlive) {
   EXPECT_FALSE(ReportAll(worker, *lease).cancelled);
 }
 
+TEST_F(JobManagerTest, ALeaseThatReportsNothingIsTakenBackWhileItsWorkerHeartbeats) {
+  options_.lease_idle_limit = absl::Seconds(30);
+  options_.verify.mode = VerifyMode::kOff;
+  Restart();
+  std::string hoarder = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  std::optional<v1::Lease> held = Lease(hoarder);
+  ASSERT_TRUE(held.has_value());
+  // Heartbeats alone carry the lease to its idle limit, no further.
+  for (int i = 0; i < 4; ++i) {
+    now_ += absl::Seconds(6);
+    workers_->Touch(hoarder);
+    jobs_->RenewLeases(hoarder);
+    jobs_->Tick();
+  }
+  std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  EXPECT_FALSE(Lease(honest).has_value());  // still held at 24 s
+  for (int i = 0; i < 2; ++i) {
+    now_ += absl::Seconds(6);
+    workers_->Touch(hoarder);
+    workers_->Touch(honest);
+    jobs_->RenewLeases(hoarder);
+    jobs_->Tick();
+  }
+  EXPECT_TRUE(ReportAll(hoarder, *held).cancelled);  // taken back after 30 s
+  EXPECT_GE(RunToCompletion(honest), held->trials_size());
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(JobManagerTest, AReportMovesTheIdleLimitOn) {
+  options_.lease_idle_limit = absl::Seconds(10);
+  options_.batch_size = 3;
+  Restart();
+  std::string worker = AddWorker();
+  ASSERT_OK(jobs_->Submit(Spec()));
+  std::optional<v1::Lease> lease = Lease(worker);
+  ASSERT_TRUE(lease.has_value());
+  ASSERT_GE(lease->trials_size(), 2);
+  for (int i = 0; i < lease->trials_size(); ++i) {
+    now_ += absl::Seconds(8);  // under the limit since the last report
+    workers_->Touch(worker);
+    jobs_->RenewLeases(worker);
+    jobs_->Tick();
+    ResultReport one = ReportOf(worker, *lease, false, nullptr);
+    one.trials = {one.trials[i]};
+    absl::StatusOr<ReportAck> ack = jobs_->Report(one);
+    ASSERT_OK(ack);
+    EXPECT_FALSE(ack->cancelled) << "trial " << i;
+  }
+}
+
 TEST_F(JobManagerTest, ConfigThatLosesEveryLeaseIsRecordedWorkerLost) {
   std::string worker = AddWorker();
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
@@ -1102,14 +1154,18 @@ TEST_F(JobManagerTest, AModelJobTrainsOnTheTrialsOfANearTunedShape) {
 namespace tunefleet::server {
 namespace {
 
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
 // Verification through the JobManager directly, on a fake clock.
 class VerificationFlowTest : public JobManagerTest {};
 
-TEST_F(VerificationFlowTest, ADisagreeingClaimIsQuarantinedAndTheVerifierDecides) {
+TEST_F(VerificationFlowTest, AClaimTheVerifierAndARefereeContradictIsQuarantined) {
   std::string rogue = AddWorker("test-cpu", 0, "host:rogue");
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
   ASSERT_OK(job);
   std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  std::string referee = AddWorker("test-cpu", 0, "host:referee");
   std::optional<v1::Lease> lease = Lease(rogue);
   ASSERT_TRUE(lease.has_value());
   const int64_t poisoned = lease->trials(0).index();
@@ -1127,12 +1183,29 @@ TEST_F(VerificationFlowTest, ADisagreeingClaimIsQuarantinedAndTheVerifierDecides
   EXPECT_EQ(verify->trials(0).index(), poisoned);
   ReportAll(honest, *verify, false, [](int64_t) { return 2e-3; });
 
+  // One principal's word against another's is a dispute: nobody is
+  // quarantined yet, and neither side may referee it.
+  v1::Job disputed = *jobs_->Get(job->id());
+  EXPECT_EQ(disputed.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(disputed.targets(0).verification().state(), v1::VERIFICATION_STATE_PENDING);
+  EXPECT_THAT(disputed.targets(0).verification().verifiers(), ElementsAre("host:honest"));
+  EXPECT_TRUE(store_->ListQuarantine()->empty());
+  EXPECT_FALSE(Lease(rogue).has_value());
+  EXPECT_FALSE(Lease(honest).has_value());
+  std::optional<v1::Lease> refereed = Lease(referee);
+  ASSERT_TRUE(refereed.has_value());
+  ASSERT_EQ(refereed->trials_size(), 1);
+  EXPECT_EQ(refereed->trials(0).index(), poisoned);
+  ReportAll(referee, *refereed, false, [](int64_t) { return 3e-3; });
+
   v1::Job done = *jobs_->Get(job->id());
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_EQ(done.targets(0).verification().state(), v1::VERIFICATION_STATE_DISAGREED);
+  EXPECT_THAT(done.targets(0).verification().verifiers(),
+              ElementsAre("host:honest", "host:referee"));
   absl::StatusOr<BestRecord> best = store_->GetBest(done.targets(0).tuning_key());
   ASSERT_OK(best);
-  EXPECT_EQ(best->median_seconds, 2e-3);  // the verifier's numbers stand
+  EXPECT_EQ(best->median_seconds, 3e-3);  // the slower of the two verifiers
   EXPECT_THAT(jobs_->TryLease(QueryFor(rogue)),
               StatusIs(absl::StatusCode::kPermissionDenied));
   EXPECT_THAT(jobs_->Report(ReportOf(rogue, *lease, false, nullptr)),
@@ -1144,18 +1217,90 @@ TEST_F(VerificationFlowTest, ADisagreeingClaimIsQuarantinedAndTheVerifierDecides
   EXPECT_EQ((*stored)[0].principal, "host:rogue");
 }
 
+TEST_F(VerificationFlowTest, ARogueVerifierIsOverruledByTheRefereeAndQuarantined) {
+  std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  std::string rogue = AddWorker("test-cpu", 0, "host:rogue");
+  std::string referee = AddWorker("test-cpu", 0, "host:referee");
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  while (std::optional<v1::Lease> lease = Lease(honest)) ReportAll(honest, *lease);
+  const std::string key = jobs_->Get(job->id())->targets(0).tuning_key();
+  std::optional<v1::Lease> verify = Lease(rogue);
+  ASSERT_TRUE(verify.has_value());
+  ReportAll(rogue, *verify, false, [](int64_t) { return 0.5; });
+  EXPECT_TRUE(store_->ListQuarantine()->empty());  // its word alone decides nothing
+  EXPECT_THAT(store_->GetBest(key), StatusIs(absl::StatusCode::kNotFound));
+
+  std::optional<v1::Lease> refereed = Lease(referee);
+  ASSERT_TRUE(refereed.has_value());
+  ReportAll(referee, *refereed);  // the claim's own times: it agrees
+  v1::Job done = *jobs_->Get(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.targets(0).verification().state(), v1::VERIFICATION_STATE_AGREED);
+  absl::StatusOr<std::vector<QuarantineRecord>> stored = store_->ListQuarantine();
+  ASSERT_OK(stored);
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ((*stored)[0].principal, "host:rogue");
+  EXPECT_THAT((*stored)[0].reason, HasSubstr("overruled by a referee"));
+  absl::StatusOr<BestRecord> best = store_->GetBest(key);
+  ASSERT_OK(best);
+  EXPECT_LT(best->median_seconds, 0.5);  // never the rogue's number
+  EXPECT_OK(jobs_->TryLease(QueryFor(honest)));
+}
+
+TEST_F(VerificationFlowTest, ADisputeNoRefereeSettlesWithholdsTheJobsBestAndQuarantinesNobody) {
+  options_.verify.wait = absl::Seconds(5);
+  Restart();
+  std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  absl::StatusOr<v1::Job> first = jobs_->Submit(Spec());
+  ASSERT_OK(first);
+  std::string other = AddWorker("test-cpu", 0, "host:other");
+  while (std::optional<v1::Lease> lease = Lease(honest)) ReportAll(honest, *lease);
+  std::optional<v1::Lease> agree = Lease(other);
+  ASSERT_TRUE(agree.has_value());
+  ReportAll(other, *agree);
+  const std::string key = jobs_->Get(first->id())->targets(0).tuning_key();
+  absl::StatusOr<BestRecord> served = store_->GetBest(key);
+  ASSERT_OK(served);
+
+  // A retune whose claim `other` contradicts, with no third principal alive.
+  v1::JobSpec retune = Spec();
+  retune.set_force_retune(true);
+  absl::StatusOr<v1::Job> second = jobs_->Submit(retune);
+  ASSERT_OK(second);
+  while (std::optional<v1::Lease> lease = Lease(honest)) {
+    ReportAll(honest, *lease, false, [](int64_t) { return 1e-6; });
+  }
+  std::optional<v1::Lease> contradict = Lease(other);
+  ASSERT_TRUE(contradict.has_value());
+  ReportAll(other, *contradict, false, [](int64_t) { return 1.0; });
+
+  v1::Job done = *jobs_->Get(second->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.targets(0).verification().state(), v1::VERIFICATION_STATE_DISPUTED);
+  EXPECT_THAT(done.reason(), HasSubstr("withheld"));
+  EXPECT_TRUE(store_->ListQuarantine()->empty());
+  absl::StatusOr<BestRecord> kept = store_->GetBest(key);
+  ASSERT_OK(kept);
+  EXPECT_EQ(kept->job_id, first->id());  // neither side's numbers of the retune
+  EXPECT_EQ(kept->median_seconds, served->median_seconds);
+}
+
 TEST_F(VerificationFlowTest, AQuarantineTheStoreRefusedIsStoredByALaterTick) {
   std::string rogue = AddWorker("test-cpu", 0, "host:rogue");
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
   ASSERT_OK(job);
   std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  std::string referee = AddWorker("test-cpu", 0, "host:referee");
   while (std::optional<v1::Lease> lease = Lease(rogue)) {
     ReportAll(rogue, *lease, false, [](int64_t) { return 1e-9; });
   }
   faulty_->refuse_quarantine = true;
-  std::optional<v1::Lease> verify = Lease(honest);
-  ASSERT_TRUE(verify.has_value());
-  ReportAll(honest, *verify, false, [](int64_t) { return 2e-3; });
+  for (const std::string& verifier : {honest, referee}) {
+    std::optional<v1::Lease> verify = Lease(verifier);
+    ASSERT_TRUE(verify.has_value());
+    ReportAll(verifier, *verify, false, [](int64_t) { return 2e-3; });
+  }
   EXPECT_TRUE(store_->ListQuarantine()->empty());
 
   faulty_->refuse_quarantine = false;

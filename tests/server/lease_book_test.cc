@@ -72,6 +72,18 @@ TEST(LeaseBookTest, RenewingAWorkerMovesOnlyItsLeases) {
   EXPECT_EQ(book.size(), 0u);
 }
 
+TEST(LeaseBookTest, RenewingAWorkerStopsAtEachLeasesIdleLimit) {
+  LeaseBook book(1);
+  Lease idle = LeaseOf("w1", "j1", absl::Seconds(10));
+  idle.idle_until = kStart + absl::Seconds(15);
+  const std::string id = book.Grant(idle).id;
+  book.RenewWorker("w1", kStart + absl::Seconds(30));
+  EXPECT_TRUE(book.TakeExpired(kStart + absl::Seconds(14)).empty());
+  std::vector<Lease> expired = book.TakeExpired(kStart + absl::Seconds(16));
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].id, id);
+}
+
 TEST(LeaseBookTest, ExpiresInDeadlineOrder) {
   LeaseBook book(1);
   const std::string late = book.Grant(LeaseOf("w1", "j1", absl::Seconds(20))).id;

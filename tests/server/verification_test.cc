@@ -31,14 +31,69 @@ TEST(VerificationTest, MeasuresTheCandidateAndTheServedBestThenJudges) {
   EXPECT_FALSE(verification.Complete(7, "l1", /*epoch=*/2, Ok(2e-5), 0.25));  // stale
   EXPECT_TRUE(verification.Complete(7, "l1", 1, Ok(2e-5), 0.25));
   EXPECT_FALSE(verification.Complete(7, "l1", 1, Ok(2e-5), 0.25));  // twice
-  EXPECT_FALSE(verification.done());
+  EXPECT_FALSE(verification.disputed());
   EXPECT_TRUE(verification.Complete(3, "l1", 1, Ok(1e-5), 0.25));
+  // One principal against another: a dispute, for a referee to settle.
+  EXPECT_TRUE(verification.disputed());
+  EXPECT_TRUE(verification.waiting());
+  EXPECT_EQ(verification.verified_seconds(), 2e-5);
+  EXPECT_FALSE(verification.FastestVerified().has_value());
+  EXPECT_EQ(verification.Take("l2", 2, "host:referee"), (std::vector<uint64_t>{7, 3}));
+  EXPECT_TRUE(verification.Complete(7, "l2", 2, Ok(3e-5), 0.25));
+  EXPECT_TRUE(verification.Complete(3, "l2", 2, Ok(0.9e-5), 0.25));
   ASSERT_TRUE(verification.done());
   EXPECT_EQ(verification.outcome(), Verification::Outcome::kDisagreed);
-  EXPECT_EQ(verification.verified_seconds(), 2e-5);
+  EXPECT_EQ(verification.Overruled(), (std::vector<std::string>{"host:rogue"}));
+  EXPECT_EQ(verification.verifiers(), (std::vector<std::string>{"host:honest", "host:referee"}));
   auto fastest = verification.FastestVerified();
   ASSERT_TRUE(fastest.has_value());
   EXPECT_EQ(fastest->first, 3u);
+  EXPECT_EQ(fastest->second, 1e-5);  // each config at the slower of the two
+}
+
+TEST(VerificationTest, ARefereeIsAThirdPrincipalAndMayOverruleTheVerifier) {
+  const Measurer honest{"host:honest", "w1", "cpu0"};
+  Verification verification(7, 1e-5, {honest}, std::nullopt, kDeadline);
+  verification.Take("l1", 1, "host:rogue");
+  verification.Complete(7, "l1", 1, Ok(0.5), 0.25);
+  ASSERT_TRUE(verification.disputed());
+  // Neither side referees, and the claimant's other devices no longer may.
+  EXPECT_FALSE(verification.CanVerify({"host:rogue", "w2", "cpu0"}, true));
+  EXPECT_FALSE(verification.CanVerify({"host:honest", "w9", "cpu1"}, false));
+  EXPECT_TRUE(verification.CanVerify({"host:referee", "w3", "cpu0"}, true));
+  verification.Take("l2", 2, "host:referee");
+  verification.Complete(7, "l2", 2, Ok(1.1e-5), 0.25);
+  ASSERT_TRUE(verification.done());
+  EXPECT_EQ(verification.outcome(), Verification::Outcome::kAgreed);
+  EXPECT_EQ(verification.Overruled(), (std::vector<std::string>{"host:rogue"}));
+  auto fastest = verification.FastestVerified();
+  ASSERT_TRUE(fastest.has_value());
+  EXPECT_EQ(fastest->second, 1.1e-5);  // the referee's round, not the overruled one
+}
+
+TEST(VerificationTest, ADisputeNoRefereeSettlesOverrulesNobody) {
+  Verification verification(7, 1e-5, {kRogue}, std::nullopt, kDeadline);
+  verification.Take("l1", 1, "host:honest");
+  verification.Complete(7, "l1", 1, Ok(1.0), 0.25);
+  verification.Take("l2", 2, "host:referee");
+  verification.Release("l2", 2);  // the referee's lease lapsed
+  EXPECT_TRUE(verification.disputed());
+  EXPECT_TRUE(verification.waiting());
+  verification.GiveUp();
+  EXPECT_EQ(verification.outcome(), Verification::Outcome::kDisputed);
+  EXPECT_TRUE(verification.Overruled().empty());
+  EXPECT_FALSE(verification.FastestVerified().has_value());
+  EXPECT_EQ(verification.verifiers(), (std::vector<std::string>{"host:honest"}));
+}
+
+TEST(VerificationTest, TheClaimantsOwnOtherDeviceDisagreeingOverrulesNobody) {
+  Verification verification(7, 1e-9, {kRogue}, std::nullopt, kDeadline);
+  ASSERT_TRUE(verification.CanVerify({"host:rogue", "w9", "cpu1"}, false));
+  verification.Take("l1", 1, "host:rogue");
+  verification.Complete(7, "l1", 1, Ok(2e-5), 0.25);
+  ASSERT_TRUE(verification.done());
+  EXPECT_EQ(verification.outcome(), Verification::Outcome::kDisagreed);
+  EXPECT_TRUE(verification.Overruled().empty());  // a faulty device, not a lying host
 }
 
 TEST(VerificationTest, AClaimWithinToleranceAgrees) {
@@ -54,6 +109,9 @@ TEST(VerificationTest, ACandidateTheVerifierCannotRunDisagrees) {
   v1::TrialResult crashed;
   crashed.set_status(v1::TRIAL_STATUS_CRASHED);
   EXPECT_TRUE(verification.Complete(7, "l1", 1, crashed, 0.25));
+  EXPECT_TRUE(verification.disputed());
+  verification.Take("l2", 2, "host:referee");
+  EXPECT_TRUE(verification.Complete(7, "l2", 2, crashed, 0.25));
   EXPECT_EQ(verification.outcome(), Verification::Outcome::kDisagreed);
 }
 
