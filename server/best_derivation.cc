@@ -18,6 +18,7 @@ struct Candidate {
   int64_t finished_unix_ms = -1;
   TrialRound round = TrialRound::kSearch;
   std::vector<const TrialRecord*> rows;  // of `round`, in insertion order
+  std::vector<const TrialRecord*> finalists;  // the job's finalists rows
 };
 
 // The rows a best may come from (rule 1 and the header's filter), but those
@@ -36,9 +37,9 @@ std::vector<const TrialRecord*> Counted(const std::vector<TrialRecord>& trials,
   return rows;
 }
 
-// One row per config (in order of first appearance): of several verifiers'
-// rows of one config, the upper median, so that no single verifier's number
-// decides when two measured (the slower of two).
+// One row per config (in order of first appearance): of several principals'
+// rows of one config, the upper median, so that no single principal's
+// number decides when two measured it (the slower of two).
 std::vector<const TrialRecord*> UpperMedians(const std::vector<const TrialRecord*>& rows) {
   std::vector<std::vector<const TrialRecord*>> by_config;
   absl::flat_hash_map<std::string, size_t> index;
@@ -67,6 +68,7 @@ std::vector<Candidate> Candidates(const std::vector<const TrialRecord*>& rows) {
     // A referee's rows belong to the verification round they settle.
     const TrialRound round =
         row->round == TrialRound::kReferee ? TrialRound::kVerify : row->round;
+    if (row->round == TrialRound::kFinalists) job.finalists.push_back(row);
     if (job.rows.empty() || round > job.round) {
       job.round = round;
       job.rows = {row};
@@ -76,7 +78,18 @@ std::vector<Candidate> Candidates(const std::vector<const TrialRecord*>& rows) {
   }
   std::vector<Candidate> jobs;
   for (auto& [id, job] : by_job) {
-    if (job.round == TrialRound::kVerify) job.rows = UpperMedians(job.rows);
+    if (job.round == TrialRound::kVerify) {
+      // The verified configs as the claimant measured them in its finalists
+      // round, beside the verifiers' rows: the slower decides.
+      absl::flat_hash_set<std::string> verified;
+      for (const TrialRecord* row : job.rows) verified.insert(row->config);
+      std::vector<const TrialRecord*> rows;
+      for (const TrialRecord* row : job.finalists) {
+        if (verified.contains(row->config)) rows.push_back(row);
+      }
+      rows.insert(rows.end(), job.rows.begin(), job.rows.end());
+      job.rows = UpperMedians(rows);
+    }
     jobs.push_back(std::move(job));
   }
   std::sort(jobs.begin(), jobs.end(), [](const Candidate& a, const Candidate& b) {

@@ -31,10 +31,11 @@ bool FasterThan(const TrialRecord& candidate, const TrialRecord& served);
 //   2. each job with rows left decides by its latest round (the verification
 //      round when it has rows, else the finalists round, its interleaved,
 //      combined measurement, else the search); a referee's rows
-//      (TrialRound::kReferee) are part of the verification round, and where
-//      a verifier and a referee both measured a config
-//      (server/verification.h), the round counts its upper median, the
-//      slower of the two;
+//      (TrialRound::kReferee) are part of the verification round, which
+//      counts each config it measured at the upper median of its rows there
+//      and in the job's finalists round (the claim): the slower of claimant
+//      and verifier, the middle of three with a referee, so that no single
+//      principal's number decides (server/verification.h);
 //   3. jobs are ordered by when they finished (the job's last row finished
 //      last; ties to the larger job id) and walked oldest first, each
 //      offering one row: the member of its round's tie set (TieSetOf) chosen

@@ -835,10 +835,10 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
     }
     if (target.verification != nullptr &&
         target.verification->outcome() == Verification::Outcome::kDisputed) {
-      finish.withheld.push_back(target.info.tuning_key());
       failed.push_back(absl::StrCat("the best of ", target.info.tuning_key(),
-                                    " is withheld: ", VerificationReason(target),
-                                    ", and no referee settled the dispute"));
+                                    " is disputed (", VerificationReason(target),
+                                    "; no referee came): each verified config counts at the "
+                                    "slower of the two measurements"));
     }
     std::vector<TrialOutcome> best = target.trials->Fastest(1);
     if (best.empty()) {
@@ -882,13 +882,8 @@ void JobManager::Flush(Pending pending) {
   // of a principal a verification just caught.
   for (const Quarantined& quarantined : pending.quarantines) Quarantine(quarantined);
   for (Finish& finish : pending.finishes) {
-    // A job ends only once every row of it is stored, and its disputed rows
-    // are excluded.
+    // A job ends only once every row of it is stored.
     bool stored = rows_stored;
-    for (const std::string& key : finish.withheld) {
-      if (!stored) break;
-      stored = keeper_->Invalidate(TrialFilter{"", key, finish.job_id}).ok();
-    }
     for (const BestRecord& best : finish.best) {
       if (!stored) break;
       absl::StatusOr<RetuneVerdict> verdict = keeper_->RederiveFinished(best);

@@ -251,9 +251,6 @@ class JobManager {
     std::vector<BestRecord> best;
     JobSnapshot snapshot;  // final
     std::vector<double> speedups;
-    // Keys whose verification ended disputed: the job's rows of them are
-    // excluded before the bests are derived.
-    std::vector<std::string> withheld;
   };
   // A principal a verification caught.
   struct Quarantined {

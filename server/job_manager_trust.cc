@@ -139,8 +139,9 @@ bool JobManager::VerificationSettled(const Job& job, Target* target, Pending* pe
   verification.GiveUp();  // kAuto only: kRequired waits without a deadline
   if (verification.outcome() == Verification::Outcome::kDisputed) {
     metrics_->VerificationFinished(CoordinatorMetrics::Verification::kDisputed);
-    spdlog::warn("job {}: no referee came for {} within {}; nobody is quarantined and the "
-                 "job's rows of the key are withheld from its best (verify_best=auto)",
+    spdlog::warn("job {}: no referee came for {} within {}; nobody is quarantined, and each "
+                 "verified config counts at the slower of the two measurements "
+                 "(verify_best=auto)",
                  job.view.id(), target->info.tuning_key(),
                  absl::FormatDuration(options_.verify.wait));
     return true;

@@ -119,26 +119,30 @@ std::vector<std::string> Verification::Overruled() const {
   return overruled;
 }
 
-// The rounds that decide: the last (the one that agreed) for kAgreed; every
-// round for kDisagreed, each config at its slower OK measurement (the upper
-// median of two), as DeriveBest reads the verification round's rows.
 std::optional<std::pair<uint64_t, double>> Verification::FastestVerified() const {
   std::optional<std::pair<uint64_t, double>> fastest;
-  if (outcome_ != Outcome::kAgreed && outcome_ != Outcome::kDisagreed) return fastest;
-  const size_t first = outcome_ == Outcome::kAgreed ? rounds_.size() - 1 : 0;
+  if (outcome_ == Outcome::kPending || outcome_ == Outcome::kUnverified) return fastest;
+  const std::vector<std::string> overruled = Overruled();
+  auto counts = [&overruled](const std::string& principal) {
+    return std::find(overruled.begin(), overruled.end(), principal) == overruled.end();
+  };
+  const bool claim_counts = std::all_of(claimants_.begin(), claimants_.end(),
+                                        [&](const Measurer& c) { return counts(c.principal); });
   for (std::optional<uint64_t> ordinal : {std::optional<uint64_t>(candidate_), served_}) {
     if (!ordinal.has_value()) continue;
-    std::optional<double> slowest;
-    for (size_t i = first; i < rounds_.size(); ++i) {
-      auto result = rounds_[i].results.find(*ordinal);
-      if (result == rounds_[i].results.end() ||
-          result->second.status() != v1::TRIAL_STATUS_OK) {
-        continue;  // a failed run is no row of the round
+    std::vector<double> medians;
+    if (*ordinal == candidate_ && claim_counts) medians.push_back(claimed_seconds_);
+    for (const Round& round : rounds_) {
+      if (!round.judged || !counts(round.principal)) continue;
+      auto result = round.results.find(*ordinal);
+      if (result != round.results.end() && result->second.status() == v1::TRIAL_STATUS_OK) {
+        medians.push_back(result->second.measurement().median_seconds());
       }
-      slowest = std::max(slowest.value_or(0), result->second.measurement().median_seconds());
     }
-    if (!slowest.has_value()) continue;
-    if (!fastest.has_value() || *slowest < fastest->second) fastest.emplace(*ordinal, *slowest);
+    if (medians.empty()) continue;
+    std::sort(medians.begin(), medians.end());
+    const double upper = medians[medians.size() / 2];
+    if (!fastest.has_value() || upper < fastest->second) fastest.emplace(*ordinal, upper);
   }
   return fastest;
 }

@@ -9,8 +9,9 @@
 // referee settles: a worker of a third principal measures the same configs,
 // and the side it agrees with wins; the overruled principal (the claimants'
 // or the verifier's) is quarantined. A dispute that no referee settles
-// quarantines nobody, and the job's rows of the key are withheld from the
-// best (JobManager). Only when no other principal has a device of the model
+// quarantines nobody; the best counts each verified config at the slower of
+// the claimant's and the verifier's measurements (DeriveBest), so neither
+// side's number alone is served. Only when no other principal has a device of the model
 // may another device of the claimant's own principal verify: a check against
 // a faulty device, not a lying host, and one that quarantines nobody.
 #ifndef TUNEFLEET_SERVER_VERIFICATION_H_
@@ -116,8 +117,10 @@ class Verification {
   // quarantined: the claimants' for kDisagreed (none when the claimant's own
   // device disagreed), the verifier's for kAgreed after a dispute.
   std::vector<std::string> Overruled() const;
-  // Once done: the fastest OK config of the rounds that decided (what the
-  // best is derived from), with its median; none for kDisputed.
+  // Once done: the fastest config, each at the upper median of its OK
+  // measurements that count (the claim's, for the candidate, unless the
+  // claimants were overruled; the verifiers' not overruled), as DeriveBest
+  // reads the rows, with that median. None for kUnverified.
   std::optional<std::pair<uint64_t, double>> FastestVerified() const;
 
  private:

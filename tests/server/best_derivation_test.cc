@@ -83,6 +83,29 @@ TEST(DeriveBestTest, AVerifierAndARefereeCountEachConfigAtTheSlowerOfTheirTwo) {
   EXPECT_EQ(best->principal, "host:v1");
 }
 
+TEST(DeriveBestTest, AVerifiedConfigCountsAtTheSlowerOfClaimantAndVerifier) {
+  // The claimant (host:a) and the verifier (host:b) disagree on A; B was
+  // never verified, so the claimant's word alone cannot make it the best.
+  std::vector<TrialRecord> rows = {
+      Row("j1", "A", 1e-3, 1, TrialRound::kFinalists, "host:a"),
+      Row("j1", "B", 1.5e-3, 1, TrialRound::kFinalists, "host:a"),
+      Row("j1", "A", 3e-3, 2, TrialRound::kVerify, "host:b")};
+  std::optional<TrialRecord> best = DeriveBest(rows, {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "A");
+  EXPECT_EQ(best->median_seconds, 3e-3);
+  // A verifier slower than the claim the other way round: the claim's row.
+  rows[2].median_seconds = 0.8e-3;
+  best = DeriveBest(rows, {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->median_seconds, 1e-3);
+  EXPECT_EQ(best->principal, "host:a");
+  // Quarantine the claimant: the verifier's rows alone remain.
+  best = DeriveBest(rows, {"host:a"}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->median_seconds, 0.8e-3);
+}
+
 TEST(DeriveBestTest, QuarantinedAndExcludedRowsDoNotCount) {
   TrialRecord excluded = Row("j3", "C", 1e-4, 30);
   excluded.excluded = true;

@@ -71,7 +71,7 @@ TEST(VerificationTest, ARefereeIsAThirdPrincipalAndMayOverruleTheVerifier) {
   EXPECT_EQ(fastest->second, 1.1e-5);  // the referee's round, not the overruled one
 }
 
-TEST(VerificationTest, ADisputeNoRefereeSettlesOverrulesNobody) {
+TEST(VerificationTest, ADisputeNoRefereeSettlesOverrulesNobodyAndCountsTheSlowerSide) {
   Verification verification(7, 1e-5, {kRogue}, std::nullopt, kDeadline);
   verification.Take("l1", 1, "host:honest");
   verification.Complete(7, "l1", 1, Ok(1.0), 0.25);
@@ -82,7 +82,9 @@ TEST(VerificationTest, ADisputeNoRefereeSettlesOverrulesNobody) {
   verification.GiveUp();
   EXPECT_EQ(verification.outcome(), Verification::Outcome::kDisputed);
   EXPECT_TRUE(verification.Overruled().empty());
-  EXPECT_FALSE(verification.FastestVerified().has_value());
+  auto fastest = verification.FastestVerified();
+  ASSERT_TRUE(fastest.has_value());
+  EXPECT_EQ(fastest->second, 1.0);  // the slower of the claim and the verifier
   EXPECT_EQ(verification.verifiers(), (std::vector<std::string>{"host:honest"}));
 }
 
