@@ -23,7 +23,9 @@ namespace tunefleet {
 class MetricsEndpoint {
  public:
   // Serves `registry` and the process metrics on `listen` ("host:port";
-  // port 0 picks one). Unavailable when it cannot listen.
+  // port 0 picks one) with 8 threads; a connection that sends no complete
+  // request within 2 s is closed, so idle connections cannot hold every
+  // thread. Unavailable when it cannot listen.
   static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(
       const std::string& listen, std::shared_ptr<prometheus::Registry> registry);
   ~MetricsEndpoint();

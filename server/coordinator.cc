@@ -137,9 +137,10 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   RETURN_IF_ERROR(profiles_->Recover());
   history_ = std::make_unique<JobHistory>(store_.get(), jobs_.get());
   names_ = std::make_unique<FleetNames>(index_.get(), workers_.get());
+  watches_ = std::make_unique<StreamSlots>(options.max_watches_per_principal, options.max_watches);
   tuning_service_ = std::make_unique<TuningServiceImpl>(
       jobs_.get(), workers_.get(), index_.get(), history_.get(), transfer_.get(),
-      profiles_.get(), names_.get());
+      profiles_.get(), names_.get(), watches_.get());
   report_pool_ = std::make_unique<CallPool>(options.report_threads);
   worker_service_ = std::make_unique<WorkerServiceImpl>(
       jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(), report_pool_.get(),

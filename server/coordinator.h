@@ -38,6 +38,7 @@ class PrometheusMetrics;
 class TuningServiceImpl;
 class JobHistory;
 class BestTransfer;
+class StreamSlots;
 class TokenBook;
 class TokenServiceImpl;
 class AdminServiceImpl;
@@ -82,6 +83,10 @@ struct CoordinatorOptions {
   // Principals whose shared artifacts serve every worker (compile-only
   // builders). Default none.
   std::vector<std::string> artifact_builders;
+  // WatchJob streams open at once, per principal and in all (each holds a
+  // server thread; StreamSlots). Defaults 64 and 1024.
+  int max_watches_per_principal = 64;
+  int max_watches = 1024;
   JobManagerOptions jobs;
 };
 
@@ -125,6 +130,7 @@ class Coordinator {
   std::unique_ptr<LongPolls> long_polls_;
   std::unique_ptr<JobHistory> history_;
   std::unique_ptr<FleetNames> names_;
+  std::unique_ptr<StreamSlots> watches_;
   std::unique_ptr<TuningServiceImpl> tuning_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<CallPool> report_pool_;  // outlives the server

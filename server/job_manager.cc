@@ -504,7 +504,8 @@ std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, Lease lease, in
   const int64_t epoch = granted.epoch;
   ApplyTimeBudget(job);
   bool finalists = false;
-  std::vector<uint64_t> ordinals = target.trials->Take(max, lease_id, epoch, &finalists);
+  std::vector<uint64_t> ordinals =
+      target.trials->Take(max, lease_id, epoch, &finalists, HolderOf(target, granted.principal));
   if (ordinals.empty()) {
     leases_.Remove(lease_id);
     MaybeFinish(job, pending);  // a restored target may turn out to be complete
@@ -681,6 +682,18 @@ void JobManager::ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResu
   Changed(job);
 }
 
+Holder JobManager::HolderOf(const Target& target, const std::string& principal) const {
+  Holder holder{principal, {}};
+  for (const LiveDevice& device :
+       workers_->LiveDevices(target.info.device_model(), target.info.toolkit())) {
+    if (std::find(holder.live.begin(), holder.live.end(), device.principal) ==
+        holder.live.end()) {
+      holder.live.push_back(device.principal);
+    }
+  }
+  return holder;
+}
+
 void JobManager::ReturnLease(const Lease& lease, bool expired, Pending* pending) {
   Job* job = FindJob(lease.job_id);
   if (job == nullptr) return;
@@ -688,9 +701,10 @@ void JobManager::ReturnLease(const Lease& lease, bool expired, Pending* pending)
   if (lease.verify && target.verification != nullptr) {
     target.verification->Release(lease.id, lease.epoch);  // another verifier may take it
   }
+  const Holder holder = HolderOf(target, lease.principal);
   for (uint64_t ordinal : lease.verify ? std::vector<uint64_t>() : lease.ordinals) {
     std::optional<v1::TrialResult> lost =
-        target.trials->Release(ordinal, lease.id, lease.epoch, expired);
+        target.trials->Release(ordinal, lease.id, lease.epoch, expired, holder);
     if (!lost.has_value()) continue;
     pending->rows.push_back(TrialRow(*job, target, lease, *lost));
     metrics_->TrialRecorded(lost->status());
@@ -741,6 +755,7 @@ void JobManager::Tick() {
       }
     }
     RepairStranded(&pending);
+    AbandonOrphans(&pending);
     ExplainStalls();
     queued = QueuedByModel();
   }
@@ -806,6 +821,33 @@ void JobManager::RepairStranded(Pending* pending) {
   }
 }
 
+void JobManager::AbandonOrphans(Pending* pending) {
+  for (auto& [sequence, job] : jobs_) {
+    if (IsFinal(job->view.state()) || job->finishing) continue;
+    bool abandoned = false;
+    for (Target& target : job->targets) {
+      if (target.trials == nullptr || target.trials->Finished()) continue;
+      const std::string& model = target.info.device_model();
+      const std::string& toolkit = target.info.toolkit();
+      if (!workers_->LiveDevices(model, toolkit).empty()) {
+        target.orphaned_since.reset();
+        continue;
+      }
+      if (!target.orphaned_since.has_value()) target.orphaned_since = clock_();
+      if (clock_() - *target.orphaned_since < options_.orphan_timeout) continue;
+      target.abandoned = absl::StrCat("no live worker of ", model, " (", toolkit, ") for ",
+                                      absl::FormatDuration(options_.orphan_timeout),
+                                      ": the target was given up");
+      target.trials->Abandon(v1::STOP_REASON_NO_WORKERS);
+      spdlog::warn("job {}: {}", job->view.id(), target.abandoned);
+      abandoned = true;
+    }
+    if (!abandoned) continue;
+    MaybeFinish(job.get(), pending);
+    Changed(job.get());
+  }
+}
+
 void JobManager::MaybeFinish(Job* job, Pending* pending) {
   if (IsFinal(job->view.state()) || job->finishing || job->targets.empty()) return;
   for (const Target& target : job->targets) {
@@ -842,8 +884,11 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
     }
     std::vector<TrialOutcome> best = target.trials->Fastest(1);
     if (best.empty()) {
-      failed.push_back(absl::StrCat("no config passed on ", target.info.device_model(),
-                                    " (first failure: ", target.trials->first_error(), ")"));
+      failed.push_back(!target.abandoned.empty()
+                           ? target.abandoned
+                           : absl::StrCat("no config passed on ", target.info.device_model(),
+                                          " (first failure: ", target.trials->first_error(),
+                                          ")"));
       continue;
     }
     ++succeeded;

@@ -71,6 +71,11 @@ struct JobManagerOptions {
   int64_t max_space_points = 10'000'000;
   // Largest number of configs one job target measures. Default 100,000.
   int64_t max_trials = 100'000;
+  // A target with no live worker of its device model and toolkit for this
+  // long is given up (TargetTrials::Abandon, STOP_REASON_NO_WORKERS), so a
+  // worker that registered models and left cannot keep a job running for
+  // good. Default 10 min.
+  absl::Duration orphan_timeout = absl::Minutes(10);
   // Leases a config may lose before it is recorded WORKER_LOST. Default 3.
   int max_lease_attempts = 3;
   // Configs re-measured in the finalists round of each target; 0 or 1
@@ -237,6 +242,9 @@ class JobManager {
     bool verify_decided = false;  // whether the candidate needs verifying was decided
     bool served_unverified = false;
     std::unique_ptr<Verification> verification;  // when it does
+    // Since when no live worker of the model could take it (AbandonOrphans).
+    std::optional<absl::Time> orphaned_since;
+    std::string abandoned;  // why it was given up; empty while it is not
   };
   struct Job {
     std::shared_ptr<const v1::JobSpec> spec;
@@ -323,8 +331,14 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReturnLease(const Lease& lease, bool expired, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `principal` and the live principals of `target`'s device model, for the
+  // loss rule (TargetTrials::Take, Release).
+  Holder HolderOf(const Target& target, const std::string& principal) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void MaybeFinish(Job* job, Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RepairStranded(Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives up the targets no live worker could take for orphan_timeout.
+  void AbandonOrphans(Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets (or clears) the reason of each unfinished job that has work no
   // live worker can take.
   void ExplainStalls() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -36,6 +36,9 @@ struct Flags {
   std::string metrics_listen = "127.0.0.1:9464";
   int64_t lease_ttl_ms = 10000;
   int64_t lease_idle_limit_s = 600;
+  int64_t orphan_timeout_s = 600;
+  int max_watches_per_principal = 64;
+  int max_watches = 1024;
   int64_t heartbeat_ms = 1000;
   int64_t forget_workers_after_ms = 0;
   int batch_size = 4;
@@ -174,6 +177,16 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "a lease that reports no result for this long is taken back, even while "
                  "its worker heartbeats")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-watches-per-principal", flags.max_watches_per_principal,
+                 "WatchJob streams one principal may hold open at once (each holds a "
+                 "server thread)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-watches", flags.max_watches, "WatchJob streams open at once in all")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--orphan-timeout-s", flags.orphan_timeout_s,
+                 "a job target with no live worker of its device model for this long is "
+                 "given up (stop reason no_workers); the job ends with its other targets")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--heartbeat-ms", flags.heartbeat_ms, "worker heartbeat interval")
       ->capture_default_str();
   app.add_option("--forget-workers-after-ms", flags.forget_workers_after_ms,
@@ -256,6 +269,8 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.artifact_dir = flags.artifact_dir;
   options.artifact_cache_bytes = flags.artifact_cache_mib << 20;
   options.artifact_builders = flags.artifact_builders;
+  options.max_watches_per_principal = flags.max_watches_per_principal;
+  options.max_watches = flags.max_watches;
   options.metrics_listen = flags.metrics_listen;
   options.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
   if (flags.forget_workers_after_ms > 0) {
@@ -263,6 +278,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   }
   options.jobs.lease_ttl = absl::Milliseconds(flags.lease_ttl_ms);
   options.jobs.lease_idle_limit = absl::Seconds(flags.lease_idle_limit_s);
+  options.jobs.orphan_timeout = absl::Seconds(flags.orphan_timeout_s);
   options.jobs.batch_size = flags.batch_size;
   options.jobs.max_space_points = flags.max_space_points;
   options.jobs.max_trials = flags.max_trials;

@@ -25,13 +25,37 @@ TargetTrials::TargetTrials(std::unique_ptr<ConfigSpace> space,
       plateau_(plateau_batches),
       finalists_(finalists) {}
 
+bool TargetTrials::UntriedPrincipalLive(const std::vector<std::string>& lost_by,
+                                        const std::vector<std::string>& live) {
+  return std::any_of(live.begin(), live.end(), [&lost_by](const std::string& principal) {
+    return std::find(lost_by.begin(), lost_by.end(), principal) == lost_by.end();
+  });
+}
+
+void TargetTrials::NoteLoss(const Holder& holder, std::vector<std::string>* lost_by) {
+  if (!holder.principal.empty() &&
+      std::find(lost_by->begin(), lost_by->end(), holder.principal) == lost_by->end()) {
+    lost_by->push_back(holder.principal);
+  }
+}
+
+bool TargetTrials::LeaveToOthers(const Holder& holder, const std::vector<std::string>& lost_by) {
+  return !holder.principal.empty() &&
+         std::find(lost_by.begin(), lost_by.end(), holder.principal) != lost_by.end() &&
+         UntriedPrincipalLive(lost_by, holder.live);
+}
+
 std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
-                                         int64_t epoch, bool* finalists) {
+                                         int64_t epoch, bool* finalists, const Holder& holder) {
   *finalists = false;
   std::vector<uint64_t> taken;
-  while (static_cast<int>(taken.size()) < max && !requeued_.empty()) {
-    taken.push_back(requeued_.front());
-    requeued_.pop_front();
+  for (auto it = requeued_.begin(); it != requeued_.end() && static_cast<int>(taken.size()) < max;) {
+    if (LeaveToOthers(holder, slots_[*it].lost_by)) {
+      ++it;  // for a principal that has not lost it
+      continue;
+    }
+    taken.push_back(*it);
+    it = requeued_.erase(it);
   }
   const size_t requeued = taken.size();
   while (static_cast<int>(taken.size()) < max && !ahead_.empty()) {
@@ -49,7 +73,7 @@ std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
   plateau_.Proposed(std::vector<uint64_t>(taken.begin() + requeued, taken.end()));
   if (!taken.empty()) return taken;
   MaybeStartFinals();
-  if (finals_ != Finals::kWaiting) return taken;
+  if (finals_ != Finals::kWaiting || LeaveToOthers(holder, finals_lost_by_)) return taken;
   finals_ = Finals::kLeased;
   finals_lease_ = lease_id;
   finals_epoch_ = epoch;
@@ -103,6 +127,20 @@ bool TargetTrials::ProposalsOver() const {
 
 bool TargetTrials::SearchOver() const {
   return requeued_.empty() && ahead_.empty() && leased_ == 0 && ProposalsOver();
+}
+
+void TargetTrials::Abandon(v1::StopReason reason) {
+  stopped_ = reason;
+  requeued_.clear();
+  ahead_.clear();
+  for (auto& [ordinal, slot] : slots_) {
+    if (slot.state != SlotState::kLeased) continue;
+    slot.state = SlotState::kWaiting;
+    slot.lease_id.clear();
+  }
+  leased_ = 0;
+  finals_ = Finals::kDone;
+  finals_lease_.clear();
 }
 
 void TargetTrials::StopSearch(v1::StopReason reason) {
@@ -201,10 +239,12 @@ void TargetTrials::EndFinals() {
 
 std::optional<v1::TrialResult> TargetTrials::Release(
     uint64_t ordinal, const std::string& lease_id, int64_t epoch,
-    bool expired) {
+    bool expired, const Holder& holder) {
   if (finals_ == Finals::kLeased && lease_id == finals_lease_ && epoch == finals_epoch_) {
     // One release ends the whole finalists lease (they run as one round).
-    if (expired && ++finals_lost_ >= max_attempts_) {
+    if (expired) NoteLoss(holder, &finals_lost_by_);
+    if (expired && ++finals_lost_ >= max_attempts_ &&
+        !UntriedPrincipalLive(finals_lost_by_, holder.live)) {
       EndFinals();
     } else {
       finals_ = Finals::kWaiting;
@@ -220,12 +260,14 @@ std::optional<v1::TrialResult> TargetTrials::Release(
   Slot& slot = it->second;
   --leased_;
   slot.lease_id.clear();
-  if (expired && ++slot.lost_leases >= max_attempts_) {
+  if (expired) NoteLoss(holder, &slot.lost_by);
+  if (expired && ++slot.lost_leases >= max_attempts_ &&
+      !UntriedPrincipalLive(slot.lost_by, holder.live)) {
     v1::TrialResult lost;
     *lost.mutable_config() = space_->ConfigAt(ordinal);
     lost.set_status(v1::TRIAL_STATUS_WORKER_LOST);
-    lost.set_error(absl::StrCat("lost ", slot.lost_leases,
-                                " leases (worker died or stopped heartbeating)"));
+    lost.set_error(absl::StrCat("lost ", slot.lost_leases, " leases (worker died or stopped "
+                                "heartbeating; lost by every live principal)"));
     Record(ordinal, lost);
     MaybeStartFinals();
     return lost;

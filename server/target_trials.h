@@ -28,11 +28,24 @@ struct TrialOutcome {
   v1::TrialResult result;
 };
 
+// Who takes or gives back configs, for the loss rule (TargetTrials::Take,
+// Release): a config one principal lost goes to another principal first,
+// and is recorded WORKER_LOST only once no live principal that has not lost
+// it remains, so that one certificate that leases and vanishes cannot empty
+// a job. The default (no principal) takes part in no such rule.
+struct Holder {
+  std::string principal;
+  // The live principals with a device of the target's model and toolkit.
+  std::vector<std::string> live;
+};
+
 // Thread-safety: not thread-safe; owned and locked by the JobManager.
 class TargetTrials {
  public:
   // `max_attempts`: leases a config may lose (expiry) before it is recorded
-  // as WORKER_LOST, so that a config that kills workers cannot stall a job.
+  // as WORKER_LOST, so that a config that kills workers cannot stall a job;
+  // with the loss rule (Holder), and only once every live principal has
+  // lost it.
   // `finalists`: when the search is over, the fastest `finalists` OK configs
   // (if at least two) are measured again in one finalists lease, and the
   // winner comes from that round; 0 or 1 turns the round off.
@@ -51,11 +64,13 @@ class TargetTrials {
   void Defend(uint64_t ordinal, double tolerance = 0);
 
   // Hands out up to `max` configs to (lease_id, epoch): re-queued configs
-  // first, then new proposals of the strategy; once the search is over, the
-  // finalists (all of them, whatever `max`, and the defender), with
-  // `*finalists` set.
+  // first (but those `holder`'s principal lost while a live principal that
+  // has not lost them remains), then new proposals of the strategy; once the
+  // search is over, the finalists (all of them, whatever `max`, and the
+  // defender), with `*finalists` set (under the same rule for a finalists
+  // lease the principal lost).
   std::vector<uint64_t> Take(int max, const std::string& lease_id,
-                             int64_t epoch, bool* finalists);
+                             int64_t epoch, bool* finalists, const Holder& holder = {});
 
   // Proposes up to `max` configs before any device asks for them, so that
   // compile-only workers compile them first (docs/architecture.md, "Compile
@@ -73,14 +88,16 @@ class TargetTrials {
   bool Complete(uint64_t ordinal, const std::string& lease_id, int64_t epoch,
                 const v1::TrialResult& result);
 
-  // Gives back a config held by (lease_id, epoch). When the config has lost
-  // `max_attempts` leases, it is completed as WORKER_LOST and that result is
-  // returned so the caller can store it. A lost finalists lease is offered
-  // again until it too has lost `max_attempts` leases; then the first
-  // round's results stand.
+  // Gives back a config held by (lease_id, epoch), lost by `holder`'s
+  // principal when `expired`. When the config has lost `max_attempts`
+  // leases and no live principal in `holder.live` has yet to lose it, it is
+  // completed as WORKER_LOST and that result is returned so the caller can
+  // store it. A lost finalists lease is offered again until it too has lost
+  // `max_attempts` leases; then the first round's results stand.
   std::optional<v1::TrialResult> Release(uint64_t ordinal,
                                          const std::string& lease_id,
-                                         int64_t epoch, bool expired);
+                                         int64_t epoch, bool expired,
+                                         const Holder& holder = {});
 
   // Puts every config leased under a lease for which `held` is false back in
   // the queue (the finalists lease back to waiting), as if the lease had been
@@ -98,6 +115,11 @@ class TargetTrials {
   // ended on its own is not changed.
   // REQUIRES: `reason` is TIME_BUDGET or PLATEAU.
   void StopSearch(v1::StopReason reason);
+  // Gives the target up (no worker of its device model is left): configs
+  // queued, proposed ahead or leased are dropped (a late report of a lease
+  // is stale), the search stops for `reason` and the finalists round is
+  // skipped; results recorded so far stand. Finished() afterwards.
+  void Abandon(v1::StopReason reason);
   // Why the search ended: the rule that stopped it, else (once the strategy
   // is exhausted) SPACE_EXHAUSTED or TRIAL_BUDGET (SearchStrategy::
   // covers_space); UNSPECIFIED while it still proposes.
@@ -138,7 +160,16 @@ class TargetTrials {
     std::string lease_id;
     int64_t epoch = 0;
     int lost_leases = 0;
+    std::vector<std::string> lost_by;  // principals that lost a lease of it
   };
+  // True when a principal of `live` is not in `lost_by`.
+  static bool UntriedPrincipalLive(const std::vector<std::string>& lost_by,
+                                   const std::vector<std::string>& live);
+  // Notes that `holder` lost a lease of what `lost_by` belongs to.
+  static void NoteLoss(const Holder& holder, std::vector<std::string>* lost_by);
+  // Whether `holder` should leave what `lost_by` belongs to for another
+  // principal: it lost it, and a live principal that has not is there.
+  static bool LeaveToOthers(const Holder& holder, const std::vector<std::string>& lost_by);
   enum class Finals { kNotYet, kWaiting, kLeased, kDone };
   void Record(uint64_t ordinal, const v1::TrialResult& result);
   // Appends the strategy's next proposals to `into` until it holds `max`
@@ -180,6 +211,7 @@ class TargetTrials {
   std::string finals_lease_;
   int64_t finals_epoch_ = 0;
   int finals_lost_ = 0;
+  std::vector<std::string> finals_lost_by_;
   absl::flat_hash_map<uint64_t, v1::TrialResult> finals_results_;
 };
 

@@ -71,7 +71,7 @@ void ToProto(BestConfigAnswer answer, v1::GetBestConfigResponse* response) {
 TuningServiceImpl::TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                                      const BestConfigIndex* best_configs, JobHistory* history,
                                      BestTransfer* transfer, ProfileManager* profiles,
-                                     const FleetNames* names)
+                                     const FleetNames* names, StreamSlots* watches)
     : jobs_(jobs),
       sweeps_(jobs),
       workers_(workers),
@@ -79,7 +79,8 @@ TuningServiceImpl::TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
       history_(history),
       transfer_(transfer),
       profiles_(profiles),
-      names_(names) {}
+      names_(names),
+      watches_(watches) {}
 
 grpc::Status TuningServiceImpl::SubmitJob(grpc::ServerContext* context,
                                           const v1::SubmitJobRequest* request,
@@ -121,6 +122,8 @@ grpc::Status TuningServiceImpl::WatchJob(grpc::ServerContext* context,
                                          const v1::WatchJobRequest* request,
                                          grpc::ServerWriter<v1::WatchJobEvent>* writer) {
   if (request->job_id().empty()) return MissingField("job_id");
+  absl::StatusOr<StreamSlots::Slot> slot = watches_->Acquire(CallerOf(*context).principal);
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   int64_t version = -1;
   int64_t sent = -2;
   while (!context->IsCancelled()) {

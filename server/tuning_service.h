@@ -11,6 +11,7 @@
 #include "server/job_manager.h"
 #include "server/sweeps.h"
 #include "server/profile_manager.h"
+#include "server/stream_slots.h"
 #include "server/worker_registry.h"
 #include "tunefleet/v1/tuning_service.grpc.pb.h"
 
@@ -28,10 +29,12 @@ class TuningServiceImpl final : public TuningServiceBase {
  public:
   // Every pointer must outlive the service. `names` checks the kernel and
   // device model a read names (GetBestConfig, ListJobs, ExportBest): one
-  // nothing knows is NOT_FOUND, listing the known names.
+  // nothing knows is NOT_FOUND, listing the known names. `watches` bounds
+  // the WatchJob streams (RESOURCE_EXHAUSTED beyond).
   TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                     const BestConfigIndex* best_configs, JobHistory* history,
-                    BestTransfer* transfer, ProfileManager* profiles, const FleetNames* names);
+                    BestTransfer* transfer, ProfileManager* profiles, const FleetNames* names,
+                    StreamSlots* watches);
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
                          v1::SubmitJobResponse* response) override;
@@ -71,6 +74,7 @@ class TuningServiceImpl final : public TuningServiceBase {
   BestTransfer* const transfer_;
   ProfileManager* const profiles_;
   const FleetNames* const names_;
+  StreamSlots* const watches_;
 };
 
 }  // namespace tunefleet::server

@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace tunefleet::server {
@@ -30,12 +31,24 @@ absl::StatusOr<std::string> WorkerRegistry::Register(
   if (!request.devices.empty() && !request.compile_target.empty()) {
     return absl::InvalidArgumentError("a compile-only worker registers no devices");
   }
+  if (request.devices.size() > kMaxDevicesPerWorker) {
+    return absl::InvalidArgumentError(absl::StrCat("a worker registers at most ",
+                                                   kMaxDevicesPerWorker, " devices, not ",
+                                                   request.devices.size()));
+  }
+  absl::flat_hash_set<std::string> models;
   for (const v1::Device& device : request.devices) {
     if (device.id().empty() || device.model().empty() ||
         device.backend() == v1::BACKEND_UNSPECIFIED) {
       return absl::InvalidArgumentError(absl::StrCat(
           "device \"", device.id(), "\" needs an id, a model and a backend"));
     }
+    models.insert(device.model());
+  }
+  if (models.size() > kMaxModelsPerWorker) {
+    return absl::InvalidArgumentError(absl::StrCat("a worker registers devices of at most ",
+                                                   kMaxModelsPerWorker, " models, not ",
+                                                   models.size()));
   }
   if (request.principal.empty()) {
     return absl::InvalidArgumentError("worker registers without a principal");

@@ -53,6 +53,7 @@ class CoordinatorServiceTest : public ::testing::Test {
     options.data_dir = dir_.path();
     options.max_message_bytes = 1 << 20;
     options.metrics_listen = "127.0.0.1:0";
+    options.max_watches_per_principal = max_watches_per_principal_;
     absl::StatusOr<std::unique_ptr<Coordinator>> coordinator = Coordinator::Start(options);
     ASSERT_OK(coordinator);
     coordinator_ = *std::move(coordinator);
@@ -108,6 +109,8 @@ class CoordinatorServiceTest : public ::testing::Test {
     row.median_seconds = 0.25;
     return row;
   }
+
+  int max_watches_per_principal_ = 64;
 
   // Stores `rows` while the coordinator is down, then starts it again: it
   // serves them from its index after the restart.
@@ -507,6 +510,58 @@ TEST_F(CoordinatorServiceTest, WorkerCallsCheckTheirInput) {
   ExpectServing();
 }
 
+TEST_F(CoordinatorServiceTest, OnePrincipalHoldsABoundedNumberOfWatchStreams) {
+  coordinator_->Shutdown(absl::Seconds(1));
+  coordinator_.reset();
+  max_watches_per_principal_ = 2;
+  StartCoordinator();
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(Submit(request_, &submitted).ok());
+  v1::WatchJobRequest watch;
+  watch.set_job_id(submitted.job().id());
+  struct Stream {
+    std::unique_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::ClientReader<v1::WatchJobEvent>> reader;
+  };
+  auto open = [&] {
+    Stream stream{Context(), nullptr};
+    stream.reader = tuning_->WatchJob(stream.context.get(), watch);
+    return stream;
+  };
+  std::vector<Stream> held;
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(open());
+    v1::WatchJobEvent event;
+    ASSERT_TRUE(held.back().reader->Read(&event));  // the stream is open
+  }
+  Stream refused = open();
+  v1::WatchJobEvent event;
+  EXPECT_FALSE(refused.reader->Read(&event));
+  grpc::Status status = refused.reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(), ::testing::HasSubstr("--max-watches-per-principal"));
+  // One closes: its slot serves the next.
+  held[0].context->TryCancel();
+  held[0].reader->Finish().IgnoreError();
+  held.erase(held.begin());
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  bool reopened = false;
+  while (!reopened && absl::Now() < deadline) {
+    Stream again = open();
+    reopened = again.reader->Read(&event);
+    if (reopened) {
+      held.push_back(std::move(again));
+    } else {
+      again.reader->Finish().IgnoreError();
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+  }
+  EXPECT_TRUE(reopened);
+  for (Stream& stream : held) stream.context->TryCancel();
+  for (Stream& stream : held) stream.reader->Finish().IgnoreError();
+  ExpectServing();
+}
+
 TEST_F(CoordinatorServiceTest, WatchStreamsUntilTheJobEnds) {
   v1::SubmitJobResponse submitted;
   ASSERT_TRUE(Submit(request_, &submitted).ok());
@@ -527,9 +582,12 @@ TEST_F(CoordinatorServiceTest, WatchStreamsUntilTheJobEnds) {
   EXPECT_TRUE(reader->Finish().ok());
 }
 
-// A plain HTTP/1.0 GET on loopback; returns the body.
+// A plain HTTP/1.0 GET on loopback; returns the body ("" when no answer
+// came within 15 s).
 std::string HttpGet(int port, const std::string& path) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const timeval patience{15, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -547,6 +605,36 @@ std::string HttpGet(int port, const std::string& path) {
   close(fd);
   size_t body = response.find("\r\n\r\n");
   return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+// Opens a connection to the metrics port and sends half a request.
+int HalfOpenHttp(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  const std::string partial = "GET /metrics HTTP/1.1\r\nHost: local";
+  (void)!write(fd, partial.data(), partial.size());
+  return fd;
+}
+
+TEST_F(CoordinatorServiceTest, IdleMetricsConnectionsDoNotBlindTheScrape) {
+  const int port = coordinator_->metrics_port();
+  std::vector<int> idle;
+  for (int i = 0; i < 12; ++i) idle.push_back(HalfOpenHttp(port));
+  // More idle connections than the endpoint has threads: each is closed
+  // after the request timeout, and the scrape is answered (with civetweb's
+  // defaults, two threads held 30 s by each idle connection, it is not).
+  const std::string text = HttpGet(port, "/metrics");
+  EXPECT_THAT(text, ::testing::HasSubstr("tunefleet_coordinator_"));
+  for (int fd : idle) {
+    if (fd >= 0) close(fd);
+  }
 }
 
 TEST_F(CoordinatorServiceTest, MetricsAreValidPrometheusTextWithoutDuplicateSeries) {

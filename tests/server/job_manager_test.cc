@@ -421,6 +421,88 @@ TEST_F(JobManagerTest, ConfigThatLosesEveryLeaseIsRecordedWorkerLost) {
   for (const TrialRecord& trial : trials) EXPECT_EQ(trial.status, v1::TRIAL_STATUS_WORKER_LOST);
 }
 
+TEST_F(JobManagerTest, AWorkerThatLeasesAndVanishesCannotEmptyAJob) {
+  // One certificate leases configs and lets every lease expire, again and
+  // again: its losses alone never record WORKER_LOST while another live
+  // principal has not tried them, and it is not handed them back first.
+  options_.verify.mode = VerifyMode::kOff;
+  Restart();
+  std::string vanishing = AddWorker("test-cpu", 0, "host:vanishing");
+  std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  int leased = 0;
+  for (int round = 0; round < 2 * options_.max_lease_attempts; ++round) {
+    if (std::optional<v1::Lease> lease = Lease(vanishing)) leased += lease->trials_size();
+    now_ += absl::Seconds(11);
+    workers_->Touch(vanishing);
+    workers_->Touch(honest);
+    jobs_->Tick();
+  }
+  EXPECT_GT(leased, 0);
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_RUNNING);
+  RunToCompletion(honest);
+  v1::Job done = *jobs_->Get(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  const std::vector<TrialRecord> trials = *store_->ListTrials(job->id());
+  EXPECT_FALSE(trials.empty());
+  for (const TrialRecord& trial : trials) {
+    EXPECT_EQ(trial.status, v1::TRIAL_STATUS_OK) << trial.config;
+    EXPECT_EQ(trial.principal, "host:honest");
+  }
+}
+
+TEST_F(JobManagerTest, AConfigEveryLivePrincipalLostIsRecordedWorkerLost) {
+  options_.verify.mode = VerifyMode::kOff;
+  Restart();
+  std::string first = AddWorker("test-cpu", 0, "host:a");
+  std::string second = AddWorker("test-cpu", 0, "host:b");
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  // Both principals lose every lease (a config that kills workers).
+  for (int round = 0; round < 2 * options_.max_lease_attempts; ++round) {
+    Lease(round % 2 == 0 ? first : second);
+    now_ += absl::Seconds(11);
+    workers_->Touch(first);
+    workers_->Touch(second);
+    jobs_->Tick();
+  }
+  v1::Job failed = *jobs_->Get(job->id());
+  EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);
+  const std::vector<TrialRecord> trials = *store_->ListTrials(job->id());
+  EXPECT_EQ(trials.size(), 3u);
+  for (const TrialRecord& trial : trials) EXPECT_EQ(trial.status, v1::TRIAL_STATUS_WORKER_LOST);
+}
+
+TEST_F(JobManagerTest, ATargetWhoseWorkersLeftIsGivenUpAfterTheOrphanTimeout) {
+  options_.orphan_timeout = absl::Minutes(1);
+  options_.verify.mode = VerifyMode::kOff;
+  Restart();
+  std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  AddWorker("invented-model", 0, "host:gone");  // registers, then never speaks again
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  ASSERT_EQ(job->targets_size(), 2);
+  RunToCompletion(honest);
+  now_ += absl::Seconds(30);
+  workers_->Touch(honest);
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_RUNNING);  // it waits a while
+  for (int i = 0; i < 8; ++i) {
+    now_ += absl::Seconds(10);
+    workers_->Touch(honest);
+    jobs_->Tick();
+  }
+  v1::Job done = *jobs_->Get(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_THAT(done.reason(), ::testing::HasSubstr("no live worker of invented-model"));
+  for (const v1::Target& target : done.targets()) {
+    EXPECT_EQ(target.stop_reason(), target.device_model() == "invented-model"
+                                        ? v1::STOP_REASON_NO_WORKERS
+                                        : v1::STOP_REASON_SPACE_EXHAUSTED);
+  }
+}
+
 TEST_F(JobManagerTest, ReleasedTrialsGoBackToTheQueue) {
   std::string worker = AddWorker();
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());

@@ -75,6 +75,49 @@ TEST_F(TargetTrialsTest, OrphanedConfigsGoBackToTheQueueWithoutCountingAsLost) {
   EXPECT_EQ(trials_->done(), 6);
 }
 
+TEST_F(TargetTrialsTest, AConfigOnePrincipalLostGoesToAnotherAndIsLostOnlyWhenAllLostIt) {
+  const Holder rogue{"host:rogue", {"host:rogue", "host:honest"}};
+  const Holder honest{"host:honest", {"host:rogue", "host:honest"}};
+  bool finalists = false;
+  std::vector<uint64_t> taken = trials_->Take(1, "l1", 1, &finalists, rogue);
+  ASSERT_EQ(taken.size(), 1u);
+  const uint64_t config = taken[0];
+  EXPECT_FALSE(trials_->Release(config, "l1", 1, /*expired=*/true, rogue).has_value());
+  // The rogue gets new configs, never the one it lost while honest lives.
+  std::vector<uint64_t> again = trials_->Take(1, "l2", 2, &finalists, rogue);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_NE(again[0], config);
+  EXPECT_FALSE(trials_->Release(again[0], "l2", 2, /*expired=*/true, rogue).has_value());
+  std::vector<uint64_t> honest_batch = trials_->Take(1, "l3", 3, &finalists, honest);
+  ASSERT_EQ(honest_batch, (std::vector<uint64_t>{config}));  // lost configs first
+  // Lost by both live principals, max_attempts (2) times in all: recorded.
+  std::optional<v1::TrialResult> lost = trials_->Release(config, "l3", 3, true, honest);
+  ASSERT_TRUE(lost.has_value());
+  EXPECT_EQ(lost->status(), v1::TRIAL_STATUS_WORKER_LOST);
+  // With the honest principal gone, the rogue may take back what it lost.
+  const Holder alone{"host:rogue", {"host:rogue"}};
+  EXPECT_EQ(trials_->Take(1, "l4", 4, &finalists, alone), (std::vector<uint64_t>{again[0]}));
+}
+
+TEST_F(TargetTrialsTest, AFinalistsRoundOnePrincipalLostGoesToAnother) {
+  const Holder rogue{"host:rogue", {"host:rogue", "host:honest"}};
+  const Holder honest{"host:honest", {"host:rogue", "host:honest"}};
+  bool finalists = false;
+  std::vector<uint64_t> search = trials_->Take(6, "s", 1, &finalists, honest);
+  ASSERT_EQ(search.size(), 6u);  // the whole budget
+  for (uint64_t ordinal : search) trials_->Complete(ordinal, "s", 1, Ok(1e-3 + ordinal * 1e-9));
+  std::vector<uint64_t> finals = trials_->Take(6, "f1", 100, &finalists, rogue);
+  ASSERT_TRUE(finalists);
+  trials_->Release(finals[0], "f1", 100, /*expired=*/true, rogue);
+  // The rogue is not handed the round again while honest lives, so its
+  // losses alone cannot reach max_attempts and skip the round.
+  EXPECT_TRUE(trials_->Take(6, "f2", 101, &finalists, rogue).empty());
+  EXPECT_FALSE(trials_->Finished());
+  std::vector<uint64_t> again = trials_->Take(6, "f3", 102, &finalists, honest);
+  EXPECT_TRUE(finalists);
+  EXPECT_EQ(again, finals);
+}
+
 TEST_F(TargetTrialsTest, TheBestIgnoresCutTrialsWhichAreNeverFinalists) {
   bool finalists = false;
   EXPECT_FALSE(trials_->best_seconds().has_value());

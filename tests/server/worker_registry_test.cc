@@ -1,5 +1,6 @@
 #include "server/worker_registry.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_support.h"
 
@@ -72,6 +73,29 @@ TEST_F(WorkerRegistryTest, RegistrationsWithoutUsableDevicesAreRefused) {
   WorkerRegistration no_principal = Cpu("m");
   no_principal.principal.clear();
   EXPECT_THAT(registry_.Register(no_principal), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_F(WorkerRegistryTest, ARegistrationNamesBoundedDevicesAndModels) {
+  WorkerRegistration many = Cpu("m");
+  while (many.devices.size() < kMaxDevicesPerWorker) {
+    v1::Device device = many.devices[0];
+    device.set_id(absl::StrCat("cpu", many.devices.size()));
+    many.devices.push_back(device);
+  }
+  EXPECT_OK(registry_.Register(many));
+  many.devices.push_back(many.devices[1]);
+  EXPECT_THAT(registry_.Register(many), StatusIs(absl::StatusCode::kInvalidArgument));
+
+  WorkerRegistration invented = Cpu("model-0");
+  for (size_t i = 1; i <= kMaxModelsPerWorker; ++i) {
+    v1::Device device = invented.devices[0];
+    device.set_id(absl::StrCat("dev", i));
+    device.set_model(absl::StrCat("model-", i));
+    invented.devices.push_back(device);
+  }
+  EXPECT_THAT(registry_.Register(invented), StatusIs(absl::StatusCode::kInvalidArgument));
+  invented.devices.pop_back();
+  EXPECT_OK(registry_.Register(invented));
 }
 
 TEST_F(WorkerRegistryTest, LiveDevicesOfAModelCarryTheirPrincipals) {
