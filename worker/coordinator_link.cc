@@ -1,5 +1,6 @@
 #include "worker/coordinator_link.h"
 
+#include <algorithm>
 #include <grpcpp/grpcpp.h>
 
 #include "absl/base/thread_annotations.h"
@@ -20,8 +21,13 @@ class GrpcCoordinator : public Coordinator {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(options.max_message_bytes);
     args.SetMaxSendMessageSize(options.max_message_bytes);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
-                static_cast<int>(absl::ToInt64Milliseconds(options.max_reconnect_backoff)));
+    // gRPC's defaults (first retry after 1 s, the connect attempt allowed
+    // 20 s) leave a channel failing fast for seconds after its coordinator
+    // is back; the retries start sooner and stay under the cap.
+    const int cap = static_cast<int>(absl::ToInt64Milliseconds(options.max_reconnect_backoff));
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, std::min(cap, 250));
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, std::min(cap, 250));
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, cap);
     stub_ = v1::WorkerService::NewStub(
         grpc::CreateCustomChannel(target, std::move(credentials), args));
   }

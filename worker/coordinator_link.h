@@ -19,8 +19,8 @@ struct CoordinatorLinkOptions {
   // Largest message accepted (blobs, leases). Default 64 MiB.
   int max_message_bytes = 64 << 20;
   // Cap on gRPC's reconnect backoff, so a restarted coordinator is found
-  // soon. Default 5 s.
-  absl::Duration max_reconnect_backoff = absl::Seconds(5);
+  // soon. Default 2 s.
+  absl::Duration max_reconnect_backoff = absl::Seconds(2);
   // TLS with the worker's certificate (its identity), or plaintext for a
   // coordinator started with --insecure. Default: TLS, system roots, no
   // certificate.

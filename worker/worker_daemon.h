@@ -61,9 +61,11 @@ struct WorkerOptions {
   // How long one LeaseWork waits for work. Default 5 s.
   absl::Duration lease_wait = absl::Seconds(5);
   // Retry backoff when the coordinator is unreachable: doubles from min to
-  // max, with jitter. Defaults 0.5 s and 30 s.
+  // max, with jitter. Defaults 0.5 s and 2 s: a restarted coordinator is
+  // found within a few seconds (a failed call costs the coordinator's host
+  // nothing but a refused connection).
   absl::Duration min_backoff = absl::Milliseconds(500);
-  absl::Duration max_backoff = absl::Seconds(30);
+  absl::Duration max_backoff = absl::Seconds(2);
   // Used when the coordinator leaves them unset. Defaults 5 s and 30 s.
   absl::Duration default_heartbeat_interval = absl::Seconds(5);
   absl::Duration default_lease_ttl = absl::Seconds(30);
