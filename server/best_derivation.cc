@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <tuple>
 #include <utility>
 
@@ -17,19 +18,26 @@ struct Candidate {
   std::string job_id;
   int64_t finished_unix_ms = -1;
   TrialRound round = TrialRound::kSearch;
-  std::vector<const TrialRecord*> rows;  // of `round`, in insertion order
-  std::vector<const TrialRecord*> finalists;  // the job's finalists rows
+  std::vector<const TrialRecord*> rows;       // of `round`, in insertion order
+  std::vector<const TrialRecord*> finalists;  // the job's OK finalists rows
+  std::vector<const TrialRecord*> search;     // and its OK search rows
 };
 
+bool Verifying(TrialRound round) {
+  return round == TrialRound::kVerify || round == TrialRound::kReferee;
+}
+
 // The rows a best may come from (rule 1 and the header's filter), but those
-// of `skipped_job` (null: none).
+// of `skipped_job` (null: none). A verifier's or referee's failed row stays:
+// a config a verifier could not run must not win on the claimant's word.
 std::vector<const TrialRecord*> Counted(const std::vector<TrialRecord>& trials,
                                         const absl::flat_hash_set<std::string>& quarantined,
                                         const std::string* skipped_job) {
   std::vector<const TrialRecord*> rows;
   for (const TrialRecord& trial : trials) {
     const bool skipped = skipped_job != nullptr && trial.job_id == *skipped_job;
-    if (trial.status == 1 && !trial.excluded && !trial.cut_early &&
+    const bool measured = trial.status == 1 && !trial.cut_early;
+    if ((measured || Verifying(trial.round)) && !trial.excluded &&
         !quarantined.contains(trial.principal) && !skipped) {
       rows.push_back(&trial);
     }
@@ -37,9 +45,15 @@ std::vector<const TrialRecord*> Counted(const std::vector<TrialRecord>& trials,
   return rows;
 }
 
+// A row's time for the upper median: a failed run is slower than any.
+double TimeOf(const TrialRecord* row) {
+  return row->status == 1 ? row->median_seconds : std::numeric_limits<double>::infinity();
+}
+
 // One row per config (in order of first appearance): of several principals'
 // rows of one config, the upper median, so that no single principal's
-// number decides when two measured it (the slower of two).
+// number decides when two measured it (the slower of two); a config whose
+// upper median is a failed run is left out.
 std::vector<const TrialRecord*> UpperMedians(const std::vector<const TrialRecord*>& rows) {
   std::vector<std::vector<const TrialRecord*>> by_config;
   absl::flat_hash_map<std::string, size_t> index;
@@ -51,14 +65,38 @@ std::vector<const TrialRecord*> UpperMedians(const std::vector<const TrialRecord
   std::vector<const TrialRecord*> medians;
   for (std::vector<const TrialRecord*>& config : by_config) {
     std::stable_sort(config.begin(), config.end(), [](const TrialRecord* a, const TrialRecord* b) {
-      return a->median_seconds < b->median_seconds;
+      return TimeOf(a) < TimeOf(b);
     });
-    medians.push_back(config[config.size() / 2]);
+    const TrialRecord* median = config[config.size() / 2];
+    if (median->status == 1) medians.push_back(median);
   }
   return medians;
 }
 
-// Each job's deciding round, oldest job first.
+// The verification round of `job` (rule 2): each config the verifiers
+// measured, beside the claim (the job's finalists row of it, else its search
+// row), at the upper median.
+std::vector<const TrialRecord*> VerifiedRound(const Candidate& job) {
+  absl::flat_hash_set<std::string> verified;
+  for (const TrialRecord* row : job.rows) verified.insert(row->config);
+  absl::flat_hash_set<std::string> claimed;
+  std::vector<const TrialRecord*> rows;
+  for (const std::vector<const TrialRecord*>* round : {&job.finalists, &job.search}) {
+    absl::flat_hash_set<std::string> here;
+    for (const TrialRecord* row : *round) {
+      if (verified.contains(row->config) && !claimed.contains(row->config)) {
+        rows.push_back(row);
+        here.insert(row->config);
+      }
+    }
+    claimed.insert(here.begin(), here.end());
+  }
+  rows.insert(rows.end(), job.rows.begin(), job.rows.end());
+  return UpperMedians(rows);
+}
+
+// Each job's deciding round, oldest job first; a job whose round leaves no
+// config is left out.
 std::vector<Candidate> Candidates(const std::vector<const TrialRecord*>& rows) {
   absl::flat_hash_map<std::string, Candidate> by_job;
   for (const TrialRecord* row : rows) {
@@ -66,9 +104,9 @@ std::vector<Candidate> Candidates(const std::vector<const TrialRecord*>& rows) {
     job.job_id = row->job_id;
     job.finished_unix_ms = std::max(job.finished_unix_ms, row->finished_unix_ms);
     // A referee's rows belong to the verification round they settle.
-    const TrialRound round =
-        row->round == TrialRound::kReferee ? TrialRound::kVerify : row->round;
+    const TrialRound round = Verifying(row->round) ? TrialRound::kVerify : row->round;
     if (row->round == TrialRound::kFinalists) job.finalists.push_back(row);
+    if (row->round == TrialRound::kSearch) job.search.push_back(row);
     if (job.rows.empty() || round > job.round) {
       job.round = round;
       job.rows = {row};
@@ -78,19 +116,8 @@ std::vector<Candidate> Candidates(const std::vector<const TrialRecord*>& rows) {
   }
   std::vector<Candidate> jobs;
   for (auto& [id, job] : by_job) {
-    if (job.round == TrialRound::kVerify) {
-      // The verified configs as the claimant measured them in its finalists
-      // round, beside the verifiers' rows: the slower decides.
-      absl::flat_hash_set<std::string> verified;
-      for (const TrialRecord* row : job.rows) verified.insert(row->config);
-      std::vector<const TrialRecord*> rows;
-      for (const TrialRecord* row : job.finalists) {
-        if (verified.contains(row->config)) rows.push_back(row);
-      }
-      rows.insert(rows.end(), job.rows.begin(), job.rows.end());
-      job.rows = UpperMedians(rows);
-    }
-    jobs.push_back(std::move(job));
+    if (job.round == TrialRound::kVerify) job.rows = VerifiedRound(job);
+    if (!job.rows.empty()) jobs.push_back(std::move(job));
   }
   std::sort(jobs.begin(), jobs.end(), [](const Candidate& a, const Candidate& b) {
     return std::tie(a.finished_unix_ms, a.job_id) < std::tie(b.finished_unix_ms, b.job_id);
@@ -202,13 +229,12 @@ v1::BestEvidence EvidenceOf(const std::vector<TrialRecord>& trials,
   const std::vector<Candidate> jobs = Candidates(rows);
   double tolerance = 0;  // the defender's, as DeriveBest used it
   for (size_t i = 0; i < jobs.size(); ++i) {
-    if (jobs[i].job_id == best.job_id) tolerance = ToleranceOf(jobs, i, best.config);
+    if (jobs[i].job_id != best.job_id) continue;
+    tolerance = ToleranceOf(jobs, i, best.config);
+    round = RoundOf(jobs[i]);  // the deciding round, as DeriveBest read it
   }
   for (const TrialRecord* row : rows) {
-    if (row->job_id == best.job_id && row->round == best.round) {
-      round.push_back(ContenderOf(*row));
-    }
-    if (row->config == best.config) {
+    if (row->status == 1 && row->config == best.config) {
       evidence.set_measurements(evidence.measurements() + 1);
       devices.insert(absl::StrCat(row->worker_id, "/", row->device_id));
     }

@@ -426,6 +426,7 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
   std::optional<LeaseGrant> grant;
   {
     absl::MutexLock lock(&mu_);
+    asked_[device.principal] = clock_();  // it asks for work: it takes part
     if (leases_.CountOnDevice(query.worker_id, device.device_id) >=
         std::max(1, options_.max_leases_per_device)) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -616,7 +617,9 @@ absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
                                   ordinal) != lease->ordinals.end();
       if (!held) continue;
       results.emplace_back(ordinal, Normalized(*target.trials, ordinal, result));
-      rows.push_back(TrialRow(job, target, *lease, results.back().second));
+      // A verification's rows are stored once its round is judged
+      // (ApplyVerification): a round released half-measured leaves none.
+      if (!lease->verify) rows.push_back(TrialRow(job, target, *lease, results.back().second));
     }
     // The worker is alive: the lease must not expire while the rows are written.
     leases_.Renew(lease->id, clock_() + options_.lease_ttl);
@@ -682,16 +685,24 @@ void JobManager::ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResu
   Changed(job);
 }
 
-Holder JobManager::HolderOf(const Target& target, const std::string& principal) const {
-  Holder holder{principal, {}};
+std::vector<std::string> JobManager::ActivePrincipals(const Target& target) const {
+  std::vector<std::string> active;
+  const absl::Time since = clock_() - kActiveWindowTtls * options_.lease_ttl;
   for (const LiveDevice& device :
        workers_->LiveDevices(target.info.device_model(), target.info.toolkit())) {
-    if (std::find(holder.live.begin(), holder.live.end(), device.principal) ==
-        holder.live.end()) {
-      holder.live.push_back(device.principal);
+    auto asked = asked_.find(device.principal);
+    if (asked == asked_.end() || asked->second < since ||
+        quarantine_->Contains(device.principal) ||
+        std::find(active.begin(), active.end(), device.principal) != active.end()) {
+      continue;
     }
+    active.push_back(device.principal);
   }
-  return holder;
+  return active;
+}
+
+Holder JobManager::HolderOf(const Target& target, const std::string& principal) const {
+  return Holder{principal, ActivePrincipals(target)};
 }
 
 void JobManager::ReturnLease(const Lease& lease, bool expired, Pending* pending) {
@@ -829,13 +840,14 @@ void JobManager::AbandonOrphans(Pending* pending) {
       if (target.trials == nullptr || target.trials->Finished()) continue;
       const std::string& model = target.info.device_model();
       const std::string& toolkit = target.info.toolkit();
-      if (!workers_->LiveDevices(model, toolkit).empty()) {
+      if (!ActivePrincipals(target).empty()) {
         target.orphaned_since.reset();
         continue;
       }
       if (!target.orphaned_since.has_value()) target.orphaned_since = clock_();
       if (clock_() - *target.orphaned_since < options_.orphan_timeout) continue;
-      target.abandoned = absl::StrCat("no live worker of ", model, " (", toolkit, ") for ",
+      target.abandoned = absl::StrCat("no live worker of ", model, " (", toolkit,
+                                      ") asked for work for ",
                                       absl::FormatDuration(options_.orphan_timeout),
                                       ": the target was given up");
       target.trials->Abandon(v1::STOP_REASON_NO_WORKERS);
@@ -855,7 +867,8 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
   }
   bool settled = true;
   for (Target& target : job->targets) {
-    if (target.trials != nullptr && !VerificationSettled(*job, &target, pending)) {
+    if (target.trials != nullptr && target.abandoned.empty() &&
+        !VerificationSettled(*job, &target, pending)) {
       settled = false;
     }
   }
@@ -882,13 +895,14 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
                                     "; no referee came): each verified config counts at the "
                                     "slower of the two measurements"));
     }
+    if (!target.abandoned.empty()) {  // a cut search, never verified: no best
+      failed.push_back(target.abandoned);
+      continue;
+    }
     std::vector<TrialOutcome> best = target.trials->Fastest(1);
     if (best.empty()) {
-      failed.push_back(!target.abandoned.empty()
-                           ? target.abandoned
-                           : absl::StrCat("no config passed on ", target.info.device_model(),
-                                          " (first failure: ", target.trials->first_error(),
-                                          ")"));
+      failed.push_back(absl::StrCat("no config passed on ", target.info.device_model(),
+                                    " (first failure: ", target.trials->first_error(), ")"));
       continue;
     }
     ++succeeded;

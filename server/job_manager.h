@@ -71,10 +71,11 @@ struct JobManagerOptions {
   int64_t max_space_points = 10'000'000;
   // Largest number of configs one job target measures. Default 100,000.
   int64_t max_trials = 100'000;
-  // A target with no live worker of its device model and toolkit for this
-  // long is given up (TargetTrials::Abandon, STOP_REASON_NO_WORKERS), so a
-  // worker that registered models and left cannot keep a job running for
-  // good. Default 10 min.
+  // A target for which no live worker of its device model and toolkit asked
+  // for work for this long is given up (TargetTrials::Abandon,
+  // STOP_REASON_NO_WORKERS; its partial results are no best), so a worker
+  // that registered models and left, or only heartbeats, cannot keep a job
+  // running for good. Default 10 min.
   absl::Duration orphan_timeout = absl::Minutes(10);
   // Leases a config may lose before it is recorded WORKER_LOST. Default 3.
   int max_lease_attempts = 3;
@@ -331,8 +332,13 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReturnLease(const Lease& lease, bool expired, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `principal` and the live principals of `target`'s device model, for the
-  // loss rule (TargetTrials::Take, Release).
+  // The principals with a live device of `target`'s model and toolkit that
+  // are not quarantined and asked for work within kActiveWindowTtls lease
+  // TTLs: those that take part (a worker that only heartbeats does not).
+  std::vector<std::string> ActivePrincipals(const Target& target) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // `principal` and ActivePrincipals(target), for the loss rule
+  // (TargetTrials::Take, Release).
   Holder HolderOf(const Target& target, const std::string& principal) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void MaybeFinish(Job* job, Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -406,6 +412,9 @@ class JobManager {
   std::vector<TrialRecord> unstored_rows_ ABSL_GUARDED_BY(mu_);
   // Quarantines the store refused; Tick tries again.
   std::vector<Quarantined> unstored_quarantines_ ABSL_GUARDED_BY(mu_);
+  // When each principal last asked for work (TryLease).
+  absl::flat_hash_map<std::string, absl::Time> asked_ ABSL_GUARDED_BY(mu_);
+  static constexpr int kActiveWindowTtls = 10;
 };
 
 }  // namespace tunefleet::server

@@ -63,8 +63,15 @@ void JobManager::ApplyVerification(
     Target* target, Pending* pending) {
   Verification& verification = *target->verification;
   const bool was_disputed = verification.disputed();
+  const size_t judged = verification.verifiers().size();
   for (const auto& [ordinal, result] : results) {
     verification.Complete(ordinal, lease.id, lease.epoch, result, options_.verify.tolerance);
+  }
+  if (verification.verifiers().size() > judged) {  // this lease's round was judged
+    const Job& job = *FindJob(lease.job_id);
+    for (const auto& [ordinal, result] : verification.LastJudgedResults()) {
+      pending->rows.push_back(TrialRow(job, *target, lease, result));
+    }
   }
   const std::string reason = VerificationReason(*target);
   if (verification.disputed() && !was_disputed) {

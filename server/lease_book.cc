@@ -31,6 +31,7 @@ Lease* LeaseBook::Find(const std::string& id, int64_t epoch,
 void LeaseBook::Renew(const std::string& id, absl::Time expires) {
   auto it = leases_.find(id);
   if (it == leases_.end()) return;
+  expires = std::min(expires, it->second.idle_until);
   by_expiry_.erase({it->second.expires, id});
   it->second.expires = expires;
   by_expiry_.emplace(expires, id);
@@ -39,9 +40,7 @@ void LeaseBook::Renew(const std::string& id, absl::Time expires) {
 void LeaseBook::RenewWorker(const std::string& worker_id, absl::Time expires) {
   auto it = by_worker_.find(worker_id);
   if (it == by_worker_.end()) return;
-  for (const std::string& id : it->second) {
-    Renew(id, std::min(expires, leases_.at(id).idle_until));
-  }
+  for (const std::string& id : it->second) Renew(id, expires);
 }
 
 void LeaseBook::Unindex(const Lease& lease) {

@@ -27,9 +27,10 @@ struct Lease {
   std::string job_id;
   int target = 0;
   absl::Time expires;
-  // Heartbeats (RenewWorker) move `expires` no later than this: a lease that
-  // reports nothing expires then, even while its worker heartbeats. The
-  // JobManager moves it on at each report. Default: no limit.
+  // Renewals (Renew, RenewWorker) move `expires` no later than this: a lease
+  // that reports no result expires then, even while its worker heartbeats or
+  // sends empty reports. The JobManager moves it on at each report that
+  // carries a result. Default: no limit.
   absl::Time idle_until = absl::InfiniteFuture();
   std::vector<uint64_t> ordinals;
   bool finalists = false;  // the finalists round: trials already stored
@@ -52,10 +53,10 @@ class LeaseBook {
   // The lease `id` when it is still held under `epoch` by `worker_id`;
   // nullptr for an expired, returned or foreign lease.
   Lease* Find(const std::string& id, int64_t epoch, const std::string& worker_id);
-  // Moves the expiry of lease `id` (no-op when it is gone).
+  // Moves the expiry of lease `id`, to no later than its idle_until (no-op
+  // when it is gone).
   void Renew(const std::string& id, absl::Time expires);
-  // Moves the expiry of every lease of `worker_id`, each to no later than
-  // its idle_until.
+  // Renew for every lease of `worker_id`.
   void RenewWorker(const std::string& worker_id, absl::Time expires);
   // Removes lease `id` and returns it (empty id when it was not held).
   Lease Remove(const std::string& id);

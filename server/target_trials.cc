@@ -133,10 +133,14 @@ void TargetTrials::Abandon(v1::StopReason reason) {
   stopped_ = reason;
   requeued_.clear();
   ahead_.clear();
-  for (auto& [ordinal, slot] : slots_) {
-    if (slot.state != SlotState::kLeased) continue;
-    slot.state = SlotState::kWaiting;
-    slot.lease_id.clear();
+  // What was never measured is dropped, so that total() is what was done
+  // (a late report of a lease finds no slot: stale).
+  for (auto it = slots_.begin(); it != slots_.end();) {
+    if (it->second.state == SlotState::kDone) {
+      ++it;
+    } else {
+      slots_.erase(it++);
+    }
   }
   leased_ = 0;
   finals_ = Finals::kDone;

@@ -24,6 +24,10 @@ bool Verification::IsClaimant(const std::string& principal) const {
 // In the fallback, the verifier's device differs from the one whose
 // measurement made the claim (the last: the finalists round's when it ran).
 bool Verification::CanVerify(const Measurer& verifier, bool other_principal_live) const {
+  if (std::find(released_by_.begin(), released_by_.end(), verifier.principal) !=
+      released_by_.end()) {
+    return false;  // it held the round once and let it go: it cannot stall it again
+  }
   if (IsClaimant(verifier.principal)) {
     if (disputed_ || other_principal_live || claimants_.empty()) return false;
     const Measurer& decisive = claimants_.back();
@@ -87,6 +91,7 @@ void Verification::Release(const std::string& lease_id, int64_t epoch) {
   if (!Holds(lease_id, epoch)) return;
   state_ = State::kWaiting;
   lease_id_.clear();
+  released_by_.push_back(rounds_.back().principal);
   rounds_.pop_back();
 }
 
@@ -95,6 +100,14 @@ std::optional<double> Verification::verified_seconds() const {
     if (round->judged) return round->seconds;
   }
   return std::nullopt;
+}
+
+const absl::flat_hash_map<uint64_t, v1::TrialResult>& Verification::LastJudgedResults() const {
+  static const absl::flat_hash_map<uint64_t, v1::TrialResult> kNone;
+  for (auto round = rounds_.rbegin(); round != rounds_.rend(); ++round) {
+    if (round->judged) return round->results;
+  }
+  return kNone;
 }
 
 std::vector<std::string> Verification::verifiers() const {

@@ -74,8 +74,8 @@ class Verification {
   Verification(uint64_t candidate, double claimed_seconds, std::vector<Measurer> claimants,
                std::optional<uint64_t> served, absl::Time deadline);
 
-  // A verifier is never a claimant's principal, and a referee never the
-  // verifier's either; when `other_principal_live` is false (the fleet has
+  // A verifier is never a claimant's principal, nor one whose lease of this
+  // verification ended unmeasured, and a referee never the verifier's; when `other_principal_live` is false (the fleet has
   // no device of the model under another principal) another device of a
   // claimant's principal may verify (the same host's other device: a weaker
   // check, which can catch a faulty device but not a lying host). A referee
@@ -113,6 +113,8 @@ class Verification {
   // The principals of the verifier and the referee, in that order, as far
   // as they measured.
   std::vector<std::string> verifiers() const;
+  // The results of the last round judged, by ordinal (empty before one).
+  const absl::flat_hash_map<uint64_t, v1::TrialResult>& LastJudgedResults() const;
   // Once done: the principals whose word the outcome overruled, to be
   // quarantined: the claimants' for kDisagreed (none when the claimant's own
   // device disagreed), the verifier's for kAgreed after a dispute.
@@ -146,6 +148,7 @@ class Verification {
   State state_ = State::kWaiting;
   Outcome outcome_ = Outcome::kPending;
   bool disputed_ = false;
+  std::vector<std::string> released_by_;  // principals whose lease ended unmeasured
   std::string lease_id_;
   int64_t epoch_ = 0;
   std::vector<Round> rounds_;  // the last one is being measured while kLeased

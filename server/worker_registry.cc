@@ -45,19 +45,23 @@ absl::StatusOr<std::string> WorkerRegistry::Register(
     }
     models.insert(device.model());
   }
-  if (models.size() > kMaxModelsPerWorker) {
-    return absl::InvalidArgumentError(absl::StrCat("a worker registers devices of at most ",
-                                                   kMaxModelsPerWorker, " models, not ",
-                                                   models.size()));
-  }
   if (request.principal.empty()) {
     return absl::InvalidArgumentError("worker registers without a principal");
   }
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, entry] : workers_) {  // the principal's other workers
+    if (entry.principal != request.principal) continue;
+    for (const v1::Device& device : entry.info.devices()) models.insert(device.model());
+  }
+  if (models.size() > kMaxModelsPerPrincipal) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "principal ", request.principal, " would have devices of ", models.size(),
+        " models; at most ", kMaxModelsPerPrincipal, " are accepted"));
+  }
   {
-    absl::MutexLock seen(&seen_mu_);
+    absl::MutexLock seen(&seen_mu_);  // never taken before mu_
     for (const v1::Device& device : request.devices) seen_models_.insert(device.model());
   }
-  absl::MutexLock lock(&mu_);
   // The time makes ids unique across coordinator restarts.
   std::string id = absl::StrCat("w", absl::ToUnixMillis(clock_()) % 100000000,
                                 "-", next_id_++);

@@ -25,11 +25,12 @@ struct WorkerDevice {
   std::string toolkit;
 };
 
-// Most devices, and most device models among them, one registration may
-// name: more than any real host has, few enough that one certificate cannot
-// bind jobs to hundreds of invented models.
+// Most devices one registration may name, and most device models the
+// workers of one principal may have: more than any real host (or fleet
+// under one certificate) has, few enough that one certificate cannot bind
+// jobs to hundreds of invented models.
 inline constexpr size_t kMaxDevicesPerWorker = 64;
-inline constexpr size_t kMaxModelsPerWorker = 8;
+inline constexpr size_t kMaxModelsPerPrincipal = 8;
 
 // What a worker says of itself when it registers.
 struct WorkerRegistration {

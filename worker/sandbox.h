@@ -69,9 +69,10 @@ struct SandboxLimits {
   // RLIMIT_AS, but for policies with unlimited_address_space.
   // Default 0: DefaultAddressSpaceBytes().
   uint64_t address_space_bytes = 0;
-  // RLIMIT_NPROC: tasks (processes and threads) of the sandbox's user.
-  // Default 4096: a compiler's jobs or a kernel's threads fit; a fork bomb
-  // stops there.
+  // RLIMIT_NPROC: the kernel counts every task (process, thread) of the
+  // worker's user against it, and exempts a root worker. Default 4096: a
+  // compiler's jobs or a kernel's threads fit; under a dedicated worker user
+  // a fork bomb stops there.
   uint64_t processes = 4096;
   // RLIMIT_NOFILE. Default 4096.
   uint64_t open_files = 4096;

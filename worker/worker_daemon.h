@@ -60,10 +60,10 @@ struct WorkerOptions {
   IdleMeter* pool_meter = nullptr;
   // How long one LeaseWork waits for work. Default 5 s.
   absl::Duration lease_wait = absl::Seconds(5);
-  // Retry backoff when the coordinator is unreachable: doubles from min to
-  // max, with jitter. Defaults 0.5 s and 2 s: a restarted coordinator is
-  // found within a few seconds (a failed call costs the coordinator's host
-  // nothing but a refused connection).
+  // Retry backoff when a call fails (the coordinator unreachable, or
+  // refusing): doubles from min to max, with jitter. Defaults 0.5 s and 2 s,
+  // so a restarted coordinator is found within a few seconds; a fleet of N
+  // workers then retries a refusing coordinator about N/2 times a second.
   absl::Duration min_backoff = absl::Milliseconds(500);
   absl::Duration max_backoff = absl::Seconds(2);
   // Used when the coordinator leaves them unset. Defaults 5 s and 30 s.

@@ -106,6 +106,37 @@ TEST(DeriveBestTest, AVerifiedConfigCountsAtTheSlowerOfClaimantAndVerifier) {
   EXPECT_EQ(best->median_seconds, 0.8e-3);
 }
 
+TEST(DeriveBestTest, AVerifierCannotMakeAConfigReadFasterThanItsClaimEvenWithoutFinalists) {
+  // No finalists round: the claim is the search row.
+  std::optional<TrialRecord> best = DeriveBest(
+      {Row("j1", "A", 1e-3, 1, TrialRound::kSearch, "host:a"),
+       Row("j1", "A", 1e-9, 2, TrialRound::kVerify, "host:rogue")},
+      {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->median_seconds, 1e-3);
+  EXPECT_EQ(best->principal, "host:a");
+}
+
+TEST(DeriveBestTest, AConfigTheVerifierCouldNotRunNeverWinsOnTheClaimAlone) {
+  TrialRecord crashed = Row("j2", "A", 0, 30, TrialRound::kVerify, "host:b");
+  crashed.status = 4;  // CRASHED
+  std::optional<TrialRecord> best = DeriveBest(
+      {Row("j1", "B", 2e-3, 10, TrialRound::kFinalists, "host:a"),
+       Row("j2", "A", 1e-3, 20, TrialRound::kFinalists, "host:a"), crashed},
+      {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->job_id, "j1");  // j2 offers nothing: its only verified config failed
+  // A referee that ran it: the middle of claim, referee and the failure.
+  std::optional<TrialRecord> refereed = DeriveBest(
+      {Row("j1", "B", 2e-3, 10, TrialRound::kFinalists, "host:a"),
+       Row("j2", "A", 1e-3, 20, TrialRound::kFinalists, "host:a"), crashed,
+       Row("j2", "A", 1.1e-3, 31, TrialRound::kReferee, "host:c")},
+      {}, {});
+  ASSERT_TRUE(refereed.has_value());
+  EXPECT_EQ(refereed->job_id, "j2");
+  EXPECT_EQ(refereed->median_seconds, 1.1e-3);
+}
+
 TEST(DeriveBestTest, QuarantinedAndExcludedRowsDoNotCount) {
   TrialRecord excluded = Row("j3", "C", 1e-4, 30);
   excluded.excluded = true;

@@ -361,11 +361,14 @@ TEST_F(JobManagerTest, ALeaseThatReportsNothingIsTakenBackWhileItsWorkerHeartbea
   ASSERT_OK(job);
   std::optional<v1::Lease> held = Lease(hoarder);
   ASSERT_TRUE(held.has_value());
-  // Heartbeats alone carry the lease to its idle limit, no further.
+  // Heartbeats and empty reports carry the lease to its idle limit, no
+  // further.
+  const ResultReport empty{hoarder, held->lease_id(), held->epoch(), {}, false};
   for (int i = 0; i < 4; ++i) {
     now_ += absl::Seconds(6);
     workers_->Touch(hoarder);
     jobs_->RenewLeases(hoarder);
+    ASSERT_OK(jobs_->Report(empty).status());
     jobs_->Tick();
   }
   std::string honest = AddWorker("test-cpu", 0, "host:honest");
@@ -375,6 +378,7 @@ TEST_F(JobManagerTest, ALeaseThatReportsNothingIsTakenBackWhileItsWorkerHeartbea
     workers_->Touch(hoarder);
     workers_->Touch(honest);
     jobs_->RenewLeases(hoarder);
+    jobs_->Report(empty).IgnoreError();
     jobs_->Tick();
   }
   EXPECT_TRUE(ReportAll(hoarder, *held).cancelled);  // taken back after 30 s
@@ -429,6 +433,7 @@ TEST_F(JobManagerTest, AWorkerThatLeasesAndVanishesCannotEmptyAJob) {
   Restart();
   std::string vanishing = AddWorker("test-cpu", 0, "host:vanishing");
   std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  EXPECT_FALSE(Lease(honest).has_value());  // it polls for work: it takes part
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
   ASSERT_OK(job);
   int leased = 0;
@@ -1355,6 +1360,40 @@ TEST_F(VerificationFlowTest, ADisputeNoRefereeSettlesQuarantinesNobodyAndServesT
   EXPECT_EQ(served->median_seconds, 3e-3);  // neither side's number alone: the slower
   EXPECT_OK(jobs_->TryLease(QueryFor(claimant)));
   EXPECT_OK(jobs_->TryLease(QueryFor(other)));
+}
+
+TEST_F(VerificationFlowTest, AVerificationLeaseThatLapsesLeavesNoRowsAndCannotBeTakenAgain) {
+  options_.verify.mode = VerifyMode::kRequired;
+  Restart();
+  std::string claimant = AddWorker("test-cpu", 0, "host:claimant");
+  std::string lapsing = AddWorker("test-cpu", 0, "host:lapsing");
+  std::string other = AddWorker("test-cpu", 0, "host:other");
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  while (std::optional<v1::Lease> lease = Lease(claimant)) ReportAll(claimant, *lease);
+  std::optional<v1::Lease> held = Lease(lapsing);
+  ASSERT_TRUE(held.has_value());
+  now_ += absl::Seconds(11);  // past the lease TTL: it lapses unmeasured
+  for (const std::string& worker : {claimant, lapsing, other}) workers_->Touch(worker);
+  jobs_->Tick();
+  EXPECT_FALSE(Lease(lapsing).has_value());  // it cannot hold the round again
+  auto verify_rows = [&] {
+    const std::vector<TrialRecord> all = *store_->ListTrials(job->id());
+    std::vector<TrialRecord> rows;
+    for (const TrialRecord& row : all) {
+      if (row.round == TrialRound::kVerify) rows.push_back(row);
+    }
+    return rows;
+  };
+  EXPECT_TRUE(verify_rows().empty());
+  std::optional<v1::Lease> verify = Lease(other);
+  ASSERT_TRUE(verify.has_value());
+  ReportAll(other, *verify);
+  EXPECT_EQ(jobs_->Get(job->id())->targets(0).verification().state(),
+            v1::VERIFICATION_STATE_AGREED);
+  const std::vector<TrialRecord> rows = verify_rows();
+  ASSERT_EQ(rows.size(), 1u);  // stored once judged
+  EXPECT_EQ(rows[0].principal, "host:other");
 }
 
 TEST_F(VerificationFlowTest, AQuarantineTheStoreRefusedIsStoredByALaterTick) {

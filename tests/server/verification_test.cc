@@ -123,6 +123,9 @@ TEST(VerificationTest, AReleasedLeaseWaitsForAnotherVerifier) {
   verification.Complete(7, "l1", 1, Ok(1e-5), 0.25);
   verification.Release("l1", 1);
   EXPECT_TRUE(verification.waiting());
+  // The principal that let the round go cannot hold it again.
+  EXPECT_FALSE(verification.CanVerify({"host:honest", "w2", "cpu0"}, true));
+  EXPECT_TRUE(verification.CanVerify({"host:other", "w3", "cpu0"}, true));
   verification.Take("l2", 2, "host:other");
   EXPECT_FALSE(verification.Complete(7, "l1", 1, Ok(1e-5), 0.25));
   verification.GiveUp();

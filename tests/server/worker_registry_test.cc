@@ -87,7 +87,8 @@ TEST_F(WorkerRegistryTest, ARegistrationNamesBoundedDevicesAndModels) {
   EXPECT_THAT(registry_.Register(many), StatusIs(absl::StatusCode::kInvalidArgument));
 
   WorkerRegistration invented = Cpu("model-0");
-  for (size_t i = 1; i <= kMaxModelsPerWorker; ++i) {
+  invented.principal = "host:inventor";
+  for (size_t i = 1; i <= kMaxModelsPerPrincipal; ++i) {
     v1::Device device = invented.devices[0];
     device.set_id(absl::StrCat("dev", i));
     device.set_model(absl::StrCat("model-", i));
@@ -95,6 +96,12 @@ TEST_F(WorkerRegistryTest, ARegistrationNamesBoundedDevicesAndModels) {
   }
   EXPECT_THAT(registry_.Register(invented), StatusIs(absl::StatusCode::kInvalidArgument));
   invented.devices.pop_back();
+  EXPECT_OK(registry_.Register(invented));  // 8 models
+  // Registering again, with a ninth model, is refused too: the cap is the
+  // principal's. Its eight models again are fine (a restarted worker).
+  WorkerRegistration ninth = Cpu("model-9");
+  ninth.principal = "host:inventor";
+  EXPECT_THAT(registry_.Register(ninth), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_OK(registry_.Register(invented));
 }
 
