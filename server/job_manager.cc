@@ -712,7 +712,9 @@ void JobManager::ReturnLease(const Lease& lease, bool expired, Pending* pending)
   if (lease.verify && target.verification != nullptr) {
     target.verification->Release(lease.id, lease.epoch);  // another verifier may take it
   }
-  const Holder holder = HolderOf(target, lease.principal);
+  // Only a lapsed lease counts as lost, and only then does the loss rule
+  // need the fleet's active principals.
+  const Holder holder = expired ? HolderOf(target, lease.principal) : Holder{};
   for (uint64_t ordinal : lease.verify ? std::vector<uint64_t>() : lease.ordinals) {
     std::optional<v1::TrialResult> lost =
         target.trials->Release(ordinal, lease.id, lease.epoch, expired, holder);

@@ -73,12 +73,12 @@ void JobManager::ApplyVerification(
       pending->rows.push_back(TrialRow(job, *target, lease, result));
     }
   }
-  const std::string reason = VerificationReason(*target);
   if (verification.disputed() && !was_disputed) {
-    AwaitReferee(target, reason, pending);
+    AwaitReferee(target, VerificationReason(*target), pending);
     return;
   }
   if (!verification.done()) return;
+  const std::string reason = VerificationReason(*target);
   const bool agreed = verification.outcome() == Verification::Outcome::kAgreed;
   metrics_->VerificationFinished(agreed ? CoordinatorMetrics::Verification::kAgreed
                                         : CoordinatorMetrics::Verification::kDisagreed);

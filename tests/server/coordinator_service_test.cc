@@ -582,20 +582,27 @@ TEST_F(CoordinatorServiceTest, WatchStreamsUntilTheJobEnds) {
   EXPECT_TRUE(reader->Finish().ok());
 }
 
-// A plain HTTP/1.0 GET on loopback; returns the body ("" when no answer
-// came within 15 s).
-std::string HttpGet(int port, const std::string& path) {
+// A TCP connection to 127.0.0.1:`port`; -1 when refused.
+int ConnectLoopback(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
-  const timeval patience{15, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     close(fd);
-    return "";
+    return -1;
   }
+  return fd;
+}
+
+// A plain HTTP/1.0 GET on loopback; returns the body ("" when no answer
+// came within 15 s).
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return "";
+  const timeval patience{15, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience));
   const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
   (void)!write(fd, request.data(), request.size());
   std::string response;
@@ -609,15 +616,8 @@ std::string HttpGet(int port, const std::string& path) {
 
 // Opens a connection to the metrics port and sends half a request.
 int HalfOpenHttp(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return -1;
   const std::string partial = "GET /metrics HTTP/1.1\r\nHost: local";
   (void)!write(fd, partial.data(), partial.size());
   return fd;

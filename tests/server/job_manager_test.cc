@@ -65,6 +65,13 @@ class JobManagerTest : public ::testing::Test {
     bundle_ = *std::move(bundle);
   }
 
+  // Lets `elapsed` pass while `alive` heartbeat, then runs the manager's tick.
+  void Elapse(absl::Duration elapsed, const std::vector<std::string>& alive) {
+    now_ += elapsed;
+    for (const std::string& worker : alive) workers_->Touch(worker);
+    jobs_->Tick();
+  }
+
   // A fresh registry and manager over the same store: a coordinator restart.
   void Restart() {
     auto clock = [this] { return now_; };
@@ -439,10 +446,7 @@ TEST_F(JobManagerTest, AWorkerThatLeasesAndVanishesCannotEmptyAJob) {
   int leased = 0;
   for (int round = 0; round < 2 * options_.max_lease_attempts; ++round) {
     if (std::optional<v1::Lease> lease = Lease(vanishing)) leased += lease->trials_size();
-    now_ += absl::Seconds(11);
-    workers_->Touch(vanishing);
-    workers_->Touch(honest);
-    jobs_->Tick();
+    Elapse(absl::Seconds(11), {vanishing, honest});
   }
   EXPECT_GT(leased, 0);
   EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_RUNNING);
@@ -467,10 +471,7 @@ TEST_F(JobManagerTest, AConfigEveryLivePrincipalLostIsRecordedWorkerLost) {
   // Both principals lose every lease (a config that kills workers).
   for (int round = 0; round < 2 * options_.max_lease_attempts; ++round) {
     Lease(round % 2 == 0 ? first : second);
-    now_ += absl::Seconds(11);
-    workers_->Touch(first);
-    workers_->Touch(second);
-    jobs_->Tick();
+    Elapse(absl::Seconds(11), {first, second});
   }
   v1::Job failed = *jobs_->Get(job->id());
   EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);
@@ -489,15 +490,9 @@ TEST_F(JobManagerTest, ATargetWhoseWorkersLeftIsGivenUpAfterTheOrphanTimeout) {
   ASSERT_OK(job);
   ASSERT_EQ(job->targets_size(), 2);
   RunToCompletion(honest);
-  now_ += absl::Seconds(30);
-  workers_->Touch(honest);
-  jobs_->Tick();
+  Elapse(absl::Seconds(30), {honest});
   EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_RUNNING);  // it waits a while
-  for (int i = 0; i < 8; ++i) {
-    now_ += absl::Seconds(10);
-    workers_->Touch(honest);
-    jobs_->Tick();
-  }
+  for (int i = 0; i < 8; ++i) Elapse(absl::Seconds(10), {honest});
   v1::Job done = *jobs_->Get(job->id());
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_THAT(done.reason(), ::testing::HasSubstr("no live worker of invented-model"));
@@ -1373,9 +1368,7 @@ TEST_F(VerificationFlowTest, AVerificationLeaseThatLapsesLeavesNoRowsAndCannotBe
   while (std::optional<v1::Lease> lease = Lease(claimant)) ReportAll(claimant, *lease);
   std::optional<v1::Lease> held = Lease(lapsing);
   ASSERT_TRUE(held.has_value());
-  now_ += absl::Seconds(11);  // past the lease TTL: it lapses unmeasured
-  for (const std::string& worker : {claimant, lapsing, other}) workers_->Touch(worker);
-  jobs_->Tick();
+  Elapse(absl::Seconds(11), {claimant, lapsing, other});  // past the lease TTL: it lapses
   EXPECT_FALSE(Lease(lapsing).has_value());  // it cannot hold the round again
   auto verify_rows = [&] {
     const std::vector<TrialRecord> all = *store_->ListTrials(job->id());
