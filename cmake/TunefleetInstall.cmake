@@ -1,11 +1,46 @@
-# `cmake --install`: the three programs, the systemd units and the
-# sysusers.d file that creates their user, the Prometheus and Grafana files,
-# and the docs, in the usual places under CMAKE_INSTALL_PREFIX. The units run
-# /usr/bin/...: package with -DCMAKE_INSTALL_PREFIX=/usr.
-include(GNUInstallDirs)
+# `cmake --install`: the programs and the helpers they run, the Python
+# package, tunectl's man page and shell completions, the systemd units and
+# the sysusers.d file that creates their user, the Prometheus and Grafana
+# files, and the docs, in the usual places under CMAKE_INSTALL_PREFIX. The
+# units run /usr/bin/...: package with -DCMAKE_INSTALL_PREFIX=/usr.
+# tests/integration/install_test.sh installs into a prefix and starts them.
 
 install(TARGETS tunefleet-coordinator tunefleet-worker tunectl
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The CUDA backend (when built): the worker runs each NVRTC compilation in
+# tunefleet-nvrtc, found beside it or in <libexecdir>/tunefleet
+# (common/install_layout.h); tunefleet-cuda-trial is a user's tool.
+if(TARGET tunefleet-nvrtc)
+  install(TARGETS tunefleet-nvrtc
+          RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/tunefleet)
+  install(TARGETS tunefleet-cuda-trial RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+# The Python package as assembled in the build tree (its generated stubs
+# included), into the site directory the prefix's python3 reads; the
+# worker's python backend finds it there too.
+if(DEFINED TUNEFLEET_PYTHONPATH)
+  install(DIRECTORY ${TUNEFLEET_PYTHONPATH}/tunefleet
+          DESTINATION ${TUNEFLEET_INSTALL_PYTHONDIR}
+          PATTERN __pycache__ EXCLUDE)
+endif()
+# tunectl's shell completions, written by tunectl itself at build time.
+set(TUNECTL_COMPLETIONS ${PROJECT_BINARY_DIR}/completions)
+add_custom_command(
+  OUTPUT ${TUNECTL_COMPLETIONS}/tunectl ${TUNECTL_COMPLETIONS}/_tunectl
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${TUNECTL_COMPLETIONS}
+  COMMAND tunectl completion bash > ${TUNECTL_COMPLETIONS}/tunectl
+  COMMAND tunectl completion zsh > ${TUNECTL_COMPLETIONS}/_tunectl
+  DEPENDS tunectl
+  COMMENT "tunectl: shell completions")
+add_custom_target(tunectl_completions ALL
+  DEPENDS ${TUNECTL_COMPLETIONS}/tunectl ${TUNECTL_COMPLETIONS}/_tunectl)
+install(FILES ${TUNECTL_COMPLETIONS}/tunectl
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
+install(FILES ${TUNECTL_COMPLETIONS}/_tunectl
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
+if(TARGET tunectl_man)
+  install(FILES ${PROJECT_BINARY_DIR}/man/tunectl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+endif()
 install(FILES deploy/systemd/tunefleet-coordinator.service
               deploy/systemd/tunefleet-worker.service
         DESTINATION lib/systemd/system)

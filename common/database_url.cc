@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/file_util.h"
+#include "common/private_file.h"
 #include "common/status_macros.h"
 
 namespace tunefleet {
@@ -25,14 +26,7 @@ absl::StatusOr<std::string> FirstLineOf(const std::string& path) {
     return absl::NotFoundError(absl::StrCat("--database-file ", path, ": ",
                                             std::strerror(errno)));
   }
-  if ((info.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(info.st_mode & 0777));
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--database-file ", path, ": permissions ", mode,
-        " are too open: the file holds a password and must not be accessible by group "
-        "or others (chmod 600 ", path, ")"));
-  }
+  RETURN_IF_ERROR(CheckPrivateFile(absl::StrCat("--database-file ", path), info, "a password"));
   ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   std::string line = text.substr(0, text.find('\n'));
   return std::string(absl::StripAsciiWhitespace(line));

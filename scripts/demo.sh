@@ -6,7 +6,8 @@
 # certificates, and the demo's user a submit token the admin created.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+# Only what the demo runs; scripts/test.sh builds the rest.
+scripts/setup.sh tunefleet-coordinator tunefleet-worker tunectl
 BIN="${TUNEFLEET_BUILD_DIR:-build}/bin"
 SHAPE="${DEMO_SHAPE:-M=384,N=384,K=384}"
 WORK="$(mktemp -d -t tunefleet-demo-XXXXXX)"

@@ -1,22 +1,20 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages tunefleet needs (only those missing), then
-# configures and builds it into ${TUNEFLEET_BUILD_DIR:-build}.
+# Installs the Debian 12 packages tunefleet needs (only those missing, from
+# scripts/debian-packages.txt), then configures and builds it into
+# ${TUNEFLEET_BUILD_DIR:-build}.
+#
+#   scripts/setup.sh              every role's packages; builds everything, tests included
+#   scripts/setup.sh TARGET...    the build and run packages; builds only TARGETs (the demo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libssl-dev libpqxx-dev libsqlite3-dev libmuparser-dev
-  libspdlog-dev libcli11-dev nlohmann-json3-dev prometheus-cpp-dev libyaml-cpp-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  postgresql postgresql-common prometheus
-  bubblewrap help2man libxgboost-dev zlib1g-dev libjs-chart.js chromium
-  python3 python3-grpcio python3-protobuf python3-pytest
-)
+targets=("$@")
+roles=(build run)
+((${#targets[@]})) || roles+=(test)
+mapfile -t packages < <(scripts/packages.sh "${roles[@]}")
 
 missing=()
-for pkg in "${PACKAGES[@]}"; do
+for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
     || missing+=("$pkg")
 done
@@ -31,6 +29,13 @@ fi
 
 BUILD_DIR="${TUNEFLEET_BUILD_DIR:-build}"
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+configure=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+if ((${#targets[@]} == 0)); then
+  configure+=(-DTUNEFLEET_BUILD_TESTS=ON)
+elif [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  # A first build for the demo: the test packages may be missing.
+  configure+=(-DTUNEFLEET_BUILD_TESTS=OFF)
+fi
+cmake -S . -B "$BUILD_DIR" "${configure[@]}" >/dev/null
 # Two jobs: gRPC-heavy translation units need about 1 GB of memory each.
-ninja -C "$BUILD_DIR" -j "${TUNEFLEET_JOBS:-2}"
+ninja -C "$BUILD_DIR" -j "${TUNEFLEET_JOBS:-2}" "${targets[@]}"

@@ -15,6 +15,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/private_file.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
 
@@ -142,10 +143,7 @@ absl::Status TokenBook::Bootstrap(const std::string& path) {
     if (!written) return absl::InternalError(absl::StrCat("cannot write ", path));
     return absl::OkStatus();
   }
-  if ((info.st_mode & 077) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, " is readable by others: chmod 600 it (it holds the admin token)"));
-  }
+  RETURN_IF_ERROR(CheckPrivateFile(path, info, "the admin token"));
   std::ifstream in(path);
   std::string token;
   std::getline(in, token);

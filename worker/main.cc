@@ -34,12 +34,15 @@
 #include "CLI/CLI.hpp"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
 #include "worker/backends.h"
 #include "worker/bench_child.h"
 #include "worker/python/python_backend.h"
+#include "common/install_layout.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "common/version.h"
 #include "worker/compile_pool.h"
 #include "worker/prometheus_metrics.h"
@@ -94,6 +97,7 @@ struct Flags {
   std::string ncu;  // "": `ncu` from PATH, else /usr/local/cuda/bin/ncu; "none": no profiling
   bool share_artifacts = true;
   bool compile_only = false;
+  bool preflight = false;  // check the sandbox, devices and compiler, then exit
   std::string target;  // --compile-only: the CUDA arch, "sm_90"
 };
 
@@ -166,12 +170,6 @@ std::string DefaultCacheDir() {
 std::string HostName() {
   char name[HOST_NAME_MAX + 1] = {};
   return gethostname(name, sizeof(name)) == 0 ? name : "unknown-host";
-}
-
-std::string SelfExecutable() {
-  char path[PATH_MAX] = {};
-  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  return n > 0 ? std::string(path, static_cast<size_t>(n)) : "tunefleet-worker";
 }
 
 // A Python compile server imports torch and triton and holds a CUDA context:
@@ -322,6 +320,74 @@ int RunCompileOnly(const Flags& flags, v1::Backend backend, const Sandbox& sandb
   return 0;
 }
 
+// Runs `true` in `sandbox`: bwrap needs unprivileged user namespaces,
+// which a host or a container's seccomp profile may refuse.
+absl::Status TrySandbox(const Sandbox& sandbox) {
+  if (!sandbox.enabled()) return absl::OkStatus();
+  SubprocessOptions options;
+  options.argv = sandbox.Wrap(SandboxPolicy{}, {"/bin/true"});
+  options.stdout_mode = SubprocessOptions::Output::kNull;
+  options.stderr_mode = SubprocessOptions::Output::kNull;
+  ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> child, Subprocess::Start(options));
+  absl::StatusOr<ExitInfo> exit = child->Wait(absl::Seconds(30));
+  if (!exit.ok()) {
+    child->KillAndWait();
+    return exit.status();
+  }
+  if (!exit->success()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "bwrap could not start a sandbox (", exit->ToString(),
+        "): the host must allow unprivileged user namespaces "
+        "(sysctl kernel.unprivileged_userns_clone=1; in a container, a seccomp profile that "
+        "permits them)"));
+  }
+  return absl::OkStatus();
+}
+
+// --preflight: everything the daemon needs before it reaches for the
+// coordinator (sandbox, interpreter, devices, compiler), each step on one
+// line of stdout, "ok" or why not; exit status 0 when every step is ok, 1
+// otherwise. For ExecStartPre=, image health checks and install tests.
+int RunPreflight(const Flags& flags, v1::Backend backend) {
+  bool all_ok = true;
+  const auto report = [&all_ok](absl::string_view step, const absl::Status& status,
+                                absl::string_view detail) {
+    all_ok = all_ok && status.ok();
+    std::cout << step << ": "
+              << (status.ok() ? absl::StrCat("ok", detail.empty() ? "" : " (", detail,
+                                             detail.empty() ? "" : ")")
+                              : absl::StrCat("FAILED: ", status.message()))
+              << std::endl;
+  };
+  std::cout << "backend: " << BackendName(backend) << std::endl;
+  absl::StatusOr<Sandbox> sandbox = MakeSandbox(flags);
+  report("sandbox", sandbox.ok() ? TrySandbox(*sandbox) : sandbox.status(),
+         sandbox.ok() && sandbox->enabled() ? "bwrap" : "none");
+  if (!sandbox.ok()) return 1;
+  if (backend == v1::BACKEND_PYTHON) {
+    absl::StatusOr<const python::PythonInfo*> info = python::Configure(
+        {flags.python, flags.python_package, flags.cache_dir + "/python",
+         CompileThreads(flags, /*device=*/nullptr)},
+        /*devices=*/true);
+    report("python", info.ok() ? absl::OkStatus() : info.status(),
+           info.ok() ? absl::StrCat((*info)->python, ", package in ", (*info)->package_dir) : "");
+  }
+  absl::StatusOr<std::vector<v1::Device>> devices = DiscoverDevices(backend);
+  std::vector<std::string> models;
+  if (devices.ok()) {
+    for (const v1::Device& device : *devices) models.push_back(device.model());
+  }
+  report("devices",
+         !devices.ok()       ? devices.status()
+         : devices->empty() ? absl::NotFoundError("none found")
+                            : absl::OkStatus(),
+         absl::StrJoin(models, ", "));
+  absl::StatusOr<std::unique_ptr<Compiler>> compiler = MakeCompiler(flags, backend, *sandbox);
+  report("compiler", compiler.ok() ? absl::OkStatus() : compiler.status(),
+         compiler.ok() ? (*compiler)->toolkit() : "");
+  return all_ok ? 0 : 1;
+}
+
 int RunDaemon(const Flags& flags, v1::Backend backend) {
   sigset_t stop_signals;
   BlockStopSignals(&stop_signals);
@@ -408,7 +474,7 @@ int RunDaemon(const Flags& flags, v1::Backend backend) {
   for (const v1::Device& device : *devices) {
     executor_options.device_meter = std::make_shared<IdleMeter>(/*units=*/1);
     device_meters.push_back(executor_options.device_meter.get());
-    const std::string self = SelfExecutable();
+    const std::string self = SelfExecutable().empty() ? "tunefleet-worker" : SelfExecutable();
     const std::string inbox = absl::StrCat(flags.cache_dir, "/children/", executors.size());
     ChildOptions child{{self, "--child", "--backend", BackendName(backend), "--log-format",
                         flags.log_format},
@@ -562,6 +628,9 @@ int main(int argc, char** argv) {
   app.add_option("--tls-key", flags.tls_key, "PEM private key of --tls-cert");
   app.add_flag("--insecure", flags.insecure,
                "plaintext, no certificate: for a coordinator started with --insecure");
+  app.add_flag("--preflight", flags.preflight,
+               "check what the daemon needs (sandbox, python, devices, compiler), print one "
+               "line per step and exit: 0 when all are ok, 1 otherwise; needs no coordinator");
   app.add_flag("--child", flags.child, "internal: run as a benchmark child")->group("");
   CLI11_PARSE(app, argc, argv);
 
@@ -584,6 +653,8 @@ int main(int argc, char** argv) {
     return tunefleet::worker::python::ExecBenchChild();
   }
   if (flags.child) return tunefleet::worker::BenchChildMain(*backend);
+  if (flags.cache_dir.empty()) flags.cache_dir = tunefleet::worker::DefaultCacheDir();
+  if (flags.preflight) return tunefleet::worker::RunPreflight(flags, *backend);
   if (flags.coordinator.empty()) {
     spdlog::critical("--coordinator HOST:PORT is required");
     return 2;
@@ -598,6 +669,5 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (flags.insecure) spdlog::warn("--insecure: plaintext connection, no worker identity");
-  if (flags.cache_dir.empty()) flags.cache_dir = tunefleet::worker::DefaultCacheDir();
   return tunefleet::worker::RunDaemon(flags, *backend);
 }

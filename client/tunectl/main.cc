@@ -16,6 +16,7 @@
 #include "client/tunectl/connection.h"
 #include "client/tunectl/contexts.h"
 #include "client/tunectl/exit_codes.h"
+#include "client/tunectl/health.h"
 #include "client/tunectl/history.h"
 #include "client/tunectl/interrupt.h"
 #include "client/tunectl/report.h"
@@ -45,6 +46,7 @@ struct Flags {
   std::vector<std::string> shapes;  // submit: one, or several (a sweep)
   std::string shapes_file;
   std::string sweep_id;
+  std::string health_service;  // health: "" = the whole coordinator
   bool wait = false;
   std::string job_id;
   std::string kernel;  // a directory for submit/validate, a name for best
@@ -75,6 +77,7 @@ struct Verbs {
   CLI::App *get_contexts, *current_context, *use_context, *set_context;
   CLI::App *admin_invalidate, *admin_release;
   CLI::App* profile;
+  CLI::App* health;
 };
 
 void DefineGlobalFlags(CLI::App& app, Flags& flags) {
@@ -82,7 +85,9 @@ void DefineGlobalFlags(CLI::App& app, Flags& flags) {
                  "Coordinator host:port (default: $TUNEFLEET_SERVER, else the "
                  "config file's `server`, else localhost:7070)");
   app.add_option("--context", flags.context,
-                 "Use this context of the config file (default: its current-context)");
+                 "Use this context of the config file (default: $TUNEFLEET_CONTEXT, else its "
+                 "current-context)")
+      ->envname("TUNEFLEET_CONTEXT");
   app.add_option("-o,--output", flags.output,
                  "Output format: table, wide (jobs, trials, profile), json, yaml, or csv "
                  "(trials, profile)")
@@ -302,6 +307,11 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   verbs.best = DefineBest(app, flags);
   DefineTransfer(app, flags, &verbs);
   verbs.version = app.add_subcommand("version", "Show tunectl's and the coordinator's versions");
+  verbs.health = app.add_subcommand(
+      "health", "Ask whether the coordinator serves (gRPC health; no token): exit 0 when SERVING");
+  verbs.health->add_option("--service", flags.health_service,
+                           "One service's health, e.g. tunefleet.v1.TuningService (default: "
+                           "the whole coordinator)");
   verbs.history = app.add_subcommand(
       "history", "Show a kernel's best per shape and device model over time");
   verbs.history->add_option("KERNEL_NAME", flags.kernel, "Kernel name")->required();
@@ -386,6 +396,7 @@ int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
     return RunAdminInvalidate(*options, flags.invalidate, console);
   }
   if (verbs.admin_release->parsed()) return RunAdminRelease(*options, flags.principal, console);
+  if (verbs.health->parsed()) return RunHealth(*options, flags.health_service, console);
   absl::StatusOr<std::unique_ptr<Client>> connected = Client::Connect(*options);
   if (!connected.ok()) return ReportError(console, connected.status());
   Client& client = **connected;
@@ -476,7 +487,8 @@ std::optional<std::string> MistypedVerb(const CLI::App& app, int argc, char** ar
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tunectl: submit and follow tunefleet kernel-tuning jobs."};
+  // Named, so that help and the man page say "tunectl", not argv[0]'s path.
+  CLI::App app{"tunectl: submit and follow tunefleet kernel-tuning jobs.", "tunectl"};
   app.footer(kExitCodeHelp);
   app.require_subcommand(1);
   app.fallthrough();  // global flags may follow the verb
@@ -488,6 +500,7 @@ int main(int argc, char** argv) {
       "--config", DefaultContextConfigPath(Getenv),
       "Config file: any global flag as `key = value`, and [contexts] (default: "
       "$TUNEFLEET_CONFIG, else ~/.config/tunefleet/config)");
+  config->option_text("FILE");  // not the resolved default: help shows no home directory
   app.config_formatter(std::make_shared<ContextConfig>(
       verb_names, [&app] { return app.get_option("--context")->as<std::string>(); }, Getenv));
   app.allow_config_extras(CLI::config_extras_mode::error);

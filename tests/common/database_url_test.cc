@@ -51,9 +51,11 @@ TEST(ResolveDatabaseUrlTest, FileReadableByOthersIsRefusedLikeSsh) {
   EXPECT_THAT(url, StatusIsWith(absl::StatusCode::kFailedPrecondition,
                                 "permissions 0644 are too open"));
   EXPECT_EQ(url.status().message().find("secret"), absl::string_view::npos);
-  chmod(file.c_str(), 0640);
+  chmod(file.c_str(), 0660);  // the group may write it
   EXPECT_THAT(ResolveDatabaseUrl({"", file, std::nullopt}),
               StatusIs(absl::StatusCode::kFailedPrecondition));
+  chmod(file.c_str(), 0440);  // a Kubernetes Secret under this process's fsGroup
+  EXPECT_EQ(*ResolveDatabaseUrl({"", file, std::nullopt}), kUrl);
 }
 
 TEST(ResolveDatabaseUrlTest, MissingOrEmptyFileIsAnError) {

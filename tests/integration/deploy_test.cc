@@ -233,6 +233,93 @@ TEST_F(DeployTest, KubernetesManifestsHaveWhatTheFleetNeeds) {
   }
 }
 
+// The volume named `name` of a pod spec, and where its container mounts it.
+YAML::Node Volume(const YAML::Node& pod_spec, const std::string& name) {
+  for (const YAML::Node& volume : pod_spec["volumes"]) {
+    if (volume["name"].as<std::string>() == name) return volume;
+  }
+  ADD_FAILURE() << "no volume " << name;
+  return YAML::Node();
+}
+
+std::string MountPath(const YAML::Node& container, const std::string& volume) {
+  for (const YAML::Node& mount : container["volumeMounts"]) {
+    if (mount["name"].as<std::string>() == volume) return mount["mountPath"].as<std::string>();
+  }
+  ADD_FAILURE() << "volume " << volume << " not mounted";
+  return "";
+}
+
+// The value of `--flag=VALUE` among a container's args.
+std::string FlagValue(const YAML::Node& container, const std::string& flag) {
+  for (const YAML::Node& arg : container["args"]) {
+    const std::string text = arg.as<std::string>();
+    if (absl::StartsWith(text, flag + "=")) return text.substr(flag.size() + 1);
+  }
+  ADD_FAILURE() << "no " << flag;
+  return "";
+}
+
+// What kept the fleet of deploy/k8s from starting, and from having one
+// principal per worker: the admin token's mode, the certificates' source,
+// the readiness probe.
+TEST_F(DeployTest, KubernetesSecretsCertificatesAndProbesLetTheFleetStart) {
+  std::vector<YAML::Node> documents;
+  ASSERT_NO_THROW(documents = KubernetesDocuments());
+  const YAML::Node coordinator = Find(documents, "Deployment")["spec"]["template"]["spec"];
+  const YAML::Node container = coordinator["containers"][0];
+  // The token Secret is group-readable under the pod's fsGroup, which the
+  // coordinator accepts as its own group (common/private_file.h).
+  const YAML::Node token = Volume(coordinator, "admin-token");
+  EXPECT_EQ(token["secret"]["defaultMode"].Scalar(), "0440");
+  EXPECT_EQ(coordinator["securityContext"]["fsGroup"].as<int>(),
+            coordinator["securityContext"]["runAsGroup"].as<int>());
+  EXPECT_TRUE(absl::StartsWith(FlagValue(container, "--admin-token-file"),
+                               MountPath(container, "admin-token") + "/"));
+  // Its certificate, key and client CA from the Secret cert-manager writes.
+  const YAML::Node certificate = Find(documents, "Certificate");
+  const YAML::Node issuer = Find(documents, "Issuer");
+  EXPECT_EQ(Volume(coordinator, "tls")["secret"]["secretName"].as<std::string>(),
+            certificate["spec"]["secretName"].as<std::string>());
+  for (const char* flag : {"--tls-cert", "--tls-key", "--tls-client-ca"}) {
+    EXPECT_TRUE(absl::StartsWith(FlagValue(container, flag), MountPath(container, "tls") + "/"))
+        << flag;
+  }
+  EXPECT_EQ(certificate["spec"]["issuerRef"]["name"].as<std::string>(),
+            issuer["metadata"]["name"].as<std::string>());
+  bool localhost = false;
+  for (const YAML::Node& name : certificate["spec"]["dnsNames"]) {
+    localhost |= name.as<std::string>() == "localhost";
+  }
+  EXPECT_TRUE(localhost) << "the readiness probe connects to 127.0.0.1";
+  // Ready when gRPC health says SERVING, over the same TLS.
+  std::string probe;
+  for (const YAML::Node& word : container["readinessProbe"]["exec"]["command"]) {
+    probe += word.as<std::string>() + " ";
+  }
+  EXPECT_THAT(probe, HasSubstr("/usr/bin/tunectl "));
+  EXPECT_THAT(probe, HasSubstr(" health "));
+  EXPECT_THAT(probe, HasSubstr("--ca-file=" + MountPath(container, "tls") + "/ca.crt"));
+  // One certificate per worker pod: the csi-driver's, named after the pod.
+  const YAML::Node worker = Find(documents, "DaemonSet")["spec"]["template"]["spec"];
+  const YAML::Node worker_tls = Volume(worker, "tls");
+  EXPECT_FALSE(worker_tls["secret"].IsDefined()) << "a Secret is one certificate for all";
+  EXPECT_EQ(worker_tls["csi"]["driver"].as<std::string>(), "csi.cert-manager.io");
+  const YAML::Node attributes = worker_tls["csi"]["volumeAttributes"];
+  EXPECT_THAT(attributes["csi.cert-manager.io/common-name"].as<std::string>(),
+              HasSubstr("${POD_NAME}"));
+  EXPECT_EQ(attributes["csi.cert-manager.io/issuer-name"].as<std::string>(),
+            issuer["metadata"]["name"].as<std::string>());
+  EXPECT_THAT(attributes["csi.cert-manager.io/key-usages"].as<std::string>(),
+              HasSubstr("client auth"));
+  const YAML::Node worker_container = worker["containers"][0];
+  for (const char* flag : {"--tls-cert", "--tls-key", "--tls-ca"}) {
+    EXPECT_TRUE(absl::StartsWith(FlagValue(worker_container, flag),
+                                 MountPath(worker_container, "tls") + "/"))
+        << flag;
+  }
+}
+
 TEST_F(DeployTest, AlertRulesPassPromtoolAndTheirUnitTests) {
   if (!HaveProgram("promtool")) GTEST_SKIP() << "promtool is not installed (Debian: prometheus)";
   const std::string dir = SourceDir() + "/deploy/prometheus";

@@ -148,11 +148,13 @@ TEST_F(TokenBookTest, BootstrapWritesAPrivateAdminTokenOnceAndTrustsItAfter) {
   std::unique_ptr<TokenBook> restarted = NewBook();
   ASSERT_OK(restarted->Load());
   ASSERT_OK(restarted->Bootstrap(path));  // the same token, not a new one
+  chmod(path.c_str(), 0440);  // a Kubernetes Secret under this process's fsGroup
+  EXPECT_OK(restarted->Bootstrap(path));
   EXPECT_EQ(restarted->List().size(), 1u);
   ASSERT_OK(restarted->Revoke(restarted->List()[0].id));
   EXPECT_THAT(restarted->Bootstrap(path), StatusIs(absl::StatusCode::kFailedPrecondition));
   chmod(path.c_str(), 0644);
-  EXPECT_THAT(NewBook()->Bootstrap(path), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(NewBook()->Bootstrap(path), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 TEST(SubmitQuotasTest, ActiveJobsAndTrialsOfTheLastDayAreCapped) {

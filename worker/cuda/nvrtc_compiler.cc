@@ -1,4 +1,3 @@
-#include "common/file_util.h"
 #include "worker/cuda/nvrtc_compiler.h"
 
 #include <signal.h>
@@ -20,6 +19,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
 #include "common/compile_options.h"
+#include "common/file_util.h"
+#include "common/install_layout.h"
 #include "common/sha256.h"
 #include "common/subprocess.h"
 #include "common/status_macros.h"
@@ -174,13 +175,7 @@ absl::StatusOr<HelperExit> RunWithDeadline(const std::vector<std::string>& argv,
 
 }  // namespace
 
-std::string DefaultNvrtcHelperPath() {
-  std::error_code error;
-  fs::path self = fs::read_symlink("/proc/self/exe", error);
-  if (error) return "";
-  fs::path helper = self.parent_path() / "tunefleet-nvrtc";
-  return fs::exists(helper, error) ? helper.string() : "";
-}
+std::string DefaultNvrtcHelperPath() { return FindHelperProgram(kNvrtcHelperName); }
 
 absl::StatusOr<std::vector<std::string>> NvrtcOptionsFor(const CompileJob& job,
                                                          const std::string& source_dir) {
@@ -205,8 +200,9 @@ absl::StatusOr<std::unique_ptr<NvrtcCompiler>> NvrtcCompiler::Create(
   if (options.cache_dir.empty()) return absl::InvalidArgumentError("cache_dir is empty");
   if (options.sandbox.enabled() && options.helper_path.empty()) {
     return absl::FailedPreconditionError(
-        "the sandbox needs the tunefleet-nvrtc helper beside the worker binary (in-process "
-        "NVRTC could read any file the worker can)");
+        absl::StrCat("the sandbox needs the ", kNvrtcHelperName, " helper program, which is in "
+                     "none of ", HelperSearchPath(), " (in-process NVRTC could read any file "
+                     "the worker can)"));
   }
   if (!(options.timeout_seconds > 0)) {
     return absl::InvalidArgumentError("timeout_seconds must be positive");

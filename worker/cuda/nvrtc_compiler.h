@@ -93,8 +93,11 @@ class NvrtcCompiler : public Compiler {
   const NvrtcCompilerOptions options_;
 };
 
-// "<directory of this executable>/tunefleet-nvrtc" when that file exists,
-// else empty.
+// The helper program that runs one NVRTC compilation per process.
+inline constexpr char kNvrtcHelperName[] = "tunefleet-nvrtc";
+
+// Where the helper is: beside this executable (a build tree), else in the
+// installed libexec directory (FindHelperProgram); empty when in neither.
 std::string DefaultNvrtcHelperPath();
 
 // The whole option list NVRTC gets for `job` (see the file comment).

@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "common/install_layout.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "spdlog/spdlog.h"
@@ -35,14 +36,6 @@ PythonInfo* configured ABSL_GUARDED_BY(info_mu) = nullptr;
 std::string EnvOr(const char* name, const std::string& fallback) {
   const char* value = getenv(name);
   return value != nullptr && *value != '\0' ? std::string(value) : fallback;
-}
-
-std::string SelfDir() {
-  char buffer[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
-  if (n <= 0) return ".";
-  buffer[n] = '\0';
-  return fs::path(buffer).parent_path().string();
 }
 
 std::string Absolute(const std::string& path) {
@@ -141,12 +134,12 @@ absl::StatusOr<const PythonInfo*> Configure(const PythonOptions& options, bool d
   info.package_dir = Absolute(
       !options.package_dir.empty()
           ? options.package_dir
-          : EnvOr("TUNEFLEET_PYTHON_PACKAGE", (fs::path(SelfDir()) / ".." / "python").string()));
+          : EnvOr("TUNEFLEET_PYTHON_PACKAGE", FindPythonPackage("backend/probe.py")));
   std::error_code error;
   if (!fs::exists(fs::path(info.package_dir) / "tunefleet" / "backend" / "probe.py", error)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "python backend: no tunefleet package (with its generated stubs) in ", info.package_dir,
-        " (set --python-package or TUNEFLEET_PYTHON_PACKAGE to the build's python/ dir)"));
+        " (set --python-package or TUNEFLEET_PYTHON_PACKAGE to the build's python/ dir or the site directory it was installed to)"));
   }
   fs::create_directories(fs::path(options.state_dir) / "triton", error);
   if (error) {

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The installed tree runs on its own: `cmake --install` into a scratch
+# prefix, then, from that prefix only (the build tree is not on PATH):
+#   - a TLS fleet of the installed coordinator and a CPU worker, tuning
+#     kernels/cpu/matmul with the installed tunectl and a submit token;
+#   - the installed worker's --preflight for the CUDA backend (when built)
+#     finds its tunefleet-nvrtc helper, and for the python backend its
+#     package in the prefix's site directory;
+#   - the Python package imports (generated stubs included) from there;
+#   - tunectl's completions parse and its man page names no build path;
+#   - `tunectl health` (deploy/k8s's readiness probe) says SERVING, and
+#     exits 6 once the coordinator is gone.
+#
+#   install_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$(realpath "$1")
+source=$(realpath "$2")
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+  echo "install_test: $*" >&2
+  for log in "$work"/*.log; do [ -f "$log" ] && { echo "--- $log"; tail -20 "$log"; } >&2; done
+  exit 1
+}
+
+prefix="$work/prefix"
+cmake --install "$build" --prefix "$prefix" >/dev/null
+bin="$prefix/bin"
+for file in bin/tunefleet-coordinator bin/tunefleet-worker bin/tunectl \
+            share/bash-completion/completions/tunectl share/zsh/vendor-completions/_tunectl; do
+  [ -e "$prefix/$file" ] || fail "not installed: $file"
+done
+
+# Completions: valid shell that defines the completion function.
+bash -n "$prefix/share/bash-completion/completions/tunectl" || fail "bash completion does not parse"
+grep -q "^complete .*-F _tunectl tunectl" "$prefix/share/bash-completion/completions/tunectl" \
+  || fail "bash completion registers no function"
+if [ -e "$prefix/share/man/man1/tunectl.1" ]; then
+  if grep -n -e "$build" -e "$HOME" "$prefix/share/man/man1/tunectl.1"; then
+    fail "the man page names a path of the machine that built it"
+  fi
+fi
+
+# The CUDA backend's helper: the preflight's compiler step must not miss it
+# (NVRTC itself may be missing on a machine without the toolkit's libraries).
+if [ -e "$build/bin/tunefleet-nvrtc" ]; then
+  [ -x "$prefix/libexec/tunefleet/tunefleet-nvrtc" ] || fail "tunefleet-nvrtc not installed"
+  preflight=$(env -i PATH=/usr/bin:/bin HOME="$work" "$bin/tunefleet-worker" --preflight \
+                --backend cuda --cache-dir "$work/cuda-cache" 2>&1 || true)
+  echo "$preflight"
+  grep -q "^compiler: " <<<"$preflight" || fail "the CUDA preflight printed no compiler step"
+  if grep "^compiler: " <<<"$preflight" | grep -q "helper"; then
+    fail "the installed CUDA worker does not find its NVRTC helper"
+  fi
+fi
+
+# The Python package from the prefix's site directory, stubs included.
+site=$(cd "$prefix" && ls -d lib/python3*/dist-packages 2>/dev/null | head -1)
+if [ -n "$site" ] && [ -x /usr/bin/python3 ]; then
+  PYTHONPATH="$prefix/$site" /usr/bin/python3 -c \
+    'import tunefleet, tunefleet.v1.tuning_service_pb2_grpc; print("python: tunefleet from", tunefleet.__file__)' \
+    || fail "the installed Python package does not import"
+  preflight=$(env -i PATH=/usr/bin:/bin HOME="$work" "$bin/tunefleet-worker" --preflight \
+                --backend python --python /usr/bin/python3 --cache-dir "$work/py-cache" 2>&1 || true)
+  echo "$preflight"
+  grep -q "^python: ok .*package in $prefix/$site" <<<"$preflight" \
+    || fail "the installed python worker does not find its package"
+fi
+
+# A TLS fleet of the installed programs.
+ca="$work/ca"
+"$source/scripts/dev-ca.sh" "$ca" coordinator
+"$source/scripts/dev-ca.sh" "$ca" worker installed-worker
+"$bin/tunefleet-coordinator" --listen 127.0.0.1:0 --data-dir "$work/data" \
+  --address-file "$work/address" --metrics-listen 127.0.0.1:0 \
+  --tls-cert "$ca/coordinator.crt" --tls-key "$ca/coordinator.key" --tls-client-ca "$ca/ca.crt" \
+  --admin-token-file "$work/admin.token" >"$work/coordinator.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 200); do [ -s "$work/address" ] && break; sleep 0.1; done
+[ -s "$work/address" ] || fail "the installed coordinator did not start"
+address=$(cat "$work/address")
+env -i PATH=/usr/bin:/bin HOME="$work" "$bin/tunefleet-worker" --coordinator "$address" \
+  --cache-dir "$work/worker-cache" --name installed-worker --compile-threads 1 \
+  --tls-ca "$ca/ca.crt" --tls-cert "$ca/worker-installed-worker.crt" \
+  --tls-key "$ca/worker-installed-worker.key" >"$work/worker.log" 2>&1 &
+pids+=($!)
+
+export TUNEFLEET_SERVER="$address" TUNEFLEET_CA_FILE="$ca/ca.crt" TUNEFLEET_CONFIG="$work/none"
+# The readiness probe of deploy/k8s: gRPC health over TLS, no token.
+health=$(HOME="$work" "$bin/tunectl" health) || fail "tunectl health: exit $? ($health)"
+[ "$health" = SERVING ] || fail "tunectl health printed '$health'"
+TUNEFLEET_TOKEN=$("$bin/tunectl" --token-file "$work/admin.token" \
+  admin token create --role submit --name installer) || fail "no submit token"
+export TUNEFLEET_TOKEN
+"$bin/tunectl" -q submit "$source/kernels/cpu/matmul" --shape M=64,N=64,K=64 \
+  --strategy random --budget 4 --seed 1 --wait >"$work/submit.log" 2>&1 \
+  || fail "the job on the installed fleet failed"
+best=$("$bin/tunectl" best matmul --shape M=64,N=64,K=64 -o json) || fail "no best config"
+grep -q '"config"' <<<"$best" || fail "the best config has no config: $best"
+
+# As deploy/k8s mounts it: the admin token 0440, its group one of the
+# coordinator's own (the pod's fsGroup); the restarted coordinator takes it.
+kill -TERM "${pids[0]}"
+wait "${pids[0]}" 2>/dev/null || true
+chmod 0440 "$work/admin.token"
+rm -f "$work/address"
+"$bin/tunefleet-coordinator" --listen "$address" --data-dir "$work/data" \
+  --address-file "$work/address" --metrics-listen 127.0.0.1:0 \
+  --tls-cert "$ca/coordinator.crt" --tls-key "$ca/coordinator.key" --tls-client-ca "$ca/ca.crt" \
+  --admin-token-file "$work/admin.token" >"$work/coordinator-again.log" 2>&1 &
+pids[0]=$!
+for _ in $(seq 200); do [ -s "$work/address" ] && break; sleep 0.1; done
+[ -s "$work/address" ] || fail "the coordinator refused its 0440 admin token"
+HOME="$work" "$bin/tunectl" --token-file "$work/admin.token" workers >/dev/null \
+  || fail "the admin token of the 0440 file does not authenticate"
+kill -TERM "${pids[0]}"
+wait "${pids[0]}" 2>/dev/null || true
+status=0
+HOME="$work" "$bin/tunectl" --timeout 2 health >/dev/null 2>&1 || status=$?
+[ "$status" = 6 ] || fail "tunectl health against a stopped coordinator: exit $status, not 6"
+echo "install_test: the installed coordinator, worker and tunectl tuned a kernel"
