@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdlib>
 #include <optional>
 #include <utility>
 
@@ -9,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "client/client_settings.h"
 #include "client/convert.h"
 #include "common/config_text.h"
 #include "common/grpc_security.h"
@@ -202,6 +204,10 @@ void Client::Impl::CancelWatches() {
   absl::MutexLock lock(&mu_);
   watches_cancelled_ = true;
   for (grpc::ClientContext* context : watches_) context->TryCancel();
+}
+
+absl::StatusOr<ClientOptions> ClientOptions::FromEnvironment() {
+  return ResolveClientOptions([](const char* name) { return std::getenv(name); });
 }
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(

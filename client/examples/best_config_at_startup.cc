@@ -5,11 +5,13 @@
 //   best_config_example KERNEL_NAME SHAPE [SERVER]
 //   best_config_example matmul M=1024,N=1024,K=1024 tuner:7070
 //
-// Uses only the public header, as an application outside this repository
-// would.
+// The coordinator, its CA and the token come from where tunectl and the
+// Python package find them (ClientOptions::FromEnvironment: TUNEFLEET_*,
+// then the current context of ~/.config/tunefleet/config); SERVER, when
+// given, overrides the address. Uses only the public header, as an
+// application outside this repository would.
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "tunefleet/client.h"
@@ -29,11 +31,15 @@ struct Choice {
 
 Choice ChooseConfig(const std::string& kernel, const std::string& shape,
                     const std::string& server) {
-  tunefleet::ClientOptions options;
-  options.target = server;
-  options.deadline = kStartupDeadline;
+  absl::StatusOr<tunefleet::ClientOptions> options = tunefleet::ClientOptions::FromEnvironment();
+  if (!options.ok()) {
+    std::fprintf(stderr, "tunefleet settings: %s\n", options.status().ToString().c_str());
+    return {kCompiledInConfig, "compiled-in default"};
+  }
+  if (!server.empty()) options->target = server;
+  options->deadline = kStartupDeadline;
   absl::StatusOr<std::unique_ptr<tunefleet::Client>> client =
-      tunefleet::Client::Connect(options);
+      tunefleet::Client::Connect(*options);
   absl::StatusOr<tunefleet::BestConfig> best =
       client.ok() ? (*client)->GetBestConfig(kernel, shape) : client.status();
   if (!best.ok()) {
@@ -57,10 +63,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s KERNEL_NAME SHAPE [SERVER]\n", argv[0]);
     return 2;
   }
-  const char* env = std::getenv("TUNEFLEET_SERVER");
-  std::string server =
-      argc == 4 ? argv[3] : (env != nullptr ? env : "localhost:7070");
-  Choice choice = ChooseConfig(argv[1], argv[2], server);
+  Choice choice = ChooseConfig(argv[1], argv[2], argc == 4 ? argv[3] : "");
   std::printf("config: %s\nsource: %s\n", choice.config.c_str(),
               choice.source.c_str());
   return 0;

@@ -2,11 +2,6 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -26,30 +21,7 @@ bool IsTrue(absl::string_view text) {
          absl::EqualsIgnoreCase(text, "yes");
 }
 
-std::string DefaultTokenFile(const Environment& env) {
-  const char* xdg = env("XDG_CONFIG_HOME");
-  if (xdg != nullptr && *xdg != '\0') return absl::StrCat(xdg, "/tunefleet/token");
-  const char* home = env("HOME");
-  if (home != nullptr && *home != '\0') return absl::StrCat(home, "/.config/tunefleet/token");
-  return "";
-}
-
 }  // namespace
-
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    std::string message = absl::StrCat("cannot read token file ", path, ": ",
-                                       std::strerror(errno));
-    return errno == EACCES ? absl::PermissionDeniedError(message)
-                           : absl::NotFoundError(message);
-  }
-  std::string line;
-  std::getline(in, line);
-  std::string token(absl::StripAsciiWhitespace(line));
-  if (token.empty()) return absl::InvalidArgumentError(absl::StrCat(path, " holds no token"));
-  return token;
-}
 
 absl::Status ApplyConnectionSettings(const ConnectionFlags& flags, const Environment& env,
                                      ClientOptions* options) {

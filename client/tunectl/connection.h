@@ -17,6 +17,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "client/client_settings.h"
 #include "tunefleet/client.h"
 
 namespace tunefleet::tunectl {
@@ -27,12 +28,11 @@ struct ConnectionFlags {
   std::string token_file;
 };
 
-// Returns the environment variable's value, or null (std::getenv in main).
-using Environment = std::function<const char*(const char*)>;
-
-// The first line of a token file, without surrounding blanks. NotFound or
-// PermissionDenied naming the file, InvalidArgument for an empty one.
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
+// The environment (std::getenv in main), the token file and its default
+// place: the client library's (client/client_settings.h).
+using ::tunefleet::DefaultTokenFile;
+using ::tunefleet::Environment;
+using ::tunefleet::ReadTokenFile;
 
 // Fills the security fields of `options` (see the table above).
 absl::Status ApplyConnectionSettings(const ConnectionFlags& flags, const Environment& env,

@@ -30,11 +30,6 @@ const std::vector<std::pair<std::string, std::vector<const char*>>>& Environment
   return *overrides;
 }
 
-std::string NormalKey(std::string key) {
-  std::replace(key.begin(), key.end(), '_', '-');
-  return key;
-}
-
 bool Set(const Environment& env, const char* name) {
   const char* value = env(name);
   return value != nullptr && *value != '\0';
@@ -46,28 +41,6 @@ bool Set(const Environment& env, const char* name) {
 bool IsContext(absl::string_view section, const std::set<std::string>& verbs) {
   const std::string first(*absl::StrSplit(section, '.').begin());
   return !verbs.count(first);
-}
-
-std::optional<std::string> SectionName(absl::string_view line) {
-  line = absl::StripAsciiWhitespace(line);
-  if (line.size() < 2 || line.front() != '[' || line.back() != ']') return std::nullopt;
-  return std::string(absl::StripAsciiWhitespace(line.substr(1, line.size() - 2)));
-}
-
-// The key and unquoted value of a `key = value` line.
-std::optional<std::pair<std::string, std::string>> KeyValue(absl::string_view line) {
-  line = absl::StripAsciiWhitespace(line);
-  size_t eq = line.find('=');
-  if (line.empty() || line[0] == '#' || line[0] == ';' || eq == absl::string_view::npos) {
-    return std::nullopt;
-  }
-  absl::string_view value = absl::StripAsciiWhitespace(line.substr(eq + 1));
-  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
-      value.back() == value.front()) {
-    value = value.substr(1, value.size() - 2);
-  }
-  return std::make_pair(NormalKey(std::string(absl::StripAsciiWhitespace(line.substr(0, eq)))),
-                        std::string(value));
 }
 
 // The lines of the file; none when it is absent.
@@ -95,9 +68,9 @@ absl::Status WriteLines(const std::string& path, const std::vector<std::string>&
 std::optional<std::pair<size_t, size_t>> SectionRange(const std::vector<std::string>& lines,
                                                       const std::string& name) {
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (SectionName(lines[i]) != name) continue;
+    if (ConfigSectionName(lines[i]) != name) continue;
     size_t end = i + 1;
-    while (end < lines.size() && !SectionName(lines[end]).has_value()) ++end;
+    while (end < lines.size() && !ConfigSectionName(lines[end]).has_value()) ++end;
     return std::make_pair(i + 1, end);
   }
   return std::nullopt;
@@ -105,7 +78,7 @@ std::optional<std::pair<size_t, size_t>> SectionRange(const std::vector<std::str
 
 size_t FirstSection(const std::vector<std::string>& lines) {
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (SectionName(lines[i]).has_value()) return i;
+    if (ConfigSectionName(lines[i]).has_value()) return i;
   }
   return lines.size();
 }
@@ -116,8 +89,8 @@ size_t SetKey(std::vector<std::string>* lines, size_t begin, size_t end, const s
               const std::string& value) {
   const std::string line = absl::StrCat(key, " = \"", value, "\"");
   for (size_t i = begin; i < end; ++i) {
-    std::optional<std::pair<std::string, std::string>> kv = KeyValue((*lines)[i]);
-    if (kv.has_value() && kv->first == NormalKey(key)) {
+    std::optional<std::pair<std::string, std::string>> kv = ConfigKeyValue((*lines)[i]);
+    if (kv.has_value() && kv->first == NormalConfigKey(key)) {
       (*lines)[i] = line;
       return 0;
     }
@@ -137,18 +110,7 @@ bool ValidName(const std::string& name) {
 }  // namespace
 
 std::string DefaultContextConfigPath(const Environment& env) {
-  if (Set(env, "TUNEFLEET_CONFIG")) return env("TUNEFLEET_CONFIG");
-  std::string dir;
-  if (Set(env, "XDG_CONFIG_HOME")) {
-    dir = absl::StrCat(env("XDG_CONFIG_HOME"), "/tunefleet");
-  } else if (Set(env, "HOME")) {
-    dir = absl::StrCat(env("HOME"), "/.config/tunefleet");
-  } else {
-    return "";
-  }
-  const std::string config = dir + "/config";
-  const std::string older = dir + "/tunectl.conf";
-  return !std::filesystem::exists(config) && std::filesystem::exists(older) ? older : config;
+  return DefaultClientConfigPath(env);
 }
 
 ContextConfig::ContextConfig(std::set<std::string> verbs, std::function<std::string()> chosen,
@@ -175,7 +137,7 @@ std::vector<CLI::ConfigItem> ContextConfig::from_config(std::istream& input) con
   }
   std::vector<CLI::ConfigItem> chosen_items;
   for (CLI::ConfigItem item : items) {
-    item.name = NormalKey(item.name);
+    item.name = NormalConfigKey(item.name);
     if (item.parents.empty() && item.name == kCurrentKey) continue;
     const bool in_context = !item.parents.empty() && IsContext(item.parents[0], verbs_);
     if (in_context) {
@@ -202,10 +164,10 @@ absl::StatusOr<std::vector<ContextInfo>> ListContexts(const std::string& path,
   std::vector<ContextInfo> contexts;
   bool in_context = false;  // the lines read are a listed context's
   for (const std::string& line : *lines) {
-    if (std::optional<std::string> name = SectionName(line); name.has_value()) {
+    if (std::optional<std::string> name = ConfigSectionName(line); name.has_value()) {
       in_context = IsContext(*name, verbs);
       if (in_context) contexts.push_back({*name, "", *name == current});
-    } else if (std::optional<std::pair<std::string, std::string>> kv = KeyValue(line);
+    } else if (std::optional<std::pair<std::string, std::string>> kv = ConfigKeyValue(line);
                kv.has_value() && kv->first == "server" && in_context) {
       contexts.back().server = kv->second;
     }
@@ -217,7 +179,7 @@ absl::StatusOr<std::string> CurrentContext(const std::string& path) {
   absl::StatusOr<std::vector<std::string>> lines = ReadLines(path);
   if (!lines.ok()) return lines.status();
   for (size_t i = 0; i < FirstSection(*lines); ++i) {
-    std::optional<std::pair<std::string, std::string>> kv = KeyValue((*lines)[i]);
+    std::optional<std::pair<std::string, std::string>> kv = ConfigKeyValue((*lines)[i]);
     if (kv.has_value() && kv->first == kCurrentKey && !kv->second.empty()) return kv->second;
   }
   return absl::NotFoundError(absl::StrCat("no current context in ", path));

@@ -92,6 +92,11 @@ def job(message) -> records.Job:
         updated_unix_ms=message.updated_unix_ms,
         owner=message.owner,
         sweep_id=message.sweep_id,
+        stop_reason=_stop_reason_name(message.stop_reason),
+        trials_budget=message.trials_budget,
+        time_budget_seconds=message.time_budget_seconds,
+        plateau_batches=message.plateau_batches,
+        started_unix_ms=message.started_unix_ms,
     )
 
 
@@ -112,6 +117,7 @@ def _target(message) -> records.JobTarget:
         previous_job_id=message.retune.previous_job_id,
         previous_seconds=message.retune.previous_seconds,
         replace_reason=message.retune.replace_reason,
+        stop_reason=_stop_reason_name(message.stop_reason),
     )
 
 
@@ -120,6 +126,13 @@ def _retune_name(outcome: int) -> str:
     if outcome == 0:
         return ""
     return _enum_name(tuning_pb2().RetuneOutcome, outcome, "RETUNE_OUTCOME_").lower()
+
+
+def _stop_reason_name(reason: int) -> str:
+    """"time_budget" for STOP_REASON_TIME_BUDGET; "" for UNSPECIFIED."""
+    if reason == 0:
+        return ""
+    return _enum_name(tuning_pb2().StopReason, reason, "STOP_REASON_").lower()
 
 
 def trial(message) -> records.Trial:

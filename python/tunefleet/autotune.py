@@ -21,16 +21,24 @@ The policy, enforced in one place (Autotuned._choose):
 3. An exact or nearest answer is used when it is among the allowed configs:
    `configs` (all of them when none are given) that pass `prune`. Else, or
    when the source has nothing, the DEFAULT tier: `default=`, else the
-   spec's default config if allowed, else the first allowed config.
-4. The choice is logged once (logger "tunefleet", INFO), cached for the
-   key for the life of the process (the source is not asked again), and
-   exposed as `fn.last_choice` (a Choice) and in `fn.cache`.
-5. A fleet that cannot be reached (UNAVAILABLE, DEADLINE_EXCEEDED) or that
-   refuses the caller (UNAUTHENTICATED, PERMISSION_DENIED) gives the default
-   at once; it is remembered for RETRY_SECONDS, during which later keys do
-   not ask it again. Each lookup runs under `lookup_deadline` seconds and
-   never waits for a connection. No failure of the service raises into the
-   application; a bad decorator argument does.
+   spec's default config if allowed (the source's, else the default_config
+   of the kernel directory's kernel.textproto), else the first allowed
+   config; else FailedPreconditionError.
+4. The choice is logged once (logger "tunefleet"), cached for the key for
+   the life of the process (the source is not asked again), and exposed as
+   `fn.last_choice` (a Choice) and in `fn.cache`. The line is INFO, or a
+   WARNING saying which default is served and why when the source is
+   offline or the fleet cannot be asked.
+5. A fleet that cannot be reached (UNAVAILABLE, DEADLINE_EXCEEDED), that
+   refuses the caller (UNAUTHENTICATED, PERMISSION_DENIED) or that cannot
+   be asked from this process (grpcio or protobuf not installed:
+   FAILED_PRECONDITION) gives the default at once; it is remembered for
+   RETRY_SECONDS, during which later keys do not ask it again. Each lookup
+   runs under `lookup_deadline` seconds and never waits for a connection.
+   No failure of the service, and no missing optional module (grpcio,
+   protobuf, torch: each imported only when needed), raises into the
+   application while a default can be served; a bad decorator argument
+   does.
 6. With `submit_on_miss=True`, a key the fleet has not tuned exactly is
    submitted as a tuning job in a background thread, once per (fleet,
    kernel, shape, device model) per process, so that a later process gets
@@ -74,6 +82,9 @@ RETRY_SECONDS = 60.0
 DEFAULT_LOOKUP_DEADLINE = 1.0
 
 _MISSING = object()
+# What the warning of a served default calls each Choice.default_from.
+_DEFAULT_NAMES = {"argument": "the default= config", "spec": "the spec's default config",
+                  "configs": "the first allowed config"}
 # Codes after which the fleet is left alone for RETRY_SECONDS.
 _FLEET_DOWN = frozenset({StatusCode.UNAVAILABLE, StatusCode.DEADLINE_EXCEEDED,
                          StatusCode.UNAUTHENTICATED, StatusCode.PERMISSION_DENIED,
@@ -91,6 +102,10 @@ class Choice:
     median_seconds: float = 0.0
     tuning_key: str = ""
     reason: str = ""          # why the default was used, when it was
+    # Which default the DEFAULT tier served: "argument" (default=), "spec"
+    # (the spec's default config) or "configs" (the first allowed config);
+    # "" for EXACT and NEAREST.
+    default_from: str = ""
     launch_kwargs: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -261,6 +276,7 @@ class Autotuned:
         self._lookup_deadline = lookup_deadline
         self._submit_options = dict(submit_options or {})
         self._kernel_name: Optional[str] = None
+        self._kernel_summary: Optional[kernel_dir.SpecSummary] = None
         self._kernel_bundle: Optional[kernel_dir.KernelBundle] = None
         self._lock = threading.Lock()
         self.cache: Dict[tuple, Choice] = {}
@@ -383,7 +399,11 @@ class Autotuned:
             fleet.mark_down(str(e))
             return None, "unreachable", str(e)
         try:
-            answer = client.best(self.kernel_name, shape, device_model=self.device_model,
+            device = self.device_model
+        except Error as e:  # no device= and no torch: this decorator's lack, not the fleet's
+            return None, "unreachable", str(e)
+        try:
+            answer = client.best(self.kernel_name, shape, device_model=device,
                                  toolkit=self._toolkit, deadline=self._lookup_deadline)
             return answer, "fleet", ""
         except Error as e:
@@ -398,12 +418,13 @@ class Autotuned:
 
     def _pick(self, answer: Optional[records.BestConfig], source: str, reason: str,
               allowed: Optional[list], shape: Dict[str, int]) -> Choice:
-        def make(config, tier, why="", best=None):
+        def make(config, tier, why="", best=None, default_from=""):
             kwargs = _config_values(config)
             return Choice(config=config, tier=tier, source=source, kwargs=kwargs,
                           shape=shape, reason=why, launch_kwargs=_launch_values(config),
                           median_seconds=best.median_seconds if best else 0.0,
-                          tuning_key=best.tuning_key if best else "")
+                          tuning_key=best.tuning_key if best else "",
+                          default_from=default_from)
 
         def accept(values):
             if allowed is None:
@@ -417,27 +438,43 @@ class Autotuned:
             reason = f"the {answer.tier} config {answer.config_text} is not among the allowed configs"
         reason = reason or "nothing tuned"
         if self._default is not None:
-            return make(self._default, records.DEFAULT, reason)
-        if answer is not None and answer.config:
-            config = accept(answer.config)
+            return make(self._default, records.DEFAULT, reason, default_from="argument")
+        for spec_default in self._spec_defaults(answer):
+            config = accept(spec_default)
             if config is not None:
-                return make(config, records.DEFAULT, reason)
+                return make(config, records.DEFAULT, reason, default_from="spec")
         if allowed:
-            return make(allowed[0], records.DEFAULT, reason)
+            return make(allowed[0], records.DEFAULT, reason, default_from="configs")
         raise FailedPreconditionError(
             f"autotune has no config for {self.kernel_name} "
             f"{shapes.format(shape)} ({reason}): give default= or configs=")
 
+    def _spec_defaults(self, answer: Optional[records.BestConfig]):
+        """The spec's default config as the source answered it, then as the
+        kernel directory's kernel.textproto has it (read only if needed)."""
+        if answer is not None and answer.tier == records.DEFAULT and answer.config:
+            yield answer.config
+        if self._kernel_dir is not None:
+            config = shapes.parse_or_empty(self._summary().default_config)
+            if config:
+                yield config
+
     def _log(self, choice: Choice) -> None:
         text = ",".join(f"{k}={v}" for k, v in choice.kwargs.items())
+        device = self._device if isinstance(self._device, str) else None  # offline: unresolved
+        where = f"{self.kernel_name} {shapes.format(choice.shape)} on {device or 'any device'}"
+        if choice.source in ("offline", "unreachable"):
+            why = choice.reason if choice.source == "offline" else \
+                f"the fleet cannot be asked: {choice.reason}"
+            logger.warning("%s: serving %s %s because %s", where,
+                           _DEFAULT_NAMES[choice.default_from], text, why)
+            return
         detail = choice.source
         if choice.median_seconds:
             detail += f", {choice.median_seconds * 1e3:.4g} ms, key {choice.tuning_key}"
         if choice.reason:
             detail += f": {choice.reason}"
-        device = self._device if isinstance(self._device, str) else None  # offline: unresolved
-        logger.info("%s %s on %s: %s %s (%s)", self.kernel_name, shapes.format(choice.shape),
-                    device or "any device", choice.tier, text, detail)
+        logger.info("%s: %s %s (%s)", where, choice.tier, text, detail)
 
     # --- names, lazily -------------------------------------------------------
 
@@ -446,10 +483,17 @@ class Autotuned:
         """The fleet's kernel name: the spec's, when `kernel` is a directory."""
         if self._kernel_name is None:
             if self._kernel_dir is not None and self._kernel == self._kernel_dir:
-                self._kernel_name = self._bundle().name
+                self._kernel_name = self._summary().name
             else:
                 self._kernel_name = self._kernel
         return self._kernel_name
+
+    def _summary(self) -> kernel_dir.SpecSummary:
+        """The kernel directory's name and default config, read once (without
+        protobuf too). REQUIRES: a kernel directory."""
+        if self._kernel_summary is None:
+            self._kernel_summary = kernel_dir.read_summary(self._kernel_dir)
+        return self._kernel_summary
 
     def _bundle(self) -> kernel_dir.KernelBundle:
         """The kernel directory's spec and sources, read once.
@@ -511,7 +555,8 @@ def autotune(kernel: str, configs: Union[Sequence[Any], Callable[[], Sequence[An
     """Decorates a kernel launcher or a Triton JITFunction (see the module doc).
 
     kernel: the fleet's kernel name, or its kernel directory (then the name
-        is the spec's, and submit_on_miss can submit it).
+        is the spec's, its default config is served when the source has
+        nothing, offline too, and submit_on_miss can submit it).
     configs: the allowed configs, a list or a callable returning one; dicts of
         param -> value or triton.Config-like objects. None: any the fleet says.
     key: argument names giving the problem dims, e.g. ["M", "N", "K"]; a

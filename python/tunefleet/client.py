@@ -24,7 +24,9 @@ Thread-safety: a Client may be used from several threads at once.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from dataclasses import dataclass
 from typing import Callable, Iterator, List, Optional, Sequence, Union
 
 from . import _convert, kernel_dir, records, settings as settings_mod, shapes
@@ -43,6 +45,55 @@ def _import_grpc():
             f"tunefleet.Client needs grpcio ({e}): install python3-grpcio or the grpcio "
             "wheel; BestTable and autotune(table=...) work without it") from e
     return grpc
+
+
+@dataclass(frozen=True)
+class _JobOptions:
+    """The options of a submission: `tunectl submit`'s flags
+    (client/tunectl/main.cc, DefineSubmit), each named as the JobSpec field
+    it sets, as the C++ client's SubmitRequest sets it (client/convert.cc,
+    JobSpecFromRequest). The server checks the values."""
+    strategy: str = ""             # --strategy
+    budget: int = 0                # --budget
+    time_budget_seconds: int = 0   # --time-budget
+    plateau_batches: int = 0       # --plateau
+    config_set: str = ""           # --config-set
+    device_model: str = ""         # --device
+    seed: int = 0                  # --seed
+    force_retune: bool = False     # --force
+    replace_best: bool = False     # --replace
+    replace_reason: str = ""       # --replace-reason
+
+    def job_spec(self, bundle: kernel_dir.KernelBundle, shape=None):
+        """The JobSpec of `bundle` and `shape` (a tunefleet.v1.Shape; None
+        for a sweep's) with these options. InvalidArgumentError for an
+        unknown config set, or a replace_reason without replace_best
+        (tunectl: --replace-reason needs --replace)."""
+        if self.config_set and self.config_set not in [s.name for s in bundle.spec.config_sets]:
+            raise InvalidArgumentError(
+                f"kernel {bundle.name} has no config set \"{self.config_set}\"")
+        if self.replace_reason and not self.replace_best:
+            raise InvalidArgumentError("replace_reason needs replace_best")
+        spec = tuning_pb2().JobSpec(kernel=bundle.spec, sources=bundle.sources,
+                                    **dataclasses.asdict(self))
+        if shape is not None:
+            spec.shape.CopyFrom(shape)
+        return spec
+
+
+def _load(kernel: KernelSource) -> kernel_dir.KernelBundle:
+    return kernel if isinstance(kernel, kernel_dir.KernelBundle) else kernel_dir.load(kernel)
+
+
+def _is_shape_list(shape) -> bool:
+    """A list (or tuple) of shapes, as opposed to one shape (text or mapping)."""
+    return isinstance(shape, (list, tuple))
+
+
+def _shape_list(shape, shapes_file: str) -> List[shapes.NameValues]:
+    """The shapes of a sweep: `shape` (one or a list), then the file's."""
+    listed = list(shape) if _is_shape_list(shape) else ([] if shape is None else [shape])
+    return listed + (shapes.read_file(shapes_file) if shapes_file else [])
 
 
 class Client:
@@ -100,60 +151,94 @@ class Client:
 
     # --- jobs -------------------------------------------------------------
 
-    def submit(self, kernel: KernelSource, shape: shapes.NameValues, *,
-               device_model: str = "", strategy: str = "", budget: int = 0,
-               force_retune: bool = False, config_set: str = "",
-               seed: int = 0, replace_best: bool = False,
-               replace_reason: str = "") -> records.Job:
+    def submit(self, kernel: KernelSource,
+               shape: Union[shapes.NameValues, Sequence[shapes.NameValues], None] = None, *,
+               strategy: str = "", budget: int = 0, time_budget_seconds: int = 0,
+               plateau_batches: int = 0, config_set: str = "", device_model: str = "",
+               seed: int = 0, force_retune: bool = False, replace_best: bool = False,
+               replace_reason: str = "", shapes_file: str = "", wait: bool = False,
+               on_update: Optional[Callable[[records.Job], None]] = None,
+               ) -> Union[records.Job, records.Sweep]:
         """Reads the kernel directory (its kernel.textproto and every source it
         names) and submits a tuning job for `shape` ("M=1024,N=1024" or a
-        dict). `strategy` "" is the server's default (exhaustive); `budget`
-        0 the server's default (64) for the strategies that take one;
-        `device_model` "" tunes on every matching worker. A key already tuned
-        is answered from the store (the job's targets say `cached`) unless
-        `force_retune`. A retune replaces the served best only when it is
-        faster (a slower one is kept as a record: its targets say `retune`
-        "regressed"), unless `replace_best` (which implies `force_retune`;
-        `replace_reason` says why, for the coordinator's log). NotFoundError for a missing file and
-        InvalidArgumentError for a bad spec, shape or config set, before
-        anything is sent; NotFoundError from the server for a `device_model`
-        that no worker has and no stored best config names (a model it knows
-        is accepted and waits for its workers)."""
-        bundle = kernel if isinstance(kernel, kernel_dir.KernelBundle) else kernel_dir.load(kernel)
-        dims = kernel_dir.normalize_shape(bundle.spec, shape)
-        if config_set and config_set not in [s.name for s in bundle.spec.config_sets]:
-            raise InvalidArgumentError(
-                f"kernel {bundle.name} has no config set \"{config_set}\"")
-        spec = tuning_pb2().JobSpec(
-            kernel=bundle.spec, sources=bundle.sources, shape=_convert.shape_message(dims),
-            strategy=strategy, budget=budget, force_retune=force_retune,
-            config_set=config_set, seed=seed, device_model=device_model,
-            replace_best=replace_best, replace_reason=replace_reason)
-        response = self._call(self._stub.SubmitJob, tuning_pb2().SubmitJobRequest(spec=spec))
-        return _convert.job(response.job)
+        dict), as `tunectl submit` does; returns the Job. A list of shapes,
+        or `shapes_file`, submits a sweep instead (submit_sweep) and returns
+        the Sweep. The options are tunectl submit's flags, each setting the
+        JobSpec field of the same name (see _JobOptions):
 
-    def submit_sweep(self, kernel: KernelSource, shape_list: Sequence[shapes.NameValues], *,
-                     device_model: str = "", strategy: str = "", budget: int = 0,
-                     force_retune: bool = False, config_set: str = "",
-                     seed: int = 0) -> records.Sweep:
-        """Submits the kernel over every shape of `shape_list` as one sweep:
-        one job per shape, each with its own key and best, made all or none
-        (the options as for submit). The jobs are scheduled as one pool of
-        work over the fleet; jobs(sweep_id=...) lists them later.
-        InvalidArgumentError names a bad or repeated shape."""
-        bundle = kernel if isinstance(kernel, kernel_dir.KernelBundle) else kernel_dir.load(kernel)
+            strategy             --strategy        "" is the server's default (exhaustive);
+                                                   "random", "model", "evolutionary"
+            budget               --budget          configs to try (0: the server's 64)
+            time_budget_seconds  --time-budget     stop proposing after this many seconds
+                                                   of the job's running time (0: none)
+            plateau_batches      --plateau         stop after this many batches in a row
+                                                   improve the best by <= 1 % (0: none)
+            config_set           --config-set      tune only this named config set
+            device_model         --device          "" tunes on every matching worker
+            seed                 --seed            the random strategy's and the inputs'
+            force_retune         --force           measure even when the key is tuned
+            replace_best         --replace         serve this job's best even if slower
+                                                   (implies force_retune)
+            replace_reason       --replace-reason  why, for the coordinator's log (needs
+                                                   replace_best)
+            shape=[A, B]         --shape A --shape B  a sweep: SubmitSweepRequest.shapes
+            shapes_file          --shapes-file     more of its shapes, one a line, after
+                                                   the list's
+            wait, on_update      --wait            follow the job (or the sweep's jobs)
+                                                   to the end: returns wait()'s answer
+
+        A key already tuned is answered from the store (the job's targets say
+        `cached`) unless `force_retune`. A retune replaces the served best
+        only when it is faster (a slower one is kept as a record: its targets
+        say `retune` "regressed"), unless `replace_best`. NotFoundError for a
+        missing file and InvalidArgumentError for a bad spec, shape or config
+        set, or a replace_reason without replace_best, before anything is
+        sent; the server checks the strategy and the budgets
+        (InvalidArgumentError; ResourceExhaustedError over its trial cap) and
+        answers NotFoundError for a `device_model` that no worker has and no
+        stored best config names (a model it knows is accepted and waits for
+        its workers)."""
+        options = _JobOptions(strategy=strategy, budget=budget,
+                              time_budget_seconds=time_budget_seconds,
+                              plateau_batches=plateau_batches, config_set=config_set,
+                              device_model=device_model, seed=seed, force_retune=force_retune,
+                              replace_best=replace_best, replace_reason=replace_reason)
+        if shapes_file or _is_shape_list(shape):
+            sweep = self._submit_sweep(kernel, _shape_list(shape, shapes_file), options)
+            return self.wait(sweep, on_update) if wait else sweep
+        if shape is None:
+            raise InvalidArgumentError("submit needs a shape (or a list of them, or shapes_file)")
+        bundle = _load(kernel)
+        dims = kernel_dir.normalize_shape(bundle.spec, shape)
+        spec = options.job_spec(bundle, _convert.shape_message(dims))
+        response = self._call(self._stub.SubmitJob, tuning_pb2().SubmitJobRequest(spec=spec))
+        job = _convert.job(response.job)
+        return self.wait(job, on_update) if wait else job
+
+    def submit_sweep(self, kernel: KernelSource,
+                     shape_list: Optional[Sequence[shapes.NameValues]] = None, *,
+                     shapes_file: str = "", wait: bool = False,
+                     on_update: Optional[Callable[[records.Job], None]] = None,
+                     **options) -> records.Sweep:
+        """Submits the kernel over every shape of `shape_list`, then of
+        `shapes_file` (one a line, '#' comments), as one sweep: one job per
+        shape, each with its own key and best, made all or none (`options`
+        as for submit: strategy, budget, ...). The jobs are scheduled as one
+        pool of work over the fleet; jobs(sweep_id=...) lists them later;
+        `wait` follows them to the end. InvalidArgumentError names a bad or
+        repeated shape."""
+        sweep = self._submit_sweep(kernel, _shape_list(shape_list, shapes_file),
+                                   _JobOptions(**options))
+        return self.wait(sweep, on_update) if wait else sweep
+
+    def _submit_sweep(self, kernel: KernelSource, shape_list: List[shapes.NameValues],
+                      options: _JobOptions) -> records.Sweep:
+        bundle = _load(kernel)
         if not shape_list:
             raise InvalidArgumentError("a sweep needs at least one shape")
         dims = [kernel_dir.normalize_shape(bundle.spec, shape) for shape in shape_list]
-        if config_set and config_set not in [s.name for s in bundle.spec.config_sets]:
-            raise InvalidArgumentError(
-                f"kernel {bundle.name} has no config set \"{config_set}\"")
-        spec = tuning_pb2().JobSpec(
-            kernel=bundle.spec, sources=bundle.sources, strategy=strategy, budget=budget,
-            force_retune=force_retune, config_set=config_set, seed=seed,
-            device_model=device_model)
         request = tuning_pb2().SubmitSweepRequest(
-            spec=spec, shapes=[_convert.shape_message(d) for d in dims])
+            spec=options.job_spec(bundle), shapes=[_convert.shape_message(d) for d in dims])
         response = self._call(self._stub.SubmitSweep, request)
         return records.Sweep(id=response.sweep_id,
                              jobs=[_convert.job(j) for j in response.jobs])
@@ -194,12 +279,18 @@ class Client:
         raise UnavailableError(
             f"tunefleet server {self.server}: watch of job {job_id} ended before the job finished")
 
-    def wait(self, job_id: str,
-             on_update: Optional[Callable[[records.Job], None]] = None) -> records.Job:
-        """Follows the job (watch) until it is final and returns that state,
-        passing every state to `on_update` when given."""
+    def wait(self, job: Union[str, records.Job, records.Sweep],
+             on_update: Optional[Callable[[records.Job], None]] = None,
+             ) -> Union[records.Job, records.Sweep]:
+        """Follows a job (its id, or a Job) until it is final and returns
+        that state, passing every state to `on_update` when given: what
+        `tunectl submit --wait` and `tunectl watch` do. A Sweep is followed
+        job by job, and returned with every job's final state (`tunectl
+        sweep --wait`)."""
+        if isinstance(job, records.Sweep):
+            return records.Sweep(id=job.id, jobs=[self.wait(j, on_update) for j in job.jobs])
         last = None
-        for last in self.watch(job_id):
+        for last in self.watch(job.id if isinstance(job, records.Job) else job):
             if on_update is not None:
                 on_update(last)
         return last

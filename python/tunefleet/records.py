@@ -51,6 +51,10 @@ class JobTarget:
     previous_job_id: str = ""    # the best it was compared with
     previous_seconds: float = 0.0
     replace_reason: str = ""     # "forced": the reason given
+    # Why the target's search stopped: "space_exhausted", "trial_budget",
+    # "time_budget", "plateau", "cancelled", "failed", "cached",
+    # "no_workers"; "" while it searches.
+    stop_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,14 @@ class Job:
     updated_unix_ms: int
     owner: str               # the principal that submitted it
     sweep_id: str = ""       # the sweep it belongs to; "" when submitted alone
+    # Why the search ended, as JobTarget.stop_reason ("" while it runs).
+    stop_reason: str = ""
+    # The stop rules as submitted (per target; 0: none): the strategy's
+    # budget of trials, time_budget_seconds and plateau_batches.
+    trials_budget: int = 0
+    time_budget_seconds: int = 0
+    plateau_batches: int = 0
+    started_unix_ms: int = 0  # when it first ran (the time budget counts from it); 0: not yet
 
     @property
     def final(self) -> bool:

@@ -6,9 +6,9 @@ items, integer values, each name once, blanks around items ignored.
 
 from __future__ import annotations
 
-from typing import Dict, Mapping, Union
+from typing import Dict, List, Mapping, Union
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, NotFoundError
 
 #: A shape or config as the API takes it: short-form text or name -> integer.
 NameValues = Union[str, Mapping[str, int]]
@@ -49,6 +49,24 @@ def parse_or_empty(text: str) -> Dict[str, int]:
 def format(values: Mapping[str, int]) -> str:  # noqa: A001 (the module's verb)
     """{"M": 1, "N": 2} -> "M=1,N=2", in the mapping's order."""
     return ",".join(f"{name}={int(value)}" for name, value in values.items())
+
+
+def read_file(path: str) -> List[str]:
+    """A sweep's shapes, one a line ('#' starts a comment, blank lines are
+    skipped), as `tunectl submit --shapes-file` reads them
+    (client/tunectl/sweep.cc). NotFoundError when the file cannot be read,
+    InvalidArgumentError when it holds no shape; each line is checked where
+    it is used."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        raise NotFoundError(f"cannot read the shapes file {path}") from None
+    listed = [line.partition("#")[0].strip() for line in lines]
+    listed = [text for text in listed if text]
+    if not listed:
+        raise InvalidArgumentError(f"{path} holds no shape")
+    return listed
 
 
 def as_dict(values: NameValues) -> Dict[str, int]:

@@ -9,7 +9,10 @@
 #   - the Python package imports (generated stubs included) from there;
 #   - tunectl's completions parse and its man page names no build path;
 #   - `tunectl health` (deploy/k8s's readiness probe) says SERVING, and
-#     exits 6 once the coordinator is gone.
+#     exits 6 once the coordinator is gone;
+#   - one client configuration: the C++ example application (from the build
+#     tree), the installed Python package and tunectl reach the fleet from
+#     TUNEFLEET_*, then from a context of tunectl's config file alone.
 #
 #   install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -104,6 +107,36 @@ export TUNEFLEET_TOKEN
 best=$("$bin/tunectl" best matmul --shape M=64,N=64,K=64 -o json) || fail "no best config"
 grep -q '"config"' <<<"$best" || fail "the best config has no config: $best"
 
+# One client configuration: the C++ example application, the installed
+# Python package and tunectl reach this TLS fleet from the environment, and
+# then from a context of tunectl's config file alone.
+example="$build/bin/best_config_example"
+if [ -x "$example" ]; then
+  answer=$("$example" matmul M=64,N=64,K=64 2>&1) || fail "the example failed: $answer"
+  grep -q "^source: tunefleet, EXACT" <<<"$answer" \
+    || fail "the example did not reach the fleet from TUNEFLEET_*: $answer"
+fi
+echo "$TUNEFLEET_TOKEN" > "$work/user.token"
+from_config=(env -u TUNEFLEET_SERVER -u TUNEFLEET_CA_FILE -u TUNEFLEET_TOKEN -u TUNEFLEET_CONFIG
+             HOME="$work/home")
+"${from_config[@]}" "$bin/tunectl" config set-context fleet --server "$address" \
+  --ca-file "$ca/ca.crt" --token-file "$work/user.token" >/dev/null \
+  || fail "tunectl config set-context failed"
+"${from_config[@]}" "$bin/tunectl" config use-context fleet >/dev/null \
+  || fail "tunectl config use-context failed"
+"${from_config[@]}" "$bin/tunectl" best matmul --shape M=64,N=64,K=64 >/dev/null \
+  || fail "tunectl did not reach the fleet from its config file's context"
+if [ -x "$example" ]; then
+  answer=$("${from_config[@]}" "$example" matmul M=64,N=64,K=64 2>&1)
+  grep -q "^source: tunefleet, EXACT" <<<"$answer" \
+    || fail "the example did not reach the fleet from the config file's context: $answer"
+fi
+if [ -n "$site" ]; then
+  tier=$("${from_config[@]}" PYTHONPATH="$prefix/$site" /usr/bin/python3 -c \
+    'import tunefleet; print(tunefleet.Client().best("matmul", "M=64,N=64,K=64").tier)') \
+    || fail "the Python client did not reach the fleet from the config file's context"
+  [ "$tier" = exact ] || fail "the Python client's answer: $tier"
+fi
 # As deploy/k8s mounts it: the admin token 0440, its group one of the
 # coordinator's own (the pod's fsGroup); the restarted coordinator takes it.
 kill -TERM "${pids[0]}"

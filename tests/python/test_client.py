@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 
@@ -44,6 +45,87 @@ def test_a_replacing_retune_is_served_and_says_why(client):
     assert target.previous_job_id == first.id
     assert target.served_job_id == again.id
     assert client.best("matmul", shape, device_model=target.device_model).job_id == again.id
+
+
+# tunectl submit's flags: the Client.submit option that stands for each (the
+# JobSpec field both set, of the same name), and a value to send.
+TUNECTL_SUBMIT_FLAGS = {
+    "strategy": ("--strategy", "random"),
+    "budget": ("--budget", 2),
+    "time_budget_seconds": ("--time-budget", 600),
+    "plateau_batches": ("--plateau", 3),
+    "config_set": ("--config-set", "quick"),
+    "seed": ("--seed", 7),
+    "force_retune": ("--force", True),
+    "replace_best": ("--replace", True),
+    "replace_reason": ("--replace-reason", "python options"),
+}
+# What a job echoes of its options (the names of both Job and tunectl -o json).
+ECHOED = ("kernel", "shape", "state", "strategy", "trials_budget", "time_budget_seconds",
+          "plateau_batches", "sweep_id")
+
+
+def tunectl_argv(options):
+    argv = []
+    for name, value in options.items():
+        flag, _ = TUNECTL_SUBMIT_FLAGS[name]
+        argv += [flag] if value is True else [flag, str(value)]
+    return argv
+
+
+def test_submit_sets_the_job_spec_fields_tunectl_submit_sets(fleet, device_model):
+    options = {name: value for name, (_, value) in TUNECTL_SUBMIT_FLAGS.items()}
+    with tunefleet.Client(fleet.address, insecure=True, deadline=30) as c:
+        sent = []
+        real_submit = c._stub.SubmitJob
+        c._stub.SubmitJob = lambda request, **kw: sent.append(request) or real_submit(request, **kw)
+        updates = []
+        final = c.submit(fleet_mod.MATMUL_DIR, "M=64,N=128,K=64", device_model=device_model,
+                         wait=True, on_update=updates.append, **options)
+    (request,) = sent
+    for name, value in dict(options, device_model=device_model).items():
+        assert getattr(request.spec, name) == value, name
+    assert [(d.name, d.value) for d in request.spec.shape.dims] == \
+        [("M", 64), ("N", 128), ("K", 64)]
+    # wait=True followed the job to its end, as --wait does.
+    assert final.state == "SUCCEEDED" and updates[-1] == final and final.final
+    # A config set is tuned whole, whatever the strategy; the stop rules stay.
+    assert (final.strategy, final.time_budget_seconds, final.plateau_batches) == \
+        ("config_set:quick", 600, 3)
+    assert final.targets[0].device_model == device_model
+    assert final.targets[0].retune in ("first", "forced")
+    assert final.stop_reason == "space_exhausted"
+
+
+def test_submit_and_tunectl_submit_make_the_same_job(fleet, client):
+    # A CUDA kernel on a CPU-only fleet: both jobs wait in the queue.
+    softmax = os.path.join(fleet_mod.SOURCE_DIR, "kernels", "cuda", "softmax")
+    options = {"strategy": "random", "budget": 5, "time_budget_seconds": 100,
+               "plateau_batches": 2, "seed": 3, "force_retune": True}
+    theirs = json.loads(fleet_mod.tunectl(fleet, "-o", "json", "submit", softmax,
+                                          "--shape", "ROWS=64,COLS=32", *tunectl_argv(options)))
+    ours = client.submit(softmax, {"ROWS": 64, "COLS": 32}, **options)
+    try:
+        assert {k: getattr(ours, k) for k in ECHOED} == {k: theirs[k] for k in ECHOED}
+        assert ours.state == "QUEUED" and ours.trials_budget == 5
+    finally:
+        for job_id in (ours.id, theirs["id"]):
+            client.cancel(job_id)
+
+
+def test_submit_options_are_checked(client):
+    # As tunectl's --replace-reason needs --replace:
+    with pytest.raises(tunefleet.InvalidArgumentError) as e:
+        client.submit(fleet_mod.MATMUL_DIR, TUNED_SHAPE, replace_reason="why")
+    assert "replace_best" in e.value.message
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        client.submit(fleet_mod.MATMUL_DIR)  # no shape
+    for options, field in [({"strategy": "annealing"}, "strategy"), ({"budget": -1}, "budget"),
+                           ({"time_budget_seconds": -1}, "time_budget_seconds"),
+                           ({"plateau_batches": -1}, "plateau_batches")]:
+        with pytest.raises(tunefleet.InvalidArgumentError) as e:  # the server's check
+            client.submit(fleet_mod.MATMUL_DIR, TUNED_SHAPE, **options)
+        assert field in e.value.message
 
 
 def test_best_exact_answers_the_tuned_shape(client, tuned_job, device_model):

@@ -1,6 +1,7 @@
 """What works without a fleet: BestTable's tiers and errors (and the shared
 nearest-shape fallback cases of tests/data/nearest_fallback.json), the spec
-expressions it evaluates, the package without grpcio, and the decorator's
+expressions it evaluates, the package without grpcio, the reading of a
+spec's name and default config without protobuf, and the decorator's
 Triton calling convention."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -190,6 +192,42 @@ def test_the_package_imports_without_grpcio():
     assert b"no grpcio: FAILED_PRECONDITION" in done.stdout
 
 
+def _kernel_dirs():
+    root = os.path.join(_source_dir(), "kernels")
+    return sorted(os.path.join(root, backend, name) for backend in os.listdir(root)
+                  for name in os.listdir(os.path.join(root, backend))
+                  if tunefleet.kernel_dir.is_kernel_dir(os.path.join(root, backend, name)))
+
+
+@pytest.mark.parametrize("directory", _kernel_dirs(), ids=os.path.basename)
+def test_without_protobuf_a_specs_name_and_default_read_as_protobuf_reads_them(directory):
+    spec = tunefleet.kernel_dir.load(directory).spec
+    with open(os.path.join(directory, "kernel.textproto")) as f:
+        scanned = tunefleet.kernel_dir._scan_top_level_strings("kernel.textproto", f.read())
+    assert (scanned["name"], scanned.get("default_config", "")) == (spec.name, spec.default_config)
+
+
+@pytest.mark.parametrize("text", [
+    'name: "a" # name: "b"\ndefault_config: "X=1," \'Y=2\'',
+    'problem { name: "M" }\nparams < name: "X" values: [1, 2] >\nname: "a"',
+    'description: "say \\"name: b\\" {"\nname:"a";default_config:"X=1,Y=2"',
+    'sources: ["k.cc", "r.cc"] name: \'a\' reference { sources: "r.cc" entry: "f" }',
+])
+def test_the_top_level_scan_agrees_with_protobuf_on_tricky_text(text):
+    from google.protobuf import text_format
+    spec = tunefleet._stubs.kernel_spec_pb2().KernelSpec()
+    text_format.Parse(text, spec)
+    scanned = tunefleet.kernel_dir._scan_top_level_strings("t", text)
+    assert (scanned["name"], scanned.get("default_config", "")) == (spec.name, spec.default_config)
+
+
+@pytest.mark.parametrize("text", ['name: "a', 'name: "a\nb"', 'problem { name: "M" ',
+                                  'name: "a" }'])
+def test_text_the_scan_cannot_read_is_an_invalid_argument(text):
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        tunefleet.kernel_dir._scan_top_level_strings("t", text)
+
+
 class Config:
     """Shaped like triton.Config."""
 
@@ -284,6 +322,40 @@ def test_settings_precedence(tmp_path):
         settings.resolve(config_file="", env={"TUNEFLEET_TOKEN_FILE": str(tmp_path / "empty")})
     with pytest.raises(tunefleet.InvalidArgumentError):
         settings.resolve(deadline=0, config_file="", env={})
+
+
+def _settings_cases():
+    source = os.environ.get("TUNEFLEET_SOURCE_DIR", str(pathlib.Path(__file__).parents[2]))
+    with open(os.path.join(source, "tests", "data", "client_settings_cases.json")) as f:
+        return json.load(f)["cases"]
+
+
+_ERRORS = {"INVALID_ARGUMENT": tunefleet.InvalidArgumentError,
+           "NOT_FOUND": tunefleet.NotFoundError}
+
+
+@pytest.mark.parametrize("case", _settings_cases(), ids=lambda case: case["name"])
+def test_settings_resolve_the_shared_cases_as_the_cpp_library_does(tmp_path, case):
+    from tunefleet import settings
+
+    def expand(text):
+        return text.replace("$DIR", str(tmp_path))
+
+    for relative, text in case["files"].items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(expand(text))
+    env = {"HOME": str(tmp_path / "home")}
+    env.update({name: expand(value) for name, value in case["env"].items()})
+    if "error" in case:
+        with pytest.raises(_ERRORS[case["error"]]):
+            settings.resolve(env=env)
+        return
+    s = settings.resolve(env=env)
+    expect = case["expect"]
+    assert (s.server, s.insecure, s.ca_file, s.token) == (
+        expect["server"], expect["insecure"], expand(expect["ca_file"]), expect["token"])
+    assert round(s.deadline * 1000) == expect["deadline_ms"]
 
 
 @pytest.mark.parametrize("text", ["M", "=1", "M=1,M=2", "M=1.5", "M=x"])

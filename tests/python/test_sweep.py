@@ -1,7 +1,12 @@
 """Client.submit_sweep against a real coordinator and CPU worker on loopback:
-one submission over several shapes, one job and one best per shape."""
+one submission over several shapes, one job and one best per shape; and
+Client.submit given several shapes or a shapes file, as tunectl submit is
+given --shape twice or --shapes-file."""
 
 from __future__ import annotations
+
+import json
+import os
 
 import pytest
 
@@ -34,3 +39,44 @@ def test_a_sweep_with_a_bad_or_repeated_shape_makes_no_job(client):
         client.submit_sweep(fleet_mod.MATMUL_DIR, ["M=64,N=128,K=128", "M=64,N=128,K=128"])
     assert "twice" in e.value.message
     assert [j.id for j in client.jobs().jobs] == [j.id for j in before]
+
+
+def test_submit_with_a_list_of_shapes_is_a_sweep_and_waits_for_every_job(client):
+    shapes = ["M=32,N=64,K=64", {"M": 32, "N": 128, "K": 64}]
+    updates = []
+    sweep = client.submit(fleet_mod.MATMUL_DIR, shapes, strategy="random", budget=2, seed=5,
+                          plateau_batches=4, wait=True, on_update=updates.append)
+    assert isinstance(sweep, tunefleet.Sweep)
+    assert [j.shape for j in sweep.jobs] == ["M=32,N=64,K=64", "M=32,N=128,K=64"]
+    assert all(j.state == "SUCCEEDED" and j.sweep_id == sweep.id for j in sweep.jobs)
+    assert all((j.strategy, j.trials_budget, j.plateau_batches) == ("random", 2, 4)
+               for j in sweep.jobs)
+    assert {u.id for u in updates if u.final} == {j.id for j in sweep.jobs}
+    assert client.wait(sweep) == sweep  # final already: the same states
+
+
+def test_a_shapes_file_is_read_as_tunectl_reads_it(fleet, client, tmp_path):
+    # A CUDA kernel on a CPU-only fleet: the jobs wait in the queue.
+    softmax = os.path.join(fleet_mod.SOURCE_DIR, "kernels", "cuda", "softmax")
+    path = tmp_path / "shapes"
+    path.write_text("# a sweep\nROWS=32,COLS=64   # first\n\n  ROWS=64,COLS=32\n")
+    theirs = json.loads(fleet_mod.tunectl(fleet, "-o", "json", "submit", softmax,
+                                          "--shapes-file", str(path), "--budget", "3",
+                                          "--strategy", "random"))
+    ours = client.submit(softmax, shapes_file=str(path), budget=3, strategy="random")
+    also = client.submit(softmax, "ROWS=16,COLS=16", shapes_file=str(path))  # --shape first
+    try:
+        assert [j.shape for j in ours.jobs] == [j["shape"] for j in theirs["jobs"]] == \
+            ["ROWS=32,COLS=64", "ROWS=64,COLS=32"]
+        assert [(j.strategy, j.trials_budget) for j in ours.jobs] == \
+            [(j["strategy"], j["trials_budget"]) for j in theirs["jobs"]] == [("random", 3)] * 2
+        assert [j.shape for j in also.jobs] == [
+            "ROWS=16,COLS=16", "ROWS=32,COLS=64", "ROWS=64,COLS=32"]
+    finally:
+        for job_id in [j.id for j in ours.jobs + also.jobs] + [j["id"] for j in theirs["jobs"]]:
+            client.cancel(job_id)
+    with pytest.raises(tunefleet.NotFoundError):
+        client.submit(softmax, shapes_file=str(tmp_path / "missing"))
+    (tmp_path / "empty").write_text("# nothing\n\n")
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        client.submit_sweep(softmax, shapes_file=str(tmp_path / "empty"))

@@ -41,6 +41,15 @@ struct ClientOptions {
   std::string ca_file;
   // Bearer token sent with every call (never over plaintext). Default empty.
   std::string token;
+
+  // The options tunectl and the Python package would use: from the
+  // TUNEFLEET_* variables (SERVER, CA_FILE, TOKEN, TOKEN_FILE, INSECURE,
+  // CONFIG, CONTEXT), else the current context of tunectl's config file
+  // (~/.config/tunefleet/config), else the defaults above; a token from
+  // ~/.config/tunefleet/token when nothing names one. Set fields after it
+  // to override. InvalidArgument for a context the file lacks or a bad
+  // `timeout`; NotFound/PermissionDenied for an unreadable token file.
+  static absl::StatusOr<ClientOptions> FromEnvironment();
 };
 
 // What to tune. The kernel is read from disk by Submit.
