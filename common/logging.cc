@@ -1,10 +1,16 @@
 #include "common/logging.h"
 
+#include <grpc/support/log.h>
+
 #include <chrono>
+#include <map>
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/base/const_init.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "spdlog/formatter.h"
 #include "spdlog/pattern_formatter.h"
@@ -28,17 +34,48 @@ size_t Utf8Length(const std::string& text, size_t i) {
   return length;
 }
 
+// The fields of the LogFields alive on this thread, oldest first.
+thread_local std::vector<std::pair<const char*, std::string>> thread_fields;
+
+absl::Mutex process_fields_mu(absl::kConstInit);
+std::map<std::string, std::string>* process_fields ABSL_GUARDED_BY(process_fields_mu) = nullptr;
+
+// The level as the docs and --log-level name it ("warn", not "warning").
+const char* LevelName(spdlog::level::level_enum level) {
+  switch (level) {
+    case spdlog::level::trace: return "trace";
+    case spdlog::level::debug: return "debug";
+    case spdlog::level::info: return "info";
+    case spdlog::level::warn: return "warn";
+    case spdlog::level::err: return "error";
+    case spdlog::level::critical: return "critical";
+    default: return "off";
+  }
+}
+
 class JsonFormatter final : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
     const absl::Time time = absl::FromChrono(msg.time);
-    const spdlog::string_view_t level = spdlog::level::to_string_view(msg.level);
-    const std::string line = absl::StrCat(
+    std::string line = absl::StrCat(
         "{\"time\":\"", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", time, absl::UTCTimeZone()),
-        "\",\"level\":\"", std::string(level.data(), level.size()), "\",\"logger\":\"",
+        "\",\"level\":\"", LevelName(msg.level), "\",\"logger\":\"",
         JsonEscape(std::string(msg.logger_name.data(), msg.logger_name.size())),
         "\",\"message\":\"", JsonEscape(std::string(msg.payload.data(), msg.payload.size())),
-        "\"}\n");
+        "\"");
+    // Innermost first, each name once: the thread's scopes, then the process's.
+    std::map<std::string, std::string> fields;
+    for (auto it = thread_fields.rbegin(); it != thread_fields.rend(); ++it) {
+      fields.emplace(it->first, it->second);
+    }
+    {
+      absl::MutexLock lock(&process_fields_mu);
+      if (process_fields != nullptr) fields.insert(process_fields->begin(), process_fields->end());
+    }
+    for (const auto& [name, value] : fields) {
+      absl::StrAppend(&line, ",\"", JsonEscape(name), "\":\"", JsonEscape(value), "\"");
+    }
+    line += "}\n";
     dest.append(line.data(), line.data() + line.size());
   }
 
@@ -47,7 +84,36 @@ class JsonFormatter final : public spdlog::formatter {
   }
 };
 
+// gRPC core's log lines (a failed TLS handshake, a bad address) through
+// the process's logger, so that JSON logs hold only JSON.
+void LogFromGrpc(gpr_log_func_args* args) {
+  const spdlog::level::level_enum level = args->severity == GPR_LOG_SEVERITY_ERROR ? spdlog::level::err
+                                          : args->severity == GPR_LOG_SEVERITY_INFO ? spdlog::level::info
+                                                                                    : spdlog::level::debug;
+  std::string file = args->file != nullptr ? args->file : "";
+  if (const size_t slash = file.rfind('/'); slash != std::string::npos) file.erase(0, slash + 1);
+  spdlog::log(level, "grpc: {}:{} {}", file, args->line,
+              args->message != nullptr ? args->message : "");
+}
+
 }  // namespace
+
+LogFields::LogFields(std::initializer_list<std::pair<const char*, std::string>> fields)
+    : count_(fields.size()) {
+  thread_fields.insert(thread_fields.end(), fields.begin(), fields.end());
+}
+
+LogFields::~LogFields() { thread_fields.resize(thread_fields.size() - count_); }
+
+void SetProcessLogField(const std::string& name, const std::string& value) {
+  absl::MutexLock lock(&process_fields_mu);
+  if (process_fields == nullptr) process_fields = new std::map<std::string, std::string>();
+  if (value.empty()) {
+    process_fields->erase(name);
+  } else {
+    (*process_fields)[name] = value;
+  }
+}
 
 std::string JsonEscape(const std::string& text) {
   std::string out;
@@ -93,6 +159,7 @@ absl::Status ConfigureLogging(const std::string& name, LogFormat format,
   }
   logger->set_level(parsed);
   spdlog::set_default_logger(logger);
+  gpr_set_log_function(LogFromGrpc);
   return absl::OkStatus();
 }
 

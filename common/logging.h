@@ -4,13 +4,19 @@
 //
 // JSON lines look like
 //   {"time":"2026-11-23T04:20:00.123Z","level":"info","logger":"coordinator",
-//    "message":"job j-1 submitted: ..."}
+//    "message":"job j-1 submitted: ...","job_id":"j-1","kernel":"matmul"}
 // with the message escaped as JSON (quotes, backslashes, control
-// characters; bytes that are not UTF-8 become U+FFFD).
+// characters; bytes that are not UTF-8 become U+FFFD). Levels are trace,
+// debug, info, warn, error and critical. The fields after the message are
+// those of the LogFields in scope on the logging thread (job_id, kernel,
+// worker, lease), then the process's (SetProcessLogField). gRPC's own log
+// lines go through the same logger ("grpc: " and their source location).
 #ifndef TUNEFLEET_COMMON_LOGGING_H_
 #define TUNEFLEET_COMMON_LOGGING_H_
 
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 
@@ -26,6 +32,25 @@ absl::Status ConfigureLogging(const std::string& name, LogFormat format,
 
 // `text` as the contents of a JSON string (without the quotes).
 std::string JsonEscape(const std::string& text);
+
+// Fields every JSON line of this thread carries while the object lives
+// (nested scopes add theirs; an inner field of the same name wins):
+//   LogFields fields({{"job_id", job.id()}, {"kernel", job.kernel()}});
+// Text lines are unchanged. Not copyable; destroy in the creating thread.
+class LogFields {
+ public:
+  explicit LogFields(std::initializer_list<std::pair<const char*, std::string>> fields);
+  ~LogFields();
+  LogFields(const LogFields&) = delete;
+  LogFields& operator=(const LogFields&) = delete;
+
+ private:
+  size_t count_;
+};
+
+// A field every JSON line of the process carries from now on (e.g. the
+// worker's id once registered); an empty value removes it. Thread-safe.
+void SetProcessLogField(const std::string& name, const std::string& value);
 
 }  // namespace tunefleet
 

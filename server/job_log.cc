@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/config_text.h"
+#include "common/logging.h"
 #include "spdlog/spdlog.h"
 
 namespace tunefleet::server::job_log {
@@ -31,6 +32,7 @@ std::string StopReasonLabel(v1::StopReason reason) {
 }
 
 void Submitted(const v1::Job& job, const v1::JobSpec& spec, bool cached) {
+  const LogFields fields{{"job_id", job.id()}, {"kernel", spec.kernel().name()}};
   spdlog::info("job {} submitted by {}: kernel {}, shape {}, {} target(s){}", job.id(),
                job.owner().empty() ? "(anonymous)" : job.owner(), spec.kernel().name(),
                ShapeToString(spec.shape()), job.targets_size(),
@@ -38,15 +40,21 @@ void Submitted(const v1::Job& job, const v1::JobSpec& spec, bool cached) {
 }
 
 void Refused(const v1::JobSpec& spec, const absl::Status& status) {
+  const LogFields fields{{"kernel", spec.kernel().name()}};
   spdlog::info("submission of kernel {} refused: {}", spec.kernel().name(), status.ToString());
 }
 
 void Started(const v1::Job& job, const Lease& lease) {
+  const LogFields fields{{"job_id", job.id()},
+                         {"kernel", job.kernel_name()},
+                         {"lease", lease.id},
+                         {"worker", lease.worker_id}};
   spdlog::info("job {} started: first lease {} to worker {} ({})", job.id(), lease.id,
                lease.worker_id, lease.principal);
 }
 
 void LeaseExpired(const Lease& lease) {
+  const LogFields fields{{"job_id", lease.job_id}, {"lease", lease.id}, {"worker", lease.worker_id}};
   spdlog::warn("lease {} (epoch {}) of job {} expired: worker {} ({}) lost {} trial(s), "
                "queued again",
                lease.id, lease.epoch, lease.job_id, lease.worker_id, lease.principal,
@@ -54,6 +62,7 @@ void LeaseExpired(const Lease& lease) {
 }
 
 void Stalled(const std::string& job_id, const std::string& reason) {
+  const LogFields fields{{"job_id", job_id}};
   if (reason.empty()) {
     spdlog::info("job {}: a live worker can take its work again", job_id);
   } else {
@@ -62,6 +71,7 @@ void Stalled(const std::string& job_id, const std::string& reason) {
 }
 
 void Finished(const v1::Job& job) {
+  const LogFields fields{{"job_id", job.id()}, {"kernel", job.kernel_name()}};
   const std::string state = v1::JobState_Name(job.state()).substr(10);
   const std::string summary = absl::StrCat(
       "job ", job.id(), " ", state, ": strategy ", job.strategy(), ", ", job.trials_done(),
@@ -77,6 +87,7 @@ void Finished(const v1::Job& job) {
 }
 
 void Retuned(const v1::Job& job, const v1::Target& target) {
+  const LogFields fields{{"job_id", job.id()}, {"kernel", job.kernel_name()}};
   const v1::Retune& retune = target.retune();
   const std::string where = absl::StrCat("job ", job.id(), " on ", target.device_model(),
                                          " (key ", target.tuning_key(), ")");

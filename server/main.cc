@@ -368,14 +368,18 @@ int main(int argc, char** argv) {
   }
   const std::string address =
       HostOf(options.listen) + ":" + std::to_string((*coordinator)->port());
-  std::cout << "tunefleet-coordinator listening on " << address;
+  std::string metrics_address;
   if ((*coordinator)->metrics_port() != 0) {
-    const std::string metrics_address = HostOf(options.metrics_listen) + ":" +
-                                        std::to_string((*coordinator)->metrics_port());
-    std::cout << ", metrics on " << metrics_address << "/metrics";
+    metrics_address = HostOf(options.metrics_listen) + ":" +
+                      std::to_string((*coordinator)->metrics_port());
     WriteAddressFile(flags.metrics_address_file, metrics_address);
   }
-  std::cout << std::endl;
+  // The banner for people; JSON logs hold only JSON (the line below says it).
+  if (flags.log_format != "json") {
+    std::cout << "tunefleet-coordinator listening on " << address
+              << (metrics_address.empty() ? "" : ", metrics on " + metrics_address + "/metrics")
+              << std::endl;
+  }
   spdlog::info("listening on {}{}", address,
                (*coordinator)->metrics_port() == 0
                    ? ""

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/config_text.h"
+#include "common/logging.h"
 #include "spdlog/spdlog.h"
 
 namespace tunefleet::worker {
@@ -126,6 +127,7 @@ bool WorkerDaemon::Register(const std::string& stale_id) {
         heartbeat_interval_ = absl::Milliseconds(response->heartbeat_interval_ms());
       }
       if (response->lease_ttl_ms() > 0) lease_ttl_ = absl::Milliseconds(response->lease_ttl_ms());
+      SetProcessLogField("worker", worker_id_);
       spdlog::info("registered as worker {} ({} device(s), {})", worker_id_,
                    request.devices_size(), options_.toolkit);
       return true;
@@ -268,6 +270,10 @@ void WorkerDaemon::Serve(TrialExecutor* executor, Held* held) {
   const v1::Lease& lease = held->lease;
   LeaseReporter& reporter = *held->reporter;
   const std::string& device_id = executor->device().id();
+  const LogFields fields{{"job_id", lease.job_id()},
+                         {"kernel", lease.kernel().name()},
+                         {"lease", lease.lease_id()},
+                         {"device", device_id}};
   spdlog::info("lease {} (epoch {}): {} {} of {} for job {} on {}", lease.lease_id(),
                lease.epoch(), lease.trials_size(),
                lease.finalists() ? "finalist(s), interleaved"

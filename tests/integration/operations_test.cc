@@ -249,7 +249,8 @@ TEST(CoordinatorLogTest, JsonFormatWritesOneObjectPerLineWithTheJobLifecycle) {
   options.argv = {BuildDir() + "/bin/tunefleet-coordinator", "--listen", "127.0.0.1:0",
                   "--data-dir", dir.path(), "--metrics-listen", "", "--insecure",
                   "--address-file", dir.path() + "/address", "--log-format", "json"};
-  options.stdout_mode = SubprocessOptions::Output::kNull;
+  options.stdout_mode = SubprocessOptions::Output::kFile;
+  options.stdout_path = dir.path() + "/coordinator.out";
   options.stderr_mode = SubprocessOptions::Output::kFile;
   options.stderr_path = dir.path() + "/coordinator.log";
   absl::StatusOr<std::unique_ptr<Subprocess>> coordinator = Subprocess::Start(options);
@@ -272,7 +273,9 @@ TEST(CoordinatorLogTest, JsonFormatWritesOneObjectPerLineWithTheJobLifecycle) {
   ASSERT_OK(exit);
   EXPECT_TRUE(exit->success()) << exit->ToString();
 
+  EXPECT_EQ(Slurp(options.stdout_path), "") << "JSON logs hold only JSON: no banner";
   std::vector<std::string> messages;
+  std::vector<google::protobuf::Struct> objects;
   std::istringstream log(Slurp(options.stderr_path));
   for (std::string line; std::getline(log, line);) {
     google::protobuf::Struct object;
@@ -282,8 +285,18 @@ TEST(CoordinatorLogTest, JsonFormatWritesOneObjectPerLineWithTheJobLifecycle) {
       EXPECT_TRUE(object.fields().contains(field)) << field << " missing: " << line;
     }
     EXPECT_EQ(object.fields().at("logger").string_value(), "coordinator");
+    EXPECT_THAT(object.fields().at("level").string_value(),
+                ::testing::AnyOf("trace", "debug", "info", "warn", "error", "critical"));
     messages.push_back(object.fields().at("message").string_value());
+    objects.push_back(object);
   }
+  // A job's lines name it and its kernel in fields of their own.
+  const auto submitted = std::find_if(objects.begin(), objects.end(), [&](const auto& object) {
+    return absl::StrContains(object.fields().at("message").string_value(), "submitted");
+  });
+  ASSERT_NE(submitted, objects.end());
+  EXPECT_EQ(submitted->fields().at("job_id").string_value(), job->id);
+  EXPECT_EQ(submitted->fields().at("kernel").string_value(), "matmul");
   auto logged = [&](const std::string& text) {
     return std::any_of(messages.begin(), messages.end(),
                        [&](const std::string& m) { return absl::StrContains(m, text); });
@@ -319,6 +332,7 @@ TEST_F(OperationsTest, WorkerJsonLogIsOneObjectPerLine) {
   EXPECT_TRUE(exit->success()) << exit->ToString();
   std::istringstream log(Slurp(options.stderr_path));
   int lines = 0;
+  bool lease_line = false;
   for (std::string line; std::getline(log, line); ++lines) {
     google::protobuf::Struct object;
     ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &object).ok())
@@ -326,8 +340,64 @@ TEST_F(OperationsTest, WorkerJsonLogIsOneObjectPerLine) {
     EXPECT_THAT(object.fields().at("logger").string_value(),
                 ::testing::AnyOf("worker", "bench-child"))
         << line;
+    EXPECT_NE(object.fields().at("level").string_value(), "warning") << line;
+    if (object.fields().contains("lease")) {
+      lease_line = true;
+      EXPECT_EQ(object.fields().at("job_id").string_value(), job->id) << line;
+      EXPECT_EQ(object.fields().at("kernel").string_value(), "matmul") << line;
+      EXPECT_TRUE(object.fields().contains("worker")) << line;  // registered by then
+    }
   }
   EXPECT_GE(lines, 3);  // a warning about --insecure, the device, registration, ...
+  EXPECT_TRUE(lease_line) << "no line names its lease";
+}
+
+// gRPC's own complaints (here: a TLS handshake with a certificate no CA of
+// the coordinator's signed) are JSON lines of the worker's logger too.
+TEST(WorkerLogTest, GrpcCoreLinesAreJsonToo) {
+  TempDir dir;
+  absl::StatusOr<bench::RunResult> ca = RunProgram(
+      {"sh", "-c",
+       absl::StrCat(SourceDir(), "/scripts/dev-ca.sh ", dir.path(), "/fleet coordinator && ",
+                    SourceDir(), "/scripts/dev-ca.sh ", dir.path(), "/other worker rogue 2>&1")},
+      absl::Minutes(1));
+  ASSERT_OK(ca);
+  ASSERT_TRUE(ca->exit.success()) << ca->out;
+  SubprocessOptions coordinator_options;
+  coordinator_options.argv = {
+      BuildDir() + "/bin/tunefleet-coordinator", "--listen", "127.0.0.1:0", "--data-dir",
+      dir.path() + "/data", "--metrics-listen", "", "--address-file", dir.path() + "/address",
+      "--tls-cert", dir.path() + "/fleet/coordinator.crt", "--tls-key",
+      dir.path() + "/fleet/coordinator.key", "--tls-client-ca", dir.path() + "/fleet/ca.crt",
+      "--admin-token-file", dir.path() + "/admin.token"};
+  coordinator_options.stdout_mode = SubprocessOptions::Output::kNull;
+  coordinator_options.stderr_mode = SubprocessOptions::Output::kNull;
+  absl::StatusOr<std::unique_ptr<Subprocess>> coordinator = Subprocess::Start(coordinator_options);
+  ASSERT_OK(coordinator);
+  std::string address;
+  ASSERT_TRUE(Eventually([&] { return static_cast<bool>(std::ifstream(dir.path() + "/address") >> address); }));
+  SubprocessOptions options;
+  options.argv = {BuildDir() + "/bin/tunefleet-worker", "--coordinator", address,
+                  "--tls-ca", dir.path() + "/other/ca.crt",  // not the coordinator's CA
+                  "--tls-cert", dir.path() + "/other/worker-rogue.crt", "--tls-key",
+                  dir.path() + "/other/worker-rogue.key", "--cache-dir", dir.path() + "/cache",
+                  "--compile-threads", "1", "--log-format", "json"};
+  options.stdout_mode = SubprocessOptions::Output::kNull;
+  options.stderr_mode = SubprocessOptions::Output::kFile;
+  options.stderr_path = dir.path() + "/worker.log";
+  absl::StatusOr<std::unique_ptr<Subprocess>> worker = Subprocess::Start(options);
+  ASSERT_OK(worker);
+  EXPECT_TRUE(Eventually([&] {
+    return absl::StrContains(Slurp(options.stderr_path), "\"message\":\"grpc: ");
+  })) << Slurp(options.stderr_path);
+  (*worker)->KillAndWait();
+  (*coordinator)->KillAndWait();
+  std::istringstream log(Slurp(options.stderr_path));
+  for (std::string line; std::getline(log, line);) {
+    google::protobuf::Struct object;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(line, &object).ok())
+        << "not a JSON object: " << line;
+  }
 }
 
 }  // namespace
