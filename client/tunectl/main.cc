@@ -56,6 +56,7 @@ struct Flags {
   JobsFlags jobs;
   std::string trial_status;
   ImportFlags import;
+  ExportFlags export_best;
   std::string shell;
   std::string second_job;
   bool quiet = false;
@@ -236,10 +237,36 @@ CLI::App* DefineJobs(CLI::App& app, Flags& flags) {
 }
 
 void DefineTransfer(CLI::App& app, Flags& flags, Verbs* verbs) {
+  // CLI11 validators: "" when the format is known, else why not.
+  auto validator = [](auto parse) {
+    return CLI::Validator(
+        [parse](std::string& name) {
+          absl::Status known = parse(name).status();
+          return known.ok() ? std::string() : std::string(known.message());
+        },
+        "FORMAT");
+  };
+  ExportFlags& e = flags.export_best;
   verbs->export_best = app.add_subcommand(
-      "export", "Print a kernel's best configs as a JSON table an application can ship");
-  verbs->export_best->add_option("KERNEL_NAME", flags.kernel, "Kernel name")->required();
-  verbs->export_best->add_option("--device", flags.device_model, "Only this device model");
+      "export", "Print a kernel's best configs as a JSON table an application can ship, or in "
+                "the format of vLLM, Kernel Tuner (T4) or Triton");
+  verbs->export_best->add_option("KERNEL_NAME", e.kernel, "Kernel name")->required();
+  verbs->export_best->add_option("--device", e.device_model, "Only this device model");
+  verbs->export_best->add_option("--toolkit", e.toolkit, "Only this toolkit");
+  verbs->export_best
+      ->add_option("--format", e.format,
+                   "tunefleet (the table import reads), vllm (batch size -> config, one "
+                   "device), t4 (Kernel Tuner's T4 results), triton (shape -> triton.Config, "
+                   "one device)")
+      ->check(validator([](const std::string& name) { return ParseTableFormat(name); }))
+      ->capture_default_str();
+  verbs->export_best->add_option("--where", e.where,
+                                 "Only shapes with these dim values, e.g. K=4096,N=14336");
+  verbs->export_best->add_option("--batch-dim", e.batch_dim,
+                                 "vllm: the dim whose values key the file (default: M)");
+  verbs->export_best->add_option(
+      "--out", e.out_dir, "Write the file into this directory under the name its consumer "
+                          "looks for, instead of stdout");
   verbs->import_best = app.add_subcommand(
       "import", "Store the best configs of an exported table (role admin)");
   verbs->import_best->add_option("FILE", flags.import.file, "A table tunectl export wrote")
@@ -248,6 +275,11 @@ void DefineTransfer(CLI::App& app, Flags& flags, Verbs* verbs) {
                                  "Where the rows come from (default: the file's name)");
   verbs->import_best->add_flag("--overwrite", flags.import.overwrite,
                                "Replace best configs measured here too");
+  verbs->import_best
+      ->add_option("--format", flags.import.format,
+                   "tunefleet or t4 (vllm and triton files lack the rows' tuning keys)")
+      ->check(validator([](const std::string& name) { return ParseImportFormat(name); }))
+      ->capture_default_str();
 }
 
 CLI::App* DefineReport(CLI::App& app, Flags& flags) {
@@ -421,9 +453,7 @@ int RunOnline(const Verbs& verbs, Flags flags, const Console& console) {
     return RunHistory(client, flags.kernel, flags.device_model, console);
   }
   if (verbs.compare->parsed()) return RunCompare(client, flags.job_id, flags.second_job, console);
-  if (verbs.export_best->parsed()) {
-    return RunExport(client, flags.kernel, flags.device_model, console);
-  }
+  if (verbs.export_best->parsed()) return RunExport(client, flags.export_best, console);
   if (verbs.import_best->parsed()) return RunImport(client, flags.import, console);
   if (verbs.report->parsed()) return RunReport(client, flags.report, console);
   return RunAdmin(client, verbs, flags, console);

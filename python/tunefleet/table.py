@@ -22,6 +22,14 @@ written: keys are not checked against kernel code. Only the standard
 library is used (no protobuf, no grpc); the spec's expressions are parsed
 by spec_expr, never passed to `eval`.
 
+The same class loads the Triton-style file `tunectl export KERNEL --format
+triton` writes (format `tunefleet.triton_autotune`, docs/best-table-format.md):
+its `cache` maps the values of the kernel's dims to the config tuned there
+(kwargs plus num_warps and num_stages), for one device model and toolkit.
+It carries no spec: lookups answer EXACT for a shape of the cache, else
+DEFAULT with the file's `default` config (no nearest row can be shown valid
+without the spec's constraints, as for a table without its kernel's spec).
+
 Thread-safety: a loaded table is immutable; lookup may be called from any
 thread.
 """
@@ -39,6 +47,10 @@ from .errors import InvalidArgumentError, NotFoundError
 
 FORMAT = "tunefleet.best_configs"
 VERSION = 1  # the newest version this package reads
+TRITON_FORMAT = "tunefleet.triton_autotune"
+TRITON_VERSION = 1  # the newest Triton-style version this package reads
+# A triton.Config's launch options that a spec may tune as params.
+_TRITON_LAUNCH_OPTIONS = ("num_warps", "num_stages")
 
 
 @dataclass(frozen=True)
@@ -82,11 +94,14 @@ class BestTable:
 
     @classmethod
     def parse(cls, text) -> "BestTable":
-        """A table from its JSON text (str or bytes)."""
+        """A table from its JSON text (str or bytes): a best-config table or
+        a Triton-style file."""
         try:
             document = json.loads(text)
         except ValueError as e:
             raise _bad(f"not JSON ({e})") from None
+        if isinstance(document, dict) and document.get("format") == TRITON_FORMAT:
+            return cls._from_triton(document)
         _check_header(document)
         kernels = document.get("kernels", [])
         configs = document.get("configs", [])
@@ -98,6 +113,25 @@ class BestTable:
             row = _row(item)
             rows.setdefault(row.kernel, []).append(row)
         return cls(rows, specs)
+
+    @classmethod
+    def _from_triton(cls, document: dict) -> "BestTable":
+        version = document.get("version")
+        if not isinstance(version, int) or isinstance(version, bool) or \
+                not 1 <= version <= TRITON_VERSION:
+            raise InvalidArgumentError(
+                f"Triton-style file version {version} is not supported "
+                f"(this package reads 1 to {TRITON_VERSION})")
+        kernel, key = document.get("kernel"), document.get("key")
+        cache = document.get("cache", {})
+        if not isinstance(kernel, str) or not isinstance(key, list) or \
+                not all(isinstance(name, str) for name in key) or not isinstance(cache, dict):
+            raise _bad_triton('"kernel", "key" (dim names) and "cache" are required')
+        device, toolkit = str(document.get("device_model", "")), str(document.get("toolkit", ""))
+        rows = [_triton_row(kernel, key, device, toolkit, text, entry)
+                for text, entry in cache.items()]
+        default = shapes.format(_triton_config(document.get("default", {"kwargs": {}})))
+        return cls({kernel: rows}, {kernel: _Kernel(default=default, fit=None)})
 
     def __len__(self) -> int:
         """How many rows (tuned configs) the table holds."""
@@ -221,6 +255,43 @@ def _row(item) -> _Row:
                 tuning_key=item["tuning_key"], job_id=str(item.get("job_id", "")),
                 values=shapes.parse_or_empty(item["config"]),
                 evidence=_evidence(item.get("evidence")))
+
+
+def _bad_triton(what: str) -> InvalidArgumentError:
+    return InvalidArgumentError(f"not a Triton-style best-config file: {what}")
+
+
+def _triton_config(entry) -> Dict[str, int]:
+    """A cache entry ({"kwargs": {...}, "num_warps": 4, ...}) as param -> value:
+    the kwargs, then the launch options it has."""
+    kwargs = entry.get("kwargs") if isinstance(entry, dict) else None
+    if not isinstance(kwargs, dict):
+        raise _bad_triton('each config needs a "kwargs" object')
+    values = dict(kwargs)
+    values.update((name, entry[name]) for name in _TRITON_LAUNCH_OPTIONS if name in entry)
+    try:
+        return shapes.as_dict(values)
+    except InvalidArgumentError as e:
+        raise _bad_triton(e.message) from None
+
+
+def _triton_row(kernel: str, key: List[str], device: str, toolkit: str, text: str,
+                entry) -> _Row:
+    """The row of one cache entry: `text` holds the values of the `key` dims."""
+    items = text.split(",")
+    try:
+        if len(items) != len(key):
+            raise ValueError(text)
+        dims = {name: int(value, 10) for name, value in zip(key, items)}
+    except ValueError:
+        raise _bad_triton(f'cache key "{text}" is not {len(key)} integers') from None
+    values = _triton_config(entry)
+    seconds = entry.get("median_seconds", 0.0)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise _bad_triton(f'"median_seconds" of "{text}" is not a number')
+    return _Row(kernel=kernel, shape=shapes.format(dims), dims=dims, device_model=device,
+                toolkit=toolkit, config=shapes.format(values), median_seconds=float(seconds),
+                tuning_key="", job_id="", values=values, evidence={})
 
 
 def _evidence(item) -> dict:
