@@ -1,5 +1,5 @@
 # `cmake --install`: the programs and the helpers they run, the Python
-# package, tunectl's man page and shell completions, the systemd units and
+# package, tunectl's man pages and shell completions, the systemd units and
 # the sysusers.d file that creates their user, the Prometheus and Grafana
 # files, and the docs, in the usual places under CMAKE_INSTALL_PREFIX. The
 # units run /usr/bin/...: package with -DCMAKE_INSTALL_PREFIX=/usr.
@@ -38,9 +38,9 @@ install(FILES ${TUNECTL_COMPLETIONS}/tunectl
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
 install(FILES ${TUNECTL_COMPLETIONS}/_tunectl
         DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
-if(TARGET tunectl_man)
-  install(FILES ${PROJECT_BINARY_DIR}/man/tunectl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
-endif()
+# tunectl.1 (help2man) and a page per verb (tunectl man-pages).
+install(DIRECTORY ${PROJECT_BINARY_DIR}/man/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+        FILES_MATCHING PATTERN "*.1")
 install(FILES deploy/systemd/tunefleet-coordinator.service
               deploy/systemd/tunefleet-worker.service
         DESTINATION lib/systemd/system)

@@ -2,9 +2,13 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <set>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/tunectl/connection.h"
 #include "client/tunectl/exit_codes.h"
@@ -32,8 +36,31 @@ std::string ResolveServer(const std::string& flag, const char* env) {
   return kDefaultServer;
 }
 
-bool ColorAllowed(bool terminal, const char* no_color_env) {
-  return terminal && (no_color_env == nullptr || *no_color_env == '\0');
+bool ColorAllowed(bool terminal, const char* no_color_env, const char* term_env) {
+  const bool no_color = no_color_env != nullptr && *no_color_env != '\0';
+  const bool dumb = term_env != nullptr && absl::string_view(term_env) == "dumb";
+  return terminal && !no_color && !dumb;
+}
+
+absl::Status CheckOutputFormat(const std::string& verb, const std::string& format) {
+  static const auto* only = new std::map<std::string, std::set<std::string>>{
+      {"csv", {"trials", "profile"}},
+      {"wide", {"jobs", "trials", "profile"}},
+      {"json", {}},  // every verb but those that print no data (below)
+      {"yaml", {}}};
+  static const auto* no_data = new std::set<std::string>{"report", "completion", "help"};
+  if (format == "table") return absl::OkStatus();
+  auto it = only->find(format);
+  const bool allowed = it != only->end() && (it->second.empty() ? !no_data->count(verb)
+                                                                : it->second.count(verb) > 0);
+  if (allowed) return absl::OkStatus();
+  std::vector<std::string> formats = {"table"};
+  for (const auto& [name, verbs] : *only) {
+    if (verbs.empty() ? !no_data->count(verb) : verbs.count(verb) > 0) formats.push_back(name);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "-o ", format, " is not an output of '", verb, "' (it has: ", absl::StrJoin(formats, ", "),
+      ")", verb == "report" ? "; the page goes to --out FILE" : ""));
 }
 
 absl::StatusOr<ClientOptions> MakeClientOptions(const std::string& server,
@@ -64,7 +91,9 @@ absl::StatusOr<std::vector<Job>> ListAllJobs(Client& client, JobFilter filter) {
 
 int ReportError(const Console& console, const absl::Status& status) {
   *console.err << "tunectl: " << Printable(status.message()) << "\n";
-  if (status.code() == absl::StatusCode::kUnavailable) {
+  if (const std::string hint = TlsMismatchHint(status); !hint.empty()) {
+    *console.err << "tunectl: " << hint << ".\n";
+  } else if (status.code() == absl::StatusCode::kUnavailable) {
     *console.err << "tunectl: is the coordinator running? Set the address with "
                     "--server or TUNEFLEET_SERVER.\n";
   }

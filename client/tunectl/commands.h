@@ -37,8 +37,14 @@ struct Console {
 // The server address: `flag` when set (a context of the config file sets
 // it too), else `env` (TUNEFLEET_SERVER; may be null), else kDefaultServer.
 std::string ResolveServer(const std::string& flag, const char* env);
-// Colors only on a terminal and when NO_COLOR is unset or empty.
-bool ColorAllowed(bool terminal, const char* no_color_env);
+// Colors only on a terminal, when NO_COLOR is unset or empty and TERM is
+// not "dumb".
+bool ColorAllowed(bool terminal, const char* no_color_env, const char* term_env);
+// Whether `tunectl VERB -o FORMAT` has a meaning: table for every verb; csv
+// for trials and profile; wide for jobs, trials and profile; json and yaml
+// for every verb that prints data (not report, which writes a page, nor
+// completion or help). INVALID_ARGUMENT naming the formats VERB has.
+absl::Status CheckOutputFormat(const std::string& verb, const std::string& format);
 // INVALID_ARGUMENT unless `seconds` is positive and finite.
 absl::StatusOr<ClientOptions> MakeClientOptions(const std::string& server,
                                                 double timeout_seconds);

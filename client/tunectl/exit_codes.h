@@ -2,6 +2,8 @@
 #ifndef TUNEFLEET_CLIENT_TUNECTL_EXIT_CODES_H_
 #define TUNEFLEET_CLIENT_TUNECTL_EXIT_CODES_H_
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "tunefleet/client.h"
 
@@ -15,11 +17,18 @@ enum ExitCode : int {
   kExitAuth = 4,
   kExitNotFound = 5,  // NOT_FOUND: an unknown job, file, kernel or device model
   kExitUnavailable = 6,  // unavailable or deadline exceeded: retry
+  kExitTls = 7,  // TLS against plaintext, plaintext against TLS, an untrusted certificate
   kExitInterrupted = 130,
 };
 
 // The --help footer listing the codes above.
 extern const char kExitCodeHelp[];
+
+// What to change when `status` is a connection that failed on TLS
+// settings rather than an absent coordinator (TLS to a plaintext port,
+// plaintext to a TLS port, a certificate the CA file does not trust); ""
+// for any other status.
+std::string TlsMismatchHint(const absl::Status& status);
 
 // The exit code for a failed call (kExitOk for OK). CANCELLED reads as
 // interrupted: tunectl cancels calls only on SIGINT.

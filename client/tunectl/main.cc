@@ -1,8 +1,10 @@
 // tunectl: the command-line client of tunefleet. The composition root: flags
 // are defined here and handed to the verbs in commands.h.
+#include <grpc/support/log.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -10,6 +12,9 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client/tunectl/admin.h"
 #include "client/tunectl/commands.h"
 #include "client/tunectl/completion.h"
@@ -19,6 +24,7 @@
 #include "client/tunectl/health.h"
 #include "client/tunectl/history.h"
 #include "client/tunectl/interrupt.h"
+#include "client/tunectl/man_pages.h"
 #include "client/tunectl/report.h"
 #include "client/tunectl/suggest.h"
 #include "client/tunectl/sweep.h"
@@ -26,6 +32,7 @@
 #include "client/tunectl/trials.h"
 #include "client/tunectl/yaml.h"
 #include "client/tunectl/profile.h"
+#include "common/suggest.h"
 #include "common/version.h"
 #include "tunefleet/client.h"
 
@@ -47,6 +54,8 @@ struct Flags {
   std::string shapes_file;
   std::string sweep_id;
   std::string health_service;  // health: "" = the whole coordinator
+  std::vector<std::string> help_words;  // help: the verb (and sub-verb) to explain
+  std::string man_dir;                  // man-pages: where the pages go
   bool wait = false;
   std::string job_id;
   std::string kernel;  // a directory for submit/validate, a name for best
@@ -79,6 +88,8 @@ struct Verbs {
   CLI::App *admin_invalidate, *admin_release;
   CLI::App* profile;
   CLI::App* health;
+  CLI::App* help;
+  CLI::App* man_pages;
 };
 
 void DefineGlobalFlags(CLI::App& app, Flags& flags) {
@@ -288,7 +299,7 @@ CLI::App* DefineReport(CLI::App& app, Flags& flags) {
   ReportFlags& r = flags.report;
   cmd->add_option("JOB_OR_KERNEL", r.subject, "A job id, else a kernel name")->required();
   cmd->add_option("--device", r.device_model, "Only this device model");
-  cmd->add_option("-o,--out", r.path,
+  cmd->add_option("--out", r.path,
                   "The page to write; - for stdout (default: report-JOB_OR_KERNEL.html)");
   cmd->add_option("--chart-js", r.chart_js, "Chart.js to inline (from libjs-chart.js)")
       ->capture_default_str();
@@ -351,6 +362,11 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   verbs.compare = app.add_subcommand("compare", "Compare two jobs, config by config");
   verbs.compare->add_option("JOB", flags.job_id, "The first job")->required();
   verbs.compare->add_option("OTHER_JOB", flags.second_job, "The second job")->required();
+  verbs.help = app.add_subcommand("help", "Show a verb's help: tunectl help submit");
+  verbs.help->add_option("VERB", flags.help_words, "The verb, and its sub-verb if it has them");
+  verbs.man_pages = app.add_subcommand("man-pages", "Write a manual page per verb into DIR");
+  verbs.man_pages->group("");  // for the build; not listed
+  verbs.man_pages->add_option("DIR", flags.man_dir, "Where the pages go")->required();
   verbs.completion = app.add_subcommand(
       "completion", "Print a shell completion script: source <(tunectl completion bash)");
   verbs.completion->add_option("SHELL", flags.shell, "bash or zsh")
@@ -375,7 +391,7 @@ Console MakeConsole(const Flags& flags) {
                                            : OutputFormat::kTable;
   console.progress.terminal = isatty(STDERR_FILENO) == 1;
   console.progress.color =
-      ColorAllowed(console.progress.terminal, std::getenv("NO_COLOR"));
+      ColorAllowed(console.progress.terminal, std::getenv("NO_COLOR"), std::getenv("TERM"));
   return console;
 }
 
@@ -514,9 +530,112 @@ std::optional<std::string> MistypedVerb(const CLI::App& app, int argc, char** ar
   return UnknownVerbMessage(*word, verbs);
 }
 
+// The verb CLI11 parsed last (`tunectl admin token create`: create), or the
+// app itself.
+const CLI::App* DeepestParsed(const CLI::App& app) {
+  const CLI::App* command = &app;
+  while (true) {
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : command->get_subcommands({})) {
+      if (sub->parsed()) next = sub;
+    }
+    if (next == nullptr) return command;
+    command = next;
+  }
+}
+
+// "tunectl admin token" for the verb path of `command`.
+std::string CommandPath(const CLI::App* command) {
+  std::vector<std::string> names;
+  for (; command != nullptr; command = command->get_parent()) names.push_back(command->get_name());
+  std::reverse(names.begin(), names.end());
+  return absl::StrJoin(names, " ");
+}
+
+// CLI11's "The following arguments were not expected: --strateg x" as
+// "unknown option '--strateg' for 'tunectl submit'; did you mean
+// '--strategy'?", one line per word: flags against the flags of the verb
+// and those above it, other words against the verb's sub-verbs.
+std::string ExtrasMessage(const CLI::App& app, const std::string& what) {
+  const CLI::App* command = DeepestParsed(app);
+  std::vector<std::string> flags, verbs;
+  for (const CLI::App* at = command; at != nullptr; at = at->get_parent()) {
+    for (const CLI::Option* option : at->get_options()) {
+      for (const std::string& name : option->get_lnames()) flags.push_back("--" + name);
+      for (const std::string& name : option->get_snames()) flags.push_back("-" + name);
+    }
+  }
+  for (const CLI::App* verb : command->get_subcommands({})) verbs.push_back(verb->get_name());
+  const size_t colon = what.find(": ");
+  std::vector<std::string> words =
+      absl::StrSplit(colon == std::string::npos ? what : what.substr(colon + 2), ' ',
+                     absl::SkipEmpty());
+  std::string message;
+  for (const std::string& word : words) {
+    const bool flag = absl::StartsWith(word, "-");
+    const std::string name = flag ? word.substr(0, word.find('=')) : word;
+    absl::StrAppend(&message, message.empty() ? "" : "\ntunectl: ", "unknown ",
+                    flag ? "option" : "argument", " '", name, "' for '", CommandPath(command),
+                    "'");
+    if (std::optional<std::string> near = NearestName(name, flag ? flags : verbs)) {
+      absl::StrAppend(&message, "; did you mean '", *near, "'?");
+    }
+  }
+  return absl::StrCat(message, "\nRun '", CommandPath(command), " --help' for its options.");
+}
+
+// `tunectl help VERB [SUB-VERB]`: that verb's help, as VERB --help prints it.
+int RunHelp(const CLI::App& app, const std::vector<std::string>& words) {
+  const CLI::App* command = &app;
+  for (const std::string& word : words) {
+    const CLI::App* next = nullptr;
+    std::vector<std::string> names;
+    for (const CLI::App* sub : command->get_subcommands({})) {
+      if (sub->get_name() == word) next = sub;
+      if (sub->get_name() != "help") names.push_back(sub->get_name());
+    }
+    if (next == nullptr) {
+      std::cerr << "tunectl: " << UnknownVerbMessage(word, names) << std::endl;
+      return kExitUsage;
+    }
+    command = next;
+  }
+  std::string help = command->help();
+  const std::string usage = "Usage: " + command->get_name() + " ";
+  if (const size_t at = help.find(usage); at != std::string::npos && command != &app) {
+    help.replace(at, usage.size(), "Usage: " + CommandPath(command) + " ");
+  }
+  std::cout << help;
+  return kExitOk;
+}
+
+// A verb whose sub-verb is missing or mistyped (`tunectl admin tokn`):
+// which word was not one of them, and the nearest that is.
+std::string MissingSubVerbMessage(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* command = DeepestParsed(app);
+  std::vector<std::string> names;
+  for (const CLI::App* sub : command->get_subcommands({})) names.push_back(sub->get_name());
+  const std::string path = CommandPath(command);
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (argv[i] != command->get_name()) continue;
+    const std::string word = argv[i + 1];
+    if (absl::StartsWith(word, "-")) break;
+    std::string message = absl::StrCat("unknown command '", word, "' for '", path, "'");
+    if (std::optional<std::string> near = NearestName(word, names)) {
+      absl::StrAppend(&message, "; did you mean '", *near, "'?");
+    }
+    return absl::StrCat(message, "\nRun '", path, " --help' for its commands.");
+  }
+  return absl::StrCat("'", path, "' needs one of: ", absl::StrJoin(names, ", "));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // gRPC core's own lines (a raw "E1126 ... ssl_transport_security.cc")
+  // would precede tunectl's message saying the same; GRPC_VERBOSITY asks
+  // for them.
+  if (std::getenv("GRPC_VERBOSITY") == nullptr) gpr_set_log_function([](gpr_log_func_args*) {});
   // Named, so that help and the man page say "tunectl", not argv[0]'s path.
   CLI::App app{"tunectl: submit and follow tunefleet kernel-tuning jobs.", "tunectl"};
   app.footer(kExitCodeHelp);
@@ -550,9 +669,33 @@ int main(int argc, char** argv) {
     std::cerr << "tunectl: config file " << config->as<std::string>() << ": " << message
               << std::endl;
     return kExitUsage;
+  } catch (const CLI::ExtrasError& e) {
+    std::cerr << "tunectl: " << ExtrasMessage(app, e.what()) << std::endl;
+    return kExitUsage;
+  } catch (const CLI::RequiredError& e) {
+    if (const CLI::App* command = DeepestParsed(app);
+        command != &app && !command->get_subcommands({}).empty() &&
+        absl::StrContains(e.what(), "subcommand")) {
+      std::cerr << "tunectl: " << MissingSubVerbMessage(app, argc, argv) << std::endl;
+      return kExitUsage;
+    }
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);  // prints help, or the error and a hint
     return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (verbs.help->parsed()) return RunHelp(app, flags.help_words);
+  if (verbs.man_pages->parsed()) {
+    const absl::Status written = WriteManPages(app, flags.man_dir, kVersion);
+    if (!written.ok()) std::cerr << "tunectl: " << written.message() << std::endl;
+    return written.ok() ? kExitOk : kExitFailure;
+  }
+  if (const CLI::App* verb = DeepestParsed(app); verb != &app) {
+    while (verb->get_parent() != &app) verb = verb->get_parent();
+    if (absl::Status format = CheckOutputFormat(verb->get_name(), flags.output); !format.ok()) {
+      std::cerr << "tunectl: " << format.message() << std::endl;
+      return kExitUsage;
+    }
   }
   if (verbs.completion->parsed()) {
     CommandWords words = WordsOf(app);

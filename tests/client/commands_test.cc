@@ -36,10 +36,45 @@ TEST(TunectlArgsTest, TimeoutBecomesTheCallDeadline) {
 }
 
 TEST(TunectlArgsTest, NoColorTurnsColorOff) {
-  EXPECT_TRUE(ColorAllowed(/*terminal=*/true, nullptr));
-  EXPECT_TRUE(ColorAllowed(/*terminal=*/true, ""));
-  EXPECT_FALSE(ColorAllowed(/*terminal=*/true, "1"));
-  EXPECT_FALSE(ColorAllowed(/*terminal=*/false, nullptr));
+  EXPECT_TRUE(ColorAllowed(/*terminal=*/true, nullptr, "xterm-256color"));
+  EXPECT_TRUE(ColorAllowed(/*terminal=*/true, "", nullptr));
+  EXPECT_FALSE(ColorAllowed(/*terminal=*/true, "1", "xterm"));
+  EXPECT_FALSE(ColorAllowed(/*terminal=*/false, nullptr, "xterm"));
+  EXPECT_FALSE(ColorAllowed(/*terminal=*/true, nullptr, "dumb"));
+}
+
+TEST(TunectlArgsTest, OutputFormatsAreThoseTheVerbPrints) {
+  EXPECT_OK(CheckOutputFormat("jobs", "table"));
+  EXPECT_OK(CheckOutputFormat("jobs", "wide"));
+  EXPECT_OK(CheckOutputFormat("status", "json"));
+  EXPECT_OK(CheckOutputFormat("trials", "csv"));
+  EXPECT_THAT(CheckOutputFormat("jobs", "csv"),
+              StatusIsWith(absl::StatusCode::kInvalidArgument,
+                           "-o csv is not an output of 'jobs' (it has: table, json, wide, yaml)"));
+  EXPECT_THAT(CheckOutputFormat("report", "json"),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "the page goes to --out FILE"));
+  EXPECT_THAT(CheckOutputFormat("status", "wide"), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(TunectlArgsTest, TlsMismatchesHaveTheirOwnHintAndExitCode) {
+  const absl::Status plaintext_server = absl::UnavailableError(
+      "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Ssl handshake "
+      "failed: SSL_ERROR_SSL: error:0A00010B:SSL routines::wrong version number");
+  EXPECT_THAT(TlsMismatchHint(plaintext_server), HasSubstr("--insecure"));
+  EXPECT_EQ(ExitCodeForStatus(plaintext_server), kExitTls);
+  const absl::Status tls_server = absl::UnavailableError(
+      "failed to connect to all addresses; last error: UNAVAILABLE: ipv4:127.0.0.1:1: Socket "
+      "closed");
+  EXPECT_THAT(TlsMismatchHint(tls_server), HasSubstr("it expects TLS"));
+  const absl::Status untrusted = absl::UnavailableError(
+      "Ssl handshake failed: SSL_ERROR_SSL: error:0A000086:SSL routines::certificate verify "
+      "failed");
+  EXPECT_THAT(TlsMismatchHint(untrusted), HasSubstr("--ca-file"));
+  const absl::Status refused = absl::UnavailableError(
+      "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Failed to "
+      "connect to remote host: Connection refused");
+  EXPECT_EQ(TlsMismatchHint(refused), "");
+  EXPECT_EQ(ExitCodeForStatus(refused), kExitUnavailable);
 }
 
 constexpr char kSpec[] =

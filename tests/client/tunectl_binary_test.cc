@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -136,6 +137,69 @@ TEST(TunectlBinaryTest, AdminVerbsNeedAFilterOrAWorker) {
   EXPECT_EQ(unreachable.exit_code, 6) << unreachable.output;
 }
 
+TEST(TunectlBinaryTest, MistypedFlagsAndSubVerbsAreNamedWithTheNearestOne) {
+  Outcome run = Tunectl("submit --strateg random");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("unknown option '--strateg' for 'tunectl submit'; did you "
+                                    "mean '--strategy'?"));
+  run = Tunectl("admin tokn create");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output,
+              HasSubstr("unknown command 'tokn' for 'tunectl admin'; did you mean 'token'?"));
+  run = Tunectl("admin");
+  EXPECT_THAT(run.output, HasSubstr("'tunectl admin' needs one of: token, invalidate, release"));
+}
+
+TEST(TunectlBinaryTest, HelpVerbShowsThatVerbsHelp) {
+  Outcome run = Tunectl("help submit");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("Usage: tunectl submit [OPTIONS] KERNEL_DIR"));
+  EXPECT_THAT(run.output, HasSubstr("--strategy"));
+  run = Tunectl("help admin token create");
+  EXPECT_THAT(run.output, HasSubstr("Usage: tunectl admin token create"));
+  run = Tunectl("help sbumit");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("did you mean 'submit'?"));
+}
+
+TEST(TunectlBinaryTest, EveryVerbHasAManualPage) {
+  TempDir dir;
+  Outcome run = Tunectl("man-pages " + dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  for (const char* verb : {"submit", "best", "export", "health", "admin-token-create",
+                           "config-use-context"}) {
+    const std::string page = dir.path() + "/tunectl-" + verb + ".1";
+    std::ifstream in(page);
+    ASSERT_TRUE(in.good()) << page;
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string title = std::string("TUNECTL-") + verb;
+    std::transform(title.begin(), title.end(), title.begin(), ::toupper);
+    EXPECT_THAT(text.str(), HasSubstr(".TH " + title + " 1")) << page;
+    EXPECT_THAT(text.str(), HasSubstr(".SH NAME\ntunectl\\-")) << page;
+  }
+  std::ifstream submit(dir.path() + "/tunectl-submit.1");
+  std::stringstream text;
+  text << submit.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("\\-\\-strategy"));
+  EXPECT_THAT(text.str(), HasSubstr("Usage: tunectl submit"));
+  EXPECT_THAT(Tunectl("--help").output, ::testing::Not(HasSubstr("man-pages")));
+  if (Shell("command -v man").exit_code == 0) {  // it renders
+    Outcome man = Shell("MANWIDTH=100 man -l " + dir.path() + "/tunectl-submit.1");
+    EXPECT_EQ(man.exit_code, 0) << man.output;
+    EXPECT_THAT(man.output, HasSubstr("--strategy"));
+  }
+}
+
+TEST(TunectlBinaryTest, OutputFormatsAVerbDoesNotPrintAreRefused) {
+  Outcome run = Tunectl("--server 127.0.0.1:1 -o csv jobs");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("-o csv is not an output of 'jobs'"));
+  run = Tunectl("--server 127.0.0.1:1 report j-1 -o json");  // not a file named json
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("the page goes to --out FILE"));
+}
+
 TEST(TunectlBinaryTest, UnreachableServerExitsSix) {
   Outcome run = Tunectl("--server 127.0.0.1:1 --timeout 2 workers");
   EXPECT_EQ(run.exit_code, 6) << run.output;
@@ -184,6 +248,17 @@ class TunectlOnlineTest : public ::testing::Test {
   FakeTuningService service_;
   FakeServer server_{&service_};
 };
+
+TEST_F(TunectlOnlineTest, TlsAgainstAPlaintextCoordinatorHasItsOwnMessageAndExitCode) {
+  TempDir dir;
+  ASSERT_EQ(Shell(SourceDir() + "/scripts/dev-ca.sh " + dir.path() + " coordinator").exit_code, 0);
+  Outcome run = Tunectl("--server " + server_.address() + " --ca-file " + dir.path() +
+                        "/ca.crt --timeout 3 workers");
+  EXPECT_EQ(run.exit_code, 7) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("give --insecure"));
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("ssl_transport_security.cc")))
+      << "gRPC core's own line";
+}
 
 TEST_F(TunectlOnlineTest, SigintDuringWatchExits130AndLeavesTheJob) {
   Outcome run = TunectlInterrupted(

@@ -143,8 +143,16 @@ TEST_F(CompileOnlyTest, TheConfigsAGpuWorkerLeasesWereCompiledAheadForIt) {
   // The builder takes the 6 configs ahead of any lease (the reference is
   // cuBLAS: nothing to compile).
   ASSERT_OK(fleet_->StartWorker(kBuilder));
+  // The GPU worker stays alive meanwhile (NVRTC on a loaded machine may take
+  // longer than the coordinator waits for a silent worker).
   const absl::Time deadline = absl::Now() + absl::Seconds(120);
-  while (BuilderArtifacts() < 6 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(200));
+  while (BuilderArtifacts() < 6 && absl::Now() < deadline) {
+    v1::HeartbeatRequest heartbeat;
+    heartbeat.set_worker_id(gpu_worker);
+    v1::HeartbeatResponse alive;
+    EXPECT_TRUE(workers_->Heartbeat(Context().get(), heartbeat, &alive).ok());
+    absl::SleepFor(absl::Milliseconds(200));
+  }
   ASSERT_GE(BuilderArtifacts(), 6) << "the compile-only worker shared too little";
 
   // The GPU worker's lease: the configs proposed ahead, each one's cubin

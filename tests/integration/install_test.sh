@@ -7,7 +7,8 @@
 #     finds its tunefleet-nvrtc helper, and for the python backend its
 #     package in the prefix's site directory;
 #   - the Python package imports (generated stubs included) from there;
-#   - tunectl's completions parse and its man page names no build path;
+#   - tunectl's completions parse, each verb has a man page, and no page
+#     names a build path;
 #   - `tunectl health` (deploy/k8s's readiness probe) says SERVING, and
 #     exits 6 once the coordinator is gone;
 #   - one client configuration: the C++ example application (from the build
@@ -44,11 +45,12 @@ done
 bash -n "$prefix/share/bash-completion/completions/tunectl" || fail "bash completion does not parse"
 grep -q "^complete .*-F _tunectl tunectl" "$prefix/share/bash-completion/completions/tunectl" \
   || fail "bash completion registers no function"
-if [ -e "$prefix/share/man/man1/tunectl.1" ]; then
-  if grep -n -e "$build" -e "$HOME" "$prefix/share/man/man1/tunectl.1"; then
-    fail "the man page names a path of the machine that built it"
+[ -e "$prefix/share/man/man1/tunectl-submit.1" ] || fail "no manual page per verb"
+for page in "$prefix"/share/man/man1/*.1; do
+  if grep -n -e "$build" -e "$HOME" "$page"; then
+    fail "$(basename "$page") names a path of the machine that built it"
   fi
-fi
+done
 
 # The CUDA backend's helper: the preflight's compiler step must not miss it
 # (NVRTC itself may be missing on a machine without the toolkit's libraries).

@@ -142,7 +142,7 @@ TEST_F(ReportTest, AJobsPageDrawsEveryConfigAndExplainsItsFailures) {
   RunResult profiled = Tunectl({"-q", "profile", job, "--top", "2"});
   ASSERT_TRUE(profiled.exit.success()) << profiled.exit.ToString() << "\n" << profiled.out;
   const std::string page = dir_.path() + "/job-report.html";
-  RunResult run = Tunectl({"report", job, "-o", page});
+  RunResult run = Tunectl({"report", job, "--out", page});
   ASSERT_TRUE(run.exit.success()) << run.exit.ToString() << "\n" << run.out;
   absl::StatusOr<std::string> html = ReadFile(page);
   ASSERT_OK(html);
@@ -164,7 +164,7 @@ TEST_F(ReportTest, AKernelsPageShowsItsBestPerShapeAndDeviceOverTime) {
   RunPartlyBrokenJob("M=256,N=128,K=128");
   RunPartlyBrokenJob("M=128,N=128,K=128", /*force=*/true);  // a second point in time
   // Written to stdout with `-o -`.
-  RunResult run = Tunectl({"report", "matmul", "-o", "-"});
+  RunResult run = Tunectl({"report", "matmul", "--out", "-"});
   ASSERT_TRUE(run.exit.success()) << run.exit.ToString();
   ExpectSelfContained(run.out);
   const std::string page = dir_.path() + "/kernel-report.html";
@@ -184,14 +184,14 @@ TEST_F(ReportTest, AQueuedJobsPageDrawsAndAScriptErrorIsShownInThePage) {
   ASSERT_TRUE(run.exit.success()) << run.exit.ToString();
   const std::string job(absl::StripAsciiWhitespace(run.out));
   const std::string page = dir_.path() + "/queued.html";
-  ASSERT_TRUE(Tunectl({"report", job, "-o", page}).exit.success());
+  ASSERT_TRUE(Tunectl({"report", job, "--out", page}).exit.success());
   std::string dom = RenderedDom(page, dir_.path() + "/queued.png");
   EXPECT_THAT(dom, HasSubstr("data-rendered=\"true\""));
   EXPECT_THAT(dom, HasSubstr("QUEUED"));
 
   const std::string broken = dir_.path() + "/broken-chart.js";
   std::ofstream(broken) << "throw new Error('broken chart library');\n";
-  ASSERT_TRUE(Tunectl({"report", job, "-o", page, "--chart-js", broken}).exit.success());
+  ASSERT_TRUE(Tunectl({"report", job, "--out", page, "--chart-js", broken}).exit.success());
   dom = RenderedDom(page, dir_.path() + "/broken.png");
   EXPECT_THAT(dom, Not(HasSubstr("data-rendered")));
   EXPECT_THAT(dom, HasSubstr("data-error="));
@@ -199,7 +199,7 @@ TEST_F(ReportTest, AQueuedJobsPageDrawsAndAScriptErrorIsShownInThePage) {
 }
 
 TEST_F(ReportTest, AnUnknownSubjectIsNotFound) {
-  RunResult run = Tunectl({"report", "no-such-kernel", "-o", dir_.path() + "/x.html"});
+  RunResult run = Tunectl({"report", "no-such-kernel", "--out", dir_.path() + "/x.html"});
   EXPECT_EQ(run.exit.code, 5) << run.exit.ToString();  // kExitNotFound
   EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/x.html"));
 }
