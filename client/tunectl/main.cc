@@ -24,6 +24,7 @@
 #include "client/tunectl/health.h"
 #include "client/tunectl/history.h"
 #include "client/tunectl/interrupt.h"
+#include "client/tunectl/json_path.h"
 #include "client/tunectl/man_pages.h"
 #include "client/tunectl/report.h"
 #include "client/tunectl/suggest.h"
@@ -101,9 +102,18 @@ void DefineGlobalFlags(CLI::App& app, Flags& flags) {
                  "current-context)")
       ->envname("TUNEFLEET_CONTEXT");
   app.add_option("-o,--output", flags.output,
-                 "Output format: table, wide (jobs, trials, profile), json, yaml, or csv "
-                 "(trials, profile)")
-      ->check(CLI::IsMember({"table", "wide", "json", "yaml", "csv"}))
+                 "Output format: table, wide (jobs, trials, profile), json, yaml, csv "
+                 "(trials, profile), or jsonpath={.field[0].sub} (one field of the JSON, for "
+                 "scripts; [*] for every element)")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            if (absl::StartsWith(value, "jsonpath=")) return "";
+            for (const char* known : {"table", "wide", "json", "yaml", "csv"}) {
+              if (value == known) return "";
+            }
+            return value + " is none of table, wide, json, yaml, csv, jsonpath=EXPR";
+          },
+          "FORMAT"))
       ->capture_default_str();
   app.add_option("--timeout", flags.timeout_seconds, "Seconds allowed per call")
       ->check(CLI::PositiveNumber)
@@ -380,12 +390,15 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   return verbs;
 }
 
+bool IsJsonPath(const std::string& output) { return absl::StartsWith(output, "jsonpath="); }
+
 Console MakeConsole(const Flags& flags) {
   Console console;
   console.out = &std::cout;
   console.err = &std::cerr;
   console.quiet = flags.quiet;
-  console.format = flags.output == "json" || flags.output == "yaml" ? OutputFormat::kJson
+  console.format = flags.output == "json" || flags.output == "yaml" || IsJsonPath(flags.output)
+                       ? OutputFormat::kJson
                    : flags.output == "csv"  ? OutputFormat::kCsv
                    : flags.output == "wide" ? OutputFormat::kWide
                                            : OutputFormat::kTable;
@@ -692,7 +705,9 @@ int main(int argc, char** argv) {
   }
   if (const CLI::App* verb = DeepestParsed(app); verb != &app) {
     while (verb->get_parent() != &app) verb = verb->get_parent();
-    if (absl::Status format = CheckOutputFormat(verb->get_name(), flags.output); !format.ok()) {
+    if (absl::Status format = CheckOutputFormat(
+            verb->get_name(), IsJsonPath(flags.output) ? "json" : flags.output);
+        !format.ok()) {
       std::cerr << "tunectl: " << format.message() << std::endl;
       return kExitUsage;
     }
@@ -706,15 +721,26 @@ int main(int argc, char** argv) {
   }
   flags.config = config->as<std::string>();
   Console console = MakeConsole(flags);
-  if (flags.output != "yaml" || verbs.export_best->parsed()) {
-    return Run(verbs, flags, console, verb_names);
-  }
-  // YAML is the JSON document the verb prints, converted.
+  const bool yaml = flags.output == "yaml" && !verbs.export_best->parsed();
+  if (!yaml && !IsJsonPath(flags.output)) return Run(verbs, flags, console, verb_names);
+  // YAML and JSONPath read the JSON document the verb prints.
   std::ostringstream json;
   console.out = &json;
   const int code = Run(verbs, flags, console, verb_names);
   if (json.str().empty()) return code;
-  absl::StatusOr<std::string> yaml = JsonToYaml(json.str());
-  std::cout << (yaml.ok() ? *yaml : json.str());
+  if (yaml) {
+    absl::StatusOr<std::string> converted = JsonToYaml(json.str());
+    std::cout << (converted.ok() ? *converted : json.str());
+    return code;
+  }
+  absl::StatusOr<std::string> selected =
+      SelectJsonPath(json.str(), flags.output.substr(std::string("jsonpath=").size()));
+  if (!selected.ok()) {
+    std::cerr << "tunectl: " << selected.status().message() << std::endl;
+    return code != kExitOk ? code
+           : selected.status().code() == absl::StatusCode::kNotFound ? kExitNotFound
+                                                                      : kExitUsage;
+  }
+  std::cout << *selected;
   return code;
 }

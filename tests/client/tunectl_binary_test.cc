@@ -260,6 +260,19 @@ TEST_F(TunectlOnlineTest, TlsAgainstAPlaintextCoordinatorHasItsOwnMessageAndExit
       << "gRPC core's own line";
 }
 
+TEST_F(TunectlOnlineTest, JsonPathPrintsOneFieldForScripts) {
+  service_.AddJob("job-1", {MakeJob("job-1", v1::JOB_STATE_SUCCEEDED, 2, 2)});
+  Outcome run = Tunectl("--insecure --server " + server_.address() +
+                        " status job-1 -o 'jsonpath={.state}'");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "SUCCEEDED\n");
+  run = Tunectl("--insecure --server " + server_.address() +
+                " status job-1 -o 'jsonpath={.no_such_field}'");
+  EXPECT_EQ(run.exit_code, 5) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("nothing at .no_such_field"));
+  EXPECT_EQ(Tunectl("--server 127.0.0.1:1 -o jsonpath={.x} report j-1").exit_code, 2);
+}
+
 TEST_F(TunectlOnlineTest, SigintDuringWatchExits130AndLeavesTheJob) {
   Outcome run = TunectlInterrupted(
       {"watch", kEndlessJob, "--insecure", "--server", server_.address()}, "RUNNING 1/10");
