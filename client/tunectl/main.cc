@@ -390,6 +390,48 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   return verbs;
 }
 
+// Each verb's help ends with examples (and so does its manual page).
+void AddExamples(CLI::App& app) {
+  static const auto* examples = new std::vector<std::pair<std::vector<std::string>, const char*>>{
+      {{"submit"},
+       "  tunectl submit kernels/cpu/matmul --shape M=512,N=512,K=512 --wait\n"
+       "  tunectl submit kernels/cuda/gemm_f16 --shape M=4096,N=4096,K=4096 \\\n"
+       "      --strategy model --budget 64 --time-budget 600 --wait\n"
+       "  tunectl submit kernels/cpu/matmul --shape M=64,N=512,K=512 --shape M=128,N=512,K=512\n"
+       "  tunectl submit kernels/cpu/matmul --shape M=512,N=512,K=512 --force --wait   # a retune"},
+      {{"watch"}, "  tunectl watch j1a2b3c4d5e6f7a8b9c0"},
+      {{"status"},
+       "  tunectl status j1a2b3c4d5e6f7a8b9c0\n"
+       "  tunectl status j1a2b3c4d5e6f7a8b9c0 -o 'jsonpath={.state}'"},
+      {{"jobs"}, "  tunectl jobs --state running -o wide\n  tunectl jobs -o 'jsonpath={.jobs[*].id}'"},
+      {{"trials"},
+       "  tunectl trials j1a2b3c4d5e6f7a8b9c0 --status compile_error\n"
+       "  tunectl -o csv trials j1a2b3c4d5e6f7a8b9c0 > trials.csv"},
+      {{"best"},
+       "  tunectl best matmul --shape M=512,N=512,K=512\n"
+       "  tunectl best gemm_f16 --shape M=4096,N=4096,K=4096 --device 'NVIDIA H100 80GB HBM3 sm_90'"},
+      {{"export"},
+       "  tunectl export matmul > matmul-best.json\n"
+       "  tunectl export fused_moe --format vllm --device 'NVIDIA H100 80GB HBM3 sm_90' --out configs/\n"
+       "  tunectl export matmul --format t4 > matmul.t4.json"},
+      {{"import"}, "  tunectl import matmul-best.json --origin staging"},
+      {{"report"}, "  tunectl report j1a2b3c4d5e6f7a8b9c0 --out report.html\n  tunectl report matmul --out -"},
+      {{"sweep"}, "  tunectl sweep s1a2b3c4d5e6f7a8b9c0 --wait"},
+      {{"health"}, "  tunectl --server tuner.example.org:7070 --ca-file ca.crt health"},
+      {{"validate"}, "  tunectl validate kernels/cpu/matmul --shape M=512,N=512,K=512"},
+      {{"config", "set-context"},
+       "  tunectl config set-context prod --server tuner.example.org:7070 --ca-file ca.crt \\\n"
+       "      --token-file ~/.config/tunefleet/prod.token\n"
+       "  tunectl config use-context prod"},
+      {{"admin", "token", "create"}, "  tunectl admin token create --role submit --name alice"},
+  };
+  for (const auto& [path, text] : *examples) {
+    CLI::App* command = &app;
+    for (const std::string& name : path) command = command->get_subcommand(name);
+    command->footer(std::string("Examples:\n") + text);
+  }
+}
+
 bool IsJsonPath(const std::string& output) { return absl::StartsWith(output, "jsonpath="); }
 
 Console MakeConsole(const Flags& flags) {
@@ -657,6 +699,7 @@ int main(int argc, char** argv) {
   Flags flags;
   DefineGlobalFlags(app, flags);
   Verbs verbs = DefineVerbs(app, flags);
+  AddExamples(app);
   const std::set<std::string> verb_names = VerbNames(app);
   CLI::Option* config = app.set_config(
       "--config", DefaultContextConfigPath(Getenv),

@@ -11,6 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/client/fake_tuning_service.h"
@@ -189,6 +194,35 @@ TEST(TunectlBinaryTest, EveryVerbHasAManualPage) {
     EXPECT_EQ(man.exit_code, 0) << man.output;
     EXPECT_THAT(man.output, HasSubstr("--strategy"));
   }
+}
+
+// Every example a verb's help shows parses: run against no coordinator, it
+// may fail to connect or find a file, but never with a usage error.
+TEST(TunectlBinaryTest, EveryHelpExampleIsAValidCommand) {
+  TempDir dir;
+  int examples = 0;
+  for (const char* verb : {"submit", "watch", "status", "jobs", "trials", "best", "export",
+                           "import", "report", "sweep", "health", "validate",
+                           "config set-context", "admin token create"}) {
+    const std::string help = Tunectl(std::string("help ") + verb).output;
+    const size_t at = help.find("Examples:\n");
+    ASSERT_NE(at, std::string::npos) << verb << " has no examples:\n" << help;
+    std::string joined = absl::StrReplaceAll(help.substr(at), {{"\\\n", " "}});
+    for (absl::string_view line : absl::StrSplit(joined, '\n')) {
+      line = absl::StripLeadingAsciiWhitespace(line);
+      if (!absl::ConsumePrefix(&line, "tunectl ")) continue;
+      std::string command(line.substr(0, line.find(" # ")));
+      command = absl::StrReplaceAll(command, {{" > ", " >/dev/null #"}, {"~/", dir.path() + "/"}});
+      ++examples;
+      Outcome run = Shell("cd " + SourceDir() + " && TUNEFLEET_CONFIG=" + dir.path() +
+                          "/config HOME=" + dir.path() + " " + BuildDir() +
+                          "/bin/tunectl --timeout 1 " +
+                          (absl::StrContains(command, "--server") ? "" : "--server 127.0.0.1:1 ") +
+                          command);
+      EXPECT_NE(run.exit_code, 2) << "tunectl " << command << "\n" << run.output;
+    }
+  }
+  EXPECT_GE(examples, 20);
 }
 
 TEST(TunectlBinaryTest, OutputFormatsAVerbDoesNotPrintAreRefused) {
