@@ -6,6 +6,12 @@
 namespace tunefleet::tunectl {
 namespace {
 
+// The verbs whose first word is a job id, and those whose first word is a
+// kernel name: their values are completed from the coordinator.
+const std::vector<std::string> kJobVerbs = {"watch",  "status", "cancel", "trials",
+                                            "profile", "report", "compare"};
+const std::vector<std::string> kKernelVerbs = {"best", "history", "export"};
+
 std::string Words(const CommandWords& command) {
   std::vector<std::string> words;
   for (const CommandWords& verb : command.verbs) words.push_back(verb.name);
@@ -41,8 +47,36 @@ std::string BashCompletion(const CommandWords& root, const std::vector<std::stri
       "         esac ;;\n",
       "    esac\n",
       "  done\n",
+      "  local prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n",
+      "  case \"$prev\" in\n",
+      "    -o|--output) COMPREPLY=($(compgen -W \"table wide json yaml csv jsonpath=\" -- \"$cur\"))"
+      "; return ;;\n",
+      "    --context) COMPREPLY=($(compgen -W \"$(_", root.name, "_ask contexts)\" -- \"$cur\"))"
+      "; return ;;\n",
+      "  esac\n",
       "  words=\"$(_", root.name, "_words \"$path\")\"\n",
+      "  if [[ \"$cur\" != -* ]]; then\n",
+      "    case \"$path\" in\n",
+      "      ", absl::StrJoin(kJobVerbs, "|"), ") words=\"$words $(_", root.name,
+      "_ask jobs)\" ;;\n",
+      "      ", absl::StrJoin(kKernelVerbs, "|"), ") words=\"$words $(_", root.name,
+      "_ask kernels)\" ;;\n",
+      "      \"config use-context\"|\"config set-context\") words=\"$words $(_", root.name,
+      "_ask contexts)\" ;;\n",
+      "    esac\n",
+      "  fi\n",
       "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n",
+      "}\n",
+      "# Names only the coordinator or the config file knows, asked quietly with\n",
+      "# a short deadline (nothing when it cannot answer).\n",
+      "_", root.name, "_ask() {\n",
+      "  local self=\"${COMP_WORDS[0]}\"\n",
+      "  case \"$1\" in\n",
+      "    jobs) \"$self\" -q --timeout 1 jobs --limit 50 -o 'jsonpath={.jobs[*].id}' ;;\n",
+      "    kernels) \"$self\" -q --timeout 1 jobs --limit 200 -o 'jsonpath={.jobs[*].kernel}' "
+      "| sort -u ;;\n",
+      "    contexts) \"$self\" -q config get-contexts -o 'jsonpath={.contexts[*].name}' ;;\n",
+      "  esac 2>/dev/null\n",
       "}\n",
       "_", root.name, "_words() {\n",
       "  case \"$1\" in\n",

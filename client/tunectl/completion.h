@@ -17,7 +17,11 @@ struct CommandWords {
 
 // A bash script defining the completion of `root`: the verbs and global
 // flags first, then the flags (and sub-verbs) of the verb typed. The words
-// after a global flag in `value_flags` are its values, not verbs.
+// after a global flag in `value_flags` are its values, not verbs. Values
+// come from where they live: job ids (watch, status, ...) and kernel names
+// (best, history, export) from the coordinator's job list, contexts from
+// the config file, -o's formats from the list of them; asked with a
+// 1-second deadline, nothing when there is no answer.
 std::string BashCompletion(const CommandWords& root, const std::vector<std::string>& value_flags);
 // The same for zsh, through its bash-completion emulation.
 std::string ZshCompletion(const CommandWords& root, const std::vector<std::string>& value_flags);

@@ -69,12 +69,15 @@ TEST(TunectlBinaryTest, AMistypedCommandIsNamedWithTheNearestOne) {
 }
 
 // Completes `words` (the last one being typed) with the generated bash script.
-Outcome BashComplete(const std::string& shell, const std::string& words) {
+// `words` may end with "''" for an empty word being completed; `env` is put
+// before bash ("NAME=value ...").
+Outcome BashComplete(const std::string& shell, const std::string& words,
+                     const std::string& env = "") {
   const std::string script =
       "source <(" + BuildDir() + "/bin/tunectl completion " + shell + ") && "
       "COMP_WORDS=(" + words + ") && COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) && _tunectl && "
       "echo \"${COMPREPLY[*]}\"";
-  std::string command = "bash -c '" + script + "' 2>&1";
+  std::string command = env + " bash -c '" + script + "' 2>&1";
   Outcome run;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
@@ -305,6 +308,23 @@ TEST_F(TunectlOnlineTest, JsonPathPrintsOneFieldForScripts) {
   EXPECT_EQ(run.exit_code, 5) << run.output;
   EXPECT_THAT(run.output, HasSubstr("nothing at .no_such_field"));
   EXPECT_EQ(Tunectl("--server 127.0.0.1:1 -o jsonpath={.x} report j-1").exit_code, 2);
+}
+
+TEST_F(TunectlOnlineTest, CompletionOffersTheCoordinatorsJobsAndKernels) {
+  service_.AddJob("job-1", {MakeJob("job-1", v1::JOB_STATE_SUCCEEDED, 2, 2)});
+  service_.AddJob("job-2", {MakeJob("job-2", v1::JOB_STATE_RUNNING, 1, 2)});
+  TempDir dir;
+  const std::string env = "TUNEFLEET_SERVER=" + server_.address() +
+                          " TUNEFLEET_INSECURE=1 HOME=" + dir.path();
+  const std::string self = BuildDir() + "/bin/tunectl";
+  EXPECT_EQ(BashComplete("bash", self + " status job", env).output, "job-1 job-2\n");
+  EXPECT_EQ(BashComplete("bash", self + " trials job-2", env).output, "job-2\n");
+  EXPECT_EQ(BashComplete("bash", self + " -o j", env).output, "json jsonpath=\n");
+  // No coordinator: no ids, and no error on the terminal.
+  EXPECT_EQ(BashComplete("bash", self + " status job",
+                         "TUNEFLEET_SERVER=127.0.0.1:1 TUNEFLEET_INSECURE=1 HOME=" + dir.path())
+                .output,
+            "");
 }
 
 TEST_F(TunectlOnlineTest, SigintDuringWatchExits130AndLeavesTheJob) {
