@@ -82,9 +82,12 @@ std::optional<std::pair<std::string, std::string>> ConfigKeyValue(absl::string_v
     return std::nullopt;
   }
   absl::string_view value = absl::StripAsciiWhitespace(line.substr(eq + 1));
-  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
-      value.back() == value.front()) {
-    value = value.substr(1, value.size() - 2);
+  if (!value.empty() && (value.front() == '"' || value.front() == '\'')) {
+    // A quoted value ends at its closing quote; a comment may follow.
+    const size_t close = value.find(value.front(), 1);
+    if (close != absl::string_view::npos) value = value.substr(1, close - 1);
+  } else if (const size_t comment = value.find(" #"); comment != absl::string_view::npos) {
+    value = absl::StripTrailingAsciiWhitespace(value.substr(0, comment));
   }
   return std::make_pair(
       NormalConfigKey(std::string(absl::StripAsciiWhitespace(line.substr(0, eq)))),

@@ -20,7 +20,8 @@
 // $XDG_CONFIG_HOME/tunefleet, else $HOME/.config/tunefleet. Its context is
 // $TUNEFLEET_CONTEXT, else its `current-context`, else none. The format is
 // tunectl's (contexts.h): `key = value` lines (values optionally quoted;
-// `#` and `;` comments; `ca-file` and `ca_file` alike) and one `[NAME]`
+// `#` and `;` comment lines, and ` # ...` after a value; `ca-file` and
+// `ca_file` alike) and one `[NAME]`
 // section per context; other sections (tunectl's verbs) are ignored here.
 // A token is never sent over plaintext: with plaintext, none is read.
 #ifndef TUNEFLEET_CLIENT_CLIENT_SETTINGS_H_

@@ -112,8 +112,8 @@ def resolve(server: Optional[str] = None, *, token: Optional[str] = None,
 
 def parse_config(text: str) -> ConfigFile:
     """tunectl's config file format: `key = value` lines (values optionally
-    quoted; '#' and ';' comments), one `[NAME]` section per context; the
-    first of a key in a section wins."""
+    quoted; '#' and ';' comment lines, and ` # ...` after a value), one
+    `[NAME]` section per context; the first of a key in a section wins."""
     config = ConfigFile()
     keys = config.top
     for line in text.splitlines():
@@ -125,8 +125,10 @@ def parse_config(text: str) -> ConfigFile:
             continue
         name, _, value = line.partition("=")
         value = value.strip()
-        if len(value) >= 2 and value[0] in "\"'" and value[-1] == value[0]:
-            value = value[1:-1]
+        if value[:1] in ("\"", "'") and value.find(value[0], 1) > 0:
+            value = value[1:value.find(value[0], 1)]  # a comment may follow the quote
+        elif " #" in value:
+            value = value[:value.index(" #")].rstrip()
         keys.setdefault(name.strip().replace("_", "-"), value)
     return config
 
