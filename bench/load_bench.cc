@@ -51,6 +51,7 @@ struct Flags {
   std::string callers = "1";
   int shapes = 10'000;
   int soak_shapes = 0;
+  bool soak_cached = false;  // soak: repeated shapes answered from the store
   int jobs = 10'000;
   int with_workers = 0;
   int loops = 1;
@@ -561,15 +562,18 @@ int RunSoakScenario(const Flags& flags) {
   JobDriverOptions options;
   options.address = target->address;
   const int soak_shapes = flags.soak_shapes;
-  options.make_job = [&matmul, soak_shapes](int64_t index) {
+  const bool force = soak_shapes > 0 && !flags.soak_cached;
+  options.make_job = [&matmul, soak_shapes, force](int64_t index) {
     // A shape of its own, so that no job is answered from the store; or,
     // with --soak-shapes N, N shapes over and over, measured again each time
-    // (force_retune), so that the tuned table stops growing.
+    // (force_retune), so that the tuned table stops growing; with
+    // --soak-cached as well, every job after the first N is answered from
+    // the store (a resubmission of a tuned key).
     const int64_t shape = soak_shapes > 0 ? index % soak_shapes : index;
     v1::JobSpec spec = JobOf(*matmul, MakeShape({{"M", 256 + shape}, {"N", 256}, {"K", 256}}));
     spec.set_config_set("quick");
     spec.set_device_model(kModel);
-    spec.set_force_retune(soak_shapes > 0);
+    spec.set_force_retune(force);
     return spec;
   };
   options.in_flight = flags.in_flight > 0 ? flags.in_flight : 32;
@@ -707,6 +711,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--soak-shapes", flags.soak_shapes,
                  "soak: jobs cycle through this many shapes, each re-measured (force_retune); "
                  "default 0: every job a new shape, so every job adds a tuned key");
+  app.add_flag("--soak-cached", flags.soak_cached,
+               "soak, with --soak-shapes N: no force_retune, so every job after the first N "
+               "is answered from the store");
   app.add_option("--bin-dir", flags.bin_dir, "where tunefleet-coordinator is");
   app.add_option("--matmul-kernel", flags.matmul_dir, "best and soak: the kernel directory")
       ->capture_default_str();
