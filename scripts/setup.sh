@@ -5,6 +5,7 @@
 #
 #   scripts/setup.sh              every role's packages; builds everything, tests included
 #   scripts/setup.sh TARGET...    the build and run packages; builds only TARGETs (the demo)
+# TUNEFLEET_BUILD_TYPE sets CMAKE_BUILD_TYPE (default RelWithDebInfo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,7 +30,7 @@ fi
 
 BUILD_DIR="${TUNEFLEET_BUILD_DIR:-build}"
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
-configure=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+configure=(-G Ninja -DCMAKE_BUILD_TYPE="${TUNEFLEET_BUILD_TYPE:-RelWithDebInfo}")
 if ((${#targets[@]} == 0)); then
   configure+=(-DTUNEFLEET_BUILD_TESTS=ON)
 elif [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
