@@ -20,6 +20,8 @@ namespace {
 
 constexpr char kCurrentContext[] = "current-context";
 constexpr char kDefaultServer[] = "localhost:7070";
+// A year: longer deadlines are typos (and would overflow milliseconds).
+constexpr double kMaxTimeout = 365 * 24 * 3600;
 
 bool IsSet(const Environment& env, const char* name) {
   const char* value = env(name);
@@ -44,13 +46,18 @@ class Settings {
   Settings(const Environment& env, const ClientConfigFile& file, const std::string& context)
       : env_(env), file_(file), context_(context) {}
 
+  // An empty value counts as unset, as an empty variable does.
   std::optional<std::string> Get(const char* env_name, const std::string& key) const {
     if (env_name != nullptr && IsSet(env_, env_name)) return std::string(env_(env_name));
     if (!context_.empty()) {
       const auto& section = file_.sections.at(context_);
-      if (auto it = section.find(key); it != section.end()) return it->second;
+      if (auto it = section.find(key); it != section.end() && !it->second.empty()) {
+        return it->second;
+      }
     }
-    if (auto it = file_.top.find(key); it != file_.top.end()) return it->second;
+    if (auto it = file_.top.find(key); it != file_.top.end() && !it->second.empty()) {
+      return it->second;
+    }
     return std::nullopt;
   }
 
@@ -169,9 +176,10 @@ absl::StatusOr<ClientOptions> ResolveClientOptions(const Environment& env) {
   options.ca_file = settings.Get("TUNEFLEET_CA_FILE", "ca-file").value_or("");
   if (std::optional<std::string> timeout = settings.Get(nullptr, "timeout")) {
     double seconds = 0;
-    if (!absl::SimpleAtod(*timeout, &seconds) || !(seconds > 0) || !std::isfinite(seconds)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "timeout = ", *timeout, " in ", path, ": not a positive number of seconds"));
+    if (!absl::SimpleAtod(*timeout, &seconds) || !(seconds > 0) || !(seconds <= kMaxTimeout)) {
+      return absl::InvalidArgumentError(absl::StrCat("timeout = ", *timeout, " in ", path,
+                                                     ": not a number of seconds in (0, ",
+                                                     kMaxTimeout, "]"));
     }
     options.deadline = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1e3)));
   }

@@ -1,7 +1,5 @@
 #include "common/logging.h"
 
-#include <grpc/support/log.h>
-
 #include <chrono>
 #include <map>
 #include <memory>
@@ -84,18 +82,6 @@ class JsonFormatter final : public spdlog::formatter {
   }
 };
 
-// gRPC core's log lines (a failed TLS handshake, a bad address) through
-// the process's logger, so that JSON logs hold only JSON.
-void LogFromGrpc(gpr_log_func_args* args) {
-  const spdlog::level::level_enum level = args->severity == GPR_LOG_SEVERITY_ERROR ? spdlog::level::err
-                                          : args->severity == GPR_LOG_SEVERITY_INFO ? spdlog::level::info
-                                                                                    : spdlog::level::debug;
-  std::string file = args->file != nullptr ? args->file : "";
-  if (const size_t slash = file.rfind('/'); slash != std::string::npos) file.erase(0, slash + 1);
-  spdlog::log(level, "grpc: {}:{} {}", file, args->line,
-              args->message != nullptr ? args->message : "");
-}
-
 }  // namespace
 
 LogFields::LogFields(std::initializer_list<std::pair<const char*, std::string>> fields)
@@ -159,7 +145,6 @@ absl::Status ConfigureLogging(const std::string& name, LogFormat format,
   }
   logger->set_level(parsed);
   spdlog::set_default_logger(logger);
-  gpr_set_log_function(LogFromGrpc);
   return absl::OkStatus();
 }
 

@@ -9,8 +9,9 @@
 // characters; bytes that are not UTF-8 become U+FFFD). Levels are trace,
 // debug, info, warn, error and critical. The fields after the message are
 // those of the LogFields in scope on the logging thread (job_id, kernel,
-// worker, lease), then the process's (SetProcessLogField). gRPC's own log
-// lines go through the same logger ("grpc: " and their source location).
+// worker, lease) and the process's (SetProcessLogField), in name order; an
+// inner scope's field wins over an outer one's and over the process's.
+// RouteGrpcLogging (grpc_logging.h) sends gRPC's own lines here too.
 #ifndef TUNEFLEET_COMMON_LOGGING_H_
 #define TUNEFLEET_COMMON_LOGGING_H_
 

@@ -23,6 +23,11 @@ bool IsOwnGroup(gid_t gid) {
 
 absl::Status CheckPrivateFile(const std::string& flag, const struct stat& info,
                               absl::string_view holds) {
+  if (info.st_uid != geteuid() && info.st_uid != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        flag, ": the file holds ", holds, " and belongs to uid ", info.st_uid,
+        ", who could change it: it must belong to this process's user or to root"));
+  }
   const mode_t mode = info.st_mode & 0777;
   const bool others = (mode & S_IRWXO) != 0;
   const bool group_writable = (mode & (S_IWGRP | S_IXGRP)) != 0;

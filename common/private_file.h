@@ -13,7 +13,8 @@
 namespace tunefleet {
 
 // OK when the file (`info`, from stat() of `path`) is private to this
-// process: nothing for others, nothing writable by the group, and readable
+// process: owned by this process's user or by root (no one else may change
+// it), nothing for others, nothing writable by the group, and readable
 // by the group only when that group is one of this process's own (its
 // effective or a supplementary group). That admits 0600 and 0400, and the
 // two ways deployments hand a service its secrets: a systemd host's

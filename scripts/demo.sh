@@ -6,13 +6,13 @@
 # certificates, and the demo's user a submit token the admin created.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Only what the demo runs: in the test build when scripts/test.sh made one
-# (an incremental build there), else in build-demo/ without optimisation or
-# debug information, about twice as fast to compile. scripts/test.sh builds
-# the rest.
+# Only what the demo runs: in TUNEFLEET_BUILD_DIR when set, else in the test
+# build when scripts/test.sh made one (an incremental build there), else in
+# build-demo/ without optimisation or debug information, about twice as fast
+# to compile. scripts/test.sh builds the rest.
 PROGRAMS=(tunefleet-coordinator tunefleet-worker tunectl)
 BUILD_DIR="${TUNEFLEET_BUILD_DIR:-build}"
-if [ ! -x "$BUILD_DIR/bin/tunefleet-coordinator" ]; then
+if [ -z "${TUNEFLEET_BUILD_DIR:-}" ] && [ ! -x "$BUILD_DIR/bin/tunefleet-coordinator" ]; then
   BUILD_DIR="${TUNEFLEET_DEMO_BUILD_DIR:-build-demo}"
   export TUNEFLEET_BUILD_TYPE="${TUNEFLEET_BUILD_TYPE:-None}"
 fi

@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 targets=("$@")
 roles=(build run)
 ((${#targets[@]})) || roles+=(test)
-mapfile -t packages < <(scripts/packages.sh "${roles[@]}")
+packages_text="$(scripts/packages.sh "${roles[@]}")"  # set -e stops here on a bad list
+mapfile -t packages <<<"$packages_text"
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "absl/strings/str_cat.h"
 #include "common/database_url.h"
+#include "common/grpc_logging.h"
 #include "common/logging.h"
 #include "common/usable_cpus.h"
 #include "spdlog/spdlog.h"
@@ -338,6 +339,7 @@ int main(int argc, char** argv) {
     std::cerr << "tunefleet-coordinator: " << logging.message() << "\n";
     return 2;
   }
+  tunefleet::RouteGrpcLogging();
   if (!CheckSecurityFlags(flags)) return 2;
   LimitMallocArenas();
   // Abseil built without NDEBUG (as Debian's is) checks every lock

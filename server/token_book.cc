@@ -143,7 +143,8 @@ absl::Status TokenBook::Bootstrap(const std::string& path) {
     if (!written) return absl::InternalError(absl::StrCat("cannot write ", path));
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(CheckPrivateFile(path, info, "the admin token"));
+  RETURN_IF_ERROR(CheckPrivateFile(absl::StrCat("--admin-token-file ", path), info,
+                                   "the admin token"));
   std::ifstream in(path);
   std::string token;
   std::getline(in, token);

@@ -41,6 +41,7 @@
 #include "worker/bench_child.h"
 #include "worker/python/python_backend.h"
 #include "common/install_layout.h"
+#include "common/grpc_logging.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/version.h"
@@ -642,6 +643,7 @@ int main(int argc, char** argv) {
     std::cerr << "tunefleet-worker: " << logging.message() << "\n";
     return 2;
   }
+  tunefleet::RouteGrpcLogging();
 
   absl::StatusOr<tunefleet::v1::Backend> backend =
       tunefleet::worker::ParseBackendName(flags.backend);

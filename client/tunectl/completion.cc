@@ -70,10 +70,10 @@ std::string BashCompletion(const CommandWords& root, const std::vector<std::stri
       "# Names only the coordinator or the config file knows, asked quietly with\n",
       "# a short deadline (nothing when it cannot answer).\n",
       "_", root.name, "_ask() {\n",
-      "  local self=\"${COMP_WORDS[0]}\"\n",
+      "  local self=\"${COMP_WORDS[0]}\" t=\"${TUNEFLEET_COMPLETION_TIMEOUT:-1}\"\n",
       "  case \"$1\" in\n",
-      "    jobs) \"$self\" -q --timeout 1 jobs --limit 50 -o 'jsonpath={.jobs[*].id}' ;;\n",
-      "    kernels) \"$self\" -q --timeout 1 jobs --limit 200 -o 'jsonpath={.jobs[*].kernel}' "
+      "    jobs) \"$self\" -q --timeout \"$t\" jobs --limit 50 -o 'jsonpath={.jobs[*].id}' ;;\n",
+      "    kernels) \"$self\" -q --timeout \"$t\" jobs --limit 200 -o 'jsonpath={.jobs[*].kernel}' "
       "| sort -u ;;\n",
       "    contexts) \"$self\" -q config get-contexts -o 'jsonpath={.contexts[*].name}' ;;\n",
       "  esac 2>/dev/null\n",

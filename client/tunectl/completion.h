@@ -21,7 +21,8 @@ struct CommandWords {
 // come from where they live: job ids (watch, status, ...) and kernel names
 // (best, history, export) from the coordinator's job list, contexts from
 // the config file, -o's formats from the list of them; asked with a
-// 1-second deadline, nothing when there is no answer.
+// 1-second deadline ($TUNEFLEET_COMPLETION_TIMEOUT), nothing when there is
+// no answer.
 std::string BashCompletion(const CommandWords& root, const std::vector<std::string>& value_flags);
 // The same for zsh, through its bash-completion emulation.
 std::string ZshCompletion(const CommandWords& root, const std::vector<std::string>& value_flags);

@@ -135,6 +135,11 @@ std::vector<CLI::ConfigItem> ContextConfig::from_config(std::istream& input) con
                                         contexts.empty() ? "none" : absl::StrJoin(contexts, ", "),
                                         ")"));
   }
+  // CLI11 keeps the first value it reads for a flag: the context's items go
+  // first, so that they win over the top level's (client/client_settings.h).
+  std::stable_partition(items.begin(), items.end(), [this, &context](const CLI::ConfigItem& item) {
+    return !item.parents.empty() && item.parents[0] == context && IsContext(item.parents[0], verbs_);
+  });
   std::vector<CLI::ConfigItem> chosen_items;
   for (CLI::ConfigItem item : items) {
     item.name = NormalConfigKey(item.name);

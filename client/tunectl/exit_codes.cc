@@ -1,5 +1,6 @@
 #include "client/tunectl/exit_codes.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 
 namespace tunefleet::tunectl {
@@ -16,30 +17,51 @@ const char kExitCodeHelp[] =
     "  7    TLS settings do not match the coordinator's (--insecure, --ca-file)\n"
     "  130  interrupted";
 
+namespace {
+
+enum class TlsProblem { kNone, kPlaintextServer, kUntrusted, kClosedAtOnce, kHandshake };
+
+TlsProblem ClassifyTls(const absl::Status& status) {
+  // Only a connection that never came up: a call cut later is not about TLS.
+  if (status.code() != absl::StatusCode::kUnavailable) return TlsProblem::kNone;
+  const std::string message = absl::AsciiStrToLower(status.message());
+  if (!absl::StrContains(message, "failed to connect to all addresses")) return TlsProblem::kNone;
+  const auto has = [&message](absl::string_view a, absl::string_view b) {
+    return absl::StrContains(message, a) || absl::StrContains(message, b);
+  };
+  if (has("wrong version number", "wrong_version_number")) return TlsProblem::kPlaintextServer;
+  if (has("certificate verify failed", "certificate_verify_failed")) return TlsProblem::kUntrusted;
+  if (absl::StrContains(message, "socket closed")) return TlsProblem::kClosedAtOnce;
+  if (absl::StrContains(message, "handshake failed")) return TlsProblem::kHandshake;
+  return TlsProblem::kNone;
+}
+
+}  // namespace
+
 std::string TlsMismatchHint(const absl::Status& status) {
-  if (status.code() != absl::StatusCode::kUnavailable) return "";
-  const absl::string_view message = status.message();
-  if (absl::StrContains(message, "wrong version number")) {
-    return "the coordinator answers in plaintext: give --insecure (or TUNEFLEET_INSECURE=1) "
-           "if it was started with --insecure";
-  }
-  if (absl::StrContains(message, "certificate verify failed")) {
-    return "the coordinator's certificate is not signed by the CA of --ca-file "
-           "(TUNEFLEET_CA_FILE, the context's ca_file; else the system's roots)";
-  }
-  if (absl::StrContains(message, "failed to connect to all addresses") &&
-      absl::StrContains(message, "Socket closed")) {
-    return "the coordinator closed the connection at once: it expects TLS; drop --insecure "
-           "(TUNEFLEET_INSECURE) and give its CA with --ca-file";
-  }
-  if (absl::StrContains(message, "andshake failed")) {
-    return "the TLS handshake with the coordinator failed: check --ca-file and --insecure";
+  switch (ClassifyTls(status)) {
+    case TlsProblem::kPlaintextServer:
+      return "the coordinator answers in plaintext: give --insecure (or TUNEFLEET_INSECURE=1) "
+             "if it was started with --insecure";
+    case TlsProblem::kUntrusted:
+      return "the coordinator's certificate was not accepted (not signed by the CA of "
+             "--ca-file, TUNEFLEET_CA_FILE or the context's ca_file, else the system's roots; "
+             "or expired)";
+    case TlsProblem::kClosedAtOnce:
+      return "the coordinator closed the connection at once: if it expects TLS, drop "
+             "--insecure (TUNEFLEET_INSECURE) and give its CA with --ca-file";
+    case TlsProblem::kHandshake:
+      return "the TLS handshake with the coordinator failed: check --ca-file and --insecure";
+    case TlsProblem::kNone:
+      break;
   }
   return "";
 }
 
 int ExitCodeForStatus(const absl::Status& status) {
-  if (!TlsMismatchHint(status).empty()) return kExitTls;
+  // A socket closed at once may also be a coordinator restarting: "retry".
+  const TlsProblem tls = ClassifyTls(status);
+  if (tls != TlsProblem::kNone && tls != TlsProblem::kClosedAtOnce) return kExitTls;
   switch (status.code()) {
     case absl::StatusCode::kOk:
       return kExitOk;

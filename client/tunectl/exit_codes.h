@@ -24,10 +24,12 @@ enum ExitCode : int {
 // The --help footer listing the codes above.
 extern const char kExitCodeHelp[];
 
-// What to change when `status` is a connection that failed on TLS
-// settings rather than an absent coordinator (TLS to a plaintext port,
-// plaintext to a TLS port, a certificate the CA file does not trust); ""
-// for any other status.
+// What to change when `status` is a connection that never came up because
+// of TLS settings rather than an absent coordinator (TLS to a plaintext
+// port, plaintext to a TLS port, a certificate the CA file does not trust);
+// "" for any other status. Each but the plaintext-to-TLS case (a socket
+// closed at once, which a restarting coordinator also gives) exits
+// kExitTls.
 std::string TlsMismatchHint(const absl::Status& status);
 
 // The exit code for a failed call (kExitOk for OK). CANCELLED reads as

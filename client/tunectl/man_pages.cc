@@ -1,7 +1,6 @@
 #include "client/tunectl/man_pages.h"
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <filesystem>
 #include <vector>
 
@@ -10,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "client/tunectl/help.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 
@@ -27,17 +27,10 @@ std::string RoffText(const std::string& text) {
   return absl::StrJoin(lines, "\n");
 }
 
-std::string PathOf(const CLI::App* command) {
-  std::vector<std::string> names;
-  for (; command != nullptr; command = command->get_parent()) names.push_back(command->get_name());
-  std::reverse(names.begin(), names.end());
-  return absl::StrJoin(names, " ");
-}
-
 void Collect(const CLI::App& command, std::vector<ManPage>* pages) {
   for (const CLI::App* verb : command.get_subcommands({})) {
     if (verb->get_name() == "man-pages") continue;
-    const std::string path = PathOf(verb);
+    const std::string path = CommandPath(verb);
     std::string help = verb->help();
     const std::string usage = "Usage: " + verb->get_name() + " ";
     if (const size_t at = help.find(usage); at != std::string::npos) {

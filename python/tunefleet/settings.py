@@ -23,7 +23,6 @@ over plaintext.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional
@@ -32,6 +31,8 @@ from .errors import InvalidArgumentError, NotFoundError, PermissionDeniedError
 
 DEFAULT_SERVER = "localhost:7070"
 DEFAULT_DEADLINE_SECONDS = 10.0
+# A year: longer timeouts in the config file are typos.
+_MAX_TIMEOUT_SECONDS = 365 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,12 @@ def resolve(server: Optional[str] = None, *, token: Optional[str] = None,
         raise InvalidArgumentError(f"no context '{context}' in {path} (it has: {names})")
 
     def get(env_name: Optional[str], key: str) -> Optional[str]:
+        # An empty value counts as unset, as an empty variable does.
         if env_name and env.get(env_name):
             return env[env_name]
-        if context and key in config.sections[context]:
+        if context and config.sections[context].get(key):
             return config.sections[context][key]
-        return config.top.get(key)
+        return config.top.get(key) or None
 
     if deadline is None:
         timeout = get(None, "timeout")
@@ -80,9 +82,10 @@ def resolve(server: Optional[str] = None, *, token: Optional[str] = None,
                 deadline = float(timeout)
             except ValueError:
                 deadline = -1.0
-            if not (deadline > 0 and math.isfinite(deadline)):
+            if not 0 < deadline <= _MAX_TIMEOUT_SECONDS:
                 raise InvalidArgumentError(
-                    f"timeout = {timeout} in {path}: not a positive number of seconds")
+                    f"timeout = {timeout} in {path}: not a number of seconds in "
+                    f"(0, {_MAX_TIMEOUT_SECONDS}]")
         else:
             deadline = DEFAULT_DEADLINE_SECONDS
     if not deadline > 0:
@@ -125,8 +128,9 @@ def parse_config(text: str) -> ConfigFile:
             continue
         name, _, value = line.partition("=")
         value = value.strip()
-        if value[:1] in ("\"", "'") and value.find(value[0], 1) > 0:
-            value = value[1:value.find(value[0], 1)]  # a comment may follow the quote
+        if value[:1] in ("\"", "'"):
+            if value.find(value[0], 1) > 0:
+                value = value[1:value.find(value[0], 1)]  # a comment may follow the quote
         elif " #" in value:
             value = value[:value.index(" #")].rstrip()
         keys.setdefault(name.strip().replace("_", "-"), value)
@@ -138,7 +142,7 @@ def read_config(path: str) -> ConfigFile:
     if not path:
         return ConfigFile()
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             return parse_config(f.read())
     except OSError:
         return ConfigFile()
@@ -147,7 +151,7 @@ def read_config(path: str) -> ConfigFile:
 def read_token_file(path: str) -> str:
     """The first line of a token file, stripped."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             line = f.readline().strip()
     except PermissionError as e:
         raise PermissionDeniedError(f"cannot read token file {path}: {e.strerror}") from None

@@ -66,10 +66,15 @@ TEST(TunectlArgsTest, TlsMismatchesHaveTheirOwnHintAndExitCode) {
       "failed to connect to all addresses; last error: UNAVAILABLE: ipv4:127.0.0.1:1: Socket "
       "closed");
   EXPECT_THAT(TlsMismatchHint(tls_server), HasSubstr("it expects TLS"));
+  EXPECT_EQ(ExitCodeForStatus(tls_server), kExitUnavailable);  // or a restart: retry
   const absl::Status untrusted = absl::UnavailableError(
-      "Ssl handshake failed: SSL_ERROR_SSL: error:0A000086:SSL routines::certificate verify "
-      "failed");
+      "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Ssl handshake "
+      "failed: SSL_ERROR_SSL: error:0A000086:SSL routines::certificate verify failed");
   EXPECT_THAT(TlsMismatchHint(untrusted), HasSubstr("--ca-file"));
+  EXPECT_EQ(ExitCodeForStatus(untrusted), kExitTls);
+  // A call cut after it connected is not about TLS, whatever the server said.
+  EXPECT_EQ(TlsMismatchHint(absl::UnavailableError("Socket closed")), "");
+  EXPECT_EQ(TlsMismatchHint(absl::UnavailableError("backend: certificate verify failed")), "");
   const absl::Status refused = absl::UnavailableError(
       "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Failed to "
       "connect to remote host: Connection refused");

@@ -315,7 +315,8 @@ TEST_F(TunectlOnlineTest, CompletionOffersTheCoordinatorsJobsAndKernels) {
   service_.AddJob("job-2", {MakeJob("job-2", v1::JOB_STATE_RUNNING, 1, 2)});
   TempDir dir;
   const std::string env = "TUNEFLEET_SERVER=" + server_.address() +
-                          " TUNEFLEET_INSECURE=1 HOME=" + dir.path();
+                          " TUNEFLEET_INSECURE=1 TUNEFLEET_COMPLETION_TIMEOUT=10 HOME=" +
+                          dir.path();
   const std::string self = BuildDir() + "/bin/tunectl";
   EXPECT_EQ(BashComplete("bash", self + " status job", env).output, "job-1 job-2\n");
   EXPECT_EQ(BashComplete("bash", self + " trials job-2", env).output, "job-2\n");
@@ -397,6 +398,26 @@ TEST_F(TunectlOnlineTest, ContextsChooseTheCoordinator) {
   run = TunectlWithConfig(config, "--context staging status job-1");
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("no context 'staging'"));
+  // TUNEFLEET_CONTEXT picks the context, as it does for the C++ and Python
+  // clients (tests/data/client_settings_cases.json).
+  run = Shell("TUNEFLEET_CONTEXT=prod TUNEFLEET_CONFIG=" + config + " " + BuildDir() +
+              "/bin/tunectl --timeout 2 status job-1");
+  EXPECT_EQ(run.exit_code, 6) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("127.0.0.1:1"));
+}
+
+// A context's key wins over the same key at the top of the file.
+TEST_F(TunectlOnlineTest, TheContextWinsOverTheTopLevel) {
+  service_.AddJob("job-1", {MakeJob("job-1", v1::JOB_STATE_SUCCEEDED, 2, 2)});
+  TempDir dir;
+  const std::string config = dir.path() + "/config";
+  std::ofstream(config) << "current-context = \"dev\"\nserver = \"127.0.0.1:1\"\n"
+                        << "insecure = true\n\n[dev]\nserver = \"" << server_.address()
+                        << "\"\n";
+  Outcome run = Shell("TUNEFLEET_CONFIG=" + config + " " + BuildDir() +
+                      "/bin/tunectl --timeout 2 status job-1");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("SUCCEEDED"));
 }
 
 TEST(TunectlBinaryTest, AnUnknownKeyInTheConfigFileIsNamed) {

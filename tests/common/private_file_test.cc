@@ -44,6 +44,15 @@ TEST(CheckPrivateFileTest, GroupReadableOnlyByAGroupOfThisProcess) {
               StatusIsWith(absl::StatusCode::kFailedPrecondition, "is not one"));
 }
 
+TEST(CheckPrivateFileTest, AFileAnotherUserOwnsIsRefused) {
+  struct stat info = Info(0600, getegid());
+  info.st_uid = 0;  // root's: root may change it anyway
+  EXPECT_OK(CheckPrivateFile("f", info, "a password"));
+  info.st_uid = geteuid() == 12345 ? 12346 : 12345;
+  EXPECT_THAT(CheckPrivateFile("--admin-token-file t", info, "the admin token"),
+              StatusIsWith(absl::StatusCode::kFailedPrecondition, "who could change it"));
+}
+
 TEST(CheckPrivateFileTest, OthersOrAWritableGroupAreRefusedWithTheFix) {
   for (mode_t mode : {0644, 0604, 0660, 0670, 0601}) {
     EXPECT_THAT(CheckPrivateFile("--database-file d", Info(mode, getegid()), "a password"),

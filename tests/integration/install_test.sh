@@ -46,8 +46,10 @@ bash -n "$prefix/share/bash-completion/completions/tunectl" || fail "bash comple
 grep -q "^complete .*-F _tunectl tunectl" "$prefix/share/bash-completion/completions/tunectl" \
   || fail "bash completion registers no function"
 [ -e "$prefix/share/man/man1/tunectl-submit.1" ] || fail "no manual page per verb"
+home=${HOME:-/nonexistent}
+[ "$home" != / ] || home=/nonexistent
 for page in "$prefix"/share/man/man1/*.1; do
-  if grep -n -e "$build" -e "$HOME" "$page"; then
+  if grep -n -e "$build" -e "$home/" "$page"; then
     fail "$(basename "$page") names a path of the machine that built it"
   fi
 done
@@ -120,7 +122,8 @@ if [ -x "$example" ]; then
 fi
 echo "$TUNEFLEET_TOKEN" > "$work/user.token"
 from_config=(env -u TUNEFLEET_SERVER -u TUNEFLEET_CA_FILE -u TUNEFLEET_TOKEN -u TUNEFLEET_CONFIG
-             HOME="$work/home")
+             -u TUNEFLEET_TOKEN_FILE -u TUNEFLEET_INSECURE -u TUNEFLEET_CONTEXT
+             -u XDG_CONFIG_HOME HOME="$work/home")
 "${from_config[@]}" "$bin/tunectl" config set-context fleet --server "$address" \
   --ca-file "$ca/ca.crt" --token-file "$work/user.token" >/dev/null \
   || fail "tunectl config set-context failed"
