@@ -346,9 +346,10 @@ absl::Status TrySandbox(const Sandbox& sandbox) {
 }
 
 // --preflight: everything the daemon needs before it reaches for the
-// coordinator (sandbox, interpreter, devices, compiler), each step on one
-// line of stdout, "ok" or why not; exit status 0 when every step is ok, 1
-// otherwise. For ExecStartPre=, image health checks and install tests.
+// coordinator (sandbox, interpreter, devices, compiler; no devices for
+// --compile-only), each step on one line of stdout, "ok" or why not; exit
+// status 0 when every step is ok, 1 otherwise. For ExecStartPre=, image
+// health checks and install tests.
 int RunPreflight(const Flags& flags, v1::Backend backend) {
   bool all_ok = true;
   const auto report = [&all_ok](absl::string_view step, const absl::Status& status,
@@ -373,16 +374,21 @@ int RunPreflight(const Flags& flags, v1::Backend backend) {
     report("python", info.ok() ? absl::OkStatus() : info.status(),
            info.ok() ? absl::StrCat((*info)->python, ", package in ", (*info)->package_dir) : "");
   }
-  absl::StatusOr<std::vector<v1::Device>> devices = DiscoverDevices(backend);
-  std::vector<std::string> models;
-  if (devices.ok()) {
-    for (const v1::Device& device : *devices) models.push_back(device.model());
+  if (flags.compile_only) {
+    std::cout << "devices: skipped (--compile-only compiles for --target, runs nothing)"
+              << std::endl;
+  } else {
+    absl::StatusOr<std::vector<v1::Device>> devices = DiscoverDevices(backend);
+    std::vector<std::string> models;
+    if (devices.ok()) {
+      for (const v1::Device& device : *devices) models.push_back(device.model());
+    }
+    report("devices",
+           !devices.ok()       ? devices.status()
+           : devices->empty() ? absl::NotFoundError("none found")
+                              : absl::OkStatus(),
+           absl::StrJoin(models, ", "));
   }
-  report("devices",
-         !devices.ok()       ? devices.status()
-         : devices->empty() ? absl::NotFoundError("none found")
-                            : absl::OkStatus(),
-         absl::StrJoin(models, ", "));
   absl::StatusOr<std::unique_ptr<Compiler>> compiler = MakeCompiler(flags, backend, *sandbox);
   report("compiler", compiler.ok() ? absl::OkStatus() : compiler.status(),
          compiler.ok() ? (*compiler)->toolkit() : "");

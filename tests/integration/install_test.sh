@@ -65,6 +65,12 @@ if [ -e "$build/bin/tunefleet-nvrtc" ]; then
   if grep "^compiler: " <<<"$preflight" | grep -q "helper"; then
     fail "the installed CUDA worker does not find its NVRTC helper"
   fi
+  # A compile-only worker needs no GPU: with NVRTC there, its preflight passes.
+  if grep -q "^compiler: ok" <<<"$preflight"; then
+    env -i PATH=/usr/bin:/bin HOME="$work" "$bin/tunefleet-worker" --preflight --backend cuda \
+      --compile-only --target sm_90 --cache-dir "$work/cuda-cache" \
+      || fail "the compile-only preflight failed on a machine with NVRTC"
+  fi
 fi
 
 # The Python package from the prefix's site directory, stubs included.

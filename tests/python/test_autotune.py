@@ -143,10 +143,16 @@ def test_without_a_default_offline_is_an_error(monkeypatch):
         fn(None, None, 256, 256, 256)
 
 
+# Ports bound and never listened on, held to the end of the session: a
+# connection is refused, and no other test can take the port meanwhile.
+_HELD_PORTS = []
+
+
 def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    _HELD_PORTS.append(s)
+    return s.getsockname()[1]
 
 
 def test_an_unreachable_fleet_is_asked_once(monkeypatch):

@@ -33,10 +33,16 @@ def decorate(**options):
                               **options)(launcher)
 
 
+# Ports bound and never listened on, held to the end of the session: a
+# connection is refused, and no other test can take the port meanwhile.
+_HELD_PORTS = []
+
+
 def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    _HELD_PORTS.append(s)
+    return s.getsockname()[1]
 
 
 def warnings(caplog):
