@@ -23,19 +23,9 @@ constexpr char kDefaultServer[] = "localhost:7070";
 // A year: longer deadlines are typos (and would overflow milliseconds).
 constexpr double kMaxTimeout = 365 * 24 * 3600;
 
-bool IsSet(const Environment& env, const char* name) {
-  const char* value = env(name);
-  return value != nullptr && *value != '\0';
-}
-
-bool IsTrue(absl::string_view text) {
-  return text == "1" || absl::EqualsIgnoreCase(text, "true") ||
-         absl::EqualsIgnoreCase(text, "yes");
-}
-
 std::string ConfigDir(const Environment& env) {
-  if (IsSet(env, "XDG_CONFIG_HOME")) return absl::StrCat(env("XDG_CONFIG_HOME"), "/tunefleet");
-  if (IsSet(env, "HOME")) return absl::StrCat(env("HOME"), "/.config/tunefleet");
+  if (IsSetting(env, "XDG_CONFIG_HOME")) return absl::StrCat(env("XDG_CONFIG_HOME"), "/tunefleet");
+  if (IsSetting(env, "HOME")) return absl::StrCat(env("HOME"), "/.config/tunefleet");
   return "";
 }
 
@@ -48,7 +38,7 @@ class Settings {
 
   // An empty value counts as unset, as an empty variable does.
   std::optional<std::string> Get(const char* env_name, const std::string& key) const {
-    if (env_name != nullptr && IsSet(env_, env_name)) return std::string(env_(env_name));
+    if (env_name != nullptr && IsSetting(env_, env_name)) return std::string(env_(env_name));
     if (!context_.empty()) {
       const auto& section = file_.sections.at(context_);
       if (auto it = section.find(key); it != section.end() && !it->second.empty()) {
@@ -68,6 +58,16 @@ class Settings {
 };
 
 }  // namespace
+
+bool IsSetting(const Environment& env, const char* name) {
+  const char* value = env(name);
+  return value != nullptr && *value != '\0';
+}
+
+bool IsTrueSetting(absl::string_view text) {
+  return text == "1" || absl::EqualsIgnoreCase(text, "true") ||
+         absl::EqualsIgnoreCase(text, "yes");
+}
 
 std::string NormalConfigKey(std::string key) {
   for (char& c : key) {
@@ -116,7 +116,7 @@ ClientConfigFile ParseClientConfig(absl::string_view text) {
 }
 
 std::string DefaultClientConfigPath(const Environment& env) {
-  if (IsSet(env, "TUNEFLEET_CONFIG")) return env("TUNEFLEET_CONFIG");
+  if (IsSetting(env, "TUNEFLEET_CONFIG")) return env("TUNEFLEET_CONFIG");
   const std::string dir = ConfigDir(env);
   if (dir.empty()) return "";
   const std::string config = dir + "/config";
@@ -158,7 +158,7 @@ absl::StatusOr<ClientOptions> ResolveClientOptions(const Environment& env) {
       file = ParseClientConfig(text.str());
     }
   }
-  std::string context = IsSet(env, "TUNEFLEET_CONTEXT") ? env("TUNEFLEET_CONTEXT") : "";
+  std::string context = IsSetting(env, "TUNEFLEET_CONTEXT") ? env("TUNEFLEET_CONTEXT") : "";
   if (context.empty()) {
     if (auto it = file.top.find(kCurrentContext); it != file.top.end()) context = it->second;
   }
@@ -172,7 +172,7 @@ absl::StatusOr<ClientOptions> ResolveClientOptions(const Environment& env) {
   const Settings settings(env, file, context);
   ClientOptions options;
   options.target = settings.Get("TUNEFLEET_SERVER", "server").value_or(kDefaultServer);
-  options.insecure = IsTrue(settings.Get("TUNEFLEET_INSECURE", "insecure").value_or(""));
+  options.insecure = IsTrueSetting(settings.Get("TUNEFLEET_INSECURE", "insecure").value_or(""));
   options.ca_file = settings.Get("TUNEFLEET_CA_FILE", "ca-file").value_or("");
   if (std::optional<std::string> timeout = settings.Get(nullptr, "timeout")) {
     double seconds = 0;
@@ -184,7 +184,7 @@ absl::StatusOr<ClientOptions> ResolveClientOptions(const Environment& env) {
     options.deadline = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1e3)));
   }
   if (options.insecure) return options;  // never a token in the clear
-  if (IsSet(env, "TUNEFLEET_TOKEN")) {
+  if (IsSetting(env, "TUNEFLEET_TOKEN")) {
     options.token = env("TUNEFLEET_TOKEN");
     return options;
   }

@@ -57,6 +57,12 @@ std::optional<std::pair<std::string, std::string>> ConfigKeyValue(absl::string_v
 // `key` with '_' as '-' ("ca_file" and "ca-file" are one key).
 std::string NormalConfigKey(std::string key);
 
+// Whether the variable `name` is set and not empty.
+bool IsSetting(const Environment& env, const char* name);
+// "1", "true" or "yes" (any case): how TUNEFLEET_INSECURE and `insecure`
+// say yes.
+bool IsTrueSetting(absl::string_view text);
+
 ClientConfigFile ParseClientConfig(absl::string_view text);
 
 // The config file's path (see the file comment); "" when neither

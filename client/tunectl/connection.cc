@@ -2,8 +2,6 @@
 
 #include <unistd.h>
 
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace tunefleet::tunectl {
@@ -16,17 +14,12 @@ std::string Resolve(const std::string& flag, const Environment& env, const char*
   return value != nullptr ? value : "";
 }
 
-bool IsTrue(absl::string_view text) {
-  return text == "1" || absl::EqualsIgnoreCase(text, "true") ||
-         absl::EqualsIgnoreCase(text, "yes");
-}
-
 }  // namespace
 
 absl::Status ApplyConnectionSettings(const ConnectionFlags& flags, const Environment& env,
                                      ClientOptions* options) {
   const char* insecure_env = env("TUNEFLEET_INSECURE");
-  options->insecure = flags.insecure || (insecure_env != nullptr && IsTrue(insecure_env));
+  options->insecure = flags.insecure || (insecure_env != nullptr && IsTrueSetting(insecure_env));
   options->ca_file = Resolve(flags.ca_file, env, "TUNEFLEET_CA_FILE");
   if (options->insecure) return absl::OkStatus();  // never send a token in the clear
   const char* token = env("TUNEFLEET_TOKEN");

@@ -32,6 +32,8 @@ struct ConnectionFlags {
 // place: the client library's (client/client_settings.h).
 using ::tunefleet::DefaultTokenFile;
 using ::tunefleet::Environment;
+using ::tunefleet::IsSetting;
+using ::tunefleet::IsTrueSetting;
 using ::tunefleet::ReadTokenFile;
 
 // Fills the security fields of `options` (see the table above).

@@ -30,11 +30,6 @@ const std::vector<std::pair<std::string, std::vector<const char*>>>& Environment
   return *overrides;
 }
 
-bool Set(const Environment& env, const char* name) {
-  const char* value = env(name);
-  return value != nullptr && *value != '\0';
-}
-
 // Whether section `section` (or its dotted parent) is a context: any section
 // but a verb's, which holds that verb's flags. The file's reader
 // (ContextConfig) and its editors share this rule.
@@ -152,7 +147,7 @@ std::vector<CLI::ConfigItem> ContextConfig::from_config(std::istream& input) con
     bool overridden = false;
     for (const auto& [key, names] : EnvironmentOverrides()) {
       if (item.parents.empty() && item.name == key) {
-        for (const char* name : names) overridden = overridden || Set(env_, name);
+        for (const char* name : names) overridden = overridden || IsSetting(env_, name);
       }
     }
     if (!overridden) chosen_items.push_back(std::move(item));
