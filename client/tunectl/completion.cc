@@ -68,7 +68,8 @@ std::string BashCompletion(const CommandWords& root, const std::vector<std::stri
       "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n",
       "}\n",
       "# Names only the coordinator or the config file knows, asked quietly with\n",
-      "# a short deadline (nothing when it cannot answer).\n",
+      "# a short deadline (nothing when it cannot answer). compgen -W expands its\n",
+      "# words: only plain names pass, so no answer can run a command here.\n",
       "_", root.name, "_ask() {\n",
       "  local self=\"${COMP_WORDS[0]}\" t=\"${TUNEFLEET_COMPLETION_TIMEOUT:-1}\"\n",
       "  case \"$1\" in\n",
@@ -76,7 +77,7 @@ std::string BashCompletion(const CommandWords& root, const std::vector<std::stri
       "    kernels) \"$self\" -q --timeout \"$t\" jobs --limit 200 -o 'jsonpath={.jobs[*].kernel}' "
       "| sort -u ;;\n",
       "    contexts) \"$self\" -q config get-contexts -o 'jsonpath={.contexts[*].name}' ;;\n",
-      "  esac 2>/dev/null\n",
+      "  esac 2>/dev/null | grep -E '^[A-Za-z0-9_.:=+-]+$'\n",
       "}\n",
       "_", root.name, "_words() {\n",
       "  case \"$1\" in\n",

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -321,6 +322,11 @@ TEST_F(TunectlOnlineTest, CompletionOffersTheCoordinatorsJobsAndKernels) {
   EXPECT_EQ(BashComplete("bash", self + " status job", env).output, "job-1 job-2\n");
   EXPECT_EQ(BashComplete("bash", self + " trials job-2", env).output, "job-2\n");
   EXPECT_EQ(BashComplete("bash", self + " -o j", env).output, "json jsonpath=\n");
+  // A name that is no plain word (here one a shell would expand) is left out.
+  const std::string hostile = "$(touch " + dir.path() + "/ran)";
+  service_.AddJob(hostile, {MakeJob(hostile, v1::JOB_STATE_RUNNING, 1, 2)});
+  EXPECT_EQ(BashComplete("bash", self + " status job", env).output, "job-1 job-2\n");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/ran"));
   // No coordinator: no ids, and no error on the terminal.
   EXPECT_EQ(BashComplete("bash", self + " status job",
                          "TUNEFLEET_SERVER=127.0.0.1:1 TUNEFLEET_INSECURE=1 HOME=" + dir.path())

@@ -5,6 +5,7 @@ one directory (the Python twin of bench/local_fleet.{h,cc})."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
 from typing import List, Optional
@@ -15,6 +16,19 @@ SOURCE_DIR = os.environ.get(
 BUILD_DIR = os.environ.get("TUNEFLEET_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
 BIN_DIR = os.path.join(BUILD_DIR, "bin")
 MATMUL_DIR = os.path.join(SOURCE_DIR, "kernels", "cpu", "matmul")
+
+
+# Ports bound and never listened on, held to the end of the session: a
+# connection is refused, and no other test can take the port meanwhile.
+_HELD_PORTS: List[socket.socket] = []
+
+
+def closed_port() -> int:
+    """A loopback port nothing answers on (connections are refused)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    _HELD_PORTS.append(s)
+    return s.getsockname()[1]
 
 
 class Fleet:

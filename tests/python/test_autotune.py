@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 
 import pytest
 
@@ -143,18 +142,6 @@ def test_without_a_default_offline_is_an_error(monkeypatch):
         fn(None, None, 256, 256, 256)
 
 
-# Ports bound and never listened on, held to the end of the session: a
-# connection is refused, and no other test can take the port meanwhile.
-_HELD_PORTS = []
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    _HELD_PORTS.append(s)
-    return s.getsockname()[1]
-
-
 def test_an_unreachable_fleet_is_asked_once(monkeypatch):
     lookups = []
     real_best = tunefleet.client.Client.best
@@ -164,7 +151,7 @@ def test_an_unreachable_fleet_is_asked_once(monkeypatch):
         return real_best(self, *args, **kwargs)
     monkeypatch.setattr(tunefleet.client.Client, "best", counted)
     monkeypatch.setenv("TUNEFLEET_INSECURE", "1")
-    fn = decorate("any", server=f"127.0.0.1:{closed_port()}", default=MY_DEFAULT)
+    fn = decorate("any", server=f"127.0.0.1:{fleet_mod.closed_port()}", default=MY_DEFAULT)
     assert config_of(fn(None, None, 256, 256, 256)) == MY_DEFAULT
     assert fn.last_choice.source == "unreachable"
     assert "UNAVAILABLE" in fn.last_choice.reason
@@ -229,7 +216,7 @@ def test_an_exported_table_answers_without_a_server(fleet, tuned_job, device_mod
         table.lookup("softmax", TUNED_SHAPE)
 
     # The decorator reads it instead of a server (none is reachable here).
-    monkeypatch.setenv("TUNEFLEET_SERVER", f"127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("TUNEFLEET_SERVER", f"127.0.0.1:{fleet_mod.closed_port()}")
     fn = decorate(device_model, table=str(path))
     assert config_of(fn(None, None, 256, 256, 256)) == tunefleet.shapes.parse(best)
     assert (fn.last_choice.tier, fn.last_choice.source) == (tunefleet.EXACT, "table")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 
@@ -31,18 +30,6 @@ def launcher(a, M, N, K, **config):
 def decorate(**options):
     return tunefleet.autotune(kernel=fleet_mod.MATMUL_DIR, key=["M", "N", "K"],
                               **options)(launcher)
-
-
-# Ports bound and never listened on, held to the end of the session: a
-# connection is refused, and no other test can take the port meanwhile.
-_HELD_PORTS = []
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    _HELD_PORTS.append(s)
-    return s.getsockname()[1]
 
 
 def warnings(caplog):
@@ -93,7 +80,7 @@ def test_a_fleet_that_is_down_serves_the_specs_default(monkeypatch, caplog):
     monkeypatch.delenv("TUNEFLEET_BEST_TABLE", raising=False)
     monkeypatch.setenv("TUNEFLEET_INSECURE", "1")
     caplog.set_level(logging.INFO, logger="tunefleet")
-    server = f"127.0.0.1:{closed_port()}"
+    server = f"127.0.0.1:{fleet_mod.closed_port()}"
     fn = decorate(device="any", server=server)
     assert fn(None, 256, 256, 256) == SPEC_DEFAULT
     choice = fn.last_choice
@@ -115,7 +102,7 @@ def test_without_torch_or_device_a_fleet_lookup_serves_the_default(monkeypatch):
     monkeypatch.delenv("TUNEFLEET_BEST_TABLE", raising=False)
     monkeypatch.setenv("TUNEFLEET_INSECURE", "1")
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch fails
-    fn = decorate(server=f"127.0.0.1:{closed_port()}")
+    fn = decorate(server=f"127.0.0.1:{fleet_mod.closed_port()}")
     assert fn(None, 256, 256, 256) == SPEC_DEFAULT
     assert fn.last_choice.source == "unreachable"
     assert "needs device=" in fn.last_choice.reason
@@ -158,7 +145,7 @@ def run_without(blocked, *, offline, default=None):
     env.update(PYTHONPATH=os.environ.get("PYTHONPATH", ""), TUNEFLEET_INSECURE="1")
     if offline:
         env["TUNEFLEET_OFFLINE"] = "1"
-    server = "" if offline else f"127.0.0.1:{closed_port()}"
+    server = "" if offline else f"127.0.0.1:{fleet_mod.closed_port()}"
     options = {} if default is None else {"default": default}
     done = subprocess.run(
         [sys.executable, "-c", MISSING_MODULES_SCRIPT, ",".join(blocked), fleet_mod.MATMUL_DIR,
