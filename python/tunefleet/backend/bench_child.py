@@ -9,6 +9,15 @@ reference's output (rtol/atol/max mismatch ratio, on the device), warm-up,
 L2 flush before every sample, CUDA events, median/p20/p80, the early-cut
 rule. The measurement numbers come in the PrepareRequest (measure.py).
 
+A Python launch takes tens of microseconds of host time (argument binding,
+Triton's specialisation keys, the callable's own code) before its kernel
+reaches the stream. So that a sample times the device's work and not that
+host time, the stream is kept busy while the host launches: after the L2
+flush, a device-side sleep a little longer than the callable's host time
+(measured on the timed call and the warm-up calls) is queued before the
+start event, and a sample whose launch outran it is taken again with a
+longer lead. Host gaps between the callable's own launches stay in its time.
+
 Failure taxonomy, as the CUDA runner's:
   build() raised, or a Triton CompilationError   COMPILE_ERROR (the log)
   Triton OutOfResources (shared memory, ...)     INVALID_CONFIG
@@ -57,6 +66,41 @@ class Runner:
         self.prepared = None
         self.flush = None
         self.last_measured = None  # time.perf_counter() when the last run's samples ended
+        self.sleep_cycles_per_second = None  # torch.cuda._sleep's rate here; 0: none
+
+    # ---- the launch lead --------------------------------------------------
+    MAX_LEAD_SECONDS = 0.005
+
+    def _sleep_rate(self):
+        """Cycles of torch.cuda._sleep per second on this device, measured once
+        (0 where torch has no _sleep: samples then start with the launch)."""
+        if self.sleep_cycles_per_second is None:
+            torch = self.torch
+            sleep = getattr(torch.cuda, "_sleep", None)
+            rate = 0.0
+            if sleep is not None:
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                sleep(100000)
+                cycles = 2000000
+                start.record()
+                sleep(cycles)
+                end.record()
+                end.synchronize()
+                seconds = start.elapsed_time(end) / 1e3
+                rate = cycles / seconds if seconds > 0 else 0.0
+            self.sleep_cycles_per_second = rate
+        return self.sleep_cycles_per_second
+
+    def _lead(self, seconds):
+        """Queues a device-side sleep of `seconds` (see the module doc)."""
+        rate = self._sleep_rate()
+        if rate > 0 and seconds > 0:
+            self.torch.cuda._sleep(int(seconds * rate))
+
+    @classmethod
+    def _lead_for(cls, host_seconds):
+        return min(cls.MAX_LEAD_SECONDS, 2 * host_seconds + 20e-6)
 
     # ---- classification -------------------------------------------------
     def _classify(self, error, building):
@@ -226,7 +270,9 @@ class Runner:
             end = torch.cuda.Event(enable_timing=True)
             self._restore(poison=False)
             start.record()
+            launched = time.perf_counter()
             fn(*tensors)
+            host_seconds = time.perf_counter() - launched
             end.record()
             end.synchronize()
             call_seconds = start.elapsed_time(end) / 1e3
@@ -238,19 +284,29 @@ class Runner:
             began = time.perf_counter()
             while time.perf_counter() - began < warmup:
                 self._restore(poison=False)
+                launched = time.perf_counter()
                 fn(*tensors)
+                host_seconds = max(host_seconds, time.perf_counter() - launched)
                 torch.cuda.synchronize()
-            # Samples: L2 flushed and in-out tensors restored outside the events.
+            # Samples: L2 flushed and in-out tensors restored outside the
+            # events, the launch queued behind a device-side lead.
+            lead = self._lead_for(host_seconds)
             samples = []
             ordered = []
             began = time.perf_counter()
             while measure.want_more_samples(options, ordered, time.perf_counter() - began):
                 self._restore(poison=False)
                 self.flush.zero_()
+                self._lead(lead)
                 start.record()
+                launched = time.perf_counter()
                 fn(*tensors)
+                host_seconds = time.perf_counter() - launched
                 end.record()
                 end.synchronize()
+                if host_seconds > lead and lead < self.MAX_LEAD_SECONDS:
+                    lead = self._lead_for(host_seconds)  # outran: again, longer
+                    continue
                 seconds = start.elapsed_time(end) / 1e3
                 samples.append(seconds)
                 bisect.insort(ordered, seconds)
