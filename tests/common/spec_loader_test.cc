@@ -1,7 +1,10 @@
 #include "common/spec_loader.h"
 
 #include <fstream>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/compile_options.h"
 #include "common/config_space.h"
 #include "common/config_text.h"
@@ -148,6 +151,35 @@ TEST(PythonSpecTest, TritonKernelsLoadAndTheMatmulSpaceIsLarge) {
     ASSERT_OK(config);
     ASSERT_OK((*space)->Bind(*config));
     EXPECT_TRUE((*space)->Valid()) << text << ": " << (*space)->CheckConstraints();
+  }
+}
+
+// The fused-MoE sweep's config set is valid at every batch size it is tuned
+// for (bench/moe_sweep_bench.py), and so is the default; the full grid is
+// the 1,920 points serving engines sweep.
+TEST(PythonSpecTest, FusedMoeSweepSetIsValidAtEveryBatchSize) {
+  const v1::KernelSpec moe = TritonSpec("fused_moe");
+  ASSERT_OK(ValidateKernelSpec(moe));
+  ASSERT_EQ(moe.config_sets_size(), 1);
+  const v1::ConfigSet& set = moe.config_sets(0);
+  EXPECT_EQ(set.name(), "sweep48");
+  EXPECT_EQ(set.configs_size(), 48);
+  for (int m : {1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096}) {
+    absl::StatusOr<v1::Shape> shape =
+        NormalizeShape(moe, *ParseShape(absl::StrCat("M=", m, ",N=3584,K=4096,E=8,TOPK=2")));
+    ASSERT_OK(shape);
+    auto space = ConfigSpace::Create(moe, *shape, PlaceholderLimits(v1::BACKEND_PYTHON));
+    ASSERT_OK(space);
+    EXPECT_EQ((*space)->full_size(), 1920u);
+    std::vector<std::string> configs(set.configs().begin(), set.configs().end());
+    configs.push_back(moe.default_config());
+    for (const std::string& text : configs) {
+      absl::StatusOr<v1::Config> config = NormalizeConfig(moe, *ParseConfig(text));
+      ASSERT_OK(config);
+      ASSERT_OK((*space)->Bind(*config));
+      EXPECT_TRUE((*space)->Valid()) << "M=" << m << " " << text << ": "
+                                     << (*space)->CheckConstraints();
+    }
   }
 }
 
