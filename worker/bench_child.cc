@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "spdlog/spdlog.h"
 #include "worker/backends.h"
@@ -59,6 +61,13 @@ int BenchChildMain(v1::Backend backend) {
     return kChildExitNoBackend;
   }
   return ServeBenchChild(runner->get(), STDIN_FILENO, protocol_out);
+}
+
+std::vector<std::string> BenchChildCommand(const std::string& worker_binary,
+                                           v1::Backend backend,
+                                           const std::string& log_format) {
+  return {worker_binary, "--child", "--backend", BackendName(backend), "--log-format",
+          log_format};
 }
 
 }  // namespace tunefleet::worker

@@ -9,6 +9,9 @@
 #ifndef TUNEFLEET_WORKER_BENCH_CHILD_H_
 #define TUNEFLEET_WORKER_BENCH_CHILD_H_
 
+#include <string>
+#include <vector>
+
 #include "worker/backend.h"
 
 namespace tunefleet::worker {
@@ -28,6 +31,14 @@ int ServeBenchChild(KernelRunner* runner, int in_fd, int out_fd);
 // The child mode's main: dies with its parent, redirects stdout as above,
 // creates the backend's runner and serves stdin/stdout. Returns the exit code.
 int BenchChildMain(v1::Backend backend);
+
+// The command that starts a benchmark child of `backend`: the worker binary
+// `worker_binary` in child mode (`--child`), which runs BenchChildMain (the
+// python backend: execs the interpreter), logging in `log_format` as the
+// daemon does.
+std::vector<std::string> BenchChildCommand(const std::string& worker_binary,
+                                           v1::Backend backend,
+                                           const std::string& log_format);
 
 }  // namespace tunefleet::worker
 

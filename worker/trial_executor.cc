@@ -63,10 +63,15 @@ TrialExecutor::TrialExecutor(CompilePool* pool, v1::Device device, ChildOptions 
                            ? options_.failed_prepares
                            : std::make_shared<FailedPrepares>()) {}
 
+absl::Duration MinTrialDeadline(v1::Backend backend) {
+  return backend == v1::BACKEND_CUDA || backend == v1::BACKEND_PYTHON ? absl::Seconds(30)
+                                                                      : absl::Seconds(10);
+}
+
 absl::Duration TrialExecutor::TrialDeadline() const {
   if (options_.trial_deadline > absl::ZeroDuration()) return options_.trial_deadline;
   const double budget = WithMeasureDefaults(options_.measure).budget_seconds();
-  return std::max(absl::Seconds(10), absl::Seconds(20 * budget));
+  return std::max(options_.min_trial_deadline, absl::Seconds(20 * budget));
 }
 
 void TrialExecutor::PlanTrials(Batch* batch, const std::vector<v1::Trial>& trials) {

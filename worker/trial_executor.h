@@ -25,13 +25,24 @@
 
 namespace tunefleet::worker {
 
+// The least deadline of a trial for `backend`'s children: 30 s for CUDA,
+// whose runner reports a hung launch itself after 10 s (the daemon's kill is
+// the backstop behind it, so it must come later), and for Python, whose
+// first launch of a config may compile it (when the compile step could not
+// warm it); 10 s otherwise.
+absl::Duration MinTrialDeadline(v1::Backend backend);
+
 struct ExecutorOptions {
   // The measurement settings sent to the child (zero fields: defaults, see
   // WithMeasureDefaults).
   v1::MeasureOptions measure;
   // A child that has not answered a Run by then is SIGKILLed: TIMEOUT.
-  // Zero (the default) means max(10 s, 20 x the measure budget).
+  // Zero (the default) means max(min_trial_deadline, 20 x the measure
+  // budget).
   absl::Duration trial_deadline = absl::ZeroDuration();
+  // The least deadline of a Run when trial_deadline is zero: 10 s by
+  // default; MinTrialDeadline(backend) for a backend's children.
+  absl::Duration min_trial_deadline = absl::Seconds(10);
   // Deadline of a Prepare (input generation and the reference run).
   // Longer than a runner's own reference timeout (120 s), so the runner can
   // report a hung reference itself before the daemon kills the child.
