@@ -527,7 +527,7 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
   grant.job_id = job->view.id();
   grant.spec = job->spec;
   grant.tuning_key = target.info.tuning_key();
-  grant.finalists = lease.finalists;
+  grant.kind = lease.finalists ? v1::LEASE_KIND_FINALISTS : v1::LEASE_KIND_SEARCH;
   grant.best_seconds = BestFor(target, lease);
   for (uint64_t ordinal : lease.ordinals) {
     grant.trials.emplace_back(ordinal, target.trials->space()->ConfigAt(ordinal));

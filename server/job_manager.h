@@ -28,6 +28,7 @@
 #include "server/admission.h"
 #include "server/best_keeper.h"
 #include "server/fleet_names.h"
+#include "server/lease.h"
 #include "server/job_repository.h"
 #include "server/lease_book.h"
 #include "server/metrics.h"
@@ -101,63 +102,6 @@ struct JobManagerOptions {
   absl::Duration write_backoff = absl::Milliseconds(50);
   // What one principal may submit and measure.
   QuotaOptions quotas;
-};
-
-// What a worker device asks for.
-struct LeaseQuery {
-  std::string worker_id;
-  std::string device_id;  // empty: the worker's first device
-  int max_trials = 0;     // 0: the batch size
-};
-
-// Trials handed to a worker.
-struct LeaseGrant {
-  std::string lease_id;
-  int64_t epoch = 0;
-  absl::Time expires;
-  std::string job_id;
-  std::shared_ptr<const v1::JobSpec> spec;  // sources carry digests only
-  std::string tuning_key;
-  bool finalists = false;
-  // A profile lease (ProfileManager): run each config once under Nsight
-  // Compute; nothing is measured.
-  bool profile = false;
-  // The target's best median so far for the early-cut rule; 0 when none is
-  // known, and for finalists and verification leases (never cut).
-  double best_seconds = 0;
-  std::vector<std::pair<uint64_t, v1::Config>> trials;  // ordinal, config
-};
-
-// What a compile-only worker asks for: configs of CUDA targets whose devices
-// have compute capability `compute_capability` (90 for sm_90) and whose
-// toolkit is the worker's.
-struct CompileQuery {
-  std::string toolkit;
-  int compute_capability = 0;
-  int max_configs = 0;  // 0: the batch size
-};
-
-// Configs of one job target to compile ahead of its leases.
-struct CompileGrant {
-  std::string job_id;
-  std::shared_ptr<const v1::JobSpec> spec;  // sources carry digests only
-  v1::Device device;  // the target's model and limits (no id)
-  std::vector<v1::Config> configs;
-};
-
-// Results a worker sends for one lease.
-struct ResultReport {
-  std::string worker_id;
-  std::string lease_id;
-  int64_t epoch = 0;
-  std::vector<std::pair<uint64_t, v1::TrialResult>> trials;  // ordinal, result
-  bool release = false;  // the worker gives back what it did not report
-};
-
-struct ReportAck {
-  absl::Time expires;
-  bool cancelled = false;  // the lease is gone: stop working on it
-  double best_seconds = 0;  // as LeaseGrant::best_seconds, as of the report
 };
 
 // Thread-safety: safe for concurrent use. One lock guards the live jobs and

@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/job_manager.h"
+#include "server/lease.h"
 
 namespace tunefleet::server {
 

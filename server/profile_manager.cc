@@ -333,7 +333,7 @@ std::optional<LeaseGrant> ProfileManager::TryLease(const LeaseQuery& query) {
     grant.job_id = request->job_id;
     grant.spec = request->spec;
     grant.tuning_key = request->tuning_key;
-    grant.profile = true;
+    grant.kind = v1::LEASE_KIND_PROFILE;
     for (size_t i = 0; i < request->configs.size(); ++i) {
       if (request->done[i]) continue;
       absl::StatusOr<v1::Config> config = ParseConfig(request->configs[i].config_text());

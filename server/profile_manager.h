@@ -1,7 +1,7 @@
 // The ProfileManager: Nsight Compute profiles of a finished job's fastest
 // configs (docs/profiling.md). A request queues, per job target that
 // measured configs, its `top` fastest OK configs; a worker device of the
-// target's model and toolkit takes them as one profile lease (Lease.profile),
+// target's model and toolkit takes them as one profile lease (LEASE_KIND_PROFILE),
 // runs each once under ncu and reports a v1::KernelProfile per config, which
 // is stored (Store::PutProfile). A profile never changes its job: a config
 // whose counters cannot be read is stored with the reason.
@@ -26,7 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/job_manager.h"
+#include "server/lease.h"
 #include "server/metrics.h"
 #include "server/quarantine.h"
 #include "server/store/store.h"

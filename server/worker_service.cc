@@ -18,28 +18,6 @@ absl::Status MissingFieldError(const char* field) {
 
 grpc::Status MissingField(const char* field) { return ToGrpcStatus(MissingFieldError(field)); }
 
-v1::Lease ToProto(const LeaseGrant& grant) {
-  v1::Lease lease;
-  lease.set_lease_id(grant.lease_id);
-  lease.set_epoch(grant.epoch);
-  lease.set_expires_unix_ms(absl::ToUnixMillis(grant.expires));
-  lease.set_job_id(grant.job_id);
-  *lease.mutable_kernel() = grant.spec->kernel();
-  *lease.mutable_sources() = grant.spec->sources();  // digests only
-  *lease.mutable_shape() = grant.spec->shape();
-  lease.set_seed(grant.spec->seed());
-  lease.set_tuning_key(grant.tuning_key);
-  lease.set_finalists(grant.finalists);
-  lease.set_profile(grant.profile);
-  lease.set_best_seconds(grant.best_seconds);
-  for (const auto& [ordinal, config] : grant.trials) {
-    v1::Trial* trial = lease.add_trials();
-    trial->set_index(static_cast<int64_t>(ordinal));
-    *trial->mutable_config() = config;
-  }
-  return lease;
-}
-
 // The identity of a registering worker. Until workers present client
 // certificates this is the host the worker names (one principal per host:
 // its devices vouch for nothing about each other); with mutual TLS it becomes
@@ -143,7 +121,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::LeaseWork(grpc::CallbackServerConte
           reactor->Finish(ToGrpcStatus(result.status()));
           return;
         }
-        if (result->has_value()) *response->mutable_lease() = ToProto(**result);
+        if (result->has_value()) *response->mutable_lease() = LeaseToProto(**result);
         reactor->Finish(grpc::Status::OK);
       },
       [context] { return context->IsCancelled(); });

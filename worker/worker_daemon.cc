@@ -11,6 +11,23 @@
 namespace tunefleet::worker {
 namespace {
 
+// What `lease` asks: its kind, or for a coordinator that predates the field,
+// what its bools say.
+v1::LeaseKind KindOf(const v1::Lease& lease) {
+  if (lease.kind() != v1::LEASE_KIND_UNSPECIFIED) return lease.kind();
+  return lease.profile()     ? v1::LEASE_KIND_PROFILE
+         : lease.finalists() ? v1::LEASE_KIND_FINALISTS
+                             : v1::LEASE_KIND_SEARCH;
+}
+
+const char* TrialsNoun(v1::LeaseKind kind) {
+  switch (kind) {
+    case v1::LEASE_KIND_FINALISTS: return "finalist(s), interleaved";
+    case v1::LEASE_KIND_PROFILE: return "config(s) to profile";
+    default: return "trial(s)";
+  }
+}
+
 bool IsRetryable(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
          absl::IsResourceExhausted(status) || absl::IsAborted(status);
@@ -226,7 +243,7 @@ std::unique_ptr<WorkerDaemon::Held> WorkerDaemon::Accept(TrialExecutor* executor
   held->reporter =
       std::make_unique<LeaseReporter>(coordinator_, worker_id, lease, reporter_options);
   held->sources = sources_->Resolve(lease.sources());
-  if (held->sources.ok() && !lease.finalists() && !lease.profile()) {
+  if (held->sources.ok() && KindOf(lease) == v1::LEASE_KIND_SEARCH) {
     JobContext job{lease.job_id(), lease.kernel(), *held->sources, lease.shape(), lease.seed()};
     held->planned = executor->Plan(
         std::move(job), std::vector<v1::Trial>(lease.trials().begin(), lease.trials().end()));
@@ -249,8 +266,7 @@ void WorkerDaemon::LeaseLoop(TrialExecutor* executor) {
     }
     // The next lease is asked for and its compiles start while this one runs.
     std::thread ahead;
-    if (options_.lookahead_trials > 0 && !current->lease.finalists() &&
-        !current->lease.profile()) {
+    if (options_.lookahead_trials > 0 && KindOf(current->lease) == v1::LEASE_KIND_SEARCH) {
       ahead = std::thread([&] {
         absl::Duration quiet_backoff = options_.min_backoff;
         std::optional<v1::Lease> lease =
@@ -275,10 +291,7 @@ void WorkerDaemon::Serve(TrialExecutor* executor, Held* held) {
                          {"lease", lease.lease_id()},
                          {"device", device_id}};
   spdlog::info("lease {} (epoch {}): {} {} of {} for job {} on {}", lease.lease_id(),
-               lease.epoch(), lease.trials_size(),
-               lease.finalists() ? "finalist(s), interleaved"
-               : lease.profile() ? "config(s) to profile"
-                                 : "trial(s)",
+               lease.epoch(), lease.trials_size(), TrialsNoun(KindOf(lease)),
                lease.kernel().name(), lease.job_id(), device_id);
   bool release = false;
   int reported = 0;
@@ -302,11 +315,12 @@ void WorkerDaemon::Serve(TrialExecutor* executor, Held* held) {
     };
     auto should_stop = [&] { return stopping() || reporter.cancelled(); };
     absl::Status status;
-    if (lease.profile()) {
+    const v1::LeaseKind kind = KindOf(lease);
+    if (kind == v1::LEASE_KIND_PROFILE) {
       JobContext job{lease.job_id(), lease.kernel(), *held->sources, lease.shape(),
                      lease.seed()};
       reported = ServeProfiles(*executor, job, lease, &reporter);
-    } else if (lease.finalists()) {
+    } else if (kind == v1::LEASE_KIND_FINALISTS) {
       // A finalists lease reports every finalist after its last round; the
       // same reporter, the same release rule (an interrupted round reports
       // nothing and hands the whole lease back).

@@ -118,7 +118,7 @@ class RogueWorker {
       if (!leased.has_lease()) continue;
       EXPECT_LE(leased.lease().trials_size(), 64);  // the coordinator's cap
       ASSERT_TRUE(Report(leased.lease()).ok());
-      finals = leased.lease().finalists();
+      finals = leased.lease().kind() == v1::LEASE_KIND_FINALISTS;
     }
     ASSERT_TRUE(finals) << "the rogue never got the finalists round: "
                         << GetJob(job_id).ShortDebugString();
@@ -325,7 +325,7 @@ TEST_F(RogueWorkerTest, ARogueVerifierIsOverruledByARefereeAndQuarantinedNotTheH
   v1::LeaseWorkResponse verify;
   ASSERT_TRUE(rogue_->Lease(&verify).ok());
   ASSERT_TRUE(verify.has_lease()) << rogue_->GetJob(job->id).ShortDebugString();
-  ASSERT_TRUE(verify.lease().finalists());
+  ASSERT_EQ(verify.lease().kind(), v1::LEASE_KIND_FINALISTS);
   ASSERT_TRUE(rogue_->Report(verify.lease(), /*every=*/0.5).ok());
 
   // Its word alone decides nothing: the job waits for a referee.

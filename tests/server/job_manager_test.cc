@@ -32,22 +32,6 @@ LeaseQuery QueryFor(const std::string& worker) {
   return query;
 }
 
-// The lease a worker would receive over gRPC.
-v1::Lease AsProto(const LeaseGrant& grant) {
-  v1::Lease lease;
-  lease.set_lease_id(grant.lease_id);
-  lease.set_epoch(grant.epoch);
-  lease.set_job_id(grant.job_id);
-  lease.set_finalists(grant.finalists);
-  lease.set_best_seconds(grant.best_seconds);
-  for (const auto& [ordinal, config] : grant.trials) {
-    v1::Trial* trial = lease.add_trials();
-    trial->set_index(static_cast<int64_t>(ordinal));
-    *trial->mutable_config() = config;
-  }
-  return lease;
-}
-
 class JobManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -114,7 +98,7 @@ class JobManagerTest : public ::testing::Test {
     absl::StatusOr<std::optional<LeaseGrant>> lease = jobs_->TryLease(QueryFor(worker));
     EXPECT_TRUE(lease.ok()) << lease.status();
     if (!lease.ok() || !lease->has_value()) return std::nullopt;
-    return AsProto(**lease);
+    return LeaseToProto(**lease);
   }
 
   // The report of every trial of `lease`, OK, with a time that depends on
@@ -277,7 +261,7 @@ TEST_F(JobManagerTest, LeasesAndReportAnswersCarryTheBestUncutMedian) {
   ASSERT_OK(job);
   LeaseQuery one = QueryFor(worker);
   one.max_trials = 1;
-  auto take = [&] { return AsProto(**jobs_->TryLease(one)); };
+  auto take = [&] { return LeaseToProto(**jobs_->TryLease(one)); };
   v1::Lease first = take();
   EXPECT_EQ(first.best_seconds(), 0);  // nothing measured yet
   EXPECT_EQ(ReportAll(worker, first, false, [](int64_t) { return 4e-3; }).best_seconds, 0);

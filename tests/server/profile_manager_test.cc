@@ -191,7 +191,7 @@ TEST_F(ProfileManagerTest, ALeaseGoesOnlyToADeviceOfTheTargetsModelAndOnlyOnce) 
   EXPECT_FALSE(manager_->TryLease({other, "", 0}).has_value());
   std::optional<LeaseGrant> grant = manager_->TryLease({worker, "", 0});
   ASSERT_TRUE(grant.has_value());
-  EXPECT_TRUE(grant->profile);
+  EXPECT_EQ(grant->kind, v1::LEASE_KIND_PROFILE);
   EXPECT_TRUE(ProfileManager::IsProfileLease(grant->lease_id));
   EXPECT_EQ(grant->tuning_key, kKey);
   ASSERT_THAT(grant->trials, SizeIs(2));

@@ -137,12 +137,19 @@ class FakeCoordinator : public Coordinator {
     interrupted_ = true;
   }
 
-  // Queues a lease of `job`'s trials, with sources by digest only.
+  // Queues a lease of `job`'s trials, of `kind`, with sources by digest
+  // only; `legacy` (a lease as a coordinator that predates `kind` sends it)
+  // sets the bools `finalists` and `profile` instead of `kind`.
   void AddLease(const JobContext& job, const std::vector<v1::Trial>& trials,
-                bool finalists = false) {
+                v1::LeaseKind kind = v1::LEASE_KIND_SEARCH, bool legacy = false) {
     absl::MutexLock lock(&mu_);
     v1::Lease& lease = leases_.emplace_back();
-    lease.set_finalists(finalists);
+    if (legacy) {
+      lease.set_finalists(kind == v1::LEASE_KIND_FINALISTS);
+      lease.set_profile(kind == v1::LEASE_KIND_PROFILE);
+    } else {
+      lease.set_kind(kind);
+    }
     lease.set_lease_id(absl::StrCat("lease-", leases_.size()));
     lease.set_epoch(1);
     lease.set_job_id(job.job_id);
@@ -264,10 +271,26 @@ TEST_F(WorkerDaemonTest, ServesALeaseAndReportsEveryTrial) {
   }
 }
 
+// A coordinator that predates Lease.kind says "profile" with a bool: the
+// worker profiles (here: says it cannot) and measures nothing.
+TEST_F(WorkerDaemonTest, ServesALeaseOfAnOlderCoordinatorAsItsBoolsSay) {
+  JobContext job = LoadJob("tests/worker/faulty_cpu", "N=1024");
+  coordinator_.AddLease(job, {MakeTrial(7, "FAULT=0,UNROLL=1")}, v1::LEASE_KIND_PROFILE,
+                        /*legacy=*/true);
+  StartDaemon(FastOptions());
+  ASSERT_TRUE(coordinator_.AwaitResults(1));
+  StopDaemon();
+  absl::MutexLock lock(&coordinator_.mu_);
+  const v1::TrialResult& result = coordinator_.results_[7];
+  EXPECT_TRUE(result.has_profile());
+  EXPECT_FALSE(result.profile().unavailable().empty());
+  EXPECT_EQ(result.measurement().samples(), 0);
+}
+
 TEST_F(WorkerDaemonTest, ServesAFinalistsLeaseInInterleavedRoundsAndReportsAfterTheLast) {
   JobContext job = LoadJob("tests/worker/faulty_cpu", "N=1024");
   coordinator_.AddLease(job, {MakeTrial(7, "FAULT=0,UNROLL=1"), MakeTrial(9, "FAULT=0,UNROLL=4")},
-                        /*finalists=*/true);
+                        v1::LEASE_KIND_FINALISTS);
   ExecutorOptions options = FastOptions();
   options.finalist_rounds = 2;
   options.finalist_max_rounds = 2;  // no separation rounds (finalists_test.cc has those)

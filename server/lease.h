@@ -1,0 +1,83 @@
+// The lease vocabulary, shared by the job manager, the profile manager, the
+// long-polls and the worker service: what a worker device asks for, what it
+// is granted, what it reports and what the coordinator answers, and the
+// compile-ahead query and grant of compile-only workers.
+#ifndef TUNEFLEET_SERVER_LEASE_H_
+#define TUNEFLEET_SERVER_LEASE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "tunefleet/v1/tuning_service.pb.h"
+#include "tunefleet/v1/types.pb.h"
+#include "tunefleet/v1/worker_service.pb.h"
+
+namespace tunefleet::server {
+
+// What a worker device asks for.
+struct LeaseQuery {
+  std::string worker_id;
+  std::string device_id;  // empty: the worker's first device
+  int max_trials = 0;     // 0: the batch size
+};
+
+// Trials handed to a worker.
+struct LeaseGrant {
+  std::string lease_id;
+  int64_t epoch = 0;
+  absl::Time expires;
+  std::string job_id;
+  std::shared_ptr<const v1::JobSpec> spec;  // sources carry digests only
+  std::string tuning_key;
+  // Search, the finalists round (verification too) or a profile (by the
+  // ProfileManager): v1::LeaseKind says what each asks of the worker.
+  v1::LeaseKind kind = v1::LEASE_KIND_SEARCH;
+  // The target's best median so far for the early-cut rule; 0 when none is
+  // known, and for finalists and verification leases (never cut).
+  double best_seconds = 0;
+  std::vector<std::pair<uint64_t, v1::Config>> trials;  // ordinal, config
+};
+
+// The lease as the worker receives it: `kind`, and the bools `finalists`
+// and `profile` for workers that predate it.
+v1::Lease LeaseToProto(const LeaseGrant& grant);
+
+// What a compile-only worker asks for: configs of CUDA targets whose devices
+// have compute capability `compute_capability` (90 for sm_90) and whose
+// toolkit is the worker's.
+struct CompileQuery {
+  std::string toolkit;
+  int compute_capability = 0;
+  int max_configs = 0;  // 0: the batch size
+};
+
+// Configs of one job target to compile ahead of its leases.
+struct CompileGrant {
+  std::string job_id;
+  std::shared_ptr<const v1::JobSpec> spec;  // sources carry digests only
+  v1::Device device;  // the target's model and limits (no id)
+  std::vector<v1::Config> configs;
+};
+
+// Results a worker sends for one lease.
+struct ResultReport {
+  std::string worker_id;
+  std::string lease_id;
+  int64_t epoch = 0;
+  std::vector<std::pair<uint64_t, v1::TrialResult>> trials;  // ordinal, result
+  bool release = false;  // the worker gives back what it did not report
+};
+
+struct ReportAck {
+  absl::Time expires;
+  bool cancelled = false;  // the lease is gone: stop working on it
+  double best_seconds = 0;  // as LeaseGrant::best_seconds, as of the report
+};
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_LEASE_H_
