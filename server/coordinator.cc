@@ -124,13 +124,9 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
       store_.get(), [jobs = jobs_.get()](const std::string& id) { return jobs->Get(id); },
       workers_.get(), clock, options.jobs.lease_ttl, quarantine_.get(), metrics_.get());
   // A profile request waits for one device of its model: it goes first.
-  long_polls_ = std::make_unique<LongPolls>(
-      [jobs = jobs_.get(), profiles = profiles_.get()](const LeaseQuery& query)
-          -> LongPolls::Result {
-        if (std::optional<LeaseGrant> grant = profiles->TryLease(query)) return grant;
-        return jobs->TryLease(query);
-      },
-      options.max_long_poll);
+  const std::vector<LeaseSource*> lease_sources = {profiles_.get(), jobs_.get()};
+  long_polls_ = std::make_unique<LongPolls>(LongPolls::FirstOf(lease_sources),
+                                            options.max_long_poll);
   jobs_->SetWorkListener([polls = long_polls_.get()] { polls->Notify(); });
   profiles_->SetWorkListener([polls = long_polls_.get()] { polls->Notify(); });
   RETURN_IF_ERROR(jobs_->Recover());
@@ -144,7 +140,7 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   report_pool_ = std::make_unique<CallPool>(options.report_threads);
   worker_service_ = std::make_unique<WorkerServiceImpl>(
       jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(), report_pool_.get(),
-      options.heartbeat_interval, options.jobs.lease_ttl, profiles_.get(), artifacts_.get());
+      options.heartbeat_interval, options.jobs.lease_ttl, lease_sources, artifacts_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

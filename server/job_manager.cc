@@ -727,6 +727,10 @@ void JobManager::ReturnLease(const Lease& lease, bool expired, Pending* pending)
   Changed(job);
 }
 
+bool JobManager::Grants(const std::string& lease_id) const {
+  return LeaseBook::IsLeaseId(lease_id);
+}
+
 void JobManager::RenewLeases(const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
   leases_.RenewWorker(worker_id, clock_() + options_.lease_ttl);

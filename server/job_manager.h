@@ -109,7 +109,7 @@ struct JobManagerOptions {
 // GetBestConfig never wait on the database. Trial rows go through a
 // TrialWriter (group commit). Writes happen before the state
 // they record changes in memory: a write the store refused changes nothing.
-class JobManager {
+class JobManager final : public LeaseSource {
  public:
   using Clock = std::function<absl::Time()>;
   // `metrics`, `index`, `quarantine` and `keeper` may be null (the manager
@@ -153,7 +153,9 @@ class JobManager {
   // PermissionDenied for a quarantined worker, ResourceExhausted when the
   // device holds max_leases_per_device leases already. A candidate best
   // waiting for verification goes only to a device that may verify it.
-  absl::StatusOr<std::optional<LeaseGrant>> TryLease(const LeaseQuery& query);
+  absl::StatusOr<std::optional<LeaseGrant>> TryLease(const LeaseQuery& query) override;
+  // True for the ids of this manager's leases (LeaseBook's "l<N>").
+  bool Grants(const std::string& lease_id) const override;
   // Configs to compile ahead (docs/architecture.md, "Compile once for the
   // fleet"): up to query.max_configs of running jobs' matching targets,
   // proposed now and leased later, each handed out here once (at most
@@ -164,12 +166,13 @@ class JobManager {
   // Unavailable when the store refused them after its retries: the lease is
   // then returned and its trials are queued again. PermissionDenied for a
   // quarantined worker (its lease is returned, its results dropped).
-  absl::StatusOr<ReportAck> Report(const ResultReport& report);
+  absl::StatusOr<ReportAck> Report(const ResultReport& report) override;
   // OK when a lease `worker_id` holds now carries a source file with
   // `digest`; PermissionDenied otherwise.
-  absl::Status CheckBlobLeased(const std::string& worker_id, const std::string& digest);
+  absl::Status CheckBlobLeased(const std::string& worker_id,
+                               const std::string& digest) override;
   // Renews every lease of the worker (cost independent of other leases).
-  void RenewLeases(const std::string& worker_id);
+  void RenewLeases(const std::string& worker_id) override;
   // Periodic upkeep (the composition root calls it every 200 ms): expires
   // overdue leases, retries writes the store refused, and repairs any job
   // left with nothing leased and nothing to lease.

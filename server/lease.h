@@ -1,16 +1,20 @@
 // The lease vocabulary, shared by the job manager, the profile manager, the
 // long-polls and the worker service: what a worker device asks for, what it
-// is granted, what it reports and what the coordinator answers, and the
-// compile-ahead query and grant of compile-only workers.
+// is granted, what it reports and what the coordinator answers, the
+// compile-ahead query and grant of compile-only workers, and LeaseSource,
+// what grants leases.
 #ifndef TUNEFLEET_SERVER_LEASE_H_
 #define TUNEFLEET_SERVER_LEASE_H_
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "tunefleet/v1/tuning_service.pb.h"
 #include "tunefleet/v1/types.pb.h"
@@ -76,6 +80,31 @@ struct ReportAck {
   absl::Time expires;
   bool cancelled = false;  // the lease is gone: stop working on it
   double best_seconds = 0;  // as LeaseGrant::best_seconds, as of the report
+};
+
+// What grants leases: the JobManager (search and finalists leases) and the
+// ProfileManager (profile leases). LongPolls asks the sources in turn for a
+// lease; the worker service sends each report to the source that granted
+// its lease, and each heartbeat and blob check to every source.
+//
+// Thread-safety: implementations are safe for concurrent use.
+class LeaseSource {
+ public:
+  virtual ~LeaseSource() = default;
+
+  // A lease for `query` now, or none (nothing this worker device may take).
+  virtual absl::StatusOr<std::optional<LeaseGrant>> TryLease(const LeaseQuery& query) = 0;
+  // True when `lease_id` is one this source grants (its own id scheme),
+  // whether the lease is still held or not: its reports go to Report.
+  virtual bool Grants(const std::string& lease_id) const = 0;
+  // Applies a worker's results for a lease this source granted.
+  virtual absl::StatusOr<ReportAck> Report(const ResultReport& report) = 0;
+  // The worker is alive (a heartbeat): its leases of this source go on.
+  virtual void RenewLeases(const std::string& worker_id) = 0;
+  // OK when one of the worker's leases of this source needs the source blob
+  // `digest`; PermissionDenied otherwise.
+  virtual absl::Status CheckBlobLeased(const std::string& worker_id,
+                                       const std::string& digest) = 0;
 };
 
 }  // namespace tunefleet::server

@@ -2,11 +2,17 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace tunefleet::server {
 
 LeaseBook::LeaseBook(int64_t first_epoch) : next_epoch_(first_epoch) {}
+
+bool LeaseBook::IsLeaseId(const std::string& id) {
+  return id.size() > 1 && id[0] == 'l' &&
+         std::all_of(id.begin() + 1, id.end(), [](char c) { return absl::ascii_isdigit(c); });
+}
 
 const Lease& LeaseBook::Grant(Lease lease) {
   lease.id = absl::StrCat("l", next_id_++);

@@ -48,8 +48,10 @@ class LeaseBook {
   // repeats across coordinator restarts (e.g. from the clock).
   explicit LeaseBook(int64_t first_epoch);
 
-  // Assigns a new lease id and epoch to `lease` and keeps it.
+  // Assigns a new lease id ("l<N>") and epoch to `lease` and keeps it.
   const Lease& Grant(Lease lease);
+  // True when `id` has the form of this book's ids, "l<N>" (held or not).
+  static bool IsLeaseId(const std::string& id);
   // The lease `id` when it is still held under `epoch` by `worker_id`;
   // nullptr for an expired, returned or foreign lease.
   Lease* Find(const std::string& id, int64_t epoch, const std::string& worker_id);

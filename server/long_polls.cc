@@ -6,6 +6,16 @@
 
 namespace tunefleet::server {
 
+LongPolls::TryLease LongPolls::FirstOf(std::vector<LeaseSource*> sources) {
+  return [sources = std::move(sources)](const LeaseQuery& query) -> Result {
+    for (LeaseSource* source : sources) {
+      Result grant = source->TryLease(query);
+      if (!grant.ok() || grant->has_value()) return grant;
+    }
+    return std::nullopt;
+  };
+}
+
 LongPolls::LongPolls(TryLease try_lease, absl::Duration max_wait,
                      absl::Duration retry_interval)
     : try_lease_(std::move(try_lease)),

@@ -9,6 +9,7 @@
 #include <list>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -28,6 +29,10 @@ class LongPolls {
   using Done = std::function<void(Result)>;
   // True when the caller went away (a cancelled RPC): nothing is leased to it.
   using Cancelled = std::function<bool()>;
+
+  // Leases from the first of `sources` that has work for the query (an
+  // error of a source ends the try). REQUIRES: the sources outlive the result.
+  static TryLease FirstOf(std::vector<LeaseSource*> sources);
 
   // `try_lease` leases without waiting. A waiting call is tried again on
   // every Notify and at least every `retry_interval`; no call waits longer

@@ -79,7 +79,7 @@ void ProfileManager::SetWorkListener(std::function<void()> listener) {
   work_listener_ = std::move(listener);
 }
 
-bool ProfileManager::IsProfileLease(const std::string& lease_id) {
+bool ProfileManager::Grants(const std::string& lease_id) const {
   return absl::StartsWith(lease_id, kLeasePrefix);
 }
 
@@ -311,7 +311,7 @@ absl::StatusOr<std::vector<v1::KernelProfile>> ProfileManager::List(const std::s
   return profiles;
 }
 
-std::optional<LeaseGrant> ProfileManager::TryLease(const LeaseQuery& query) {
+absl::StatusOr<std::optional<LeaseGrant>> ProfileManager::TryLease(const LeaseQuery& query) {
   absl::StatusOr<WorkerRegistry::ModelOf> device =
       workers_->TouchDevice(query.worker_id, query.device_id);
   if (!device.ok()) return std::nullopt;

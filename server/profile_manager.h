@@ -43,7 +43,7 @@ inline constexpr size_t kMaxPendingProfiles = 1024;
 
 // Thread-safety: safe for concurrent use. One lock guards the pending
 // requests and their leases; it is never held across a store call.
-class ProfileManager {
+class ProfileManager final : public LeaseSource {
  public:
   using Clock = std::function<absl::Time()>;
   // A job as JobManager::Get answers it (NotFound for an unknown one).
@@ -80,21 +80,23 @@ class ProfileManager {
 
   // A profile lease for the worker's device when a request waits for its
   // model and toolkit; nullopt when none does (or for an unknown worker or
-  // device, or a quarantined one: the JobManager answers those).
-  std::optional<LeaseGrant> TryLease(const LeaseQuery& query);
-  // True when `lease_id` names a profile lease (held or not).
-  static bool IsProfileLease(const std::string& lease_id);
+  // device, or a quarantined one: the JobManager answers those). Never an
+  // error.
+  absl::StatusOr<std::optional<LeaseGrant>> TryLease(const LeaseQuery& query) override;
+  // True when `lease_id` names a profile lease ("profile-<N>", held or not).
+  bool Grants(const std::string& lease_id) const override;
   // Stores the reported profiles (removing their request rows), then marks
   // their configs done; a request whose configs are all done ends. A report
   // of an expired or foreign lease is acknowledged as cancelled, storing
   // nothing. Unavailable when the store refused a row (the lease stays; the
   // worker may report again).
-  absl::StatusOr<ReportAck> Report(const ResultReport& report);
+  absl::StatusOr<ReportAck> Report(const ResultReport& report) override;
   // OK when a profile lease `worker_id` holds carries a source with
   // `digest`; PermissionDenied otherwise.
-  absl::Status CheckBlobLeased(const std::string& worker_id, const std::string& digest);
+  absl::Status CheckBlobLeased(const std::string& worker_id,
+                               const std::string& digest) override;
   // Renews every profile lease of the worker.
-  void RenewLeases(const std::string& worker_id);
+  void RenewLeases(const std::string& worker_id) override;
   // Returns expired leases' configs to the queue.
   void Tick();
 

@@ -57,10 +57,10 @@ ResultReport FromProto(const v1::ReportResultsRequest& request) {
 WorkerServiceImpl::WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                                      LongPolls* long_polls, SourceBlobs* blobs,
                                      CallPool* reports, absl::Duration heartbeat_interval,
-                                     absl::Duration lease_ttl, ProfileManager* profiles,
+                                     absl::Duration lease_ttl, std::vector<LeaseSource*> sources,
                                      SharedArtifacts* artifacts)
     : jobs_(jobs),
-      profiles_(profiles),
+      sources_(std::move(sources)),
       workers_(workers),
       long_polls_(long_polls),
       blobs_(blobs),
@@ -141,9 +141,14 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ReportResults(
     return reactor;
   }
   reports_->Run([this, reactor, report = FromProto(*request), response] {
-    absl::StatusOr<ReportAck> ack = ProfileManager::IsProfileLease(report.lease_id)
-                                        ? profiles_->Report(report)
-                                        : jobs_->Report(report);
+    // A lease no source granted is gone as far as the worker is concerned.
+    absl::StatusOr<ReportAck> ack = ReportAck{absl::InfinitePast(), /*cancelled=*/true};
+    for (LeaseSource* source : sources_) {
+      if (source->Grants(report.lease_id)) {
+        ack = source->Report(report);
+        break;
+      }
+    }
     if (!ack.ok()) {
       reactor->Finish(ToGrpcStatus(ack.status()));
       return;
@@ -171,8 +176,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
     return reactor;
   }
   if (workers_->Touch(request->worker_id())) {
-    jobs_->RenewLeases(request->worker_id());
-    profiles_->RenewLeases(request->worker_id());
+    for (LeaseSource* source : sources_) source->RenewLeases(request->worker_id());
   } else {
     response->set_reregister(true);
   }
@@ -188,9 +192,11 @@ grpc::Status WorkerServiceImpl::GetBlob(grpc::ServerContext* context,
   if (absl::Status own = CheckActsFor(*context, request->worker_id()); !own.ok()) {
     return ToGrpcStatus(own);
   }
-  absl::Status leased = jobs_->CheckBlobLeased(request->worker_id(), request->digest());
-  if (!leased.ok() && profiles_->CheckBlobLeased(request->worker_id(), request->digest()).ok()) {
-    leased = absl::OkStatus();  // a profile lease's
+  // OK from any source serves it; else the last source's refusal is answered.
+  absl::Status leased = absl::PermissionDeniedError("sources are served only for leased work");
+  for (LeaseSource* source : sources_) {
+    leased = source->CheckBlobLeased(request->worker_id(), request->digest());
+    if (leased.ok()) break;
   }
   if (!leased.ok()) return ToGrpcStatus(leased);
   absl::StatusOr<std::string> blob = blobs_->Get(request->digest());

@@ -7,10 +7,12 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <vector>
+
 #include "absl/time/time.h"
 #include "server/call_pool.h"
 #include "server/job_manager.h"
-#include "server/profile_manager.h"
+#include "server/lease.h"
 #include "server/long_polls.h"
 #include "server/shared_artifacts.h"
 #include "server/source_blobs.h"
@@ -30,11 +32,14 @@ using WorkerServiceBase = v1::WorkerService::WithCallbackMethod_LeaseWork<
 // Thread-safety: safe for concurrent use.
 class WorkerServiceImpl final : public WorkerServiceBase {
  public:
-  // Every pointer must outlive the service.
-  // Reports and blobs of profile leases go to `profiles`.
+  // Every pointer must outlive the service. `sources` grant the leases
+  // LongPolls hands out (the JobManager among them): a report goes to the
+  // source that granted its lease, a heartbeat renews the worker's leases of
+  // every source, and a blob is served when a lease of any source needs it.
+  // `jobs` also binds jobs to new workers and proposes compiles ahead.
   WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers, LongPolls* long_polls,
                     SourceBlobs* blobs, CallPool* reports, absl::Duration heartbeat_interval,
-                    absl::Duration lease_ttl, ProfileManager* profiles,
+                    absl::Duration lease_ttl, std::vector<LeaseSource*> sources,
                     SharedArtifacts* artifacts);
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
@@ -75,7 +80,7 @@ class WorkerServiceImpl final : public WorkerServiceBase {
                                                   const std::string& worker_id);
 
   JobManager* const jobs_;
-  ProfileManager* const profiles_;
+  const std::vector<LeaseSource*> sources_;
   WorkerRegistry* const workers_;
   LongPolls* const long_polls_;
   SourceBlobs* const blobs_;

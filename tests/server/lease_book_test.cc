@@ -25,6 +25,13 @@ TEST(LeaseBookTest, GrantsFreshIdsAndEpochsFromTheFirstEpoch) {
   EXPECT_EQ(second.epoch, 1001);
   EXPECT_NE(second.id, first_id);
   EXPECT_EQ(book.size(), 2u);
+  // Its ids, and only they, have its form (the worker service sends each
+  // report to the lease source whose id it is).
+  EXPECT_TRUE(LeaseBook::IsLeaseId(first_id));
+  EXPECT_TRUE(LeaseBook::IsLeaseId(second.id));
+  for (const char* other : {"", "l", "profile-1", "l1x", "L1", "1"}) {
+    EXPECT_FALSE(LeaseBook::IsLeaseId(other)) << other;
+  }
 }
 
 TEST(LeaseBookTest, CountsTheLeasesOfEachDeviceOfAWorker) {

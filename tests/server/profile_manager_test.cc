@@ -46,6 +46,13 @@ v1::KernelProfile ReadProfile(double seconds) {
   return profile;
 }
 
+// ProfileManager::TryLease, which never fails, as the lease or none.
+std::optional<LeaseGrant> TakeLease(ProfileManager* manager, const LeaseQuery& query) {
+  absl::StatusOr<std::optional<LeaseGrant>> grant = manager->TryLease(query);
+  EXPECT_TRUE(grant.ok()) << grant.status();
+  return grant.ok() ? *std::move(grant) : std::nullopt;
+}
+
 class ProfileManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -188,16 +195,17 @@ TEST_F(ProfileManagerTest, ALeaseGoesOnlyToADeviceOfTheTargetsModelAndOnlyOnce) 
   const std::string other = AddWorker("b", "model-b");
   const std::string worker = AddWorker("a");
   ASSERT_OK(manager_->Request(kJob, 2).status());
-  EXPECT_FALSE(manager_->TryLease({other, "", 0}).has_value());
-  std::optional<LeaseGrant> grant = manager_->TryLease({worker, "", 0});
+  EXPECT_FALSE(TakeLease(manager_.get(), {other, "", 0}).has_value());
+  std::optional<LeaseGrant> grant = TakeLease(manager_.get(), {worker, "", 0});
   ASSERT_TRUE(grant.has_value());
   EXPECT_EQ(grant->kind, v1::LEASE_KIND_PROFILE);
-  EXPECT_TRUE(ProfileManager::IsProfileLease(grant->lease_id));
+  EXPECT_TRUE(manager_->Grants(grant->lease_id));
+  EXPECT_FALSE(manager_->Grants("l1"));  // a JobManager lease's id
   EXPECT_EQ(grant->tuning_key, kKey);
   ASSERT_THAT(grant->trials, SizeIs(2));
   EXPECT_EQ(grant->trials[0].second.values(0).name(), "B");
   EXPECT_EQ(grant->trials[0].second.values(0).value(), 2);
-  EXPECT_FALSE(manager_->TryLease({worker, "", 0}).has_value());
+  EXPECT_FALSE(TakeLease(manager_.get(), {worker, "", 0}).has_value());
   EXPECT_OK(manager_->CheckBlobLeased(worker, "d1"));
   EXPECT_THAT(manager_->CheckBlobLeased(other, "d1"),
               StatusIs(absl::StatusCode::kPermissionDenied));
@@ -206,7 +214,7 @@ TEST_F(ProfileManagerTest, ALeaseGoesOnlyToADeviceOfTheTargetsModelAndOnlyOnce) 
 TEST_F(ProfileManagerTest, ReportedProfilesAreStoredAndTheRequestEnds) {
   const std::string worker = AddWorker("a");
   ASSERT_OK(manager_->Request(kJob, 2).status());
-  std::optional<LeaseGrant> grant = manager_->TryLease({worker, "", 0});
+  std::optional<LeaseGrant> grant = TakeLease(manager_.get(), {worker, "", 0});
   ASSERT_TRUE(grant.has_value());
 
   absl::StatusOr<ReportAck> first = manager_->Report(Report(*grant, worker, 0, 1));
@@ -236,11 +244,11 @@ TEST_F(ProfileManagerTest, AnExpiredLeaseGoesToAnotherWorkerAndItsLateReportChan
   const std::string lost = AddWorker("a");
   const std::string other = AddWorker("c");
   ASSERT_OK(manager_->Request(kJob, 1).status());
-  std::optional<LeaseGrant> first = manager_->TryLease({lost, "", 0});
+  std::optional<LeaseGrant> first = TakeLease(manager_.get(), {lost, "", 0});
   ASSERT_TRUE(first.has_value());
   now_ += absl::Seconds(11);
   manager_->Tick();
-  std::optional<LeaseGrant> second = manager_->TryLease({other, "", 0});
+  std::optional<LeaseGrant> second = TakeLease(manager_.get(), {other, "", 0});
   ASSERT_TRUE(second.has_value());
   EXPECT_NE(second->epoch, first->epoch);
 
@@ -257,8 +265,8 @@ TEST_F(ProfileManagerTest, AQuarantinedWorkerGetsNoProfileLease) {
   const std::string rogue = AddWorker("rogue");
   ASSERT_OK(quarantine_->Add("host:rogue", "disagreed", 1));
   ASSERT_OK(manager_->Request(kJob, 1).status());
-  EXPECT_FALSE(manager_->TryLease({rogue, "", 0}).has_value());
-  EXPECT_TRUE(manager_->TryLease({AddWorker("a"), "", 0}).has_value());
+  EXPECT_FALSE(TakeLease(manager_.get(), {rogue, "", 0}).has_value());
+  EXPECT_TRUE(TakeLease(manager_.get(), {AddWorker("a"), "", 0}).has_value());
 }
 
 TEST_F(ProfileManagerTest, AJobWithoutMeasuredConfigsHasNothingToProfile) {
@@ -273,7 +281,7 @@ TEST_F(ProfileManagerTest, AJobWithoutMeasuredConfigsHasNothingToProfile) {
 TEST_F(ProfileManagerTest, ASecondManagerOnTheSameStoreSeesThePendingRequest) {
   const std::string worker = AddWorker("a");
   ASSERT_OK(manager_->Request(kJob, 2).status());
-  ASSERT_TRUE(manager_->TryLease({worker, "", 0}).has_value());  // held at the "restart"
+  ASSERT_TRUE(TakeLease(manager_.get(), {worker, "", 0}).has_value());  // held at the "restart"
 
   std::unique_ptr<ProfileManager> second = NewManager(store_.get());
   ASSERT_OK(second->Recover());
@@ -286,7 +294,7 @@ TEST_F(ProfileManagerTest, ASecondManagerOnTheSameStoreSeesThePendingRequest) {
   EXPECT_EQ((*listed)[1].device_model(), "model-a");
   EXPECT_THAT(second->Request(kJob, 1).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition));
-  std::optional<LeaseGrant> grant = second->TryLease({worker, "", 0});
+  std::optional<LeaseGrant> grant = TakeLease(second.get(), {worker, "", 0});
   ASSERT_TRUE(grant.has_value());
   ASSERT_THAT(grant->trials, SizeIs(2));
   EXPECT_EQ(grant->spec->kernel().name(), "matmul");
@@ -302,7 +310,7 @@ TEST_F(ProfileManagerTest, ASecondManagerOnTheSameStoreSeesThePendingRequest) {
   EXPECT_EQ((*after)[0].config_text(), "B=2");
   EXPECT_TRUE((*after)[1].pending());
   EXPECT_EQ((*after)[1].config_text(), "B=3");
-  std::optional<LeaseGrant> rest = third->TryLease({worker, "", 0});
+  std::optional<LeaseGrant> rest = TakeLease(third.get(), {worker, "", 0});
   ASSERT_TRUE(rest.has_value());
   ASSERT_THAT(rest->trials, SizeIs(1));
   EXPECT_EQ(rest->trials[0].second.values(0).value(), 3);
@@ -317,18 +325,18 @@ TEST_F(ProfileManagerTest, ARequestTheStoreRefusesIsUnavailableAndQueuesNothing)
   absl::StatusOr<std::vector<v1::KernelProfile>> listed = manager->List(kJob);
   ASSERT_OK(listed);
   EXPECT_THAT(*listed, SizeIs(0));
-  EXPECT_FALSE(manager->TryLease({worker, "", 0}).has_value());
+  EXPECT_FALSE(TakeLease(manager.get(), {worker, "", 0}).has_value());
 
   faulty.refuse_profiles = false;
   ASSERT_OK(manager->Request(kJob, 2).status());  // not "being profiled already"
-  EXPECT_TRUE(manager->TryLease({worker, "", 0}).has_value());
+  EXPECT_TRUE(TakeLease(manager.get(), {worker, "", 0}).has_value());
 }
 
 TEST_F(ProfileManagerTest, RowsOfAJobTheStoreNoLongerHasAreSkippedAtRecovery) {
   ASSERT_OK(store_->PutProfileRequests(
       {ProfileRequestRecord{"job-gone", kKey, "model-a", "g++ 12", "B=1", 1, 0.5, 1}}));
   ASSERT_OK(manager_->Recover());
-  EXPECT_FALSE(manager_->TryLease({AddWorker("a"), "", 0}).has_value());
+  EXPECT_FALSE(TakeLease(manager_.get(), {AddWorker("a"), "", 0}).has_value());
 }
 
 // Records the profile metrics.
@@ -346,7 +354,7 @@ TEST_F(ProfileManagerTest, CountsPendingConfigsAndStoredProfilesByOutcome) {
   std::unique_ptr<ProfileManager> manager = NewManager(store_.get(), &metrics);
   const std::string worker = AddWorker("a");
   ASSERT_OK(manager->Request(kJob, 2).status());
-  std::optional<LeaseGrant> grant = manager->TryLease({worker, "", 0});
+  std::optional<LeaseGrant> grant = TakeLease(manager.get(), {worker, "", 0});
   ASSERT_TRUE(grant.has_value());
   ASSERT_OK(manager->Report(Report(*grant, worker, 0, 1)).status());
   ResultReport unavailable = Report(*grant, worker, 1, 1);
