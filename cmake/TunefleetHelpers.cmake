@@ -18,6 +18,9 @@ endfunction()
 function(tunefleet_test name)
   cmake_parse_arguments(ARG "" "LABEL;TIMEOUT" "SRCS;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SRCS})
+  # Test files share helper names file by file: one translation unit each,
+  # even where CMAKE_UNITY_BUILD batches the programs' sources.
+  set_target_properties(${name} PROPERTIES UNITY_BUILD OFF)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} tunefleet::test_support
                         GTest::gmock GTest::gtest_main)
   if(NOT ARG_TIMEOUT)

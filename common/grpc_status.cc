@@ -3,6 +3,7 @@
 #include <iostream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/public_status.h"
 
 namespace tunefleet {
@@ -22,6 +23,10 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                       status.error_message());
+}
+
+grpc::Status MissingField(const char* field) {
+  return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(field, " is required")));
 }
 
 }  // namespace tunefleet

@@ -14,6 +14,10 @@ namespace tunefleet {
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
+// INVALID_ARGUMENT "<field> is required": a request without a field the
+// method needs.
+grpc::Status MissingField(const char* field);
+
 }  // namespace tunefleet
 
 #endif  // TUNEFLEET_COMMON_GRPC_STATUS_H_

@@ -8,13 +8,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Only what the demo runs: in TUNEFLEET_BUILD_DIR when set, else in the test
 # build when scripts/test.sh made one (an incremental build there), else in
-# build-demo/ without optimisation or debug information, about twice as fast
-# to compile. scripts/test.sh builds the rest.
+# build-demo/ without optimisation or debug information and with the sources
+# of each library compiled a batch at a time (a unity build): about three
+# times as fast to compile (docs/benchmarks.md). scripts/test.sh builds the
+# rest.
 PROGRAMS=(tunefleet-coordinator tunefleet-worker tunectl)
 BUILD_DIR="${TUNEFLEET_BUILD_DIR:-build}"
 if [ -z "${TUNEFLEET_BUILD_DIR:-}" ] && [ ! -x "$BUILD_DIR/bin/tunefleet-coordinator" ]; then
   BUILD_DIR="${TUNEFLEET_DEMO_BUILD_DIR:-build-demo}"
   export TUNEFLEET_BUILD_TYPE="${TUNEFLEET_BUILD_TYPE:-None}"
+  export TUNEFLEET_UNITY_BUILD="${TUNEFLEET_UNITY_BUILD:-ON}"
 fi
 TUNEFLEET_BUILD_DIR="$BUILD_DIR" scripts/setup.sh "${PROGRAMS[@]}"
 BIN="$BUILD_DIR/bin"

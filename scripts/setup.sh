@@ -5,7 +5,10 @@
 #
 #   scripts/setup.sh              every role's packages; builds everything, tests included
 #   scripts/setup.sh TARGET...    the build and run packages; builds only TARGETs (the demo)
-# TUNEFLEET_BUILD_TYPE sets CMAKE_BUILD_TYPE (default RelWithDebInfo).
+# TUNEFLEET_BUILD_TYPE sets CMAKE_BUILD_TYPE (default RelWithDebInfo);
+# TUNEFLEET_UNITY_BUILD=ON batches each library's sources into a few
+# translation units (CMAKE_UNITY_BUILD; tests and generated code stay one file
+# a unit), as scripts/demo.sh does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +34,8 @@ fi
 
 BUILD_DIR="${TUNEFLEET_BUILD_DIR:-build}"
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
-configure=(-G Ninja -DCMAKE_BUILD_TYPE="${TUNEFLEET_BUILD_TYPE:-RelWithDebInfo}")
+configure=(-G Ninja -DCMAKE_BUILD_TYPE="${TUNEFLEET_BUILD_TYPE:-RelWithDebInfo}"
+           -DCMAKE_UNITY_BUILD="${TUNEFLEET_UNITY_BUILD:-OFF}")
 if ((${#targets[@]} == 0)); then
   configure+=(-DTUNEFLEET_BUILD_TESTS=ON)
 elif [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then

@@ -8,11 +8,6 @@
 namespace tunefleet::server {
 namespace {
 
-grpc::Status MissingField(const char* field) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                      std::string(field) + " is required");
-}
-
 grpc::Status InvalidArgument(const std::string& message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
 }

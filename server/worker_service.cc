@@ -16,7 +16,6 @@ absl::Status MissingFieldError(const char* field) {
   return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
 }
 
-grpc::Status MissingField(const char* field) { return ToGrpcStatus(MissingFieldError(field)); }
 
 // The identity of a registering worker. Until workers present client
 // certificates this is the host the worker names (one principal per host:

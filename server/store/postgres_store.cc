@@ -24,16 +24,12 @@
 namespace tunefleet::server {
 namespace {
 
-// Numbered migrations, applied in order, each exactly once per database.
-// Never edit one that has shipped: append a new one.
-struct Migration {
-  int version;
-  const char* sql;
-};
+// Numbered migrations (schema::Migration): never edit one that has shipped.
+using schema::Migration;
 
 // Free-form fields (reason, spec, targets, error) are BYTEA: TEXT would
 // reject bytes that are not UTF-8, and NUL bytes.
-constexpr Migration kMigrations[] = {
+constexpr Migration kPostgresMigrations[] = {
     {1, R"sql(
 CREATE TABLE jobs (
   id TEXT PRIMARY KEY,
@@ -328,11 +324,7 @@ constexpr Query kAllQueries[] = {
     kDeleteQuarantine, kListQuarantine, kPutToken, kListTokens, kPutProfile, kListProfiles,
     kPutProfileRequest, kListProfileRequests, kDeleteProfileRequest};
 
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+using schema::NowUnixMs;
 
 // libpq sends text parameters as C strings: a NUL byte would silently cut
 // the value short, so refuse it instead.
@@ -577,7 +569,7 @@ void ApplyPendingMigrations(pqxx::work& txn) {
   auto applied =
       txn.exec1("SELECT coalesce(max(version), 0) FROM schema_migrations")[0]
           .as<int>();
-  for (const Migration& migration : kMigrations) {
+  for (const Migration& migration : kPostgresMigrations) {
     if (migration.version <= applied) continue;
     txn.exec(migration.sql);
     txn.exec_params(

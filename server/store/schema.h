@@ -9,6 +9,27 @@
 #ifndef TUNEFLEET_SERVER_STORE_SCHEMA_H_
 #define TUNEFLEET_SERVER_STORE_SCHEMA_H_
 
+#include <chrono>
+#include <cstdint>
+
+namespace tunefleet::server::schema {
+
+// One numbered migration of a store's schema, applied in order, each exactly
+// once per database. Never edit one that has shipped: append a new one.
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+// Milliseconds since the Unix epoch, as the stores stamp rows.
+inline int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace tunefleet::server::schema
+
 // jobs: JobRecord, keyed by id.
 #define TF_JOB_COLUMNS                                               \
   "id, kernel_name, state, reason, spec, targets, created_unix_ms, " \

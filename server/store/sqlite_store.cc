@@ -23,16 +23,12 @@
 namespace tunefleet::server {
 namespace {
 
-// Numbered migrations, applied in order, each exactly once per database.
-// Never edit one that has shipped: append a new one.
-struct Migration {
-  int version;
-  const char* sql;
-};
+// Numbered migrations (schema::Migration): never edit one that has shipped.
+using schema::Migration;
 
 // Free-form fields (reason, spec, targets, error) are BLOBs so that any byte
 // sequence round-trips, as on PostgreSQL (BYTEA).
-constexpr Migration kMigrations[] = {
+constexpr Migration kSqliteMigrations[] = {
     {1, R"sql(
 CREATE TABLE jobs (
   id TEXT PRIMARY KEY,
@@ -364,11 +360,7 @@ absl::Status Exec(sqlite3* db, const char* sql) {
   return absl::OkStatus();
 }
 
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+using schema::NowUnixMs;
 
 // One execution of a prepared statement: binds parameters in order, steps,
 // and resets the statement on destruction so the next caller finds it clean.
@@ -623,7 +615,7 @@ absl::Status ApplyPendingMigrations(sqlite3* db) {
                        "version INTEGER PRIMARY KEY, "
                        "applied_unix_ms INTEGER NOT NULL)"));
   ASSIGN_OR_RETURN(int64_t applied, AppliedVersion(db));
-  for (const Migration& migration : kMigrations) {
+  for (const Migration& migration : kSqliteMigrations) {
     if (migration.version <= applied) continue;
     RETURN_IF_ERROR(Exec(db, migration.sql));
     RETURN_IF_ERROR(RecordVersion(db, migration.version));
