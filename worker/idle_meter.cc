@@ -1,10 +1,14 @@
 #include "worker/idle_meter.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 
 namespace tunefleet::worker {
 
@@ -78,6 +82,37 @@ absl::Status WriteIdleStats(const std::string& path, IdleMeter* pool,
     return absl::UnavailableError(absl::StrCat("cannot rename ", temporary, " to ", path));
   }
   return absl::OkStatus();
+}
+
+IdleStatsWriter::IdleStatsWriter(const std::string& dir, IdleMeter* pool,
+                                 std::vector<IdleMeter*> devices)
+    : path_(dir.empty() ? "" : absl::StrCat(dir, "/worker-", getpid(), ".stats")),
+      pool_(pool),
+      devices_(std::move(devices)) {
+  if (path_.empty()) return;
+  thread_ = std::thread([this] {
+    absl::MutexLock lock(&mu_);
+    while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(200))) {
+      Write();
+    }
+  });
+}
+
+IdleStatsWriter::~IdleStatsWriter() { Stop(); }
+
+void IdleStatsWriter::Stop() {
+  if (!thread_.joinable()) return;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+  Write();
+}
+
+void IdleStatsWriter::Write() {
+  absl::Status written = WriteIdleStats(path_, pool_, devices_);
+  if (!written.ok()) spdlog::warn("{}", written.ToString());
 }
 
 }  // namespace tunefleet::worker

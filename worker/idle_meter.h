@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -79,6 +80,30 @@ class BusyScope {
 // `devices`). Null meters count as zero.
 absl::Status WriteIdleStats(const std::string& path, IdleMeter* pool,
                             const std::vector<IdleMeter*>& devices);
+
+// Keeps <dir>/worker-<pid>.stats up to date (WriteIdleStats every 200 ms,
+// once more on Stop) for tools that read a running worker's idle time
+// (bench/tune_bench's --stats-dir); does nothing for an empty `dir`. A
+// failed write is logged and tried again at the next tick.
+// REQUIRES: the meters outlive the writer.
+class IdleStatsWriter {
+ public:
+  IdleStatsWriter(const std::string& dir, IdleMeter* pool, std::vector<IdleMeter*> devices);
+  // Stop().
+  ~IdleStatsWriter();
+  // Writes a last time and joins the thread. Idempotent.
+  void Stop();
+
+ private:
+  void Write();
+
+  const std::string path_;
+  IdleMeter* const pool_;
+  const std::vector<IdleMeter*> devices_;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
 
 }  // namespace tunefleet::worker
 

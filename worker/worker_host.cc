@@ -21,7 +21,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "common/install_layout.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
@@ -61,46 +60,6 @@ std::pair<std::string, std::string> FindNcu(const std::string& flag, v1::Backend
   spdlog::info("profiles with {} ({})", *path, text.empty() ? "version unknown" : text);
   return {*path, text};
 }
-
-// Rewrites <dir>/worker-<pid>.stats (WriteIdleStats) every 200 ms and once
-// more on Stop; does nothing for an empty dir.
-class StatsWriter {
- public:
-  StatsWriter(const std::string& dir, IdleMeter* pool, std::vector<IdleMeter*> devices)
-      : path_(dir.empty() ? "" : absl::StrCat(dir, "/worker-", getpid(), ".stats")),
-        pool_(pool),
-        devices_(std::move(devices)) {
-    if (path_.empty()) return;
-    thread_ = std::thread([this] {
-      absl::MutexLock lock(&mu_);
-      while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(200))) {
-        Write();
-      }
-    });
-  }
-  ~StatsWriter() { Stop(); }
-  void Stop() {
-    if (!thread_.joinable()) return;
-    {
-      absl::MutexLock lock(&mu_);
-      stopping_ = true;
-    }
-    thread_.join();
-    Write();
-  }
-
- private:
-  void Write() {
-    absl::Status written = WriteIdleStats(path_, pool_, devices_);
-    if (!written.ok()) spdlog::warn("{}", written.ToString());
-  }
-  const std::string path_;
-  IdleMeter* const pool_;
-  const std::vector<IdleMeter*> devices_;
-  absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
-};
 
 std::string HostName() {
   char name[HOST_NAME_MAX + 1] = {};
@@ -445,7 +404,7 @@ int RunWorker(const WorkerHostOptions& options) {
 
   spdlog::info("tunefleet-worker {} serving {} for {}", daemon_options.host,
                daemon_options.toolkit, options.coordinator);
-  StatsWriter stats(options.stats_dir, &pool_meter, device_meters);
+  IdleStatsWriter stats(options.stats_dir, &pool_meter, device_meters);
   daemon.Run();
   stats.Stop();
   double devices_idle = 0;

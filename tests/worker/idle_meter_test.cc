@@ -1,7 +1,15 @@
-// IdleMeter's arithmetic on a fake clock.
+// IdleMeter's arithmetic on a fake clock, and the stats file it feeds.
 #include "worker/idle_meter.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/test_support.h"
 
 namespace tunefleet::worker {
 namespace {
@@ -56,6 +64,29 @@ TEST_F(IdleMeterTest, BusyScopeMarksAUnitForItsLifetime) {
   EXPECT_DOUBLE_EQ(meter_.busy_seconds(), 1);
   EXPECT_DOUBLE_EQ(meter_.idle_seconds(), 1 + 2);
   BusyScope none(nullptr);  // a null meter is allowed
+}
+
+TEST_F(IdleMeterTest, TheStatsWriterLeavesTheMetersInItsFileOnStop) {
+  ::tunefleet::testing::TempDir dir;
+  IdleMeter device(/*units=*/1, [this] { return now_; });
+  meter_.Hold(+1);
+  Wait(2);  // 2 idle units
+  IdleStatsWriter writer(dir.path(), &meter_, {&device});
+  writer.Stop();
+  writer.Stop();  // idempotent
+  absl::StatusOr<std::string> text =
+      ReadFile(absl::StrCat(dir.path(), "/worker-", getpid(), ".stats"));
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, ::testing::HasSubstr("compile_pool_threads 2\n"));
+  EXPECT_THAT(*text, ::testing::HasSubstr("compile_pool_idle_seconds 4"));
+  EXPECT_THAT(*text, ::testing::HasSubstr("devices 1\n"));
+}
+
+TEST_F(IdleMeterTest, TheStatsWriterWithoutADirectoryWritesNothing) {
+  ::tunefleet::testing::TempDir dir;
+  IdleStatsWriter writer("", &meter_, {});
+  writer.Stop();
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
 }  // namespace
