@@ -49,6 +49,7 @@ def config_set():
 
 
 def as_dict(short):
+    """A short-form config or shape ("A=1,B=2") as a dict of ints."""
     return dict((k, int(v)) for k, v in (kv.split("=") for kv in short.split(",")))
 
 
@@ -241,11 +242,11 @@ def child_compare(candidates_json, out_path):
     import triton
     import fused_moe
     candidates = json.loads(candidates_json)  # shape -> [short configs]
-    first = as_dict_shape(next(iter(candidates)))
+    first = as_dict(next(iter(candidates)))
     weights = make_weights(torch, first)
     times = {}
     for number, (shape, configs) in enumerate(candidates.items()):
-        dims = as_dict_shape(shape)
+        dims = as_dict(shape)
         hidden, logits, out = make_inputs(torch, dims)
         expected = torch.empty_like(out)
         fused_moe.reference(hidden, weights, logits, expected)
@@ -261,10 +262,6 @@ def child_compare(candidates_json, out_path):
     json.dump({"device": torch.cuda.get_device_name(), "times": times,
                "versions": {"torch": torch.__version__, "triton": triton.__version__}},
               open(out_path, "w"), indent=1)
-
-
-def as_dict_shape(text):
-    return dict((k, int(v)) for k, v in (kv.split("=") for kv in text.split(",")))
 
 
 def compare(args, loop, fleets, out_dir):

@@ -16,7 +16,6 @@ absl::Status MissingFieldError(const char* field) {
   return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
 }
 
-
 // The identity of a registering worker. Until workers present client
 // certificates this is the host the worker names (one principal per host:
 // its devices vouch for nothing about each other); with mutual TLS it becomes

@@ -82,11 +82,14 @@ TEST_F(IdleMeterTest, TheStatsWriterLeavesTheMetersInItsFileOnStop) {
   EXPECT_THAT(*text, ::testing::HasSubstr("devices 1\n"));
 }
 
+// No --stats-dir: no file at all, not one at "/worker-<pid>.stats" nor in
+// the working directory.
 TEST_F(IdleMeterTest, TheStatsWriterWithoutADirectoryWritesNothing) {
-  ::tunefleet::testing::TempDir dir;
+  const std::string name = absl::StrCat("worker-", getpid(), ".stats");
   IdleStatsWriter writer("", &meter_, {});
   writer.Stop();
-  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+  EXPECT_FALSE(std::filesystem::exists("/" + name));
+  EXPECT_FALSE(std::filesystem::exists(name));
 }
 
 }  // namespace

@@ -101,7 +101,7 @@ def align(topk_ids, experts, block_m):
     return sorted_pair_ids, expert_ids, rows
 
 
-def launch(hidden, w, logits, out, routing, top_k, **meta):
+def launch(hidden, w, out, routing, top_k, **meta):
     """One launch of fused_moe_kernel on routing = align(...)'s result."""
     sorted_pair_ids, expert_ids, rows = routing
     _, K = hidden.shape
@@ -134,14 +134,14 @@ def build(config, shape):
             rows = triton.cdiv(pairs, block_m) * block_m
             routing = (torch.empty(rows, dtype=torch.int32, device="meta"),
                        torch.empty(rows // block_m, dtype=torch.int32, device="meta"), rows)
-            launch(hidden, w, logits, out, routing, top_k, **meta)
+            launch(hidden, w, out, routing, top_k, **meta)
             return
         key = (logits.data_ptr(), logits._version, tuple(logits.shape))
         routing = routed.get(key)
         if routing is None:
             routed.clear()
             routing = routed[key] = align(route(logits, top_k), w.shape[0], block_m)
-        launch(hidden, w, logits, out, routing, top_k, **meta)
+        launch(hidden, w, out, routing, top_k, **meta)
 
     return run
 
