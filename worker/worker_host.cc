@@ -66,9 +66,10 @@ std::string HostName() {
   return gethostname(name, sizeof(name)) == 0 ? name : "unknown-host";
 }
 
-// A Python compile server imports torch and triton and holds a CUDA context:
-// about half a GiB resident, a GiB with a compile's peak. No more servers
-// start than usable memory holds at this size.
+// A Python compile server imports torch and triton and compiles in warm-up
+// mode without a CUDA context (python/tunefleet/backend/compile.py): a GiB
+// bounds it at a compile's peak. No more servers start than usable memory
+// holds at this size.
 constexpr int64_t kPythonServerBytes = int64_t{1} << 30;
 
 // --backend python: the interpreter and the package, probed once, before

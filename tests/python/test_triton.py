@@ -5,6 +5,9 @@ config, num_warps included, and the device model comes from torch."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -63,3 +66,40 @@ def test_a_triton_kernel_launches_with_the_fleets_config():
         assert kernel.last_choice.config is configs[1]
         assert kernel.last_choice.launch_kwargs["num_warps"] == 8
     assert [c.tier for c in kernel.cache.values()] == [tunefleet.EXACT, tunefleet.NEAREST]
+
+
+def test_the_compile_step_warms_a_kernel_without_a_cuda_context(tmp_path):
+    """The worker's compile step (the one-request form of
+    tunefleet.backend.compile) compiles fused_moe into TRITON_CACHE_DIR for
+    this device's target without creating a CUDA context: contexts are made
+    one at a time by the driver, and a host's compile servers all start
+    their first compile together."""
+    from google.protobuf import text_format
+    from tunefleet.v1 import bench_child_pb2
+
+    source = os.path.join(os.environ.get("TUNEFLEET_SOURCE_DIR", os.path.join(
+        os.path.dirname(__file__), "..", "..")), "kernels", "triton", "fused_moe")
+    request = bench_child_pb2.PythonCompileRequest(source_dir=source,
+                                                   output=str(tmp_path / "artifact.zip"))
+    with open(os.path.join(source, "kernel.textproto")) as f:
+        text_format.Parse(f.read(), request.kernel)
+    for name, value in (("M", 16), ("N", 256), ("K", 512), ("E", 4), ("TOPK", 2)):
+        request.shape.dims.add(name=name, value=value)
+    config = dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=64, BLOCK_SIZE_K=64, GROUP_SIZE_M=1,
+                  num_warps=4, num_stages=3)
+    for name, value in config.items():
+        request.config.values.add(name=name, value=value)
+    major, minor = torch.cuda.get_device_capability()
+    for name, value in (("cc_major", major), ("cc_minor", minor), ("warp_size", 32),
+                        ("max_smem_per_block_optin", 232448)):
+        request.limits.add(name=name, value=value)
+    path = tmp_path / "request.pb"
+    path.write_bytes(request.SerializeToString())
+    cache = tmp_path / "triton"
+    env = dict(os.environ, TRITON_CACHE_DIR=str(cache))
+    done = subprocess.run([sys.executable, "-m", "tunefleet.backend.compile", str(path)],
+                          env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "warmed in" in done.stdout, done.stdout
+    assert "CUDA context" not in done.stdout, done.stdout
+    assert list(cache.rglob("fused_moe_kernel.cubin")), sorted(str(p) for p in cache.rglob("*"))

@@ -68,6 +68,27 @@ class Runner:
         self.last_measured = None  # time.perf_counter() when the last run's samples ended
         self.sleep_cycles_per_second = None  # torch.cuda._sleep's rate here; 0: none
 
+    # ---- start -----------------------------------------------------------
+    def warm_up(self):
+        """Pays, when the child starts (the daemon starts one per device
+        ahead of its first lease), what the first prepare and run would
+        otherwise pay on the job's time: the CUDA context, cuBLAS's handle
+        (references are mostly torch), the sleep rate of the launch lead
+        and Triton's import. Returns what it did, for the daemon's log."""
+        torch = self.torch
+        start = time.perf_counter()
+        a = torch.ones(64, 64, dtype=torch.float16, device="cuda")
+        (a @ a).sum().item()
+        self._sleep_rate()
+        done = ["context, cuBLAS, launch lead in %.2f s" % (time.perf_counter() - start)]
+        start = time.perf_counter()
+        try:
+            import triton  # noqa: F401  (most kernels import it: paid here)
+            done.append("triton imported in %.2f s" % (time.perf_counter() - start))
+        except Exception as error:
+            done.append("no triton (%s)" % error)
+        return "; ".join(done)
+
     # ---- the launch lead --------------------------------------------------
     MAX_LEAD_SECONDS = 0.005
 
@@ -368,10 +389,12 @@ def main():
         if not torch.cuda.is_available():
             raise RuntimeError("torch sees no CUDA device")
         torch.cuda.init()
+        runner = Runner(torch)
+        print("bench child: warmed up: %s" % runner.warm_up(), file=sys.stderr)
     except Exception as error:
         print("bench child: no Python GPU backend: %s" % error, file=sys.stderr)
         return EXIT_NO_BACKEND
-    return serve(Runner(torch), 0, protocol_out)
+    return serve(runner, 0, protocol_out)
 
 
 if __name__ == "__main__":
