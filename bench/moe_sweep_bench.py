@@ -202,6 +202,7 @@ def run_fleet(args, gpus, layout, out_dir):
                "--backend", "python", "--config-set", CONFIG_SET, "--sweep",
                "--bin-dir", args.bin_dir, "--measure-budget", str(args.measure_budget),
                "--worker-flag=--sandbox=%s" % args.sandbox,
+               "--worker-flag=--log-level=debug",  # each trial's phases in the child
                "--settle-seconds", str(args.settle_seconds)]
     for dims in shapes_of(args):
         command += ["--shape", shape_text(dims)]
@@ -232,7 +233,40 @@ def run_fleet(args, gpus, layout, out_dir):
         raise SystemExit("no sweep rows from tune_bench")
     return {"gpus": gpus, "layout": layout if gpus > 1 else "one worker",
             "wall_seconds": float(match.group(1)), "device_idle_seconds": float(match.group(2)),
-            "process_seconds": process_seconds, "shapes": shapes}
+            "process_seconds": process_seconds, "shapes": shapes,
+            "first_result_seconds": first_result_seconds(result.stdout + result.stderr),
+            "phases": child_phases(result.stdout + result.stderr)}
+
+
+def _log_time(line):
+    """Seconds since midnight of a daemon log line (2026-11-27T00:47:59.408 ...)."""
+    clock = line[11:23]
+    hours, minutes, seconds = clock.split(":")
+    return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+
+
+def first_result_seconds(log):
+    """From the sweep's first submission to the first trial result."""
+    submitted = result = None
+    for line in log.splitlines():
+        if submitted is None and "coordinator: job" in line and "submitted by" in line:
+            submitted = _log_time(line)
+        elif submitted is not None and re.search(r"worker: trial \d+: ", line):
+            result = _log_time(line)
+            break
+    return result - submitted if submitted is not None and result is not None else None
+
+
+def child_phases(log):
+    """Mean milliseconds per trial of each phase in the benchmark children
+    (the workers' debug lines "trial N: child ms: load a, check b, ...")."""
+    sums, count = {}, 0
+    for match in re.finditer(r"child ms: load ([\d.]+), check ([\d.]+), warm-up ([\d.]+), "
+                             r"samples ([\d.]+)", log):
+        count += 1
+        for name, value in zip(("load", "check", "warm-up", "samples"), match.groups()):
+            sums[name] = sums.get(name, 0.0) + float(value)
+    return {"trials": count, **{k: v / count for k, v in sums.items()}} if count else None
 
 
 # ---- 3. the winners timed side by side ---------------------------------------
@@ -358,6 +392,19 @@ def main():
             base / f["wall_seconds"],
             "%.2fx" % (loop["seconds"] / f["wall_seconds"]) if loop else "-",
             f["device_idle_seconds"]))
+
+    print("\nWhere a trial's time went: the first result after the submission, and the"
+          " benchmark children's mean milliseconds per trial (the kernel: samples x median).")
+    print("\n| run | first result s | trials | load ms | check ms | warm-up ms | samples ms |")
+    print("|---|---|---|---|---|---|---|")
+    for f in fleets:
+        ph = f["phases"] or {}
+        first = f["first_result_seconds"]
+        print("| %d GPU %s | %s | %s | %s |" % (
+            f["gpus"], f["layout"], "%.2f" % first if first is not None else "-",
+            ph.get("trials", "-"), " | ".join(
+                "%.1f" % ph[k] if k in ph else "-"
+                for k in ("load", "check", "warm-up", "samples"))))
 
     print("\nWinners as BLOCK_SIZE_M/N/K, GROUP_SIZE_M, warps, stages; each gap is the"
           " fleet winner's time over the loop winner's, both timed again here.")

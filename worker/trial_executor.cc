@@ -243,6 +243,12 @@ absl::StatusOr<v1::TrialResult> TrialExecutor::Measure(Batch* batch, const v1::T
   switch (reply.kind) {
     case ChildReply::Kind::kAnswered:
       result = reply.response.result();
+      if (reply.response.has_phases()) {  // where the child's time went
+        const v1::TrialPhases& p = reply.response.phases();
+        spdlog::debug("trial {}: child ms: load {:.1f}, check {:.1f}, warm-up {:.1f}, samples {:.1f}",
+                      trial.index(), p.load_seconds() * 1e3, p.check_seconds() * 1e3,
+                      p.warmup_seconds() * 1e3, p.sampling_seconds() * 1e3);
+      }
       break;
     case ChildReply::Kind::kDied:
       result = Outcome(v1::TRIAL_STATUS_CRASHED,

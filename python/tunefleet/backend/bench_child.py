@@ -84,7 +84,9 @@ class Runner:
         start = time.perf_counter()
         try:
             import triton  # noqa: F401  (most kernels import it: paid here)
-            done.append("triton imported in %.2f s" % (time.perf_counter() - start))
+            from triton.runtime import driver
+            driver.active.get_current_device()  # loads Triton's CUDA helpers
+            done.append("triton ready in %.2f s" % (time.perf_counter() - start))
         except Exception as error:
             done.append("no triton (%s)" % error)
         return "; ".join(done)
@@ -251,7 +253,7 @@ class Runner:
                             g.flatten()[first].item(), e.flatten()[first].item()))
         return None
 
-    def run(self, request, result):
+    def run(self, request, result, phases=None):
         torch = self.torch
         result.config.CopyFrom(request.config)
         p = self.prepared
@@ -259,6 +261,7 @@ class Runner:
             result.status = ST.TRIAL_STATUS_LAUNCH_ERROR
             result.error = "run before a successful prepare"
             return
+        began_run = time.perf_counter()
         spec = p["spec"]
         config = spec_util.config_dict(request.config)
         shape = spec_util.shape_dict(p["shape"])
@@ -276,12 +279,18 @@ class Runner:
             return
         tensors = p["tensors"]
         options = p["options"]
+        if phases is None:
+            phases = bench_child_pb2.TrialPhases()
+        loaded = time.perf_counter()
+        phases.load_seconds = loaded - began_run
         try:
             # The checked run (its first launch loads the compiled kernel).
             self._restore(poison=True)
             fn(*tensors)
             torch.cuda.synchronize()
             mismatch = self._check(spec.tolerance)
+            checked = time.perf_counter()
+            phases.check_seconds = checked - loaded
             if mismatch is not None:
                 result.status = ST.TRIAL_STATUS_WRONG_RESULT
                 result.error = mismatch
@@ -315,6 +324,7 @@ class Runner:
             samples = []
             ordered = []
             began = time.perf_counter()
+            phases.warmup_seconds = began - checked
             while measure.want_more_samples(options, ordered, time.perf_counter() - began):
                 self._restore(poison=False)
                 self.flush.zero_()
@@ -335,6 +345,7 @@ class Runner:
                     result.cut_early = True
                     break
             self.last_measured = time.perf_counter()
+            phases.sampling_seconds = self.last_measured - began
         except Exception as error:
             status, self.poisoned = self._classify(error, building=False)
             result.status = status
@@ -365,7 +376,7 @@ def serve(runner, in_fd, out_fd):
                     runner.poisoned = True
         elif kind == "run":
             response.index = request.run.index
-            runner.run(request.run, response.result)
+            runner.run(request.run, response.result, response.phases)
             response.exiting = response.result.status in (
                 ST.TRIAL_STATUS_CRASHED, ST.TRIAL_STATUS_TIMEOUT)
         else:
