@@ -2,6 +2,7 @@
 dicts, the tensor arguments' shapes (spec expressions over dims, params and
 derived values), and the kernel's Python modules."""
 
+import hashlib
 import importlib.util
 import math
 import os
@@ -120,15 +121,19 @@ def kernel_files(spec, reference):
 
 def unpack_artifact(artifact, root):
     """Extracts an artifact (a zip of the kernel's sources) once under
-    `root`, by the artifact's file name (its cache key); returns the directory."""
-    key = os.path.splitext(os.path.basename(artifact))[0]
-    directory = os.path.join(root, key)
-    if not os.path.isdir(directory):
-        temp = directory + ".tmp%d" % os.getpid()
-        with zipfile.ZipFile(artifact) as archive:
+    `root`, in a directory named by its content (each file's name and
+    CRC-32): every config of a kernel packs the same sources, so they share
+    one directory, and load_sources one module whose Triton functions keep
+    their in-memory caches from config to config. Returns the directory."""
+    with zipfile.ZipFile(artifact) as archive:
+        listing = "\n".join("%s %08x" % (info.filename, info.CRC)
+                             for info in sorted(archive.infolist(), key=lambda i: i.filename))
+        directory = os.path.join(root, hashlib.sha256(listing.encode()).hexdigest()[:32])
+        if not os.path.isdir(directory):
+            temp = directory + ".tmp%d" % os.getpid()
             archive.extractall(temp)
-        try:
-            os.rename(temp, directory)
-        except OSError:
-            pass
+            try:
+                os.rename(temp, directory)
+            except OSError:
+                pass
     return directory
