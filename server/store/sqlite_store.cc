@@ -14,7 +14,10 @@
 #include <utility>
 
 #include "absl/memory/memory.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
@@ -635,6 +638,21 @@ absl::Status Migrate(sqlite3* db) {
       .status();
 }
 
+// Connections that share a cache (those of one named in-memory database)
+// meet each other's table locks with SQLITE_LOCKED at once, without the
+// busy handler: stores opening one such database together try their
+// migrations again until `busy_timeout_ms` has passed.
+absl::Status MigrateSharedCache(sqlite3* db, int busy_timeout_ms) {
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(busy_timeout_ms);
+  for (;;) {
+    absl::Status migrated = Migrate(db);
+    const bool locked = absl::IsUnavailable(migrated) &&
+                        absl::StrContains(migrated.message(), UnavailableCondition(SQLITE_LOCKED));
+    if (!locked || absl::Now() >= deadline) return migrated;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+}
+
 absl::Status InsertBlobRow(sqlite3* db, sqlite3_stmt* stmt,
                            const BlobRecord& blob) {
   Call call(db, stmt);
@@ -682,13 +700,25 @@ void SqliteStore::StmtFinalizer::operator()(sqlite3_stmt* stmt) const {
   sqlite3_finalize(stmt);
 }
 
+bool SqliteStore::IsInMemory(const std::string& path) {
+  if (path == ":memory:") return true;
+  if (!absl::StartsWith(path, "file:")) return false;
+  const size_t query = path.find('?');
+  if (query == std::string::npos) return false;
+  for (absl::string_view parameter : absl::StrSplit(path.substr(query + 1), '&')) {
+    if (parameter == "mode=memory") return true;
+  }
+  return false;
+}
+
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
     const std::string& path, const Options& options) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(
-      path.c_str(), &raw,
-      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-      nullptr);
+  const bool in_memory = IsInMemory(path);
+  int rc = sqlite3_open_v2(path.c_str(), &raw,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
+                               (in_memory ? SQLITE_OPEN_URI : 0),
+                           nullptr);
   Db db(raw);  // sqlite3_open_v2 returns a handle to close even on failure.
   if (rc != SQLITE_OK) {
     return SqliteError(db.get(), rc, absl::StrCat("open ", path));
@@ -699,14 +729,17 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
         absl::StrCat("sqlite: read-only: the database file ", path,
                      " cannot be opened for writing"));
   }
-  ASSIGN_OR_RETURN(std::optional<FileId> file, IdentityOf(path));
-  if (!file.has_value()) return LostError(path, "was deleted");
-  auto store = absl::WrapUnique(new SqliteStore(std::move(db), path, *file));
+  std::optional<FileId> file;
+  if (!in_memory) {
+    ASSIGN_OR_RETURN(file, IdentityOf(path));
+    if (!file.has_value()) return LostError(path, "was deleted");
+  }
+  auto store = absl::WrapUnique(new SqliteStore(std::move(db), path, file));
   RETURN_IF_ERROR(store->Initialize(options));
   return store;
 }
 
-SqliteStore::SqliteStore(Db db, std::string path, FileId file)
+SqliteStore::SqliteStore(Db db, std::string path, std::optional<FileId> file)
     : path_(std::move(path)), file_(file), db_(std::move(db)) {}
 
 absl::StatusOr<std::optional<SqliteStore::FileId>> SqliteStore::IdentityOf(
@@ -730,7 +763,7 @@ absl::StatusOr<std::optional<SqliteStore::FileId>> SqliteStore::IdentityOf(
 // Files at those names that are not ours are left alone.
 SqliteStore::~SqliteStore() {
   absl::MutexLock lock(&mu_);
-  if (CheckFile().ok()) return;
+  if (!file_.has_value() || CheckFile().ok()) return;
   sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   const bool ours =
       IsOurs(path_ + "-wal", wal_) && IsOurs(path_ + "-shm", shm_);
@@ -753,10 +786,11 @@ bool SqliteStore::IsOurs(const std::string& path,
 }
 
 absl::Status SqliteStore::CheckFile() {
+  if (!file_.has_value()) return absl::OkStatus();  // in memory: nothing to lose
   if (!lost_.ok()) return lost_;
   ASSIGN_OR_RETURN(std::optional<FileId> now, IdentityOf(path_));
   if (now.has_value()) {
-    if (*now == file_) return absl::OkStatus();
+    if (*now == *file_) return absl::OkStatus();
     lost_ = LostError(path_, "was replaced by another file");
     return lost_;
   }
@@ -804,16 +838,22 @@ absl::Status SqliteStore::Initialize(const Options& options) {
   absl::MutexLock lock(&mu_);
   sqlite3* db = db_.get();
   sqlite3_busy_timeout(db, options.busy_timeout_ms);
-  RETURN_IF_ERROR(UseWal(db, options.busy_timeout_ms));
-  RETURN_IF_ERROR(Exec(db, "PRAGMA synchronous = NORMAL"));
-  RETURN_IF_ERROR(Migrate(db));
+  if (file_.has_value()) {  // an in-memory database keeps its own journal
+    RETURN_IF_ERROR(UseWal(db, options.busy_timeout_ms));
+    RETURN_IF_ERROR(Exec(db, "PRAGMA synchronous = NORMAL"));
+    RETURN_IF_ERROR(Migrate(db));
+  } else {
+    RETURN_IF_ERROR(MigrateSharedCache(db, options.busy_timeout_ms));
+  }
   static_assert(std::size(kQuerySql) == kNumQueries);
   for (int query = 0; query < kNumQueries; ++query) {
     ASSIGN_OR_RETURN(OwnedStmt stmt, Prepare(db, kQuerySql[query]));
     statements_[query].reset(stmt.release());
   }
-  ASSIGN_OR_RETURN(wal_, IdentityOf(path_ + "-wal"));
-  ASSIGN_OR_RETURN(shm_, IdentityOf(path_ + "-shm"));
+  if (file_.has_value()) {
+    ASSIGN_OR_RETURN(wal_, IdentityOf(path_ + "-wal"));
+    ASSIGN_OR_RETURN(shm_, IdentityOf(path_ + "-shm"));
+  }
   return absl::OkStatus();
 }
 

@@ -50,9 +50,14 @@ class SqliteStore : public Store {
   };
 
   // Opens (creating when missing) the database file at `path` and applies
-  // pending migrations. REQUIRES: the parent directory of `path` exists;
-  // `path` names a file (not ":memory:"). Unavailable when the file cannot
-  // be opened for reading and writing.
+  // pending migrations. REQUIRES: the parent directory of `path` exists.
+  // Unavailable when the file cannot be opened for reading and writing.
+  //
+  // An in-memory database (IsInMemory: ":memory:", or an SQLite URI
+  // filename with mode=memory, e.g. "file:name?mode=memory&cache=shared",
+  // which every connection of the process that names it shares while one
+  // is open) behaves the same except that it is not durable: no WAL and
+  // no file to watch. For unit tests and throwaway coordinators.
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
       const std::string& path, const Options& options);
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
@@ -61,6 +66,10 @@ class SqliteStore : public Store {
   }
 
   ~SqliteStore() override;
+
+  // True for ":memory:" and SQLite URI filenames ("file:...") that ask for
+  // mode=memory.
+  static bool IsInMemory(const std::string& path);
 
   absl::Status PutJob(const JobRecord& job) override;
   absl::StatusOr<JobRecord> GetJob(const std::string& id) override;
@@ -161,13 +170,14 @@ class SqliteStore : public Store {
   static bool IsOurs(const std::string& path,
                      const std::optional<FileId>& opened);
 
-  SqliteStore(Db db, std::string path, FileId file);
+  // `file`: the opened file's identity; nullopt for an in-memory database.
+  SqliteStore(Db db, std::string path, std::optional<FileId> file);
   // Sets the pragmas, applies pending migrations, prepares every query.
   absl::Status Initialize(const Options& options);
 
-  // OK while `path_` still names the file opened; else the sticky
-  // Unavailable status described above (or a non-sticky one when stat()
-  // itself fails).
+  // OK while `path_` still names the file opened (always, in memory); else
+  // the sticky Unavailable status described above (or a non-sticky one when
+  // stat() itself fails).
   absl::Status CheckFile() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `body()` (returning absl::StatusOr<T>) in one write transaction
   // after CheckFile, and keeps its Unavailable failure for CheckHealth.
@@ -175,7 +185,7 @@ class SqliteStore : public Store {
   absl::StatusOr<T> Write(Body body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
-  const FileId file_;
+  const std::optional<FileId> file_;  // nullopt: in memory
   absl::Mutex mu_;
   // The -wal and -shm files' identities after Initialize.
   std::optional<FileId> wal_ ABSL_GUARDED_BY(mu_);

@@ -325,6 +325,9 @@ absl::Status CheckFilter(const TrialFilter& filter);
 // Opens the database named by `url` and applies pending migrations:
 //   sqlite:///abs/path/to/file.db   (created when missing, as are its
 //                                    parent directories)
+//   sqlite://:memory:               (a private in-memory database: tests,
+//   sqlite://file:NAME?mode=memory&cache=shared   throwaway coordinators;
+//                                    the named one is shared in the process)
 //   postgresql://user:pass@host:port/db  (or postgres://, or a libpq
 //   key=value string prefixed with "postgresql:")
 // InvalidArgument for an unknown scheme, Unavailable when it cannot connect.

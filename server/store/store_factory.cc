@@ -21,6 +21,10 @@ constexpr absl::string_view kPostgresKeyValuePrefix = "postgresql:";
 absl::StatusOr<std::unique_ptr<Store>> OpenSqlite(const std::string& path) {
   if (path.empty())
     return absl::InvalidArgumentError("sqlite URL without a path");
+  if (SqliteStore::IsInMemory(path)) {
+    ASSIGN_OR_RETURN(std::unique_ptr<SqliteStore> store, SqliteStore::Open(path));
+    return store;
+  }
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
   std::error_code error;
   if (!parent.empty()) std::filesystem::create_directories(parent, error);

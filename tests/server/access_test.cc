@@ -77,7 +77,7 @@ class TokenBookTest : public ::testing::Test {
  protected:
   void SetUp() override {
     absl::StatusOr<std::unique_ptr<Store>> store =
-        FaultyStore::OpenSqlite(dir_.path(), &faulty_);
+        FaultyStore::OpenInMemory(&faulty_);
     ASSERT_OK(store);
     store_ = *std::move(store);
     book_ = NewBook();

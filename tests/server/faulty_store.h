@@ -30,10 +30,11 @@ class FaultyStore : public ForwardingStore {
   // Runs in every InsertTrials call (after counting it); set before use.
   std::function<void()> before_trial_write;
 
-  // A SQLite store in `dir`, and a FaultyStore over it in *faulty.
-  static absl::StatusOr<std::unique_ptr<Store>> OpenSqlite(const std::string& dir,
-                                                           std::unique_ptr<FaultyStore>* faulty) {
-    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore("sqlite://" + dir + "/store.db");
+  // A private in-memory SQLite store (nothing touches a disk), and a
+  // FaultyStore over it in *faulty.
+  static absl::StatusOr<std::unique_ptr<Store>> OpenInMemory(
+      std::unique_ptr<FaultyStore>* faulty) {
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore("sqlite://:memory:");
     if (store.ok()) *faulty = std::make_unique<FaultyStore>(store->get());
     return store;
   }

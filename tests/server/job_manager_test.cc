@@ -22,7 +22,6 @@ namespace {
 using ::tunefleet::testing::SourceDir;
 using ::tunefleet::testing::StatusIs;
 using ::tunefleet::testing::StatusIsWith;
-using ::tunefleet::testing::TempDir;
 
 using ::tunefleet::server::testing::FaultyStore;
 
@@ -35,7 +34,7 @@ LeaseQuery QueryFor(const std::string& worker) {
 class JobManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<Store>> store = FaultyStore::OpenSqlite(dir_.path(), &faulty_);
+    absl::StatusOr<std::unique_ptr<Store>> store = FaultyStore::OpenInMemory(&faulty_);
     ASSERT_OK(store);
     store_ = *std::move(store);
     options_.lease_ttl = absl::Seconds(10);
@@ -183,7 +182,6 @@ class JobManagerTest : public ::testing::Test {
     return trials;
   }
 
-  TempDir dir_;
   absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
   JobManagerOptions options_;
   std::unique_ptr<Store> store_;

@@ -14,7 +14,6 @@ namespace {
 
 using ::tunefleet::server::testing::FaultyStore;
 using ::tunefleet::testing::StatusIs;
-using ::tunefleet::testing::TempDir;
 
 TrialRecord Row(const std::string& job, int config) {
   TrialRecord row;
@@ -29,11 +28,10 @@ TrialRecord Row(const std::string& job, int config) {
 class TrialWriterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<Store>> store = FaultyStore::OpenSqlite(dir_.path(), &faulty_);
+    absl::StatusOr<std::unique_ptr<Store>> store = FaultyStore::OpenInMemory(&faulty_);
     ASSERT_OK(store);
     store_ = *std::move(store);
   }
-  TempDir dir_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<FaultyStore> faulty_;
 };

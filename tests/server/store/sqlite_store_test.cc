@@ -1,5 +1,6 @@
 // What only the SQLite store does: noticing that its file was deleted,
-// replaced or made unwritable under it, and never writing to a lost file.
+// replaced or made unwritable under it, and never writing to a lost file;
+// and its in-memory databases, which have no file.
 #include "server/store/sqlite_store.h"
 
 #include <sqlite3.h>
@@ -230,6 +231,44 @@ TEST_F(SqliteStoreTest, OpeningAnUnwritableFileIsUnavailable) {
 
   EXPECT_THAT(status,
               StatusIsWith(absl::StatusCode::kUnavailable, "read-only"));
+}
+
+TEST(SqliteMemoryStoreTest, NamesAnInMemoryDatabaseOnlyForMemoryPaths) {
+  EXPECT_TRUE(SqliteStore::IsInMemory(":memory:"));
+  EXPECT_TRUE(SqliteStore::IsInMemory("file:jobs?mode=memory&cache=shared"));
+  EXPECT_TRUE(SqliteStore::IsInMemory("file:jobs?cache=shared&mode=memory"));
+  EXPECT_FALSE(SqliteStore::IsInMemory("/var/lib/tunefleet/store.db"));
+  EXPECT_FALSE(SqliteStore::IsInMemory("file:jobs?mode=rwc"));
+  EXPECT_FALSE(SqliteStore::IsInMemory("file:jobs"));
+  EXPECT_FALSE(SqliteStore::IsInMemory("./:memory:"));
+}
+
+TEST(SqliteMemoryStoreTest, EachPrivateDatabaseIsItsOwnAndHealthy) {
+  TempDir cwd;  // nothing may appear on disk
+  const fs::path before = fs::current_path();
+  fs::current_path(cwd.path());
+  absl::StatusOr<std::unique_ptr<SqliteStore>> first = SqliteStore::Open(":memory:");
+  absl::StatusOr<std::unique_ptr<SqliteStore>> second = SqliteStore::Open(":memory:");
+  fs::current_path(before);
+  ASSERT_OK(first);
+  ASSERT_OK(second);
+  ASSERT_OK((*first)->PutJob(MakeJob("job-1")));
+  EXPECT_OK((*first)->GetJob("job-1").status());
+  EXPECT_THAT((*second)->GetJob("job-1").status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_OK((*first)->CheckHealth());
+  EXPECT_THAT(Entries(cwd.path()), IsEmpty());
+}
+
+TEST(SqliteMemoryStoreTest, ANamedSharedDatabaseOutlivesAStoreWhileAnotherConnectionHoldsIt) {
+  const std::string name = "file:tunefleet-sqlite-store-test?mode=memory&cache=shared";
+  absl::StatusOr<std::unique_ptr<SqliteStore>> holder = SqliteStore::Open(name);
+  ASSERT_OK(holder);
+  {
+    absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(name);
+    ASSERT_OK(store);
+    ASSERT_OK((*store)->PutJob(MakeJob("job-7")));
+  }
+  EXPECT_OK((*holder)->GetJob("job-7").status());
 }
 
 }  // namespace

@@ -345,7 +345,7 @@ TEST_P(StoreContractTest, InsertTrialsTellsWhichTrialsWereNew) {
 TEST_P(StoreContractTest, InsertTrialsStoresNoneWhenOneFails) {
   // A trigger refuses one row in the middle of the batch.
   const std::string refuse =
-      GetParam() == Backend::kSqlite
+      IsSqlite(GetParam())
           ? "CREATE TRIGGER refuse_poison BEFORE INSERT ON trials "
             "WHEN NEW.config = 'poison' "
             "BEGIN SELECT RAISE(ABORT, 'poison'); END"
@@ -982,12 +982,12 @@ CREATE TABLE kernels (
   spec BYTEA NOT NULL,
   updated_unix_ms BIGINT NOT NULL);
 )sql";
-  return absl::StrCat(backend == Backend::kSqlite ? sqlite : postgres,
+  return absl::StrCat(IsSqlite(backend) ? sqlite : postgres,
                       "INSERT INTO trials (job_id, tuning_key, config, status, median_seconds, "
                       "p20_seconds, p80_seconds, samples, compile_seconds, worker_id, "
                       "device_id, error, finished_unix_ms) VALUES ('job-1', 'key-1', "
                       "'BM=64', 1, 0.5, 0.45, 0.55, 30, 0.25, 'worker-a', 'gpu-0', ",
-                      backend == Backend::kSqlite ? "X''" : "''::bytea", ", 1700000000123);");
+                      IsSqlite(backend) ? "X''" : "''::bytea", ", 1700000000123);");
 }
 
 TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvenance) {
@@ -1317,7 +1317,7 @@ TEST_P(StoreContractTest, QuarantineSurvivesReopeningUntilLifted) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest,
-                         ::testing::Values(Backend::kSqlite,
+                         ::testing::Values(Backend::kSqlite, Backend::kSqliteMemory,
                                            Backend::kPostgres),
                          [](const ::testing::TestParamInfo<Backend>& info) {
                            return BackendName(info.param);

@@ -51,7 +51,7 @@ absl::Status RunOnServer(const std::string& url, const std::string& sql) {
 
 absl::StatusOr<int64_t> CountSqliteMigrations(const std::string& path) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
   sqlite3_stmt* stmt = nullptr;
   if (rc == SQLITE_OK) {
     rc = sqlite3_prepare_v2(db, "SELECT count(*) FROM schema_migrations", -1,
@@ -78,7 +78,7 @@ absl::StatusOr<int64_t> CountPostgresMigrations(const std::string& url) {
 
 absl::Status ExecuteOnSqlite(const std::string& path, const std::string& sql) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, nullptr);
   if (rc == SQLITE_OK)
     rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
   std::string error = sqlite3_errmsg(db);
@@ -91,8 +91,18 @@ absl::Status ExecuteOnSqlite(const std::string& path, const std::string& sql) {
 }  // namespace
 
 std::string BackendName(Backend backend) {
-  return backend == Backend::kSqlite ? "Sqlite" : "Postgres";
+  switch (backend) {
+    case Backend::kSqlite:
+      return "Sqlite";
+    case Backend::kSqliteMemory:
+      return "SqliteMemory";
+    case Backend::kPostgres:
+      return "Postgres";
+  }
+  return "unknown";
 }
+
+bool IsSqlite(Backend backend) { return backend != Backend::kPostgres; }
 
 void PrintTo(Backend backend, std::ostream* os) { *os << BackendName(backend); }
 
@@ -126,6 +136,19 @@ absl::StatusOr<std::unique_ptr<TestDatabase>> TestDatabase::Create(
     database->url_ = "sqlite://" + database->sqlite_path_;
     return database;
   }
+  if (backend == Backend::kSqliteMemory) {
+    database->sqlite_path_ =
+        absl::StrCat("file:", UniqueDatabaseName(), "?mode=memory&cache=shared");
+    database->url_ = "sqlite://" + database->sqlite_path_;
+    const int rc = sqlite3_open_v2(database->sqlite_path_.c_str(), &database->keeper_,
+                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
+                                   nullptr);
+    if (rc != SQLITE_OK) {
+      return absl::InternalError(absl::StrCat("open ", database->sqlite_path_, ": ",
+                                              sqlite3_errstr(rc)));
+    }
+    return database;
+  }
   std::string name = UniqueDatabaseName();
   absl::Status created =
       RunOnServer(PostgresTestUrl(), absl::StrCat("CREATE DATABASE ", name));
@@ -136,6 +159,7 @@ absl::StatusOr<std::unique_ptr<TestDatabase>> TestDatabase::Create(
 }
 
 TestDatabase::~TestDatabase() {
+  if (keeper_ != nullptr) sqlite3_close(keeper_);
   if (postgres_name_.empty()) return;
   RunOnServer(PostgresTestUrl(), absl::StrCat("DROP DATABASE IF EXISTS ",
                                               postgres_name_, " WITH (FORCE)"))
@@ -143,12 +167,12 @@ TestDatabase::~TestDatabase() {
 }
 
 absl::StatusOr<int64_t> TestDatabase::MigrationRows() const {
-  if (backend_ == Backend::kSqlite) return CountSqliteMigrations(sqlite_path_);
+  if (IsSqlite(backend_)) return CountSqliteMigrations(sqlite_path_);
   return CountPostgresMigrations(url_);
 }
 
 absl::Status TestDatabase::Execute(const std::string& sql) const {
-  if (backend_ == Backend::kSqlite) return ExecuteOnSqlite(sqlite_path_, sql);
+  if (IsSqlite(backend_)) return ExecuteOnSqlite(sqlite_path_, sql);
   return RunOnServer(url_, sql);
 }
 

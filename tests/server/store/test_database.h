@@ -13,12 +13,18 @@
 #include "absl/status/statusor.h"
 #include "tests/support/test_support.h"
 
+struct sqlite3;
+
 namespace tunefleet::server::testing {
 
-enum class Backend { kSqlite, kPostgres };
+// kSqliteMemory: an in-memory SQLite database (a shared-cache URI name that
+// the TestDatabase keeps alive, so the store can be closed and opened again).
+enum class Backend { kSqlite, kSqliteMemory, kPostgres };
 
-// "Sqlite" or "Postgres" (used in test names).
+// "Sqlite", "SqliteMemory" or "Postgres" (used in test names).
 std::string BackendName(Backend backend);
+// True for both SQLite backends (one SQL dialect).
+bool IsSqlite(Backend backend);
 void PrintTo(Backend backend, std::ostream* os);
 
 // The PostgreSQL server URL for tests (a postgresql:// URL whose user may
@@ -50,7 +56,8 @@ class TestDatabase {
 
   Backend backend_ = Backend::kSqlite;
   std::unique_ptr<tunefleet::testing::TempDir> dir_;  // SQLite only
-  std::string sqlite_path_;
+  std::string sqlite_path_;  // a file, or a memory URI name
+  sqlite3* keeper_ = nullptr;  // in memory: holds the database while it lives
   std::string postgres_name_;  // the database created for this test
   std::string url_;
 };
