@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
 #include "common/status_macros.h"
+#include "server/store/rows.h"
 #include "server/store/schema.h"
 
 namespace tunefleet::server {
@@ -345,113 +346,26 @@ std::string ReadBytes(const pqxx::field& field) {
   return pqxx::binarystring(field).str();
 }
 
-std::string ReadId(const pqxx::row& row) { return row[0].as<std::string>(); }
+// A result row as rows.h reads it.
+struct PgRow {
+  const pqxx::row& row;
+  std::string Text(int column) const { return row[column].as<std::string>(); }
+  std::string Bytes(int column) const { return ReadBytes(row[column]); }
+  int64_t Int(int column) const { return row[column].as<int64_t>(); }
+  double Double(int column) const { return row[column].as<double>(); }
+  bool Bool(int column) const { return row[column].as<bool>(); }
+};
 
-JobRecord ReadJob(const pqxx::row& row) {
-  JobRecord job;
-  job.id = row[0].as<std::string>();
-  job.kernel_name = row[1].as<std::string>();
-  job.state = row[2].as<int>();
-  job.reason = ReadBytes(row[3]);
-  job.spec = ReadBytes(row[4]);
-  job.targets = ReadBytes(row[5]);
-  job.created_unix_ms = row[6].as<int64_t>();
-  job.updated_unix_ms = row[7].as<int64_t>();
-  job.owner = row[8].as<std::string>();
-  job.replace_best = row[9].as<bool>();
-  job.sweep_id = row[10].as<std::string>();
-  return job;
-}
-
-TrialRecord ReadTrial(const pqxx::row& row) {
-  TrialRecord trial;
-  trial.job_id = row[0].as<std::string>();
-  trial.tuning_key = row[1].as<std::string>();
-  trial.config = row[2].as<std::string>();
-  trial.status = row[3].as<int>();
-  trial.median_seconds = row[4].as<double>();
-  trial.p20_seconds = row[5].as<double>();
-  trial.p80_seconds = row[6].as<double>();
-  trial.samples = row[7].as<int64_t>();
-  trial.compile_seconds = row[8].as<double>();
-  trial.worker_id = row[9].as<std::string>();
-  trial.device_id = row[10].as<std::string>();
-  trial.error = ReadBytes(row[11]);
-  trial.finished_unix_ms = row[12].as<int64_t>();
-  trial.principal = row[13].as<std::string>();
-  trial.clock_mhz = row[14].as<double>();
-  trial.round = static_cast<TrialRound>(row[15].as<int>());
-  trial.cut_early = row[16].as<bool>();
-  trial.rounds = row[17].as<int>();
-  trial.rounds_cv = row[18].as<double>();
-  trial.retaken_samples = row[19].as<int64_t>();
-  trial.low_clock_samples = row[20].as<int64_t>();
-  trial.excluded = row[21].as<bool>();
-  return trial;
-}
-
-QuarantineRecord ReadQuarantine(const pqxx::row& row) {
-  return QuarantineRecord{row[0].as<std::string>(), ReadBytes(row[1]),
-                          row[2].as<int64_t>()};
-}
-
-BestRecord ReadBest(const pqxx::row& row) {
-  BestRecord best;
-  best.tuning_key = row[0].as<std::string>();
-  best.kernel_name = row[1].as<std::string>();
-  best.shape = row[2].as<std::string>();
-  best.device_model = row[3].as<std::string>();
-  best.toolkit = row[4].as<std::string>();
-  best.config = row[5].as<std::string>();
-  best.median_seconds = row[6].as<double>();
-  best.job_id = row[7].as<std::string>();
-  best.updated_unix_ms = row[8].as<int64_t>();
-  best.imported = row[9].as<bool>();
-  best.origin = row[10].as<std::string>();
-  best.evidence = ReadBytes(row[11]);
-  return best;
-}
-
-KernelRecord ReadKernel(const pqxx::row& row) {
-  KernelRecord kernel;
-  kernel.name = row[0].as<std::string>();
-  kernel.spec = ReadBytes(row[1]);
-  kernel.updated_unix_ms = row[2].as<int64_t>();
-  return kernel;
-}
-
-TokenRecord ReadToken(const pqxx::row& row) {
-  TokenRecord token;
-  token.id = row[0].as<std::string>();
-  token.name = row[1].as<std::string>();
-  token.role = row[2].as<std::string>();
-  token.secret_hash = row[3].as<std::string>();
-  token.created_unix_ms = row[4].as<int64_t>();
-  token.revoked_unix_ms = row[5].as<int64_t>();
-  return token;
-}
-
-ProfileRecord ReadProfile(const pqxx::row& row) {
-  ProfileRecord profile;
-  profile.job_id = row[0].as<std::string>();
-  profile.tuning_key = row[1].as<std::string>();
-  profile.config = row[2].as<std::string>();
-  profile.profile = ReadBytes(row[3]);
-  profile.profiled_unix_ms = row[4].as<int64_t>();
-  return profile;
-}
-
+std::string ReadId(const pqxx::row& row) { return rows::Id(PgRow{row}); }
+JobRecord ReadJob(const pqxx::row& row) { return rows::Job(PgRow{row}); }
+TrialRecord ReadTrial(const pqxx::row& row) { return rows::Trial(PgRow{row}); }
+QuarantineRecord ReadQuarantine(const pqxx::row& row) { return rows::Quarantine(PgRow{row}); }
+BestRecord ReadBest(const pqxx::row& row) { return rows::Best(PgRow{row}); }
+KernelRecord ReadKernel(const pqxx::row& row) { return rows::Kernel(PgRow{row}); }
+TokenRecord ReadToken(const pqxx::row& row) { return rows::Token(PgRow{row}); }
+ProfileRecord ReadProfile(const pqxx::row& row) { return rows::Profile(PgRow{row}); }
 ProfileRequestRecord ReadProfileRequest(const pqxx::row& row) {
-  ProfileRequestRecord request;
-  request.job_id = row[0].as<std::string>();
-  request.tuning_key = row[1].as<std::string>();
-  request.device_model = row[2].as<std::string>();
-  request.toolkit = row[3].as<std::string>();
-  request.config = row[4].as<std::string>();
-  request.rank = row[5].as<int>();
-  request.median_seconds = row[6].as<double>();
-  request.requested_unix_ms = row[7].as<int64_t>();
-  return request;
+  return rows::ProfileRequest(PgRow{row});
 }
 
 template <typename Record>

@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "server/store/rows.h"
 #include "server/store/schema.h"
 
 namespace tunefleet::server {
@@ -434,70 +435,27 @@ class Call {
   absl::Status status_;
 };
 
-std::string ReadId(const Call& call) { return call.ColumnBytes(0); }
+// A result row of `call`, as rows.h reads it: SQLite stores text and
+// blobs alike, and booleans as 0/1.
+struct SqliteRow {
+  const Call& call;
+  std::string Text(int column) const { return call.ColumnBytes(column); }
+  std::string Bytes(int column) const { return call.ColumnBytes(column); }
+  int64_t Int(int column) const { return call.ColumnInt(column); }
+  double Double(int column) const { return call.ColumnDouble(column); }
+  bool Bool(int column) const { return call.ColumnInt(column) != 0; }
+};
 
-JobRecord ReadJob(const Call& call) {
-  JobRecord job;
-  job.id = call.ColumnBytes(0);
-  job.kernel_name = call.ColumnBytes(1);
-  job.state = static_cast<int>(call.ColumnInt(2));
-  job.reason = call.ColumnBytes(3);
-  job.spec = call.ColumnBytes(4);
-  job.targets = call.ColumnBytes(5);
-  job.created_unix_ms = call.ColumnInt(6);
-  job.updated_unix_ms = call.ColumnInt(7);
-  job.owner = call.ColumnBytes(8);
-  job.replace_best = call.ColumnInt(9) != 0;
-  job.sweep_id = call.ColumnBytes(10);
-  return job;
-}
-
-TrialRecord ReadTrial(const Call& call) {
-  TrialRecord trial;
-  trial.job_id = call.ColumnBytes(0);
-  trial.tuning_key = call.ColumnBytes(1);
-  trial.config = call.ColumnBytes(2);
-  trial.status = static_cast<int>(call.ColumnInt(3));
-  trial.median_seconds = call.ColumnDouble(4);
-  trial.p20_seconds = call.ColumnDouble(5);
-  trial.p80_seconds = call.ColumnDouble(6);
-  trial.samples = call.ColumnInt(7);
-  trial.compile_seconds = call.ColumnDouble(8);
-  trial.worker_id = call.ColumnBytes(9);
-  trial.device_id = call.ColumnBytes(10);
-  trial.error = call.ColumnBytes(11);
-  trial.finished_unix_ms = call.ColumnInt(12);
-  trial.principal = call.ColumnBytes(13);
-  trial.clock_mhz = call.ColumnDouble(14);
-  trial.round = static_cast<TrialRound>(call.ColumnInt(15));
-  trial.cut_early = call.ColumnInt(16) != 0;
-  trial.rounds = static_cast<int>(call.ColumnInt(17));
-  trial.rounds_cv = call.ColumnDouble(18);
-  trial.retaken_samples = call.ColumnInt(19);
-  trial.low_clock_samples = call.ColumnInt(20);
-  trial.excluded = call.ColumnInt(21) != 0;
-  return trial;
-}
-
-QuarantineRecord ReadQuarantine(const Call& call) {
-  return QuarantineRecord{call.ColumnBytes(0), call.ColumnBytes(1), call.ColumnInt(2)};
-}
-
-BestRecord ReadBest(const Call& call) {
-  BestRecord best;
-  best.tuning_key = call.ColumnBytes(0);
-  best.kernel_name = call.ColumnBytes(1);
-  best.shape = call.ColumnBytes(2);
-  best.device_model = call.ColumnBytes(3);
-  best.toolkit = call.ColumnBytes(4);
-  best.config = call.ColumnBytes(5);
-  best.median_seconds = call.ColumnDouble(6);
-  best.job_id = call.ColumnBytes(7);
-  best.updated_unix_ms = call.ColumnInt(8);
-  best.imported = call.ColumnInt(9) != 0;
-  best.origin = call.ColumnBytes(10);
-  best.evidence = call.ColumnBytes(11);
-  return best;
+std::string ReadId(const Call& call) { return rows::Id(SqliteRow{call}); }
+JobRecord ReadJob(const Call& call) { return rows::Job(SqliteRow{call}); }
+TrialRecord ReadTrial(const Call& call) { return rows::Trial(SqliteRow{call}); }
+QuarantineRecord ReadQuarantine(const Call& call) { return rows::Quarantine(SqliteRow{call}); }
+BestRecord ReadBest(const Call& call) { return rows::Best(SqliteRow{call}); }
+KernelRecord ReadKernel(const Call& call) { return rows::Kernel(SqliteRow{call}); }
+TokenRecord ReadToken(const Call& call) { return rows::Token(SqliteRow{call}); }
+ProfileRecord ReadProfile(const Call& call) { return rows::Profile(SqliteRow{call}); }
+ProfileRequestRecord ReadProfileRequest(const Call& call) {
+  return rows::ProfileRequest(SqliteRow{call});
 }
 
 void BindBest(Call& call, const BestRecord& best) {
@@ -506,48 +464,6 @@ void BindBest(Call& call, const BestRecord& best) {
   call.BindDouble(best.median_seconds).BindText(best.job_id);
   call.BindInt(best.updated_unix_ms).BindInt(best.imported ? 1 : 0).BindText(best.origin);
   call.BindBlob(best.evidence);
-}
-
-KernelRecord ReadKernel(const Call& call) {
-  KernelRecord kernel;
-  kernel.name = call.ColumnBytes(0);
-  kernel.spec = call.ColumnBytes(1);
-  kernel.updated_unix_ms = call.ColumnInt(2);
-  return kernel;
-}
-
-TokenRecord ReadToken(const Call& call) {
-  TokenRecord token;
-  token.id = call.ColumnBytes(0);
-  token.name = call.ColumnBytes(1);
-  token.role = call.ColumnBytes(2);
-  token.secret_hash = call.ColumnBytes(3);
-  token.created_unix_ms = call.ColumnInt(4);
-  token.revoked_unix_ms = call.ColumnInt(5);
-  return token;
-}
-
-ProfileRecord ReadProfile(const Call& call) {
-  ProfileRecord profile;
-  profile.job_id = call.ColumnBytes(0);
-  profile.tuning_key = call.ColumnBytes(1);
-  profile.config = call.ColumnBytes(2);
-  profile.profile = call.ColumnBytes(3);
-  profile.profiled_unix_ms = call.ColumnInt(4);
-  return profile;
-}
-
-ProfileRequestRecord ReadProfileRequest(const Call& call) {
-  ProfileRequestRecord request;
-  request.job_id = call.ColumnBytes(0);
-  request.tuning_key = call.ColumnBytes(1);
-  request.device_model = call.ColumnBytes(2);
-  request.toolkit = call.ColumnBytes(3);
-  request.config = call.ColumnBytes(4);
-  request.rank = static_cast<int>(call.ColumnInt(5));
-  request.median_seconds = call.ColumnDouble(6);
-  request.requested_unix_ms = call.ColumnInt(7);
-  return request;
 }
 
 // Steps `call` to the end, reading every row with `read`.
