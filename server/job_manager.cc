@@ -225,7 +225,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request, const std
   JobSnapshot snapshot;
   {
     absl::ReaderMutexLock lock(&mu_);
-    snapshot = Snapshot(*job);
+    snapshot = job->Snapshot();
   }
   RETURN_IF_ERROR(repository_.Save(snapshot));
   metrics_->JobStateChanged(v1::JOB_STATE_UNSPECIFIED, job->view.state());
@@ -251,13 +251,6 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& request, const std
   }
   if (work_listener_) work_listener_();
   return snapshot.stored.last_view();
-}
-
-bool JobManager::HasTarget(const Job& job, const std::string& model,
-                           const std::string& toolkit) {
-  return std::any_of(job.targets.begin(), job.targets.end(), [&](const Target& t) {
-    return t.info.device_model() == model && t.info.toolkit() == toolkit;
-  });
 }
 
 void JobManager::StartJob(std::unique_ptr<Job> job) {
@@ -287,7 +280,7 @@ size_t JobManager::live_jobs() {
 absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
   {
     absl::ReaderMutexLock lock(&mu_);
-    if (Job* job = FindJob(job_id)) return View(*job);
+    if (Job* job = FindJob(job_id)) return job->View();
   }
   absl::StatusOr<JobSnapshot> stored = repository_.Load(job_id);
   if (absl::IsNotFound(stored.status())) {
@@ -301,7 +294,7 @@ absl::StatusOr<std::vector<v1::Job>> JobManager::List(const JobQuery& query) {
   ASSIGN_OR_RETURN(std::vector<v1::Job> views, repository_.ListViews(query));
   absl::ReaderMutexLock lock(&mu_);
   for (v1::Job& view : views) {
-    if (Job* job = FindJob(view.id())) view = View(*job);  // live counts
+    if (Job* job = FindJob(view.id())) view = job->View();  // live counts
   }
   return views;
 }
@@ -311,8 +304,8 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
   {
     absl::ReaderMutexLock lock(&mu_);
     Job* job = FindJob(job_id);
-    if (job != nullptr && job->finishing) return View(*job);  // ends on its own
-    if (job != nullptr) snapshot = Snapshot(*job);
+    if (job != nullptr && job->finishing) return job->View();  // ends on its own
+    if (job != nullptr) snapshot = job->Snapshot();
   }
   if (snapshot.id().empty()) return Get(job_id);  // finished already, or NotFound
   MarkFinal(&snapshot, v1::JOB_STATE_CANCELLED, "cancelled by a client", clock_());
@@ -327,7 +320,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
     if (job != nullptr && !job->finishing) {
       leases_.TakeJob(job_id);
       SetState(job, v1::JOB_STATE_CANCELLED, snapshot.stored.last_view().reason());
-      v1::Job cancelled = View(*job);
+      v1::Job cancelled = job->View();
       job_log::Finished(cancelled);
       metrics_->SearchFinished(v1::STOP_REASON_CANCELLED);
       Evict(job);
@@ -346,7 +339,7 @@ absl::StatusOr<v1::Job> JobManager::WaitForChange(const std::string& job_id,
     while (Job* job = FindJob(job_id)) {
       if (job->version != *version || absl::Now() >= deadline) {
         *version = job->version;
-        return View(*job);
+        return job->View();
       }
       changed_cv_.WaitWithDeadline(&mu_, deadline);
     }
@@ -374,7 +367,7 @@ void JobManager::OnWorkerRegistered() {
       if (IsFinal(job->view.state()) || job->finishing) continue;
       Unbound entry{job->view.id(), job->spec, {}};
       for (const WorkerDevice& device : LiveModelsFor(*job->spec)) {
-        if (!HasTarget(*job, device.device.model(), device.toolkit)) {
+        if (!job->HasTarget(device.device.model(), device.toolkit)) {
           entry.devices.push_back(device);
         }
       }
@@ -389,7 +382,7 @@ void JobManager::OnWorkerRegistered() {
     Job* job = FindJob(entry.id);
     if (job == nullptr || IsFinal(job->view.state()) || job->finishing) continue;
     for (Target& target : targets) {
-      if (!HasTarget(*job, target.info.device_model(), target.info.toolkit())) {
+      if (!job->HasTarget(target.info.device_model(), target.info.toolkit())) {
         job->targets.push_back(std::move(target));
       }
     }
@@ -401,7 +394,7 @@ void JobManager::OnWorkerRegistered() {
     }
     Changed(job);
     // Best effort: a binding the store missed is made again after a restart.
-    pending.snapshots.push_back(Snapshot(*job));
+    pending.snapshots.push_back(job->Snapshot());
     MaybeFinish(job, &pending);
     pending.work = true;
   }
@@ -528,7 +521,7 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
   grant.spec = job->spec;
   grant.tuning_key = target.info.tuning_key();
   grant.kind = lease.finalists ? v1::LEASE_KIND_FINALISTS : v1::LEASE_KIND_SEARCH;
-  grant.best_seconds = BestFor(target, lease);
+  grant.best_seconds = target.BestFor(lease);
   for (uint64_t ordinal : lease.ordinals) {
     grant.trials.emplace_back(ordinal, target.trials->space()->ConfigAt(ordinal));
   }
@@ -539,34 +532,15 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
     }
     SetState(job, v1::JOB_STATE_RUNNING, "");
     job_log::Started(job->view, lease);
-    pending->snapshots.push_back(Snapshot(*job));
+    pending->snapshots.push_back(job->Snapshot());
   }
   return grant;
 }
 
 bool JobManager::ApplyTimeBudget(Job* job) {
-  const int64_t budget = job->spec->time_budget_seconds();
-  const int64_t started = job->view.started_unix_ms();
-  if (budget <= 0 || started == 0 || IsFinal(job->view.state()) ||
-      clock_() < absl::FromUnixMillis(started) + absl::Seconds(budget)) {
-    return false;
-  }
-  bool stopped = false;
-  for (Target& target : job->targets) {
-    if (target.trials == nullptr ||
-        target.trials->stop_reason() != v1::STOP_REASON_UNSPECIFIED) {
-      continue;
-    }
-    target.trials->StopSearch(v1::STOP_REASON_TIME_BUDGET);
-    stopped = true;
-  }
-  if (stopped) Changed(job);
-  return stopped;
-}
-
-double JobManager::BestFor(const Target& target, const Lease& lease) {
-  if (lease.finalists || lease.verify || target.trials == nullptr) return 0;
-  return target.trials->best_seconds().value_or(0);
+  if (!job->ApplyTimeBudget(clock_())) return false;
+  Changed(job);
+  return true;
 }
 
 namespace {
@@ -619,7 +593,7 @@ absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
       results.emplace_back(ordinal, Normalized(*target.trials, ordinal, result));
       // A verification's rows are stored once its round is judged
       // (ApplyVerification): a round released half-measured leaves none.
-      if (!lease->verify) rows.push_back(TrialRow(job, target, *lease, results.back().second));
+      if (!lease->verify) rows.push_back(job.TrialRow(target, *lease, results.back().second, clock_()));
     }
     // The worker is alive: the lease must not expire while the rows are written.
     leases_.Renew(lease->id, clock_() + options_.lease_ttl);
@@ -638,7 +612,7 @@ absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
       ack.cancelled = true;  // expired or cancelled meanwhile; the rows stand
     } else {
       ack.expires = clock_() + options_.lease_ttl;
-      ack.best_seconds = BestFor(FindJob(lease->job_id)->targets[lease->target], *lease);
+      ack.best_seconds = FindJob(lease->job_id)->targets[lease->target].BestFor(*lease);
       ApplyReport(results, report.release, lease, &pending);
     }
   }
@@ -719,7 +693,7 @@ void JobManager::ReturnLease(const Lease& lease, bool expired, Pending* pending)
     std::optional<v1::TrialResult> lost =
         target.trials->Release(ordinal, lease.id, lease.epoch, expired, holder);
     if (!lost.has_value()) continue;
-    pending->rows.push_back(TrialRow(*job, target, lease, *lost));
+    pending->rows.push_back(job->TrialRow(target, lease, *lost, clock_()));
     metrics_->TrialRecorded(lost->status());
   }
   pending->work = true;
@@ -912,13 +886,13 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
       continue;
     }
     ++succeeded;
-    finish.best.push_back(BestRow(*job, target, best[0]));
+    finish.best.push_back(job->BestRow(target, best[0], clock_()));
     if (std::optional<double> def = target.trials->default_seconds()) {
       finish.speedups.push_back(*def / best[0].result.measurement().median_seconds());
     }
   }
   job->finishing = true;
-  finish.snapshot = Snapshot(*job);
+  finish.snapshot = job->Snapshot();
   MarkFinal(&finish.snapshot, succeeded > 0 ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED,
             absl::StrJoin(failed, "; "), clock_());
   pending->finishes.push_back(std::move(finish));
@@ -953,7 +927,7 @@ void JobManager::Flush(Pending pending) {
       if (!stored) break;
       absl::StatusOr<RetuneVerdict> verdict = keeper_->RederiveFinished(best);
       stored = verdict.ok();
-      if (stored) RecordRetune(*verdict, best.tuning_key, &finish.snapshot);
+      if (stored) TuningJob::RecordRetune(*verdict, best.tuning_key, &finish.snapshot);
     }
     stored = stored && repository_.Save(finish.snapshot).ok();
     CompleteFinish(finish, stored);
@@ -983,6 +957,19 @@ void JobManager::CompleteFinish(const Finish& finish, bool stored) {
   SetState(job, view.state(), view.reason());
   leases_.TakeJob(finish.job_id);
   Evict(job);
+}
+
+std::string JobManager::MissingWorkers(const Job& job) const {
+  std::vector<std::string> missing;
+  for (const Target& target : job.targets) {
+    if (target.trials == nullptr || target.trials->Finished()) continue;
+    const std::string& model = target.info.device_model();
+    const std::string& toolkit = target.info.toolkit();
+    if (workers_->LiveDevices(model, toolkit).empty()) {
+      missing.push_back(absl::StrCat(model, " (", toolkit, ")"));
+    }
+  }
+  return absl::StrJoin(missing, ", ");
 }
 
 void JobManager::SetState(Job* job, v1::JobState state, const std::string& reason) {

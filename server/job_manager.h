@@ -38,6 +38,7 @@
 #include "server/submit_quotas.h"
 #include "server/target_trials.h"
 #include "server/trial_writer.h"
+#include "server/tuning_job.h"
 #include "server/verification.h"
 #include "server/worker_registry.h"
 #include "tunefleet/v1/tuning_service.pb.h"
@@ -182,25 +183,8 @@ class JobManager final : public LeaseSource {
   size_t live_jobs();
 
  private:
-  struct Target {
-    v1::StoredTarget info;
-    std::unique_ptr<TargetTrials> trials;  // null when cached
-    // Who measured each config OK (search and finalists rounds).
-    absl::flat_hash_map<uint64_t, std::vector<Measurer>> measured_by;
-    bool verify_decided = false;  // whether the candidate needs verifying was decided
-    bool served_unverified = false;
-    std::unique_ptr<Verification> verification;  // when it does
-    // Since when no live worker of the model could take it (AbandonOrphans).
-    std::optional<absl::Time> orphaned_since;
-    std::string abandoned;  // why it was given up; empty while it is not
-  };
-  struct Job {
-    std::shared_ptr<const v1::JobSpec> spec;
-    v1::Job view;  // id, state, reason, times
-    std::vector<Target> targets;
-    int64_t version = 0;
-    bool finishing = false;  // best configs on their way to the store
-  };
+  using Target = JobTarget;
+  using Job = TuningJob;
   // The writes that end a job, prepared under the lock, done without it.
   struct Finish {
     std::string job_id;
@@ -223,8 +207,6 @@ class JobManager final : public LeaseSource {
   };
 
   static AdmissionLimits LimitsOf(const JobManagerOptions& options);
-  // A target of `job` is bound to (model, toolkit).
-  static bool HasTarget(const Job& job, const std::string& model, const std::string& toolkit);
   std::vector<WorkerDevice> LiveModelsFor(const v1::JobSpec& spec);
   // The configs a new target of `spec` on `device` measures first.
   std::vector<std::string> WarmStartFor(const v1::JobSpec& spec,
@@ -243,13 +225,8 @@ class JobManager final : public LeaseSource {
                                       Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   LeaseGrant GrantOf(Job* job, const Lease& lease, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The time budget: once the job has run time_budget_seconds since it
-  // started (started_unix_ms, stored with the job, so that the time a
-  // coordinator was down counts), every target still searching stops.
-  // Returns true when it stopped one.
+  // TuningJob::ApplyTimeBudget now; Changed when it stopped a target.
   bool ApplyTimeBudget(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // What a lease of `target` is told of its best (LeaseGrant::best_seconds).
-  static double BestFor(const Target& target, const Lease& lease);
   // A verification lease of `target`, when `verifier` may verify it.
   std::optional<LeaseGrant> VerifyFrom(Job* job, int target, Lease lease,
                                        const std::vector<LiveDevice>& live, Pending* pending)
@@ -308,20 +285,9 @@ class JobManager final : public LeaseSource {
   // bests they touched again. When the store refuses, Tick tries again (the
   // verifier's rows decide the job's own best either way).
   void Quarantine(const Quarantined& quarantined) ABSL_LOCKS_EXCLUDED(mu_);
-  // Rows and views (job_manager_records.cc).
-  TrialRecord TrialRow(const Job& job, const Target& target, const Lease& lease,
-                       const v1::TrialResult& result) const;
-  BestRecord BestRow(const Job& job, const Target& target, const TrialOutcome& best) const;
-  // Sets what the job did to the served best of `tuning_key` on its target
-  // of that key in the snapshot's view (nothing for RetuneOutcome::kNone).
-  static void RecordRetune(const RetuneVerdict& verdict, const std::string& tuning_key,
-                           JobSnapshot* snapshot);
   void SetState(Job* job, v1::JobState state, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Changed(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  JobSnapshot Snapshot(const Job& job) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  v1::Job View(const Job& job) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  static v1::Verification VerificationView(const Target& target);
   Job* FindJob(const std::string& id) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   int ActiveJobsOf(const std::string& owner) ABSL_LOCKS_EXCLUDED(mu_);
   void Evict(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

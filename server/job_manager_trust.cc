@@ -70,7 +70,7 @@ void JobManager::ApplyVerification(
   if (verification.verifiers().size() > judged) {  // this lease's round was judged
     const Job& job = *FindJob(lease.job_id);
     for (const auto& [ordinal, result] : verification.LastJudgedResults()) {
-      pending->rows.push_back(TrialRow(job, *target, lease, result));
+      pending->rows.push_back(job.TrialRow(*target, lease, result, clock_()));
     }
   }
   if (verification.disputed() && !was_disputed) {

@@ -1,5 +1,4 @@
-// JobManager: the rows a job is written as and the view clients see.
-#include "server/job_manager.h"
+#include "server/tuning_job.h"
 
 #include <algorithm>
 #include <map>
@@ -85,24 +84,41 @@ v1::Retune RetuneView(const RetuneVerdict& verdict, const v1::JobSpec& spec) {
 
 }  // namespace
 
-std::string JobManager::MissingWorkers(const Job& job) const {
-  std::vector<std::string> missing;
-  for (const Target& target : job.targets) {
-    if (target.trials == nullptr || target.trials->Finished()) continue;
-    const std::string& model = target.info.device_model();
-    const std::string& toolkit = target.info.toolkit();
-    if (workers_->LiveDevices(model, toolkit).empty()) {
-      missing.push_back(absl::StrCat(model, " (", toolkit, ")"));
-    }
-  }
-  return absl::StrJoin(missing, ", ");
+bool TuningJob::HasTarget(const std::string& model, const std::string& toolkit) const {
+  return std::any_of(targets.begin(), targets.end(), [&](const JobTarget& target) {
+    return target.info.device_model() == model && target.info.toolkit() == toolkit;
+  });
 }
 
-v1::Verification JobManager::VerificationView(const Target& target) {
+bool TuningJob::ApplyTimeBudget(absl::Time now) {
+  const int64_t budget = spec->time_budget_seconds();
+  const int64_t started = view.started_unix_ms();
+  if (budget <= 0 || started == 0 || IsFinal(view.state()) ||
+      now < absl::FromUnixMillis(started) + absl::Seconds(budget)) {
+    return false;
+  }
+  bool stopped = false;
+  for (JobTarget& target : targets) {
+    if (target.trials == nullptr ||
+        target.trials->stop_reason() != v1::STOP_REASON_UNSPECIFIED) {
+      continue;
+    }
+    target.trials->StopSearch(v1::STOP_REASON_TIME_BUDGET);
+    stopped = true;
+  }
+  return stopped;
+}
+
+double JobTarget::BestFor(const Lease& lease) const {
+  if (lease.finalists || lease.verify || trials == nullptr) return 0;
+  return trials->best_seconds().value_or(0);
+}
+
+v1::Verification JobTarget::VerificationView() const {
   v1::Verification view;
-  if (target.served_unverified) view.set_state(v1::VERIFICATION_STATE_UNVERIFIED);
-  if (target.verification == nullptr) return view;
-  const Verification& verification = *target.verification;
+  if (served_unverified) view.set_state(v1::VERIFICATION_STATE_UNVERIFIED);
+  if (verification == nullptr) return view;
+  const Verification& verification = *this->verification;
   switch (verification.outcome()) {
     case Verification::Outcome::kPending:
       view.set_state(v1::VERIFICATION_STATE_PENDING);
@@ -122,13 +138,14 @@ v1::Verification JobManager::VerificationView(const Target& target) {
   }
   for (const std::string& principal : verification.verifiers()) view.add_verifiers(principal);
   view.set_candidate_config_text(
-      ConfigToString(target.trials->space()->ConfigAt(verification.candidate())));
+      ConfigToString(trials->space()->ConfigAt(verification.candidate())));
   view.set_claimed_seconds(verification.claimed_seconds());
   view.set_verified_seconds(verification.verified_seconds().value_or(0));
   return view;
 }
 
-v1::Job JobManager::View(const Job& job) const {
+v1::Job TuningJob::View() const {
+  const TuningJob& job = *this;
   v1::Job view = job.view;
   view.set_kernel_name(job.spec->kernel().name());
   *view.mutable_shape() = job.spec->shape();
@@ -144,7 +161,7 @@ v1::Job JobManager::View(const Job& job) const {
   std::map<int, int64_t> outcomes;
   std::vector<v1::StopReason> stop_reasons;
   bool any_cached = false;
-  for (const Target& target : job.targets) {
+  for (const JobTarget& target : job.targets) {
     v1::Target* info = view.add_targets();
     *info = TargetView(target.info);
     if (target.trials == nullptr) {
@@ -172,7 +189,7 @@ v1::Job JobManager::View(const Job& job) const {
     for (const TrialOutcome& outcome : fastest) {
       *view.add_top_trials() = Summary(outcome.result, target.info.device_model());
     }
-    *info->mutable_verification() = VerificationView(target);
+    *info->mutable_verification() = target.VerificationView();
     if (target.verification != nullptr) {
       // The verifier's round decides the best (DeriveBest), as served.
       if (auto verified = target.verification->FastestVerified()) {
@@ -199,19 +216,19 @@ v1::Job JobManager::View(const Job& job) const {
   return view;
 }
 
-JobSnapshot JobManager::Snapshot(const Job& job) const {
+JobSnapshot TuningJob::Snapshot() const {
   JobSnapshot snapshot;
-  snapshot.spec = *job.spec;
-  for (const Target& target : job.targets) *snapshot.stored.add_targets() = target.info;
-  *snapshot.stored.mutable_last_view() = View(job);
-  snapshot.version = job.version;
+  snapshot.spec = *spec;
+  for (const JobTarget& target : targets) *snapshot.stored.add_targets() = target.info;
+  *snapshot.stored.mutable_last_view() = View();
+  snapshot.version = version;
   return snapshot;
 }
 
-TrialRecord JobManager::TrialRow(const Job& job, const Target& target, const Lease& lease,
-                                 const v1::TrialResult& result) const {
+TrialRecord TuningJob::TrialRow(const JobTarget& target, const Lease& lease,
+                                const v1::TrialResult& result, absl::Time now) const {
   TrialRecord record;
-  record.job_id = job.view.id();
+  record.job_id = view.id();
   record.tuning_key = target.info.tuning_key();
   record.config = ConfigToString(result.config());
   record.status = result.status();
@@ -224,7 +241,7 @@ TrialRecord JobManager::TrialRow(const Job& job, const Target& target, const Lea
   // The leased device: a worker does not choose where its results count.
   record.device_id = lease.device_id.empty() ? result.device_id() : lease.device_id;
   record.error = result.error();
-  record.finished_unix_ms = absl::ToUnixMillis(clock_());
+  record.finished_unix_ms = absl::ToUnixMillis(now);
   record.principal = lease.principal;
   record.clock_mhz = result.measurement().clock_mhz();
   record.cut_early = result.status() == v1::TRIAL_STATUS_OK && result.cut_early();
@@ -239,23 +256,23 @@ TrialRecord JobManager::TrialRow(const Job& job, const Target& target, const Lea
   return record;
 }
 
-BestRecord JobManager::BestRow(const Job& job, const Target& target,
-                               const TrialOutcome& best) const {
+BestRecord TuningJob::BestRow(const JobTarget& target, const TrialOutcome& best,
+                              absl::Time now) const {
   BestRecord record;
   record.tuning_key = target.info.tuning_key();
-  record.kernel_name = job.spec->kernel().name();
-  record.shape = ShapeToString(job.spec->shape());
+  record.kernel_name = spec->kernel().name();
+  record.shape = ShapeToString(spec->shape());
   record.device_model = target.info.device_model();
   record.toolkit = target.info.toolkit();
   record.config = ConfigToString(best.result.config());
   record.median_seconds = best.result.measurement().median_seconds();
-  record.job_id = job.view.id();
-  record.updated_unix_ms = absl::ToUnixMillis(clock_());
+  record.job_id = view.id();
+  record.updated_unix_ms = absl::ToUnixMillis(now);
   return record;
 }
 
-void JobManager::RecordRetune(const RetuneVerdict& verdict, const std::string& tuning_key,
-                              JobSnapshot* snapshot) {
+void TuningJob::RecordRetune(const RetuneVerdict& verdict, const std::string& tuning_key,
+                             JobSnapshot* snapshot) {
   if (verdict.outcome == RetuneOutcome::kNone) return;
   v1::Job* view = snapshot->stored.mutable_last_view();
   for (v1::Target& target : *view->mutable_targets()) {

@@ -1,0 +1,81 @@
+// TuningJob: one job as the coordinator holds it while it runs — its spec,
+// the view clients see, and one JobTarget per (device model, toolkit) it is
+// bound to — and what can be said of it alone: its view and snapshot, its
+// rows, its time budget. Single-threaded: JobManager's lock guards every
+// job, and JobManager does the leasing, recording, verification and writes.
+#ifndef TUNEFLEET_SERVER_TUNING_JOB_H_
+#define TUNEFLEET_SERVER_TUNING_JOB_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "server/best_derivation.h"
+#include "server/job_repository.h"
+#include "server/lease_book.h"
+#include "server/store/store.h"
+#include "server/target_trials.h"
+#include "server/verification.h"
+#include "tunefleet/v1/tuning_service.pb.h"
+
+namespace tunefleet::server {
+
+// One (device model, toolkit) of a job: its search, or its cached best.
+struct JobTarget {
+  v1::StoredTarget info;
+  std::unique_ptr<TargetTrials> trials;  // null when cached
+  // Who measured each config OK (search and finalists rounds).
+  absl::flat_hash_map<uint64_t, std::vector<Measurer>> measured_by;
+  bool verify_decided = false;  // whether the candidate needs verifying was decided
+  bool served_unverified = false;
+  std::unique_ptr<Verification> verification;  // when it does
+  // Since when no live worker of the model could take it (AbandonOrphans).
+  std::optional<absl::Time> orphaned_since;
+  std::string abandoned;  // why it was given up; empty while it is not
+
+  // What a lease of this target is told of its best (the early-cut rule's
+  // reference): 0 for finalists and verification leases, and for a cached
+  // target.
+  double BestFor(const Lease& lease) const;
+  // The verification state clients see.
+  v1::Verification VerificationView() const;
+};
+
+struct TuningJob {
+  std::shared_ptr<const v1::JobSpec> spec;  // sources without their contents
+  v1::Job view;  // id, state, reason, times
+  std::vector<JobTarget> targets;
+  int64_t version = 0;
+  bool finishing = false;  // best configs on their way to the store
+
+  // True when a target is bound to (model, toolkit).
+  bool HasTarget(const std::string& model, const std::string& toolkit) const;
+  // The time budget: once the job has run spec->time_budget_seconds since it
+  // started (view.started_unix_ms, stored with the job, so that the time a
+  // coordinator was down counts), every target still searching stops at
+  // `now`. True when it stopped one (the job changed).
+  bool ApplyTimeBudget(absl::Time now);
+
+  // The view clients see: the stored view with the spec's settings and the
+  // targets' live counts, bests, verification and stop reasons.
+  v1::Job View() const;
+  // What the store keeps of the job (its spec, targets and view).
+  JobSnapshot Snapshot() const;
+  // The row of `result`, reported at `now` on `lease` of `target`.
+  TrialRecord TrialRow(const JobTarget& target, const Lease& lease,
+                       const v1::TrialResult& result, absl::Time now) const;
+  // The best-config row of `target` for `best`, derived at `now`.
+  BestRecord BestRow(const JobTarget& target, const TrialOutcome& best, absl::Time now) const;
+  // Sets what the job did to the served best of `tuning_key` on its target
+  // of that key in the snapshot's view (nothing for RetuneOutcome::kNone).
+  static void RecordRetune(const RetuneVerdict& verdict, const std::string& tuning_key,
+                           JobSnapshot* snapshot);
+};
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_TUNING_JOB_H_

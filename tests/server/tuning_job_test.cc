@@ -1,0 +1,176 @@
+// TuningJob on its own, synchronously, without a store or a lock: the view
+// clients see, the time budget, and the rows a job is written as.
+#include "server/tuning_job.h"
+
+#include <memory>
+#include <string>
+
+#include "common/config_text.h"
+#include "common/spec_loader.h"
+#include "gtest/gtest.h"
+#include "server/search_strategy.h"
+#include "tests/support/test_support.h"
+
+namespace tunefleet::server {
+namespace {
+
+using ::tunefleet::testing::SourceDir;
+
+constexpr int64_t kStartedMs = 1'700'000'000'000;
+
+v1::TrialResult Ok(const v1::Config& config, double seconds) {
+  v1::TrialResult result;
+  *result.mutable_config() = config;
+  result.set_status(v1::TRIAL_STATUS_OK);
+  result.mutable_measurement()->set_median_seconds(seconds);
+  result.mutable_measurement()->set_samples(30);
+  return result;
+}
+
+// kernels/cpu/matmul at 512^3: one target searching 4 random configs on
+// "cpu-a", one cached on "cpu-b".
+class TuningJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<KernelBundle> bundle = LoadKernelDir(SourceDir() + "/kernels/cpu/matmul");
+    ASSERT_OK(bundle);
+    auto spec = std::make_shared<v1::JobSpec>();
+    *spec->mutable_kernel() = bundle->spec;
+    *spec->mutable_shape() = *NormalizeShape(bundle->spec, *ParseShape("M=512,N=512,K=512"));
+    spec->set_strategy("random");
+    spec->set_budget(4);
+    spec->set_time_budget_seconds(60);
+    job_.spec = spec;
+    job_.view.set_id("j1");
+    job_.view.set_state(v1::JOB_STATE_RUNNING);
+    job_.view.set_started_unix_ms(kStartedMs);
+
+    auto space = *ConfigSpace::Create(spec->kernel(), spec->shape(),
+                                      PlaceholderLimits(v1::BACKEND_CPU));
+    StrategyOptions options;
+    options.name = "random";
+    options.budget = 4;
+    options.seed = 7;
+    auto strategy = MakeStrategy(space.get(), options);
+    ASSERT_OK(strategy);
+    JobTarget& searching = job_.targets.emplace_back();
+    searching.info.set_device_model("cpu-a");
+    searching.info.set_toolkit("g++");
+    searching.info.set_tuning_key("key-a");
+    searching.trials = std::make_unique<TargetTrials>(std::move(space), *std::move(strategy),
+                                                      /*max_attempts=*/2, std::nullopt,
+                                                      /*finalists=*/0);
+    JobTarget& cached = job_.targets.emplace_back();
+    cached.info.set_device_model("cpu-b");
+    cached.info.set_toolkit("g++");
+    cached.info.set_tuning_key("key-b");
+    cached.info.set_cached(true);
+    cached.info.mutable_cached_best()->set_config_text("BLOCK=64");
+  }
+
+  // Measures every config the search proposes, the i-th at (i + 1) ms.
+  void MeasureAll() {
+    TargetTrials& trials = *job_.targets[0].trials;
+    bool finalists = false;
+    std::vector<uint64_t> taken = trials.Take(10, "l1", 1, &finalists);
+    for (size_t i = 0; i < taken.size(); ++i) {
+      ASSERT_TRUE(trials.Complete(taken[i], "l1", 1,
+                                  Ok(trials.space()->ConfigAt(taken[i]), 1e-3 * (i + 1))));
+    }
+  }
+
+  TuningJob job_;
+};
+
+TEST_F(TuningJobTest, TheViewCarriesTheSpecsSettingsAndEachTargetsProgress) {
+  ASSERT_NO_FATAL_FAILURE(MeasureAll());
+  const v1::Job view = job_.View();
+  EXPECT_EQ(view.id(), "j1");
+  EXPECT_EQ(view.kernel_name(), job_.spec->kernel().name());
+  EXPECT_EQ(view.strategy(), "random");
+  EXPECT_EQ(view.trials_budget(), 4);
+  EXPECT_EQ(view.time_budget_seconds(), 60);
+  ASSERT_EQ(view.targets_size(), 2);
+  EXPECT_EQ(view.targets(0).trials_done(), 4);
+  EXPECT_EQ(view.targets(0).best().median_seconds(), 1e-3);
+  EXPECT_EQ(view.targets(1).stop_reason(), v1::STOP_REASON_CACHED);
+  EXPECT_EQ(view.targets(1).best().config_text(), "BLOCK=64");
+  ASSERT_EQ(view.outcomes_size(), 1);
+  EXPECT_EQ(view.outcomes(0).count(), 4);
+  ASSERT_GE(view.top_trials_size(), 1);
+  EXPECT_EQ(view.top_trials(0).median_seconds(), 1e-3);
+  EXPECT_EQ(view.top_trials(0).device_model(), "cpu-a");
+}
+
+TEST_F(TuningJobTest, TheSnapshotHoldsTheSpecTargetsAndView) {
+  job_.version = 5;
+  const JobSnapshot snapshot = job_.Snapshot();
+  EXPECT_EQ(snapshot.id(), "j1");
+  EXPECT_EQ(snapshot.version, 5);
+  ASSERT_EQ(snapshot.stored.targets_size(), 2);
+  EXPECT_EQ(snapshot.stored.targets(1).tuning_key(), "key-b");
+  EXPECT_EQ(snapshot.spec.budget(), 4);
+}
+
+TEST_F(TuningJobTest, TheTimeBudgetStopsTheSearchOnceItHasPassed) {
+  const absl::Time started = absl::FromUnixMillis(kStartedMs);
+  EXPECT_FALSE(job_.ApplyTimeBudget(started + absl::Seconds(59)));
+  EXPECT_EQ(job_.targets[0].trials->stop_reason(), v1::STOP_REASON_UNSPECIFIED);
+  EXPECT_TRUE(job_.ApplyTimeBudget(started + absl::Seconds(60)));
+  EXPECT_EQ(job_.targets[0].trials->stop_reason(), v1::STOP_REASON_TIME_BUDGET);
+  EXPECT_FALSE(job_.ApplyTimeBudget(started + absl::Seconds(61)));  // stopped once
+}
+
+TEST_F(TuningJobTest, AJobWithoutATimeBudgetOrNotStartedIsNeverStopped) {
+  TuningJob unstarted;
+  unstarted.spec = job_.spec;
+  EXPECT_FALSE(unstarted.ApplyTimeBudget(absl::InfiniteFuture()));
+  auto spec = std::make_shared<v1::JobSpec>(*job_.spec);
+  spec->set_time_budget_seconds(0);
+  job_.spec = spec;
+  EXPECT_FALSE(job_.ApplyTimeBudget(absl::InfiniteFuture()));
+}
+
+TEST_F(TuningJobTest, RowsNameTheLeasedDeviceAndTheRound) {
+  Lease lease;
+  lease.worker_id = "w1";
+  lease.device_id = "cpu0";
+  lease.principal = "host-a";
+  lease.finalists = true;
+  const v1::Config config = job_.targets[0].trials->space()->ConfigAt(0);
+  v1::TrialResult result = Ok(config, 2e-3);
+  result.set_device_id("claimed-elsewhere");
+  const absl::Time now = absl::FromUnixMillis(kStartedMs + 5);
+  const TrialRecord row = job_.TrialRow(job_.targets[0], lease, result, now);
+  EXPECT_EQ(row.job_id, "j1");
+  EXPECT_EQ(row.tuning_key, "key-a");
+  EXPECT_EQ(row.config, ConfigToString(config));
+  EXPECT_EQ(row.device_id, "cpu0");
+  EXPECT_EQ(row.principal, "host-a");
+  EXPECT_EQ(row.round, TrialRound::kFinalists);
+  EXPECT_EQ(row.finished_unix_ms, kStartedMs + 5);
+  EXPECT_EQ(row.median_seconds, 2e-3);
+
+  TrialOutcome best;
+  best.result = result;
+  const BestRecord best_row = job_.BestRow(job_.targets[0], best, now);
+  EXPECT_EQ(best_row.tuning_key, "key-a");
+  EXPECT_EQ(best_row.device_model, "cpu-a");
+  EXPECT_EQ(best_row.config, ConfigToString(config));
+  EXPECT_EQ(best_row.updated_unix_ms, kStartedMs + 5);
+}
+
+TEST_F(TuningJobTest, ALeaseIsToldItsTargetsBestOnlyInTheSearch) {
+  ASSERT_NO_FATAL_FAILURE(MeasureAll());
+  Lease search;
+  EXPECT_EQ(job_.targets[0].BestFor(search), 1e-3);
+  Lease finalists;
+  finalists.finalists = true;
+  EXPECT_EQ(job_.targets[0].BestFor(finalists), 0);
+  EXPECT_EQ(job_.targets[1].BestFor(search), 0);  // cached
+  EXPECT_TRUE(job_.HasTarget("cpu-b", "g++"));
+  EXPECT_FALSE(job_.HasTarget("cpu-b", "clang"));
+}
+
+}  // namespace
+}  // namespace tunefleet::server
