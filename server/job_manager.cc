@@ -1018,16 +1018,7 @@ absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
                                                    absl::ToUnixMillis(clock_())}));
     if (index_ != nullptr) index_->PutKernel(*job->spec);
   }
-  job->view = snapshot.stored.last_view();
-  if (job->view.state() == v1::JOB_STATE_RUNNING && job->view.started_unix_ms() == 0) {
-    job->view.set_started_unix_ms(absl::ToUnixMillis(clock_()));  // stored by an older coordinator
-  }
-  job->view.clear_targets();
-  job->view.clear_outcomes();
-  job->view.clear_top_trials();
-  job->view.set_trials_total(0);
-  job->view.set_trials_done(0);
-  job->version = snapshot.version;
+  job->ResumeView(snapshot, clock_());
   ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_->ListTrials(snapshot.id()));
   for (const v1::StoredTarget& info : snapshot.stored.targets()) {
     Target target;
@@ -1035,28 +1026,7 @@ absl::Status JobManager::Resume(const JobSnapshot& snapshot) {
     if (!info.cached()) {
       ASSIGN_OR_RETURN(target.trials, ResumeTarget(limits_, *job->spec, info,
                                                    HistoryFor(*job->spec, info.device_model())));
-    }
-    for (const TrialRecord& trial : trials) {
-      if (target.trials == nullptr || trial.tuning_key != info.tuning_key() ||
-          trial.round != TrialRound::kSearch) {
-        continue;  // the later rounds run again
-      }
-      ASSIGN_OR_RETURN(v1::Config config, ParseConfig(trial.config));
-      ASSIGN_OR_RETURN(uint64_t ordinal, target.trials->space()->OrdinalOf(config));
-      v1::TrialResult result;
-      *result.mutable_config() = config;
-      result.set_status(static_cast<v1::TrialStatus>(trial.status));
-      result.mutable_measurement()->set_median_seconds(trial.median_seconds);
-      result.mutable_measurement()->set_p20_seconds(trial.p20_seconds);
-      result.mutable_measurement()->set_p80_seconds(trial.p80_seconds);
-      result.mutable_measurement()->set_samples(trial.samples);
-      result.set_error(trial.error);
-      result.set_cut_early(trial.cut_early);
-      target.trials->Restore(ordinal, result);
-      if (result.status() == v1::TRIAL_STATUS_OK) {
-        target.measured_by[ordinal].push_back(
-            Measurer{trial.principal, trial.worker_id, trial.device_id});
-      }
+      RETURN_IF_ERROR(target.RestoreSearch(trials));
     }
     job->targets.push_back(std::move(target));
   }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/config_text.h"
+#include "common/status_macros.h"
 #include "server/search_strategy.h"
 
 namespace tunefleet::server {
@@ -83,6 +84,41 @@ v1::Retune RetuneView(const RetuneVerdict& verdict, const v1::JobSpec& spec) {
 }
 
 }  // namespace
+
+void TuningJob::ResumeView(const JobSnapshot& snapshot, absl::Time now) {
+  view = snapshot.stored.last_view();
+  if (view.state() == v1::JOB_STATE_RUNNING && view.started_unix_ms() == 0) {
+    view.set_started_unix_ms(absl::ToUnixMillis(now));  // stored by an older coordinator
+  }
+  view.clear_targets();
+  view.clear_outcomes();
+  view.clear_top_trials();
+  view.set_trials_total(0);
+  view.set_trials_done(0);
+  version = snapshot.version;
+}
+
+absl::Status JobTarget::RestoreSearch(const std::vector<TrialRecord>& rows) {
+  for (const TrialRecord& row : rows) {
+    if (row.tuning_key != info.tuning_key() || row.round != TrialRound::kSearch) continue;
+    ASSIGN_OR_RETURN(v1::Config config, ParseConfig(row.config));
+    ASSIGN_OR_RETURN(uint64_t ordinal, trials->space()->OrdinalOf(config));
+    v1::TrialResult result;
+    *result.mutable_config() = config;
+    result.set_status(static_cast<v1::TrialStatus>(row.status));
+    result.mutable_measurement()->set_median_seconds(row.median_seconds);
+    result.mutable_measurement()->set_p20_seconds(row.p20_seconds);
+    result.mutable_measurement()->set_p80_seconds(row.p80_seconds);
+    result.mutable_measurement()->set_samples(row.samples);
+    result.set_error(row.error);
+    result.set_cut_early(row.cut_early);
+    trials->Restore(ordinal, result);
+    if (result.status() == v1::TRIAL_STATUS_OK) {
+      measured_by[ordinal].push_back(Measurer{row.principal, row.worker_id, row.device_id});
+    }
+  }
+  return absl::OkStatus();
+}
 
 bool TuningJob::HasTarget(const std::string& model, const std::string& toolkit) const {
   return std::any_of(targets.begin(), targets.end(), [&](const JobTarget& target) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "server/best_derivation.h"
 #include "server/job_repository.h"
@@ -43,6 +44,11 @@ struct JobTarget {
   double BestFor(const Lease& lease) const;
   // The verification state clients see.
   v1::Verification VerificationView() const;
+  // After a restart: puts this target's stored search-round rows among
+  // `trials` back into `trials` (this target's TargetTrials, which must
+  // exist), with who measured each OK config; the later rounds run again.
+  // InvalidArgument for a row whose config is not in the space.
+  absl::Status RestoreSearch(const std::vector<TrialRecord>& rows);
 };
 
 struct TuningJob {
@@ -52,6 +58,10 @@ struct TuningJob {
   int64_t version = 0;
   bool finishing = false;  // best configs on their way to the store
 
+  // After a restart: the view as `snapshot` stored it, without the counts
+  // the targets give it again, started at `now` when a running job stored
+  // by an older coordinator has no start time; the snapshot's version.
+  void ResumeView(const JobSnapshot& snapshot, absl::Time now);
   // True when a target is bound to (model, toolkit).
   bool HasTarget(const std::string& model, const std::string& toolkit) const;
   // The time budget: once the job has run spec->time_budget_seconds since it

@@ -172,5 +172,52 @@ TEST_F(TuningJobTest, ALeaseIsToldItsTargetsBestOnlyInTheSearch) {
   EXPECT_FALSE(job_.HasTarget("cpu-b", "clang"));
 }
 
+TEST_F(TuningJobTest, ARestartRestoresTheSearchRowsOfItsTargetOnly) {
+  JobTarget& target = job_.targets[0];
+  TargetTrials& trials = *target.trials;
+  std::vector<TrialRecord> rows;
+  auto row = [&](uint64_t ordinal, const std::string& key, TrialRound round, int status) {
+    TrialRecord record;
+    record.tuning_key = key;
+    record.config = ConfigToString(trials.space()->ConfigAt(ordinal));
+    record.status = status;
+    record.median_seconds = 1e-3 * (ordinal + 1);
+    record.samples = 30;
+    record.principal = "host-a";
+    record.worker_id = "w1";
+    record.device_id = "cpu0";
+    record.round = round;
+    rows.push_back(record);
+  };
+  row(0, "key-a", TrialRound::kSearch, v1::TRIAL_STATUS_OK);
+  row(1, "key-a", TrialRound::kSearch, v1::TRIAL_STATUS_WRONG_RESULT);
+  row(2, "key-a", TrialRound::kFinalists, v1::TRIAL_STATUS_OK);  // runs again
+  row(3, "key-b", TrialRound::kSearch, v1::TRIAL_STATUS_OK);     // another target's
+  ASSERT_OK(target.RestoreSearch(rows));
+  EXPECT_EQ(trials.done(), 2);
+  ASSERT_EQ(target.measured_by.size(), 1u);
+  EXPECT_EQ(target.measured_by.begin()->second.front().principal, "host-a");
+
+  TrialRecord foreign = rows[0];
+  foreign.config = "NOT_A_PARAM=1";
+  EXPECT_FALSE(target.RestoreSearch({foreign}).ok());
+}
+
+TEST_F(TuningJobTest, AResumedViewDropsTheCountsItsTargetsGiveAgain) {
+  ASSERT_NO_FATAL_FAILURE(MeasureAll());
+  JobSnapshot snapshot = job_.Snapshot();
+  snapshot.version = 9;
+  snapshot.stored.mutable_last_view()->set_started_unix_ms(0);  // an older coordinator's
+  TuningJob resumed;
+  resumed.spec = job_.spec;
+  resumed.ResumeView(snapshot, absl::FromUnixMillis(kStartedMs + 7));
+  EXPECT_EQ(resumed.version, 9);
+  EXPECT_EQ(resumed.view.id(), "j1");
+  EXPECT_EQ(resumed.view.targets_size(), 0);
+  EXPECT_EQ(resumed.view.trials_done(), 0);
+  EXPECT_EQ(resumed.view.top_trials_size(), 0);
+  EXPECT_EQ(resumed.view.started_unix_ms(), kStartedMs + 7);
+}
+
 }  // namespace
 }  // namespace tunefleet::server
