@@ -871,7 +871,7 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
     if (target.verification != nullptr &&
         target.verification->outcome() == Verification::Outcome::kDisputed) {
       failed.push_back(absl::StrCat("the best of ", target.info.tuning_key(),
-                                    " is disputed (", VerificationReason(target),
+                                    " is disputed (", target.VerificationReason(),
                                     "; no referee came): each verified config counts at the "
                                     "slower of the two measurements"));
     }

@@ -236,8 +236,6 @@ class JobManager final : public LeaseSource {
   void ApplyVerification(const std::vector<std::pair<uint64_t, v1::TrialResult>>& results,
                          const Lease& lease, Target* target, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // "claimed X for C of K; P (verifier) then Q (referee) measured Y".
-  std::string VerificationReason(const Target& target) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Gives a disputed verification its referee's deadline, or ends it.
   void AwaitReferee(Target* target, const std::string& reason, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -74,11 +74,11 @@ void JobManager::ApplyVerification(
     }
   }
   if (verification.disputed() && !was_disputed) {
-    AwaitReferee(target, VerificationReason(*target), pending);
+    AwaitReferee(target, target->VerificationReason(), pending);
     return;
   }
   if (!verification.done()) return;
-  const std::string reason = VerificationReason(*target);
+  const std::string reason = target->VerificationReason();
   const bool agreed = verification.outcome() == Verification::Outcome::kAgreed;
   metrics_->VerificationFinished(agreed ? CoordinatorMetrics::Verification::kAgreed
                                         : CoordinatorMetrics::Verification::kDisagreed);
@@ -91,23 +91,6 @@ void JobManager::ApplyVerification(
     pending->quarantines.push_back(Quarantined{
         principal, absl::StrCat("overruled by a referee: ", reason)});
   }
-}
-
-std::string JobManager::VerificationReason(const Target& target) const {
-  const Verification& verification = *target.verification;
-  std::vector<std::string> measured;
-  const std::vector<std::string> verifiers = verification.verifiers();
-  for (size_t i = 0; i < verifiers.size(); ++i) {
-    measured.push_back(absl::StrCat(verifiers[i], i == 0 ? " (verifier)" : " (referee)"));
-  }
-  const std::string verified =
-      verification.verified_seconds().has_value()
-          ? absl::StrFormat("%.3g s", *verification.verified_seconds())
-          : std::string("a failure");
-  return absl::StrFormat(
-      "claimed %.3g s for %s of %s; %s measured %s", verification.claimed_seconds(),
-      ConfigToString(target.trials->space()->ConfigAt(verification.candidate())),
-      target.info.tuning_key(), absl::StrJoin(measured, " then "), verified);
 }
 
 // The verifier contradicted the claim: a third principal decides. With no

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/config_text.h"
 #include "common/status_macros.h"
@@ -178,6 +179,23 @@ v1::Verification JobTarget::VerificationView() const {
   view.set_claimed_seconds(verification.claimed_seconds());
   view.set_verified_seconds(verification.verified_seconds().value_or(0));
   return view;
+}
+
+std::string JobTarget::VerificationReason() const {
+  const Verification& verification = *this->verification;
+  std::vector<std::string> measured;
+  const std::vector<std::string> verifiers = verification.verifiers();
+  for (size_t i = 0; i < verifiers.size(); ++i) {
+    measured.push_back(absl::StrCat(verifiers[i], i == 0 ? " (verifier)" : " (referee)"));
+  }
+  const std::string verified =
+      verification.verified_seconds().has_value()
+          ? absl::StrFormat("%.3g s", *verification.verified_seconds())
+          : std::string("a failure");
+  return absl::StrFormat(
+      "claimed %.3g s for %s of %s; %s measured %s", verification.claimed_seconds(),
+      ConfigToString(trials->space()->ConfigAt(verification.candidate())),
+      info.tuning_key(), absl::StrJoin(measured, " then "), verified);
 }
 
 v1::Job TuningJob::View() const {

@@ -44,6 +44,9 @@ struct JobTarget {
   double BestFor(const Lease& lease) const;
   // The verification state clients see.
   v1::Verification VerificationView() const;
+  // "claimed X for C of K; P (verifier) then Q (referee) measured Y".
+  // REQUIRES: verification is set.
+  std::string VerificationReason() const;
   // After a restart: puts this target's stored search-round rows among
   // `trials` back into `trials` (this target's TargetTrials, which must
   // exist), with who measured each OK config; the later rounds run again.
