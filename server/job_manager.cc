@@ -841,10 +841,7 @@ void JobManager::AbandonOrphans(Pending* pending) {
 }
 
 void JobManager::MaybeFinish(Job* job, Pending* pending) {
-  if (IsFinal(job->view.state()) || job->finishing || job->targets.empty()) return;
-  for (const Target& target : job->targets) {
-    if (target.trials != nullptr && !target.trials->Finished()) return;
-  }
+  if (IsFinal(job->view.state()) || job->finishing || !job->SearchesFinished()) return;
   bool settled = true;
   for (Target& target : job->targets) {
     if (target.trials != nullptr && target.abandoned.empty() &&
@@ -859,42 +856,13 @@ void JobManager::MaybeFinish(Job* job, Pending* pending) {
     unfinished_writes_.insert(id);  // Tick stores the rows, then finishes
     return;
   }
-  Finish finish;
-  finish.job_id = job->view.id();
-  std::vector<std::string> failed;
-  int succeeded = 0;
-  for (const Target& target : job->targets) {
-    if (target.trials == nullptr) {
-      ++succeeded;  // answered from the store
-      continue;
-    }
-    if (target.verification != nullptr &&
-        target.verification->outcome() == Verification::Outcome::kDisputed) {
-      failed.push_back(absl::StrCat("the best of ", target.info.tuning_key(),
-                                    " is disputed (", target.VerificationReason(),
-                                    "; no referee came): each verified config counts at the "
-                                    "slower of the two measurements"));
-    }
-    if (!target.abandoned.empty()) {  // a cut search, never verified: no best
-      failed.push_back(target.abandoned);
-      continue;
-    }
-    std::vector<TrialOutcome> best = target.trials->Fastest(1);
-    if (best.empty()) {
-      failed.push_back(absl::StrCat("no config passed on ", target.info.device_model(),
-                                    " (first failure: ", target.trials->first_error(), ")"));
-      continue;
-    }
-    ++succeeded;
-    finish.best.push_back(job->BestRow(target, best[0], clock_()));
-    if (std::optional<double> def = target.trials->default_seconds()) {
-      finish.speedups.push_back(*def / best[0].result.measurement().median_seconds());
-    }
-  }
+  TuningJob::Ending ending = job->End(clock_());
   job->finishing = true;
-  finish.snapshot = job->Snapshot();
-  MarkFinal(&finish.snapshot, succeeded > 0 ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED,
-            absl::StrJoin(failed, "; "), clock_());
+  Finish finish;
+  finish.job_id = id;
+  finish.best = std::move(ending.best);
+  finish.speedups = std::move(ending.speedups);
+  finish.snapshot = std::move(ending.snapshot);
   pending->finishes.push_back(std::move(finish));
 }
 

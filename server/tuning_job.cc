@@ -121,6 +121,51 @@ absl::Status JobTarget::RestoreSearch(const std::vector<TrialRecord>& rows) {
   return absl::OkStatus();
 }
 
+bool TuningJob::SearchesFinished() const {
+  if (targets.empty()) return false;
+  return std::all_of(targets.begin(), targets.end(), [](const JobTarget& target) {
+    return target.trials == nullptr || target.trials->Finished();
+  });
+}
+
+TuningJob::Ending TuningJob::End(absl::Time now) const {
+  Ending ending;
+  std::vector<std::string> failed;
+  int succeeded = 0;
+  for (const JobTarget& target : targets) {
+    if (target.trials == nullptr) {
+      ++succeeded;  // answered from the store
+      continue;
+    }
+    if (target.verification != nullptr &&
+        target.verification->outcome() == Verification::Outcome::kDisputed) {
+      failed.push_back(absl::StrCat("the best of ", target.info.tuning_key(),
+                                    " is disputed (", target.VerificationReason(),
+                                    "; no referee came): each verified config counts at the "
+                                    "slower of the two measurements"));
+    }
+    if (!target.abandoned.empty()) {  // a cut search, never verified: no best
+      failed.push_back(target.abandoned);
+      continue;
+    }
+    std::vector<TrialOutcome> best = target.trials->Fastest(1);
+    if (best.empty()) {
+      failed.push_back(absl::StrCat("no config passed on ", target.info.device_model(),
+                                    " (first failure: ", target.trials->first_error(), ")"));
+      continue;
+    }
+    ++succeeded;
+    ending.best.push_back(BestRow(target, best[0], now));
+    if (std::optional<double> def = target.trials->default_seconds()) {
+      ending.speedups.push_back(*def / best[0].result.measurement().median_seconds());
+    }
+  }
+  ending.snapshot = Snapshot();
+  MarkFinal(&ending.snapshot, succeeded > 0 ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_FAILED,
+            absl::StrJoin(failed, "; "), now);
+  return ending;
+}
+
 bool TuningJob::HasTarget(const std::string& model, const std::string& toolkit) const {
   return std::any_of(targets.begin(), targets.end(), [&](const JobTarget& target) {
     return target.info.device_model() == model && target.info.toolkit() == toolkit;

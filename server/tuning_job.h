@@ -65,6 +65,20 @@ struct TuningJob {
   // the targets give it again, started at `now` when a running job stored
   // by an older coordinator has no start time; the snapshot's version.
   void ResumeView(const JobSnapshot& snapshot, absl::Time now);
+  // True when the job has targets and none is searching any more.
+  bool SearchesFinished() const;
+  // What a job whose searches finished (and whose verifications settled)
+  // ends with, at `now`: the best row of each target that found one, its
+  // speed-up over the default config where that was measured, and the final
+  // snapshot: SUCCEEDED when a target has a best (or was cached), else
+  // FAILED; the reason names each target without a best, and each disputed
+  // verification.
+  struct Ending {
+    std::vector<BestRecord> best;
+    std::vector<double> speedups;
+    JobSnapshot snapshot;
+  };
+  Ending End(absl::Time now) const;
   // True when a target is bound to (model, toolkit).
   bool HasTarget(const std::string& model, const std::string& toolkit) const;
   // The time budget: once the job has run spec->time_budget_seconds since it

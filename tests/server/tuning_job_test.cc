@@ -219,5 +219,37 @@ TEST_F(TuningJobTest, AResumedViewDropsTheCountsItsTargetsGiveAgain) {
   EXPECT_EQ(resumed.view.started_unix_ms(), kStartedMs + 7);
 }
 
+TEST_F(TuningJobTest, AFinishedJobEndsWithEachTargetsBestAndSucceeds) {
+  EXPECT_FALSE(job_.SearchesFinished());
+  ASSERT_NO_FATAL_FAILURE(MeasureAll());
+  ASSERT_TRUE(job_.SearchesFinished());
+  const TuningJob::Ending ending = job_.End(absl::FromUnixMillis(kStartedMs + 9));
+  ASSERT_EQ(ending.best.size(), 1u);  // the cached target has its best already
+  EXPECT_EQ(ending.best[0].tuning_key, "key-a");
+  EXPECT_EQ(ending.best[0].median_seconds, 1e-3);
+  EXPECT_EQ(ending.snapshot.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(ending.snapshot.stored.last_view().reason(), "");
+}
+
+TEST_F(TuningJobTest, AJobWhoseOnlySearchFoundNothingFailsSayingWhy) {
+  job_.targets.pop_back();  // no cached target
+  TargetTrials& trials = *job_.targets[0].trials;
+  bool finalists = false;
+  for (uint64_t ordinal : trials.Take(10, "l1", 1, &finalists)) {
+    v1::TrialResult wrong;
+    *wrong.mutable_config() = trials.space()->ConfigAt(ordinal);
+    wrong.set_status(v1::TRIAL_STATUS_WRONG_RESULT);
+    wrong.set_error("first at [0]: got 1, expected 2");
+    ASSERT_TRUE(trials.Complete(ordinal, "l1", 1, wrong));
+  }
+  ASSERT_TRUE(job_.SearchesFinished());
+  const TuningJob::Ending ending = job_.End(absl::FromUnixMillis(kStartedMs + 9));
+  EXPECT_TRUE(ending.best.empty());
+  EXPECT_EQ(ending.snapshot.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(ending.snapshot.stored.last_view().reason().find("no config passed on cpu-a"),
+            std::string::npos)
+      << ending.snapshot.stored.last_view().reason();
+}
+
 }  // namespace
 }  // namespace tunefleet::server
