@@ -629,23 +629,9 @@ void JobManager::ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResu
                              bool release, Lease* lease, Pending* pending) {
   Job* job = FindJob(lease->job_id);
   Target& target = job->targets[lease->target];
-  int64_t measured = 0;
-  for (const auto& [ordinal, result] : results) {
-    auto pos = std::find(lease->ordinals.begin(), lease->ordinals.end(), ordinal);
-    if (pos == lease->ordinals.end()) continue;  // reported twice
-    const bool recorded =
-        !lease->verify && target.trials->Complete(ordinal, lease->id, lease->epoch, result);
-    if (recorded && !lease->finalists) {
-      metrics_->TrialRecorded(result.status());
-      ++measured;
-    }
-    if (recorded && result.status() == v1::TRIAL_STATUS_OK) {
-      target.measured_by[ordinal].push_back(
-          Measurer{lease->principal, lease->worker_id, lease->device_id});
-    }
-    lease->ordinals.erase(pos);
-  }
-  quotas_.CountTrials(job->view.owner(), measured, clock_());
+  const std::vector<v1::TrialStatus> measured = target.Record(results, lease);
+  for (v1::TrialStatus status : measured) metrics_->TrialRecorded(status);
+  quotas_.CountTrials(job->view.owner(), static_cast<int64_t>(measured.size()), clock_());
   if (lease->verify) ApplyVerification(results, *lease, &target, pending);
   if (!results.empty()) lease->idle_until = clock_() + options_.lease_idle_limit;
   leases_.Renew(lease->id, clock_() + options_.lease_ttl);

@@ -99,6 +99,24 @@ void TuningJob::ResumeView(const JobSnapshot& snapshot, absl::Time now) {
   version = snapshot.version;
 }
 
+std::vector<v1::TrialStatus> JobTarget::Record(
+    const std::vector<std::pair<uint64_t, v1::TrialResult>>& results, Lease* lease) {
+  std::vector<v1::TrialStatus> measured;
+  for (const auto& [ordinal, result] : results) {
+    auto pos = std::find(lease->ordinals.begin(), lease->ordinals.end(), ordinal);
+    if (pos == lease->ordinals.end()) continue;  // reported twice
+    const bool recorded =
+        !lease->verify && trials->Complete(ordinal, lease->id, lease->epoch, result);
+    if (recorded && !lease->finalists) measured.push_back(result.status());
+    if (recorded && result.status() == v1::TRIAL_STATUS_OK) {
+      measured_by[ordinal].push_back(
+          Measurer{lease->principal, lease->worker_id, lease->device_id});
+    }
+    lease->ordinals.erase(pos);
+  }
+  return measured;
+}
+
 absl::Status JobTarget::RestoreSearch(const std::vector<TrialRecord>& rows) {
   for (const TrialRecord& row : rows) {
     if (row.tuning_key != info.tuning_key() || row.round != TrialRound::kSearch) continue;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -47,6 +48,14 @@ struct JobTarget {
   // "claimed X for C of K; P (verifier) then Q (referee) measured Y".
   // REQUIRES: verification is set.
   std::string VerificationReason() const;
+  // Records `results` reported on `lease` of this target, each config still
+  // held by the lease (it then leaves lease->ordinals; one reported twice is
+  // skipped): a search or finalists result completes its config (a
+  // verification's results are its Verification's), and an OK one records
+  // who measured it. Returns the statuses recorded in the search round (what
+  // the metrics and quotas count).
+  std::vector<v1::TrialStatus> Record(
+      const std::vector<std::pair<uint64_t, v1::TrialResult>>& results, Lease* lease);
   // After a restart: puts this target's stored search-round rows among
   // `trials` back into `trials` (this target's TargetTrials, which must
   // exist), with who measured each OK config; the later rounds run again.

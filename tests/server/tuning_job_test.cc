@@ -251,5 +251,37 @@ TEST_F(TuningJobTest, AJobWhoseOnlySearchFoundNothingFailsSayingWhy) {
       << ending.snapshot.stored.last_view().reason();
 }
 
+TEST_F(TuningJobTest, AReportRecordsOnlyTheConfigsItsLeaseStillHolds) {
+  JobTarget& target = job_.targets[0];
+  TargetTrials& trials = *target.trials;
+  bool finalists = false;
+  Lease lease;
+  lease.id = "l1";
+  lease.epoch = 1;
+  lease.principal = "host-a";
+  lease.worker_id = "w1";
+  lease.device_id = "cpu0";
+  lease.ordinals = trials.Take(2, lease.id, lease.epoch, &finalists);
+  ASSERT_EQ(lease.ordinals.size(), 2u);
+  const uint64_t first = lease.ordinals[0];
+  const uint64_t second = lease.ordinals[1];
+  v1::TrialResult failed;
+  *failed.mutable_config() = trials.space()->ConfigAt(second);
+  failed.set_status(v1::TRIAL_STATUS_COMPILE_ERROR);
+
+  const std::vector<v1::TrialStatus> measured = target.Record(
+      {{first, Ok(trials.space()->ConfigAt(first), 1e-3)}, {second, failed},
+       {first, Ok(trials.space()->ConfigAt(first), 9e-3)}},  // the second report of `first`
+      &lease);
+  EXPECT_EQ(measured, (std::vector<v1::TrialStatus>{v1::TRIAL_STATUS_OK,
+                                                    v1::TRIAL_STATUS_COMPILE_ERROR}));
+  EXPECT_TRUE(lease.ordinals.empty());
+  EXPECT_EQ(trials.done(), 2);
+  EXPECT_EQ(trials.best_seconds().value_or(0), 1e-3);
+  ASSERT_EQ(target.measured_by.count(first), 1u);
+  EXPECT_EQ(target.measured_by[first].front().device_id, "cpu0");
+  EXPECT_EQ(target.measured_by.count(second), 0u);  // no OK result, no measurer
+}
+
 }  // namespace
 }  // namespace tunefleet::server
