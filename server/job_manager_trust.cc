@@ -144,51 +144,20 @@ bool JobManager::VerificationSettled(const Job& job, Target* target, Pending* pe
   return true;
 }
 
-// Whether the candidate needs verifying, and whether it can be: in kAuto a
-// candidate no live device may verify is served unverified at once.
 bool JobManager::StartVerification(const Job& job, Target* target) {
-  std::vector<TrialOutcome> best = target->trials->Fastest(1);
-  if (best.empty() || options_.verify.mode == VerifyMode::kOff) return false;
-  const TrialOutcome& candidate = best[0];
-  const double claimed = candidate.result.measurement().median_seconds();
-  std::vector<Measurer> claimants = target->measured_by[candidate.ordinal];
-  absl::flat_hash_set<std::string> principals;
-  for (const Measurer& claimant : claimants) principals.insert(claimant.principal);
+  if (options_.verify.mode == VerifyMode::kOff) return false;
   std::optional<BestRecord> served;
   if (index_ != nullptr) served = index_->Get(target->info.tuning_key());
-  std::optional<double> served_seconds;
-  if (served.has_value()) served_seconds = served->median_seconds;
-  if (!NeedsVerification(static_cast<int>(principals.size()), claimed, served_seconds,
-                         options_.verify.margin)) {
-    return false;
-  }
-  std::optional<uint64_t> served_ordinal;
-  if (served.has_value()) {
-    absl::StatusOr<uint64_t> ordinal = OrdinalOfShortForm(*target->trials->space(), served->config);
-    if (ordinal.ok()) served_ordinal = *ordinal;
-  }
-  const bool required = options_.verify.mode == VerifyMode::kRequired;
-  auto verification = std::make_unique<Verification>(
-      candidate.ordinal, claimed, std::move(claimants), served_ordinal,
-      required ? absl::InfiniteFuture() : clock_() + options_.verify.wait);
-  std::vector<LiveDevice> live =
-      workers_->LiveDevices(target->info.device_model(), target->info.toolkit());
-  const bool other_principal = std::any_of(live.begin(), live.end(), [&](const LiveDevice& d) {
-    return verification->CanVerify({d.principal, d.worker_id, d.device_id}, true);
-  });
-  const bool any_verifier = std::any_of(live.begin(), live.end(), [&](const LiveDevice& d) {
-    return verification->CanVerify({d.principal, d.worker_id, d.device_id}, other_principal);
-  });
-  if (!any_verifier && !required) {
-    target->served_unverified = true;
+  const JobTarget::VerifyStart start = target->StartVerification(
+      options_.verify, served,
+      workers_->LiveDevices(target->info.device_model(), target->info.toolkit()), clock_());
+  if (start == JobTarget::VerifyStart::kNoVerifier) {
     metrics_->VerificationFinished(CoordinatorMetrics::Verification::kUnverified);
     spdlog::warn("job {}: no other worker of {} can verify the best of {}; served "
                  "unverified (verify_best=auto)",
                  job.view.id(), target->info.device_model(), target->info.tuning_key());
-    return false;
   }
-  target->verification = std::move(verification);
-  return true;
+  return start == JobTarget::VerifyStart::kStarted;
 }
 
 void JobManager::Quarantine(const Quarantined& quarantined) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -115,6 +116,46 @@ std::vector<v1::TrialStatus> JobTarget::Record(
     lease->ordinals.erase(pos);
   }
   return measured;
+}
+
+JobTarget::VerifyStart JobTarget::StartVerification(const VerifyOptions& options,
+                                                    const std::optional<BestRecord>& served,
+                                                    const std::vector<LiveDevice>& live,
+                                                    absl::Time now) {
+  std::vector<TrialOutcome> best = trials->Fastest(1);
+  if (best.empty() || options.mode == VerifyMode::kOff) return VerifyStart::kNotNeeded;
+  const TrialOutcome& candidate = best[0];
+  const double claimed = candidate.result.measurement().median_seconds();
+  std::vector<Measurer> claimants = measured_by[candidate.ordinal];
+  absl::flat_hash_set<std::string> principals;
+  for (const Measurer& claimant : claimants) principals.insert(claimant.principal);
+  std::optional<double> served_seconds;
+  if (served.has_value()) served_seconds = served->median_seconds;
+  if (!NeedsVerification(static_cast<int>(principals.size()), claimed, served_seconds,
+                         options.margin)) {
+    return VerifyStart::kNotNeeded;
+  }
+  std::optional<uint64_t> served_ordinal;
+  if (served.has_value()) {
+    absl::StatusOr<uint64_t> ordinal = OrdinalOfShortForm(*trials->space(), served->config);
+    if (ordinal.ok()) served_ordinal = *ordinal;
+  }
+  const bool required = options.mode == VerifyMode::kRequired;
+  auto started = std::make_unique<Verification>(
+      candidate.ordinal, claimed, std::move(claimants), served_ordinal,
+      required ? absl::InfiniteFuture() : now + options.wait);
+  const bool other_principal = std::any_of(live.begin(), live.end(), [&](const LiveDevice& d) {
+    return started->CanVerify({d.principal, d.worker_id, d.device_id}, true);
+  });
+  const bool any_verifier = std::any_of(live.begin(), live.end(), [&](const LiveDevice& d) {
+    return started->CanVerify({d.principal, d.worker_id, d.device_id}, other_principal);
+  });
+  if (!any_verifier && !required) {
+    served_unverified = true;
+    return VerifyStart::kNoVerifier;
+  }
+  verification = std::move(started);
+  return VerifyStart::kStarted;
 }
 
 absl::Status JobTarget::RestoreSearch(const std::vector<TrialRecord>& rows) {

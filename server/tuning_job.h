@@ -22,6 +22,7 @@
 #include "server/store/store.h"
 #include "server/target_trials.h"
 #include "server/verification.h"
+#include "server/worker_registry.h"
 #include "tunefleet/v1/tuning_service.pb.h"
 
 namespace tunefleet::server {
@@ -48,6 +49,16 @@ struct JobTarget {
   // "claimed X for C of K; P (verifier) then Q (referee) measured Y".
   // REQUIRES: verification is set.
   std::string VerificationReason() const;
+  // Whether the search's best must be re-measured by another principal
+  // before it is served (NeedsVerification: one principal measured it, or it
+  // beats the `served` best by more than the margin), and whether it can be:
+  // kStarted sets `verification` (a deadline of now + options.wait in kAuto,
+  // none in kRequired); kNoVerifier (kAuto, no device in `live` may verify
+  // it) marks the target served unverified; kNotNeeded otherwise.
+  enum class VerifyStart { kNotNeeded, kNoVerifier, kStarted };
+  VerifyStart StartVerification(const VerifyOptions& options,
+                                const std::optional<BestRecord>& served,
+                                const std::vector<LiveDevice>& live, absl::Time now);
   // Records `results` reported on `lease` of this target, each config still
   // held by the lease (it then leaves lease->ordinals; one reported twice is
   // skipped): a search or finalists result completes its config (a

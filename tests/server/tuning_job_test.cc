@@ -283,5 +283,40 @@ TEST_F(TuningJobTest, AReportRecordsOnlyTheConfigsItsLeaseStillHolds) {
   EXPECT_EQ(target.measured_by.count(second), 0u);  // no OK result, no measurer
 }
 
+TEST_F(TuningJobTest, ABestOnePrincipalMeasuredWaitsForAnotherToVerifyIt) {
+  ASSERT_NO_FATAL_FAILURE(MeasureAll());
+  JobTarget& target = job_.targets[0];
+  const uint64_t best = target.trials->Fastest(1)[0].ordinal;
+  target.measured_by[best] = {Measurer{"host-a", "w1", "cpu0"}};
+  const absl::Time now = absl::FromUnixMillis(kStartedMs);
+  VerifyOptions options;  // kAuto, 5 s
+
+  EXPECT_EQ(target.StartVerification(options, std::nullopt, {}, now),
+            JobTarget::VerifyStart::kNoVerifier);  // nobody else is alive
+  EXPECT_TRUE(target.served_unverified);
+  EXPECT_EQ(target.verification, nullptr);
+
+  const std::vector<LiveDevice> live = {{"w2", "cpu0", "host-b", "b"}};
+  EXPECT_EQ(target.StartVerification(options, std::nullopt, live, now),
+            JobTarget::VerifyStart::kStarted);
+  ASSERT_NE(target.verification, nullptr);
+  EXPECT_EQ(target.verification->candidate(), best);
+  EXPECT_EQ(target.verification->deadline(), now + options.wait);
+}
+
+TEST_F(TuningJobTest, ABestTwoPrincipalsMeasuredNearTheServedOneIsNotVerified) {
+  ASSERT_NO_FATAL_FAILURE(MeasureAll());
+  JobTarget& target = job_.targets[0];
+  const uint64_t best = target.trials->Fastest(1)[0].ordinal;
+  target.measured_by[best] = {Measurer{"host-a", "w1", "cpu0"}, Measurer{"host-b", "w2", "cpu0"}};
+  BestRecord served;
+  served.median_seconds = 1.05e-3;  // within the 10% margin of the candidate's 1 ms
+  served.config = ConfigToString(target.trials->space()->ConfigAt(best));
+  EXPECT_EQ(target.StartVerification(VerifyOptions(), served, {}, absl::Now()),
+            JobTarget::VerifyStart::kNotNeeded);
+  EXPECT_FALSE(target.served_unverified);
+  EXPECT_EQ(target.verification, nullptr);
+}
+
 }  // namespace
 }  // namespace tunefleet::server
