@@ -804,19 +804,10 @@ void JobManager::AbandonOrphans(Pending* pending) {
     bool abandoned = false;
     for (Target& target : job->targets) {
       if (target.trials == nullptr || target.trials->Finished()) continue;
-      const std::string& model = target.info.device_model();
-      const std::string& toolkit = target.info.toolkit();
-      if (!ActivePrincipals(target).empty()) {
-        target.orphaned_since.reset();
+      if (!target.Orphaned(!ActivePrincipals(target).empty(), clock_(),
+                           options_.orphan_timeout)) {
         continue;
       }
-      if (!target.orphaned_since.has_value()) target.orphaned_since = clock_();
-      if (clock_() - *target.orphaned_since < options_.orphan_timeout) continue;
-      target.abandoned = absl::StrCat("no live worker of ", model, " (", toolkit,
-                                      ") asked for work for ",
-                                      absl::FormatDuration(options_.orphan_timeout),
-                                      ": the target was given up");
-      target.trials->Abandon(v1::STOP_REASON_NO_WORKERS);
       spdlog::warn("job {}: {}", job->view.id(), target.abandoned);
       abandoned = true;
     }

@@ -158,6 +158,20 @@ JobTarget::VerifyStart JobTarget::StartVerification(const VerifyOptions& options
   return VerifyStart::kStarted;
 }
 
+bool JobTarget::Orphaned(bool anyone_active, absl::Time now, absl::Duration timeout) {
+  if (anyone_active) {
+    orphaned_since.reset();
+    return false;
+  }
+  if (!orphaned_since.has_value()) orphaned_since = now;
+  if (now - *orphaned_since < timeout) return false;
+  abandoned = absl::StrCat("no live worker of ", info.device_model(), " (", info.toolkit(),
+                           ") asked for work for ", absl::FormatDuration(timeout),
+                           ": the target was given up");
+  trials->Abandon(v1::STOP_REASON_NO_WORKERS);
+  return true;
+}
+
 absl::Status JobTarget::RestoreSearch(const std::vector<TrialRecord>& rows) {
   for (const TrialRecord& row : rows) {
     if (row.tuning_key != info.tuning_key() || row.round != TrialRound::kSearch) continue;

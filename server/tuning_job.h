@@ -59,6 +59,12 @@ struct JobTarget {
   VerifyStart StartVerification(const VerifyOptions& options,
                                 const std::optional<BestRecord>& served,
                                 const std::vector<LiveDevice>& live, absl::Time now);
+  // The orphan rule, for a target still searching: while no principal
+  // takes part (`anyone_active` false) from `now` on for `timeout`, the
+  // target is given up (`abandoned` says why; its search stops with
+  // STOP_REASON_NO_WORKERS, its partial results are no best). True when it
+  // was given up now.
+  bool Orphaned(bool anyone_active, absl::Time now, absl::Duration timeout);
   // Records `results` reported on `lease` of this target, each config still
   // held by the lease (it then leaves lease->ordinals; one reported twice is
   // skipped): a search or finalists result completes its config (a

@@ -318,5 +318,21 @@ TEST_F(TuningJobTest, ABestTwoPrincipalsMeasuredNearTheServedOneIsNotVerified) {
   EXPECT_EQ(target.verification, nullptr);
 }
 
+TEST_F(TuningJobTest, ATargetNobodyTakesPartInIsGivenUpAfterTheTimeout) {
+  JobTarget& target = job_.targets[0];
+  const absl::Time start = absl::FromUnixMillis(kStartedMs);
+  const absl::Duration timeout = absl::Minutes(10);
+  EXPECT_FALSE(target.Orphaned(false, start, timeout));
+  EXPECT_FALSE(target.Orphaned(false, start + absl::Minutes(9), timeout));
+  EXPECT_FALSE(target.Orphaned(true, start + absl::Minutes(9), timeout));  // one came back
+  EXPECT_FALSE(target.orphaned_since.has_value());
+  EXPECT_FALSE(target.Orphaned(false, start + absl::Minutes(12), timeout));  // counts again
+  EXPECT_TRUE(target.abandoned.empty());
+  EXPECT_TRUE(target.Orphaned(false, start + absl::Minutes(22), timeout));
+  EXPECT_EQ(target.trials->stop_reason(), v1::STOP_REASON_NO_WORKERS);
+  EXPECT_EQ(target.abandoned,
+            "no live worker of cpu-a (g++) asked for work for 10m: the target was given up");
+}
+
 }  // namespace
 }  // namespace tunefleet::server
