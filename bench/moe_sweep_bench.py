@@ -254,7 +254,9 @@ def first_result_seconds(log):
         elif submitted is not None and re.search(r"worker: trial \d+: ", line):
             result = _log_time(line)
             break
-    return result - submitted if submitted is not None and result is not None else None
+    if submitted is None or result is None:
+        return None
+    return (result - submitted) % 86400  # across midnight too
 
 
 def child_phases(log):

@@ -145,7 +145,6 @@ bool JobManager::VerificationSettled(const Job& job, Target* target, Pending* pe
 }
 
 bool JobManager::StartVerification(const Job& job, Target* target) {
-  if (options_.verify.mode == VerifyMode::kOff) return false;
   std::optional<BestRecord> served;
   if (index_ != nullptr) served = index_->Get(target->info.tuning_key());
   const JobTarget::VerifyStart start = target->StartVerification(

@@ -253,7 +253,9 @@ class Runner:
                             g.flatten()[first].item(), e.flatten()[first].item()))
         return None
 
-    def run(self, request, result, phases=None):
+    def run(self, request, result, phases):
+        """Runs one config into `result`, and its wall time phase by phase into
+        `phases` (a TrialPhases)."""
         torch = self.torch
         result.config.CopyFrom(request.config)
         p = self.prepared
@@ -279,8 +281,6 @@ class Runner:
             return
         tensors = p["tensors"]
         options = p["options"]
-        if phases is None:
-            phases = bench_child_pb2.TrialPhases()
         loaded = time.perf_counter()
         phases.load_seconds = loaded - began_run
         try:
