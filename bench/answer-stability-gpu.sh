@@ -10,13 +10,18 @@
 #            its own 16 cores: which config each serves, its tie set, and
 #            whether the four agree.
 # Each run's table also names the deciding round's fastest config, the one
-# the rule of serving the smallest median picks from the same measurements.
+# the rule of serving the smallest median picks from the same measurements,
+# and gives the served time raw and calibrated (over the reference timed
+# beside it: docs/measurement.md, "Calibration"); the four fleets of
+# `devices` have their own stores, so compare their calibrated columns.
 # Run from the repository root after TARGETS="tunefleet-coordinator
 # tunefleet-worker tune_bench" scripts/gpu-bundle.sh build bundle.
 #   bench/answer-stability-gpu.sh [devices|repeat]...  (default: both)
 # Logs under $OUT (default /tmp/answer-stability); summaries printed last.
 # TUNE_TIMEOUT=S bounds each tune_bench (default 540 s); KERNEL=DIR and
-# SHAPE=... tune another kernel (default kernels/cuda/gemm_f16, M=N=K=4096).
+# SHAPE=... tune another kernel (default kernels/cuda/gemm_f16, M=N=K=4096);
+# TUNE_FLAGS adds tune_bench flags (e.g.
+# --worker-flag=--calibration-interval=-1: the same runs uncalibrated).
 set -u
 STEPS=" ${*:-devices repeat} "
 out=${OUT:-/tmp/answer-stability}
@@ -34,7 +39,7 @@ tune() {
   CUDA_VISIBLE_DEVICES=$gpu timeout "${TUNE_TIMEOUT:-540}" taskset -c "$((gpu * 16))-$((gpu * 16 + 15))" \
     bundle/bin/tune_bench --backend cuda --bin-dir bundle/bin --kernel "${KERNEL:-kernels/cuda/gemm_f16}" \
     --shape "${SHAPE:-M=4096,N=4096,K=4096}" --strategy random --budget 64 --measure-budget 0.1 \
-    --repeat "$runs" > "$log" 2>&1
+    --repeat "$runs" ${TUNE_FLAGS:-} > "$log" 2>&1
 }
 
 if want devices; then
@@ -53,5 +58,5 @@ for log in "$out"/repeat.log "$out"/gpu*.log; do
   echo
   echo "## $(basename "$log" .log)"
   grep -E '^\| (run|[0-9]+) \| ' "$log"
-  grep -E '^(served run 1|  run 1 tie set|winner latency|  won )' "$log"
+  grep -E '^(served run 1|served time|  run 1 tie set|winner latency|  won )' "$log"
 done

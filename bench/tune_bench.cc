@@ -311,13 +311,19 @@ absl::Status WriteRunDataset(const Run& run, Fleet* fleet, const Flags& flags) {
   return WriteDataset(dataset, name);
 }
 
+// The served answer's calibrated time: its median over its calibration
+// (docs/measurement.md; 0 when uncalibrated).
+double CalibratedOf(const BestConfig& served) {
+  return served.calibration_seconds > 0 ? served.median_seconds / served.calibration_seconds : 0;
+}
+
 // The served answer after each run: its config, what the run did to it, its
 // tie set (docs/measurement.md, "Tie sets"), and the deciding round's
 // fastest config, which the rule of serving the smallest median would serve.
 void PrintServed(const std::vector<Run>& runs) {
-  std::printf("\n| run | served config | served ms | outcome | tie set | widest gap | rounds | CV "
-              "| in run 1's tie set | round's fastest |\n"
-              "|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("\n| run | served config | served ms | calibration ms | calibrated | outcome | tie set "
+              "| widest gap | rounds | CV | in run 1's tie set | round's fastest |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const BestConfig& first = runs.front().served;
   auto fastest = [](const BestConfig& served) {
     return served.tie_set.empty() ? served.config : served.tie_set.front().config;
@@ -334,8 +340,10 @@ void PrintServed(const std::vector<Run>& runs) {
     same_fastest += fastest(served) == fastest(first);
     const std::string outcome =
         runs[i].job.targets.empty() ? "-" : runs[i].job.targets[0].retune;
-    std::printf("| %zu | %s | %.4g | %s | %zu of %d | %.2f%% | %d | %.2f%% | %s | %s |\n", i + 1,
-                served.config.c_str(), served.median_seconds * 1e3, outcome.c_str(),
+    std::printf("| %zu | %s | %.4g | %.4g | %.4f | %s | %zu of %d | %.2f%% | %d | %.2f%% | %s "
+                "| %s |\n",
+                i + 1, served.config.c_str(), served.median_seconds * 1e3,
+                served.calibration_seconds * 1e3, CalibratedOf(served), outcome.c_str(),
                 served.tie_set.size(), served.configs_in_round,
                 served.tie_set.empty() ? 0.0 : 100 * served.tie_set.back().gap, served.rounds,
                 100 * served.rounds_cv, member ? "yes" : "no",
@@ -352,6 +360,28 @@ void PrintServed(const std::vector<Run>& runs) {
 
 void PrintSpread(const std::vector<Run>& runs) {
   if (!runs.empty()) PrintServed(runs);
+  // The served answer's times over the runs, raw and calibrated
+  // (docs/measurement.md, "Calibration").
+  std::vector<double> raw;
+  std::vector<double> calibrated;
+  for (const Run& run : runs) {
+    if (run.served.median_seconds <= 0) continue;
+    raw.push_back(run.served.median_seconds);
+    if (run.served.calibration_seconds > 0) calibrated.push_back(CalibratedOf(run.served));
+  }
+  auto spread = [](std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return 100.0 * (values.back() - values.front()) / values.front();
+  };
+  if (raw.size() >= 2) {
+    std::printf("\nserved time over %zu runs: raw spread %.2f%%", raw.size(), spread(raw));
+    if (calibrated.size() == raw.size()) {
+      std::printf(", calibrated spread %.2f%% (%.4f to %.4f)",
+                  spread(calibrated), *std::min_element(calibrated.begin(), calibrated.end()),
+                  *std::max_element(calibrated.begin(), calibrated.end()));
+    }
+    std::printf("\n");
+  }
   std::map<std::string, int> winners;
   std::vector<double> best;
   for (const Run& run : runs) {

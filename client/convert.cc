@@ -188,6 +188,7 @@ Trial TrialFromProto(const v1::TrialRecord& trial) {
   out.rounds_cv = trial.rounds_cv();
   out.retaken_samples = trial.retaken_samples();
   out.low_clock_samples = trial.low_clock_samples();
+  out.calibration_seconds = trial.calibration_seconds();
   return out;
 }
 
@@ -252,6 +253,7 @@ void SetEvidence(const v1::BestEvidence& evidence, BestConfig* best) {
   best->rounds_cv = evidence.rounds_cv();
   best->measurements = evidence.measurements();
   best->devices = evidence.devices();
+  best->calibration_seconds = evidence.calibration_seconds();
 }
 
 WorkerInfo WorkerFromProto(const v1::WorkerInfo& worker) {

@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "common/calibration.h"
 
 namespace tunefleet::server {
 namespace {
@@ -45,9 +46,11 @@ std::vector<const TrialRecord*> Counted(const std::vector<TrialRecord>& trials,
   return rows;
 }
 
-// A row's time for the upper median: a failed run is slower than any.
+// A row's calibrated time (common/calibration.h), for the upper median: a
+// failed run is slower than any.
 double TimeOf(const TrialRecord* row) {
-  return row->status == 1 ? row->median_seconds : std::numeric_limits<double>::infinity();
+  return row->status == 1 ? CalibratedTime(row->median_seconds, row->calibration_seconds)
+                          : std::numeric_limits<double>::infinity();
 }
 
 // One row per config (in order of first appearance): of several principals'
@@ -137,7 +140,7 @@ double ToleranceOf(const std::vector<Candidate>& jobs, size_t end, const std::st
   std::vector<double> medians;
   for (size_t i = 0; i < end; ++i) {
     for (const TrialRecord* row : jobs[i].rows) {
-      if (row->config == config) medians.push_back(row->median_seconds);
+      if (row->config == config) medians.push_back(TimeOf(row));
     }
   }
   if (medians.size() < 2) return 0;
@@ -204,11 +207,13 @@ std::optional<TrialRecord> Copy(const TrialRecord* row) {
 }  // namespace
 
 Contender ContenderOf(const TrialRecord& row) {
-  return Contender{row.config, row.median_seconds, row.rounds, row.rounds_cv};
+  return Contender{row.config, row.median_seconds, row.rounds, row.rounds_cv,
+                   row.calibration_seconds};
 }
 
 bool FasterThan(const TrialRecord& candidate, const TrialRecord& served) {
-  return served.median_seconds > candidate.median_seconds * (1 + kTieTolerance);
+  return TimeRatio(served.median_seconds, served.calibration_seconds, candidate.median_seconds,
+                   candidate.calibration_seconds) > 1 + kTieTolerance;
 }
 
 std::optional<TrialRecord> DeriveBest(const std::vector<TrialRecord>& trials,
@@ -243,14 +248,16 @@ v1::BestEvidence EvidenceOf(const std::vector<TrialRecord>& trials,
   evidence.set_configs_in_round(static_cast<int32_t>(round.size()));
   evidence.set_rounds(best.rounds);
   evidence.set_rounds_cv(best.rounds_cv);
+  evidence.set_calibration_seconds(best.calibration_seconds);
   std::optional<TieSet> ties = TieSetOf(round, best.config, tolerance);
   if (!ties.has_value()) return evidence;
-  const double fastest = round[ties->members.front()].median_seconds;
+  const double fastest = round[ties->members.front()].time();
   for (size_t i : ties->members) {
     v1::BestEvidence::TieMember* member = evidence.add_tie_set();
     member->set_config_text(round[i].config);
     member->set_median_seconds(round[i].median_seconds);
-    member->set_gap(fastest > 0 ? round[i].median_seconds / fastest - 1 : 0);
+    member->set_calibration_seconds(round[i].calibration_seconds);
+    member->set_gap(fastest > 0 ? round[i].time() / fastest - 1 : 0);
   }
   return evidence;
 }

@@ -20,12 +20,14 @@ namespace tunefleet::server {
 Contender ContenderOf(const TrialRecord& row);
 
 // Whether `candidate`, measured in another job than `served`, is faster: by
-// more than the tie tolerance (served > candidate * (1 + kTieTolerance)).
+// more than the tie tolerance (served > candidate * (1 + kTieTolerance)), by
+// calibrated time when both are calibrated (common/calibration.h).
 // Times of different runs differ by about that much for one config, so a
 // smaller gap is a tie, and a tie is not faster: the best served stands.
 bool FasterThan(const TrialRecord& candidate, const TrialRecord& served);
 
-// The best of a key, from its OK, not excluded trials (Store::ListKeyTrials)
+// The best of a key, by calibrated times (common/calibration.h), from its
+// OK, not excluded trials (Store::ListKeyTrials)
 // that were not cut early (a cut trial's measurement is partial):
 //   1. rows measured by a principal in `quarantined` are dropped;
 //   2. each job with rows left decides by its latest round (the verification
@@ -68,7 +70,7 @@ v1::BestEvidence EvidenceOf(const std::vector<TrialRecord>& trials,
                             const TrialRecord& best);
 
 // The defender's run-to-run tolerance: twice the coefficient of variation
-// of `config`'s medians in the deciding rounds of the key's jobs (one per job
+// of `config`'s calibrated times in the deciding rounds of the key's jobs (one per job
 // that measured it there), a fraction, at most kMaxDefenderTolerance; 0 with
 // fewer than two. Different runs
 // of one config differ by more than one round's noise says (different

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_set.h"
+#include "common/calibration.h"
 #include "common/status_macros.h"
 
 namespace tunefleet::server {
@@ -41,7 +42,9 @@ absl::StatusOr<std::vector<FleetTrial>> FleetHistory(const BestConfigIndex& inde
     const int shape_index = next_shape++;
     for (size_t i : kept) {
       if (out.size() >= limits.rows) break;
-      out.push_back(FleetTrial{trials[i].config, trials[i].median_seconds, shape_index});
+      out.push_back(FleetTrial{
+          trials[i].config,
+          CalibratedTime(trials[i].median_seconds, trials[i].calibration_seconds), shape_index});
     }
   }
   return out;

@@ -49,6 +49,8 @@ struct FleetHistoryLimits {
 // One measured config of another tuned shape.
 struct FleetTrial {
   std::string config;     // short form, as stored
+  // Its calibrated time (common/calibration.h): only times of one shape are
+  // compared with each other.
   double median_seconds = 0;
   int shape = 0;          // 0 for the nearest shape read, 1 for the next, ...
 };

@@ -69,6 +69,7 @@ v1::TrialRecord TrialView(TrialRecord record, const std::string& device_model) {
   trial.set_rounds_cv(record.rounds_cv);
   trial.set_retaken_samples(record.retaken_samples);
   trial.set_low_clock_samples(record.low_clock_samples);
+  trial.set_calibration_seconds(record.calibration_seconds);
   return trial;
 }
 

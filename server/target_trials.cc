@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/calibration.h"
 #include "common/config_text.h"
 #include "server/tie_set.h"
 
@@ -194,7 +195,8 @@ void TargetTrials::ServedFirst(std::vector<TrialOutcome>* ranked) const {
   for (const TrialOutcome& outcome : *ranked) {
     const v1::Measurement& m = outcome.result.measurement();
     round.push_back(Contender{ConfigToString(space_->ConfigAt(outcome.ordinal)),
-                              m.median_seconds(), m.rounds(), m.rounds_cv()});
+                              m.median_seconds(), m.rounds(), m.rounds_cv(),
+                              m.calibration_seconds()});
   }
   const std::string defender =
       defender_.has_value() ? ConfigToString(space_->ConfigAt(*defender_)) : "";
@@ -230,7 +232,7 @@ void TargetTrials::EndFinals() {
   }
   if (finals.empty()) return;  // every finalist failed again: the first round stands
   std::sort(finals.begin(), finals.end(), [](const TrialOutcome& a, const TrialOutcome& b) {
-    return a.result.measurement().median_seconds() < b.result.measurement().median_seconds();
+    return CalibratedTime(a.result.measurement()) < CalibratedTime(b.result.measurement());
   });
   ServedFirst(&finals);
   for (const TrialOutcome& outcome : fastest_) {
@@ -334,8 +336,7 @@ void TargetTrials::Record(uint64_t ordinal, const v1::TrialResult& result) {
   auto pos = std::upper_bound(
       fastest_.begin(), fastest_.end(), outcome,
       [](const TrialOutcome& a, const TrialOutcome& b) {
-        return a.result.measurement().median_seconds() <
-               b.result.measurement().median_seconds();
+        return CalibratedTime(a.result.measurement()) < CalibratedTime(b.result.measurement());
       });
   fastest_.insert(pos, std::move(outcome));
   if (fastest_.size() > kFastestKept) fastest_.pop_back();

@@ -135,15 +135,17 @@ class TargetTrials {
   int64_t queued() const { return std::max<int64_t>(total() - done_ - leased_, 0); }
   // True while the finalists lease is out or waiting.
   bool in_finals() const { return finals_ == Finals::kWaiting || finals_ == Finals::kLeased; }
-  // Fastest OK results, fastest first (at most `n`); after the finalists
+  // Fastest OK results by calibrated time (common/calibration.h), fastest
+  // first (at most `n`); after the finalists
   // round, the finalists ranked by their final measurement come first, the
   // member of their tie set that is served (TieSetOf) ahead of them; without
   // a finalists round, the search's served member leads once it is over. A
   // trial cut early (TrialResult.cut_early) is never among them, so it is
   // never a finalist nor a best.
   std::vector<TrialOutcome> Fastest(size_t n) const;
-  // The fastest median of an OK trial so far (a trial cut early never
-  // counts), for the early-cut rule; nullopt before the first.
+  // The raw median of the fastest OK trial so far (a trial cut early never
+  // counts), for the early-cut rule, which compares raw samples with it;
+  // nullopt before the first.
   std::optional<double> best_seconds() const;
   std::optional<double> default_seconds() const { return default_seconds_; }
   const absl::flat_hash_map<int, int64_t>& outcome_counts() const {

@@ -11,15 +11,15 @@ namespace {
 // fewer than two rounds ran.
 std::optional<double> StandardError(const Contender& contender) {
   if (contender.rounds < 2) return std::nullopt;
-  return contender.rounds_cv * contender.median_seconds /
+  return contender.rounds_cv * contender.time() /
          std::sqrt(static_cast<double>(contender.rounds));
 }
 
 }  // namespace
 
 bool Tied(const Contender& fastest, const Contender& other) {
-  const double gap = other.median_seconds - fastest.median_seconds;
-  if (gap <= kTieTolerance * fastest.median_seconds) return true;
+  const double gap = other.time() - fastest.time();
+  if (gap <= kTieTolerance * fastest.time()) return true;
   std::optional<double> se_fastest = StandardError(fastest);
   std::optional<double> se_other = StandardError(other);
   if (!se_fastest.has_value() || !se_other.has_value()) return false;
@@ -32,15 +32,14 @@ std::optional<TieSet> TieSetOf(const std::vector<Contender>& round, const std::s
   std::vector<size_t> order(round.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return round[a].median_seconds < round[b].median_seconds;
+    return round[a].time() < round[b].time();
   });
   const Contender& fastest = round[order.front()];
   TieSet set;
   for (size_t i : order) {
     const bool defended =
         !defender.empty() && round[i].config == defender &&
-        round[i].median_seconds - fastest.median_seconds <=
-            defender_tolerance * fastest.median_seconds;
+        round[i].time() - fastest.time() <= defender_tolerance * fastest.time();
     if (i == order.front() || Tied(fastest, round[i]) || defended) set.members.push_back(i);
   }
   auto defended = std::find_if(set.members.begin(), set.members.end(),
@@ -53,9 +52,7 @@ std::optional<TieSet> TieSetOf(const std::vector<Contender>& round, const std::s
                                      return round[a].config < round[b].config;
                                    });
   }
-  set.chosen_gap = fastest.median_seconds > 0
-                       ? round[set.chosen].median_seconds / fastest.median_seconds - 1
-                       : 0;
+  set.chosen_gap = fastest.time() > 0 ? round[set.chosen].time() / fastest.time() - 1 : 0;
   return set;
 }
 

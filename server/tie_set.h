@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/calibration.h"
+
 namespace tunefleet::server {
 
 // Configs whose medians are this close (a fraction of the fastest's) are tied
@@ -30,13 +32,20 @@ struct Contender {
   // fewer than two rounds: the median's own noise is unknown.
   int rounds = 0;
   double rounds_cv = 0;
+  // The device's calibration at the measurement (0: none).
+  double calibration_seconds = 0;
+
+  // What the rules compare: the calibrated time (common/calibration.h).
+  // A round's contenders are all calibrated or none is.
+  double time() const { return CalibratedTime(median_seconds, calibration_seconds); }
 };
 
 // Whether `other` cannot be told apart from `fastest` (REQUIRES: fastest is
-// not slower): the gap is at most kTieTolerance of the fastest's median, or,
-// when both ran at least two finalist rounds, at most two standard errors of
-// the difference (the worker's separation rule, worker/measurement.h
-// Unseparated, with se = rounds_cv * median / sqrt(rounds)).
+// not slower): the gap between their times (Contender::time) is at most
+// kTieTolerance of the fastest's, or, when both ran at least two finalist
+// rounds, at most two standard errors of the difference (the worker's
+// separation rule, worker/measurement.h Unseparated, with
+// se = rounds_cv * time / sqrt(rounds)).
 bool Tied(const Contender& fastest, const Contender& other);
 
 struct TieSet {
@@ -49,13 +58,13 @@ struct TieSet {
   // same tie set serves the same config.
   size_t chosen = 0;
   // The chosen member's gap to the fastest, a fraction of the fastest's
-  // median (0 when the fastest is chosen).
+  // time (0 when the fastest is chosen).
   double chosen_gap = 0;
 };
 
-// The tie set of `round`; nullopt for an empty round. Equal medians order by
+// The tie set of `round`; nullopt for an empty round. Equal times order by
 // position (the first stays fastest). The defender is a member too when its
-// gap is at most `defender_tolerance` (a fraction of the fastest's median):
+// gap is at most `defender_tolerance` (a fraction of the fastest's time):
 // its own run-to-run spread, measured over earlier jobs (DefenderTolerance,
 // best_derivation.h), which one round's noise does not show.
 std::optional<TieSet> TieSetOf(const std::vector<Contender>& round,

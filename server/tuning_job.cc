@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/calibration.h"
 #include "common/config_text.h"
 #include "common/status_macros.h"
 #include "server/search_strategy.h"
@@ -125,13 +126,24 @@ JobTarget::VerifyStart JobTarget::StartVerification(const VerifyOptions& options
   std::vector<TrialOutcome> best = trials->Fastest(1);
   if (best.empty() || options.mode == VerifyMode::kOff) return VerifyStart::kNotNeeded;
   const TrialOutcome& candidate = best[0];
-  const double claimed = candidate.result.measurement().median_seconds();
+  const v1::Measurement& claimed = candidate.result.measurement();
   std::vector<Measurer> claimants = measured_by[candidate.ordinal];
   absl::flat_hash_set<std::string> principals;
   for (const Measurer& claimant : claimants) principals.insert(claimant.principal);
-  std::optional<double> served_seconds;
-  if (served.has_value()) served_seconds = served->median_seconds;
-  if (!NeedsVerification(static_cast<int>(principals.size()), claimed, served_seconds,
+  // By calibrated times where both are (the served row's calibration is in
+  // its evidence).
+  double claimed_time = claimed.median_seconds();
+  std::optional<double> served_time;
+  if (served.has_value()) {
+    served_time = served->median_seconds;
+    v1::BestEvidence evidence;
+    if (evidence.ParseFromString(served->evidence) && Calibrated(evidence.calibration_seconds()) &&
+        Calibrated(claimed.calibration_seconds())) {
+      claimed_time = CalibratedTime(claimed);
+      served_time = CalibratedTime(served->median_seconds, evidence.calibration_seconds());
+    }
+  }
+  if (!NeedsVerification(static_cast<int>(principals.size()), claimed_time, served_time,
                          options.margin)) {
     return VerifyStart::kNotNeeded;
   }
@@ -184,6 +196,7 @@ absl::Status JobTarget::RestoreSearch(const std::vector<TrialRecord>& rows) {
     result.mutable_measurement()->set_p20_seconds(row.p20_seconds);
     result.mutable_measurement()->set_p80_seconds(row.p80_seconds);
     result.mutable_measurement()->set_samples(row.samples);
+    result.mutable_measurement()->set_calibration_seconds(row.calibration_seconds);
     result.set_error(row.error);
     result.set_cut_early(row.cut_early);
     trials->Restore(ordinal, result);
@@ -421,6 +434,7 @@ TrialRecord TuningJob::TrialRow(const JobTarget& target, const Lease& lease,
   record.rounds_cv = result.measurement().rounds_cv();
   record.retaken_samples = result.measurement().retaken_samples();
   record.low_clock_samples = result.measurement().low_clock_samples();
+  record.calibration_seconds = result.measurement().calibration_seconds();
   record.round = lease.referee       ? TrialRound::kReferee
                  : lease.verify      ? TrialRound::kVerify
                  : lease.finalists ? TrialRound::kFinalists

@@ -3,15 +3,16 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/calibration.h"
 #include "server/best_derivation.h"
 
 namespace tunefleet::server {
 
-Verification::Verification(uint64_t candidate, double claimed_seconds,
+Verification::Verification(uint64_t candidate, v1::Measurement claimed,
                            std::vector<Measurer> claimants, std::optional<uint64_t> served,
                            absl::Time deadline)
     : candidate_(candidate),
-      claimed_seconds_(claimed_seconds),
+      claimed_(std::move(claimed)),
       claimants_(std::move(claimants)),
       served_(served == candidate ? std::nullopt : served),
       deadline_(deadline) {}
@@ -70,9 +71,15 @@ void Verification::Judge(double tolerance) {
   round.judged = true;
   const v1::TrialResult& verified = round.results.at(candidate_);
   if (verified.status() == v1::TRIAL_STATUS_OK) {
-    round.seconds = verified.measurement().median_seconds();
-    round.agreed = ClaimAgrees(claimed_seconds_, *round.seconds, tolerance,
-                               VerifierNoise(verified.measurement()));
+    const v1::Measurement& measured = verified.measurement();
+    round.seconds = measured.median_seconds();
+    // Calibrated times where both sides are (common/calibration.h): the
+    // verifier's device may run slower or faster than the claimant's.
+    const bool calibrated =
+        Calibrated(claimed_.calibration_seconds()) && Calibrated(measured.calibration_seconds());
+    round.agreed = ClaimAgrees(calibrated ? CalibratedTime(claimed_) : claimed_.median_seconds(),
+                               calibrated ? CalibratedTime(measured) : measured.median_seconds(),
+                               tolerance, VerifierNoise(measured));
   }
   lease_id_.clear();
   if (round.agreed) {
@@ -141,21 +148,28 @@ std::optional<std::pair<uint64_t, double>> Verification::FastestVerified() const
   };
   const bool claim_counts = std::all_of(claimants_.begin(), claimants_.end(),
                                         [&](const Measurer& c) { return counts(c.principal); });
+  const v1::Measurement* fastest_measured = nullptr;
   for (std::optional<uint64_t> ordinal : {std::optional<uint64_t>(candidate_), served_}) {
     if (!ordinal.has_value()) continue;
-    std::vector<double> medians;
-    if (*ordinal == candidate_ && claim_counts) medians.push_back(claimed_seconds_);
+    std::vector<const v1::Measurement*> measured;
+    if (*ordinal == candidate_ && claim_counts) measured.push_back(&claimed_);
     for (const Round& round : rounds_) {
       if (!round.judged || !counts(round.principal)) continue;
       auto result = round.results.find(*ordinal);
       if (result != round.results.end() && result->second.status() == v1::TRIAL_STATUS_OK) {
-        medians.push_back(result->second.measurement().median_seconds());
+        measured.push_back(&result->second.measurement());
       }
     }
-    if (medians.empty()) continue;
-    std::sort(medians.begin(), medians.end());
-    const double upper = medians[medians.size() / 2];
-    if (!fastest.has_value() || upper < fastest->second) fastest.emplace(*ordinal, upper);
+    if (measured.empty()) continue;
+    std::sort(measured.begin(), measured.end(),
+              [](const v1::Measurement* a, const v1::Measurement* b) {
+                return CalibratedTime(*a) < CalibratedTime(*b);
+              });
+    const v1::Measurement* upper = measured[measured.size() / 2];
+    if (!fastest.has_value() || CalibratedTime(*upper) < CalibratedTime(*fastest_measured)) {
+      fastest.emplace(*ordinal, upper->median_seconds());
+      fastest_measured = upper;
+    }
   }
   return fastest;
 }

@@ -69,9 +69,11 @@ class Verification {
     kUnverified, // no verifier came
   };
 
-  // `claimants` measured `candidate` at `claimed_seconds`; `served` is the
-  // served best's config in the same space, when there is one and it differs.
-  Verification(uint64_t candidate, double claimed_seconds, std::vector<Measurer> claimants,
+  // `claimants` measured `candidate` as `claimed`; `served` is the served
+  // best's config in the same space, when there is one and it differs.
+  // Claims and re-measurements compare by calibrated time where both are
+  // calibrated (common/calibration.h).
+  Verification(uint64_t candidate, v1::Measurement claimed, std::vector<Measurer> claimants,
                std::optional<uint64_t> served, absl::Time deadline);
 
   // A verifier is never a claimant's principal, nor one whose lease of this
@@ -106,7 +108,7 @@ class Verification {
   Outcome outcome() const { return outcome_; }
   absl::Time deadline() const { return deadline_; }
   uint64_t candidate() const { return candidate_; }
-  double claimed_seconds() const { return claimed_seconds_; }
+  double claimed_seconds() const { return claimed_.median_seconds(); }
   // The last verifier's median of the candidate, once known.
   std::optional<double> verified_seconds() const;
   const std::vector<Measurer>& claimants() const { return claimants_; }
@@ -119,10 +121,11 @@ class Verification {
   // quarantined: the claimants' for kDisagreed (none when the claimant's own
   // device disagreed), the verifier's for kAgreed after a dispute.
   std::vector<std::string> Overruled() const;
-  // Once done: the fastest config, each at the upper median of its OK
-  // measurements that count (the claim's, for the candidate, unless the
-  // claimants were overruled; the verifiers' not overruled), as DeriveBest
-  // reads the rows, with that median. None for kUnverified.
+  // Once done: the fastest config, each at the upper median (by calibrated
+  // time) of its OK measurements that count (the claim's, for the candidate,
+  // unless the claimants were overruled; the verifiers' not overruled), as
+  // DeriveBest reads the rows, with that measurement's raw median. None for
+  // kUnverified.
   std::optional<std::pair<uint64_t, double>> FastestVerified() const;
 
  private:
@@ -141,7 +144,7 @@ class Verification {
   void Judge(double tolerance);
 
   const uint64_t candidate_;
-  const double claimed_seconds_;
+  const v1::Measurement claimed_;
   const std::vector<Measurer> claimants_;
   const std::optional<uint64_t> served_;
   absl::Time deadline_;

@@ -3,7 +3,7 @@
 //
 //   tunefleet-worker --coordinator HOST:PORT [--cache-dir DIR] [--max-trials N]
 //                    [--name NAME] [--measure-budget SECONDS] [--cut-factor K]
-//                    [--precision FRACTION]
+//                    [--precision FRACTION] [--calibration-interval SECONDS]
 //                    [--backend cpu|cuda|python] [--python PATH]
 //                    [--python-package DIR]
 //                    [--sandbox bwrap|none] [--sandbox-ro PATH]...
@@ -67,6 +67,11 @@ int main(int argc, char** argv) {
                  "its median lies within +/- this fraction of it (negative: sample the whole "
                  "--measure-budget)")
       ->check(CLI::Range(-1.0, 1.0))->capture_default_str();
+  app.add_option("--calibration-interval", flags.calibration_interval,
+                 "calibration (CPU backend): time the calibration kernel again once its last "
+                 "timing is this many seconds old; every measurement carries it (negative: "
+                 "never; GPU backends calibrate every sample by its clock)")
+      ->capture_default_str();
   app.add_option("--cut-factor", flags.cut_factor,
                  "early-cut rule: stop sampling a config once its p20 over the first "
                  "samples exceeds this many times the best median (negative = never cut)")

@@ -1,5 +1,7 @@
 #include "worker/measurement.h"
 
+#include "common/calibration.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -27,6 +29,7 @@ v1::MeasureOptions WithMeasureDefaults(v1::MeasureOptions options) {
   if (options.cut_factor() == 0) options.set_cut_factor(1.5);
   if (options.low_clock_fraction() == 0) options.set_low_clock_fraction(0.9);
   if (options.precision() == 0) options.set_precision(0.005);
+  if (options.calibration_interval_seconds() == 0) options.set_calibration_interval_seconds(0.5);
   if (options.max_samples() < options.min_samples()) {
     options.set_max_samples(options.min_samples());
   }
@@ -109,6 +112,39 @@ v1::MeasureOptions PerRoundOptions(v1::MeasureOptions options, int rounds) {
   return options;
 }
 
+v1::MeasureOptions CalibrationOptions(v1::MeasureOptions options) {
+  options = WithMeasureDefaults(std::move(options));
+  options.set_budget_seconds(options.budget_seconds() / 4);
+  if (options.precision() < 0) options.set_precision(0.005);
+  options.set_cut_factor(-1);
+  return options;
+}
+
+double ClockCalibration(double median_seconds, const std::vector<double>& seconds,
+                        const std::vector<double>& mhz) {
+  std::vector<double> megacycles;
+  megacycles.reserve(seconds.size());
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    if (!(mhz[i] > 0)) return 0;
+    megacycles.push_back(seconds[i] * mhz[i]);
+  }
+  if (megacycles.empty()) return 0;
+  std::sort(megacycles.begin(), megacycles.end());
+  const double median = Quantile(megacycles, 0.5);
+  return median > 0 ? median_seconds / median : 0;
+}
+
+bool Calibration::Due(const v1::MeasureOptions& options, Clock::time_point now) const {
+  if (options.calibration_interval_seconds() < 0) return false;
+  return !at_.has_value() ||
+         std::chrono::duration<double>(now - *at_).count() > options.calibration_interval_seconds();
+}
+
+void Calibration::Record(double seconds, Clock::time_point now) {
+  seconds_ = seconds;
+  at_ = now;
+}
+
 v1::Measurement CombineRounds(const std::vector<v1::Measurement>& rounds) {
   auto median_of = [&](double (v1::Measurement::*field)() const) {
     std::vector<double> values;
@@ -129,6 +165,16 @@ v1::Measurement CombineRounds(const std::vector<v1::Measurement>& rounds) {
   }
   m.set_samples(samples);
   m.set_clock_mhz(clock_mhz / static_cast<double>(rounds.size()));
+  // Calibrated: the median of the rounds' calibrated times, each round by
+  // its own calibration (median / calibration equals it).
+  std::vector<double> calibrated;
+  for (const v1::Measurement& round : rounds) {
+    if (!Calibrated(round.calibration_seconds())) return m;  // a round without: none
+    calibrated.push_back(CalibratedTime(round));
+  }
+  std::sort(calibrated.begin(), calibrated.end());
+  const double median_calibrated = Quantile(calibrated, 0.5);
+  if (median_calibrated > 0) m.set_calibration_seconds(m.median_seconds() / median_calibrated);
   return m;
 }
 

@@ -4,7 +4,9 @@
 #ifndef TUNEFLEET_WORKER_MEASUREMENT_H_
 #define TUNEFLEET_WORKER_MEASUREMENT_H_
 
+#include <chrono>
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "tunefleet/v1/bench_child.pb.h"
@@ -14,7 +16,7 @@ namespace tunefleet::worker {
 
 // `options` with every unset (zero) field at its default: warm-up 0.02 s,
 // budget 0.2 s, min 5 samples, max 1000 samples, cut factor 1.5, low-clock
-// fraction 0.9, precision 0.005.
+// fraction 0.9, precision 0.005, calibration interval 0.5 s.
 v1::MeasureOptions WithMeasureDefaults(v1::MeasureOptions options);
 
 // The low-clock rule: the indices of the samples whose SM clock
@@ -89,10 +91,49 @@ v1::Measurement Summarize(std::vector<double> seconds);
 // the configs worth every sample.
 v1::MeasureOptions PerRoundOptions(v1::MeasureOptions options, int rounds);
 
+// Calibration (docs/measurement.md): the options the reference is timed
+// with, `options` with defaults and a quarter of the budget, the precision
+// rule always on (at its default where `options` turned it off) and no early
+// cut. The reference is overhead: it stops as soon as its median is known.
+v1::MeasureOptions CalibrationOptions(v1::MeasureOptions options);
+
+// The clock calibration (CUDA and python backends, docs/measurement.md): the
+// calibration of a measurement of median `median_seconds` whose kept samples
+// took `seconds[i]` with the device's SM clock at `mhz[i]`: the time a
+// million cycles take at the clocks the samples ran at, such that
+// median / calibration is the median of the samples' megacycles
+// (seconds x MHz). 0 when there is no sample or a sample's clock is unknown
+// (0). REQUIRES: seconds and mhz of one size.
+double ClockCalibration(double median_seconds, const std::vector<double>& seconds,
+                        const std::vector<double>& mhz);
+
+// A benchmark child's calibration for its prepared job where it times a
+// calibration kernel (the CPU backend): its latest median on the device,
+// and when it was taken.
+class Calibration {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // True when the reference should be timed at `now`: calibration is on
+  // (options.calibration_interval_seconds >= 0) and it was never timed, or
+  // last timed more than the interval ago. REQUIRES: options with defaults.
+  bool Due(const v1::MeasureOptions& options, Clock::time_point now) const;
+  void Record(double seconds, Clock::time_point now);
+  // The latest median (0: never timed), what Measurement.calibration_seconds
+  // carries.
+  double seconds() const { return seconds_; }
+
+ private:
+  double seconds_ = 0;
+  std::optional<Clock::time_point> at_;
+};
+
 // One config's finalists-round measurement from its per-round measurements:
 // median, p20 and p80 are the medians (as in Summarize: the middle one, or
 // the mean of the two middle ones) of the rounds' medians, p20s and p80s;
-// samples is the sum; clock_mhz the mean. REQUIRES: non-empty.
+// samples is the sum; clock_mhz the mean; calibration_seconds is such that
+// median / calibration is the median of the rounds' calibrated times, each
+// round by its own calibration (0 when a round has none).
+// REQUIRES: non-empty.
 v1::Measurement CombineRounds(const std::vector<v1::Measurement>& rounds);
 
 // The coefficient of variation of `values` (sample standard deviation over

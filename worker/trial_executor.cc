@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/calibration.h"
 #include "common/config_space.h"
 #include "common/config_text.h"
 #include "common/spec_loader.h"
@@ -420,9 +421,11 @@ absl::Status TrialExecutor::RunFinalists(const JobContext& job,
     std::optional<v1::TrialResult> last_ok;
     std::vector<v1::Measurement> rounds;
     double compile_seconds = 0;
+    // Calibrated (common/calibration.h): the rounds ran on one device, but
+    // its clocks may move between them.
     std::vector<double> RoundMedians() const {
       std::vector<double> medians;
-      for (const v1::Measurement& m : rounds) medians.push_back(m.median_seconds());
+      for (const v1::Measurement& m : rounds) medians.push_back(CalibratedTime(m));
       return medians;
     }
   };

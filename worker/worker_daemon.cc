@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/calibration.h"
 #include "common/config_text.h"
 #include "common/logging.h"
 #include "spdlog/spdlog.h"
@@ -52,6 +53,10 @@ void LogTrial(int64_t index, const v1::TrialResult& result) {
   if (result.status() == v1::TRIAL_STATUS_OK) {
     const v1::Measurement& m = result.measurement();
     std::string notes;
+    if (Calibrated(m.calibration_seconds())) {
+      notes += fmt::format(", calibrated {:.4f} (calibration {:.2f} us)", CalibratedTime(m),
+                           m.calibration_seconds() * 1e6);
+    }
     if (result.cut_early()) notes += ", cut early (clearly slower than the best)";
     if (m.retaken_samples() > 0) {
       notes += fmt::format(", {} taken again at a low clock", m.retaken_samples());

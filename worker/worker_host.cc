@@ -350,6 +350,7 @@ int RunWorker(const WorkerHostOptions& options) {
   executor_options.measure.set_budget_seconds(options.measure_budget);
   executor_options.measure.set_cut_factor(options.cut_factor);
   executor_options.measure.set_precision(options.precision);
+  executor_options.measure.set_calibration_interval_seconds(options.calibration_interval);
   executor_options.trial_deadline = absl::Seconds(options.trial_deadline);
   executor_options.min_trial_deadline = MinTrialDeadline(backend);
   executor_options.prepare_deadline = absl::Seconds(options.prepare_deadline);

@@ -55,6 +55,7 @@ struct WorkerHostOptions {
   double measure_budget = 0.2;
   double cut_factor = 1.5;
   double precision = 0.005;
+  double calibration_interval = 0.5;  // seconds (CPU backend); negative: not calibrated
   double compile_timeout = 60;
   double trial_deadline = 0;  // 0 = the executor's rule (MinTrialDeadline)
   double prepare_deadline = 180;

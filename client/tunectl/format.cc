@@ -384,6 +384,12 @@ std::string BestConfigDetails(const BestConfig& best) {
     rows.push_back({"measured", absl::StrCat(best.measurements, " time(s) on ", best.devices,
                                              " device(s)")});
   }
+  if (best.calibration_seconds > 0) {
+    rows.push_back({"calibrated",
+                    absl::StrFormat("%.4f (the median over its calibration, %s)",
+                                    best.median_seconds / best.calibration_seconds,
+                                    FormatSeconds(best.calibration_seconds))});
+  }
   return Details(rows);
 }
 
@@ -449,7 +455,8 @@ std::string BestConfigJson(const BestConfig& best) {
                        {"rounds", best.rounds},
                        {"rounds_cv", best.rounds_cv},
                        {"measurements", best.measurements},
-                       {"devices", best.devices}});
+                       {"devices", best.devices},
+                       {"calibration_seconds", best.calibration_seconds}});
 }
 
 std::string WorkersJson(const std::vector<WorkerInfo>& workers) {

@@ -43,13 +43,19 @@ Json TrialToJson(const Trial& trial) {
           {"rounds", trial.rounds},
           {"rounds_cv", trial.rounds_cv},
           {"retaken_samples", trial.retaken_samples},
-          {"low_clock_samples", trial.low_clock_samples}};
+          {"low_clock_samples", trial.low_clock_samples},
+          {"calibration_seconds", trial.calibration_seconds}};
 }
 
 // What a measurement's row says beyond its times (docs/measurement.md), e.g.
-// "cut early", "5 rounds CV 0.41%", "3 retaken, 1 low clock"; "-" when none.
+// "cal 0.5312", "cut early", "5 rounds CV 0.41%", "3 retaken, 1 low clock";
+// "-" when none.
 std::string MeasurementNotes(const Trial& trial) {
   std::vector<std::string> notes;
+  if (trial.calibration_seconds > 0) {
+    notes.push_back(
+        absl::StrFormat("cal %.4f", trial.median_seconds / trial.calibration_seconds));
+  }
   if (trial.cut_early) notes.push_back("cut early");
   if (trial.rounds > 0) {
     notes.push_back(absl::StrFormat("%d rounds CV %.2f%%", trial.rounds, 100 * trial.rounds_cv));

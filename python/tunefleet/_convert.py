@@ -159,6 +159,7 @@ def trial(message) -> records.Trial:
         rounds_cv=message.rounds_cv,
         retaken_samples=message.retaken_samples,
         low_clock_samples=message.low_clock_samples,
+        calibration_seconds=message.calibration_seconds,
     )
 
 
@@ -188,6 +189,7 @@ def evidence(message) -> dict:
         rounds_cv=message.rounds_cv,
         measurements=message.measurements,
         devices=message.devices,
+        calibration_seconds=message.calibration_seconds,
     )
 
 

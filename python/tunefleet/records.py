@@ -131,6 +131,9 @@ class Trial:
     rounds_cv: float = 0.0
     retaken_samples: int = 0
     low_clock_samples: int = 0
+    # The device's calibration at this measurement (docs/measurement.md);
+    # configs compare by median_seconds / calibration_seconds (0: none).
+    calibration_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,9 @@ class BestConfig:
     rounds_cv: float = 0.0       # CV of those rounds' medians
     measurements: int = 0        # of config_text for this key, every job and round
     devices: int = 0             # distinct devices that took them
+    # The device's calibration when median_seconds was measured; the rules
+    # compared median_seconds / calibration_seconds (0: uncalibrated).
+    calibration_seconds: float = 0.0
 
 
 @dataclass(frozen=True)

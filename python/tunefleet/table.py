@@ -308,7 +308,8 @@ def _evidence(item) -> dict:
         return dict(tie_set=members, configs_in_round=int(item.get("configs_in_round", 0)),
                     rounds=int(item.get("rounds", 0)), rounds_cv=float(item.get("rounds_cv", 0)),
                     measurements=int(item.get("measurements", 0)),
-                    devices=int(item.get("devices", 0)))
+                    devices=int(item.get("devices", 0)),
+                    calibration_seconds=float(item.get("calibration_seconds", 0)))
     except (AttributeError, TypeError, ValueError):
         raise _bad("a row's evidence has the wrong type") from None
 

@@ -163,6 +163,10 @@ CREATE INDEX jobs_by_sweep ON jobs (sweep_id, created_unix_ms DESC, id DESC);
     {12, R"sql(
 ALTER TABLE best_configs ADD COLUMN evidence BYTEA NOT NULL DEFAULT '';
 )sql"},
+    // Calibration: the reference's time on the device near each measurement.
+    {13, R"sql(
+ALTER TABLE trials ADD COLUMN calibration_seconds DOUBLE PRECISION NOT NULL DEFAULT 0;
+)sql"},
 };
 
 // Advisory lock key that serializes migrations of one database ("tunefleet"
@@ -454,7 +458,7 @@ void InsertTrialRows(pqxx::work& txn, const std::vector<TrialRecord>& trials,
           absl::StrCat(t.finished_unix_ms), t.principal, ExactText(t.clock_mhz),
           absl::StrCat(static_cast<int>(t.round)), std::string(t.cut_early ? "true" : "false"),
           absl::StrCat(t.rounds), ExactText(t.rounds_cv), absl::StrCat(t.retaken_samples),
-          absl::StrCat(t.low_clock_samples)}) {
+          absl::StrCat(t.low_clock_samples), ExactText(t.calibration_seconds)}) {
       params.push_back(std::move(value));
     }
   }

@@ -68,7 +68,8 @@ TrialRecord Trial(const Row& row) {
   trial.rounds_cv = row.Double(18);
   trial.retaken_samples = row.Int(19);
   trial.low_clock_samples = row.Int(20);
-  trial.excluded = row.Bool(21);
+  trial.calibration_seconds = row.Double(21);
+  trial.excluded = row.Bool(22);
   return trial;
 }
 

@@ -43,8 +43,8 @@ inline int64_t NowUnixMs() {
   "job_id, tuning_key, config, status, median_seconds, p20_seconds, "    \
   "p80_seconds, samples, compile_seconds, worker_id, device_id, error, " \
   "finished_unix_ms, principal, clock_mhz, round, cut_early, rounds, "   \
-  "rounds_cv, retaken_samples, low_clock_samples"
-#define TF_TRIAL_COUNT 21
+  "rounds_cv, retaken_samples, low_clock_samples, calibration_seconds"
+#define TF_TRIAL_COUNT 22
 #define TF_TRIAL_READ_COLUMNS TF_TRIAL_COLUMNS ", excluded"
 
 // quarantine: QuarantineRecord, keyed by principal.

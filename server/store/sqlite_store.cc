@@ -187,6 +187,10 @@ CREATE INDEX jobs_by_sweep ON jobs (sweep_id, created_unix_ms DESC, id DESC);
     {12, R"sql(
 ALTER TABLE best_configs ADD COLUMN evidence BLOB NOT NULL DEFAULT x'';
 )sql"},
+    // Calibration: the reference's time on the device near each measurement.
+    {13, R"sql(
+ALTER TABLE trials ADD COLUMN calibration_seconds REAL NOT NULL DEFAULT 0;
+)sql"},
 };
 
 // Indexed by SqliteStore::Query.
@@ -215,7 +219,7 @@ constexpr const char* kQuerySql[] = {
     "INSERT INTO trials (" TF_TRIAL_COLUMNS
     ") VALUES "
     "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
-    "?20, ?21) "
+    "?20, ?21, ?22) "
     "ON CONFLICT (job_id, tuning_key, config, round) DO NOTHING",
     // kListTrials
     "SELECT " TF_TRIAL_READ_COLUMNS " FROM trials WHERE job_id = ?1 ORDER BY seq",
@@ -592,6 +596,7 @@ absl::StatusOr<bool> InsertTrialRow(sqlite3* db, sqlite3_stmt* stmt,
   call.BindInt(static_cast<int>(trial.round)).BindInt(trial.cut_early ? 1 : 0);
   call.BindInt(trial.rounds).BindDouble(trial.rounds_cv);
   call.BindInt(trial.retaken_samples).BindInt(trial.low_clock_samples);
+  call.BindDouble(trial.calibration_seconds);
   ASSIGN_OR_RETURN(int changed, call.Execute());
   return changed > 0;
 }

@@ -94,6 +94,9 @@ struct TrialRecord {
   double rounds_cv = 0;
   int64_t retaken_samples = 0;
   int64_t low_clock_samples = 0;
+  // The device's calibration at the measurement (docs/measurement.md);
+  // 0 when not calibrated.
+  double calibration_seconds = 0;
   // Set by ExcludeTrials (never by InsertTrials): the row is kept for audit
   // but no best is derived from it.
   bool excluded = false;

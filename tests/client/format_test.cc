@@ -230,6 +230,18 @@ TEST(TunectlFormatTest, BestConfigSaysHowSureItIs) {
   EXPECT_THAT(BestConfigDetails(best), HasSubstr("none: its round measured it alone"));
 }
 
+TEST(TunectlFormatTest, BestConfigShowsItsCalibration) {
+  BestConfig best;
+  best.source = BestConfig::Source::kExact;
+  best.config = "B=2";
+  best.median_seconds = 2.8e-4;
+  EXPECT_THAT(BestConfigDetails(best), ::testing::Not(HasSubstr("calibrated")));
+  best.calibration_seconds = 5.0e-4;  // a million cycles at 2000 MHz
+  EXPECT_THAT(BestConfigDetails(best),
+              HasSubstr("0.5600 (the median over its calibration, 500 us)"));
+  EXPECT_THAT(BestConfigJson(best), HasSubstr("\"calibration_seconds\": 0.0005"));
+}
+
 TEST(TunectlFormatTest, WorkersTableGroupsDevicesByModel) {
   WorkerInfo worker;
   worker.id = "w";

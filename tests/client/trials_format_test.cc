@@ -63,16 +63,19 @@ TEST(TrialsFormatTest, WideTableAndJsonSayHowRepeatableAMeasurementWas) {
   finalist.rounds_cv = 0.0041;
   finalist.retaken_samples = 3;
   finalist.low_clock_samples = 1;
+  finalist.median_seconds = 2.8e-4;
+  finalist.calibration_seconds = 5.0e-4;
   Trial cut = MakeTrial("B=2", "OK", "");
   cut.cut_early = true;
   const std::string wide = TrialsTable({finalist, cut, MakeTrial("B=3", "OK", "")}, true);
   EXPECT_THAT(wide, HasSubstr("NOTES"));
-  EXPECT_THAT(wide, HasSubstr("5 rounds CV 0.41%, 3 retaken, 1 low clock"));
+  EXPECT_THAT(wide, HasSubstr("cal 0.5600, 5 rounds CV 0.41%, 3 retaken, 1 low clock"));
   EXPECT_THAT(wide, HasSubstr("cut early"));
   const std::string json = TrialsJson("j-1", {finalist});
   EXPECT_THAT(json, HasSubstr("\"rounds\": 5"));
   EXPECT_THAT(json, HasSubstr("\"retaken_samples\": 3"));
   EXPECT_THAT(json, HasSubstr("\"low_clock_samples\": 1"));
+  EXPECT_THAT(json, HasSubstr("\"calibration_seconds\": 0.0005"));
   EXPECT_THAT(json, HasSubstr("\"cut_early\": false"));
 }
 

@@ -36,12 +36,13 @@ TEST_F(TuningKeyTest, FixedInputsGiveAFixedKey) {
   file.set_digest("00");
   std::vector<v1::SourceFile> sources = {file};
   // A golden value: changing the canonical form must be a deliberate,
-  // versioned decision (it disowns every stored result). Protocol 4: the
-  // precision rule (3: the low-clock rule; 2: the early-cut rule).
-  EXPECT_EQ(Key(spec, sources, "N=1"), "e3c09c05f2b561a98009ce662ac43390");
+  // versioned decision (it disowns every stored result). Protocol 5:
+  // calibration (4: the precision rule; 3: the low-clock rule; 2: the
+  // early-cut rule).
+  EXPECT_EQ(Key(spec, sources, "N=1"), "96afe30ef6cf6200b9653de2512eb3b5");
   EXPECT_EQ(CanonicalKeyText({&spec, &sources, *ParseShape("N=1"), "cpu", "g++ 12"}),
             "tunefleet-tuning-key\nkernel=k\ncode=" + KernelDigest(spec, sources) +
-                "\nshape=N=1\ndtypes=\ndevice_model=cpu\ntoolkit=g++ 12\nprotocol=4\n");
+                "\nshape=N=1\ndtypes=\ndevice_model=cpu\ntoolkit=g++ 12\nprotocol=5\n");
 }
 
 TEST_F(TuningKeyTest, EveryInputChangesTheKey) {

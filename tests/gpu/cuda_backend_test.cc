@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/calibration.h"
 #include "common/config_space.h"
 #include "common/config_text.h"
 #include "common/spec_loader.h"
@@ -518,8 +519,13 @@ TEST_P(DefaultConfigTest, PassesTheReference) {
   EXPECT_GE(result.measurement().samples(), 5);
   EXPECT_GT(result.measurement().median_seconds(), 0);
   EXPECT_GT(result.measurement().clock_mhz(), 100);
-  std::printf("%s %s: median %.2f us, clock %.0f MHz\n", c.dir, c.shape,
-              result.measurement().median_seconds() * 1e6, result.measurement().clock_mhz());
+  // Calibrated by the SM clock (docs/measurement.md, "Calibration"): the
+  // time a million cycles take at the clocks the samples ran at, about
+  // 1 / MHz seconds, so that the calibrated time is the kernel's megacycles.
+  const v1::Measurement& m = result.measurement();
+  EXPECT_NEAR(m.calibration_seconds() * m.clock_mhz(), 1.0, 0.1);
+  std::printf("%s %s: median %.2f us, clock %.0f MHz, %.4f Mcycles\n", c.dir, c.shape,
+              m.median_seconds() * 1e6, m.clock_mhz(), CalibratedTime(m));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -558,8 +564,9 @@ TEST(CudaRunner, GemmConfigsAreMeasured) {
       v1::TrialResult result = job.Run(config);
       EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << config << " " << Describe(result);
       const double tflops = 2.0 * 2048 * 2048 * 2048 / result.measurement().median_seconds() / 1e12;
-      std::printf("gemm 2048^3 %s: %.1f TFLOP/s (%lld samples)\n", config.c_str(), tflops,
-                  static_cast<long long>(result.measurement().samples()));
+      std::printf("gemm 2048^3 %s: %.1f TFLOP/s (%lld samples), %.4f Mcycles\n", config.c_str(),
+                  tflops, static_cast<long long>(result.measurement().samples()),
+                  CalibratedTime(result.measurement()));
     }
   }
   absl::StatusOr<v1::Measurement> cublas = SharedRunner()->MeasureReference();

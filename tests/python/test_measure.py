@@ -48,3 +48,9 @@ def test_warmup_seconds(case):
 def test_cut_early(case):
     assert measure.cut_early(options(case["options"]), case["best"],
                              case["sorted"]) == case["expected"]
+
+
+@pytest.mark.parametrize("case", cases("clock_calibration"))
+def test_clock_calibration(case):
+    assert measure.clock_calibration(case["median"], case["seconds"],
+                                     case["mhz"]) == pytest.approx(case["expected"])

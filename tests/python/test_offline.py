@@ -63,13 +63,14 @@ def test_a_rows_evidence_says_how_sure_it_is():
                             {"config_text": "BM=32,BN=16", "median_seconds": 1.004e-4,
                              "gap": 0.004}],
                 "configs_in_round": 5, "rounds": 4, "rounds_cv": 0.003, "measurements": 3,
-                "devices": 2}
+                "devices": 2, "calibration_seconds": 5e-4}
     sure = dict(row("M=64,N=64", "BM=32,BN=16", "k1"), evidence=evidence)
     best = table(sure).lookup("gemm", "M=64,N=64")
     assert [m.config_text for m in best.tie_set] == ["BM=16,BN=16", "BM=32,BN=16"]
     assert best.tie_set[0].gap == 0 and best.tie_set[1].gap == 0.004
     assert (best.configs_in_round, best.rounds, best.rounds_cv) == (5, 4, 0.003)
     assert (best.measurements, best.devices) == (3, 2)
+    assert best.calibration_seconds == 5e-4
     plain = table(row("M=64,N=64", "BM=32,BN=16", "k1")).lookup("gemm", "M=64,N=64")
     assert plain.tie_set == () and plain.measurements == 0
     with pytest.raises(tunefleet.InvalidArgumentError):

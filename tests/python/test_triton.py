@@ -103,3 +103,56 @@ def test_the_compile_step_warms_a_kernel_without_a_cuda_context(tmp_path):
     assert "warmed in" in done.stdout, done.stdout
     assert "CUDA context" not in done.stdout, done.stdout
     assert list(cache.rglob("fused_moe_kernel.cubin")), sorted(str(p) for p in cache.rglob("*"))
+
+
+def compile_artifact(tmp_path, name, kernel_dir, shape, config, reference):
+    """A fused_moe artifact built by the worker's compile step (one request)."""
+    from google.protobuf import text_format
+    from tunefleet.v1 import bench_child_pb2
+
+    request = bench_child_pb2.PythonCompileRequest(source_dir=kernel_dir, reference=reference,
+                                                   output=str(tmp_path / f"{name}.zip"))
+    with open(os.path.join(kernel_dir, "kernel.textproto")) as f:
+        text_format.Parse(f.read(), request.kernel)
+    for dim, value in shape.items():
+        request.shape.dims.add(name=dim, value=value)
+    for param, value in config.items():
+        request.config.values.add(name=param, value=value)
+    path = tmp_path / f"{name}.pb"
+    path.write_bytes(request.SerializeToString())
+    done = subprocess.run([sys.executable, "-m", "tunefleet.backend.compile", str(path)],
+                          env=dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton")),
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return request
+
+
+def test_the_benchmark_child_calibrates_every_measurement(tmp_path):
+    """docs/measurement.md, Calibration: the child probes the SM clock after
+    every sample, and the measurement carries the time a million cycles took
+    at those clocks (about 1 / MHz seconds)."""
+    from tunefleet.backend import bench_child
+    from tunefleet.v1 import bench_child_pb2, types_pb2
+
+    kernel_dir = os.path.join(os.environ.get("TUNEFLEET_SOURCE_DIR", os.path.join(
+        os.path.dirname(__file__), "..", "..")), "kernels", "triton", "fused_moe")
+    shape = dict(M=16, N=256, K=512, E=4, TOPK=2)
+    config = dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=64, BLOCK_SIZE_K=64, GROUP_SIZE_M=1,
+                  num_warps=4, num_stages=3)
+    reference = compile_artifact(tmp_path, "reference", kernel_dir, shape, {}, True)
+    candidate = compile_artifact(tmp_path, "config", kernel_dir, shape, config, False)
+
+    runner = bench_child.Runner(torch)
+    prepare = bench_child_pb2.PrepareRequest(kernel=reference.kernel, shape=reference.shape,
+                                             seed=1, reference_artifact=reference.output)
+    prepare.measure.budget_seconds = 0.05
+    runner.prepare(prepare)
+    result = types_pb2.TrialResult()
+    runner.run(bench_child_pb2.RunRequest(index=0, config=candidate.config,
+                                          artifact=candidate.output),
+               result, bench_child_pb2.TrialPhases())
+    assert result.status == types_pb2.TRIAL_STATUS_OK, result.error
+    assert result.measurement.median_seconds > 0
+    assert result.measurement.calibration_seconds > 0, result.measurement
+    mhz = 1 / result.measurement.calibration_seconds
+    assert 500 < mhz < 5000, result.measurement

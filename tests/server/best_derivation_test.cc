@@ -246,6 +246,49 @@ TEST(DeriveBestTest, ARetuneWithinTheTieToleranceIsNotFaster) {
   EXPECT_TRUE(FasterThan(Row("j2", "B", 4.9e-3, 20), Row("j1", "A", 5e-3, 10)));
 }
 
+// Calibration (docs/measurement.md): runs on devices or at clocks that run
+// the reference at different speeds compare by calibrated time.
+TrialRecord Calibrated(TrialRecord row, double calibration) {
+  row.calibration_seconds = calibration;
+  return row;
+}
+
+TEST(DeriveBestTest, RunsOfDifferentJobsCompareByCalibratedTime) {
+  // j2's device ran the reference 10% slower: its 5.2 ms is 0.945x the
+  // reference against j1's 1.0x, faster beyond the tie tolerance, although
+  // its raw median is slower.
+  const TrialRecord j1 = Calibrated(Row("j1", "A", 5e-3, 10), 5e-3);
+  const TrialRecord j2 = Calibrated(Row("j2", "B", 5.2e-3, 20), 5.5e-3);
+  EXPECT_TRUE(FasterThan(j2, j1));
+  std::optional<TrialRecord> best = DeriveBest({j1, j2}, {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "B");
+  // Raw 4.9 ms looks 2% faster, but on a device whose reference ran 5%
+  // faster it is 0.98 / 0.95 = 1.03x of A's calibrated time: not faster.
+  const TrialRecord j3 = Calibrated(Row("j3", "C", 4.9e-3, 30), 4.75e-3);
+  EXPECT_FALSE(FasterThan(j3, j1));
+  // A side uncalibrated: raw medians.
+  EXPECT_TRUE(FasterThan(Row("j3", "C", 4.9e-3, 30), j1));
+}
+
+TEST(DeriveBestTest, ATieSetIsTakenOnCalibratedTimesAndItsEvidenceCarriesThem) {
+  // Two search rows of one job from two devices: raw 2% apart, calibrated
+  // 0.2%: tied; the served member sorts first (A), with its calibration.
+  const std::vector<TrialRecord> rows = {
+      Calibrated(Row("j1", "B", 1.00e-3, 1), 1.000e-3),
+      Calibrated(Row("j1", "A", 1.02e-3, 2), 1.018e-3)};
+  std::optional<TrialRecord> best = DeriveBest(rows, {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "A");
+  v1::BestEvidence evidence = EvidenceOf(rows, {}, *best);
+  ASSERT_EQ(evidence.tie_set_size(), 2);
+  EXPECT_EQ(evidence.tie_set(0).config_text(), "B");
+  EXPECT_DOUBLE_EQ(evidence.tie_set(1).median_seconds(), 1.02e-3);  // raw, as measured
+  EXPECT_DOUBLE_EQ(evidence.tie_set(1).calibration_seconds(), 1.018e-3);
+  EXPECT_NEAR(evidence.tie_set(1).gap(), 1.02 / 1.018 - 1, 1e-12);
+  EXPECT_DOUBLE_EQ(evidence.calibration_seconds(), 1.018e-3);
+}
+
 // A retune whose deciding round measured the served config decides side by
 // side, whatever the times of other runs say.
 TEST(JudgeRetuneTest, ARetuneThatMeasuredTheServedConfigDecidesSideBySide) {

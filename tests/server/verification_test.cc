@@ -8,15 +8,20 @@ namespace {
 const absl::Time kDeadline = absl::FromUnixSeconds(1'700'000'000);
 const Measurer kRogue{"host:rogue", "w1", "cpu0"};
 
-v1::TrialResult Ok(double seconds) {
+v1::TrialResult Ok(double seconds, double calibration = 0) {
   v1::TrialResult result;
   result.set_status(v1::TRIAL_STATUS_OK);
   result.mutable_measurement()->set_median_seconds(seconds);
+  result.mutable_measurement()->set_calibration_seconds(calibration);
   return result;
 }
 
+v1::Measurement Claim(double seconds, double calibration = 0) {
+  return Ok(seconds, calibration).measurement();
+}
+
 TEST(VerificationTest, NeverGoesToTheClaimantsPrincipal) {
-  Verification verification(/*candidate=*/7, 1e-9, {kRogue}, /*served=*/3, kDeadline);
+  Verification verification(/*candidate=*/7, Claim(1e-9), {kRogue}, /*served=*/3, kDeadline);
   EXPECT_FALSE(verification.CanVerify({"host:rogue", "w9", "cpu1"}, /*other_principal_live=*/true));
   EXPECT_TRUE(verification.CanVerify({"host:honest", "w2", "cpu0"}, true));
   // With no other principal alive, another device of the claimant's host may.
@@ -25,7 +30,7 @@ TEST(VerificationTest, NeverGoesToTheClaimantsPrincipal) {
 }
 
 TEST(VerificationTest, MeasuresTheCandidateAndTheServedBestThenJudges) {
-  Verification verification(7, 1e-9, {kRogue}, 3, kDeadline);
+  Verification verification(7, Claim(1e-9), {kRogue}, 3, kDeadline);
   ASSERT_TRUE(verification.waiting());
   EXPECT_EQ(verification.Take("l1", 1, "host:honest"), (std::vector<uint64_t>{7, 3}));
   EXPECT_FALSE(verification.Complete(7, "l1", /*epoch=*/2, Ok(2e-5), 0.25));  // stale
@@ -53,7 +58,7 @@ TEST(VerificationTest, MeasuresTheCandidateAndTheServedBestThenJudges) {
 
 TEST(VerificationTest, ARefereeIsAThirdPrincipalAndMayOverruleTheVerifier) {
   const Measurer honest{"host:honest", "w1", "cpu0"};
-  Verification verification(7, 1e-5, {honest}, std::nullopt, kDeadline);
+  Verification verification(7, Claim(1e-5), {honest}, std::nullopt, kDeadline);
   verification.Take("l1", 1, "host:rogue");
   verification.Complete(7, "l1", 1, Ok(0.5), 0.25);
   ASSERT_TRUE(verification.disputed());
@@ -72,7 +77,7 @@ TEST(VerificationTest, ARefereeIsAThirdPrincipalAndMayOverruleTheVerifier) {
 }
 
 TEST(VerificationTest, ADisputeNoRefereeSettlesOverrulesNobodyAndCountsTheSlowerSide) {
-  Verification verification(7, 1e-5, {kRogue}, std::nullopt, kDeadline);
+  Verification verification(7, Claim(1e-5), {kRogue}, std::nullopt, kDeadline);
   verification.Take("l1", 1, "host:honest");
   verification.Complete(7, "l1", 1, Ok(1.0), 0.25);
   verification.Take("l2", 2, "host:referee");
@@ -89,7 +94,7 @@ TEST(VerificationTest, ADisputeNoRefereeSettlesOverrulesNobodyAndCountsTheSlower
 }
 
 TEST(VerificationTest, TheClaimantsOwnOtherDeviceDisagreeingOverrulesNobody) {
-  Verification verification(7, 1e-9, {kRogue}, std::nullopt, kDeadline);
+  Verification verification(7, Claim(1e-9), {kRogue}, std::nullopt, kDeadline);
   ASSERT_TRUE(verification.CanVerify({"host:rogue", "w9", "cpu1"}, false));
   verification.Take("l1", 1, "host:rogue");
   verification.Complete(7, "l1", 1, Ok(2e-5), 0.25);
@@ -99,14 +104,14 @@ TEST(VerificationTest, TheClaimantsOwnOtherDeviceDisagreeingOverrulesNobody) {
 }
 
 TEST(VerificationTest, AClaimWithinToleranceAgrees) {
-  Verification verification(7, 1e-5, {kRogue}, std::nullopt, kDeadline);
+  Verification verification(7, Claim(1e-5), {kRogue}, std::nullopt, kDeadline);
   EXPECT_EQ(verification.Take("l1", 1, "host:honest"), (std::vector<uint64_t>{7}));
   EXPECT_TRUE(verification.Complete(7, "l1", 1, Ok(1.2e-5), 0.25));
   EXPECT_EQ(verification.outcome(), Verification::Outcome::kAgreed);
 }
 
 TEST(VerificationTest, ACandidateTheVerifierCannotRunDisagrees) {
-  Verification verification(7, 1e-5, {kRogue}, std::nullopt, kDeadline);
+  Verification verification(7, Claim(1e-5), {kRogue}, std::nullopt, kDeadline);
   verification.Take("l1", 1, "host:honest");
   v1::TrialResult crashed;
   crashed.set_status(v1::TRIAL_STATUS_CRASHED);
@@ -118,7 +123,7 @@ TEST(VerificationTest, ACandidateTheVerifierCannotRunDisagrees) {
 }
 
 TEST(VerificationTest, AReleasedLeaseWaitsForAnotherVerifier) {
-  Verification verification(7, 1e-5, {kRogue}, 3, kDeadline);
+  Verification verification(7, Claim(1e-5), {kRogue}, 3, kDeadline);
   verification.Take("l1", 1, "host:honest");
   verification.Complete(7, "l1", 1, Ok(1e-5), 0.25);
   verification.Release("l1", 1);
@@ -130,6 +135,28 @@ TEST(VerificationTest, AReleasedLeaseWaitsForAnotherVerifier) {
   EXPECT_FALSE(verification.Complete(7, "l1", 1, Ok(1e-5), 0.25));
   verification.GiveUp();
   EXPECT_EQ(verification.outcome(), Verification::Outcome::kUnverified);
+}
+
+// Calibration (docs/measurement.md): a claim and a re-measurement taken on
+// devices that run the reference at different speeds compare by calibrated
+// time: a slower device's slower time agrees, and a raw match that the
+// calibrations expose as a claim twice too fast does not.
+TEST(VerificationTest, ClaimsAndReMeasurementsCompareByCalibratedTime) {
+  Verification slower_device(7, Claim(2e-3, /*calibration=*/4e-3), {kRogue}, std::nullopt,
+                             kDeadline);
+  slower_device.Take("l1", 1, "host:verifier");
+  slower_device.Complete(7, "l1", 1, Ok(1.1e-3, /*calibration=*/2e-3), 0.25);
+  EXPECT_EQ(slower_device.outcome(), Verification::Outcome::kAgreed);
+  auto fastest = slower_device.FastestVerified();
+  ASSERT_TRUE(fastest.has_value());
+  // 0.5x ref claimed, 0.55x measured: the upper median is the verifier's,
+  // served with its raw time.
+  EXPECT_EQ(fastest->second, 1.1e-3);
+
+  Verification too_fast(7, Claim(1e-3, /*calibration=*/4e-3), {kRogue}, std::nullopt, kDeadline);
+  too_fast.Take("l1", 1, "host:verifier");
+  too_fast.Complete(7, "l1", 1, Ok(1e-3, /*calibration=*/2e-3), 0.25);
+  EXPECT_TRUE(too_fast.disputed());  // 0.25x ref claimed, 0.5x measured
 }
 
 }  // namespace

@@ -203,6 +203,56 @@ TEST(MeasurementTest, CombineRoundsOfAnEvenCountAveragesTheMiddleTwo) {
   EXPECT_DOUBLE_EQ(m.clock_mhz(), 0);  // unknown (CPU) stays unknown
 }
 
+// Calibration (docs/measurement.md): a drifting device. The config takes
+// 1.0x its reference in every round while the device slows by a third and
+// back; the combined calibrated time stays 1.0x whatever the raw medians do.
+TEST(MeasurementTest, CombineRoundsCalibratesEachRoundByItsOwnCalibration) {
+  auto calibrated = [](double median, double calibration) {
+    v1::Measurement m = Round(median, median, median, 5);
+    m.set_calibration_seconds(calibration);
+    return m;
+  };
+  v1::Measurement m = CombineRounds(
+      {calibrated(1.0, 1.0), calibrated(1.5, 1.5), calibrated(1.2, 1.2)});
+  EXPECT_DOUBLE_EQ(m.median_seconds(), 1.2);
+  EXPECT_DOUBLE_EQ(m.median_seconds() / m.calibration_seconds(), 1.0);
+  // The calibrated median is the median of the rounds' ratios, not the
+  // ratio of the medians: 0.5x, 2x, 1x -> 1x.
+  m = CombineRounds({calibrated(1.0, 2.0), calibrated(2.0, 1.0), calibrated(3.0, 3.0)});
+  EXPECT_DOUBLE_EQ(m.median_seconds() / m.calibration_seconds(), 1.0);
+  // One uncalibrated round: the combination is uncalibrated.
+  m = CombineRounds({calibrated(1.0, 2.0), Round(1.0, 1.0, 1.0, 5)});
+  EXPECT_EQ(m.calibration_seconds(), 0);
+}
+
+TEST(MeasurementTest, TheCalibrationIsDueFirstThenOnceTheIntervalHasPassed) {
+  using Clock = Calibration::Clock;
+  const v1::MeasureOptions options = WithMeasureDefaults({});
+  EXPECT_DOUBLE_EQ(options.calibration_interval_seconds(), 0.5);
+  const Clock::time_point t0 = Clock::now();
+  Calibration calibration;
+  EXPECT_EQ(calibration.seconds(), 0);
+  EXPECT_TRUE(calibration.Due(options, t0));  // never timed
+  calibration.Record(2e-4, t0);
+  EXPECT_EQ(calibration.seconds(), 2e-4);
+  EXPECT_FALSE(calibration.Due(options, t0 + std::chrono::milliseconds(400)));
+  EXPECT_TRUE(calibration.Due(options, t0 + std::chrono::milliseconds(600)));
+  v1::MeasureOptions off = options;
+  off.set_calibration_interval_seconds(-1);
+  EXPECT_FALSE(Calibration().Due(off, t0));  // calibration turned off
+}
+
+TEST(MeasurementTest, TheReferenceIsTimedWithAQuarterOfTheBudgetToAKnownMedianAndNeverCut) {
+  v1::MeasureOptions options;
+  options.set_budget_seconds(0.1);
+  options.set_precision(-1);  // the finalists round samples to the budget
+  const v1::MeasureOptions calibration = CalibrationOptions(options);
+  EXPECT_DOUBLE_EQ(calibration.budget_seconds(), 0.025);
+  EXPECT_DOUBLE_EQ(calibration.precision(), 0.005);
+  EXPECT_LT(calibration.cut_factor(), 0);
+  EXPECT_EQ(calibration.min_samples(), 5);
+}
+
 TEST(MeasurementTest, CombineRoundsOfOneRoundIsThatRound) {
   v1::Measurement only = Round(1e-5, 9e-6, 2e-5, 42, 1410);
   v1::Measurement m = CombineRounds({only});

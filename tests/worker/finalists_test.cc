@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/calibration.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_support.h"
@@ -103,9 +104,12 @@ class FinalistsTest : public ::testing::Test {
     }
     EXPECT_EQ(result.measurement().samples(), samples);  // the sum over the rounds
     std::vector<double> medians;
-    for (const v1::Measurement& m : rounds) medians.push_back(m.median_seconds());
+    for (const v1::Measurement& m : rounds) medians.push_back(CalibratedTime(m));
+    // The rounds' repeatability is that of their calibrated times.
     EXPECT_DOUBLE_EQ(result.measurement().rounds_cv(), CoefficientOfVariation(medians));
     const v1::Measurement combined = CombineRounds(rounds);
+    EXPECT_GT(combined.calibration_seconds(), 0);  // every round was calibrated
+    EXPECT_DOUBLE_EQ(result.measurement().calibration_seconds(), combined.calibration_seconds());
     EXPECT_DOUBLE_EQ(result.measurement().median_seconds(), combined.median_seconds());
     EXPECT_DOUBLE_EQ(result.measurement().p20_seconds(), combined.p20_seconds());
     EXPECT_DOUBLE_EQ(result.measurement().p80_seconds(), combined.p80_seconds());

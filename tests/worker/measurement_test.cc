@@ -124,5 +124,15 @@ TEST(MeasurementCasesTest, CutEarly) {
   }
 }
 
+TEST(MeasurementCasesTest, ClockCalibration) {
+  for (const nlohmann::json& c : SharedCases("clock_calibration")) {
+    EXPECT_DOUBLE_EQ(ClockCalibration(c["median"].get<double>(),
+                                      c["seconds"].get<std::vector<double>>(),
+                                      c["mhz"].get<std::vector<double>>()),
+                     c["expected"].get<double>())
+        << c["name"];
+  }
+}
+
 }  // namespace
 }  // namespace tunefleet::worker

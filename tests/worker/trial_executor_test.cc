@@ -62,6 +62,8 @@ class TrialExecutorTest : public ::testing::Test {
   static void ExpectMeasured(const v1::TrialResult& result) {
     EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << result.error();
     EXPECT_GT(result.measurement().median_seconds(), 0);
+    // The CPU backend times its calibration kernel beside every run.
+    EXPECT_GT(result.measurement().calibration_seconds(), 0);
     EXPECT_GE(result.measurement().samples(), 3);
     EXPECT_LE(result.measurement().p20_seconds(), result.measurement().median_seconds());
     EXPECT_GE(result.measurement().p80_seconds(), result.measurement().median_seconds());

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/config_text.h"
@@ -26,6 +27,23 @@ using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The CPU backend's calibration kernel (docs/measurement.md, Calibration):
+// fixed work that runs at the core's current speed, a pass over 256 KiB and
+// a dependent chain of multiply-adds, some tens of microseconds. A CPU
+// spec's reference is usually its slowest config, too slow to time again
+// every half second. The arguments are ignored.
+void CalibrationKernel(void** /*args*/) {
+  static std::vector<double> data(32768, 1.0);
+  double sum = 0;
+  for (double& value : data) {
+    value = value * 0.999999 + 1e-6;
+    sum += value;
+  }
+  for (int i = 0; i < 20000; ++i) sum = sum * 0.9999999 + 1e-7;
+  volatile double sink = sum;
+  (void)sink;
 }
 
 // Per-argument seeds, decorrelated so that A and B of one job differ.
@@ -234,13 +252,27 @@ absl::Status CpuKernelRunner::Prepare(const v1::PrepareRequest& request) {
   for (Arg& arg : args_) {
     if (arg.is_tensor && arg.role != v1::ROLE_IN) arg.expected.CopyFrom(arg.work);
   }
+  calibration_ = Calibration();
+  Calibrate();
   prepared_ = true;
   return absl::OkStatus();
 }
 
-v1::Measurement CpuKernelRunner::Time(KernelFn fn, double call_seconds, double best_seconds,
+void CpuKernelRunner::Calibrate() {
+  if (!calibration_.Due(measure_, Clock::now())) return;
+  // The core is warm from the run before; the millisecond sizes batches.
+  v1::MeasureOptions options = CalibrationOptions(measure_);
+  options.set_warmup_seconds(0.001);
+  bool cut_early = false;
+  const v1::Measurement m = Time(CalibrationKernel, options,
+                                 /*call_seconds=*/0, /*best_seconds=*/0, &cut_early);
+  calibration_.Record(m.median_seconds(), Clock::now());
+}
+
+v1::Measurement CpuKernelRunner::Time(KernelFn fn, const v1::MeasureOptions& options,
+                                      double call_seconds, double best_seconds,
                                       bool* cut_early) {
-  const v1::MeasureOptions measure = FitToDeadline(measure_, call_seconds);
+  const v1::MeasureOptions measure = FitToDeadline(options, call_seconds);
   void** args = arg_ptrs_.data();
   int warmup_calls = 0;
   const Clock::time_point warmup_start = Clock::now();
@@ -299,7 +331,10 @@ v1::TrialResult CpuKernelRunner::Run(const v1::RunRequest& request) {
   v1::TrialResult result;
   *result.mutable_config() = request.config();
   bool cut_early = false;
-  *result.mutable_measurement() = Time(*fn, call_seconds, request.best_seconds(), &cut_early);
+  *result.mutable_measurement() =
+      Time(*fn, measure_, call_seconds, request.best_seconds(), &cut_early);
+  Calibrate();
+  result.mutable_measurement()->set_calibration_seconds(calibration_.seconds());
   result.set_status(v1::TRIAL_STATUS_OK);
   result.set_cut_early(cut_early);
   // Inputs a kernel may have scribbled on are restored by the next ResetArgs.

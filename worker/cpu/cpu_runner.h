@@ -14,6 +14,8 @@
 // daemon's deadline: FitToDeadline). Kernels under ~20 us are timed in
 // batches of calls (not when an argument is INOUT, which must be restored
 // before every call). Caches are not flushed: CPU kernels are timed warm.
+// Each Measurement carries the time of the backend's fixed calibration
+// kernel on this core within the calibration interval (docs/measurement.md).
 #ifndef TUNEFLEET_WORKER_CPU_CPU_RUNNER_H_
 #define TUNEFLEET_WORKER_CPU_CPU_RUNNER_H_
 
@@ -23,6 +25,7 @@
 
 #include "common/config_space.h"
 #include "worker/backend.h"
+#include "worker/measurement.h"
 
 namespace tunefleet::worker {
 
@@ -49,10 +52,13 @@ class CpuKernelRunner : public KernelRunner {
   void RestoreInouts();
   // OK, or FailedPrecondition naming the first argument that differs.
   absl::Status CheckOutputs();
-  // Times `fn` whose checked run took `call_seconds`; stops early, setting
-  // `*cut_early`, when the early-cut rule says so against `best_seconds`.
-  v1::Measurement Time(KernelFn fn, double call_seconds, double best_seconds,
-                       bool* cut_early);
+  // Times `fn` whose checked run took `call_seconds` under `options`; stops
+  // early, setting `*cut_early`, when the early-cut rule says so against
+  // `best_seconds`.
+  v1::Measurement Time(KernelFn fn, const v1::MeasureOptions& options, double call_seconds,
+                       double best_seconds, bool* cut_early);
+  // Times the backend's calibration kernel when the calibration is due.
+  void Calibrate();
 
   v1::KernelSpec spec_;
   v1::MeasureOptions measure_;
@@ -62,6 +68,7 @@ class CpuKernelRunner : public KernelRunner {
   std::vector<void*> arg_ptrs_;  // args_[i]'s value slot, what kernels receive
   bool has_inout_ = false;
   bool prepared_ = false;
+  Calibration calibration_;
 };
 
 }  // namespace tunefleet::worker

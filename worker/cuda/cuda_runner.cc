@@ -16,6 +16,7 @@
 #include "worker/cuda/cuda_devices.h"
 #include "worker/cuda/device_compare.h"
 #include "worker/host_tensors.h"
+#include "worker/measurement.h"
 
 namespace tunefleet::worker::cuda {
 namespace {
@@ -205,7 +206,7 @@ absl::Status CudaRunner::Prepare(const v1::PrepareRequest& request) {
   ASSIGN_OR_RETURN(job->space, ConfigSpace::Create(job->spec, job->shape, limits));
   ASSIGN_OR_RETURN(job->default_config, DefaultConfig(job->spec));
   RETURN_IF_ERROR(job->space->Bind(job->default_config));
-  job->measure = WithDefaults(request.measure());
+  job->measure = WithMeasureDefaults(request.measure());
   job_ = std::move(job);
 
   absl::Status status = AllocateTensors(request.seed());

@@ -25,7 +25,8 @@
 //                                         -> CRASHED with the error's name, fatal
 //   compare with the expected outputs on the device (device_compare.h:
 //   the host's rule, only a summary crosses) -> WRONG_RESULT
-//   measure (gpu_timer.h)                 -> OK with the Measurement
+//   measure (gpu_timer.h)                 -> OK with the Measurement,
+//                                            calibrated by the SM clock
 // "Fatal" means the context is unusable: poisoned() turns true, every later
 // call fails fast, and the owner must write the result and then _exit the
 // process (the daemon respawns the child). ChildResponse.exiting carries it.

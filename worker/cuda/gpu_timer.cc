@@ -61,16 +61,6 @@ double Percentile(const std::vector<double>& sorted, double q) {
 
 }  // namespace
 
-v1::MeasureOptions WithDefaults(const v1::MeasureOptions& options) {
-  v1::MeasureOptions out = options;
-  if (!(out.warmup_seconds() > 0)) out.set_warmup_seconds(0.02);
-  if (!(out.budget_seconds() > 0)) out.set_budget_seconds(0.2);
-  if (out.min_samples() <= 0) out.set_min_samples(5);
-  if (out.max_samples() <= 0) out.set_max_samples(1000);
-  if (out.max_samples() < out.min_samples()) out.set_max_samples(out.min_samples());
-  return out;
-}
-
 v1::Measurement Summarize(std::vector<double>* samples) {
   std::sort(samples->begin(), samples->end());
   v1::Measurement m;
@@ -314,8 +304,13 @@ GpuResult GpuTimer::Measure(const LaunchFn& launch, const v1::MeasureOptions& op
   int64_t kept_low = 0;
   for (size_t i : low) kept_low += dropped[i] ? 0 : 1;
   std::vector<double> kept_clocks;
+  std::vector<double> kept_seconds;  // with every kept sample's clock, for the calibration
+  std::vector<double> kept_mhz;
   for (size_t i = 0; i < clocks.size(); ++i) {
-    if (!dropped[i] && clocks[i] > 0) kept_clocks.push_back(clocks[i]);
+    if (dropped[i]) continue;
+    if (clocks[i] > 0) kept_clocks.push_back(clocks[i]);
+    kept_seconds.push_back(taken[i]);
+    kept_mhz.push_back(clocks[i]);
   }
   if (recent_max > 0) {
     recent_max_mhz_.push_back(recent_max);
@@ -329,6 +324,7 @@ GpuResult GpuTimer::Measure(const LaunchFn& launch, const v1::MeasureOptions& op
   out->set_clock_mhz(kept_clocks.empty() ? ProbeClockMhz() : Percentile(kept_clocks, 0.5));
   out->set_retaken_samples(retaken);
   out->set_low_clock_samples(kept_low);
+  out->set_calibration_seconds(ClockCalibration(out->median_seconds(), kept_seconds, kept_mhz));
   return result;
 }
 

@@ -1,4 +1,4 @@
-// The measurement protocol's GPU side (docs/measurement.md, protocol version 4):
+// The measurement protocol's GPU side (docs/measurement.md, protocol version 5):
 //  - warm-up: launches until WarmupSeconds (worker/measurement.h) of GPU time
 //    have run: `warmup_seconds` after the device idled, a few milliseconds
 //    while it has been measuring without a pause;
@@ -22,8 +22,10 @@
 //    kernel holds the clock down); those still low are kept and counted
 //    (low_clock_samples);
 //  - the result: median, p20, p80 (linear interpolation), the count, the
-//    median SM clock of the samples kept, retaken_samples and
-//    low_clock_samples.
+//    median SM clock of the samples kept, retaken_samples,
+//    low_clock_samples, and the clock calibration (ClockCalibration,
+//    worker/measurement.h): median / calibration_seconds is the median of
+//    the kept samples' megacycles, each sample's time times its clock.
 //
 // Thread-safety: a GpuTimer belongs to one thread (the benchmark child's).
 #ifndef TUNEFLEET_WORKER_CUDA_GPU_TIMER_H_
@@ -55,9 +57,6 @@ struct GpuResult {
   std::string what;               // which call failed
   bool ok() const { return error == CUDA_SUCCESS && !timed_out; }
 };
-
-// MeasureOptions with the protocol's defaults for unset (zero) fields.
-v1::MeasureOptions WithDefaults(const v1::MeasureOptions& options);
 
 // Median/p20/p80 of `samples` (seconds), which it sorts.
 v1::Measurement Summarize(std::vector<double>* samples);

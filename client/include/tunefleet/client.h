@@ -223,6 +223,10 @@ struct Trial {
   double rounds_cv = 0;
   int64_t retaken_samples = 0;
   int64_t low_clock_samples = 0;
+  // Calibration (docs/measurement.md): the time a fixed piece of work took on
+  // the device at this measurement; configs compare by median / calibration.
+  // 0 when not calibrated.
+  double calibration_seconds = 0;
 };
 
 struct TrialPage {
@@ -290,6 +294,10 @@ struct BestConfig {
   double rounds_cv = 0;      // CV of those rounds' medians
   int measurements = 0;      // measurements of `config` for this key, every job and round
   int devices = 0;           // distinct devices that took them
+  // The device's calibration when median_seconds was measured
+  // (docs/measurement.md, "Calibration"); the rules compared
+  // median_seconds / calibration_seconds. 0: uncalibrated.
+  double calibration_seconds = 0;
 };
 
 // "EXACT", "NEAREST_SHAPE", "DEFAULT" ("UNSPECIFIED" for kUnspecified).

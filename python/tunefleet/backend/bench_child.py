@@ -7,7 +7,10 @@ corrupt the protocol), under the protocol of docs/measurement.md: inputs
 from the spec's init distributions (seeded), a checked run against the
 reference's output (rtol/atol/max mismatch ratio, on the device), warm-up,
 L2 flush before every sample, CUDA events, median/p20/p80, the early-cut
-rule. The measurement numbers come in the PrepareRequest (measure.py).
+rule, and the clock calibration: after each sample, outside its events, a
+device-side sleep of a fixed number of cycles is timed, which gives the SM
+clock the sample ran at. The measurement numbers come in the
+PrepareRequest (measure.py).
 
 A Python launch takes tens of microseconds of host time (argument binding,
 Triton's specialisation keys, the callable's own code) before its kernel
@@ -253,6 +256,95 @@ class Runner:
                             g.flatten()[first].item(), e.flatten()[first].item()))
         return None
 
+    def _measure(self, fn, options, best_seconds, checked, phases):
+        """Times `fn` (after its checked run, which ended at `checked`) under
+        `options`: one timed call to fit the deadline, the warm-up, then
+        samples until the stop rules say so. Returns (samples, their SM
+        clocks in MHz (0: unknown), cut early); fills `phases` (a
+        TrialPhases)."""
+        torch = self.torch
+        tensors = self.prepared["tensors"]
+        # One call timed, to fit the protocol into the daemon's deadline.
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        self._restore(poison=False)
+        start.record()
+        launched = time.perf_counter()
+        fn(*tensors)
+        host_seconds = time.perf_counter() - launched
+        end.record()
+        end.synchronize()
+        call_seconds = start.elapsed_time(end) / 1e3
+        options = measure.fit_to_deadline(options, call_seconds)
+        # Warm-up: full after the device idled, a few calls while it measures on.
+        idle = (math.inf if self.last_measured is None
+                else time.perf_counter() - self.last_measured)
+        warmup = measure.warmup_seconds(options, idle, call_seconds)
+        began = time.perf_counter()
+        while time.perf_counter() - began < warmup:
+            self._restore(poison=False)
+            launched = time.perf_counter()
+            fn(*tensors)
+            host_seconds = max(host_seconds, time.perf_counter() - launched)
+            torch.cuda.synchronize()
+        # Samples: L2 flushed and in-out tensors restored outside the
+        # events, the launch queued behind a device-side lead.
+        lead = self._lead_for(host_seconds)
+        samples = []
+        clocks = []
+        ordered = []
+        cut = False
+        began = time.perf_counter()
+        phases.warmup_seconds = began - checked
+        while measure.want_more_samples(options, ordered, time.perf_counter() - began):
+            self._restore(poison=False)
+            self.flush.zero_()
+            self._lead(lead)
+            start.record()
+            launched = time.perf_counter()
+            fn(*tensors)
+            host_seconds = time.perf_counter() - launched
+            end.record()
+            clock = self._probe_clock()
+            end.synchronize()
+            if host_seconds > lead and lead < self.MAX_LEAD_SECONDS:
+                lead = self._lead_for(host_seconds)  # outran: again, longer
+                continue
+            seconds = start.elapsed_time(end) / 1e3
+            samples.append(seconds)
+            clocks.append(clock())
+            bisect.insort(ordered, seconds)
+            if measure.cut_early(options, best_seconds, ordered):
+                cut = True
+                break
+        self.last_measured = time.perf_counter()
+        phases.sampling_seconds = self.last_measured - began
+        return samples, clocks, cut
+
+    PROBE_SECONDS = 20e-6
+
+    def _probe_clock(self):
+        """Queues the clock probe behind a sample: a device-side sleep of a
+        fixed number of cycles (about PROBE_SECONDS) between two events.
+        Returns a function that gives the SM clock in MHz once the stream
+        has run it (0 where torch has no _sleep)."""
+        rate = self._sleep_rate()
+        if rate <= 0:
+            return lambda: 0.0
+        torch = self.torch
+        cycles = max(1000, int(self.PROBE_SECONDS * rate))
+        before = torch.cuda.Event(enable_timing=True)
+        after = torch.cuda.Event(enable_timing=True)
+        before.record()
+        torch.cuda._sleep(cycles)
+        after.record()
+
+        def mhz():
+            after.synchronize()
+            seconds = before.elapsed_time(after) / 1e3
+            return cycles / seconds / 1e6 if seconds > 0 else 0.0
+        return mhz
+
     def run(self, request, result, phases):
         """Runs one config into `result`, and its wall time phase by phase into
         `phases` (a TrialPhases)."""
@@ -295,57 +387,8 @@ class Runner:
                 result.status = ST.TRIAL_STATUS_WRONG_RESULT
                 result.error = mismatch
                 return
-            # One call timed, to fit the protocol into the daemon's deadline.
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            self._restore(poison=False)
-            start.record()
-            launched = time.perf_counter()
-            fn(*tensors)
-            host_seconds = time.perf_counter() - launched
-            end.record()
-            end.synchronize()
-            call_seconds = start.elapsed_time(end) / 1e3
-            options = measure.fit_to_deadline(options, call_seconds)
-            # Warm-up: full after the device idled, a few calls while it measures on.
-            idle = (math.inf if self.last_measured is None
-                    else time.perf_counter() - self.last_measured)
-            warmup = measure.warmup_seconds(options, idle, call_seconds)
-            began = time.perf_counter()
-            while time.perf_counter() - began < warmup:
-                self._restore(poison=False)
-                launched = time.perf_counter()
-                fn(*tensors)
-                host_seconds = max(host_seconds, time.perf_counter() - launched)
-                torch.cuda.synchronize()
-            # Samples: L2 flushed and in-out tensors restored outside the
-            # events, the launch queued behind a device-side lead.
-            lead = self._lead_for(host_seconds)
-            samples = []
-            ordered = []
-            began = time.perf_counter()
-            phases.warmup_seconds = began - checked
-            while measure.want_more_samples(options, ordered, time.perf_counter() - began):
-                self._restore(poison=False)
-                self.flush.zero_()
-                self._lead(lead)
-                start.record()
-                launched = time.perf_counter()
-                fn(*tensors)
-                host_seconds = time.perf_counter() - launched
-                end.record()
-                end.synchronize()
-                if host_seconds > lead and lead < self.MAX_LEAD_SECONDS:
-                    lead = self._lead_for(host_seconds)  # outran: again, longer
-                    continue
-                seconds = start.elapsed_time(end) / 1e3
-                samples.append(seconds)
-                bisect.insort(ordered, seconds)
-                if measure.cut_early(options, request.best_seconds, ordered):
-                    result.cut_early = True
-                    break
-            self.last_measured = time.perf_counter()
-            phases.sampling_seconds = self.last_measured - began
+            samples, clocks, result.cut_early = self._measure(fn, options, request.best_seconds,
+                                                              checked, phases)
         except Exception as error:
             status, self.poisoned = self._classify(error, building=False)
             result.status = status
@@ -353,6 +396,8 @@ class Runner:
             return
         result.status = ST.TRIAL_STATUS_OK
         measure.summarize(samples, result.measurement)
+        result.measurement.calibration_seconds = measure.clock_calibration(
+            result.measurement.median_seconds, samples, clocks)
 
 
 def serve(runner, in_fd, out_fd):

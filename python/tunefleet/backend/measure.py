@@ -25,6 +25,8 @@ def with_defaults(options):
         out.low_clock_fraction = 0.9
     if out.precision == 0:
         out.precision = 0.005
+    if out.calibration_interval_seconds == 0:
+        out.calibration_interval_seconds = 0.5
     if out.max_samples < out.min_samples:
         out.max_samples = out.min_samples
     return out
@@ -96,6 +98,16 @@ def fit_to_deadline(options, call_seconds):
     out.min_samples = min(out.min_samples, fit)
     out.max_samples = min(out.max_samples, fit)
     return out
+
+
+def clock_calibration(median_seconds, seconds, mhz):
+    """The clock calibration: the time a million cycles take at the clocks
+    the samples ran at, such that median / calibration is the median of the
+    samples' megacycles (seconds x MHz); 0 with no sample or a clock unknown."""
+    if not seconds or any(not m > 0 for m in mhz):
+        return 0.0
+    median = quantile(sorted(s * m for s, m in zip(seconds, mhz)), 0.5)
+    return median_seconds / median if median > 0 else 0.0
 
 
 def summarize(seconds, measurement):

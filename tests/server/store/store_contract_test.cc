@@ -1022,8 +1022,8 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   ASSERT_OK(migrations);
   // 3: provenance and quarantine, 4: tokens, 5: cut_early, 6: job owners, imported bests,
   // 7: finalist rounds and low-clock samples, 8: profiles, 9: profile requests,
-  // 10: replacing jobs, 11: sweeps, 12: best evidence
-  EXPECT_EQ(*migrations, 12);
+  // 10: replacing jobs, 11: sweeps, 12: best evidence, 13: calibration
+  EXPECT_EQ(*migrations, 13);
   store->reset();  // closed before the database is dropped
 }
 
@@ -1061,6 +1061,19 @@ TEST_P(StoreContractTest, TrialKeepsItsRepeatabilityFigures) {
   EXPECT_EQ((*trials)[0].rounds_cv, 0.0041);
   EXPECT_EQ((*trials)[0].retaken_samples, 12);
   EXPECT_EQ((*trials)[0].low_clock_samples, 3);
+}
+
+TEST_P(StoreContractTest, TrialKeepsItsCalibrationExactly) {
+  TrialRecord calibrated = MakeTrial("job-1", "BM=64", 2.5e-4);
+  calibrated.calibration_seconds = 1.8873162079e-4;  // not a short decimal
+  TrialRecord uncalibrated = MakeTrial("job-1", "BM=128", 3e-4);
+  ASSERT_OK(store_->InsertTrials({calibrated, uncalibrated}));
+
+  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials("job-1");
+  ASSERT_OK(trials);
+  ASSERT_THAT(*trials, SizeIs(2));
+  EXPECT_EQ((*trials)[0].calibration_seconds, 1.8873162079e-4);
+  EXPECT_EQ((*trials)[1].calibration_seconds, 0);
 }
 
 TEST_P(StoreContractTest, EachRoundOfAConfigIsItsOwnRow) {
