@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/call_loop.h"
 #include "common/config_space.h"
+#include "common/tuning_key.h"
 #include "common/version.h"
 #include "tunefleet/v1/worker_service.grpc.pb.h"
 
@@ -22,6 +23,7 @@ v1::RegisterWorkerRequest RegisterRequest(const FakeWorkerOptions& options, int 
   request.set_host(absl::StrCat("load-bench-", index));
   request.set_toolkit(options.toolkit);
   request.set_version(kVersion);
+  request.set_measurement_protocol(kMeasurementProtocolVersion);
   v1::Device* device = request.add_devices();
   device->set_id("cpu0");
   device->set_model(options.device_model);

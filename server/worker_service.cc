@@ -7,6 +7,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "common/grpc_status.h"
+#include "common/tuning_key.h"
 #include "server/auth_processor.h"
 
 namespace tunefleet::server {
@@ -74,6 +75,13 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
       !ComputeCapabilityOf(request->compile_target()).has_value()) {
     return ToGrpcStatus(absl::InvalidArgumentError(
         "compile_target is a CUDA arch: sm_ and its compute capability (sm_90, sm_90a)"));
+  }
+  if (request->devices_size() > 0 &&
+      request->measurement_protocol() != kMeasurementProtocolVersion) {
+    return ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
+        "this worker measures under measurement protocol ", request->measurement_protocol(),
+        " and the coordinator stores results under protocol ", kMeasurementProtocolVersion,
+        " (docs/measurement.md): run a worker of the coordinator's release")));
   }
   WorkerRegistration registration{request->host(),
                                   {request->devices().begin(), request->devices().end()},

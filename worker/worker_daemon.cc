@@ -7,6 +7,7 @@
 #include "common/calibration.h"
 #include "common/config_text.h"
 #include "common/logging.h"
+#include "common/tuning_key.h"
 #include "spdlog/spdlog.h"
 
 namespace tunefleet::worker {
@@ -138,6 +139,7 @@ bool WorkerDaemon::Register(const std::string& stale_id) {
   request.set_host(options_.host);
   request.set_toolkit(options_.toolkit);
   request.set_version(options_.version);
+  request.set_measurement_protocol(kMeasurementProtocolVersion);
   for (const auto& executor : executors_) *request.add_devices() = executor->device();
   absl::Duration backoff = options_.min_backoff;
   while (!stopping()) {

@@ -13,6 +13,7 @@
 #include "bench/local_fleet.h"
 #include "common/grpc_security.h"
 #include "common/grpc_status.h"
+#include "common/tuning_key.h"
 #include "gtest/gtest.h"
 #include "tests/support/fleet_client.h"
 #include "tests/support/test_support.h"
@@ -77,6 +78,7 @@ class AuthTest : public ::testing::Test {
     v1::RegisterWorkerRequest request;
     request.set_host("rogue");
     request.set_toolkit("g++ 12");
+    request.set_measurement_protocol(kMeasurementProtocolVersion);
     v1::Device* device = request.add_devices();
     device->set_id("cpu0");
     device->set_model("test cpu");

@@ -18,6 +18,7 @@
 #include "common/config_space.h"
 #include "common/sha256.h"
 #include "common/spec_loader.h"
+#include "common/tuning_key.h"
 #include "gtest/gtest.h"
 #include "tests/support/fleet_client.h"
 #include "tests/support/test_support.h"
@@ -95,6 +96,7 @@ TEST_F(CompileOnlyTest, TheConfigsAGpuWorkerLeasesWereCompiledAheadForIt) {
   v1::RegisterWorkerRequest registration;
   registration.set_host("gpu-a");
   registration.set_toolkit(nvrtc->toolkit());
+  registration.set_measurement_protocol(kMeasurementProtocolVersion);
   *registration.add_devices() = device;
   v1::RegisterWorkerResponse registered;
   ASSERT_TRUE(workers_->RegisterWorker(Context().get(), registration, &registered).ok());

@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "common/file_util.h"
+#include "common/tuning_key.h"
 #include "gtest/gtest.h"
 #include "bench/local_fleet.h"
 #include "tests/support/fleet_client.h"
@@ -71,6 +72,7 @@ class RogueWorker {
     v1::RegisterWorkerRequest request;
     request.set_host(kRogueHost);
     request.set_toolkit(honest.toolkit());
+    request.set_measurement_protocol(kMeasurementProtocolVersion);
     *request.add_devices() = honest.devices(0);
     v1::RegisterWorkerResponse registered;
     ASSERT_TRUE(workers_->RegisterWorker(Context().get(), request, &registered).ok());

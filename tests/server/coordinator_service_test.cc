@@ -79,6 +79,7 @@ class CoordinatorServiceTest : public ::testing::Test {
     v1::RegisterWorkerRequest request;
     request.set_host(host);
     request.set_toolkit("g++ test");
+    request.set_measurement_protocol(kMeasurementProtocolVersion);
     v1::Device* device = request.add_devices();
     device->set_id("cpu0");
     device->set_model(model);
@@ -443,6 +444,7 @@ TEST_F(CoordinatorServiceTest, NearestRowsAreCheckedWithTheRegisteredWorkersLimi
   v1::RegisterWorkerRequest worker;
   worker.set_host("small-l2");
   worker.set_toolkit("gcc");
+  worker.set_measurement_protocol(kMeasurementProtocolVersion);
   v1::Device* device = worker.add_devices();
   device->set_id("cpu0");
   device->set_model("test-cpu");
@@ -481,6 +483,26 @@ TEST_F(CoordinatorServiceTest, UnknownMethodIsUnimplemented) {
   std::unique_lock<std::mutex> lock(mu);
   cv.wait(lock, [&] { return done; });
   EXPECT_EQ(result.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  ExpectServing();
+}
+
+// A worker that measures under another measurement protocol would store
+// results under keys whose protocol they do not follow (docs/measurement.md).
+TEST_F(CoordinatorServiceTest, AWorkerOfAnotherMeasurementProtocolIsRefused) {
+  v1::RegisterWorkerRequest request;
+  request.set_host("old-release");
+  request.set_toolkit("g++ test");
+  v1::Device* device = request.add_devices();
+  device->set_id("cpu0");
+  device->set_model("test-cpu");
+  device->set_backend(v1::BACKEND_CPU);
+  v1::RegisterWorkerResponse response;
+  for (int protocol : {0, kMeasurementProtocolVersion - 1, kMeasurementProtocolVersion + 1}) {
+    request.set_measurement_protocol(protocol);
+    grpc::Status status = workers_->RegisterWorker(Context().get(), request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << protocol;
+    EXPECT_THAT(status.error_message(), ::testing::HasSubstr("measurement protocol")) << protocol;
+  }
   ExpectServing();
 }
 
