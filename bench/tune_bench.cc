@@ -321,8 +321,8 @@ double CalibratedOf(const BestConfig& served) {
 // tie set (docs/measurement.md, "Tie sets"), and the deciding round's
 // fastest config, which the rule of serving the smallest median would serve.
 void PrintServed(const std::vector<Run>& runs) {
-  std::printf("\n| run | served config | served ms | calibration ms | calibrated | outcome | tie set "
-              "| widest gap | rounds | CV | in run 1's tie set | round's fastest |\n"
+  std::printf("\n| run | served config | served ms | calibration ms | calibrated | outcome "
+              "| tie set | widest gap | rounds | CV | in run 1's tie set | round's fastest |\n"
               "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const BestConfig& first = runs.front().served;
   auto fastest = [](const BestConfig& served) {
