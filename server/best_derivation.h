@@ -44,7 +44,7 @@ bool FasterThan(const TrialRecord& candidate, const TrialRecord& served);
 //      with the best so far as the defender, i.e. the best so far's config
 //      when the round measured it and found it tied (within the tie rule, or
 //      within the defender's own run-to-run spread over the jobs before:
-//      DefenderTolerance), else the tie set's first config by name;
+//      DefenderTolerance), else the tie set's fastest;
 //   4. a job's offer becomes the best when there is none yet; when the job's
 //      round measured the best so far's config (side by side, on one device:
 //      the offer is that config, re-measured, or one that beat it there);

@@ -32,7 +32,9 @@ std::optional<TieSet> TieSetOf(const std::vector<Contender>& round, const std::s
   std::vector<size_t> order(round.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return round[a].time() < round[b].time();
+    const double time_a = round[a].time();
+    const double time_b = round[b].time();
+    return time_a != time_b ? time_a < time_b : round[a].config < round[b].config;
   });
   const Contender& fastest = round[order.front()];
   TieSet set;
@@ -44,14 +46,8 @@ std::optional<TieSet> TieSetOf(const std::vector<Contender>& round, const std::s
   }
   auto defended = std::find_if(set.members.begin(), set.members.end(),
                                [&](size_t i) { return round[i].config == defender; });
-  if (!defender.empty() && defended != set.members.end()) {
-    set.chosen = *defended;
-  } else {
-    set.chosen = *std::min_element(set.members.begin(), set.members.end(),
-                                   [&](size_t a, size_t b) {
-                                     return round[a].config < round[b].config;
-                                   });
-  }
+  set.chosen = !defender.empty() && defended != set.members.end() ? *defended
+                                                                   : set.members.front();
   set.chosen_gap = fastest.time() > 0 ? round[set.chosen].time() / fastest.time() - 1 : 0;
   return set;
 }

@@ -53,9 +53,11 @@ struct TieSet {
   // with it, fastest first.
   std::vector<size_t> members;
   // The member served: `defender` (the config served before the round) when
-  // it is a member, else the member whose config sorts first (byte order of
-  // the short form), so that every re-tune and every replica that finds the
-  // same tie set serves the same config.
+  // it is a member, else the fastest. Re-tunes and replicas of a key serve
+  // the same config because the served one defends its place while it stays
+  // tied; taking the first member by name instead served a truly slower
+  // config up to 9 times as often in replays of the exhaustive datasets
+  // (docs/benchmarks.md, "Tie rules replayed").
   size_t chosen = 0;
   // The chosen member's gap to the fastest, a fraction of the fastest's
   // time (0 when the fastest is chosen).
@@ -63,7 +65,8 @@ struct TieSet {
 };
 
 // The tie set of `round`; nullopt for an empty round. Equal times order by
-// position (the first stays fastest). The defender is a member too when its
+// config (byte order of the short form), so the fastest is one config
+// whatever the round's order. The defender is a member too when its
 // gap is at most `defender_tolerance` (a fraction of the fastest's time):
 // its own run-to-run spread, measured over earlier jobs (DefenderTolerance,
 // best_derivation.h), which one round's noise does not show.

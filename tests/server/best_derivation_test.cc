@@ -227,13 +227,20 @@ TEST(DeriveBestTest, TiesKeepTheOlderJobWhateverTheOrderOfRows) {
   EXPECT_EQ(best->job_id, "ja");  // same finish time: the smaller id is older
 }
 
-TEST(DeriveBestTest, TiedRowsOfOneRoundServeTheFirstByName) {
+TEST(DeriveBestTest, TiedRowsOfOneRoundServeTheFastestThenTheDefender) {
   std::optional<TrialRecord> best = DeriveBest(
       {Row("j1", "B", 1.000e-3, 1), Row("j1", "A", 1.005e-3, 2), Row("j1", "C", 1.2e-3, 3)},
       {}, {});
   ASSERT_TRUE(best.has_value());
-  EXPECT_EQ(best->config, "A");
-  EXPECT_EQ(best->median_seconds, 1.005e-3);
+  EXPECT_EQ(best->config, "B");
+  EXPECT_EQ(best->median_seconds, 1.000e-3);
+  // A re-tune that finds A 0.4% ahead, tied: B defends its place.
+  best = DeriveBest({Row("j1", "B", 1.000e-3, 1), Row("j1", "A", 1.005e-3, 2),
+                     Row("j2", "A", 0.998e-3, 11), Row("j2", "B", 1.002e-3, 12)},
+                    {}, {});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "B");
+  EXPECT_EQ(best->job_id, "j2");
 }
 
 TEST(DeriveBestTest, ARetuneWithinTheTieToleranceIsNotFaster) {
@@ -272,21 +279,23 @@ TEST(DeriveBestTest, RunsOfDifferentJobsCompareByCalibratedTime) {
 }
 
 TEST(DeriveBestTest, ATieSetIsTakenOnCalibratedTimesAndItsEvidenceCarriesThem) {
-  // Two search rows of one job from two devices: raw 2% apart, calibrated
-  // 0.2%: tied; the served member sorts first (A), with its calibration.
+  // Two search rows of one job from two devices: A is 2% slower raw but 0.2%
+  // faster calibrated: tied, and A, the fastest by calibrated time, is
+  // served, with its calibration.
   const std::vector<TrialRecord> rows = {
       Calibrated(Row("j1", "B", 1.00e-3, 1), 1.000e-3),
-      Calibrated(Row("j1", "A", 1.02e-3, 2), 1.018e-3)};
+      Calibrated(Row("j1", "A", 1.02e-3, 2), 1.022e-3)};
   std::optional<TrialRecord> best = DeriveBest(rows, {}, {});
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->config, "A");
   v1::BestEvidence evidence = EvidenceOf(rows, {}, *best);
   ASSERT_EQ(evidence.tie_set_size(), 2);
-  EXPECT_EQ(evidence.tie_set(0).config_text(), "B");
-  EXPECT_DOUBLE_EQ(evidence.tie_set(1).median_seconds(), 1.02e-3);  // raw, as measured
-  EXPECT_DOUBLE_EQ(evidence.tie_set(1).calibration_seconds(), 1.018e-3);
-  EXPECT_NEAR(evidence.tie_set(1).gap(), 1.02 / 1.018 - 1, 1e-12);
-  EXPECT_DOUBLE_EQ(evidence.calibration_seconds(), 1.018e-3);
+  EXPECT_EQ(evidence.tie_set(0).config_text(), "A");
+  EXPECT_DOUBLE_EQ(evidence.tie_set(0).median_seconds(), 1.02e-3);  // raw, as measured
+  EXPECT_DOUBLE_EQ(evidence.tie_set(0).calibration_seconds(), 1.022e-3);
+  EXPECT_EQ(evidence.tie_set(1).config_text(), "B");
+  EXPECT_NEAR(evidence.tie_set(1).gap(), 1.022 / 1.02 - 1, 1e-12);
+  EXPECT_DOUBLE_EQ(evidence.calibration_seconds(), 1.022e-3);
 }
 
 // A retune whose deciding round measured the served config decides side by

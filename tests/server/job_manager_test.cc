@@ -233,7 +233,8 @@ TEST_F(JobManagerTest, RunsJobToSuccessAndStoresTheFastestAsBest) {
   EXPECT_EQ(done.trials_done(), 3);
   std::vector<TrialRecord> trials = *store_->ListTrials(job->id());
   ASSERT_EQ(trials.size(), 3u);
-  // Configs of one time are tied: the first by name is served.
+  // Configs of one time are tied: the fastest is served, of equal times the
+  // first by name.
   TrialRecord fastest = trials.front();
   for (const TrialRecord& trial : trials) {
     if (std::tie(trial.median_seconds, trial.config) <

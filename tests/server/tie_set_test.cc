@@ -69,9 +69,10 @@ TEST(TieSetTest, AClearWinnerStandsAlone) {
   }
 }
 
-// Two configs of the same true time: whichever measures faster, the same one
-// is served, and the gap says what that costs.
-TEST(TieSetTest, ATrueTieServesTheSameConfigWhicheverMeasuredFaster) {
+// Two configs of the same true time: both are members, the one that
+// measured faster is served (no defender yet), and once served it defends
+// its place whichever measures faster afterwards.
+TEST(TieSetTest, ATrueTieServesTheFasterThenKeepsTheDefender) {
   int b_faster = 0;
   for (uint32_t seed = 1; seed <= 40; ++seed) {
     std::vector<Contender> round =
@@ -79,12 +80,23 @@ TEST(TieSetTest, ATrueTieServesTheSameConfigWhicheverMeasuredFaster) {
     std::optional<TieSet> set = TieSetOf(round);
     ASSERT_TRUE(set.has_value());
     ASSERT_EQ(set->members.size(), 2u) << "seed " << seed;
-    EXPECT_EQ(round[set->chosen].config, "B=1") << "seed " << seed;
+    EXPECT_EQ(set->chosen, set->members.front()) << "seed " << seed;
+    EXPECT_EQ(set->chosen_gap, 0);
     b_faster += round[set->members.front()].config == "B=2";
-    EXPECT_NEAR(set->chosen_gap, round[set->chosen].median_seconds /
-                                     round[set->members.front()].median_seconds - 1, 1e-12);
+    std::optional<TieSet> defended = TieSetOf(round, "B=1");
+    EXPECT_EQ(round[defended->chosen].config, "B=1") << "seed " << seed;
+    EXPECT_NEAR(defended->chosen_gap, round[defended->chosen].median_seconds /
+                                          round[defended->members.front()].median_seconds - 1,
+                1e-12);
   }
   EXPECT_GT(b_faster, 5);  // the noise did pick either as the fastest
+}
+
+TEST(TieSetTest, EqualTimesOrderByConfigWhateverTheRoundsOrder) {
+  std::vector<Contender> round = {{"B=7", 1e-3}, {"B=3", 1e-3}, {"B=5", 1.2e-3}};
+  EXPECT_EQ(round[TieSetOf(round)->chosen].config, "B=3");
+  std::reverse(round.begin(), round.end());
+  EXPECT_EQ(round[TieSetOf(round)->chosen].config, "B=3");
 }
 
 // A clock that speeds up over the rounds moves every config of a round alike:
@@ -105,6 +117,9 @@ TEST(TieSetTest, WithinTheToleranceIsATieWithoutRoundsBeyondItIsNot) {
   std::optional<TieSet> set = TieSetOf(round);
   ASSERT_TRUE(set.has_value());
   EXPECT_THAT(Members(round, *set), ElementsAre("B=3", "B=2"));
+  EXPECT_EQ(round[set->chosen].config, "B=3");
+  EXPECT_EQ(set->chosen_gap, 0);
+  set = TieSetOf(round, "B=2");  // a defender 0.9% behind keeps its place
   EXPECT_EQ(round[set->chosen].config, "B=2");
   EXPECT_NEAR(set->chosen_gap, 0.009, 1e-9);
 }
