@@ -155,4 +155,5 @@ def test_the_benchmark_child_calibrates_every_measurement(tmp_path):
     assert result.measurement.median_seconds > 0
     assert result.measurement.calibration_seconds > 0, result.measurement
     mhz = 1 / result.measurement.calibration_seconds
+    print("median %.2f us at %.0f MHz" % (result.measurement.median_seconds * 1e6, mhz))
     assert 500 < mhz < 5000, result.measurement

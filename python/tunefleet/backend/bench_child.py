@@ -8,8 +8,8 @@ from the spec's init distributions (seeded), a checked run against the
 reference's output (rtol/atol/max mismatch ratio, on the device), warm-up,
 L2 flush before every sample, CUDA events, median/p20/p80, the early-cut
 rule, and the clock calibration: after each sample, outside its events, a
-device-side sleep of a fixed number of cycles is timed, which gives the SM
-clock the sample ran at. The measurement numbers come in the
+device-side sleep of a fixed number of cycles is timed (behind a lead sleep,
+so that no host gap is in it), which gives the SM clock the sample ran at. The measurement numbers come in the
 PrepareRequest (measure.py).
 
 A Python launch takes tens of microseconds of host time (argument binding,
@@ -325,9 +325,13 @@ class Runner:
 
     def _probe_clock(self):
         """Queues the clock probe behind a sample: a device-side sleep of a
-        fixed number of cycles (about PROBE_SECONDS) between two events.
-        Returns a function that gives the SM clock in MHz once the stream
-        has run it (0 where torch has no _sleep)."""
+        fixed number of cycles (about PROBE_SECONDS) between two events,
+        behind a lead sleep of the same length that keeps the stream busy
+        while the host queues them (a stream gone idle before the first event
+        would time the host's gap as well: on an H200, 12 us kernels read
+        1127-1749 MHz without the lead, 1716-1751 MHz with it). Returns a
+        function that gives the SM clock in MHz once the stream has run it
+        (0 where torch has no _sleep)."""
         rate = self._sleep_rate()
         if rate <= 0:
             return lambda: 0.0
@@ -335,6 +339,7 @@ class Runner:
         cycles = max(1000, int(self.PROBE_SECONDS * rate))
         before = torch.cuda.Event(enable_timing=True)
         after = torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(cycles)
         before.record()
         torch.cuda._sleep(cycles)
         after.record()
