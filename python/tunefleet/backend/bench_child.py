@@ -328,8 +328,8 @@ class Runner:
         fixed number of cycles (about PROBE_SECONDS) between two events,
         behind a lead sleep of the same length that keeps the stream busy
         while the host queues them (a stream gone idle before the first event
-        would time the host's gap as well: on an H200, 12 us kernels read
-        1127-1749 MHz without the lead, 1716-1751 MHz with it). Returns a
+        would time the host's gap as well: bench/python_clock_probe.py,
+        docs/benchmarks.md "Calibration"). Returns a
         function that gives the SM clock in MHz once the stream has run it
         (0 where torch has no _sleep)."""
         rate = self._sleep_rate()
