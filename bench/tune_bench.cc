@@ -30,6 +30,7 @@
 #include "absl/time/clock.h"
 #include "bench/local_fleet.h"
 #include "bench/search_dataset.h"
+#include "common/calibration.h"
 #include "common/status_macros.h"
 #include "common/config_space.h"
 #include "common/config_text.h"
@@ -314,7 +315,9 @@ absl::Status WriteRunDataset(const Run& run, Fleet* fleet, const Flags& flags) {
 // The served answer's calibrated time: its median over its calibration
 // (docs/measurement.md; 0 when uncalibrated).
 double CalibratedOf(const BestConfig& served) {
-  return served.calibration_seconds > 0 ? served.median_seconds / served.calibration_seconds : 0;
+  return Calibrated(served.calibration_seconds)
+             ? CalibratedTime(served.median_seconds, served.calibration_seconds)
+             : 0;
 }
 
 // The served answer after each run: its config, what the run did to it, its

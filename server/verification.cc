@@ -140,15 +140,15 @@ std::vector<std::string> Verification::Overruled() const {
 }
 
 std::optional<std::pair<uint64_t, double>> Verification::FastestVerified() const {
-  std::optional<std::pair<uint64_t, double>> fastest;
-  if (outcome_ == Outcome::kPending || outcome_ == Outcome::kUnverified) return fastest;
+  if (outcome_ == Outcome::kPending || outcome_ == Outcome::kUnverified) return std::nullopt;
   const std::vector<std::string> overruled = Overruled();
   auto counts = [&overruled](const std::string& principal) {
     return std::find(overruled.begin(), overruled.end(), principal) == overruled.end();
   };
   const bool claim_counts = std::all_of(claimants_.begin(), claimants_.end(),
                                         [&](const Measurer& c) { return counts(c.principal); });
-  const v1::Measurement* fastest_measured = nullptr;
+  std::optional<uint64_t> fastest;
+  const v1::Measurement* fastest_measured = nullptr;  // its upper median
   for (std::optional<uint64_t> ordinal : {std::optional<uint64_t>(candidate_), served_}) {
     if (!ordinal.has_value()) continue;
     std::vector<const v1::Measurement*> measured;
@@ -166,12 +166,13 @@ std::optional<std::pair<uint64_t, double>> Verification::FastestVerified() const
                 return CalibratedTime(*a) < CalibratedTime(*b);
               });
     const v1::Measurement* upper = measured[measured.size() / 2];
-    if (!fastest.has_value() || CalibratedTime(*upper) < CalibratedTime(*fastest_measured)) {
-      fastest.emplace(*ordinal, upper->median_seconds());
+    if (fastest_measured == nullptr || CalibratedTime(*upper) < CalibratedTime(*fastest_measured)) {
+      fastest = ordinal;
       fastest_measured = upper;
     }
   }
-  return fastest;
+  if (!fastest.has_value()) return std::nullopt;
+  return std::make_pair(*fastest, fastest_measured->median_seconds());
 }
 
 void Verification::GiveUp() {
