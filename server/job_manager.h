@@ -1,12 +1,15 @@
 // The JobManager: the live tuning jobs, from submission to their final state.
 // It admits jobs (Admission), binds them to the device models of live
-// workers, hands out leases (LeaseBook) of their trials (TargetTrials),
-// records results, has a candidate best that needs it re-measured by another
-// worker (Verification; a claimant that disagrees is quarantined), and
-// finishes jobs by deriving their best configs (BestKeeper). Jobs,
-// trials, sources and best configs are persisted through the JobRepository,
-// the Store, SourceBlobs and the BestConfigIndex; a finished job leaves
-// memory and is answered from the store.
+// workers (TargetPlanner), hands out leases (LeaseBook) of their trials
+// (TargetTrials; job_manager_leases.cc), records results, has a candidate
+// best that needs it re-measured by another worker (Verification; a claimant
+// that disagrees is quarantined; job_manager_trust.cc), and finishes jobs by
+// deriving their best configs (BestKeeper). Each job's own state is a
+// TuningJob; the manager holds the lock, the job map, the leases, and the
+// writes with their retries. Jobs, trials, sources and best configs are
+// persisted through the JobRepository, the Store, SourceBlobs and the
+// BestConfigIndex; a finished job leaves memory and is answered from the
+// store.
 #ifndef TUNEFLEET_SERVER_JOB_MANAGER_H_
 #define TUNEFLEET_SERVER_JOB_MANAGER_H_
 
@@ -36,6 +39,7 @@
 #include "server/source_blobs.h"
 #include "server/store/store.h"
 #include "server/submit_quotas.h"
+#include "server/target_planner.h"
 #include "server/target_trials.h"
 #include "server/trial_writer.h"
 #include "server/tuning_job.h"
@@ -207,16 +211,6 @@ class JobManager final : public LeaseSource {
   };
 
   static AdmissionLimits LimitsOf(const JobManagerOptions& options);
-  std::vector<WorkerDevice> LiveModelsFor(const v1::JobSpec& spec);
-  // The configs a new target of `spec` on `device` measures first.
-  std::vector<std::string> WarmStartFor(const v1::JobSpec& spec,
-                                        const WorkerDevice& device) const;
-  // The model strategy's training rows for a target of `spec` on `model`;
-  // empty for other strategies, and (logged) when the store fails.
-  std::vector<FleetTrial> HistoryFor(const v1::JobSpec& spec, const std::string& model) const;
-  std::vector<Target> PlanTargets(const v1::JobSpec& spec,
-                                  const std::vector<WorkerDevice>& devices,
-                                  absl::Status* first_error);
   void StartJob(std::unique_ptr<Job> job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The configs one lease (or compile request) asking for `asked` gets: the
   // batch size for 0, capped by max_batch_size.
@@ -273,9 +267,8 @@ class JobManager final : public LeaseSource {
   // Trials left to hand out, summed per target device model.
   std::vector<std::pair<std::string, int64_t>> QueuedByModel() const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // The device models (with toolkits) of `job`'s unfinished targets that no
-  // live worker has; empty when every one has a worker.
-  std::string MissingWorkers(const Job& job) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Whether a live worker has a device of `target`'s model and toolkit.
+  bool HasLiveWorker(const v1::StoredTarget& target) const;
   // Does the writes of `pending` without the lock, then applies them.
   void Flush(Pending pending) ABSL_LOCKS_EXCLUDED(mu_);
   void CompleteFinish(const Finish& finish, bool stored) ABSL_LOCKS_EXCLUDED(mu_);
@@ -292,7 +285,6 @@ class JobManager final : public LeaseSource {
   absl::Status Resume(const JobSnapshot& snapshot);
 
   const JobManagerOptions options_;
-  const AdmissionLimits limits_;
   Store* const store_;
   WorkerRegistry* const workers_;
   const Clock clock_;
@@ -300,6 +292,7 @@ class JobManager final : public LeaseSource {
   CoordinatorMetrics* const metrics_;
   BestConfigIndex* const index_;
   const FleetNames names_;
+  const TargetPlanner planner_;
   std::unique_ptr<QuarantineList> own_quarantine_;
   QuarantineList* const quarantine_;
   std::unique_ptr<BestKeeper> own_keeper_;

@@ -10,17 +10,13 @@
 #include "absl/strings/str_cat.h"
 #include "common/config_text.h"
 #include "common/status_macros.h"
+#include "server/source_blobs.h"
 #include "spdlog/spdlog.h"
 
 namespace tunefleet::server {
 namespace {
 
 constexpr absl::string_view kLeasePrefix = "profile-";
-
-std::shared_ptr<const v1::JobSpec> WithoutContents(v1::JobSpec spec) {
-  for (v1::SourceFile& file : *spec.mutable_sources()) file.clear_content();
-  return std::make_shared<const v1::JobSpec>(std::move(spec));
-}
 
 // The config a stored request row asks for, as Request answered it.
 v1::KernelProfile Pending(const ProfileRequestRecord& row) {

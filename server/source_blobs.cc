@@ -4,6 +4,11 @@
 
 namespace tunefleet::server {
 
+std::shared_ptr<const v1::JobSpec> WithoutContents(v1::JobSpec spec) {
+  for (v1::SourceFile& file : *spec.mutable_sources()) file.clear_content();
+  return std::make_shared<const v1::JobSpec>(std::move(spec));
+}
+
 SourceBlobs::SourceBlobs(Store* store) : store_(store) {}
 
 absl::Status SourceBlobs::Save(const v1::JobSpec& spec) {

@@ -5,6 +5,7 @@
 #define TUNEFLEET_SERVER_SOURCE_BLOBS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -16,6 +17,10 @@
 #include "tunefleet/v1/tuning_service.pb.h"
 
 namespace tunefleet::server {
+
+// `spec` without its sources' contents (names and digests stay), as live
+// jobs keep it: SourceBlobs holds the contents.
+std::shared_ptr<const v1::JobSpec> WithoutContents(v1::JobSpec spec);
 
 // Thread-safety: safe for concurrent use. Save and Get may block on the
 // store; no lock is held across a store call.

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -11,11 +12,15 @@
 #include "common/config_text.h"
 #include "common/status_macros.h"
 #include "server/search_strategy.h"
+#include "server/source_blobs.h"
 
 namespace tunefleet::server {
 namespace {
 
 constexpr size_t kTopTrialsPerTarget = 5;
+
+constexpr absl::string_view kStallReason = "no live worker can take its work: none with ";
+
 
 v1::TrialSummary Summary(const v1::TrialResult& result, const std::string& model) {
   v1::TrialSummary summary;
@@ -88,7 +93,31 @@ v1::Retune RetuneView(const RetuneVerdict& verdict, const v1::JobSpec& spec) {
 
 }  // namespace
 
-void TuningJob::ResumeView(const JobSnapshot& snapshot, absl::Time now) {
+std::unique_ptr<TuningJob> TuningJob::Submitted(const v1::JobSpec& spec, const std::string& id,
+                                                const std::string& owner,
+                                                std::vector<JobTarget> targets, absl::Time now) {
+  auto job = std::make_unique<TuningJob>();
+  job->spec = WithoutContents(spec);
+  job->view.set_id(id);
+  job->view.set_owner(owner);
+  job->view.set_sweep_id(spec.sweep_id());
+  job->view.set_state(v1::JOB_STATE_QUEUED);
+  job->view.set_created_unix_ms(absl::ToUnixMillis(now));
+  job->view.set_updated_unix_ms(absl::ToUnixMillis(now));
+  if (targets.empty()) job->view.set_reason(WaitingReason(spec));
+  const bool cached =
+      !targets.empty() && std::all_of(targets.begin(), targets.end(), [](const JobTarget& t) {
+        return t.trials == nullptr;
+      });
+  if (cached) job->view.set_state(v1::JOB_STATE_SUCCEEDED);
+  job->targets = std::move(targets);
+  return job;
+}
+
+std::unique_ptr<TuningJob> TuningJob::Resumed(const JobSnapshot& snapshot, absl::Time now) {
+  auto job = std::make_unique<TuningJob>();
+  job->spec = WithoutContents(snapshot.spec);
+  v1::Job& view = job->view;
   view = snapshot.stored.last_view();
   if (view.state() == v1::JOB_STATE_RUNNING && view.started_unix_ms() == 0) {
     view.set_started_unix_ms(absl::ToUnixMillis(now));  // stored by an older coordinator
@@ -98,8 +127,19 @@ void TuningJob::ResumeView(const JobSnapshot& snapshot, absl::Time now) {
   view.clear_top_trials();
   view.set_trials_total(0);
   view.set_trials_done(0);
-  version = snapshot.version;
+  job->version = snapshot.version;
+  return job;
 }
+
+std::string TuningJob::WaitingReason(const v1::JobSpec& spec) {
+  return absl::StrCat("waiting for a worker with a ",
+                      v1::Backend_Name(spec.kernel().backend()), " device",
+                      spec.device_model().empty()
+                          ? ""
+                          : absl::StrCat(" of model ", spec.device_model()));
+}
+
+bool TuningJob::Live() const { return !IsFinal(view.state()) && !finishing; }
 
 std::vector<v1::TrialStatus> JobTarget::Record(
     const std::vector<std::pair<uint64_t, v1::TrialResult>>& results, Lease* lease) {
@@ -327,6 +367,61 @@ std::string JobTarget::VerificationReason() const {
       "claimed %.3g s for %s of %s; %s measured %s", verification.claimed_seconds(),
       ConfigToString(trials->space()->ConfigAt(verification.candidate())),
       info.tuning_key(), absl::StrJoin(measured, " then "), verified);
+}
+
+void TuningJob::AddQueued(std::map<std::string, int64_t>* by_model) const {
+  for (const JobTarget& target : targets) {
+    if (target.trials != nullptr) (*by_model)[target.info.device_model()] += target.trials->queued();
+  }
+}
+
+std::string TuningJob::MissingWorkers(
+    const std::function<bool(const v1::StoredTarget&)>& has_worker) const {
+  std::vector<std::string> missing;
+  for (const JobTarget& target : targets) {
+    if (target.trials == nullptr || target.trials->Finished() || has_worker(target.info)) {
+      continue;
+    }
+    missing.push_back(absl::StrCat(target.info.device_model(), " (", target.info.toolkit(), ")"));
+  }
+  return absl::StrJoin(missing, ", ");
+}
+
+bool TuningJob::ExplainStall(const std::string& missing) {
+  // A stall reason may come back from the store with a resumed job.
+  const std::string& current = view.reason();
+  if (!current.empty() && !absl::StartsWith(current, kStallReason)) return false;
+  const std::string reason =
+      missing.empty() ? "" : absl::StrCat(kStallReason, missing, "; it waits for one");
+  if (reason == current) return false;
+  view.set_reason(reason);
+  return true;
+}
+
+std::optional<int64_t> TuningJob::RepairStranded() {
+  const bool has_work = std::any_of(targets.begin(), targets.end(), [](const JobTarget& t) {
+    return t.trials != nullptr && t.trials->HasWork();
+  });
+  if (has_work) return std::nullopt;
+  int64_t moved = 0;
+  for (JobTarget& target : targets) {
+    if (target.trials == nullptr) continue;
+    moved += target.trials->ReclaimOrphans([](const std::string&) { return false; });
+  }
+  return moved;
+}
+
+std::vector<std::string> TuningJob::AbandonOrphans(
+    const std::function<bool(const JobTarget&)>& anyone_active, absl::Time now,
+    absl::Duration timeout) {
+  std::vector<std::string> abandoned;
+  for (JobTarget& target : targets) {
+    if (target.trials == nullptr || target.trials->Finished()) continue;
+    if (target.Orphaned(anyone_active(target), now, timeout)) {
+      abandoned.push_back(target.abandoned);
+    }
+  }
+  return abandoned;
 }
 
 v1::Job TuningJob::View() const {

@@ -7,6 +7,8 @@
 #define TUNEFLEET_SERVER_TUNING_JOB_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,10 +89,24 @@ struct TuningJob {
   int64_t version = 0;
   bool finishing = false;  // best configs on their way to the store
 
-  // After a restart: the view as `snapshot` stored it, without the counts
-  // the targets give it again, started at `now` when a running job stored
-  // by an older coordinator has no start time; the snapshot's version.
-  void ResumeView(const JobSnapshot& snapshot, absl::Time now);
+  // A job submitted at `now` by `owner` ("": anonymous) as `id`, with the
+  // targets planned for it (none: it waits for a worker): SUCCEEDED at once
+  // when every target was answered from the store, else QUEUED. The spec is
+  // kept without its sources' contents.
+  static std::unique_ptr<TuningJob> Submitted(const v1::JobSpec& spec, const std::string& id,
+                                              const std::string& owner,
+                                              std::vector<JobTarget> targets, absl::Time now);
+  // After a restart, a job as `snapshot` stored it, without its targets (the
+  // caller plans them again): the spec without its sources' contents, the
+  // view without the counts the targets give it again, started at `now` when
+  // a running job stored by an older coordinator has no start time; the
+  // snapshot's version.
+  static std::unique_ptr<TuningJob> Resumed(const JobSnapshot& snapshot, absl::Time now);
+  // Why a job without targets waits: the backend (and model) it needs.
+  static std::string WaitingReason(const v1::JobSpec& spec);
+
+  // Neither final nor finishing: it may still lease, bind and change.
+  bool Live() const;
   // True when the job has targets and none is searching any more.
   bool SearchesFinished() const;
   // What a job whose searches finished (and whose verifications settled)
@@ -112,6 +128,30 @@ struct TuningJob {
   // coordinator was down counts), every target still searching stops at
   // `now`. True when it stopped one (the job changed).
   bool ApplyTimeBudget(absl::Time now);
+
+  // Upkeep, for a live job (JobManager::Tick):
+  // Adds the trials each target has left to hand out to its device model.
+  void AddQueued(std::map<std::string, int64_t>* by_model) const;
+  // The device models (with toolkits) of the targets still searching for
+  // which `has_worker` is false, joined ("A (t1), B (t2)"); empty when every
+  // one has a worker.
+  std::string MissingWorkers(
+      const std::function<bool(const v1::StoredTarget&)>& has_worker) const;
+  // Sets the reason to say that no live worker can take the work of the
+  // models `missing` names, or clears such a reason when `missing` is empty.
+  // Leaves any other reason alone. True when the reason changed.
+  bool ExplainStall(const std::string& missing);
+  // For a job with nothing leased: when no target has work left to hand
+  // out, configs still held are held by leases that no longer exist; they go
+  // back to the queue. Returns how many (0 for none), or nullopt when a
+  // target has work (nothing to repair).
+  std::optional<int64_t> RepairStranded();
+  // The orphan rule (JobTarget::Orphaned) for each target still searching,
+  // `anyone_active` telling whether any principal takes part in it. Returns
+  // why each target given up now was.
+  std::vector<std::string> AbandonOrphans(
+      const std::function<bool(const JobTarget&)>& anyone_active, absl::Time now,
+      absl::Duration timeout);
 
   // The view clients see: the stored view with the spec's settings and the
   // targets' live counts, bests, verification and stop reasons.

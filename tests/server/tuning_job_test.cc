@@ -1,8 +1,11 @@
-// TuningJob on its own, synchronously, without a store or a lock: the view
-// clients see, the time budget, and the rows a job is written as.
+// TuningJob on its own, synchronously, without a store or a lock: how a job
+// is submitted and resumed, the view clients see, the time budget, upkeep,
+// and the rows a job is written as.
 #include "server/tuning_job.h"
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/config_text.h"
@@ -208,15 +211,89 @@ TEST_F(TuningJobTest, AResumedViewDropsTheCountsItsTargetsGiveAgain) {
   JobSnapshot snapshot = job_.Snapshot();
   snapshot.version = 9;
   snapshot.stored.mutable_last_view()->set_started_unix_ms(0);  // an older coordinator's
-  TuningJob resumed;
-  resumed.spec = job_.spec;
-  resumed.ResumeView(snapshot, absl::FromUnixMillis(kStartedMs + 7));
-  EXPECT_EQ(resumed.version, 9);
-  EXPECT_EQ(resumed.view.id(), "j1");
-  EXPECT_EQ(resumed.view.targets_size(), 0);
-  EXPECT_EQ(resumed.view.trials_done(), 0);
-  EXPECT_EQ(resumed.view.top_trials_size(), 0);
-  EXPECT_EQ(resumed.view.started_unix_ms(), kStartedMs + 7);
+  snapshot.spec.add_sources()->set_content("kept by an older coordinator");
+  std::unique_ptr<TuningJob> resumed =
+      TuningJob::Resumed(snapshot, absl::FromUnixMillis(kStartedMs + 7));
+  EXPECT_EQ(resumed->version, 9);
+  EXPECT_EQ(resumed->view.id(), "j1");
+  EXPECT_EQ(resumed->view.targets_size(), 0);
+  EXPECT_EQ(resumed->view.trials_done(), 0);
+  EXPECT_EQ(resumed->view.top_trials_size(), 0);
+  EXPECT_EQ(resumed->view.started_unix_ms(), kStartedMs + 7);
+  EXPECT_TRUE(resumed->targets.empty());  // planned again by the caller
+  ASSERT_GT(resumed->spec->sources_size(), 0);
+  EXPECT_EQ(resumed->spec->sources(resumed->spec->sources_size() - 1).content(), "");
+}
+
+TEST_F(TuningJobTest, ASubmittedJobQueuesWaitsOrIsAnsweredFromTheStore) {
+  const absl::Time now = absl::FromUnixMillis(kStartedMs);
+  v1::JobSpec spec = *job_.spec;
+  spec.add_sources()->set_content("int main() {}");
+  std::unique_ptr<TuningJob> queued =
+      TuningJob::Submitted(spec, "j2", "alice", std::move(job_.targets), now);
+  EXPECT_EQ(queued->view.id(), "j2");
+  EXPECT_EQ(queued->view.owner(), "alice");
+  EXPECT_EQ(queued->view.state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(queued->view.created_unix_ms(), kStartedMs);
+  EXPECT_EQ(queued->view.reason(), "");
+  EXPECT_EQ(queued->targets.size(), 2u);
+  EXPECT_EQ(queued->spec->sources(queued->spec->sources_size() - 1).content(), "");
+  EXPECT_TRUE(queued->Live());
+
+  std::unique_ptr<TuningJob> waiting = TuningJob::Submitted(spec, "j3", "", {}, now);
+  EXPECT_EQ(waiting->view.state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(waiting->view.reason(), "waiting for a worker with a BACKEND_CPU device");
+
+  std::vector<JobTarget> cached;
+  cached.push_back(std::move(queued->targets[1]));
+  std::unique_ptr<TuningJob> answered = TuningJob::Submitted(spec, "j4", "", std::move(cached), now);
+  EXPECT_EQ(answered->view.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_FALSE(answered->Live());
+}
+
+TEST_F(TuningJobTest, UpkeepCountsQueuedTrialsAndNamesTheModelsNoWorkerServes) {
+  std::map<std::string, int64_t> queued;
+  job_.AddQueued(&queued);
+  EXPECT_EQ(queued, (std::map<std::string, int64_t>{{"cpu-a", 4}}));  // the cached one has none
+
+  const std::string missing =
+      job_.MissingWorkers([](const v1::StoredTarget& t) { return t.device_model() != "cpu-a"; });
+  EXPECT_EQ(missing, "cpu-a (g++)");
+  EXPECT_EQ(job_.MissingWorkers([](const v1::StoredTarget&) { return true; }), "");
+
+  EXPECT_TRUE(job_.ExplainStall(missing));
+  EXPECT_EQ(job_.view.reason(),
+            "no live worker can take its work: none with cpu-a (g++); it waits for one");
+  EXPECT_FALSE(job_.ExplainStall(missing));  // unchanged
+  EXPECT_TRUE(job_.ExplainStall(""));        // a worker came
+  EXPECT_EQ(job_.view.reason(), "");
+  job_.view.set_reason("cancelled by a client");
+  EXPECT_FALSE(job_.ExplainStall(missing));  // another reason is left alone
+  EXPECT_EQ(job_.view.reason(), "cancelled by a client");
+}
+
+TEST_F(TuningJobTest, StrandedConfigsGoBackToTheQueueOnlyWhenNothingIsLeft) {
+  EXPECT_EQ(job_.RepairStranded(), std::nullopt);  // work to hand out: nothing to repair
+  TargetTrials& trials = *job_.targets[0].trials;
+  bool finalists = false;
+  ASSERT_EQ(trials.Take(10, "lost", 1, &finalists).size(), 4u);  // its lease is gone
+  EXPECT_FALSE(trials.HasWork());
+  EXPECT_EQ(job_.RepairStranded(), 4);
+  EXPECT_TRUE(trials.HasWork());
+
+  ASSERT_NO_FATAL_FAILURE(MeasureAll());
+  EXPECT_EQ(job_.RepairStranded(), 0);  // finished: nothing held
+}
+
+TEST_F(TuningJobTest, AbandoningOrphansSaysWhyForEachSearchingTargetGivenUpNow) {
+  const absl::Time start = absl::FromUnixMillis(kStartedMs);
+  auto nobody = [](const JobTarget&) { return false; };  // the cached target is never asked
+  EXPECT_TRUE(job_.AbandonOrphans(nobody, start, absl::Minutes(10)).empty());
+  const std::vector<std::string> abandoned =
+      job_.AbandonOrphans(nobody, start + absl::Minutes(10), absl::Minutes(10));
+  EXPECT_EQ(abandoned, std::vector<std::string>{job_.targets[0].abandoned});
+  EXPECT_TRUE(job_.SearchesFinished());
+  EXPECT_TRUE(job_.AbandonOrphans(nobody, start + absl::Minutes(30), absl::Minutes(10)).empty());
 }
 
 TEST_F(TuningJobTest, AFinishedJobEndsWithEachTargetsBestAndSucceeds) {

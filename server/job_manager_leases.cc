@@ -1,0 +1,318 @@
+// JobManager's lease protocol (LeaseSource): leasing trials and proposing
+// compiles to the workers that ask, recording what they report, returning
+// what they give back or let lapse, and the principals that take part.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/job_log.h"
+#include "server/job_manager.h"
+
+namespace tunefleet::server {
+namespace {
+
+// 10 x major + minor from a CUDA device's limits (90 for sm_90); 0 when
+// they are not there (another backend).
+int ComputeCapability(const google::protobuf::RepeatedPtrField<v1::DeviceLimit>& limits) {
+  int64_t major = 0;
+  int64_t minor = 0;
+  for (const v1::DeviceLimit& limit : limits) {
+    if (limit.name() == "cc_major") major = limit.value();
+    if (limit.name() == "cc_minor") minor = limit.value();
+  }
+  return static_cast<int>(10 * major + minor);
+}
+
+// The reported result of `ordinal` with the config as the space defines it.
+v1::TrialResult Normalized(TargetTrials& trials, uint64_t ordinal,
+                           const v1::TrialResult& reported) {
+  v1::TrialResult result = reported;
+  *result.mutable_config() = trials.space()->ConfigAt(ordinal);
+  if (result.status() == v1::TRIAL_STATUS_UNSPECIFIED) {
+    result.set_status(v1::TRIAL_STATUS_CRASHED);
+    result.set_error("the worker reported no status");
+  }
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery& query) {
+  ASSIGN_OR_RETURN(WorkerRegistry::ModelOf device,
+                   workers_->TouchDevice(query.worker_id, query.device_id));
+  if (quarantine_->Contains(device.principal)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "worker principal ", device.principal,
+        " is quarantined: its results disagreed with a re-measurement by another worker"));
+  }
+  const int max = BatchFor(query.max_trials);
+  const std::vector<LiveDevice> live = workers_->LiveDevices(device.model, device.toolkit);
+  Lease lease;
+  lease.worker_id = query.worker_id;
+  lease.device_id = device.device_id;
+  lease.principal = device.principal;
+  Pending pending;
+  std::optional<LeaseGrant> grant;
+  {
+    absl::MutexLock lock(&mu_);
+    asked_[device.principal] = clock_();  // it asks for work: it takes part
+    if (leases_.CountOnDevice(query.worker_id, device.device_id) >=
+        std::max(1, options_.max_leases_per_device)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "device ", device.device_id, " of worker ", query.worker_id, " holds ",
+          options_.max_leases_per_device, " leases already; report or release one first"));
+    }
+    for (auto& [sequence, job] : jobs_) {
+      if (!job->Live()) continue;
+      for (int t = 0; t < static_cast<int>(job->targets.size()) && !grant; ++t) {
+        const Target& target = job->targets[t];
+        if (target.trials == nullptr || target.info.device_model() != device.model ||
+            target.info.toolkit() != device.toolkit) {
+          continue;
+        }
+        if (target.verification != nullptr) {
+          grant = VerifyFrom(job.get(), t, lease, live, &pending);
+        } else if (target.trials->HasWork()) {
+          grant = LeaseFrom(job.get(), t, lease, max, &pending);
+        }
+      }
+      if (grant.has_value()) break;
+    }
+  }
+  Flush(std::move(pending));
+  return grant;
+}
+
+int JobManager::BatchFor(int asked) const {
+  return std::clamp(asked > 0 ? asked : options_.batch_size, 1,
+                    std::max(1, options_.max_batch_size));
+}
+
+std::vector<CompileGrant> JobManager::ProposeCompiles(const CompileQuery& query) {
+  int left = BatchFor(query.max_configs);
+  std::vector<CompileGrant> grants;
+  absl::MutexLock lock(&mu_);
+  for (auto& [sequence, job] : jobs_) {
+    if (left <= 0) break;
+    if (!job->Live() || job->spec->kernel().backend() != v1::BACKEND_CUDA) {
+      continue;
+    }
+    for (Target& target : job->targets) {
+      if (left <= 0) break;
+      if (target.trials == nullptr || target.info.toolkit() != query.toolkit ||
+          ComputeCapability(target.info.limits()) != query.compute_capability) {
+        continue;
+      }
+      std::vector<uint64_t> ordinals = target.trials->ProposeAhead(left, options_.compile_ahead);
+      if (ordinals.empty()) continue;
+      CompileGrant& grant = grants.emplace_back();
+      grant.job_id = job->view.id();
+      grant.spec = job->spec;
+      grant.device.set_model(target.info.device_model());
+      grant.device.set_backend(v1::BACKEND_CUDA);
+      *grant.device.mutable_limits() = target.info.limits();
+      for (uint64_t ordinal : ordinals) {
+        grant.configs.push_back(target.trials->space()->ConfigAt(ordinal));
+      }
+      left -= static_cast<int>(ordinals.size());
+    }
+  }
+  return grants;
+}
+
+std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, Lease lease, int max,
+                                                Pending* pending) {
+  Target& target = job->targets[t];
+  lease.job_id = job->view.id();
+  lease.target = t;
+  lease.expires = clock_() + options_.lease_ttl;
+  lease.idle_until = clock_() + options_.lease_idle_limit;
+  // The lease id and epoch are the book's; Take needs them first.
+  const Lease& granted = leases_.Grant(std::move(lease));
+  const std::string lease_id = granted.id;
+  const int64_t epoch = granted.epoch;
+  ApplyTimeBudget(job);
+  bool finalists = false;
+  std::vector<uint64_t> ordinals =
+      target.trials->Take(max, lease_id, epoch, &finalists, HolderOf(target, granted.principal));
+  if (ordinals.empty()) {
+    leases_.Remove(lease_id);
+    MaybeFinish(job, pending);  // a restored target may turn out to be complete
+    return std::nullopt;
+  }
+  Lease* held = leases_.Find(lease_id, epoch, granted.worker_id);
+  held->ordinals = ordinals;
+  held->finalists = finalists;
+  return GrantOf(job, *held, pending);
+}
+
+LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
+  const Target& target = job->targets[lease.target];
+  LeaseGrant grant;
+  grant.lease_id = lease.id;
+  grant.epoch = lease.epoch;
+  grant.expires = lease.expires;
+  grant.job_id = job->view.id();
+  grant.spec = job->spec;
+  grant.tuning_key = target.info.tuning_key();
+  grant.kind = lease.finalists ? v1::LEASE_KIND_FINALISTS : v1::LEASE_KIND_SEARCH;
+  grant.best_seconds = target.BestFor(lease);
+  for (uint64_t ordinal : lease.ordinals) {
+    grant.trials.emplace_back(ordinal, target.trials->space()->ConfigAt(ordinal));
+  }
+  metrics_->LeaseGranted(static_cast<int>(lease.ordinals.size()));
+  if (job->view.state() == v1::JOB_STATE_QUEUED) {
+    if (job->view.started_unix_ms() == 0) {
+      job->view.set_started_unix_ms(absl::ToUnixMillis(clock_()));
+    }
+    SetState(job, v1::JOB_STATE_RUNNING, "");
+    job_log::Started(job->view, lease);
+    pending->snapshots.push_back(job->Snapshot());
+  }
+  return grant;
+}
+
+bool JobManager::ApplyTimeBudget(Job* job) {
+  if (!job->ApplyTimeBudget(clock_())) return false;
+  Changed(job);
+  return true;
+}
+
+absl::Status JobManager::RefuseQuarantined(const ResultReport& report) {
+  absl::StatusOr<std::string> principal = workers_->PrincipalOf(report.worker_id);
+  if (!principal.ok() || !quarantine_->Contains(*principal)) return absl::OkStatus();
+  Pending refused;
+  {
+    absl::MutexLock lock(&mu_);
+    if (leases_.Find(report.lease_id, report.epoch, report.worker_id) != nullptr) {
+      ReturnLease(leases_.Remove(report.lease_id), /*expired=*/false, &refused);
+    }
+  }
+  Flush(std::move(refused));
+  return absl::PermissionDeniedError(
+      absl::StrCat("worker principal ", *principal,
+                   " is quarantined: its results are refused and its lease was returned"));
+}
+
+absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
+  RETURN_IF_ERROR(RefuseQuarantined(report));
+  workers_->Touch(report.worker_id);
+  std::vector<std::pair<uint64_t, v1::TrialResult>> results;  // held by the lease
+  std::vector<TrialRecord> rows;
+  {
+    absl::MutexLock lock(&mu_);
+    Lease* lease = leases_.Find(report.lease_id, report.epoch, report.worker_id);
+    if (lease == nullptr) return ReportAck{absl::InfinitePast(), /*cancelled=*/true};
+    const Job& job = *FindJob(lease->job_id);
+    const Target& target = job.targets[lease->target];
+    for (const auto& [ordinal, result] : report.trials) {
+      const bool held = std::find(lease->ordinals.begin(), lease->ordinals.end(),
+                                  ordinal) != lease->ordinals.end();
+      if (!held) continue;
+      results.emplace_back(ordinal, Normalized(*target.trials, ordinal, result));
+      // A verification's rows are stored once its round is judged
+      // (ApplyVerification): a round released half-measured leaves none.
+      if (!lease->verify) rows.push_back(job.TrialRow(target, *lease, results.back().second, clock_()));
+    }
+    // The worker is alive: the lease must not expire while the rows are written.
+    leases_.Renew(lease->id, clock_() + options_.lease_ttl);
+  }
+  const absl::Status written = writer_.Write(rows);
+  Pending pending;
+  ReportAck ack;
+  {
+    absl::MutexLock lock(&mu_);
+    Lease* lease = leases_.Find(report.lease_id, report.epoch, report.worker_id);
+    if (!written.ok()) {
+      if (lease != nullptr) {
+        ReturnLease(leases_.Remove(report.lease_id), /*expired=*/false, &pending);
+      }
+    } else if (lease == nullptr) {
+      ack.cancelled = true;  // expired or cancelled meanwhile; the rows stand
+    } else {
+      ack.expires = clock_() + options_.lease_ttl;
+      ack.best_seconds = FindJob(lease->job_id)->targets[lease->target].BestFor(*lease);
+      ApplyReport(results, report.release, lease, &pending);
+    }
+  }
+  Flush(std::move(pending));
+  if (!written.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "the store did not record the results (", written.message(),
+        "); the lease was returned and its trials will be measured again"));
+  }
+  return ack;
+}
+
+void JobManager::ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResult>>& results,
+                             bool release, Lease* lease, Pending* pending) {
+  Job* job = FindJob(lease->job_id);
+  Target& target = job->targets[lease->target];
+  const std::vector<v1::TrialStatus> measured = target.Record(results, lease);
+  for (v1::TrialStatus status : measured) metrics_->TrialRecorded(status);
+  quotas_.CountTrials(job->view.owner(), static_cast<int64_t>(measured.size()), clock_());
+  if (lease->verify) ApplyVerification(results, *lease, &target, pending);
+  if (!results.empty()) lease->idle_until = clock_() + options_.lease_idle_limit;
+  leases_.Renew(lease->id, clock_() + options_.lease_ttl);
+  if (release) {
+    ReturnLease(leases_.Remove(lease->id), /*expired=*/false, pending);
+  } else if (lease->ordinals.empty()) {
+    leases_.Remove(lease->id);
+  }
+  if (target.trials->HasWork()) pending->work = true;  // e.g. the finalists round
+  MaybeFinish(job, pending);
+  Changed(job);
+}
+
+std::vector<std::string> JobManager::ActivePrincipals(const Target& target) const {
+  std::vector<std::string> active;
+  const absl::Time since = clock_() - kActiveWindowTtls * options_.lease_ttl;
+  for (const LiveDevice& device :
+       workers_->LiveDevices(target.info.device_model(), target.info.toolkit())) {
+    auto asked = asked_.find(device.principal);
+    if (asked == asked_.end() || asked->second < since ||
+        quarantine_->Contains(device.principal) ||
+        std::find(active.begin(), active.end(), device.principal) != active.end()) {
+      continue;
+    }
+    active.push_back(device.principal);
+  }
+  return active;
+}
+
+Holder JobManager::HolderOf(const Target& target, const std::string& principal) const {
+  return Holder{principal, ActivePrincipals(target)};
+}
+
+void JobManager::ReturnLease(const Lease& lease, bool expired, Pending* pending) {
+  Job* job = FindJob(lease.job_id);
+  if (job == nullptr) return;
+  Target& target = job->targets[lease.target];
+  if (lease.verify && target.verification != nullptr) {
+    target.verification->Release(lease.id, lease.epoch);  // another verifier may take it
+  }
+  // Only a lapsed lease counts as lost, and only then does the loss rule
+  // need the fleet's active principals.
+  const Holder holder = expired ? HolderOf(target, lease.principal) : Holder{};
+  for (uint64_t ordinal : lease.verify ? std::vector<uint64_t>() : lease.ordinals) {
+    std::optional<v1::TrialResult> lost =
+        target.trials->Release(ordinal, lease.id, lease.epoch, expired, holder);
+    if (!lost.has_value()) continue;
+    pending->rows.push_back(job->TrialRow(target, lease, *lost, clock_()));
+    metrics_->TrialRecorded(lost->status());
+  }
+  pending->work = true;
+  MaybeFinish(job, pending);
+  Changed(job);
+}
+
+bool JobManager::Grants(const std::string& lease_id) const {
+  return LeaseBook::IsLeaseId(lease_id);
+}
+
+void JobManager::RenewLeases(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  leases_.RenewWorker(worker_id, clock_() + options_.lease_ttl);
+}
+
+}  // namespace tunefleet::server
