@@ -50,21 +50,23 @@ absl::StatusOr<Caller> AuthProcessor::Authenticate(const InputMetadata& metadata
 grpc::Status AuthProcessor::Process(const InputMetadata& metadata, grpc::AuthContext* context,
                                     OutputMetadata* consumed, OutputMetadata* /*response*/) {
   const std::string method = Find(metadata, ":path");
-  Caller caller{"", Role::kNone, /*authenticated=*/true};
-  if (RequiredRole(method) != Role::kNone) {
-    absl::StatusOr<Caller> authenticated = Authenticate(metadata, *context);
-    if (!authenticated.ok()) {
-      metrics_->CallRefused(/*authenticated=*/false);
-      return ToGrpcStatus(authenticated.status());
-    }
-    caller = *std::move(authenticated);
-    if (absl::Status allowed = CheckAllowed(caller, method); !allowed.ok()) {
-      metrics_->CallRefused(/*authenticated=*/true);
-      return ToGrpcStatus(allowed);
-    }
-  }
   const std::string authorization = Find(metadata, "authorization");
   if (!authorization.empty()) consumed->insert({"authorization", authorization});
+  // A call open to anyone (health) sets nothing: the context is the
+  // connection's, and its first principal is what every later call reads,
+  // so an anonymous call ahead of a worker's (a channel's health watch)
+  // must not leave an empty one.
+  if (RequiredRole(method) == Role::kNone) return grpc::Status::OK;
+  absl::StatusOr<Caller> authenticated = Authenticate(metadata, *context);
+  if (!authenticated.ok()) {
+    metrics_->CallRefused(/*authenticated=*/false);
+    return ToGrpcStatus(authenticated.status());
+  }
+  const Caller caller = *std::move(authenticated);
+  if (absl::Status allowed = CheckAllowed(caller, method); !allowed.ok()) {
+    metrics_->CallRefused(/*authenticated=*/true);
+    return ToGrpcStatus(allowed);
+  }
   context->AddProperty(kPrincipalProperty, caller.principal);
   context->AddProperty(kRoleProperty, std::to_string(static_cast<int>(caller.role)));
   if (!caller.principal.empty()) context->SetPeerIdentityPropertyName(kPrincipalProperty);
