@@ -149,6 +149,16 @@ ALTER TABLE best_configs ADD COLUMN evidence BYTEA NOT NULL DEFAULT '';
     {13, R"sql(
 ALTER TABLE trials ADD COLUMN calibration_seconds DOUBLE PRECISION NOT NULL DEFAULT 0;
 )sql"},
+    // The coordinator that leads the database, and its fencing epoch
+    // (leadership.h): every write of a fenced store checks it.
+    {14, R"sql(
+CREATE TABLE coordinator_leader (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  epoch BIGINT NOT NULL,
+  holder TEXT NOT NULL,
+  since_unix_ms BIGINT NOT NULL);
+INSERT INTO coordinator_leader VALUES (1, 0, '', 0);
+)sql"},
 };
 
 // Advisory lock key that serializes migrations of one database ("tunefleet"
@@ -173,6 +183,8 @@ Failure ClassifyCurrentException(absl::string_view what) {
     return {.status = absl::AbortedError(message(e)), .retry = true};
   } catch (const pqxx::deadlock_detected& e) {
     return {.status = absl::AbortedError(message(e)), .retry = true};
+  } catch (const FencedOut& e) {
+    return {.status = absl::FailedPreconditionError(message(e))};
   } catch (const pqxx::data_exception& e) {
     return {.status = absl::InvalidArgumentError(message(e))};
   } catch (const std::exception& e) {
@@ -183,6 +195,20 @@ Failure ClassifyCurrentException(absl::string_view what) {
   }
 }
 
+
+void CheckFence(pqxx::work& txn, int64_t epoch) {
+  const pqxx::result row =
+      txn.exec("SELECT epoch, holder FROM coordinator_leader WHERE id = 1 FOR SHARE");
+  const int64_t leader = row.empty() ? 0 : row[0][0].as<int64_t>();
+  if (epoch != 0 && leader == epoch) return;
+  throw FencedOut(absl::StrCat(
+      "this coordinator does not lead the database: ",
+      epoch == 0 ? std::string("it leads no epoch")
+                 : absl::StrCat("it led epoch ", epoch, ", and ",
+                                row.empty() ? std::string("?") : row[0][1].as<std::string>(),
+                                " leads epoch ", leader, " now"),
+      "; nothing was written"));
+}
 
 void ApplyPendingMigrations(pqxx::work& txn) {
   txn.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLockKey);

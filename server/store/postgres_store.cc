@@ -27,6 +27,7 @@ namespace tunefleet::server {
 namespace {
 
 using postgres::ApplyPendingMigrations;
+using postgres::CheckFence;
 using postgres::ClassifyCurrentException;
 using postgres::Failure;
 
@@ -431,9 +432,17 @@ absl::StatusOr<T> PostgresStore::Transact(absl::string_view what, Body body) {
   }
 }
 
+template <typename T, typename Body>
+absl::StatusOr<T> PostgresStore::Write(absl::string_view what, Body body) {
+  return Transact<T>(what, [&](pqxx::work& txn) {
+    if (options_.fence != nullptr) CheckFence(txn, options_.fence->epoch());
+    return body(txn);
+  });
+}
+
 absl::Status PostgresStore::PutJob(const JobRecord& job) {
   RETURN_IF_ERROR(CheckText({job.id, job.kernel_name, job.owner, job.sweep_id}));
-  return Transact<bool>("PutJob",
+  return Write<bool>("PutJob",
                         [&](pqxx::work& txn) {
                           txn.exec_prepared(
                               kPutJob.name, job.id, job.kernel_name, job.state,
@@ -494,7 +503,7 @@ absl::StatusOr<std::vector<bool>> PostgresStore::InsertTrials(
   for (const TrialRecord& trial : trials) jobs.insert(trial.job_id);
   std::vector<size_t> order(trials.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  return Transact<std::vector<bool>>("InsertTrials", [&](pqxx::work& txn) {
+  return Write<std::vector<bool>>("InsertTrials", [&](pqxx::work& txn) {
     for (const std::string& job : jobs) {
       txn.exec_params("SELECT pg_advisory_xact_lock($1, hashtext($2))", kTrialLockClass, job);
     }
@@ -551,7 +560,7 @@ absl::StatusOr<std::vector<std::string>> PostgresStore::ListReplacingJobs(
 absl::StatusOr<Exclusion> PostgresStore::ExcludeTrials(const TrialFilter& filter) {
   RETURN_IF_ERROR(CheckFilter(filter));
   RETURN_IF_ERROR(CheckText({filter.worker, filter.tuning_key, filter.job_id}));
-  return Transact<Exclusion>("ExcludeTrials", [&](pqxx::work& txn) {
+  return Write<Exclusion>("ExcludeTrials", [&](pqxx::work& txn) {
     pqxx::result result = txn.exec_prepared(kExcludeTrials.name, filter.worker,
                                             filter.tuning_key, filter.job_id);
     std::set<std::string> keys;
@@ -565,7 +574,7 @@ absl::Status PostgresStore::PutBest(const BestRecord& best) {
   RETURN_IF_ERROR(
       CheckText({best.tuning_key, best.kernel_name, best.shape,
                  best.device_model, best.toolkit, best.config, best.job_id}));
-  return Transact<bool>("PutBest", [&](pqxx::work& txn) {
+  return Write<bool>("PutBest", [&](pqxx::work& txn) {
            txn.exec_prepared(kPutBest.name, best.tuning_key, best.kernel_name, best.shape,
                              best.device_model, best.toolkit, best.config,
                              best.median_seconds, best.job_id, best.updated_unix_ms,
@@ -577,14 +586,14 @@ absl::Status PostgresStore::PutBest(const BestRecord& best) {
 
 absl::StatusOr<bool> PostgresStore::DeleteBest(const std::string& tuning_key) {
   RETURN_IF_ERROR(CheckText({tuning_key}));
-  return Transact<bool>("DeleteBest", [&](pqxx::work& txn) {
+  return Write<bool>("DeleteBest", [&](pqxx::work& txn) {
     return txn.exec_prepared(kDeleteBest.name, tuning_key).affected_rows() > 0;
   });
 }
 
 absl::Status PostgresStore::PutQuarantine(const QuarantineRecord& record) {
   RETURN_IF_ERROR(CheckText({record.principal}));
-  return Transact<bool>("PutQuarantine", [&](pqxx::work& txn) {
+  return Write<bool>("PutQuarantine", [&](pqxx::work& txn) {
            txn.exec_prepared(kPutQuarantine.name, record.principal, Bytes(record.reason),
                              record.since_unix_ms);
            return true;
@@ -594,7 +603,7 @@ absl::Status PostgresStore::PutQuarantine(const QuarantineRecord& record) {
 
 absl::StatusOr<bool> PostgresStore::DeleteQuarantine(const std::string& principal) {
   RETURN_IF_ERROR(CheckText({principal}));
-  return Transact<bool>("DeleteQuarantine", [&](pqxx::work& txn) {
+  return Write<bool>("DeleteQuarantine", [&](pqxx::work& txn) {
     return txn.exec_prepared(kDeleteQuarantine.name, principal).affected_rows() > 0;
   });
 }
@@ -609,7 +618,7 @@ absl::StatusOr<bool> PostgresStore::UpsertBest(const BestRecord& best) {
   RETURN_IF_ERROR(
       CheckText({best.tuning_key, best.kernel_name, best.shape,
                  best.device_model, best.toolkit, best.config, best.job_id}));
-  return Transact<bool>("UpsertBest", [&](pqxx::work& txn) {
+  return Write<bool>("UpsertBest", [&](pqxx::work& txn) {
     pqxx::result result = txn.exec_prepared(
         kUpsertBest.name, best.tuning_key, best.kernel_name, best.shape,
         best.device_model, best.toolkit, best.config, best.median_seconds,
@@ -621,7 +630,7 @@ absl::StatusOr<bool> PostgresStore::UpsertBest(const BestRecord& best) {
 absl::StatusOr<bool> PostgresStore::ImportBest(const BestRecord& best, bool overwrite) {
   RETURN_IF_ERROR(CheckText({best.tuning_key, best.kernel_name, best.shape, best.device_model,
                              best.toolkit, best.config, best.job_id, best.origin}));
-  return Transact<bool>("ImportBest", [&](pqxx::work& txn) {
+  return Write<bool>("ImportBest", [&](pqxx::work& txn) {
     pqxx::result result = txn.exec_prepared(
         kImportBest.name, best.tuning_key, best.kernel_name, best.shape,
         best.device_model, best.toolkit, best.config, best.median_seconds,
@@ -660,7 +669,7 @@ absl::Status PostgresStore::PutBlobs(const std::vector<BlobRecord>& blobs) {
   if (blobs.empty()) return absl::OkStatus();
   for (const BlobRecord& blob : blobs)
     RETURN_IF_ERROR(CheckText({blob.digest}));
-  return Transact<bool>("PutBlobs",
+  return Write<bool>("PutBlobs",
                         [&](pqxx::work& txn) {
                           for (const BlobRecord& blob : blobs) {
                             txn.exec_prepared(kPutBlob.name, blob.digest,
@@ -688,7 +697,7 @@ absl::StatusOr<std::string> PostgresStore::GetBlob(const std::string& digest) {
 
 absl::Status PostgresStore::PutKernel(const KernelRecord& kernel) {
   RETURN_IF_ERROR(CheckText({kernel.name}));
-  return Transact<bool>("PutKernel",
+  return Write<bool>("PutKernel",
                         [&](pqxx::work& txn) {
                           txn.exec_prepared(kPutKernel.name, kernel.name,
                                             Bytes(kernel.spec),
@@ -707,7 +716,7 @@ absl::StatusOr<std::vector<KernelRecord>> PostgresStore::ListKernels() {
 
 absl::Status PostgresStore::PutToken(const TokenRecord& token) {
   RETURN_IF_ERROR(CheckText({token.id, token.name, token.role, token.secret_hash}));
-  return Transact<bool>("PutToken",
+  return Write<bool>("PutToken",
                         [&](pqxx::work& txn) {
                           txn.exec_prepared(kPutToken.name, token.id, token.name, token.role,
                                             token.secret_hash, token.created_unix_ms,
@@ -725,7 +734,7 @@ absl::StatusOr<std::vector<TokenRecord>> PostgresStore::ListTokens() {
 
 absl::Status PostgresStore::PutProfile(const ProfileRecord& profile) {
   RETURN_IF_ERROR(CheckText({profile.job_id, profile.tuning_key, profile.config}));
-  return Transact<bool>("PutProfile",
+  return Write<bool>("PutProfile",
                         [&](pqxx::work& txn) {
                           txn.exec_prepared(kPutProfile.name, profile.job_id, profile.tuning_key,
                                             profile.config, Bytes(profile.profile),
@@ -751,7 +760,7 @@ absl::Status PostgresStore::PutProfileRequests(
     RETURN_IF_ERROR(CheckText({request.job_id, request.tuning_key, request.device_model,
                                request.toolkit, request.config}));
   }
-  return Transact<bool>("PutProfileRequests",
+  return Write<bool>("PutProfileRequests",
                         [&](pqxx::work& txn) {
                           for (const ProfileRequestRecord& request : requests) {
                             txn.exec_prepared(kPutProfileRequest.name, request.job_id,

@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/store/leadership.h"
 #include "server/store/store.h"
 
 namespace tunefleet::server {
@@ -40,6 +41,11 @@ class PostgresStore : public Store {
     // How long a caller waits for a free connection before Unavailable.
     // Default 30 seconds.
     absl::Duration acquire_timeout = absl::Seconds(30);
+    // When set, every write transaction first checks that the fence's
+    // epoch is the database's leader epoch (coordinator_leader, locked FOR
+    // SHARE) and is refused with FailedPrecondition otherwise
+    // (leadership.h). Default none: writes are not fenced.
+    std::shared_ptr<const LeaderFence> fence;
   };
 
   // Connects to `conninfo` (a libpq URI or key=value string) and applies
@@ -113,6 +119,9 @@ class PostgresStore : public Store {
   // applying the retry policy above; converts every exception to a status.
   template <typename T, typename Body>
   absl::StatusOr<T> Transact(absl::string_view what, Body body);
+  // Transact for a transaction that writes: fenced (Options::fence).
+  template <typename T, typename Body>
+  absl::StatusOr<T> Write(absl::string_view what, Body body);
 
   const std::string conninfo_;
   const Options options_;

@@ -173,6 +173,17 @@ ALTER TABLE best_configs ADD COLUMN evidence BLOB NOT NULL DEFAULT x'';
     {13, R"sql(
 ALTER TABLE trials ADD COLUMN calibration_seconds REAL NOT NULL DEFAULT 0;
 )sql"},
+    // The coordinator that leads the database, and its fencing epoch
+    // (leadership.h). SQLite files are led through a file lock; the row
+    // keeps the two schemas alike.
+    {14, R"sql(
+CREATE TABLE coordinator_leader (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  epoch INTEGER NOT NULL,
+  holder TEXT NOT NULL,
+  since_unix_ms INTEGER NOT NULL);
+INSERT INTO coordinator_leader VALUES (1, 0, '', 0);
+)sql"},
 };
 
 // The result codes an operator can fix or a retry can outlast, named for

@@ -15,6 +15,8 @@
 
 namespace tunefleet::server {
 
+class LeaderFence;
+
 // One job row. `spec` is the serialized v1::JobSpec as submitted;
 // `state` is the v1::JobState number; `targets` the serialized job targets.
 struct JobRecord {
@@ -334,7 +336,11 @@ absl::Status CheckFilter(const TrialFilter& filter);
 //   postgresql://user:pass@host:port/db  (or postgres://, or a libpq
 //   key=value string prefixed with "postgresql:")
 // InvalidArgument for an unknown scheme, Unavailable when it cannot connect.
-absl::StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url);
+// With a `fence` (leadership.h), a PostgreSQL store refuses every write with
+// FailedPrecondition unless the fence's epoch is the database's leader epoch
+// (a SQLite file is fenced by its lock file instead).
+absl::StatusOr<std::unique_ptr<Store>> OpenStore(
+    const std::string& url, std::shared_ptr<const LeaderFence> fence = nullptr);
 
 }  // namespace tunefleet::server
 

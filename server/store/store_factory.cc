@@ -1,13 +1,15 @@
-// OpenStore: picks the Store implementation from the URL scheme.
+// OpenStore and OpenLeadership: pick the implementation from the URL scheme.
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <system_error>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
+#include "server/store/leadership.h"
 #include "server/store/postgres_store.h"
 #include "server/store/sqlite_store.h"
 #include "server/store/store.h"
@@ -36,10 +38,11 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqlite(const std::string& path) {
   return store;
 }
 
-absl::StatusOr<std::unique_ptr<Store>> OpenPostgres(
-    const std::string& conninfo) {
-  ASSIGN_OR_RETURN(std::unique_ptr<PostgresStore> store,
-                   PostgresStore::Open(conninfo));
+absl::StatusOr<std::unique_ptr<Store>> OpenPostgres(const std::string& conninfo,
+                                                    std::shared_ptr<const LeaderFence> fence) {
+  PostgresStore::Options options;
+  options.fence = std::move(fence);
+  ASSIGN_OR_RETURN(std::unique_ptr<PostgresStore> store, PostgresStore::Open(conninfo, options));
   return store;
 }
 
@@ -49,24 +52,45 @@ absl::string_view Scheme(absl::string_view url) {
   return url.substr(0, url.find(':'));
 }
 
-}  // namespace
+// Where a store URL points: an SQLite path, or a libpq connection string.
+struct Location {
+  bool postgres = false;
+  std::string target;
+};
 
-absl::StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url) {
+absl::StatusOr<Location> Locate(const std::string& url) {
   absl::string_view view = url;
   if (absl::StartsWith(view, kSqlitePrefix)) {
-    return OpenSqlite(std::string(view.substr(kSqlitePrefix.size())));
+    return Location{false, std::string(view.substr(kSqlitePrefix.size()))};
   }
-  if (absl::StartsWith(view, "postgresql://") ||
-      absl::StartsWith(view, "postgres://")) {
-    return OpenPostgres(url);  // libpq parses URIs itself.
+  if (absl::StartsWith(view, "postgresql://") || absl::StartsWith(view, "postgres://")) {
+    return Location{true, url};  // libpq parses URIs itself.
   }
   if (absl::StartsWith(view, kPostgresKeyValuePrefix)) {
-    return OpenPostgres(
-        std::string(view.substr(kPostgresKeyValuePrefix.size())));
+    return Location{true, std::string(view.substr(kPostgresKeyValuePrefix.size()))};
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown store URL scheme \"", Scheme(view),
                    "\": want sqlite:///path, postgresql:// or postgres://"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url,
+                                                 std::shared_ptr<const LeaderFence> fence) {
+  ASSIGN_OR_RETURN(Location location, Locate(url));
+  if (location.postgres) return OpenPostgres(location.target, std::move(fence));
+  return OpenSqlite(location.target);
+}
+
+absl::StatusOr<std::unique_ptr<Leadership>> OpenLeadership(const std::string& url,
+                                                           const std::string& holder,
+                                                           std::shared_ptr<LeaderFence> fence) {
+  ASSIGN_OR_RETURN(Location location, Locate(url));
+  if (location.postgres) return NewPostgresLeadership(location.target, holder, std::move(fence));
+  if (location.target.empty()) return absl::InvalidArgumentError("sqlite URL without a path");
+  if (SqliteStore::IsInMemory(location.target)) return NewSoleLeadership(std::move(fence));
+  return NewSqliteFileLeadership(location.target, holder, std::move(fence));
 }
 
 }  // namespace tunefleet::server

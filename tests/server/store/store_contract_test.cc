@@ -1022,8 +1022,9 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   ASSERT_OK(migrations);
   // 3: provenance and quarantine, 4: tokens, 5: cut_early, 6: job owners, imported bests,
   // 7: finalist rounds and low-clock samples, 8: profiles, 9: profile requests,
-  // 10: replacing jobs, 11: sweeps, 12: best evidence, 13: calibration
-  EXPECT_EQ(*migrations, 13);
+  // 10: replacing jobs, 11: sweeps, 12: best evidence, 13: calibration,
+  // 14: the coordinator leader
+  EXPECT_EQ(*migrations, 14);
   store->reset();  // closed before the database is dropped
 }
 

@@ -1,0 +1,78 @@
+// Leadership: which coordinator process leads a database. One leads at a
+// time; on PostgreSQL the others wait as standbys and one of them takes over
+// once the leader is gone.
+//
+// On PostgreSQL the leader holds a session advisory lock on a connection of
+// its own, and each new leader raises the epoch in coordinator_leader. A
+// store fenced with the leader's LeaderFence checks that epoch in every
+// write transaction (SELECT ... FOR SHARE, so a takeover waits for writes in
+// flight and every later write sees it): a leader whose session ended while
+// it was paused or cut off cannot write once a standby took over. A SQLite
+// file is led by the process that holds an exclusive lock on "<file>.leader"
+// (one host, no standby); an in-memory SQLite database by its own process.
+#ifndef TUNEFLEET_SERVER_STORE_LEADERSHIP_H_
+#define TUNEFLEET_SERVER_STORE_LEADERSHIP_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tunefleet::server {
+
+// The epoch under which this process leads its database, shared by its
+// Leadership (which sets it) and its fenced store (which checks it).
+// Thread-safe.
+class LeaderFence {
+ public:
+  // 0 while the process leads nothing: a fenced store then writes nothing.
+  int64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+  void Set(int64_t epoch) { epoch_.store(epoch, std::memory_order_release); }
+
+ private:
+  std::atomic<int64_t> epoch_{0};
+};
+
+// Not thread-safe: one owner calls it (the coordinator's ticker).
+class Leadership {
+ public:
+  virtual ~Leadership() = default;
+  // Takes the lead when no other process holds it: true, and the fence
+  // carries the new epoch. False while another process leads; Unavailable
+  // when the database cannot be reached.
+  virtual absl::StatusOr<bool> TryAcquire() = 0;
+  // OK while this process leads. FailedPrecondition once it lost the lead
+  // (its session ended, or another process took over): it must stop
+  // serving. Unavailable when that cannot be told now.
+  virtual absl::Status Check() = 0;
+  // Whether a process that is refused the lead may wait for it (false for a
+  // SQLite file: a second coordinator on one file is an error).
+  virtual bool allows_standby() const = 0;
+  // The epoch this process leads under; 0 before TryAcquire succeeded.
+  virtual int64_t epoch() const = 0;
+  // Who leads now, for messages ("host:pid since ..."); "" when unknown.
+  virtual std::string Leader() = 0;
+};
+
+// The leadership of the database at `url` (OpenStore's URLs) for this
+// process, named `holder` (host:pid) for operators; `fence` (may be null)
+// gets the epoch. InvalidArgument for an unknown URL; Unavailable when the
+// database or the lock file cannot be opened.
+absl::StatusOr<std::unique_ptr<Leadership>> OpenLeadership(const std::string& url,
+                                                           const std::string& holder,
+                                                           std::shared_ptr<LeaderFence> fence);
+
+// For OpenLeadership: each kind of database's.
+std::unique_ptr<Leadership> NewPostgresLeadership(const std::string& conninfo,
+                                                  const std::string& holder,
+                                                  std::shared_ptr<LeaderFence> fence);
+absl::StatusOr<std::unique_ptr<Leadership>> NewSqliteFileLeadership(
+    const std::string& path, const std::string& holder, std::shared_ptr<LeaderFence> fence);
+std::unique_ptr<Leadership> NewSoleLeadership(std::shared_ptr<LeaderFence> fence);
+
+}  // namespace tunefleet::server
+
+#endif  // TUNEFLEET_SERVER_STORE_LEADERSHIP_H_
