@@ -150,6 +150,7 @@ class FakeWorkers::Worker {
       result->mutable_measurement()->set_p20_seconds(median * 0.98);
       result->mutable_measurement()->set_p80_seconds(median * 1.02);
       result->mutable_measurement()->set_samples(10);
+      result->mutable_measurement()->set_calibration_seconds(1e-4);
     }
     const int64_t trials = request.trials_size();
     work_ = loop_->calls.Call<v1::ReportResultsResponse>(

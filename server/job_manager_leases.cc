@@ -2,8 +2,10 @@
 // compiles to the workers that ask, recording what they report, returning
 // what they give back or let lapse, and the principals that take part.
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/calibration.h"
 #include "common/status_macros.h"
 #include "server/job_log.h"
 #include "server/job_manager.h"
@@ -23,7 +25,18 @@ int ComputeCapability(const google::protobuf::RepeatedPtrField<v1::DeviceLimit>&
   return static_cast<int>(10 * major + minor);
 }
 
-// The reported result of `ordinal` with the config as the space defines it.
+// `value` when it is a finite number of at least 0, else 0: the store keeps
+// no NaN (SQLite binds it as NULL, which a NOT NULL column refuses, and with
+// it the batch of every report written together).
+double Sane(double value) { return std::isfinite(value) && value >= 0 ? value : 0; }
+
+// The reported result of `ordinal` with the config as the space defines it,
+// and only numbers the store keeps. An OK result must carry what configs are
+// ranked by: a finite, positive median and a calibration
+// (common/calibration.h; every worker of this measurement protocol
+// calibrates). Without them it is recorded CRASHED: a row with raw seconds
+// would rank against the others' calibrated times, and a zero, negative or
+// NaN median ahead of every real one.
 v1::TrialResult Normalized(TargetTrials& trials, uint64_t ordinal,
                            const v1::TrialResult& reported) {
   v1::TrialResult result = reported;
@@ -32,6 +45,23 @@ v1::TrialResult Normalized(TargetTrials& trials, uint64_t ordinal,
     result.set_status(v1::TRIAL_STATUS_CRASHED);
     result.set_error("the worker reported no status");
   }
+  const v1::Measurement& claimed = reported.measurement();
+  if (result.status() == v1::TRIAL_STATUS_OK &&
+      (!std::isfinite(claimed.median_seconds()) || claimed.median_seconds() <= 0 ||
+       !Calibrated(claimed.calibration_seconds()))) {
+    result.set_status(v1::TRIAL_STATUS_CRASHED);
+    result.set_error(absl::StrCat(
+        "the worker reported OK without a valid measurement (median ", claimed.median_seconds(),
+        " s, calibration ", claimed.calibration_seconds(), " s): not ranked"));
+  }
+  v1::Measurement* measured = result.mutable_measurement();
+  measured->set_median_seconds(Sane(measured->median_seconds()));
+  measured->set_p20_seconds(Sane(measured->p20_seconds()));
+  measured->set_p80_seconds(Sane(measured->p80_seconds()));
+  measured->set_clock_mhz(Sane(measured->clock_mhz()));
+  measured->set_rounds_cv(Sane(measured->rounds_cv()));
+  measured->set_calibration_seconds(Sane(measured->calibration_seconds()));
+  result.set_compile_seconds(Sane(result.compile_seconds()));
   return result;
 }
 

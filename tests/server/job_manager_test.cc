@@ -1,5 +1,6 @@
 #include "server/job_manager.h"
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <optional>
@@ -9,6 +10,7 @@
 #include "common/config_text.h"
 #include "common/sha256.h"
 #include "common/spec_loader.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/best_config_index.h"
 #include "server/long_polls.h"
@@ -24,6 +26,9 @@ using ::tunefleet::testing::StatusIs;
 using ::tunefleet::testing::StatusIsWith;
 
 using ::tunefleet::server::testing::FaultyStore;
+
+// Every fake result's calibration: one device of constant speed.
+constexpr double kCalibration = 1e-4;
 
 LeaseQuery QueryFor(const std::string& worker) {
   LeaseQuery query;
@@ -112,6 +117,7 @@ class JobManagerTest : public ::testing::Test {
       result.mutable_measurement()->set_median_seconds(
           seconds ? seconds(trial.index()) : 1e-3 * (1 + trial.index() % 7));
       result.mutable_measurement()->set_samples(5);
+      result.mutable_measurement()->set_calibration_seconds(kCalibration);
       report.trials.emplace_back(static_cast<uint64_t>(trial.index()), result);
     }
     return report;
@@ -250,6 +256,35 @@ TEST_F(JobManagerTest, RunsJobToSuccessAndStoresTheFastestAsBest) {
   EXPECT_GT(done.targets(0).default_seconds(), 0);  // the default is in the quick set
   ASSERT_EQ(done.top_trials_size(), 3);
   EXPECT_LE(done.top_trials(0).median_seconds(), done.top_trials(1).median_seconds());
+}
+
+TEST_F(JobManagerTest, AnOkResultWithoutAValidMeasurementIsRecordedCrashedAndNeverServed) {
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  std::optional<v1::Lease> lease = Lease(worker);
+  ASSERT_TRUE(lease.has_value());
+  ASSERT_EQ(lease->trials_size(), 3);
+  // What an insider might send to win: no calibration (raw seconds would
+  // rank against calibrated ones), a zero time, a NaN (which the store,
+  // unchecked, refuses, and the whole batch with it).
+  ResultReport report = ReportOf(worker, *lease, /*release=*/false, nullptr);
+  report.trials[0].second.mutable_measurement()->clear_calibration_seconds();
+  report.trials[0].second.mutable_measurement()->set_median_seconds(1e-9);
+  report.trials[1].second.mutable_measurement()->set_median_seconds(0);
+  report.trials[1].second.mutable_measurement()->set_rounds_cv(std::nan(""));
+  report.trials[2].second.mutable_measurement()->set_median_seconds(std::nan(""));
+  report.trials[2].second.mutable_measurement()->set_p80_seconds(INFINITY);
+  ASSERT_OK(jobs_->Report(report));
+  std::vector<TrialRecord> rows = *store_->ListTrials(job->id());
+  ASSERT_EQ(rows.size(), 3u);
+  for (const TrialRecord& row : rows) {
+    EXPECT_EQ(row.status, v1::TRIAL_STATUS_CRASHED) << row.config;
+    EXPECT_THAT(row.error, ::testing::HasSubstr("without a valid measurement")) << row.config;
+  }
+  v1::Job failed = *jobs_->Get(job->id());
+  EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);  // nothing measured: no best
+  EXPECT_FALSE(store_->GetBest(failed.targets(0).tuning_key()).ok());
 }
 
 TEST_F(JobManagerTest, LeasesAndReportAnswersCarryTheBestUncutMedian) {
