@@ -115,7 +115,7 @@ absl::StatusOr<int> Fleet::StartWorker(const std::string& name,
   const int index = static_cast<int>(workers_.size());
   SubprocessOptions options;
   options.argv = {BinPath("tunefleet-worker"),
-                  "--coordinator", address_,
+                  "--coordinator", worker_target_.empty() ? address_ : worker_target_,
                   "--cache-dir", absl::StrCat(options_.data_dir, "/worker-cache-", index),
                   "--name", name,
                   "--measure-budget", absl::StrCat(options_.measure_budget),

@@ -68,6 +68,9 @@ class Fleet {
   // Where the binaries are: <bin_dir>/<name>.
   std::string BinPath(const std::string& name) const;
   const std::string& address() const { return address_; }
+  // Workers started from now on reach the coordinators at `target`
+  // ("ip:port,ip:port": a leader and its standbys on one database).
+  void set_worker_target(std::string target) { worker_target_ = std::move(target); }
   // host:port of the coordinator's /metrics (empty when its flags turn it off).
   const std::string& metrics_address() const { return metrics_address_; }
   // REQUIRES: StartCoordinator succeeded.
@@ -95,6 +98,7 @@ class Fleet {
   std::unique_ptr<Subprocess> coordinator_;
   std::vector<std::unique_ptr<Subprocess>> workers_;
   std::string address_;
+  std::string worker_target_;  // empty: address_
   std::string metrics_address_;
   int restarts_ = 0;
 };

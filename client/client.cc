@@ -13,6 +13,7 @@
 #include "client/client_settings.h"
 #include "client/convert.h"
 #include "common/config_text.h"
+#include "common/coordinator_channel.h"
 #include "common/grpc_security.h"
 #include "common/grpc_status.h"
 #include "common/spec_loader.h"
@@ -224,7 +225,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   security.token = options.token;
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
                    MakeChannelCredentials(security));
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(options.target, credentials);
+  ASSIGN_OR_RETURN(CoordinatorTarget target, ParseCoordinatorTarget(options.target));
+  grpc::ChannelArguments args;
+  UseLeadingCoordinator(target, v1::TuningService::service_full_name(), &args);
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(target.target, credentials, args);
   return std::unique_ptr<Client>(
       new Client(std::make_unique<Impl>(options, std::move(channel))));
 }

@@ -1,5 +1,8 @@
 #include "server/coordinator.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -28,6 +31,7 @@
 #include "server/rpc_metrics.h"
 #include "server/shared_artifacts.h"
 #include "server/source_blobs.h"
+#include "server/store/leadership.h"
 #include "server/store/store.h"
 #include "server/token_book.h"
 #include "server/token_service.h"
@@ -51,6 +55,29 @@ absl::Status LoadIndex(Store* store, BestConfigIndex* index) {
   return absl::OkStatus();
 }
 
+// `listen` ("host:port") with the port `port`.
+std::string WithPort(const std::string& listen, int port) {
+  return absl::StrCat(listen.substr(0, listen.rfind(':')), ":", port);
+}
+
+// host:pid, as the leader row names this process.
+std::string DefaultHolder() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  return absl::StrCat(host[0] != '\0' ? host : "localhost", ":", getpid());
+}
+
+// The services workers and clients check the health of (ChannelTarget's
+// balancing): SERVING on the leader only.
+constexpr const char* kLeaderServices[] = {"tunefleet.v1.TuningService",
+                                           "tunefleet.v1.WorkerService"};
+
+void SetLeaderServices(grpc::Server* server, bool serving) {
+  for (const char* service : kLeaderServices) {
+    server->GetHealthCheckService()->SetServingStatus(service, serving);
+  }
+}
+
 }  // namespace
 
 int Coordinator::metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }
@@ -63,6 +90,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
 }
 
 absl::Status Coordinator::Init(const CoordinatorOptions& options) {
+  options_ = options;
   std::string url = options.database_url;
   if (url.empty()) {
     std::error_code error;
@@ -73,10 +101,81 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   if (!options.metrics_listen.empty()) {
     ASSIGN_OR_RETURN(metrics_, PrometheusMetrics::Start(options.metrics_listen, kVersion));
   }
-  ASSIGN_OR_RETURN(store_, OpenStore(url));
+  fence_ = std::make_shared<LeaderFence>();
+  ASSIGN_OR_RETURN(store_, OpenStore(url, fence_));
   CoordinatorMetrics* const metrics =
       metrics_ != nullptr ? static_cast<CoordinatorMetrics*>(metrics_.get()) : &null_metrics_;
   store_ = std::make_unique<MeteredStore>(std::move(store_), metrics);
+  ASSIGN_OR_RETURN(leadership_, OpenLeadership(url, options.holder.empty() ? DefaultHolder()
+                                                                           : options.holder,
+                                               fence_));
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  ASSIGN_OR_RETURN(const bool leads, leadership_->TryAcquire());
+  if (leads) {
+    RETURN_IF_ERROR(Lead(options.listen));
+  } else if (!leadership_->allows_standby()) {
+    const std::string leader = leadership_->Leader();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "another coordinator", leader.empty() ? "" : absl::StrCat(" (", leader, ")"),
+        " serves this SQLite database; a SQLite file has one coordinator (PostgreSQL keeps a "
+        "standby)"));
+  } else {
+    RETURN_IF_ERROR(StartStandby());
+  }
+  ticker_ = std::thread([this] {
+    while (!stopping_.load()) {
+      if (leading_.load()) {
+        Tick();
+      } else if (Lost().ok()) {
+        TryLead();
+      }
+      absl::SleepFor(leading_.load() ? absl::Milliseconds(200) : options_.standby_poll);
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::StartStandby() {
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                   MakeServerCredentials(options_.tls));
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options_.listen, credentials, &port_);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  standby_server_ = builder.BuildAndStart();
+  if (standby_server_ == nullptr || port_ == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options_.listen,
+        ": the address is in use (another coordinator?) or not this host's"));
+  }
+  standby_server_->GetHealthCheckService()->SetServingStatus(false);
+  SetLeaderServices(standby_server_.get(), false);
+  standby_leader_ = leadership_->Leader();
+  if (metrics_ != nullptr) metrics_->Leading(false);
+  spdlog::info("standby: {} leads the database; waiting for the lead",
+               standby_leader_.empty() ? std::string("another coordinator") : standby_leader_);
+  return absl::OkStatus();
+}
+
+void Coordinator::TryLead() {
+  absl::StatusOr<bool> acquired = leadership_->TryAcquire();
+  if (!acquired.ok()) {
+    spdlog::warn("standby: cannot try for the lead: {}", acquired.status().ToString());
+    return;
+  }
+  if (!*acquired) return;
+  spdlog::info("the lead is this coordinator's now (epoch {}): taking over",
+               leadership_->epoch());
+  // The port passes from the standby's server to the leader's.
+  standby_server_->Shutdown(absl::ToChronoTime(absl::Now()));
+  standby_server_->Wait();
+  standby_server_.reset();
+  const absl::Status led = Lead(WithPort(options_.listen, port_));
+  if (!led.ok()) GiveUp(absl::UnavailableError(absl::StrCat("taking over failed: ", led.message())));
+}
+
+absl::Status Coordinator::Lead(const std::string& listen) {
+  const CoordinatorOptions& options = options_;
   auto clock = [] { return absl::Now(); };
   workers_ = std::make_unique<WorkerRegistry>(3 * options.heartbeat_interval, clock,
                                               options.forget_workers_after);
@@ -142,10 +241,8 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
       jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(), report_pool_.get(),
       options.heartbeat_interval, options.jobs.lease_ttl, lease_sources, artifacts_.get());
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, credentials, &port_);
+  builder.AddListeningPort(listen, credentials, &port_);
   // gRPC sets SO_REUSEPORT by default: a second coordinator on a taken port
   // would then start beside the first and share its clients.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -164,20 +261,54 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", options.listen,
+        "cannot listen on ", listen,
         ": the address is in use (another coordinator?) or not this host's"));
   }
   server_->GetHealthCheckService()->SetServingStatus(true);
-  ticker_ = std::thread([this] {
-    while (!stopping_.load()) {
-      Tick();
-      absl::SleepFor(absl::Milliseconds(200));
-    }
-  });
+  SetLeaderServices(server_.get(), true);
+  leading_ = true;
+  if (metrics_ != nullptr) metrics_->Leading(true);
   return absl::OkStatus();
 }
 
+absl::Status Coordinator::Lost() const {
+  absl::MutexLock lock(&lost_mu_);
+  return lost_;
+}
+
+void Coordinator::GiveUp(const absl::Status& why) {
+  spdlog::critical("this coordinator stops serving: {}", why.ToString());
+  {
+    absl::MutexLock lock(&lost_mu_);
+    if (lost_.ok()) lost_ = why;
+  }
+  leading_ = false;
+  if (metrics_ != nullptr) metrics_->Leading(false);
+  if (server_ != nullptr) {
+    server_->GetHealthCheckService()->SetServingStatus(false);
+    SetLeaderServices(server_.get(), false);
+  }
+  if (long_polls_ != nullptr) long_polls_->Shutdown();
+}
+
 void Coordinator::Tick() {
+  // A leader whose session ended, or that another took over from, writes
+  // nothing more (its store is fenced): it stops before it misleads anyone.
+  const int checks_every = std::max<int>(
+      1, static_cast<int>(options_.standby_poll / absl::Milliseconds(200)));
+  if (++ticks_ % checks_every == 0) {
+    const int64_t epoch = leadership_->epoch();
+    const absl::Status lead = leadership_->Check();
+    if (absl::IsFailedPrecondition(lead)) {
+      GiveUp(lead);
+      return;
+    }
+    if (leadership_->epoch() != epoch) {
+      spdlog::warn("the session that held the database's lead ended; nobody else led, so this "
+                   "coordinator leads on at epoch {}",
+                   leadership_->epoch());
+    }
+  }
   const absl::Status health = store_->CheckHealth();
   if (health.ok() != store_healthy_) {
     store_healthy_ = health.ok();
@@ -187,7 +318,7 @@ void Coordinator::Tick() {
     } else {
       spdlog::error("store unhealthy: NOT_SERVING ({})", std::string(health.message()));
     }
-    if (!stopping_.load()) server_->GetHealthCheckService()->SetServingStatus(store_healthy_);
+    if (!stopping_.load()) server_->GetHealthCheckService()->SetServingStatus("", store_healthy_);
   }
   jobs_->Tick();
   profiles_->Tick();
@@ -195,13 +326,18 @@ void Coordinator::Tick() {
 
 void Coordinator::Shutdown(absl::Duration deadline) {
   if (stopping_.exchange(true)) return;
+  // A takeover in progress finishes first: then what serves is settled.
+  if (ticker_.joinable()) ticker_.join();
   if (long_polls_ != nullptr) long_polls_->Shutdown();  // so the drain is quick
+  if (standby_server_ != nullptr) {
+    standby_server_->Shutdown(absl::ToChronoTime(absl::Now()));
+    standby_server_->Wait();
+  }
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->SetServingStatus(false);
     server_->Shutdown(absl::ToChronoTime(absl::Now() + deadline));
     server_->Wait();
   }
-  if (ticker_.joinable()) ticker_.join();
 }
 
 Coordinator::~Coordinator() { Shutdown(absl::Seconds(1)); }

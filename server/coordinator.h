@@ -1,8 +1,16 @@
 // The Coordinator: the store, best-config index, worker registry, source
 // blobs, job manager, long-polls and the gRPC server (TuningService,
 // WorkerService, health, reflection) of one coordinator process, built in
-// dependency order. A ticker does the periodic upkeep and turns health
+// dependency order. A ticker does the periodic upkeep and turns health ("")
 // NOT_SERVING while the store fails its health check.
+//
+// One coordinator leads a database at a time (server/store/leadership.h).
+// One started on a PostgreSQL database another leads is a standby: it
+// listens on its address with health alone, every service NOT_SERVING (so
+// that clients and workers balancing over several addresses by health go to
+// the leader), tries for the lead every `standby_poll`, and once it leads
+// builds the rest and serves on the same port. A leader that loses the lead
+// stops serving and says so (Lost): its process must end.
 #ifndef TUNEFLEET_SERVER_COORDINATOR_H_
 #define TUNEFLEET_SERVER_COORDINATOR_H_
 
@@ -13,7 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/grpc_security.h"
 #include "server/job_manager.h"
@@ -26,6 +36,8 @@ class Server;
 namespace tunefleet::server {
 
 class Store;
+class LeaderFence;
+class Leadership;
 class BestConfigIndex;
 class CallPool;
 class FleetNames;
@@ -87,20 +99,36 @@ struct CoordinatorOptions {
   // server thread; StreamSlots). Defaults 64 and 1024.
   int max_watches_per_principal = 64;
   int max_watches = 1024;
+  // How often a standby tries for its database's lead, and a leader checks
+  // that it still holds it. Default 500 ms.
+  absl::Duration standby_poll = absl::Milliseconds(500);
+  // The name the leader row gives this process; empty: host:pid.
+  std::string holder;
   JobManagerOptions jobs;
 };
 
 // Thread-safety: Start, port and Shutdown may be called from any thread.
 class Coordinator {
  public:
-  // Opens the store (applying migrations), reloads unfinished jobs and
-  // starts serving. Unavailable when the port cannot be bound.
+  // Opens the store (applying migrations); when this process leads the
+  // database, reloads unfinished jobs and starts serving, else starts as a
+  // standby. Unavailable when the port cannot be bound; FailedPrecondition
+  // when another coordinator serves the same SQLite file.
   static absl::StatusOr<std::unique_ptr<Coordinator>> Start(
       const CoordinatorOptions& options);
   ~Coordinator();
 
-  // The bound port (useful with port 0).
+  // The bound port (useful with port 0); a standby's is the port it will
+  // serve on.
   int port() const { return port_; }
+  // Whether this process leads its database now (else it is a standby).
+  bool leading() const { return leading_.load(); }
+  // Who leads the database, for a standby's messages ("" when unknown).
+  std::string leader() const { return standby_leader_; }
+  // OK while this coordinator serves or waits as a standby; once it lost
+  // its database's lead, or failed to take it up, why: it serves nothing
+  // more, and its process should end.
+  absl::Status Lost() const;
   // The bound metrics port, 0 when metrics are off.
   int metrics_port() const;
   // Marks health NOT_SERVING, lets in-flight calls finish until `deadline`,
@@ -110,11 +138,25 @@ class Coordinator {
  private:
   Coordinator() = default;
   absl::Status Init(const CoordinatorOptions& options);
-  // Periodic upkeep, and health from the store's health check.
+  // Builds everything that serves, on the database this process leads, and
+  // starts serving on `listen`.
+  absl::Status Lead(const std::string& listen);
+  // Listens on options_.listen with health alone (NOT_SERVING).
+  absl::Status StartStandby();
+  // The standby's try for the lead; leads once it has it.
+  void TryLead();
+  // Periodic upkeep, health from the store's health check, and the lead.
   void Tick();
+  // Stops serving for good: the lead is gone.
+  void GiveUp(const absl::Status& why);
 
+  CoordinatorOptions options_;
   NullMetrics null_metrics_;  // when metrics are off
   std::unique_ptr<PrometheusMetrics> metrics_;
+  std::shared_ptr<LeaderFence> fence_;
+  std::unique_ptr<Leadership> leadership_;  // the ticker's, once started
+  std::unique_ptr<grpc::Server> standby_server_;
+  std::string standby_leader_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<BestConfigIndex> index_;
   std::unique_ptr<WorkerRegistry> workers_;
@@ -138,8 +180,12 @@ class Coordinator {
   std::unique_ptr<grpc::Server> server_;
   std::thread ticker_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> leading_{false};
   bool store_healthy_ = true;  // the ticker's
+  int ticks_ = 0;              // the ticker's
   int port_ = 0;
+  mutable absl::Mutex lost_mu_;
+  absl::Status lost_ ABSL_GUARDED_BY(lost_mu_);
 };
 
 }  // namespace tunefleet::server

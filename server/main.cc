@@ -41,6 +41,7 @@ struct Flags {
   int max_watches_per_principal = 64;
   int max_watches = 1024;
   int64_t heartbeat_ms = 1000;
+  int64_t standby_poll_ms = 500;
   int64_t forget_workers_after_ms = 0;
   int batch_size = 4;
   int64_t max_space_points = 10'000'000;
@@ -190,6 +191,12 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--heartbeat-ms", flags.heartbeat_ms, "worker heartbeat interval")
       ->capture_default_str();
+  app.add_option("--standby-poll-ms", flags.standby_poll_ms,
+                 "how often a standby (another coordinator leads the PostgreSQL database) "
+                 "tries for the lead, and a leader checks it still holds it; a leader that "
+                 "lost it exits with code 3")
+      ->check(CLI::Range(int64_t{50}, int64_t{60'000}))
+      ->capture_default_str();
   app.add_option("--forget-workers-after-ms", flags.forget_workers_after_ms,
                  "a worker silent this long leaves the worker list (0: 30 heartbeat "
                  "intervals)")
@@ -274,6 +281,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.max_watches = flags.max_watches;
   options.metrics_listen = flags.metrics_listen;
   options.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
+  options.standby_poll = absl::Milliseconds(flags.standby_poll_ms);
   if (flags.forget_workers_after_ms > 0) {
     options.forget_workers_after = absl::Milliseconds(flags.forget_workers_after_ms);
   }
@@ -376,20 +384,40 @@ int main(int argc, char** argv) {
                       std::to_string((*coordinator)->metrics_port());
     WriteAddressFile(flags.metrics_address_file, metrics_address);
   }
+  // A standby listens (health alone) and takes over on its own.
+  const std::string standby =
+      (*coordinator)->leading()
+          ? ""
+          : absl::StrCat(" as a standby (", (*coordinator)->leader().empty()
+                                                ? std::string("another coordinator")
+                                                : (*coordinator)->leader(),
+                         " leads the database)");
   // The banner for people; JSON logs hold only JSON (the line below says it).
   if (flags.log_format != "json") {
-    std::cout << "tunefleet-coordinator listening on " << address
+    std::cout << "tunefleet-coordinator listening on " << address << standby
               << (metrics_address.empty() ? "" : ", metrics on " + metrics_address + "/metrics")
               << std::endl;
   }
-  spdlog::info("listening on {}{}", address,
+  spdlog::info("listening on {}{}{}", address, standby,
                (*coordinator)->metrics_port() == 0
                    ? ""
                    : absl::StrCat(", metrics on port ", (*coordinator)->metrics_port()));
   WriteAddressFile(flags.address_file, address);
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
-  spdlog::info("signal {} ({}): draining", signal, strsignal(signal));
-  (*coordinator)->Shutdown(absl::Seconds(5));
-  return 0;
+  // Until a stop signal, or until the coordinator lost its database's lead
+  // (another took over): then it must not serve on, and a supervisor starts
+  // it again as a standby.
+  const timespec poll = {0, 200'000'000};
+  while (true) {
+    const int signal = sigtimedwait(&stop_signals, nullptr, &poll);
+    if (signal > 0) {
+      spdlog::info("signal {} ({}): draining", signal, strsignal(signal));
+      (*coordinator)->Shutdown(absl::Seconds(5));
+      return 0;
+    }
+    if (const absl::Status lost = (*coordinator)->Lost(); !lost.ok()) {
+      (*coordinator)->Shutdown(absl::Seconds(1));
+      spdlog::critical("exiting: {}", lost.ToString());
+      return 3;
+    }
+  }
 }

@@ -39,6 +39,8 @@ class CoordinatorMetrics {
   virtual void StrandedJobRepaired() = 0;
   // Whether the store answered its last health check.
   virtual void StoreHealthy(bool healthy) = 0;
+  // Whether this coordinator leads its database (else it is a standby).
+  virtual void Leading(bool leading) = 0;
   // A call refused before its handler: no or a bad credential
   // (`authenticated` false), or a role that may not call the method.
   virtual void CallRefused(bool authenticated) = 0;
@@ -87,6 +89,7 @@ class NullMetrics : public CoordinatorMetrics {
   void StoreCall(absl::Duration) override {}
   void StrandedJobRepaired() override {}
   void StoreHealthy(bool) override {}
+  void Leading(bool) override {}
   void CallRefused(bool) override {}
   void VerificationFinished(Verification) override {}
   void WorkersQuarantined(int) override {}

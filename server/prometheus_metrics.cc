@@ -43,6 +43,7 @@ struct PrometheusMetrics::Families {
   prometheus::Histogram* store_seconds = nullptr;
   prometheus::Counter* stranded = nullptr;
   prometheus::Gauge* store_up = nullptr;
+  prometheus::Gauge* leading = nullptr;
   prometheus::Counter* unauthenticated = nullptr;
   prometheus::Counter* permission_denied = nullptr;
   std::array<prometheus::Counter*, 4> verifications{};
@@ -160,6 +161,11 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                     .Register(registry)
                     .Add({});
   f.store_up->Set(1);
+  f.leading = &prometheus::BuildGauge()
+                   .Name("tunefleet_coordinator_leading")
+                   .Help("1 while this coordinator leads its database, 0 while it is a standby")
+                   .Register(registry)
+                   .Add({});
   auto& refused = prometheus::BuildCounter()
                       .Name("tunefleet_coordinator_calls_refused_total")
                       .Help("Calls refused before their handler, by code: no or a bad "
@@ -283,6 +289,8 @@ void PrometheusMetrics::CallRefused(bool authenticated) {
 }
 
 void PrometheusMetrics::StoreHealthy(bool healthy) { families_->store_up->Set(healthy ? 1 : 0); }
+
+void PrometheusMetrics::Leading(bool leading) { families_->leading->Set(leading ? 1 : 0); }
 
 void PrometheusMetrics::SearchFinished(v1::StopReason reason) {
   if (reason > 0 && reason < kStopReasons) families_->searches[reason]->Increment();

@@ -39,6 +39,7 @@ class PrometheusMetrics final : public CoordinatorMetrics {
   void StoreCall(absl::Duration elapsed) override;
   void StrandedJobRepaired() override;
   void StoreHealthy(bool healthy) override;
+  void Leading(bool leading) override;
   void CallRefused(bool authenticated) override;
   void VerificationFinished(Verification outcome) override;
   void WorkersQuarantined(int count) override;

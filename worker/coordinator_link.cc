@@ -6,6 +6,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "common/coordinator_channel.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "tunefleet/v1/worker_service.grpc.pb.h"
@@ -15,7 +16,7 @@ namespace {
 
 class GrpcCoordinator : public Coordinator {
  public:
-  GrpcCoordinator(const std::string& target, const CoordinatorLinkOptions& options,
+  GrpcCoordinator(const CoordinatorTarget& target, const CoordinatorLinkOptions& options,
                   std::shared_ptr<grpc::ChannelCredentials> credentials)
       : options_(options) {
     grpc::ChannelArguments args;
@@ -28,8 +29,9 @@ class GrpcCoordinator : public Coordinator {
     const int cap = static_cast<int>(absl::ToInt64Milliseconds(options.max_reconnect_backoff));
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, std::min(cap, 250));
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, cap);
+    UseLeadingCoordinator(target, v1::WorkerService::service_full_name(), &args);
     stub_ = v1::WorkerService::NewStub(
-        grpc::CreateCustomChannel(target, std::move(credentials), args));
+        grpc::CreateCustomChannel(target.target, std::move(credentials), args));
   }
 
   absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
@@ -149,9 +151,10 @@ class GrpcCoordinator : public Coordinator {
 
 absl::StatusOr<std::unique_ptr<Coordinator>> CreateGrpcCoordinator(
     const std::string& target, const CoordinatorLinkOptions& options) {
+  ASSIGN_OR_RETURN(CoordinatorTarget parsed, ParseCoordinatorTarget(target));
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
                    MakeChannelCredentials(options.security));
-  return std::make_unique<GrpcCoordinator>(target, options, std::move(credentials));
+  return std::make_unique<GrpcCoordinator>(parsed, options, std::move(credentials));
 }
 
 }  // namespace tunefleet::worker

@@ -27,9 +27,11 @@ struct CoordinatorLinkOptions {
   ChannelSecurity security;
 };
 
-// A Coordinator over a channel to `target` ("host:port"). The channel
-// connects lazily: an unreachable coordinator shows as Unavailable calls,
-// never as a failure here. Errors only for unreadable certificate files.
+// A Coordinator over a channel to `target` ("host:port", or a list of the
+// coordinators that share a database: common/coordinator_channel.h). The
+// channel connects lazily: an unreachable coordinator shows as Unavailable
+// calls, never as a failure here. Errors only for a malformed list and for
+// unreadable certificate files.
 absl::StatusOr<std::unique_ptr<Coordinator>> CreateGrpcCoordinator(
     const std::string& target, const CoordinatorLinkOptions& options);
 

@@ -35,7 +35,9 @@ int main(int argc, char** argv) {
   tunefleet::ChannelSecurity& tls = flags.link.security;
   CLI::App app{"tunefleet worker daemon: compiles and benchmarks kernel configs "
                "leased from a tunefleet coordinator"};
-  app.add_option("--coordinator", flags.coordinator, "coordinator address HOST:PORT");
+  app.add_option("--coordinator", flags.coordinator,
+                 "coordinator address HOST:PORT, or IP:PORT,IP:PORT for a leader and its "
+                 "standbys (calls go to the one that leads)");
   app.add_option("--cache-dir", flags.cache_dir,
                  "artifact and source cache (default ~/.cache/tunefleet-worker)");
   app.add_option("--max-trials", flags.max_trials, "trials per lease (0 = coordinator's)");

@@ -5,11 +5,13 @@
 #include <memory>
 
 #include "client/tunectl/exit_codes.h"
+#include "common/coordinator_channel.h"
 #include "common/grpc_security.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "tunefleet/v1/admin_service.grpc.pb.h"
+#include "tunefleet/v1/tuning_service.grpc.pb.h"
 
 namespace tunefleet::tunectl {
 namespace {
@@ -22,7 +24,11 @@ absl::StatusOr<std::unique_ptr<v1::AdminService::Stub>> AdminStub(const ClientOp
   security.token = options.token;
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
                    MakeChannelCredentials(security));
-  return v1::AdminService::NewStub(grpc::CreateChannel(options.target, credentials));
+  ASSIGN_OR_RETURN(CoordinatorTarget target, ParseCoordinatorTarget(options.target));
+  // Only the leader serves; it serves TuningService and AdminService alike.
+  grpc::ChannelArguments args;
+  UseLeadingCoordinator(target, v1::TuningService::service_full_name(), &args);
+  return v1::AdminService::NewStub(grpc::CreateCustomChannel(target.target, credentials, args));
 }
 
 void SetDeadline(const ClientOptions& options, grpc::ClientContext* context) {

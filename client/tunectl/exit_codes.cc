@@ -25,7 +25,12 @@ TlsProblem ClassifyTls(const absl::Status& status) {
   // Only a connection that never came up: a call cut later is not about TLS.
   if (status.code() != absl::StatusCode::kUnavailable) return TlsProblem::kNone;
   const std::string message = absl::AsciiStrToLower(status.message());
-  if (!absl::StrContains(message, "failed to connect to all addresses")) return TlsProblem::kNone;
+  // pick_first's words, and round_robin's (a channel balancing over the
+  // coordinators by health: common/coordinator_channel.h).
+  if (!absl::StrContains(message, "failed to connect to all addresses") &&
+      !absl::StrContains(message, "connections to all backends failing")) {
+    return TlsProblem::kNone;
+  }
   const auto has = [&message](absl::string_view a, absl::string_view b) {
     return absl::StrContains(message, a) || absl::StrContains(message, b);
   };

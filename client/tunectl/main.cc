@@ -93,8 +93,9 @@ struct Verbs {
 
 void DefineGlobalFlags(CLI::App& app, Flags& flags) {
   app.add_option("--server", flags.server,
-                 "Coordinator host:port (default: $TUNEFLEET_SERVER, else the "
-                 "config file's `server`, else localhost:7070)");
+                 "Coordinator host:port, or ip:port,ip:port for a leader and its standbys "
+                 "(default: $TUNEFLEET_SERVER, else the config file's `server`, else "
+                 "localhost:7070)");
   app.add_option("--context", flags.context,
                  "Use this context of the config file (default: $TUNEFLEET_CONTEXT, else its "
                  "current-context)")

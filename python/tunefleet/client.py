@@ -29,7 +29,7 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Iterator, List, Optional, Sequence, Union
 
-from . import _convert, kernel_dir, records, settings as settings_mod, shapes
+from . import _convert, coordinator_target, kernel_dir, records, settings as settings_mod, shapes
 from ._stubs import tuning_grpc, tuning_pb2
 from .errors import (FailedPreconditionError, InvalidArgumentError, StatusCode,
                      UnavailableError, error_for)
@@ -102,7 +102,8 @@ class Client:
     def __init__(self, server: Optional[str] = None, *, token: Optional[str] = None,
                  ca_file: Optional[str] = None, deadline: Optional[float] = None,
                  insecure: Optional[bool] = None, config_file: Optional[str] = None):
-        """`server` "host:port"; `token` a bearer token; `ca_file` the PEM CA
+        """`server` "host:port" (or "ip:port,ip:port": the coordinators that
+        share a database, of which calls reach the leader); `token` a bearer token; `ca_file` the PEM CA
         bundle that signed the coordinator's certificate; `deadline` seconds
         allowed per call (default 10); `insecure` plaintext without
         credentials, for a coordinator started with --insecure. Each one left
@@ -119,8 +120,10 @@ class Client:
 
     @staticmethod
     def _make_channel(grpc, s: settings_mod.Settings):
+        target, authority = coordinator_target.parse(s.server)
+        options = coordinator_target.channel_options(authority)
         if s.insecure:
-            return grpc.insecure_channel(s.server)
+            return grpc.insecure_channel(target, options=options)
         roots = None
         if s.ca_file:
             try:
@@ -133,7 +136,7 @@ class Client:
         if s.token:
             credentials = grpc.composite_channel_credentials(
                 credentials, grpc.access_token_call_credentials(s.token))
-        return grpc.secure_channel(s.server, credentials)
+        return grpc.secure_channel(target, credentials, options=options)
 
     @property
     def server(self) -> str:

@@ -72,6 +72,12 @@ TEST(TunectlArgsTest, TlsMismatchesHaveTheirOwnHintAndExitCode) {
       "failed: SSL_ERROR_SSL: error:0A000086:SSL routines::certificate verify failed");
   EXPECT_THAT(TlsMismatchHint(untrusted), HasSubstr("--ca-file"));
   EXPECT_EQ(ExitCodeForStatus(untrusted), kExitTls);
+  // The words of a channel that balances over the coordinators by health.
+  const absl::Status balanced = absl::UnavailableError(
+      "connections to all backends failing; last error: UNKNOWN: ipv4:127.0.0.1:1: Ssl "
+      "handshake failed: SSL_ERROR_SSL: error:0A00010B:SSL routines::wrong version number");
+  EXPECT_THAT(TlsMismatchHint(balanced), HasSubstr("--insecure"));
+  EXPECT_EQ(ExitCodeForStatus(balanced), kExitTls);
   // A call cut after it connected is not about TLS, whatever the server said.
   EXPECT_EQ(TlsMismatchHint(absl::UnavailableError("Socket closed")), "");
   EXPECT_EQ(TlsMismatchHint(absl::UnavailableError("backend: certificate verify failed")), "");

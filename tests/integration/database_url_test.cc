@@ -1,9 +1,8 @@
 // The coordinator process takes its PostgreSQL URL from TUNEFLEET_DATABASE or
-// --database-file (never only argv), against the real server of
+// --database-file (never only argv), against a database of the real server of
 // scripts/with-postgres.sh, and never prints the password.
 #include <sys/stat.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +11,7 @@
 #include "common/subprocess.h"
 #include "gtest/gtest.h"
 #include "server/store/store.h"
+#include "tests/server/store/test_database.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
 
@@ -20,11 +20,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string PostgresUrl() {
-  const char* url = std::getenv("TUNEFLEET_TEST_POSTGRES_URL");
-  return url == nullptr ? "" : url;
-}
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
@@ -35,14 +30,17 @@ std::string Slurp(const std::string& path) {
 
 class DatabaseUrlTest : public ::testing::Test {
  protected:
+  // A database of the test's own on the server of scripts/with-postgres.sh:
+  // two coordinators on one database are a leader and a standby, and the
+  // tests run side by side.
   void SetUp() override {
-    url_ = PostgresUrl();
-    if (!url_.empty()) return;
-    const char* required = std::getenv("TUNEFLEET_REQUIRE_POSTGRES");
-    if (required != nullptr && std::string(required) == "1") {
-      GTEST_FAIL() << "TUNEFLEET_REQUIRE_POSTGRES=1 but TUNEFLEET_TEST_POSTGRES_URL is unset";
-    }
-    GTEST_SKIP() << "TUNEFLEET_TEST_POSTGRES_URL is unset; run under scripts/with-postgres.sh";
+    server::testing::SkipOrFailWithoutPostgres();
+    if (IsSkipped() || HasFatalFailure()) return;
+    absl::StatusOr<std::unique_ptr<server::testing::TestDatabase>> database =
+        server::testing::TestDatabase::Create(server::testing::Backend::kPostgres);
+    ASSERT_OK(database);
+    database_ = *std::move(database);
+    url_ = database_->url();
   }
 
   // Starts the coordinator with `args` and `env`, its stderr in a file.
@@ -107,6 +105,7 @@ class DatabaseUrlTest : public ::testing::Test {
   }
 
   TempDir dir_;
+  std::unique_ptr<server::testing::TestDatabase> database_;
   std::string url_;
   std::string address_file_ = dir_.path() + "/address";
   std::string stderr_path_ = dir_.path() + "/stderr";

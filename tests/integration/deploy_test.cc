@@ -194,7 +194,7 @@ TEST_F(DeployTest, KubernetesManifestsHaveWhatTheFleetNeeds) {
     EXPECT_TRUE(document["metadata"]["name"].IsScalar());
   }
   const YAML::Node coordinator = Find(documents, "Deployment");
-  EXPECT_EQ(coordinator["spec"]["replicas"].as<int>(), 1);
+  EXPECT_EQ(coordinator["spec"]["replicas"].as<int>(), 2);  // a leader and a standby
   EXPECT_EQ(coordinator["spec"]["strategy"]["type"].as<std::string>(), "Recreate");
   const YAML::Node pod = coordinator["spec"]["template"];
   EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/scrape"].as<std::string>(), "true");

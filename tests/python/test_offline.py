@@ -10,6 +10,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -369,3 +370,30 @@ def test_short_forms_parse_in_order():
     assert list(tunefleet.shapes.parse(" N = 2 , M=1")) == ["N", "M"]
     assert tunefleet.shapes.format({"M": 1, "N": 2}) == "M=1,N=2"
     assert tunefleet.shapes.parse("") == {}
+
+
+def _coordinator_target_cases():
+    source = os.environ.get("TUNEFLEET_SOURCE_DIR", str(pathlib.Path(__file__).parents[2]))
+    with open(os.path.join(source, "tests", "data", "coordinator_target_cases.json")) as f:
+        return json.load(f)["cases"]
+
+
+@pytest.mark.parametrize("case", _coordinator_target_cases(),
+                         ids=lambda case: case["addresses"] or "empty")
+def test_coordinator_lists_parse_as_the_cpp_library_parses_them(case):
+    from tunefleet import coordinator_target
+    if "error" in case:
+        with pytest.raises(tunefleet.InvalidArgumentError, match=re.escape(case["error"])):
+            coordinator_target.parse(case["addresses"])
+        return
+    assert coordinator_target.parse(case["addresses"]) == (case["target"], case["authority"])
+
+
+def test_the_channel_balances_by_the_tuning_services_health():
+    from tunefleet import coordinator_target
+    options = dict(coordinator_target.channel_options("10.0.0.1:7070"))
+    config = json.loads(options["grpc.service_config"])
+    assert config["healthCheckConfig"]["serviceName"] == "tunefleet.v1.TuningService"
+    assert config["loadBalancingConfig"] == [{"round_robin": {}}]
+    assert options["grpc.default_authority"] == "10.0.0.1:7070"
+    assert "grpc.default_authority" not in dict(coordinator_target.channel_options(""))

@@ -28,7 +28,9 @@
 namespace tunefleet {
 
 struct ClientOptions {
-  // The coordinator's address, "host:port". Default: "localhost:7070".
+  // The coordinator's address, "host:port"; or the addresses of the
+  // coordinators that share a database, "ip:port,ip:port", of which calls
+  // reach the one that leads. Default: "localhost:7070".
   std::string target = "localhost:7070";
   // Time allowed for each call, and for Watch to receive the job's current
   // state (not for the whole watch). Default: 10 seconds.
