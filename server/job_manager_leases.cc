@@ -92,21 +92,32 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
           "device ", device.device_id, " of worker ", query.worker_id, " holds ",
           options_.max_leases_per_device, " leases already; report or release one first"));
     }
+    const auto runs_here = [&](const Target& target) {
+      return target.trials != nullptr && target.info.device_model() == device.model &&
+             target.info.toolkit() == device.toolkit;
+    };
+    // Verifications first, of any job: a candidate best waits for one (with
+    // verify_best=auto it is served unverified once its wait passes), and
+    // the search work of older jobs must not make it wait.
     for (auto& [sequence, job] : jobs_) {
       if (!job->Live()) continue;
       for (int t = 0; t < static_cast<int>(job->targets.size()) && !grant; ++t) {
         const Target& target = job->targets[t];
-        if (target.trials == nullptr || target.info.device_model() != device.model ||
-            target.info.toolkit() != device.toolkit) {
-          continue;
-        }
-        if (target.verification != nullptr) {
+        if (runs_here(target) && target.verification != nullptr) {
           grant = VerifyFrom(job.get(), t, lease, live, &pending);
-        } else if (target.trials->HasWork()) {
-          grant = LeaseFrom(job.get(), t, lease, max, &pending);
         }
       }
       if (grant.has_value()) break;
+    }
+    for (auto& [sequence, job] : jobs_) {
+      if (grant.has_value()) break;
+      if (!job->Live()) continue;
+      for (int t = 0; t < static_cast<int>(job->targets.size()) && !grant; ++t) {
+        const Target& target = job->targets[t];
+        if (runs_here(target) && target.verification == nullptr && target.trials->HasWork()) {
+          grant = LeaseFrom(job.get(), t, lease, max, &pending);
+        }
+      }
     }
   }
   Flush(std::move(pending));

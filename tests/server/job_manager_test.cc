@@ -1453,6 +1453,32 @@ TEST_F(VerificationFlowTest, AutoServesUnverifiedWhenNoVerifierComesInTime) {
   EXPECT_OK(store_->GetBest(done.targets(0).tuning_key()));
 }
 
+TEST_F(VerificationFlowTest, AVerifierIsGivenAVerificationBeforeAnOlderJobsSearch) {
+  options_.verify.mode = VerifyMode::kRequired;  // no deadline while the clock moves
+  Restart();
+  std::string claimant = AddWorker("test-cpu", 0, "host:claimant");
+  absl::StatusOr<v1::Job> older = jobs_->Submit(Spec());
+  ASSERT_OK(older);
+  std::optional<v1::Lease> held = Lease(claimant);  // all of the older job, then lapsed
+  ASSERT_TRUE(held.has_value());
+  absl::StatusOr<v1::Job> newer = jobs_->Submit(Spec("M=128,N=128,K=128"));
+  ASSERT_OK(newer);
+  std::optional<v1::Lease> measured = Lease(claimant);
+  ASSERT_TRUE(measured.has_value());
+  EXPECT_EQ(measured->job_id(), newer->id());
+  ReportAll(claimant, *measured);  // one principal measured the newer job's best
+  now_ += options_.lease_ttl + absl::Seconds(1);
+  jobs_->Tick();  // the older job's configs are queued again
+  std::string verifier = AddWorker("test-cpu", 0, "host:verifier");
+  std::optional<v1::Lease> first = Lease(verifier);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->job_id(), newer->id());
+  EXPECT_TRUE(first->finalists());  // the verification, not the older job's search
+  std::optional<v1::Lease> second = Lease(verifier);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->job_id(), older->id());
+}
+
 TEST_F(VerificationFlowTest, RequiredWaitsForAVerifierWithoutADeadline) {
   options_.verify.mode = VerifyMode::kRequired;
   Restart();
