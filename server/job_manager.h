@@ -60,6 +60,11 @@ struct JobManagerOptions {
   // measure. Each report moves it on. Default 10 min (a trial's compile and
   // measurement take far less; the worker's own timeouts end it sooner).
   absl::Duration lease_idle_limit = absl::Minutes(10);
+  // However it reports, a lease is taken back (as lost) this long after it
+  // was granted: one result now and then cannot hold a batch for good.
+  // Default 30 min (a batch of 64 configs of a few seconds each takes far
+  // less).
+  absl::Duration lease_max_age = absl::Minutes(30);
   // Trials per lease when the worker asks for 0. Default 4.
   int batch_size = 4;
   // Most trials one lease carries, whatever the worker asks. Default 64.

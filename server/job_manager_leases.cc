@@ -168,6 +168,7 @@ std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, Lease lease, in
   lease.target = t;
   lease.expires = clock_() + options_.lease_ttl;
   lease.idle_until = clock_() + options_.lease_idle_limit;
+  lease.deadline = clock_() + options_.lease_max_age;
   // The lease id and epoch are the book's; Take needs them first.
   const Lease& granted = leases_.Grant(std::move(lease));
   const std::string lease_id = granted.id;
@@ -293,7 +294,9 @@ void JobManager::ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResu
   for (v1::TrialStatus status : measured) metrics_->TrialRecorded(status);
   quotas_.CountTrials(job->view.owner(), static_cast<int64_t>(measured.size()), clock_());
   if (lease->verify) ApplyVerification(results, *lease, &target, pending);
-  if (!results.empty()) lease->idle_until = clock_() + options_.lease_idle_limit;
+  if (!results.empty()) {
+    lease->idle_until = std::min(clock_() + options_.lease_idle_limit, lease->deadline);
+  }
   leases_.Renew(lease->id, clock_() + options_.lease_ttl);
   if (release) {
     ReturnLease(leases_.Remove(lease->id), /*expired=*/false, pending);

@@ -31,6 +31,7 @@ std::optional<LeaseGrant> JobManager::VerifyFrom(Job* job, int t, Lease lease,
   lease.target = t;
   lease.expires = clock_() + options_.lease_ttl;
   lease.idle_until = clock_() + options_.lease_idle_limit;
+  lease.deadline = clock_() + options_.lease_max_age;
   lease.finalists = true;  // measured interleaved on one device
   lease.verify = true;
   lease.referee = verification.disputed();

@@ -32,6 +32,10 @@ struct Lease {
   // sends empty reports. The JobManager moves it on at each report that
   // carries a result. Default: no limit.
   absl::Time idle_until = absl::InfiniteFuture();
+  // However it reports, the lease ends here: renewals and reports never move
+  // `expires` or `idle_until` past it, so a worker that reports a result now
+  // and then cannot hold a batch of configs for good. Default: no limit.
+  absl::Time deadline = absl::InfiniteFuture();
   std::vector<uint64_t> ordinals;
   bool finalists = false;  // the finalists round: trials already stored
   bool verify = false;     // a verification: re-measures another principal's claim
@@ -55,8 +59,8 @@ class LeaseBook {
   // The lease `id` when it is still held under `epoch` by `worker_id`;
   // nullptr for an expired, returned or foreign lease.
   Lease* Find(const std::string& id, int64_t epoch, const std::string& worker_id);
-  // Moves the expiry of lease `id`, to no later than its idle_until (no-op
-  // when it is gone).
+  // Moves the expiry of lease `id`, to no later than its idle_until and its
+  // deadline (no-op when it is gone).
   void Renew(const std::string& id, absl::Time expires);
   // Renew for every lease of `worker_id`.
   void RenewWorker(const std::string& worker_id, absl::Time expires);

@@ -37,6 +37,7 @@ struct Flags {
   std::string metrics_listen = "127.0.0.1:9464";
   int64_t lease_ttl_ms = 10000;
   int64_t lease_idle_limit_s = 600;
+  int64_t lease_max_age_s = 1800;
   int64_t orphan_timeout_s = 600;
   int max_watches_per_principal = 64;
   int max_watches = 1024;
@@ -179,6 +180,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "a lease that reports no result for this long is taken back, even while "
                  "its worker heartbeats")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--lease-max-age-s", flags.lease_max_age_s,
+                 "a lease is taken back (its unreported configs as lost) this long after it "
+                 "was granted, however it reports")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-watches-per-principal", flags.max_watches_per_principal,
                  "WatchJob streams one principal may hold open at once (each holds a "
                  "server thread)")
@@ -287,6 +292,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   }
   options.jobs.lease_ttl = absl::Milliseconds(flags.lease_ttl_ms);
   options.jobs.lease_idle_limit = absl::Seconds(flags.lease_idle_limit_s);
+  options.jobs.lease_max_age = absl::Seconds(flags.lease_max_age_s);
   options.jobs.orphan_timeout = absl::Seconds(flags.orphan_timeout_s);
   options.jobs.batch_size = flags.batch_size;
   options.jobs.max_space_points = flags.max_space_points;

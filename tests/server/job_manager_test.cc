@@ -433,6 +433,43 @@ TEST_F(JobManagerTest, AReportMovesTheIdleLimitOn) {
   }
 }
 
+TEST_F(JobManagerTest, ALeaseIsTakenBackAtItsMaxAgeHoweverItReports) {
+  options_.lease_idle_limit = absl::Seconds(10);
+  options_.lease_max_age = absl::Seconds(20);
+  options_.batch_size = 3;
+  Restart();
+  std::string worker = AddWorker();
+  ASSERT_OK(jobs_->Submit(Spec()));
+  std::optional<v1::Lease> lease = Lease(worker);
+  ASSERT_TRUE(lease.has_value());
+  ASSERT_EQ(lease->trials_size(), 3);
+  // One result every 8 s keeps it under the idle limit, not past its age.
+  for (int i = 0; i < 2; ++i) {
+    now_ += absl::Seconds(8);
+    workers_->Touch(worker);
+    jobs_->RenewLeases(worker);
+    jobs_->Tick();
+    ResultReport one = ReportOf(worker, *lease, false, nullptr);
+    one.trials = {one.trials[i]};
+    absl::StatusOr<ReportAck> ack = jobs_->Report(one);
+    ASSERT_OK(ack);
+    EXPECT_FALSE(ack->cancelled) << "trial " << i;
+  }
+  now_ += absl::Seconds(8);  // 24 s after the grant
+  workers_->Touch(worker);
+  jobs_->RenewLeases(worker);
+  jobs_->Tick();
+  ResultReport last = ReportOf(worker, *lease, false, nullptr);
+  last.trials = {last.trials[2]};
+  absl::StatusOr<ReportAck> late = jobs_->Report(last);
+  ASSERT_OK(late);
+  EXPECT_TRUE(late->cancelled) << "the lease outlived its max age";
+  // Its last config went back to the queue.
+  std::optional<v1::Lease> again = Lease(worker);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->trials(0).index(), lease->trials(2).index());
+}
+
 TEST_F(JobManagerTest, ConfigThatLosesEveryLeaseIsRecordedWorkerLost) {
   std::string worker = AddWorker();
   absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());

@@ -91,6 +91,19 @@ TEST(LeaseBookTest, RenewingAWorkerStopsAtEachLeasesIdleLimit) {
   EXPECT_EQ(expired[0].id, id);
 }
 
+TEST(LeaseBookTest, NoRenewalMovesALeasePastItsDeadline) {
+  LeaseBook book(1);
+  Lease old = LeaseOf("w1", "j1", absl::Seconds(10));
+  old.deadline = kStart + absl::Seconds(12);
+  const std::string id = book.Grant(old).id;
+  book.Renew(id, kStart + absl::Seconds(30));  // a report
+  book.RenewWorker("w1", kStart + absl::Seconds(40));  // a heartbeat
+  EXPECT_TRUE(book.TakeExpired(kStart + absl::Seconds(11)).empty());
+  std::vector<Lease> expired = book.TakeExpired(kStart + absl::Seconds(13));
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].id, id);
+}
+
 TEST(LeaseBookTest, ExpiresInDeadlineOrder) {
   LeaseBook book(1);
   const std::string late = book.Grant(LeaseOf("w1", "j1", absl::Seconds(20))).id;
