@@ -18,20 +18,21 @@ class GrpcCoordinator : public Coordinator {
  public:
   GrpcCoordinator(const CoordinatorTarget& target, const CoordinatorLinkOptions& options,
                   std::shared_ptr<grpc::ChannelCredentials> credentials)
-      : options_(options) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(options.max_message_bytes);
-    args.SetMaxSendMessageSize(options.max_message_bytes);
+      : options_(options), target_(target.target), credentials_(std::move(credentials)) {
+    args_.SetMaxReceiveMessageSize(options.max_message_bytes);
+    args_.SetMaxSendMessageSize(options.max_message_bytes);
     // gRPC's first retry comes after 1 s and grows from there; a restarted
     // coordinator is found sooner when the retries start at 250 ms and stay
     // under the cap. (The connect attempt itself keeps gRPC's 20 s minimum,
     // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, so a slow TLS handshake succeeds.)
     const int cap = static_cast<int>(absl::ToInt64Milliseconds(options.max_reconnect_backoff));
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, std::min(cap, 250));
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, cap);
-    UseLeadingCoordinator(target, v1::WorkerService::service_full_name(), &args);
-    stub_ = v1::WorkerService::NewStub(
-        grpc::CreateCustomChannel(target.target, std::move(credentials), args));
+    args_.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, std::min(cap, 250));
+    args_.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, cap);
+    // Subchannels of this worker's own: a fresh channel (Unavailable below)
+    // must not find the old one's, backing off, in gRPC's global pool.
+    args_.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    UseLeadingCoordinator(target, v1::WorkerService::service_full_name(), &args_);
+    stub_ = NewStub();
   }
 
   absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
@@ -55,12 +56,12 @@ class GrpcCoordinator : public Coordinator {
       waiting_.insert(&context);
     }
     v1::LeaseWorkResponse response;
-    grpc::Status status = stub_->LeaseWork(&context, request, &response);
+    grpc::Status status = Stub()->LeaseWork(&context, request, &response);
     {
       absl::MutexLock lock(&mu_);
       waiting_.erase(&context);
     }
-    if (!status.ok()) return FromGrpcStatus(status);
+    if (!status.ok()) return Failed(status);
     return response;
   }
 
@@ -134,14 +135,47 @@ class GrpcCoordinator : public Coordinator {
     grpc::ClientContext context;
     context.set_deadline(Deadline(timeout));
     Response response;
-    grpc::Status status = (stub_.get()->*method)(&context, request, &response);
-    if (!status.ok()) return FromGrpcStatus(status);
+    grpc::Status status = (Stub().get()->*method)(&context, request, &response);
+    if (!status.ok()) return Failed(status);
     return response;
   }
 
+  std::shared_ptr<v1::WorkerService::Stub> NewStub() {
+    return v1::WorkerService::NewStub(
+        grpc::CreateCustomChannel(target_, credentials_, args_));
+  }
+
+  std::shared_ptr<v1::WorkerService::Stub> Stub() {
+    absl::MutexLock lock(&mu_);
+    return stub_;
+  }
+
+  // The status of a failed call. A channel that found no coordinator keeps
+  // failing calls at once for seconds after one listens again (its
+  // subchannels back off): while calls fail Unavailable, the next ones go
+  // over a fresh channel, at most one a second, so a restarted coordinator,
+  // or a standby that took over, is reached at the worker's next retry.
+  absl::Status Failed(const grpc::Status& status) {
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      const absl::Time now = absl::Now();
+      absl::MutexLock lock(&mu_);
+      if (now - fresh_since_ >= kFreshChannelEvery) {
+        fresh_since_ = now;
+        stub_ = NewStub();
+      }
+    }
+    return FromGrpcStatus(status);
+  }
+
+  static constexpr absl::Duration kFreshChannelEvery = absl::Seconds(1);
+
   const CoordinatorLinkOptions options_;
-  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  const std::string target_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  grpc::ChannelArguments args_;
   absl::Mutex mu_;
+  std::shared_ptr<v1::WorkerService::Stub> stub_ ABSL_GUARDED_BY(mu_);
+  absl::Time fresh_since_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool interrupted_ ABSL_GUARDED_BY(mu_) = false;
   std::string worker_id_ ABSL_GUARDED_BY(mu_);  // from the last registration
   absl::flat_hash_set<grpc::ClientContext*> waiting_ ABSL_GUARDED_BY(mu_);
