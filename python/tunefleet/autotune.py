@@ -42,7 +42,17 @@ The policy, enforced in one place (Autotuned._choose):
 6. With `submit_on_miss=True`, a key the fleet has not tuned exactly is
    submitted as a tuning job in a background thread, once per (fleet,
    kernel, shape, device model) per process, so that a later process gets
-   the fleet's answer.
+   the fleet's answer. With $TUNEFLEET_ALWAYS_TUNE=1 (or Triton-distributed's
+   $TRITON_DIST_AUTOTUNE_ALWAYS_TUNE=1) every key is submitted so, as a
+   forced re-tune, exact ones too; the current answer is served meanwhile.
+
+Triton-distributed's and TileLang's dialects (docs/python.md, "Moving over
+from another autotuner"): `key_fn(*args, **kwargs)` gives a call's shape
+instead of `key`; `prune_fn(config, *args, **kwargs) -> bool` keeps a
+config instead of `prune`; a call may pass `autotune=False` (the first
+allowed config, else the default tier, without asking; not cached) and
+`autotune_verbose=True` (the choice and where it came from, on stderr), which
+the wrapped function never sees.
 
 The wrapped function is called with the config's values as keyword
 arguments: a dict's items; for a triton.Config-like object (`.kwargs`,
@@ -65,6 +75,7 @@ import inspect
 import logging
 import operator
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -85,6 +96,15 @@ _MISSING = object()
 # What the warning of a served default calls each Choice.default_from.
 _DEFAULT_NAMES = {"argument": "the default= config", "spec": "the spec's default config",
                   "configs": "the first allowed config"}
+# Environment variables that make every key a forced re-tune (the second is
+# Triton-distributed's).
+_ALWAYS_TUNE = ("TUNEFLEET_ALWAYS_TUNE", "TRITON_DIST_AUTOTUNE_ALWAYS_TUNE")
+
+
+def _always_tune() -> bool:
+    return any(os.environ.get(name, "").lower() in ("1", "true", "yes") for name in _ALWAYS_TUNE)
+
+
 # Codes after which the fleet is left alone for RETRY_SECONDS.
 _FLEET_DOWN = frozenset({StatusCode.UNAVAILABLE, StatusCode.DEADLINE_EXCEEDED,
                          StatusCode.UNAUTHENTICATED, StatusCode.PERMISSION_DENIED,
@@ -107,6 +127,31 @@ class Choice:
     # "" for EXACT and NEAREST.
     default_from: str = ""
     launch_kwargs: Dict[str, Any] = field(default_factory=dict, repr=False)
+    # The fleet's (or table's) whole answer behind an EXACT or NEAREST
+    # choice: the job, shape and evidence it came from.
+    answer: Optional[records.BestConfig] = field(default=None, repr=False)
+
+
+def describe(choice: Choice) -> str:
+    """One line: the config a call got and where it came from (what
+    autotune_verbose=True prints)."""
+    text = ",".join(f"{k}={v}" for k, v in choice.kwargs.items())
+    where = f"{choice.tier} {text} for {shapes.format(choice.shape)} from {choice.source}"
+    best = choice.answer
+    if best is None or choice.tier == records.DEFAULT:
+        default = _DEFAULT_NAMES.get(choice.default_from, "")
+        return f"{where}: {default}" + (f" ({choice.reason})" if choice.reason else "")
+    facts = [f"{best.median_seconds * 1e3:.4g} ms"]
+    if best.tuned_shape:
+        facts.append(f"tuned at {best.tuned_shape}")
+    if best.job_id:
+        facts.append(f"job {best.job_id}")
+    if best.tie_set:
+        facts.append(f"tie set of {len(best.tie_set)}")
+    if best.measurements:
+        facts.append(f"{best.measurements} measurements on {best.devices} device(s)")
+    facts.append(f"key {best.tuning_key}")
+    return f"{where}: " + ", ".join(facts)
 
 
 class _Fleet:
@@ -237,13 +282,22 @@ class Autotuned:
     def __init__(self, fn, *, kernel: str, configs, key, prune, default, device,
                  toolkit: str, submit_on_miss: bool, table, server: Optional[str],
                  client, kernel_dir_path: Optional[str], lookup_deadline: float,
-                 submit_options: Optional[Mapping[str, Any]]):
+                 submit_options: Optional[Mapping[str, Any]], key_fn=None, prune_fn=None):
         self.fn = fn
         functools.update_wrapper(self, fn, updated=())
         self.arg_names = _arg_names(fn)
         self.key = _key_mapping(key)
-        if not self.key:
-            raise InvalidArgumentError("autotune needs key= (the arguments giving the problem dims)")
+        self._key_fn = key_fn
+        if key_fn is not None and self.key:
+            raise InvalidArgumentError("autotune takes key= or key_fn=, not both")
+        if key_fn is not None and not callable(key_fn):
+            raise InvalidArgumentError("autotune key_fn= must be callable")
+        if prune is not None and prune_fn is not None:
+            raise InvalidArgumentError("autotune takes prune= or prune_fn=, not both")
+        self._prune_fn = prune_fn
+        if not self.key and key_fn is None:
+            raise InvalidArgumentError(
+                "autotune needs key= (the arguments giving the problem dims) or key_fn=")
         unknown = [a for a in self.key if a not in self.arg_names]
         if unknown:
             raise InvalidArgumentError(
@@ -252,7 +306,7 @@ class Autotuned:
         # (position, name, default) of each key argument, for the fast path.
         self._key_args = tuple((self.arg_names.index(a), a, defaults.get(a, _MISSING))
                                for a in self.key)
-        positions = [position for position, _, _ in self._key_args]
+        positions = [position for position, _, _ in self._key_args] or [0]
         self._all_positional = max(positions) + 1  # len(args) from which itemgetter works
         self._get_positional = operator.itemgetter(*positions) if len(positions) > 1 else \
             (lambda args, i=positions[0]: (args[i],))
@@ -286,28 +340,53 @@ class Autotuned:
     # --- calling -------------------------------------------------------------
 
     def _key_of(self, args, kwargs) -> tuple:
+        if self._key_fn is not None:
+            return tuple(sorted(self._shape_from_key_fn(args, kwargs).items()))
         if len(args) >= self._all_positional:
             return self._get_positional(args)
         n = len(args)
         return tuple([args[i] if i < n else kwargs.get(name, default)
                       for i, name, default in self._key_args])
 
-    def __call__(self, *args, **kwargs):
-        key = self._key_of(args, kwargs)
-        choice = self.cache.get(key)
-        if choice is None:
-            choice = self._choose(key, args, kwargs)
+    def _shape_from_key_fn(self, args, kwargs) -> Dict[str, int]:
+        shape = self._key_fn(*args, **kwargs)
+        if not isinstance(shape, Mapping) or not shape:
+            raise InvalidArgumentError(
+                f"autotune key_fn of {self.__name__} must return the call's shape as "
+                f"{{dim: integer}}, got {type(shape).__name__}")
+        out = {}
+        for dim, value in shape.items():
+            if isinstance(value, bool) or not hasattr(value, "__index__"):
+                raise InvalidArgumentError(
+                    f"autotune key_fn of {self.__name__}: dim {dim} must be an integer, got "
+                    f"{type(value).__name__}")
+            out[str(dim)] = value.__index__()
+        return out
+
+    def _choice_for_call(self, args, kwargs) -> Choice:
+        """The config of this call; takes the per-call options out of `kwargs`."""
+        tune = kwargs.pop("autotune", True)
+        verbose = kwargs.pop("autotune_verbose", False)
+        if tune:
+            key = self._key_of(args, kwargs)
+            choice = self.cache.get(key)
+            if choice is None:
+                choice = self._choose(key, args, kwargs)
+        else:
+            choice = self._untuned(args, kwargs)
         self.last_choice = choice
+        if verbose:
+            print(f"tunefleet: {self.__name__}: {describe(choice)}", file=sys.stderr)
+        return choice
+
+    def __call__(self, *args, **kwargs):
+        choice = self._choice_for_call(args, kwargs)
         return self.fn(*args, **kwargs, **choice.kwargs)
 
     def run(self, *args, **kwargs):
         """Launches a Triton JITFunction (fn.run) with the key's config, as
         triton.autotune's Autotuner.run does."""
-        key = self._key_of(args, kwargs)
-        choice = self.cache.get(key)
-        if choice is None:
-            choice = self._choose(key, args, kwargs)
-        self.last_choice = choice
+        choice = self._choice_for_call(args, kwargs)
         return self.fn.run(*args, **kwargs, **choice.launch_kwargs)
 
     def __getitem__(self, grid):
@@ -335,16 +414,28 @@ class Autotuned:
             choice = self.cache.get(key)
             if choice is not None:
                 return choice
-            shape = self._shape_of(key)
-            named = dict(zip(self.arg_names, args), **kwargs)
-            allowed = self._allowed(named)
+            shape = dict(key) if self._key_fn is not None else self._shape_of(key)
+            allowed = self._allowed(args, kwargs)
             answer, source, reason = self._ask(shape)
             choice = self._pick(answer, source, reason, allowed, shape)
             self._log(choice)
             self.cache[key] = choice
-        if self._submit_on_miss and source == "fleet" and choice.tier != records.EXACT:
+        if source == "fleet" and _always_tune():
+            self._submit(shape, force_retune=True)
+        elif self._submit_on_miss and source == "fleet" and choice.tier != records.EXACT:
             self._submit(shape)
         return choice
+
+    def _untuned(self, args, kwargs) -> Choice:
+        """A call with autotune=False: the first allowed config, else the
+        default tier, without asking any source."""
+        shape = self._shape_from_key_fn(args, kwargs) if self._key_fn is not None else \
+            self._shape_of(self._key_of(args, kwargs))
+        allowed = self._allowed(args, kwargs)
+        if allowed:
+            return self._make(allowed[0], records.DEFAULT, "caller", "autotune=False", None,
+                              shape, "configs")
+        return self._pick(None, "caller", "autotune=False", allowed, shape)
 
     def _shape_of(self, key: tuple) -> Dict[str, int]:
         shape = {}
@@ -357,16 +448,19 @@ class Autotuned:
             shape[dim] = value.__index__()
         return shape
 
-    def _allowed(self, named: Mapping[str, Any]) -> Optional[list]:
-        """The listed configs that pass prune; None when none are listed."""
+    def _allowed(self, args, kwargs) -> Optional[list]:
+        """The listed configs that pass prune (or prune_fn); None when none
+        are listed."""
         if self._configs is None and self._configs_arg is not None:
             configs = self._configs_arg() if callable(self._configs_arg) else self._configs_arg
             self._configs = list(configs)
         if self._configs is None:
             return None
+        if self._prune_fn is not None:
+            return [c for c in self._configs if self._prune_fn(c, *args, **kwargs)]
         if self._prune is None:
             return self._configs
-        return list(self._prune(self._configs, named))
+        return list(self._prune(self._configs, dict(zip(self.arg_names, args), **kwargs)))
 
     def _ask(self, shape: Dict[str, int]):
         """(answer or None, source, reason) from the first source that applies."""
@@ -416,15 +510,19 @@ class Autotuned:
             logger.warning("%s: the fleet's answer failed: %s", self.kernel_name, e)
             return None, "fleet", str(e)
 
+    @staticmethod
+    def _make(config, tier: str, source: str, why: str, best: Optional[records.BestConfig],
+              shape: Dict[str, int], default_from: str = "") -> Choice:
+        return Choice(config=config, tier=tier, source=source, kwargs=_config_values(config),
+                      shape=shape, reason=why, launch_kwargs=_launch_values(config),
+                      median_seconds=best.median_seconds if best else 0.0,
+                      tuning_key=best.tuning_key if best else "",
+                      default_from=default_from, answer=best)
+
     def _pick(self, answer: Optional[records.BestConfig], source: str, reason: str,
               allowed: Optional[list], shape: Dict[str, int]) -> Choice:
         def make(config, tier, why="", best=None, default_from=""):
-            kwargs = _config_values(config)
-            return Choice(config=config, tier=tier, source=source, kwargs=kwargs,
-                          shape=shape, reason=why, launch_kwargs=_launch_values(config),
-                          median_seconds=best.median_seconds if best else 0.0,
-                          tuning_key=best.tuning_key if best else "",
-                          default_from=default_from)
+            return self._make(config, tier, source, why, best, shape, default_from)
 
         def accept(values):
             if allowed is None:
@@ -512,26 +610,31 @@ class Autotuned:
 
     # --- submit on miss ------------------------------------------------------
 
-    def _submit(self, shape: Dict[str, int]) -> None:
+    def _submit(self, shape: Dict[str, int], force_retune: bool = False) -> None:
         if self._kernel_dir is None:
-            logger.warning("%s: submit_on_miss needs the kernel directory (kernel= or "
-                           "kernel_dir=); nothing submitted", self.kernel_name)
+            logger.warning("%s: %s needs the kernel directory (kernel= or kernel_dir=); "
+                           "nothing submitted", self.kernel_name,
+                           "always-tune" if force_retune else "submit_on_miss")
             return
-        key = (self._server, self.kernel_name, shapes.format(shape), self.device_model)
+        key = (self._server, self.kernel_name, shapes.format(shape), self.device_model,
+               force_retune)
         with _registry_lock:
             if key in _submitted:
                 return
             submission = _submitted[key] = Submission()
         self.submissions[key] = submission
         thread = threading.Thread(target=self._submit_in_background,
-                                  args=(submission, shape), daemon=True,
+                                  args=(submission, shape, force_retune), daemon=True,
                                   name=f"tunefleet-submit-{self.kernel_name}")
         thread.start()
 
-    def _submit_in_background(self, submission: Submission, shape: Dict[str, int]) -> None:
+    def _submit_in_background(self, submission: Submission, shape: Dict[str, int],
+                              force_retune: bool) -> None:
         try:
             client = self._client or _fleet_for(self._server, self._lookup_deadline).client()
             options = dict(device_model=self.device_model, **self._submit_options)
+            if force_retune:
+                options["force_retune"] = True
             submission.job = client.submit(self._bundle(), shape, **options)
             logger.info("%s %s: submitted tuning job %s", self.kernel_name,
                         shapes.format(shape), submission.job.id)
@@ -551,7 +654,9 @@ def autotune(kernel: str, configs: Union[Sequence[Any], Callable[[], Sequence[An
              table: Union[str, BestTable, None] = None, server: Optional[str] = None,
              client=None, kernel_dir: Optional[str] = None,
              lookup_deadline: float = DEFAULT_LOOKUP_DEADLINE,
-             submit_options: Optional[Mapping[str, Any]] = None):
+             submit_options: Optional[Mapping[str, Any]] = None,
+             key_fn: Optional[Callable[..., Mapping[str, int]]] = None,
+             prune_fn: Optional[Callable[..., bool]] = None):
     """Decorates a kernel launcher or a Triton JITFunction (see the module doc).
 
     kernel: the fleet's kernel name, or its kernel directory (then the name
@@ -575,14 +680,20 @@ def autotune(kernel: str, configs: Union[Sequence[Any], Callable[[], Sequence[An
     kernel_dir: the kernel directory, when `kernel` is a name.
     lookup_deadline: seconds allowed for one lookup (default 1).
     submit_options: more Client.submit arguments (strategy, budget, ...).
+    key_fn: key_fn(*args, **kwargs) -> {dim: integer}, the call's shape,
+        instead of key (Triton-distributed's key_fn; its other parts, dtypes
+        or ranks, belong in the kernel's spec or in device=).
+    prune_fn: prune_fn(config, *args, **kwargs) -> bool, True to keep the
+        config for this call, instead of prune (Triton-distributed's).
     """
     def decorate(fn) -> Autotuned:
         return Autotuned(fn, kernel=kernel, configs=configs, key=key, prune=prune,
                          default=default, device=device, toolkit=toolkit,
                          submit_on_miss=submit_on_miss, table=table, server=server,
                          client=client, kernel_dir_path=kernel_dir,
-                         lookup_deadline=lookup_deadline, submit_options=submit_options)
+                         lookup_deadline=lookup_deadline, submit_options=submit_options,
+                         key_fn=key_fn, prune_fn=prune_fn)
     return decorate
 
 
-__all__ = ["autotune", "Autotuned", "Choice", "Submission"]
+__all__ = ["autotune", "Autotuned", "Choice", "Submission", "describe"]

@@ -224,3 +224,78 @@ def test_an_exported_table_answers_without_a_server(fleet, tuned_job, device_mod
     fn = decorate(device_model)
     fn(None, None, 1024, 256, 256)
     assert (fn.last_choice.tier, fn.last_choice.source) == (tunefleet.NEAREST, "table")
+
+
+# Triton-distributed's and TileLang's dialects (docs/python.md, "Moving over
+# from another autotuner").
+
+def matmul_shape(a, b, M, N, K):
+    """A key_fn: the call's shape from its arguments."""
+    return {"M": M, "N": N, "K": K}
+
+
+def test_key_fn_gives_the_shape_and_prune_fn_keeps_configs(counting, tuned_job, device_model):
+    best = tunefleet.shapes.parse(tuned_job.targets[0].best_config)
+    fn = tunefleet.autotune(kernel="matmul", key_fn=matmul_shape, device=device_model,
+                            client=counting, configs=[MY_DEFAULT, best])(fake_matmul)
+    assert config_of(fn(None, None, 256, 256, 256)) == best
+    assert fn.last_choice.tier == tunefleet.EXACT
+    assert fn.last_choice.shape == TUNED_SHAPE
+    assert config_of(fn(None, None, M=256, N=256, K=256)) == best
+    assert counting.lookups == 1  # one key, however the call names it
+
+    calls = []
+
+    def not_the_best(config, a, b, M, N, K):
+        calls.append(M)
+        return config != best
+    pruned = tunefleet.autotune(kernel="matmul", key_fn=matmul_shape, device=device_model,
+                                client=counting, configs=[MY_DEFAULT, best],
+                                prune_fn=not_the_best)(fake_matmul)
+    assert config_of(pruned(None, None, 256, 256, 256)) == MY_DEFAULT
+    assert pruned.last_choice.tier == tunefleet.DEFAULT
+    assert calls == [256, 256]  # once per listed config, with the call's arguments
+
+    with pytest.raises(tunefleet.InvalidArgumentError, match="key= or key_fn="):
+        tunefleet.autotune(kernel="matmul", key=["M"], key_fn=matmul_shape)(fake_matmul)
+    with pytest.raises(tunefleet.InvalidArgumentError, match="prune= or prune_fn="):
+        tunefleet.autotune(kernel="matmul", key=["M"], prune=lambda c, n: c,
+                           prune_fn=not_the_best)(fake_matmul)
+    bad = tunefleet.autotune(kernel="matmul", key_fn=lambda *a, **k: (256, 256, 256),
+                             device=device_model, client=counting)(fake_matmul)
+    with pytest.raises(tunefleet.InvalidArgumentError, match=r"\{dim: integer\}"):
+        bad(None, None, 256, 256, 256)
+
+
+def test_a_call_may_turn_tuning_off_or_ask_where_its_config_came_from(
+        counting, tuned_job, device_model, capsys):
+    best = tunefleet.shapes.parse(tuned_job.targets[0].best_config)
+    fn = decorate(device_model, client=counting, configs=[MY_DEFAULT, best])
+    assert config_of(fn(None, None, 256, 256, 256, autotune=False)) == MY_DEFAULT
+    assert fn.last_choice.source == "caller" and fn.last_choice.tier == tunefleet.DEFAULT
+    assert counting.lookups == 0 and fn.cache == {}  # nothing asked, nothing kept
+
+    assert config_of(fn(None, None, 256, 256, 256, autotune_verbose=True)) == best
+    line = capsys.readouterr().err
+    assert "fake_matmul: exact" in line
+    assert f"job {tuned_job.id}" in line and f"key {tuned_job.targets[0].tuning_key}" in line
+    assert "tuned at M=256,N=256,K=256" in line
+    from tunefleet.autotune import describe
+    assert describe(fn.last_choice) in line
+
+
+def test_always_tune_submits_a_forced_retune_of_a_tuned_key(fleet, client, tuned_job,
+                                                             device_model, monkeypatch):
+    monkeypatch.setenv("TUNEFLEET_INSECURE", "1")
+    monkeypatch.setenv("TRITON_DIST_AUTOTUNE_ALWAYS_TUNE", "1")
+    fn = tunefleet.autotune(kernel=fleet_mod.MATMUL_DIR, key=["M", "N", "K"],
+                            device=device_model, server=fleet.address,
+                            submit_options={"config_set": "quick"})(fake_matmul)
+    fn(None, None, **TUNED_SHAPE)
+    assert fn.last_choice.tier == tunefleet.EXACT  # the current answer meanwhile
+    (submission,) = fn.wait_for_submissions(timeout=60)
+    assert submission.error is None and submission.job is not None
+    job = client.wait(submission.job.id)
+    assert job.state == "SUCCEEDED"
+    assert job.targets[0].stop_reason != "cached"  # measured again, not answered
+    assert job.targets[0].retune in ("confirmed", "replaced", "regressed")
