@@ -48,6 +48,29 @@ void AddExamples(CLI::App& app) {
        "      --token-file ~/.config/tunefleet/prod.token\n"
        "  tunectl config use-context prod"},
       {{"admin", "token", "create"}, "  tunectl admin token create --role submit --name alice"},
+      {{"admin", "token", "list"}, "  tunectl admin token list"},
+      {{"admin", "token", "revoke"}, "  tunectl admin token revoke t1a2b3c4d5e6f7a8b   # an id from list"},
+      {{"admin", "invalidate"},
+       "  tunectl admin invalidate --worker host:gpu-node-17   # every trial it measured\n"
+       "  tunectl admin invalidate --job j1a2b3c4d5e6f7a8b9c0"},
+      {{"admin", "release"}, "  tunectl admin release --worker host:gpu-node-17"},
+      {{"cancel"}, "  tunectl cancel j1a2b3c4d5e6f7a8b9c0"},
+      {{"profile"},
+       "  tunectl profile j1a2b3c4d5e6f7a8b9c0 --top 3\n"
+       "  tunectl profile j1a2b3c4d5e6f7a8b9c0 --show   # what is stored"},
+      {{"version"}, "  tunectl version"},
+      {{"history"},
+       "  tunectl history matmul\n"
+       "  tunectl history gemm_f16 --device 'NVIDIA H100 80GB HBM3 sm_90'"},
+      {{"compare"}, "  tunectl compare j1a2b3c4d5e6f7a8b9c0 j1a2b3c4d5e6f7a8b9c1   # a retune and its first"},
+      {{"help"}, "  tunectl help submit\n  tunectl help admin token create"},
+      {{"completion"},
+       "  source <(tunectl completion bash)\n"
+       "  tunectl completion zsh > ~/.zsh/functions/_tunectl"},
+      {{"workers"}, "  tunectl workers\n  tunectl -o json workers"},
+      {{"config", "get-contexts"}, "  tunectl config get-contexts"},
+      {{"config", "current-context"}, "  tunectl config current-context"},
+      {{"config", "use-context"}, "  tunectl config use-context prod"},
   };
   for (const auto& [path, text] : *examples) {
     CLI::App* command = &app;

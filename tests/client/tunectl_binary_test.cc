@@ -202,12 +202,40 @@ TEST(TunectlBinaryTest, EveryVerbHasAManualPage) {
 
 // Every example a verb's help shows parses: run against no coordinator, it
 // may fail to connect or find a file, but never with a usage error.
+// The verbs `tunectl help PATH` lists under "Subcommands:", with their
+// paths ("admin token create"); a verb without subcommands is a leaf.
+void LeafVerbs(const std::string& path, std::vector<std::string>* leaves) {
+  const std::string help = Tunectl("help " + path).output;
+  const size_t at = help.find("Subcommands:\n");
+  if (at == std::string::npos) {
+    if (!path.empty()) leaves->push_back(path);
+    return;
+  }
+  for (absl::string_view line : absl::StrSplit(help.substr(at + 13), '\n')) {
+    if (!absl::ConsumePrefix(&line, "  ")) break;  // the section ends at a blank line
+    const std::string verb(line.substr(0, line.find(' ')));
+    LeafVerbs(path.empty() ? verb : path + " " + verb, leaves);
+  }
+}
+
 TEST(TunectlBinaryTest, EveryHelpExampleIsAValidCommand) {
   TempDir dir;
   int examples = 0;
-  for (const char* verb : {"submit", "watch", "status", "jobs", "trials", "best", "export",
-                           "import", "report", "sweep", "health", "validate",
-                           "config set-context", "admin token create"}) {
+  // Every verb, in an order whose examples build on each other (a context
+  // is set before it is used).
+  const std::vector<std::string> verbs = {
+      "submit", "watch", "status", "sweep", "cancel", "jobs", "trials", "profile", "best",
+      "export", "import", "version", "health", "history", "compare", "help", "completion",
+      "report", "workers", "validate", "admin token create", "admin token list",
+      "admin token revoke", "admin invalidate", "admin release", "config get-contexts",
+      "config set-context", "config current-context", "config use-context"};
+  std::vector<std::string> leaves;
+  LeafVerbs("", &leaves);
+  for (const std::string& leaf : leaves) {
+    EXPECT_NE(std::find(verbs.begin(), verbs.end(), leaf), verbs.end())
+        << "tunectl " << leaf << " has no examples here";
+  }
+  for (const std::string& verb : verbs) {
     const std::string help = Tunectl(std::string("help ") + verb).output;
     const size_t at = help.find("Examples:\n");
     ASSERT_NE(at, std::string::npos) << verb << " has no examples:\n" << help;
@@ -226,7 +254,7 @@ TEST(TunectlBinaryTest, EveryHelpExampleIsAValidCommand) {
       EXPECT_NE(run.exit_code, 2) << "tunectl " << command << "\n" << run.output;
     }
   }
-  EXPECT_GE(examples, 20);
+  EXPECT_GE(examples, 40);
 }
 
 TEST(TunectlBinaryTest, OutputFormatsAVerbDoesNotPrintAreRefused) {
