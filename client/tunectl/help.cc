@@ -41,7 +41,9 @@ void AddExamples(CLI::App& app) {
       {{"import"}, "  tunectl import matmul-best.json --origin staging"},
       {{"report"}, "  tunectl report j1a2b3c4d5e6f7a8b9c0 --out report.html\n  tunectl report matmul --out -"},
       {{"sweep"}, "  tunectl sweep s1a2b3c4d5e6f7a8b9c0 --wait"},
-      {{"health"}, "  tunectl --server tuner.example.org:7070 --ca-file ca.crt health"},
+      {{"health"},
+       "  tunectl --server tuner.example.org:7070 --ca-file ca.crt health\n"
+       "  tunectl --server 10.0.0.1:7070,10.0.0.2:7070 --ca-file ca.crt health   # leader, standby"},
       {{"validate"}, "  tunectl validate kernels/cpu/matmul --shape M=512,N=512,K=512"},
       {{"config", "set-context"},
        "  tunectl config set-context prod --server tuner.example.org:7070 --ca-file ca.crt \\\n"

@@ -33,13 +33,16 @@ using ::tunefleet::server::testing::Backend;
 using ::tunefleet::server::testing::SkipOrFailWithoutPostgres;
 using ::tunefleet::server::testing::TestDatabase;
 
-// tunectl health's exit code for `address`: 0 SERVING, 6 NOT_SERVING.
-int Health(const std::string& address) {
+// tunectl health for `address` (one, or a list): its exit code (0 one
+// serves, 6 none) and what it printed.
+bench::RunResult HealthOf(const std::string& address) {
   absl::StatusOr<bench::RunResult> result = RunProgram(
       {BuildDir() + "/bin/tunectl", "--server", address, "--insecure", "--timeout", "2", "health"},
       absl::Seconds(10));
-  return result.ok() ? result->exit.code : -1;
+  return result.ok() ? *result : bench::RunResult{ExitInfo{.code = -1}, ""};
 }
+
+int Health(const std::string& address) { return HealthOf(address).exit.code; }
 
 class StandbyTest : public ::testing::Test {
  protected:
@@ -76,6 +79,10 @@ TEST_F(StandbyTest, TheStandbyTakesOverAKilledLeadersJobAndEveryConfigIsStoredOn
 
   // Clients and workers know both; calls reach the one that leads.
   const std::string both = absl::StrCat(leader->address(), ",", standby->address());
+  bench::RunResult roles = HealthOf(both);
+  EXPECT_EQ(roles.exit.code, 0);
+  EXPECT_THAT(roles.out, HasSubstr(leader->address() + "  SERVING  leader"));
+  EXPECT_THAT(roles.out, HasSubstr(standby->address() + "  NOT_SERVING  standby"));
   leader->set_worker_target(both);
   ASSERT_OK(leader->StartWorker("host-a"));
   ASSERT_OK(leader->StartWorker("host-b"));
@@ -115,6 +122,9 @@ TEST_F(StandbyTest, TheStandbyTakesOverAKilledLeadersJobAndEveryConfigIsStoredOn
     absl::SleepFor(absl::Milliseconds(100));
   }
   EXPECT_EQ(Health(standby->address()), 0) << "no takeover within 10 s";
+  roles = HealthOf(both);
+  EXPECT_THAT(roles.out, HasSubstr(leader->address() + "  UNREACHABLE"));
+  EXPECT_THAT(roles.out, HasSubstr(standby->address() + "  SERVING  leader"));
   const absl::Duration takeover = absl::Now() - killed;
   RecordProperty("takeover_ms", static_cast<int>(absl::ToInt64Milliseconds(takeover)));
   std::cout << "the standby served " << absl::FormatDuration(takeover)
