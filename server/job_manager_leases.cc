@@ -3,7 +3,9 @@
 // what they give back or let lapse, and the principals that take part.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/calibration.h"
 #include "common/status_macros.h"
@@ -76,7 +78,9 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
         " is quarantined: its results disagreed with a re-measurement by another worker"));
   }
   const int max = BatchFor(query.max_trials);
-  const std::vector<LiveDevice> live = workers_->LiveDevices(device.model, device.toolkit);
+  // The devices that could verify, read only for a verification: it walks
+  // the fleet.
+  std::optional<std::vector<LiveDevice>> live;
   Lease lease;
   lease.worker_id = query.worker_id;
   lease.device_id = device.device_id;
@@ -104,7 +108,8 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
       for (int t = 0; t < static_cast<int>(job->targets.size()) && !grant; ++t) {
         const Target& target = job->targets[t];
         if (runs_here(target) && target.verification != nullptr) {
-          grant = VerifyFrom(job.get(), t, lease, live, &pending);
+          if (!live.has_value()) live = workers_->LiveDevices(device.model, device.toolkit);
+          grant = VerifyFrom(job.get(), t, lease, *live, &pending);
         }
       }
       if (grant.has_value()) break;
@@ -310,13 +315,13 @@ void JobManager::ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResu
 
 std::vector<std::string> JobManager::ActivePrincipals(const Target& target) const {
   std::vector<std::string> active;
+  absl::flat_hash_set<std::string> seen;  // a fleet has thousands of devices
   const absl::Time since = clock_() - kActiveWindowTtls * options_.lease_ttl;
   for (const LiveDevice& device :
        workers_->LiveDevices(target.info.device_model(), target.info.toolkit())) {
     auto asked = asked_.find(device.principal);
     if (asked == asked_.end() || asked->second < since ||
-        quarantine_->Contains(device.principal) ||
-        std::find(active.begin(), active.end(), device.principal) != active.end()) {
+        quarantine_->Contains(device.principal) || !seen.insert(device.principal).second) {
       continue;
     }
     active.push_back(device.principal);
@@ -325,7 +330,7 @@ std::vector<std::string> JobManager::ActivePrincipals(const Target& target) cons
 }
 
 Holder JobManager::HolderOf(const Target& target, const std::string& principal) const {
-  return Holder{principal, ActivePrincipals(target)};
+  return Holder{principal, {}, [this, &target] { return ActivePrincipals(target); }};
 }
 
 void JobManager::ReturnLease(const Lease& lease, bool expired, Pending* pending) {

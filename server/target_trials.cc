@@ -43,7 +43,7 @@ void TargetTrials::NoteLoss(const Holder& holder, std::vector<std::string>* lost
 bool TargetTrials::LeaveToOthers(const Holder& holder, const std::vector<std::string>& lost_by) {
   return !holder.principal.empty() &&
          std::find(lost_by.begin(), lost_by.end(), holder.principal) != lost_by.end() &&
-         UntriedPrincipalLive(lost_by, holder.live);
+         UntriedPrincipalLive(lost_by, holder.Live());
 }
 
 std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
@@ -250,7 +250,7 @@ std::optional<v1::TrialResult> TargetTrials::Release(
     // One release ends the whole finalists lease (they run as one round).
     if (expired) NoteLoss(holder, &finals_lost_by_);
     if (expired && ++finals_lost_ >= max_attempts_ &&
-        !UntriedPrincipalLive(finals_lost_by_, holder.live)) {
+        !UntriedPrincipalLive(finals_lost_by_, holder.Live())) {
       EndFinals();
     } else {
       finals_ = Finals::kWaiting;
@@ -268,7 +268,7 @@ std::optional<v1::TrialResult> TargetTrials::Release(
   slot.lease_id.clear();
   if (expired) NoteLoss(holder, &slot.lost_by);
   if (expired && ++slot.lost_leases >= max_attempts_ &&
-      !UntriedPrincipalLive(slot.lost_by, holder.live)) {
+      !UntriedPrincipalLive(slot.lost_by, holder.Live())) {
     v1::TrialResult lost;
     *lost.mutable_config() = space_->ConfigAt(ordinal);
     lost.set_status(v1::TRIAL_STATUS_WORKER_LOST);

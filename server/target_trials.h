@@ -35,8 +35,19 @@ struct TrialOutcome {
 // a job. The default (no principal) takes part in no such rule.
 struct Holder {
   std::string principal;
-  // The live principals with a device of the target's model and toolkit.
+  // The live principals with a device of the target's model and toolkit,
+  // or (`find_live`) where to find them once the loss rule asks: finding
+  // them walks the fleet, and most leases never need them.
   std::vector<std::string> live;
+  std::function<std::vector<std::string>()> find_live;
+  // find_live's answer, once asked.
+  mutable std::optional<std::vector<std::string>> found;
+
+  const std::vector<std::string>& Live() const {
+    if (!find_live) return live;
+    if (!found.has_value()) found = find_live();
+    return *found;
+  }
 };
 
 // Thread-safety: not thread-safe; owned and locked by the JobManager.
