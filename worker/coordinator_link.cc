@@ -32,7 +32,7 @@ class GrpcCoordinator : public Coordinator {
     // must not find the old one's, backing off, in gRPC's global pool.
     args_.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     UseLeadingCoordinator(target, v1::WorkerService::service_full_name(), &args_);
-    stub_ = NewStub();
+    Reconnect();
   }
 
   absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
@@ -140,9 +140,10 @@ class GrpcCoordinator : public Coordinator {
     return response;
   }
 
-  std::shared_ptr<v1::WorkerService::Stub> NewStub() {
-    return v1::WorkerService::NewStub(
-        grpc::CreateCustomChannel(target_, credentials_, args_));
+  // A fresh channel and its stub. REQUIRES: mu_ held, or the constructor.
+  void Reconnect() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    channel_ = grpc::CreateCustomChannel(target_, credentials_, args_);
+    stub_ = v1::WorkerService::NewStub(channel_);
   }
 
   std::shared_ptr<v1::WorkerService::Stub> Stub() {
@@ -152,16 +153,20 @@ class GrpcCoordinator : public Coordinator {
 
   // The status of a failed call. A channel that found no coordinator keeps
   // failing calls at once for seconds after one listens again (its
-  // subchannels back off): while calls fail Unavailable, the next ones go
-  // over a fresh channel, at most one a second, so a restarted coordinator,
-  // or a standby that took over, is reached at the worker's next retry.
+  // subchannels back off, TRANSIENT_FAILURE): then the next calls go over a
+  // fresh channel, at most one a second, so a restarted coordinator, or a
+  // standby that took over, is reached at the worker's next retry. An
+  // Unavailable the coordinator answered itself (its store is down) keeps
+  // the channel: a fleet of workers must not reconnect every second to a
+  // coordinator that is up.
   absl::Status Failed(const grpc::Status& status) {
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
       const absl::Time now = absl::Now();
       absl::MutexLock lock(&mu_);
-      if (now - fresh_since_ >= kFreshChannelEvery) {
+      if (now - fresh_since_ >= kFreshChannelEvery &&
+          channel_->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_TRANSIENT_FAILURE) {
         fresh_since_ = now;
-        stub_ = NewStub();
+        Reconnect();
       }
     }
     return FromGrpcStatus(status);
@@ -174,6 +179,7 @@ class GrpcCoordinator : public Coordinator {
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   grpc::ChannelArguments args_;
   absl::Mutex mu_;
+  std::shared_ptr<grpc::Channel> channel_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<v1::WorkerService::Stub> stub_ ABSL_GUARDED_BY(mu_);
   absl::Time fresh_since_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool interrupted_ ABSL_GUARDED_BY(mu_) = false;
