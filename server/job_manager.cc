@@ -295,7 +295,7 @@ void JobManager::OnWorkerRegistered() {
 }
 
 void JobManager::MaybeFinish(Job* job, Pending* pending) {
-  if (IsFinal(job->view.state()) || job->finishing || !job->SearchesFinished()) return;
+  if (!job->Live() || !job->SearchesFinished()) return;
   bool settled = true;
   for (Target& target : job->targets) {
     if (target.trials != nullptr && target.abandoned.empty() &&

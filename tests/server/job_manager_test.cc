@@ -125,6 +125,19 @@ class JobManagerTest : public ::testing::Test {
 
   // Reports every trial of `lease` with the time `seconds` gives its config
   // (short form), WRONG_RESULT where it gives nullopt.
+  // After `elapsed` of heartbeats and upkeep, the report of trial `i` of
+  // `lease` alone.
+  absl::StatusOr<ReportAck> ReportOneAfter(absl::Duration elapsed, const std::string& worker,
+                                           const v1::Lease& lease, int i) {
+    now_ += elapsed;
+    workers_->Touch(worker);
+    jobs_->RenewLeases(worker);
+    jobs_->Tick();
+    ResultReport one = ReportOf(worker, lease, false, nullptr);
+    one.trials = {one.trials[i]};
+    return jobs_->Report(one);
+  }
+
   void ReportByConfig(const std::string& worker, const v1::Lease& lease,
                       const std::function<std::optional<double>(const std::string&)>& seconds) {
     ResultReport report = ReportOf(worker, lease, /*release=*/false, nullptr);
@@ -421,13 +434,8 @@ TEST_F(JobManagerTest, AReportMovesTheIdleLimitOn) {
   ASSERT_TRUE(lease.has_value());
   ASSERT_GE(lease->trials_size(), 2);
   for (int i = 0; i < lease->trials_size(); ++i) {
-    now_ += absl::Seconds(8);  // under the limit since the last report
-    workers_->Touch(worker);
-    jobs_->RenewLeases(worker);
-    jobs_->Tick();
-    ResultReport one = ReportOf(worker, *lease, false, nullptr);
-    one.trials = {one.trials[i]};
-    absl::StatusOr<ReportAck> ack = jobs_->Report(one);
+    // Under the limit since the last report.
+    absl::StatusOr<ReportAck> ack = ReportOneAfter(absl::Seconds(8), worker, *lease, i);
     ASSERT_OK(ack);
     EXPECT_FALSE(ack->cancelled) << "trial " << i;
   }
@@ -445,23 +453,12 @@ TEST_F(JobManagerTest, ALeaseIsTakenBackAtItsMaxAgeHoweverItReports) {
   ASSERT_EQ(lease->trials_size(), 3);
   // One result every 8 s keeps it under the idle limit, not past its age.
   for (int i = 0; i < 2; ++i) {
-    now_ += absl::Seconds(8);
-    workers_->Touch(worker);
-    jobs_->RenewLeases(worker);
-    jobs_->Tick();
-    ResultReport one = ReportOf(worker, *lease, false, nullptr);
-    one.trials = {one.trials[i]};
-    absl::StatusOr<ReportAck> ack = jobs_->Report(one);
+    absl::StatusOr<ReportAck> ack = ReportOneAfter(absl::Seconds(8), worker, *lease, i);
     ASSERT_OK(ack);
     EXPECT_FALSE(ack->cancelled) << "trial " << i;
   }
-  now_ += absl::Seconds(8);  // 24 s after the grant
-  workers_->Touch(worker);
-  jobs_->RenewLeases(worker);
-  jobs_->Tick();
-  ResultReport last = ReportOf(worker, *lease, false, nullptr);
-  last.trials = {last.trials[2]};
-  absl::StatusOr<ReportAck> late = jobs_->Report(last);
+  absl::StatusOr<ReportAck> late =
+      ReportOneAfter(absl::Seconds(8), worker, *lease, 2);  // 24 s after the grant
   ASSERT_OK(late);
   EXPECT_TRUE(late->cancelled) << "the lease outlived its max age";
   // Its last config went back to the queue.
