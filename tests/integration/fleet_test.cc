@@ -8,6 +8,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/calibration.h"
 #include "gtest/gtest.h"
 #include "server/store/store.h"
 #include "bench/local_fleet.h"
@@ -102,9 +103,11 @@ TEST_F(FleetTest, TwoWorkersSplitAJobAndTheStoredBestIsTheFastestTrial) {
   EXPECT_EQ(workers.size(), 2u);             // both workers took part
   // The winner is a member of the finalists round's tie set, whose
   // candidates are the five fastest trials of the first round that were
-  // measured in full (a trial cut early is never a finalist).
+  // measured in full (a trial cut early is never a finalist), ranked by
+  // calibrated time as the coordinator ranks them.
   std::sort(trials.begin(), trials.end(), [](const auto& a, const auto& b) {
-    return a.median_seconds < b.median_seconds;
+    return CalibratedTime(a.median_seconds, a.calibration_seconds) <
+           CalibratedTime(b.median_seconds, b.calibration_seconds);
   });
   std::set<std::string> finalists;
   for (const server::TrialRecord& trial : trials) {

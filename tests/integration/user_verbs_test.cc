@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/local_fleet.h"
 #include "gmock/gmock.h"
@@ -105,11 +106,24 @@ std::vector<std::string> Statuses(const std::vector<Trial>& trials) {
   return statuses;
 }
 
+// Each trial's round, config, status and error, a line each: what a failed
+// expectation about a job's trials prints.
+std::string Describe(const absl::StatusOr<std::vector<Trial>>& trials) {
+  if (!trials.ok()) return trials.status().ToString();
+  std::string out;
+  for (const Trial& trial : *trials) {
+    absl::StrAppend(&out, trial.round, " ", trial.config, ": ", trial.status, " ",
+                    trial.error.substr(0, 300), "\n");
+  }
+  return out;
+}
+
 TEST_F(UserVerbsTest, TrialsShowEveryConfigWithTheReasonOfEachFailure) {
   ASSERT_OK(fleet_->StartWorker());
   Job job = SubmitAndWait(PartlyBrokenMatmul());
-  ASSERT_EQ(job.state, JobState::kSucceeded) << job.reason;
-  ASSERT_EQ(job.outcomes["COMPILE_ERROR"], 2);
+  ASSERT_EQ(job.state, JobState::kSucceeded) << job.reason << "\n"
+                                              << Describe(client_->ListAllTrials(job.id));
+  ASSERT_EQ(job.outcomes["COMPILE_ERROR"], 2) << Describe(client_->ListAllTrials(job.id));
 
   absl::StatusOr<std::vector<Trial>> failed = client_->ListAllTrials(job.id, "COMPILE_ERROR");
   ASSERT_OK(failed);
@@ -117,7 +131,7 @@ TEST_F(UserVerbsTest, TrialsShowEveryConfigWithTheReasonOfEachFailure) {
   std::set<std::string> failed_configs;
   for (const Trial& trial : *failed) {
     EXPECT_EQ(trial.status, "COMPILE_ERROR");
-    EXPECT_THAT(trial.error, HasSubstr(kRefusal));
+    EXPECT_THAT(trial.error, HasSubstr(kRefusal)) << trial.config;
     EXPECT_THAT(trial.config, HasSubstr("UNROLL=4"));
     EXPECT_EQ(trial.round, "search");
     EXPECT_FALSE(trial.device_model.empty());
@@ -139,7 +153,7 @@ TEST_F(UserVerbsTest, TrialsShowEveryConfigWithTheReasonOfEachFailure) {
     paged.insert(paged.end(), page->trials.begin(), page->trials.end());
     token = page->next_page_token;
   } while (!token.empty() && paged.size() <= all->size());
-  EXPECT_EQ(Statuses(paged), Statuses(*all));
+  EXPECT_EQ(Statuses(paged), Statuses(*all)) << Describe(*all);
 }
 
 TEST_F(UserVerbsTest, TunectlTrialsPrintsTableJsonAndCsv) {
