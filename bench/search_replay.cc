@@ -72,6 +72,7 @@ absl::Status ReplayStrategy(const Loaded& loaded, const std::string& strategy_na
   options.default_ordinal = loaded.default_ordinal;
   options.warm_start = start.warm_start;
   options.history = start.history;
+  options.history_shapes = start.history_shapes;
   ASSIGN_OR_RETURN(std::unique_ptr<server::SearchStrategy> strategy,
                    server::MakeStrategy(loaded.space.get(), options));
   while (!strategy->Exhausted()) {

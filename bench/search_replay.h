@@ -47,6 +47,7 @@ v1::TrialResult ResultOf(const Loaded& loaded, uint64_t ordinal);
 struct ReplayStart {
   std::vector<uint64_t> warm_start;            // measured first, after the default
   std::vector<server::PriorResult> history;    // other shapes' trials (model only)
+  std::vector<server::PriorShape> history_shapes;  // where each was measured
 };
 
 // Called with each config the strategy proposed and the dataset's result

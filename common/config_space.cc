@@ -68,6 +68,7 @@ absl::StatusOr<std::unique_ptr<ConfigSpace>> ConfigSpace::Create(
   std::unique_ptr<ConfigSpace> space(new ConfigSpace());
   space->spec_ = spec;
   space->shape_ = shape;
+  space->limits_ = limits;
   space->full_size_ = 1;
   for (const v1::Parameter& param : spec.params()) {
     space->full_size_ =

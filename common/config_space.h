@@ -76,6 +76,9 @@ class ConfigSpace {
   absl::StatusOr<double> Evaluate(const std::string& expr);
 
   const v1::KernelSpec& spec() const { return spec_; }
+  // The shape and device limits the space was made for.
+  const v1::Shape& shape() const { return shape_; }
+  const DeviceLimits& limits() const { return limits_; }
   // After Bind: derived value `index` (spec order), NaN where it could not be
   // evaluated. For features of a cost model.
   int derived_count() const { return static_cast<int>(spec_.derived_size()); }
@@ -111,6 +114,7 @@ class ConfigSpace {
 
   v1::KernelSpec spec_;
   v1::Shape shape_;
+  DeviceLimits limits_;
   uint64_t full_size_ = 0;
   // Symbol storage; muParser binds variables by address, so its size is
   // fixed after Compile.

@@ -101,10 +101,16 @@ std::unique_ptr<SearchStrategy> MakeEvolutionaryStrategy(ConfigSpace* space, Val
 // derived values and the spec's priority, fitted to log-times relative to the
 // fastest of their shape: the job's own results (relative to its fastest so
 // far; failures count as twice its slowest time) and `history`, the fleet's
-// trials of other shapes of the same kernel and device model
-// (fleet_history.h; each shape relative to its own fastest; rows whose config
-// is invalid here are dropped), with one more feature telling the job's rows
-// (1) from the history's (0). It is refitted whenever the job's results grew
+// trials of other shapes of the same kernel (fleet_history.h; each shape
+// relative to its own fastest; rows whose config is invalid here are
+// dropped). A history row's derived values and priority are evaluated at the
+// shape and device it was measured at (`history_shapes`, by
+// PriorResult::shape; the job's own where it has no entry), and with a
+// history every row has context features (log2 of each problem dim, then
+// every device limit of the job's space, NaN where a history device lacks
+// it) and one more telling the job's rows (1) from the history's (0); a
+// history shape's rows weigh max(0.25, sqrt(its measured configs / this
+// space's valid configs)). It is refitted whenever the job's results grew
 // by a fifth (at least 8) since the last fit. It ranks a candidate pool
 // (every unused valid config when there are at most 4096, else a uniform
 // sample of 2048 plus every single-param neighbour of the 8 fastest of the
@@ -120,7 +126,8 @@ std::unique_ptr<SearchStrategy> MakeEvolutionaryStrategy(ConfigSpace* space, Val
 std::unique_ptr<SearchStrategy> MakeModelStrategy(ConfigSpace* space, ValidConfigs valid,
                                                   int64_t budget, uint64_t seed,
                                                   std::vector<uint64_t> leading,
-                                                  std::vector<PriorResult> history = {});
+                                                  std::vector<PriorResult> history = {},
+                                                  std::vector<PriorShape> history_shapes = {});
 
 }  // namespace tunefleet::server
 

@@ -127,27 +127,34 @@ absl::StatusOr<std::unique_ptr<ConfigSpace>> SpaceOf(const AdmissionLimits& limi
   return space;
 }
 
-// The trials of `history` whose config is one of `space`'s.
-std::vector<PriorResult> PriorsOf(const ConfigSpace& space,
-                                  const std::vector<FleetTrial>& history) {
-  std::vector<PriorResult> priors;
-  for (const FleetTrial& trial : history) {
+// The trials of `history` whose config is one of `space`'s, into
+// `options`, with where each shape was measured (its shape as the spec
+// normalizes it).
+void AddHistory(const ConfigSpace& space, const FleetHistoryRows& history,
+                StrategyOptions* options) {
+  for (const FleetTrial& trial : history.trials) {
     absl::StatusOr<uint64_t> ordinal = OrdinalOfShortForm(space, trial.config);
-    if (ordinal.ok()) priors.push_back(PriorResult{*ordinal, trial.median_seconds, trial.shape});
+    if (ordinal.ok()) {
+      options->history.push_back(PriorResult{*ordinal, trial.median_seconds, trial.shape});
+    }
   }
-  return priors;
+  for (const FleetShape& shape : history.shapes) {
+    absl::StatusOr<v1::Shape> normalized = NormalizeShape(space.spec(), shape.shape);
+    options->history_shapes.push_back(
+        PriorShape{normalized.ok() ? *normalized : shape.shape, shape.limits, shape.measured});
+  }
 }
 
 absl::StatusOr<Search> MakeSearch(
     const AdmissionLimits& limits, const v1::JobSpec& spec, const DeviceLimits& limits_of_device,
     const google::protobuf::RepeatedPtrField<std::string>& warm_start = {},
-    const std::vector<FleetTrial>& history = {}) {
+    const FleetHistoryRows& history = {}) {
   Search search;
   ASSIGN_OR_RETURN(search.space, SpaceOf(limits, spec, limits_of_device));
   ASSIGN_OR_RETURN(StrategyOptions options,
                    StrategyFor(spec, search.space.get(), limits.max_trials));
   options.warm_start = OrdinalsOf(*search.space, warm_start);
-  options.history = PriorsOf(*search.space, history);
+  AddHistory(*search.space, history, &options);
   search.default_ordinal = options.default_ordinal;
   ASSIGN_OR_RETURN(search.strategy, MakeStrategy(search.space.get(), options));
   return search;
@@ -203,7 +210,7 @@ absl::Status ValidateSpec(const AdmissionLimits& limits, bool walk_space,
 absl::StatusOr<TargetPlan> PlanTarget(
     const AdmissionLimits& limits, const v1::JobSpec& spec, const WorkerDevice& device,
     Store* cache, const std::vector<std::string>& warm_start,
-    const std::function<std::vector<FleetTrial>()>& history) {
+    const std::function<FleetHistoryRows()>& history) {
   TargetPlan plan;
   plan.info.set_device_model(device.device.model());
   plan.info.set_toolkit(device.toolkit);
@@ -239,7 +246,7 @@ absl::StatusOr<TargetPlan> PlanTarget(
   for (const std::string& config : warm_start) plan.info.add_warm_start(config);
   absl::StatusOr<Search> search =
       MakeSearch(limits, spec, LimitsFromDevice(device.device), plan.info.warm_start(),
-                 history ? history() : std::vector<FleetTrial>());
+                 history ? history() : FleetHistoryRows());
   if (!search.ok()) {
     return Prefixed(absl::StrCat("on ", device.device.model(), ": "), search.status());
   }
@@ -249,7 +256,7 @@ absl::StatusOr<TargetPlan> PlanTarget(
 
 absl::StatusOr<std::unique_ptr<TargetTrials>> ResumeTarget(
     const AdmissionLimits& limits, const v1::JobSpec& spec,
-    const v1::StoredTarget& target, const std::vector<FleetTrial>& history) {
+    const v1::StoredTarget& target, const FleetHistoryRows& history) {
   ASSIGN_OR_RETURN(Search search,
                    MakeSearch(limits, spec, LimitsOf(target), target.warm_start(), history));
   return TrialsOf(limits, spec, std::move(search), target);

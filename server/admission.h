@@ -64,13 +64,13 @@ struct TargetPlan {
 absl::StatusOr<TargetPlan> PlanTarget(
     const AdmissionLimits& limits, const v1::JobSpec& spec, const WorkerDevice& device,
     Store* cache, const std::vector<std::string>& warm_start = {},
-    const std::function<std::vector<FleetTrial>()>& history = nullptr);
+    const std::function<FleetHistoryRows()>& history = nullptr);
 
 // The trials of a target that was planned before a restart.
 // REQUIRES: `spec` passed ValidateSpec; `target` is not cached.
 absl::StatusOr<std::unique_ptr<TargetTrials>> ResumeTarget(
     const AdmissionLimits& limits, const v1::JobSpec& spec,
-    const v1::StoredTarget& target, const std::vector<FleetTrial>& history = {});
+    const v1::StoredTarget& target, const FleetHistoryRows& history = {});
 
 }  // namespace tunefleet::server
 

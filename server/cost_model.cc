@@ -43,18 +43,31 @@ void CostModel::Release() {
 }
 
 absl::Status CostModel::Fit(const std::vector<float>& rows, int features,
-                            const std::vector<float>& targets) {
+                            const std::vector<float>& targets,
+                            const std::vector<float>& weights) {
   Matrix train;
   if (absl::Status made = MakeMatrix(rows, features, &train); !made.ok()) return made;
   if (targets.size() != rows.size() / features) {
     return absl::InvalidArgumentError(
         absl::StrCat(targets.size(), " targets for ", rows.size() / features, " rows"));
   }
+  if (!weights.empty() && weights.size() != targets.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(weights.size(), " weights for ", targets.size(), " rows"));
+  }
   if (absl::Status s = Check(XGDMatrixSetFloatInfo(train.handle, "label", targets.data(),
                                                    targets.size()),
                              "XGDMatrixSetFloatInfo");
       !s.ok()) {
     return s;
+  }
+  if (!weights.empty()) {
+    if (absl::Status s = Check(XGDMatrixSetFloatInfo(train.handle, "weight", weights.data(),
+                                                     weights.size()),
+                               "XGDMatrixSetFloatInfo");
+        !s.ok()) {
+      return s;
+    }
   }
   Release();
   BoosterHandle booster = nullptr;

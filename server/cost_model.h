@@ -32,11 +32,12 @@ class CostModel {
   CostModel& operator=(const CostModel&) = delete;
 
   // Fits a new model to `rows` (row-major, `features` columns; NaN is
-  // missing) and their `targets`, replacing the previous one.
+  // missing) and their `targets`, each row counting `weights[i]` times (all
+  // once when `weights` is empty), replacing the previous model.
   // InvalidArgument when the sizes disagree or there are no rows; Internal
   // with XGBoost's message when it fails.
   absl::Status Fit(const std::vector<float>& rows, int features,
-                   const std::vector<float>& targets);
+                   const std::vector<float>& targets, const std::vector<float>& weights = {});
   // One prediction per row. FailedPrecondition before a successful Fit.
   absl::StatusOr<std::vector<float>> Predict(const std::vector<float>& rows, int features) const;
   bool fitted() const { return booster_ != nullptr; }

@@ -21,16 +21,33 @@ constexpr size_t kLocalOf = 2;          // neighbour of the two fastest results,
 constexpr size_t kLocalAfter = 24;      // once there are this many results
 constexpr int kClimbSweeps = 4;         // priority: sweeps over the params
 constexpr double kFailurePenalty = std::log(2.0);  // a failure: twice the slowest
+constexpr double kLeastHistoryWeight = 0.25;  // a shape that saw little of its space
+
+// Where a training row was measured: the space that evaluates its derived
+// values and priority (nullptr: the job's), its context features, and how
+// much the model trusts it.
+struct Place {
+  ConfigSpace* space = nullptr;
+  std::vector<float> context;
+  bool own = true;
+  float weight = 1.0f;
+};
 
 class ModelStrategy : public AdaptiveStrategy {
  public:
   ModelStrategy(ConfigSpace* space, ValidConfigs valid, int64_t budget, uint64_t seed,
-                std::vector<uint64_t> leading, const std::vector<PriorResult>& history)
+                std::vector<uint64_t> leading, const std::vector<PriorResult>& history,
+                const std::vector<PriorShape>& shapes)
       : AdaptiveStrategy(space, std::move(valid), budget, seed, std::move(leading)),
         model_(CostModelOptions{.seed = seed}) {
     KeepHistory(history);
-    features_ = digits().params() + space->derived_count() + (space->has_priority() ? 1 : 0) +
-                (history_.empty() ? 0 : 1);
+    features_ = digits().params() + space->derived_count() + (space->has_priority() ? 1 : 0);
+    if (!history_.empty()) {
+      own_ = Where(space, space->shape(), space->limits(), /*own=*/true);
+      history_own_ = Where(space, space->shape(), space->limits(), /*own=*/false);
+      for (const PriorShape& shape : shapes) places_.push_back(PlaceOf(shape));
+      features_ += static_cast<int>(own_.context.size()) + 1;
+    }
   }
 
  protected:
@@ -59,7 +76,7 @@ class ModelStrategy : public AdaptiveStrategy {
     if (candidates.empty()) return {};
     std::vector<float> rows;
     rows.reserve(candidates.size() * features_);
-    for (uint64_t ordinal : candidates) AppendFeatures(ordinal, /*own=*/true, &rows);
+    for (uint64_t ordinal : candidates) AppendFeatures(ordinal, own_, &rows);
     absl::StatusOr<std::vector<float>> predicted = model_.Predict(rows, features_);
     if (!predicted.ok()) return Unlearned(max);
     std::vector<size_t> order(candidates.size());
@@ -132,7 +149,8 @@ class ModelStrategy : public AdaptiveStrategy {
       if (!inserted) it->second = std::min(it->second, std::log(row.seconds));
     }
     for (const PriorResult* row : valid_rows) {
-      history_.push_back({row->ordinal, std::log(row->seconds) - fastest[row->shape]});
+      history_.push_back(
+          {row->ordinal, std::log(row->seconds) - fastest[row->shape], row->shape});
     }
     std::vector<Prior> ranked = history_;
     std::stable_sort(ranked.begin(), ranked.end(),
@@ -254,17 +272,73 @@ class ModelStrategy : public AdaptiveStrategy {
     return out;
   }
 
-  // With a history, the last feature says whether the row is the job's own
-  // (1) or the history's (0): where the job's results disagree with the
-  // history, the trees can tell them apart.
-  void AppendFeatures(uint64_t ordinal, bool own, std::vector<float>* rows) {
+  // A config's features where it was measured: its param values, then its
+  // derived values and priority at that shape and device; with a history,
+  // the place's context (the problem's dims, log2, and the device's limits)
+  // and whether the row is the job's own (1) or the history's (0): where the
+  // job's results disagree with the history, the trees can tell them apart.
+  void AppendFeatures(uint64_t ordinal, const Place& place, std::vector<float>* rows) {
     for (double value : digits().Values(ordinal)) rows->push_back(static_cast<float>(value));
-    space()->Bind(ordinal);
-    for (int i = 0; i < space()->derived_count(); ++i) {
-      rows->push_back(static_cast<float>(space()->DerivedValue(i)));
+    ConfigSpace* at = place.space != nullptr ? place.space : space();
+    at->Bind(ordinal);
+    for (int i = 0; i < at->derived_count(); ++i) {
+      rows->push_back(static_cast<float>(at->DerivedValue(i)));
     }
-    if (space()->has_priority()) rows->push_back(static_cast<float>(space()->Priority()));
-    if (!history_.empty()) rows->push_back(own ? 1.0f : 0.0f);
+    if (at->has_priority()) rows->push_back(static_cast<float>(at->Priority()));
+    if (!history_.empty()) {
+      rows->insert(rows->end(), place.context.begin(), place.context.end());
+      rows->push_back(place.own ? 1.0f : 0.0f);
+    }
+  }
+
+  // The place of the job's own space, or of a history shape measured at
+  // `shape` on a device of `limits` (its own space when it has one).
+  Place Where(ConfigSpace* at, const v1::Shape& shape, const DeviceLimits& limits, bool own) {
+    Place place;
+    place.space = at;
+    place.own = own;
+    for (const v1::DimValue& dim : space()->shape().dims()) {
+      float value = NAN;
+      for (const v1::DimValue& theirs : shape.dims()) {
+        if (theirs.name() == dim.name() && theirs.value() > 0) {
+          value = static_cast<float>(std::log2(static_cast<double>(theirs.value())));
+        }
+      }
+      place.context.push_back(value);
+    }
+    for (const auto& [name, value] : space()->limits()) {
+      auto it = limits.find(name);
+      place.context.push_back(it != limits.end() ? static_cast<float>(it->second) : NAN);
+    }
+    return place;
+  }
+
+  // A history shape's place: a space of its own shape and device (the job's
+  // device when its limits are unknown), or, where the spec cannot make one
+  // there, the job's space with the shape's dims as context.
+  Place PlaceOf(const PriorShape& prior) {
+    const DeviceLimits& limits = prior.limits.empty() ? space()->limits() : prior.limits;
+    absl::StatusOr<std::unique_ptr<ConfigSpace>> made =
+        ConfigSpace::Create(space()->spec(), prior.shape, limits);
+    ConfigSpace* at = nullptr;
+    if (made.ok()) {
+      at = made->get();
+      owned_spaces_.push_back(*std::move(made));
+    }
+    Place place = Where(at, prior.shape, limits, /*own=*/false);
+    // How much of its space the shape's tuning measured: an exhaustive
+    // shape's rows count fully, a small budget's (whose times are relative
+    // to a best that may be far from its optimum) down to a quarter.
+    if (prior.measured > 0 && valid().count() > 0) {
+      const double seen = std::min(
+          1.0, static_cast<double>(prior.measured) / static_cast<double>(valid().count()));
+      place.weight = static_cast<float>(std::max(kLeastHistoryWeight, std::sqrt(seen)));
+    }
+    return place;
+  }
+
+  const Place& PlaceOfShape(int shape) const {
+    return shape >= 0 && static_cast<size_t>(shape) < places_.size() ? places_[shape] : history_own_;
   }
 
   // Targets: log-times relative to the fastest of their shape (the job's
@@ -276,27 +350,35 @@ class ModelStrategy : public AdaptiveStrategy {
       fastest = std::min(fastest, std::log(o.seconds));
       slowest = std::max(slowest, std::log(o.seconds));
     }
-    std::vector<float> rows, targets;
+    std::vector<float> rows, targets, weights;
     for (const Observation& o : observations()) {
       if (!o.ok && slowest == -HUGE_VAL) continue;  // nothing to compare a failure to
-      AppendFeatures(o.ordinal, /*own=*/true, &rows);
+      AppendFeatures(o.ordinal, own_, &rows);
       targets.push_back(static_cast<float>(
           (o.ok ? std::log(o.seconds) : slowest + kFailurePenalty) - fastest));
+      weights.push_back(1.0f);
     }
     for (const Prior& prior : history_) {
-      AppendFeatures(prior.ordinal, /*own=*/false, &rows);
+      const Place& place = PlaceOfShape(prior.shape);
+      AppendFeatures(prior.ordinal, place, &rows);
       targets.push_back(static_cast<float>(prior.relative));
+      weights.push_back(place.weight);
     }
     if (targets.empty()) return false;
-    return model_.Fit(rows, features_, targets).ok();
+    return model_.Fit(rows, features_, targets, weights).ok();
   }
 
   struct Prior {
     uint64_t ordinal = 0;
     double relative = 0;  // log-seconds over the fastest of its shape
+    int shape = 0;        // PriorResult::shape
   };
 
   CostModel model_;
+  Place own_;                  // the job's own results'
+  Place history_own_;          // a history row of no known place: the job's
+  std::vector<Place> places_;  // by PriorResult::shape
+  std::vector<std::unique_ptr<ConfigSpace>> owned_spaces_;
   std::vector<Prior> history_;
   std::vector<uint64_t> history_fastest_;  // the history's fastest, for candidates
   int features_ = 0;
@@ -310,9 +392,10 @@ class ModelStrategy : public AdaptiveStrategy {
 std::unique_ptr<SearchStrategy> MakeModelStrategy(ConfigSpace* space, ValidConfigs valid,
                                                   int64_t budget, uint64_t seed,
                                                   std::vector<uint64_t> leading,
-                                                  std::vector<PriorResult> history) {
+                                                  std::vector<PriorResult> history,
+                                                  std::vector<PriorShape> history_shapes) {
   return std::make_unique<ModelStrategy>(space, std::move(valid), budget, seed, std::move(leading),
-                                         history);
+                                         history, history_shapes);
 }
 
 }  // namespace tunefleet::server

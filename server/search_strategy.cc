@@ -206,7 +206,7 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
     }
     return options.name == "model"
                ? MakeModelStrategy(space, std::move(valid), options.budget, options.seed, leading,
-                                   options.history)
+                                   options.history, options.history_shapes)
                : MakeEvolutionaryStrategy(space, std::move(valid), options.budget,
                                           options.seed, leading);
   }

@@ -45,6 +45,19 @@ struct PriorResult {
   int shape = 0;       // times compare only within one shape
 };
 
+// Where the history's rows of one shape were measured (PriorResult::shape
+// indexes a list of these): the model strategy takes each row's derived
+// values, priority and context features at its own shape and device, so
+// that it learns how the ranking moves with the shape and the device.
+struct PriorShape {
+  v1::Shape shape;      // as the kernel's spec normalizes it
+  DeviceLimits limits;  // the device's; empty when unknown (the job's are used)
+  // Distinct configs measured for the shape: with the job's own count of
+  // valid configs, how much of its space the shape's tuning saw (a shape
+  // tuned exhaustively is trusted more than one tuned with a small budget).
+  int64_t measured = 0;
+};
+
 // Configs a random, model or evolutionary search tries when its job's spec
 // sets no budget.
 inline constexpr int64_t kDefaultTrialBudget = 64;
@@ -67,6 +80,10 @@ struct StrategyOptions {
   // proposals: they neither count against the budget nor mark a config
   // measured). Ignored by the other strategies.
   std::vector<PriorResult> history;
+  // Where each shape of `history` was measured, by PriorResult::shape; a
+  // row whose shape has no entry counts as measured at the job's own shape
+  // and device.
+  std::vector<PriorShape> history_shapes;
 };
 
 // Builds a strategy over `space` in at most one walk of its valid configs

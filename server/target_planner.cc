@@ -31,10 +31,10 @@ std::vector<JobTarget> TargetPlanner::Plan(const v1::JobSpec& spec,
                                            absl::Status* first_error) const {
   std::vector<JobTarget> targets;
   // Read once per model, and only for a target the cache does not answer.
-  absl::flat_hash_map<std::string, std::vector<FleetTrial>> history_of;
+  absl::flat_hash_map<std::string, FleetHistoryRows> history_of;
   for (const WorkerDevice& device : devices) {
     const std::string& model = device.device.model();
-    auto history = [&]() -> std::vector<FleetTrial> {
+    auto history = [&]() -> FleetHistoryRows {
       auto it = history_of.find(model);
       if (it == history_of.end()) it = history_of.emplace(model, HistoryFor(spec, model)).first;
       return it->second;
@@ -76,10 +76,10 @@ std::vector<std::string> TargetPlanner::WarmStartFor(const v1::JobSpec& spec,
   return configs;
 }
 
-std::vector<FleetTrial> TargetPlanner::HistoryFor(const v1::JobSpec& spec,
+FleetHistoryRows TargetPlanner::HistoryFor(const v1::JobSpec& spec,
                                                   const std::string& model) const {
   if (index_ == nullptr || spec.strategy() != "model" || !spec.config_set().empty()) return {};
-  absl::StatusOr<std::vector<FleetTrial>> history =
+  absl::StatusOr<FleetHistoryRows> history =
       FleetHistory(*index_, store_, spec.kernel().name(), spec.shape(), model, history_);
   if (!history.ok()) {
     // The job still searches, on its own results only.

@@ -56,7 +56,7 @@ class TargetPlanner {
                                         const WorkerDevice& device) const;
   // The model strategy's training rows for a target of `spec` on `model`;
   // empty for other strategies, and (logged) when the store fails.
-  std::vector<FleetTrial> HistoryFor(const v1::JobSpec& spec, const std::string& model) const;
+  FleetHistoryRows HistoryFor(const v1::JobSpec& spec, const std::string& model) const;
 
   const AdmissionLimits limits_;
   const FleetHistoryLimits history_;

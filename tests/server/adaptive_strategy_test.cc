@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "common/config_space.h"
 #include "common/config_text.h"
 #include "common/spec_loader.h"
@@ -256,6 +257,68 @@ TEST(ModelStrategyTest, TrainsOnTheFleetsHistoryOfOtherShapes) {
   std::vector<uint64_t> uniform = first_batch({});
   ASSERT_EQ(uniform.size(), 4u);
   EXPECT_NE(uniform, learned);
+}
+
+// A tile whose best size grows with the problem: the time depends on how
+// the tile fills the problem (`fill`, a derived value of the shape), so each
+// shape has another optimum (TILE = sqrt(N)).
+constexpr char kMovingSpec[] = R"pb(
+  name: "moving"
+  backend: BACKEND_CPU
+  problem { name: "N" }
+  params { name: "TILE" values: [ 1, 2, 4, 8, 16, 32, 64, 128 ] }
+  params { name: "WAY" values: [ 1, 2, 3, 4 ] }
+  derived { name: "fill" expr: "TILE * TILE / N" }
+  default_config: "TILE=1,WAY=1"
+)pb";
+
+// The history of four other shapes, each measured in full at its own shape,
+// teaches the model where the optimum of a fifth lies, though none of them
+// had that optimum: each row's derived values and context are taken at the
+// shape it was measured at. Told nothing of where the rows were measured
+// (as measured at the job's own shape), it does not find it.
+TEST(ModelStrategyTest, LearnsHowTheOptimumMovesWithTheShape) {
+  v1::KernelSpec spec;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kMovingSpec, &spec));
+  const DeviceLimits limits = PlaceholderLimits(v1::BACKEND_CPU);
+  auto space_at = [&](int64_t n) {
+    absl::StatusOr<std::unique_ptr<ConfigSpace>> space = ConfigSpace::Create(
+        spec, *NormalizeShape(spec, *ParseShape(absl::StrCat("N=", n))), limits);
+    EXPECT_OK(space);
+    return *std::move(space);
+  };
+  auto seconds = [](const v1::Config& config, int64_t n) {
+    const double tile = static_cast<double>(config.values(0).value());
+    const double way = static_cast<double>(config.values(1).value());
+    return 1e-3 * (1 + 0.1 * std::pow(std::log2(tile * tile / static_cast<double>(n)), 2) +
+                   0.05 * std::pow(way - 2, 2));
+  };
+  std::unique_ptr<ConfigSpace> space = space_at(256);  // the optimum: TILE=16, WAY=2
+  std::vector<PriorResult> history;
+  std::vector<PriorShape> shapes;
+  for (int64_t n : {4, 16, 64, 4096}) {  // optima TILE = 2, 4, 8, 64
+    const int shape = static_cast<int>(shapes.size());
+    shapes.push_back(PriorShape{*NormalizeShape(spec, *ParseShape(absl::StrCat("N=", n))),
+                                limits, static_cast<int64_t>(space->full_size())});
+    for (uint64_t ordinal = 0; ordinal < space->full_size(); ++ordinal) {
+      history.push_back(PriorResult{ordinal, seconds(space->ConfigAt(ordinal), n), shape});
+    }
+  }
+  auto first = [&](const std::vector<PriorShape>& where) {
+    StrategyOptions options;
+    options.name = "model";
+    options.budget = 16;
+    options.seed = 5;
+    options.history = history;
+    options.history_shapes = where;
+    absl::StatusOr<std::unique_ptr<SearchStrategy>> strategy = MakeStrategy(space.get(), options);
+    EXPECT_OK(strategy);
+    std::vector<uint64_t> proposed = (*strategy)->Propose(1);
+    EXPECT_EQ(proposed.size(), 1u);
+    return proposed.empty() ? std::string() : ConfigToString(space->ConfigAt(proposed[0]));
+  };
+  EXPECT_EQ(first(shapes), "TILE=16,WAY=2");
+  EXPECT_NE(first({}), "TILE=16,WAY=2");
 }
 
 // Before it has results (no priority, no history), the model strategy draws

@@ -18,6 +18,7 @@
 #include "tests/server/best_config_reference.h"
 #include "tests/support/nearest_cases.h"
 #include "tests/support/test_support.h"
+#include "tunefleet/v1/job_record.pb.h"
 
 namespace tunefleet::server {
 namespace {
@@ -557,41 +558,106 @@ TEST_F(BestConfigIndexTest, FleetHistoryIsTheTrialsOfTheModelsNearestTunedShapes
   trial(older_code, a, 1e-4, 50);   // another code
   ASSERT_OK(store_->InsertTrials(trials));
 
-  absl::StatusOr<std::vector<FleetTrial>> history =
+  absl::StatusOr<FleetHistoryRows> history =
       FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=256,N=256,K=256"), h200, {});
   ASSERT_OK(history);
   std::vector<std::string> got;
-  for (const FleetTrial& t : *history) {
+  for (const FleetTrial& t : history->trials) {
     got.push_back(absl::StrCat(t.shape, " ", t.config, " ", t.median_seconds));
   }
   EXPECT_EQ(got, (std::vector<std::string>{absl::StrCat("0 ", b, " 0.001"),
                                            absl::StrCat("0 ", a, " 0.002"),
                                            absl::StrCat("1 ", c, " 0.009")}));
+  // Where each shape was measured, and how many configs it measured.
+  ASSERT_EQ(history->shapes.size(), 2u);
+  EXPECT_EQ(history->shapes[0].device_model, h200);
+  EXPECT_EQ(history->shapes[0].measured, 2);
+  EXPECT_EQ(history->shapes[1].measured, 1);
+  EXPECT_TRUE(history->shapes[0].limits.empty());  // no job record says
 
   // Bounded: rows in all, then shapes.
   history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=256,N=256,K=256"), h200,
                          {.shapes = 8, .rows = 1});
   ASSERT_OK(history);
-  ASSERT_EQ(history->size(), 1u);
-  EXPECT_EQ((*history)[0].config, b);
+  ASSERT_EQ(history->trials.size(), 1u);
+  EXPECT_EQ(history->trials[0].config, b);
   history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=1024,N=256,K=512"),
                          h200, {.shapes = 1, .rows = 512});
   ASSERT_OK(history);
-  ASSERT_EQ(history->size(), 1u);  // the nearest shape alone: `far`
-  EXPECT_EQ((*history)[0].config, c);
+  ASSERT_EQ(history->trials.size(), 1u);  // the nearest shape alone: `far`
+  EXPECT_EQ(history->trials[0].config, c);
   history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=2048,N=1024,K=1024"),
                          h200, {});
   ASSERT_OK(history);
-  ASSERT_EQ(history->size(), 1u);  // `too_far` alone is near enough
-  EXPECT_EQ((*history)[0].config, b);
+  ASSERT_EQ(history->trials.size(), 1u);  // `too_far` alone is near enough
+  EXPECT_EQ(history->trials[0].config, b);
   history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=8192,N=8192,K=8192"),
                          h200, {});
   ASSERT_OK(history);
-  EXPECT_TRUE(history->empty());  // a factor of 512 from the nearest
-  history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=256,N=256,K=256"),
-                         "cpu-z", {});
+  EXPECT_TRUE(history->trials.empty());  // a factor of 512 from the nearest, on every model
+}
+
+TEST_F(BestConfigIndexTest, AModelNotTunedNearTheShapeLearnsFromOtherModelsItsFamilyFirst) {
+  PutKernel(current_);
+  const std::string h100 = "NVIDIA H100 sm_90", h200 = "NVIDIA H200 sm_90";
+  const std::string a100 = "NVIDIA A100 sm_80", gh200 = "NVIDIA GH200 sm_90";
+  const std::string toolkit = kToolkits[0];
+  const BestRecord same_family = Row("M=512,N=256,K=256", current_, h200, toolkit);
+  const BestRecord other_family = Row("M=256,N=256,K=256", current_, a100, toolkit);
+  const BestRecord far_on_own = Row("M=4096,N=4096,K=4096", current_, gh200, toolkit);
+  for (const BestRecord& row : {same_family, other_family, far_on_own}) Put(row);
+  // The job that tuned `same_family` recorded its device's limits.
+  v1::StoredJob stored;
+  v1::StoredTarget* target = stored.add_targets();
+  target->set_device_model(h200);
+  v1::DeviceLimit* limit = target->add_limits();
+  limit->set_name("sm_count");
+  limit->set_value(132);
+  JobRecord job;
+  job.id = same_family.job_id;
+  job.kernel_name = "matmul";
+  job.targets = stored.SerializeAsString();
+  ASSERT_OK(store_->PutJob(job));
+  std::vector<TrialRecord> trials;
+  for (const BestRecord* row : {&same_family, &other_family, &far_on_own}) {
+    TrialRecord t;
+    t.job_id = row->job_id;
+    t.tuning_key = row->tuning_key;
+    t.config = row->config;
+    t.status = v1::TRIAL_STATUS_OK;
+    t.median_seconds = 1e-3;
+    t.finished_unix_ms = 100;
+    trials.push_back(t);
+  }
+  ASSERT_OK(store_->InsertTrials(trials));
+
+  // H100 was never tuned: H200's shape (the same family) comes first, then
+  // A100's, though A100's is the nearer shape.
+  absl::StatusOr<FleetHistoryRows> history =
+      FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=256,N=256,K=256"), h100, {});
   ASSERT_OK(history);
-  EXPECT_TRUE(history->empty());
+  ASSERT_EQ(history->shapes.size(), 2u);
+  EXPECT_EQ(history->shapes[0].device_model, h200);
+  EXPECT_EQ(history->shapes[0].limits, (DeviceLimits{{"sm_count", 132}}));
+  EXPECT_EQ(history->shapes[1].device_model, a100);
+  EXPECT_TRUE(history->shapes[1].limits.empty());  // its job's record is not in the store
+  ASSERT_EQ(history->trials.size(), 2u);
+  EXPECT_EQ(history->trials[0].config, same_family.config);
+  EXPECT_EQ(history->trials[1].shape, 1);
+
+  // GH200 has a shape of its own, but none near: the same rule.
+  history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=256,N=256,K=256"), gh200,
+                         {});
+  ASSERT_OK(history);
+  ASSERT_EQ(history->shapes.size(), 2u);
+  EXPECT_EQ(history->shapes[0].device_model, h200);
+
+  // Bounded by the shapes in all.
+  history = FleetHistory(index_, store_.get(), "matmul", *ParseShape("M=256,N=256,K=256"), h100,
+                         {.shapes = 1});
+  ASSERT_OK(history);
+  ASSERT_EQ(history->shapes.size(), 1u);
+  EXPECT_EQ(history->shapes[0].device_model, h200);
 }
 
 }  // namespace
