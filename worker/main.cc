@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
   }
   flags.backend = *backend;
   if (child && *backend == tunefleet::v1::BACKEND_PYTHON) {
-    return tunefleet::worker::python::ExecBenchChild();
+    return tunefleet::worker::python::ExecBenchChild(flags.log_format);
   }
   if (child) return tunefleet::worker::BenchChildMain(*backend);
   if (flags.cache_dir.empty()) flags.cache_dir = tunefleet::worker::DefaultWorkerCacheDir();

@@ -218,10 +218,11 @@ SandboxPolicy ProcessSandboxPolicy(const PythonInfo& info) {
   return policy;
 }
 
-int ExecBenchChild() {
+int ExecBenchChild(const std::string& log_format) {
   const pid_t parent = getppid();
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // kept across execve
   if (getppid() != parent) return kChildExitOk;
+  setenv("TUNEFLEET_LOG_FORMAT", log_format.c_str(), /*overwrite=*/1);
   const std::string python = EnvOr("TUNEFLEET_PYTHON", "python3");
   execlp(python.c_str(), python.c_str(), "-m", "tunefleet.backend.bench_child",
          static_cast<char*>(nullptr));

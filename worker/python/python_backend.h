@@ -99,9 +99,12 @@ absl::StatusOr<std::unique_ptr<Compiler>> CreatePythonCompiler(const CompilerOpt
 // The benchmark child mode of `tunefleet-worker --child --backend python`:
 // replaces this process with `$TUNEFLEET_PYTHON -m
 // tunefleet.backend.bench_child` (stdin/stdout, the protocol pipes, stay),
-// after asking the kernel to kill it with its parent. Returns only when the
-// exec failed (kChildExitNoBackend).
-int ExecBenchChild();
+// after asking the kernel to kill it with its parent; `log_format` (the
+// daemon's --log-format) goes on in TUNEFLEET_LOG_FORMAT, so that the
+// interpreter's output reaches the daemon's log in its format
+// (tunefleet/backend/child_log.py). Returns only when the exec failed
+// (kChildExitNoBackend).
+int ExecBenchChild(const std::string& log_format);
 
 }  // namespace tunefleet::worker::python
 

@@ -39,6 +39,7 @@ import tempfile
 import time
 import traceback
 
+from tunefleet.backend import child_log
 from tunefleet.backend import errors
 from tunefleet.backend import framing
 from tunefleet.backend import measure
@@ -443,6 +444,7 @@ def serve(runner, in_fd, out_fd):
 
 def main():
     protocol_out = os.dup(1)
+    child_log.route()  # fd 2 (and so fd 1 below) in the daemon's log format
     os.dup2(2, 1)
     sys.stdout = os.fdopen(1, "w", buffering=1)
     try:
