@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
@@ -138,6 +139,16 @@ absl::Status CheckPythonSpec(const v1::KernelSpec& spec) {
     return bad(absl::StrCat("reference.entry \"", spec.reference().entry(),
                             "\" must name a Python function (an identifier)"));
   }
+  for (const auto& [field, name] : {std::pair{"supply", &spec.reference().supply()},
+                                    std::pair{"check", &spec.reference().check()}}) {
+    if (!name->empty() && !IsIdentifier(*name)) {
+      return bad(absl::StrCat("reference.", field, " \"", *name,
+                              "\" must name a Python function (an identifier)"));
+    }
+  }
+  if (!spec.reference().check().empty() && spec.tolerance().skip_check()) {
+    return bad("reference.check and tolerance.skip_check both set: a check that never runs");
+  }
   if (!spec.compile_options().empty()) {
     return bad("compile_options are not used (the build function decides how to compile)");
   }
@@ -230,7 +241,14 @@ absl::Status ValidateKernelSpec(const v1::KernelSpec& spec) {
     return absl::InvalidArgumentError(
         "reference names neither a library routine nor an entry");
   }
-  if (spec.backend() == v1::BACKEND_PYTHON) RETURN_IF_ERROR(CheckPythonSpec(spec));
+  if (spec.backend() == v1::BACKEND_PYTHON) {
+    RETURN_IF_ERROR(CheckPythonSpec(spec));
+  } else if (!spec.reference().supply().empty() || !spec.reference().check().empty() ||
+             spec.tolerance().skip_check()) {
+    return absl::InvalidArgumentError(
+        "reference.supply, reference.check and tolerance.skip_check are Python functions and "
+        "options of BACKEND_PYTHON");
+  }
   ASSIGN_OR_RETURN(v1::Config def, ParseConfig(spec.default_config()));
   absl::StatusOr<v1::Config> normalized = NormalizeConfig(spec, def);
   if (!normalized.ok()) {

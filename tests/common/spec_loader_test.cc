@@ -209,8 +209,41 @@ TEST(PythonSpecTest, ValidationNamesWhatThePythonBackendDoesNotTake) {
       "scalar args");
   refused([](v1::KernelSpec* s) { s->set_backend(static_cast<v1::Backend>(42)); },
           "unknown backend 42");
+  refused([](v1::KernelSpec* s) { s->mutable_reference()->set_supply("make inputs"); },
+          "reference.supply");
+  refused([](v1::KernelSpec* s) { s->mutable_reference()->set_check("1check"); },
+          "reference.check");
+  refused(
+      [](v1::KernelSpec* s) {
+        s->mutable_reference()->set_check("same");
+        s->mutable_tolerance()->set_skip_check(true);
+      },
+      "a check that never runs");
   EXPECT_THAT(CheckCompileOption(v1::BACKEND_PYTHON, "-O3"),
               StatusIsWith(absl::StatusCode::kInvalidArgument, "python backend"));
+}
+
+// A user's input generator and checker, and skip_check, name Python
+// functions and options: a Python spec takes them, no other backend does.
+TEST(PythonSpecTest, SupplyAndCheckAreTheUsersPythonFunctions) {
+  v1::KernelSpec spec = TritonSpec("matmul");
+  spec.mutable_reference()->set_supply("make_inputs");
+  spec.mutable_reference()->set_check("same_bits");
+  ASSERT_OK(ValidateKernelSpec(spec));
+  spec.mutable_reference()->clear_check();
+  spec.mutable_tolerance()->set_skip_check(true);
+  ASSERT_OK(ValidateKernelSpec(spec));
+
+  absl::StatusOr<KernelBundle> cpu = LoadKernelDir(SourceDir() + "/kernels/cpu/matmul");
+  ASSERT_OK(cpu);
+  for (auto edit : {+[](v1::KernelSpec* s) { s->mutable_reference()->set_supply("inputs"); },
+                    +[](v1::KernelSpec* s) { s->mutable_reference()->set_check("same"); },
+                    +[](v1::KernelSpec* s) { s->mutable_tolerance()->set_skip_check(true); }}) {
+    v1::KernelSpec other = cpu->spec;
+    edit(&other);
+    EXPECT_THAT(ValidateKernelSpec(other),
+                StatusIsWith(absl::StatusCode::kInvalidArgument, "BACKEND_PYTHON"));
+  }
 }
 
 }  // namespace

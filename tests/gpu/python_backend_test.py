@@ -6,7 +6,11 @@ worker (tune_bench's loopback fleet, --backend python):
   - tests/gpu/faulty_triton's "failures" set: a config that does not compile,
     one that reads out of bounds, one that hangs and one that is wrong are
     classified COMPILE_ERROR, CRASHED, TIMEOUT and WRONG_RESULT, and the good
-    configs after them still measure OK (the worker keeps serving).
+    configs after them still measure OK (the worker keeps serving);
+  - tests/gpu/user_inputs: the spec's own input generator (reference.supply)
+    and checker (reference.check) reach the benchmark child: every config
+    runs on the supplied inputs, and the checker refuses what the tolerance
+    would pass.
 Skips (exit 77) without a GPU or without torch/triton in the worker's
 interpreter ($TUNEFLEET_PYTHON, else python3).
 
@@ -52,7 +56,8 @@ def tune(args, kernel, shape, extra):
         match = re.match(r"^\| (\S+=\S+) \| ([A-Z_]+) \|", line)
         if match:
             trials.setdefault(match.group(1), []).append(match.group(2))
-    return {"state": cells[1], "ok_trials": cells[3], "best": cells[10], "trials": trials}
+    return {"state": cells[1], "ok_trials": cells[3], "best": cells[10], "trials": trials,
+            "log": result.stdout + result.stderr}
 
 
 def main():
@@ -98,6 +103,16 @@ def main():
         got = trials.get(config, ["missing"])
         check(got[0] == status, "%s is %s (got %s)" % (config, status, got))
     check(faulty["state"] == "SUCCEEDED", "faulty job SUCCEEDED after the failures (%s)" % faulty["state"])
+
+    # The user's own inputs (any n, values only supply makes) and checker.
+    supplied = tune(args, "tests/gpu/user_inputs", "n=100003", [])
+    expected = {"MODE=0,BLOCK=256": "OK", "MODE=0,BLOCK=1024": "OK",
+                "MODE=1,BLOCK=256": "WRONG_RESULT", "MODE=1,BLOCK=1024": "WRONG_RESULT"}
+    for config, status in expected.items():
+        got = supplied["trials"].get(config, ["missing"])
+        check(got[0] == status, "user_inputs %s is %s (got %s)" % (config, status, got))
+    check(supplied["state"] == "SUCCEEDED", "user_inputs job SUCCEEDED (%s)" % supplied["state"])
+    check("exact: y[" in supplied["log"], "the checker's words are the WRONG_RESULT's error")
 
     if failures:
         print("%d check(s) failed" % len(failures))

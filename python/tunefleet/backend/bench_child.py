@@ -4,8 +4,9 @@ one per GPU, started by the worker daemon (through `tunefleet-worker --child
 serves ChildRequests framed on stdin and answers each with one ChildResponse
 on the original stdout (fd 1 is pointed at stderr, so kernel prints cannot
 corrupt the protocol), under the protocol of docs/measurement.md: inputs
-from the spec's init distributions (seeded), a checked run against the
-reference's output (rtol/atol/max mismatch ratio, on the device), warm-up,
+from the spec's init distributions (seeded) or its reference.supply, a
+checked run against the reference's output (rtol/atol/max mismatch ratio on
+the device, or the spec's reference.check, or none with skip_check), warm-up,
 L2 flush before every sample, CUDA events, median/p20/p80, the early-cut
 rule, and the clock calibration: after each sample, outside its events, a
 device-side sleep of a fixed number of cycles is timed (behind a lead sleep,
@@ -26,7 +27,8 @@ Failure taxonomy, as the CUDA runner's:
   Triton OutOfResources (shared memory, ...)     INVALID_CONFIG
   a CUDA error that leaves the context broken    CRASHED, then exit 3
   any other exception while launching            LAUNCH_ERROR
-  results outside tolerance                      WRONG_RESULT
+  results outside tolerance (or refused by the
+  spec's reference.check)                        WRONG_RESULT
 A hang is the daemon's to classify (it kills this process at its deadline:
 TIMEOUT), and so is a death by signal (CRASHED).
 """
@@ -198,15 +200,21 @@ class Runner:
             v.name, v.value = name.strip(), int(value)
         names = spec_util.names_of(spec, default_config, request.shape, request.limits)
         args = spec_util.tensor_args(spec, names)
-        tensors = []
-        for i, (_, tensor, dims) in enumerate(args):
-            tensors.append(self._generate(tensor, dims, (request.seed * 1000003 + i) % (1 << 63)))
+        directory = spec_util.unpack_artifact(request.reference_artifact, self.root)
+
+        def user_function(entry):
+            return spec_util.load_sources(directory, spec_util.kernel_files(spec, True), entry,
+                                          os.path.basename(directory)[:16])
+
+        if spec.reference.supply:
+            tensors = self._supplied(user_function(spec.reference.supply), request, args)
+        else:
+            tensors = [self._generate(tensor, dims, (request.seed * 1000003 + i) % (1 << 63))
+                       for i, (_, tensor, dims) in enumerate(args)]
         saved = {i: tensors[i].clone() for i, (_, a, _) in enumerate(args)
                  if a.role == spec_util.ROLE_INOUT}
-        directory = spec_util.unpack_artifact(request.reference_artifact, self.root)
-        reference = spec_util.load_sources(
-            directory, spec_util.kernel_files(spec, True), spec.reference.entry,
-            os.path.basename(directory)[:16])
+        reference = user_function(spec.reference.entry)
+        check = user_function(spec.reference.check) if spec.reference.check else None
         reference(*tensors)
         torch.cuda.synchronize()
         outputs = {i: tensors[i].clone() for i, (_, a, _) in enumerate(args)
@@ -220,9 +228,25 @@ class Runner:
         self.flush = torch.empty(2 * l2, dtype=torch.int8, device="cuda")
         self.prepared = {
             "spec": spec, "shape": request.shape, "args": args, "tensors": tensors,
-            "saved": saved, "expected": outputs,
+            "saved": saved, "expected": outputs, "check": check,
             "options": measure.with_defaults(request.measure),
         }
+
+    def _supplied(self, supply, request, args):
+        """The tensor arguments that the spec's `reference.supply` makes for
+        the shape, checked to be one CUDA tensor per tensor argument."""
+        torch = self.torch
+        shape = spec_util.shape_dict(request.shape)
+        tensors = list(supply(dict(shape), int(request.seed)))
+        if len(tensors) != len(args):
+            raise ValueError("%s(shape, seed) returned %d values for the %d tensor arguments (%s)"
+                             % (request.kernel.reference.supply, len(tensors), len(args),
+                                ", ".join(name for name, _, _ in args)))
+        for (name, _, _), tensor in zip(args, tensors):
+            if not isinstance(tensor, torch.Tensor) or not tensor.is_cuda:
+                raise ValueError("%s(shape, seed): argument %s is %s, not a CUDA tensor"
+                                 % (request.kernel.reference.supply, name, type(tensor).__name__))
+        return tensors
 
     # ---- run ------------------------------------------------------------
     def _restore(self, poison):
@@ -238,8 +262,25 @@ class Runner:
                     t.fill_(-1)
 
     def _check(self, tolerance):
+        """None when the outputs of the checked run are right, else what is
+        wrong: the spec's `reference.check` decides when it names one, no
+        one with `skip_check`, else rtol/atol/max_mismatch_ratio."""
         torch = self.torch
         p = self.prepared
+        if tolerance.skip_check:
+            return None
+        if p["check"] is not None:
+            order = sorted(p["expected"])
+            name = p["spec"].reference.check
+            try:
+                verdict = p["check"]([p["tensors"][i] for i in order],
+                                     [p["expected"][i] for i in order])
+            except Exception as error:
+                return "%s(outputs, expected) raised %s" % (name, _error_text(error))
+            if verdict is None or verdict is True:
+                return None
+            return ("%s(outputs, expected) returned False" % name if verdict is False
+                    else "%s: %s" % (name, str(verdict)[:8000]))
         for i, expected in p["expected"].items():
             got = p["tensors"][i]
             g = got.to(torch.float32)

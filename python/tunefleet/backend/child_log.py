@@ -30,7 +30,7 @@ def json_line(text, logger=LOGGER, now=None):
     now = now if now is not None else datetime.datetime.now(datetime.timezone.utc)
     stamp = now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
     return json.dumps({"time": stamp, "level": "info", "logger": logger, "message": text},
-                      ensure_ascii=False)
+                      ensure_ascii=False, separators=(",", ":"))
 
 
 def route(logger=LOGGER):

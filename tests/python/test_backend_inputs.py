@@ -1,0 +1,145 @@
+"""The spec's own inputs and checker (reference.supply, reference.check,
+tolerance.skip_check) in the Python benchmark child
+(python/tunefleet/backend/bench_child.py), above its torch seam: the child's
+Runner takes the torch module it uses, and here gets a stand-in whose
+tensors are lists. What the functions are called with, what is refused, and
+how a checker's verdict becomes a trial's outcome; the GPU tier
+(tests/gpu/python_backend_test.py, tests/gpu/user_inputs) runs the same on
+a device through the fleet."""
+
+import sys
+import textwrap
+import types
+import zipfile
+
+import pytest
+
+from tunefleet.backend import bench_child
+from tunefleet.v1 import bench_child_pb2
+from tunefleet.v1 import kernel_spec_pb2
+from google.protobuf import text_format
+
+
+class FakeTensor:
+    is_cuda = True
+
+    def __init__(self, values):
+        self.values = list(values)
+
+    def clone(self):
+        return FakeTensor(self.values)
+
+
+class FakeTorch:
+    Tensor = FakeTensor
+    int8 = "int8"
+
+    class cuda:  # noqa: N801 (the module's attribute name)
+        @staticmethod
+        def synchronize():
+            pass
+
+    @staticmethod
+    def empty(*args, **kwargs):
+        return FakeTensor([])
+
+
+SOURCE = """
+    from tests_support_calls import CALLS
+
+    def build(config, shape):
+        return None
+
+    def supply(shape, seed):
+        import bench_child_test_torch as torch
+        CALLS.append(("supply", dict(shape), seed))
+        n = shape["n"]
+        return [torch.FakeTensor(range(7, 7 + n)), torch.FakeTensor([0] * n)]
+
+    def reference(x, y):
+        CALLS.append(("reference", list(x.values)))
+        y.values = [2 * v for v in x.values]
+
+    def same(outputs, expected):
+        (y,), (want,) = outputs, expected
+        if y.values == want.values:
+            return None
+        if y.values == []:
+            return False
+        if y.values == [-1]:
+            raise AssertionError("tensors differ (an assert_close)")
+        return "y is %r, not %r" % (y.values, want.values)
+"""
+
+SPEC = """
+    name: "doubled" backend: BACKEND_PYTHON sources: "doubled.py" entry: "build"
+    problem { name: "n" }
+    params { name: "B" values: [1] }
+    args { name: "x" tensor { dtype: DTYPE_F32 shape: ["n"] role: ROLE_IN } }
+    args { name: "y" tensor { dtype: DTYPE_F32 shape: ["n"] role: ROLE_OUT } }
+    reference { entry: "reference" supply: "supply" check: "same" }
+    default_config: "B=1"
+"""
+
+
+@pytest.fixture
+def prepared(tmp_path, monkeypatch):
+    """A Runner prepared for n=3 with SOURCE's supply and check, and the
+    calls its functions saw."""
+    import sys
+    import types
+    calls = []
+    support = types.ModuleType("tests_support_calls")
+    support.CALLS = calls
+    fake = types.ModuleType("bench_child_test_torch")
+    fake.FakeTensor = FakeTensor
+    monkeypatch.setitem(sys.modules, "tests_support_calls", support)
+    monkeypatch.setitem(sys.modules, "bench_child_test_torch", fake)
+    artifact = tmp_path / "reference.zip"
+    with zipfile.ZipFile(artifact, "w") as archive:
+        archive.writestr("doubled.py", textwrap.dedent(SOURCE))
+    request = bench_child_pb2.PrepareRequest()
+    text_format.Parse(textwrap.dedent(SPEC), request.kernel)
+    request.shape.dims.add(name="n", value=3)
+    request.seed = 42
+    request.reference_artifact = str(artifact)
+    request.limits.add(name="l2_bytes", value=1024)
+    runner = bench_child.Runner(FakeTorch)
+    runner.prepare(request)
+    return runner, calls
+
+
+def test_supply_makes_the_inputs_and_the_reference_runs_on_them(prepared):
+    runner, calls = prepared
+    assert calls == [("supply", {"n": 3}, 42), ("reference", [7, 8, 9])]
+    assert runner.prepared["expected"][1].values == [14, 16, 18]
+
+
+def test_the_checker_judges_the_outputs(prepared):
+    runner, _ = prepared
+    tolerance = kernel_spec_pb2.Tolerance()
+    y = runner.prepared["tensors"][1]
+    y.values = [14, 16, 18]
+    assert runner._check(tolerance) is None
+    y.values = [14, 16, 19]
+    assert runner._check(tolerance) == "same: y is [14, 16, 19], not [14, 16, 18]"
+    y.values = []
+    assert runner._check(tolerance) == "same(outputs, expected) returned False"
+    y.values = [-1]
+    assert runner._check(tolerance) == (
+        "same(outputs, expected) raised AssertionError: tensors differ (an assert_close)")
+    tolerance.skip_check = True
+    assert runner._check(tolerance) is None  # nothing is compared
+
+
+def test_a_supply_that_returns_the_wrong_arguments_fails_the_prepare(prepared):
+    runner, _ = prepared
+    request = bench_child_pb2.PrepareRequest()
+    text_format.Parse(textwrap.dedent(SPEC), request.kernel)
+    request.shape.dims.add(name="n", value=3)
+    with pytest.raises(ValueError, match="returned 1 values for the 2 tensor arguments"):
+        runner._supplied(lambda shape, seed: [FakeTensor([1])], request,
+                         [("x", None, [3]), ("y", None, [3])])
+    with pytest.raises(ValueError, match="argument y is list, not a CUDA tensor"):
+        runner._supplied(lambda shape, seed: [FakeTensor([1]), [0]], request,
+                         [("x", None, [3]), ("y", None, [3])])
