@@ -105,6 +105,8 @@ TEST_F(PythonBackendTest, ToolkitNamesTheInterpreterAndWhatIsInstalled) {
   EXPECT_THAT(env, ::testing::Contains(::testing::Pair("PYTHONPATH", info.package_dir)));
   EXPECT_THAT(env, ::testing::Contains(
                        ::testing::Pair("TRITON_CACHE_DIR", info.state_dir + "/triton")));
+  EXPECT_THAT(env, ::testing::Contains(
+                       ::testing::Pair("TILELANG_CACHE_DIR", info.state_dir + "/tilelang")));
 }
 
 struct StubJob {

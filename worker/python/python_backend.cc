@@ -184,6 +184,8 @@ std::vector<std::pair<std::string, std::string>> ProcessEnvironment(const Python
           {"PYTHONUNBUFFERED", "1"},
           {"PYTHONNOUSERSITE", "1"},
           {"TRITON_CACHE_DIR", (fs::path(info.state_dir) / "triton").string()},
+          {"TILELANG_CACHE_DIR", (fs::path(info.state_dir) / "tilelang").string()},
+          {"TILELANG_TMP_DIR", (fs::path(info.state_dir) / "tilelang" / "tmp").string()},
           {"TRITON_HOME", info.state_dir},
           {"TUNEFLEET_PYTHON", info.python}};
 }

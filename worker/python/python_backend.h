@@ -83,8 +83,9 @@ absl::StatusOr<std::vector<v1::Device>> Devices();
 absl::StatusOr<PythonInfo> ParseProbeOutput(const std::string& output);
 
 // PYTHONPATH, TRITON_CACHE_DIR (<state>/triton), TRITON_HOME,
-// PYTHONDONTWRITEBYTECODE, PYTHONUNBUFFERED, TUNEFLEET_PYTHON (the
-// interpreter, for ExecBenchChild).
+// TILELANG_CACHE_DIR (<state>/tilelang) and TILELANG_TMP_DIR (its tmp/) for
+// build functions that compile with TileLang, PYTHONDONTWRITEBYTECODE,
+// PYTHONUNBUFFERED, TUNEFLEET_PYTHON (the interpreter, for ExecBenchChild).
 std::vector<std::pair<std::string, std::string>> ProcessEnvironment(const PythonInfo& info);
 
 // What a sandboxed Python process sees beyond the system: the interpreter's

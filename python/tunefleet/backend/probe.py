@@ -1,6 +1,6 @@
 """Prints what the worker daemon needs to know about this interpreter, one
 record per line, tab-separated:
-  toolkit  python 3.12.3 triton 3.4.0 torch 2.8.0
+  toolkit  python 3.12.3 triton 3.4.0 torch 2.8.0 [tilelang 0.1.6]
   path     <a directory the interpreter reads: prefix, stdlib, site-packages>
   device   <GPU UUID>  <model>  <driver>  name=value,...
 Devices are listed only with `devices` on the command line (it initializes
@@ -16,6 +16,21 @@ def _version(module_name):
     try:
         module = __import__(module_name)
         return getattr(module, "__version__", "unknown").split("+")[0]
+    except Exception:
+        return None
+
+
+# Kernel languages a build function may use besides Triton: part of the
+# toolkit (so of the tuning key) where installed, never required.
+OPTIONAL = ("tilelang",)
+
+
+def _installed_version(distribution):
+    """The version of an installed distribution, read from its metadata
+    without importing it (TileLang's import loads TVM); None if absent."""
+    try:
+        from importlib import metadata
+        return metadata.version(distribution).split("+")[0]
     except Exception:
         return None
 
@@ -87,6 +102,10 @@ def main():
         if version is None:
             missing.append(name)
         else:
+            parts.append("%s %s" % (name, version))
+    for name in OPTIONAL:
+        version = _installed_version(name)
+        if version is not None:
             parts.append("%s %s" % (name, version))
     print("toolkit\t" + " ".join(parts))
     if missing:
