@@ -282,7 +282,8 @@ class Autotuned:
     def __init__(self, fn, *, kernel: str, configs, key, prune, default, device,
                  toolkit: str, submit_on_miss: bool, table, server: Optional[str],
                  client, kernel_dir_path: Optional[str], lookup_deadline: float,
-                 submit_options: Optional[Mapping[str, Any]], key_fn=None, prune_fn=None):
+                 submit_options: Optional[Mapping[str, Any]], key_fn=None, prune_fn=None,
+                 checks: Optional[Mapping[str, Any]] = None):
         self.fn = fn
         functools.update_wrapper(self, fn, updated=())
         self.arg_names = _arg_names(fn)
@@ -329,6 +330,7 @@ class Autotuned:
         self._client = client
         self._lookup_deadline = lookup_deadline
         self._submit_options = dict(submit_options or {})
+        self._checks = _spec_checks(checks or {})
         self._kernel_name: Optional[str] = None
         self._kernel_summary: Optional[kernel_dir.SpecSummary] = None
         self._kernel_bundle: Optional[kernel_dir.KernelBundle] = None
@@ -597,7 +599,11 @@ class Autotuned:
         """The kernel directory's spec and sources, read once.
         REQUIRES: a kernel directory."""
         if self._kernel_bundle is None:
-            self._kernel_bundle = kernel_dir.load(self._kernel_dir)
+            bundle = kernel_dir.load(self._kernel_dir)
+            for field, value in self._checks.items():
+                message, name = field.split(".")
+                setattr(getattr(bundle.spec, message), name, value)
+            self._kernel_bundle = bundle
         return self._kernel_bundle
 
     @property
@@ -646,6 +652,33 @@ class Autotuned:
             submission.done.set()
 
 
+def _spec_checks(checks: Mapping[str, Any]) -> Dict[str, Any]:
+    """The decorator's input and checking options as the spec fields they
+    set in what submit_on_miss submits (docs/python-backend.md, "Inputs and
+    checks from your program"): a function is named, so it must be one of
+    the reference's first source; None leaves the spec's own."""
+    fields = {"supply": "reference.supply", "check": "reference.check",
+              "skip_check": "tolerance.skip_check", "rtol": "tolerance.rtol",
+              "atol": "tolerance.atol", "max_mismatch_ratio": "tolerance.max_mismatch_ratio"}
+    out = {}
+    for option, value in checks.items():
+        if value is None:
+            continue
+        if option in ("supply", "check"):
+            name = value if isinstance(value, str) else getattr(value, "__name__", None)
+            if not name or not name.isidentifier():
+                raise InvalidArgumentError(
+                    f"autotune {option}= names a function of the kernel's reference source "
+                    f"(a name or a function defined there), not {value!r}")
+            value = name
+        elif option == "skip_check":
+            value = bool(value)
+        else:
+            value = float(value)
+        out[fields[option]] = value
+    return out
+
+
 def autotune(kernel: str, configs: Union[Sequence[Any], Callable[[], Sequence[Any]], None] = None,
              key: Union[Sequence[Any], Mapping[str, str]] = (), *,
              prune: Optional[Callable[[list, Dict[str, Any]], Sequence[Any]]] = None,
@@ -656,7 +689,10 @@ def autotune(kernel: str, configs: Union[Sequence[Any], Callable[[], Sequence[An
              lookup_deadline: float = DEFAULT_LOOKUP_DEADLINE,
              submit_options: Optional[Mapping[str, Any]] = None,
              key_fn: Optional[Callable[..., Mapping[str, int]]] = None,
-             prune_fn: Optional[Callable[..., bool]] = None):
+             prune_fn: Optional[Callable[..., bool]] = None,
+             supply: Union[str, Callable, None] = None, check: Union[str, Callable, None] = None,
+             skip_check: Optional[bool] = None, rtol: Optional[float] = None,
+             atol: Optional[float] = None, max_mismatch_ratio: Optional[float] = None):
     """Decorates a kernel launcher or a Triton JITFunction (see the module doc).
 
     kernel: the fleet's kernel name, or its kernel directory (then the name
@@ -685,6 +721,13 @@ def autotune(kernel: str, configs: Union[Sequence[Any], Callable[[], Sequence[An
         or ranks, belong in the kernel's spec or in device=).
     prune_fn: prune_fn(config, *args, **kwargs) -> bool, True to keep the
         config for this call, instead of prune (Triton-distributed's).
+    supply, check, skip_check, rtol, atol, max_mismatch_ratio: what the
+        jobs submit_on_miss submits measure with, over the kernel
+        directory's spec (TileLang's supply_prog, manual_check_prog,
+        skip_check, rtol, atol, max_mismatched_ratio): supply and check
+        name functions of the reference's first source (a name, or the
+        function itself, whose name is taken); Python kernels only, as the
+        spec fields they set (docs/python-backend.md).
     """
     def decorate(fn) -> Autotuned:
         return Autotuned(fn, kernel=kernel, configs=configs, key=key, prune=prune,
@@ -692,7 +735,10 @@ def autotune(kernel: str, configs: Union[Sequence[Any], Callable[[], Sequence[An
                          submit_on_miss=submit_on_miss, table=table, server=server,
                          client=client, kernel_dir_path=kernel_dir,
                          lookup_deadline=lookup_deadline, submit_options=submit_options,
-                         key_fn=key_fn, prune_fn=prune_fn)
+                         key_fn=key_fn, prune_fn=prune_fn,
+                         checks=dict(supply=supply, check=check, skip_check=skip_check,
+                                     rtol=rtol, atol=atol,
+                                     max_mismatch_ratio=max_mismatch_ratio))
     return decorate
 
 

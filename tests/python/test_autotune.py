@@ -299,3 +299,34 @@ def test_always_tune_submits_a_forced_retune_of_a_tuned_key(fleet, client, tuned
     assert job.state == "SUCCEEDED"
     assert job.targets[0].stop_reason != "cached"  # measured again, not answered
     assert job.targets[0].retune in ("confirmed", "replaced", "regressed")
+
+
+def test_input_and_check_options_go_into_the_submitted_spec(fleet, device_model, monkeypatch):
+    """TileLang's supply_prog, manual_check_prog, skip_check and tolerances
+    as decorator options: they set the spec fields of what submit_on_miss
+    submits; the coordinator validates them as any spec's (the CPU matmul
+    kernel is not a Python kernel, so it refuses them, saying why)."""
+    monkeypatch.setenv("TUNEFLEET_INSECURE", "1")
+
+    def make_inputs(shape, seed):  # stands for a function of the reference source
+        return []
+
+    fn = tunefleet.autotune(kernel=fleet_mod.MATMUL_DIR, key=["M", "N", "K"],
+                            device=device_model, server=fleet.address, submit_on_miss=True,
+                            supply=make_inputs, check="same_bits", rtol=0.5, atol=0.25,
+                            max_mismatch_ratio=0.01)(fake_matmul)
+    spec = fn._bundle().spec
+    assert (spec.reference.supply, spec.reference.check) == ("make_inputs", "same_bits")
+    assert (spec.tolerance.rtol, spec.tolerance.atol) == (0.5, 0.25)
+    assert spec.tolerance.max_mismatch_ratio == pytest.approx(0.01)
+    fn(None, None, M=96, N=160, K=224)
+    (submission,) = fn.wait_for_submissions(timeout=60)
+    assert submission.job is None
+    assert "BACKEND_PYTHON" in str(submission.error), submission.error
+
+    skipping = tunefleet.autotune(kernel=fleet_mod.MATMUL_DIR, key=["M", "N", "K"],
+                                  device=device_model, skip_check=True)(fake_matmul)
+    assert skipping._bundle().spec.tolerance.skip_check
+    assert not skipping._bundle().spec.reference.supply  # the spec's own where not given
+    with pytest.raises(tunefleet.InvalidArgumentError, match="supply= names a function"):
+        tunefleet.autotune(kernel="matmul", key=["M"], supply=lambda shape, seed: [])(fake_matmul)
