@@ -8,6 +8,11 @@
 namespace tunefleet::server {
 namespace {
 
+// A wrong result's error as readers other than the job's owner see it.
+constexpr char kWrongResultForReaders[] =
+    "the outputs differ from the reference (the mismatch's values are shown to the job's "
+    "owner and admins)";
+
 grpc::Status InvalidArgument(const std::string& message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
 }
@@ -208,7 +213,7 @@ grpc::Status TuningServiceImpl::ListJobs(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::ListTrials(grpc::ServerContext*,
+grpc::Status TuningServiceImpl::ListTrials(grpc::ServerContext* context,
                                            const v1::ListTrialsRequest* request,
                                            v1::ListTrialsResponse* response) {
   if (request->job_id().empty()) return MissingField("job_id");
@@ -223,7 +228,21 @@ grpc::Status TuningServiceImpl::ListTrials(grpc::ServerContext*,
   list.page_token = request->page_token();
   absl::StatusOr<TrialListPage> page = history_->ListTrials(list);
   if (!page.ok()) return ToGrpcStatus(page.status());
-  for (v1::TrialRecord& trial : page->trials) *response->add_trials() = std::move(trial);
+  // A wrong result's text carries the kernel's own output values (the first
+  // mismatch's), which a kernel could fill with anything it read: they are
+  // shown to the job's owner and admins, and to other readers the outcome
+  // alone.
+  bool owner_sees = true;
+  if (!page->trials.empty()) {
+    absl::StatusOr<v1::Job> owned = jobs_->Get(request->job_id());
+    owner_sees = owned.ok() && CallerOf(*context).MayActFor(owned->owner());
+  }
+  for (v1::TrialRecord& trial : page->trials) {
+    if (!owner_sees && trial.status() == v1::TRIAL_STATUS_WRONG_RESULT) {
+      trial.set_error(kWrongResultForReaders);
+    }
+    *response->add_trials() = std::move(trial);
+  }
   response->set_next_page_token(std::move(page->next_page_token));
   return grpc::Status::OK;
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/local_fleet.h"
+#include "common/file_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -212,6 +213,50 @@ TEST_F(UserVerbsTest, AReadTokenListsTrialsButABadPageTokenIsRefused) {
   filter.page_token = "garbage";
   EXPECT_THAT((*client)->ListJobs(filter), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_OK((*client)->ListJobs(JobFilter{}));  // the coordinator keeps serving
+}
+
+// A wrong result's values are the kernel's output, which a kernel can fill
+// with whatever it read: its owner (and an admin) sees them, another reader
+// the outcome alone.
+TEST_F(UserVerbsTest, AWrongResultsValuesAreShownToTheJobsOwnerAlone) {
+  ASSERT_OK(fleet_->StartWorker());
+  const std::string kernel_dir = dir_.path() + "/wrong";
+  std::filesystem::copy(SourceDir() + "/kernels/cpu/matmul", kernel_dir);
+  absl::StatusOr<std::string> read_source = ReadFile(kernel_dir + "/matmul.cc");
+  ASSERT_OK(read_source);
+  std::string source = *std::move(read_source);
+  const std::string zeroed = "std::memset(C, 0, sizeof(float) * M * N);";
+  ASSERT_NE(source.find(zeroed), std::string::npos);
+  source.replace(source.find(zeroed), zeroed.size(),
+                 zeroed + "\n  if (UNROLL == 4) C[3] = 1234.5f;");
+  std::ofstream(kernel_dir + "/matmul.cc") << source;
+  SubmitRequest request;
+  request.kernel_dir = kernel_dir;
+  request.shape = kShape;
+  request.config_set = "quick";  // one UNROLL=1 config, two UNROLL=4 ones
+  Job job = SubmitAndWait(request);
+  ASSERT_EQ(job.state, JobState::kSucceeded) << job.reason;
+  ASSERT_EQ(job.outcomes["WRONG_RESULT"], 2) << Describe(client_->ListAllTrials(job.id));
+
+  absl::StatusOr<std::vector<Trial>> owned = client_->ListAllTrials(job.id, "WRONG_RESULT");
+  ASSERT_OK(owned);
+  ASSERT_THAT(*owned, SizeIs(2));
+  for (const Trial& trial : *owned) EXPECT_THAT(trial.error, HasSubstr("first at [3]: got"));
+
+  absl::StatusOr<IssuedToken> reader = client_->CreateToken("reader", "read");
+  ASSERT_OK(reader);
+  absl::StatusOr<std::unique_ptr<Client>> other = ConnectAs(*fleet_, reader->token);
+  ASSERT_OK(other);
+  absl::StatusOr<std::vector<Trial>> read = (*other)->ListAllTrials(job.id);
+  ASSERT_OK(read);
+  int wrong = 0;
+  for (const Trial& trial : *read) {
+    if (trial.status != "WRONG_RESULT") continue;
+    ++wrong;
+    EXPECT_THAT(trial.error, HasSubstr("shown to the job's owner"));
+    EXPECT_THAT(trial.error, ::testing::Not(HasSubstr("got"))) << trial.error;
+  }
+  EXPECT_EQ(wrong, 2);
 }
 
 TEST_F(UserVerbsTest, JobsAreFilteredByStateKernelAndOwnerAndPaged) {
