@@ -323,8 +323,14 @@ void TargetTrials::Record(uint64_t ordinal, const v1::TrialResult& result) {
   if (plateau_.reached() && !ProposalsOver()) stopped_ = v1::STOP_REASON_PLATEAU;
   if (result.status() != v1::TRIAL_STATUS_OK) {
     if (first_error_.empty()) {
-      first_error_ = absl::StrCat(v1::TrialStatus_Name(result.status()), ": ",
-                                  result.error().substr(0, 2000));
+      // A job's reason reaches every reader: a wrong result's values (the
+      // kernel's output) stay in its trial, which only the owner reads whole.
+      first_error_ =
+          result.status() == v1::TRIAL_STATUS_WRONG_RESULT
+              ? absl::StrCat(v1::TrialStatus_Name(result.status()),
+                             ": the outputs differ from the reference (the trial says where)")
+              : absl::StrCat(v1::TrialStatus_Name(result.status()), ": ",
+                             result.error().substr(0, 2000));
     }
     return;
   }

@@ -162,7 +162,8 @@ class TargetTrials {
   const absl::flat_hash_map<int, int64_t>& outcome_counts() const {
     return outcome_counts_;
   }
-  // The first error of a non-OK trial, for a job that found no good config.
+  // The first error of a non-OK trial, for a job that found no good config
+  // (a wrong result: its status alone, as the reason reaches every reader).
   const std::string& first_error() const { return first_error_; }
   ConfigSpace* space() { return space_.get(); }
 

@@ -257,6 +257,16 @@ TEST_F(UserVerbsTest, AWrongResultsValuesAreShownToTheJobsOwnerAlone) {
     EXPECT_THAT(trial.error, ::testing::Not(HasSubstr("got"))) << trial.error;
   }
   EXPECT_EQ(wrong, 2);
+
+  // A job that found no right config says so to every reader, without the
+  // values.
+  const std::string every = "if (UNROLL == 4) C[3]";
+  source.replace(source.find(every), every.size(), "if (UNROLL > 0) C[3]");
+  std::ofstream(kernel_dir + "/matmul.cc") << source;
+  Job failed = SubmitAndWait(request);
+  ASSERT_EQ(failed.state, JobState::kFailed) << failed.reason;
+  EXPECT_THAT(failed.reason, HasSubstr("WRONG_RESULT: the outputs differ from the reference"));
+  EXPECT_THAT(failed.reason, ::testing::Not(HasSubstr("got")));
 }
 
 TEST_F(UserVerbsTest, JobsAreFilteredByStateKernelAndOwnerAndPaged) {
