@@ -1,7 +1,9 @@
 #include "server/fleet_history.h"
 
 #include <algorithm>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "common/calibration.h"
 #include "common/status_macros.h"
@@ -60,6 +62,9 @@ absl::StatusOr<FleetHistoryRows> FleetHistory(const BestConfigIndex& index, Stor
                                               const FleetHistoryLimits& limits) {
   FleetHistoryRows out;
   if (limits.shapes == 0 || limits.rows == 0) return out;
+  // Each (job, model)'s recorded limits, read once: a sweep tunes many of
+  // the shapes read in one job.
+  absl::flat_hash_map<std::pair<std::string, std::string>, DeviceLimits> recorded;
   for (const BestConfigAnswer& row :
        ShapesToRead(index, kernel_name, shape, device_model, limits)) {
     if (out.trials.size() >= limits.rows) break;
@@ -84,8 +89,9 @@ absl::StatusOr<FleetHistoryRows> FleetHistory(const BestConfigIndex& index, Stor
     }
     if (kept.empty()) continue;
     const int shape_index = static_cast<int>(out.shapes.size());
-    out.shapes.push_back(FleetShape{row.tuned_shape, row.device_model,
-                                    RecordedLimits(store, row.job_id, row.device_model),
+    auto [limits_of, unread] = recorded.try_emplace({row.job_id, row.device_model});
+    if (unread) limits_of->second = RecordedLimits(store, row.job_id, row.device_model);
+    out.shapes.push_back(FleetShape{row.tuned_shape, row.device_model, limits_of->second,
                                     static_cast<int64_t>(kept.size())});
     for (size_t i : kept) {
       if (out.trials.size() >= limits.rows) break;

@@ -36,7 +36,8 @@
 // the index of its shape and the model compares times only within a shape
 // (model_strategy.cc: log-time relative to the shape's fastest).
 //
-// Reads the store (two queries per shape): call it without holding a lock.
+// Reads the store (one query per shape, and one per job whose limits it
+// reads): call it without holding a lock.
 #ifndef TUNEFLEET_SERVER_FLEET_HISTORY_H_
 #define TUNEFLEET_SERVER_FLEET_HISTORY_H_
 

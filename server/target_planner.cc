@@ -77,7 +77,7 @@ std::vector<std::string> TargetPlanner::WarmStartFor(const v1::JobSpec& spec,
 }
 
 FleetHistoryRows TargetPlanner::HistoryFor(const v1::JobSpec& spec,
-                                                  const std::string& model) const {
+                                           const std::string& model) const {
   if (index_ == nullptr || spec.strategy() != "model" || !spec.config_set().empty()) return {};
   absl::StatusOr<FleetHistoryRows> history =
       FleetHistory(*index_, store_, spec.kernel().name(), spec.shape(), model, history_);

@@ -1,5 +1,7 @@
 #include "server/tuning_service.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/version.h"
@@ -232,8 +234,11 @@ grpc::Status TuningServiceImpl::ListTrials(grpc::ServerContext* context,
   // mismatch's), which a kernel could fill with anything it read: they are
   // shown to the job's owner and admins, and to other readers the outcome
   // alone.
+  const bool wrong = std::any_of(page->trials.begin(), page->trials.end(), [](const auto& t) {
+    return t.status() == v1::TRIAL_STATUS_WRONG_RESULT;
+  });
   bool owner_sees = true;
-  if (!page->trials.empty()) {
+  if (wrong) {  // the job's owner is read only for a page that needs it
     absl::StatusOr<v1::Job> owned = jobs_->Get(request->job_id());
     owner_sees = owned.ok() && CallerOf(*context).MayActFor(owned->owner());
   }
