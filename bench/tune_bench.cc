@@ -604,7 +604,7 @@ int main(int argc, char** argv) {
                  "problem shape, M=..,N=.. (repeat the flag to tune several in turn, on the "
                  "same fleet and caches)")
       ->required();
-  app.add_option("--strategy", flags.strategy, "exhaustive, random, model or evolutionary")
+  app.add_option("--strategy", flags.strategy, "exhaustive, random, model, evolutionary or coordinate")
       ->capture_default_str();
   app.add_option("--budget", flags.budget, "random, model, evolutionary: configs to try");
   app.add_option("--config-set", flags.config_set, "tune only this named set");

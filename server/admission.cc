@@ -69,7 +69,11 @@ absl::StatusOr<StrategyOptions> StrategyFor(const v1::JobSpec& spec, ConfigSpace
                                             int64_t max_trials) {
   StrategyOptions options;
   options.name = spec.strategy().empty() ? "exhaustive" : spec.strategy();
-  options.budget = spec.budget() > 0 ? spec.budget() : kDefaultTrialBudget;
+  // The coordinate strategy stops at its fixed point: without a budget, only
+  // the per-job cap bounds it.
+  options.budget = spec.budget() > 0                ? spec.budget()
+                   : options.name == "coordinate" ? max_trials
+                                                  : kDefaultTrialBudget;
   options.seed = spec.seed();
   options.max_trials = max_trials;
   options.default_ordinal = DefaultOrdinal(*space);

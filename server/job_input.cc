@@ -135,7 +135,7 @@ absl::Status CheckTolerance(const v1::Tolerance& tolerance) {
 absl::Status CheckStrategy(const v1::JobSpec& spec, int64_t max_trials) {
   const std::string& name = spec.strategy();
   if (!name.empty() && name != "exhaustive" && name != "random" && name != "model" &&
-      name != "evolutionary") {
+      name != "evolutionary" && name != "coordinate") {
     return Invalid("strategy",
                    absl::StrCat("unknown strategy \"", name, "\" (", kStrategyNames, ")"));
   }

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "server/adaptive_strategy.h"
+#include "server/coordinate_strategy.h"
 #include "server/valid_configs.h"
 
 namespace tunefleet::server {
@@ -209,6 +210,13 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
                                    options.history, options.history_shapes)
                : MakeEvolutionaryStrategy(space, std::move(valid), options.budget,
                                           options.seed, leading);
+  }
+  if (options.name == "coordinate") {
+    if (options.budget <= 0) {
+      return absl::InvalidArgumentError("the coordinate strategy needs a budget > 0");
+    }
+    return MakeCoordinateStrategy(space, std::min(options.budget, options.max_trials), leading,
+                                  options.max_trials);
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown strategy \"", options.name,
                                                  "\" (", kStrategyNames, ")"));

@@ -32,10 +32,13 @@ class SearchStrategy {
   // space (or every config of a named set), false when a budget of trials
   // leaves some out: why the search stopped once Exhausted.
   virtual bool covers_space() const = 0;
+  // True when it stopped because more configs would not improve the best
+  // by its own rule (coordinate: a fixed point), not for a budget.
+  virtual bool converged() const { return false; }
 };
 
 // The strategy names MakeStrategy knows, for messages.
-inline constexpr char kStrategyNames[] = "exhaustive, random, model or evolutionary";
+inline constexpr char kStrategyNames[] = "exhaustive, random, model, evolutionary or coordinate";
 
 // A config measured for another shape (the fleet's history,
 // fleet_history.h), as a config of this space.
@@ -64,9 +67,11 @@ inline constexpr int64_t kDefaultTrialBudget = 64;
 
 struct StrategyOptions {
   std::string name = "exhaustive";        // see kStrategyNames
-  int64_t budget = kDefaultTrialBudget;  // random, model, evolutionary: configs to try
+  // random, model, evolutionary: configs to try; coordinate: at most.
+  int64_t budget = kDefaultTrialBudget;
   uint64_t seed = 0;
-  // Exhaustive: refuse spaces with more valid configs (ResourceExhausted).
+  // Exhaustive: refuse spaces with more valid configs (ResourceExhausted);
+  // coordinate: groups with more combinations of values.
   int64_t max_trials = 100000;
   // Measured first when valid, so every job knows the default's time.
   std::optional<uint64_t> default_ordinal;
@@ -91,7 +96,9 @@ struct StrategyOptions {
 // consecutive ordinals (at most max_trials runs); random holds its sample;
 // neither keeps `space`. Model and evolutionary (adaptive_strategy.h) learn
 // from results, keep `space` (which must outlive them: the TargetTrials owns
-// both) and propose `budget` distinct configs. Every strategy is
+// both) and propose `budget` distinct configs. Coordinate
+// (coordinate_strategy.h) searches one group of params at a time from the
+// best so far, keeps `space` too, and proposes at most `budget`. Every strategy is
 // deterministic for a seed and the same results. InvalidArgument for an
 // unknown name or an empty space, ResourceExhausted over `max_trials`.
 absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(

@@ -158,6 +158,7 @@ void TargetTrials::StopSearch(v1::StopReason reason) {
 v1::StopReason TargetTrials::stop_reason() const {
   if (stopped_ != v1::STOP_REASON_UNSPECIFIED) return stopped_;
   if (!strategy_->Exhausted()) return v1::STOP_REASON_UNSPECIFIED;
+  if (strategy_->converged()) return v1::STOP_REASON_PLATEAU;
   return strategy_->covers_space() ? v1::STOP_REASON_SPACE_EXHAUSTED
                                    : v1::STOP_REASON_TRIAL_BUDGET;
 }

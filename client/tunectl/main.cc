@@ -168,11 +168,13 @@ CLI::App* DefineSubmit(CLI::App& app, Flags& flags) {
   cmd->add_option("--shapes-file", flags.shapes_file,
                   "A sweep's shapes, one a line ('#' starts a comment)");
   cmd->add_option("--strategy", r.strategy,
-                  "exhaustive (default), random, model (a learned cost model) or "
-                  "evolutionary (a genetic algorithm)")
-      ->check(CLI::IsMember({"exhaustive", "random", "model", "evolutionary"}));
+                  "exhaustive (default), random, model (a learned cost model), "
+                  "evolutionary (a genetic algorithm) or coordinate (one group of params "
+                  "at a time: a function of several kernels)")
+      ->check(CLI::IsMember({"exhaustive", "random", "model", "evolutionary", "coordinate"}));
   cmd->add_option("--budget", r.budget,
-                  "random, model, evolutionary: configs to try (default 64)")
+                  "random, model, evolutionary: configs to try (default 64); "
+                  "coordinate: at most (default: until it converges)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--time-budget", r.time_budget_seconds,
                   "Stop proposing configs after this many seconds of the job's running "

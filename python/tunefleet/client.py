@@ -170,8 +170,10 @@ class Client:
         JobSpec field of the same name (see _JobOptions):
 
             strategy             --strategy        "" is the server's default (exhaustive);
-                                                   "random", "model", "evolutionary"
-            budget               --budget          configs to try (0: the server's 64)
+                                                   "random", "model", "evolutionary",
+                                                   "coordinate"
+            budget               --budget          configs to try (0: the server's 64;
+                                                   coordinate: at most, 0 until it converges)
             time_budget_seconds  --time-budget     stop proposing after this many seconds
                                                    of the job's running time (0: none)
             plateau_batches      --plateau         stop after this many batches in a row

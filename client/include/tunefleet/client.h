@@ -62,11 +62,12 @@ struct SubmitRequest {
   // `shape_dims` is used instead. Default: empty.
   std::string shape;
   std::map<std::string, int64_t> shape_dims;
-  // "exhaustive", "random", "model" or "evolutionary". Default: empty,
-  // which the server reads as "exhaustive".
+  // "exhaustive", "random", "model", "evolutionary" or "coordinate".
+  // Default: empty, which the server reads as "exhaustive".
   std::string strategy;
-  // Random, model, evolutionary: configs to try. Default: 0, which the
-  // server reads as 64.
+  // Random, model, evolutionary: configs to try; coordinate: at most.
+  // Default: 0, which the server reads as 64 (coordinate: until it
+  // converges).
   int64_t budget = 0;
   // Stop rules, for every strategy. No new configs are proposed once the
   // job has run this many seconds (counted from its start, a coordinator

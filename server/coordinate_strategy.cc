@@ -1,0 +1,208 @@
+#include "server/coordinate_strategy.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "server/valid_configs.h"
+
+namespace tunefleet::server {
+
+ParamGroups GroupParams(const v1::KernelSpec& spec) {
+  ParamGroups groups;
+  absl::flat_hash_map<std::string, int> index;
+  for (const v1::Parameter& param : spec.params()) {
+    const size_t at = param.name().find(kGroupSeparator);
+    const std::string name = at == std::string::npos || at == 0 ? param.name()
+                                                                 : param.name().substr(0, at);
+    auto [it, added] = index.try_emplace(name, static_cast<int>(groups.names.size()));
+    if (added) groups.names.push_back(name);
+    groups.group_of_param.push_back(it->second);
+  }
+  return groups;
+}
+
+namespace {
+
+class CoordinateStrategy : public SearchStrategy {
+ public:
+  CoordinateStrategy(ConfigSpace* space, int64_t budget, std::vector<uint64_t> leading,
+                     std::vector<std::vector<int>> group_params, int64_t estimate)
+      : space_(space),
+        digits_(space->spec()),
+        budget_(budget),
+        group_params_(std::move(group_params)),
+        estimate_(std::min(budget, estimate)),
+        walk_(space) {
+    phase_ = std::move(leading);
+  }
+
+  std::vector<uint64_t> Propose(int max) override {
+    std::vector<uint64_t> out;
+    while (static_cast<int>(out.size()) < max && !Exhausted()) {
+      if (next_ < phase_.size()) {
+        const uint64_t ordinal = phase_[next_++];
+        if (seen_.contains(ordinal)) continue;  // restored meanwhile
+        seen_.insert(ordinal);
+        waiting_.insert(ordinal);
+        out.push_back(ordinal);
+        ++proposed_;
+        continue;
+      }
+      if (!waiting_.empty()) break;  // the phase's results decide the next one
+      NextPhase();
+    }
+    return out;
+  }
+
+  void Observe(uint64_t ordinal, const v1::TrialResult& result) override {
+    seen_.insert(ordinal);
+    const bool awaited = waiting_.erase(ordinal) > 0;
+    if (result.status() == v1::TRIAL_STATUS_OK && !result.cut_early()) {
+      const double seconds = result.measurement().median_seconds();
+      if (!best_.has_value() || seconds < best_seconds_) {
+        best_ = ordinal;
+        best_seconds_ = seconds;
+      }
+    }
+    // The phase's last result: the next phase is made now, so that
+    // Exhausted() says at once whether the search converged.
+    if (awaited && waiting_.empty() && next_ >= phase_.size() && !Exhausted()) NextPhase();
+  }
+
+  bool Exhausted() const override { return converged_ || ended_ || proposed_ >= budget_; }
+  int64_t planned_total() const override {
+    return Exhausted() ? proposed_ : std::max(estimate_, proposed_ + 1);
+  }
+  bool covers_space() const override { return false; }
+  bool converged() const override { return converged_; }
+
+ private:
+  // Called once the phase's configs all have results: moves the incumbent
+  // and makes the next phase (or ends the search).
+  void NextPhase() {
+    phase_.clear();
+    next_ = 0;
+    if (!incumbent_.has_value()) {
+      if (best_.has_value()) {
+        incumbent_ = best_;
+        return NextPhase();
+      }
+      // Nothing passed yet: the next valid config in ordinal order.
+      uint64_t ordinal = 0;
+      while (walk_.Next(&ordinal)) {
+        if (!seen_.contains(ordinal)) {
+          phase_.push_back(ordinal);
+          return;
+        }
+      }
+      ended_ = true;  // no valid config passed
+      return;
+    }
+    if (group_ >= 0) {  // a group's phase ended
+      if (*best_ != *incumbent_) {
+        // The group that moved it is settled at the new incumbent, unless a
+        // restored result from outside the group's slice moved it.
+        settled_ = OnlyGroupDiffers(*best_, *incumbent_, group_params_[group_]) ? 1 : 0;
+        incumbent_ = best_;
+      } else {
+        ++settled_;
+      }
+    }
+    const int groups = static_cast<int>(group_params_.size());
+    while (phase_.empty()) {
+      if (settled_ >= groups) {
+        converged_ = true;
+        return;
+      }
+      group_ = (group_ + 1) % groups;
+      phase_ = Slice(group_params_[group_]);
+      if (phase_.empty()) ++settled_;  // nothing new to try in this group
+    }
+  }
+
+  bool OnlyGroupDiffers(uint64_t a, uint64_t b, const std::vector<int>& params) const {
+    std::vector<int> x = digits_.Digits(a);
+    std::vector<int> y = digits_.Digits(b);
+    for (int p : params) x[p] = y[p];
+    return x == y;
+  }
+
+  // The valid configs not measured yet that differ from the incumbent in
+  // `params` alone, in ordinal order (the order their digits are walked in).
+  std::vector<uint64_t> Slice(const std::vector<int>& params) {
+    std::vector<int> digits = digits_.Digits(*incumbent_);
+    for (int p : params) digits[p] = 0;
+    std::vector<uint64_t> out;
+    while (true) {
+      const uint64_t ordinal = digits_.Ordinal(digits);
+      if (!seen_.contains(ordinal)) {
+        space_->Bind(ordinal);
+        if (space_->Valid()) out.push_back(ordinal);
+      }
+      // The next combination of the group's digits, the last param fastest.
+      int i = static_cast<int>(params.size()) - 1;
+      for (; i >= 0; --i) {
+        if (++digits[params[i]] < digits_.radix(params[i])) break;
+        digits[params[i]] = 0;
+      }
+      if (i < 0) break;
+    }
+    return out;
+  }
+
+  ConfigSpace* space_;
+  const ConfigDigits digits_;
+  const int64_t budget_;
+  const std::vector<std::vector<int>> group_params_;  // param indices of each group
+  const int64_t estimate_;  // the configs of one round: planned_total until known
+  ConfigEnumerator walk_;   // the valid configs in order, while none has passed
+  std::vector<uint64_t> phase_;  // configs of the current phase
+  size_t next_ = 0;              // the first of phase_ not proposed yet
+  absl::flat_hash_set<uint64_t> seen_;     // proposed or observed
+  absl::flat_hash_set<uint64_t> waiting_;  // proposed, no result yet
+  std::optional<uint64_t> best_;           // the fastest OK result so far
+  double best_seconds_ = 0;
+  std::optional<uint64_t> incumbent_;
+  int group_ = -1;    // the group of the current phase; -1 before the first
+  int settled_ = 0;   // groups in a row searched from the incumbent without moving it
+  int64_t proposed_ = 0;
+  bool converged_ = false;
+  bool ended_ = false;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeCoordinateStrategy(
+    ConfigSpace* space, int64_t budget, std::vector<uint64_t> leading, int64_t max_group) {
+  const ParamGroups groups = GroupParams(space->spec());
+  std::vector<std::vector<int>> group_params(groups.names.size());
+  for (size_t p = 0; p < groups.group_of_param.size(); ++p) {
+    group_params[groups.group_of_param[p]].push_back(static_cast<int>(p));
+  }
+  int64_t estimate = 1;
+  for (size_t g = 0; g < group_params.size(); ++g) {
+    int64_t combinations = 1;
+    for (int p : group_params[g]) {
+      combinations *= std::max(1, space->spec().params(p).values_size());
+      if (combinations > max_group) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "the coordinate strategy's group ", groups.names[g], " has more than ", max_group,
+            " combinations of values; split its params into groups (",
+            groups.names[g], kGroupSeparator, "NAME)"));
+      }
+    }
+    estimate += combinations - 1;
+  }
+  uint64_t first = 0;
+  if (leading.empty() && !ConfigEnumerator(space).Next(&first)) {
+    return absl::InvalidArgumentError(
+        "the config space is empty: no config satisfies every constraint");
+  }
+  return std::make_unique<CoordinateStrategy>(space, budget, std::move(leading),
+                                              std::move(group_params), estimate);
+}
+
+}  // namespace tunefleet::server
