@@ -12,6 +12,9 @@
     @triton.jit
     def matmul_kernel(...): ...
 
+    @tunefleet.contextual_autotune(kernel="kernels/triton/attention", key=["M", "N"])
+    def attention(q, k, v, out, M, N): ...   # launches several autotuned kernels
+
 Importing the package needs only the standard library; the message stubs
 (tunefleet.v1.*_pb2, generated from proto/ when the project is built) need
 protobuf, and grpcio is imported only when a Client is made. docs/python.md
@@ -21,6 +24,7 @@ is the guide.
 from . import settings, shapes
 from .autotune import Autotuned, Choice, autotune
 from .client import Client
+from .contextual import ContextualAutotuned, contextual_autotune
 from .errors import (AbortedError, AlreadyExistsError, CancelledError,
                      DeadlineExceededError, Error, FailedPreconditionError,
                      InternalError, InvalidArgumentError, NotFoundError,
@@ -33,7 +37,8 @@ from .table import BestTable
 __version__ = "0.1.0"
 
 __all__ = [
-    "settings", "shapes", "autotune", "Autotuned", "Choice", "Client", "BestTable", "BestConfig", "Job",
+    "settings", "shapes", "autotune", "Autotuned", "Choice", "contextual_autotune",
+    "ContextualAutotuned", "Client", "BestTable", "BestConfig", "Job",
     "JobPage", "JobTarget", "Sweep", "Trial", "TrialPage", "TrialSummary", "WorkerInfo",
     "DeviceInfo", "EXACT", "NEAREST", "DEFAULT", "StatusCode", "Error",
     "AbortedError", "AlreadyExistsError", "CancelledError", "DeadlineExceededError",

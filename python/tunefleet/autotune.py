@@ -54,6 +54,11 @@ allowed config, else the default tier, without asking; not cached) and
 `autotune_verbose=True` (the choice and where it came from, on stderr), which
 the wrapped function never sees.
 
+Inside a function decorated with @tunefleet.contextual_autotune (contextual.py)
+a kernel's config is the function's: its part of the function's answer is
+pinned for the call, no source is asked, and an EXACT or NEAREST one is kept
+in the kernel's cache for its own key (where the key has no choice yet).
+
 The wrapped function is called with the config's values as keyword
 arguments: a dict's items; for a triton.Config-like object (`.kwargs`,
 `.num_warps`, `.num_stages`) its kwargs plus num_warps and num_stages (the
@@ -78,6 +83,7 @@ import os
 import sys
 import threading
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -99,6 +105,13 @@ _DEFAULT_NAMES = {"argument": "the default= config", "spec": "the spec's default
 # Environment variables that make every key a forced re-tune (the second is
 # Triton-distributed's).
 _ALWAYS_TUNE = ("TUNEFLEET_ALWAYS_TUNE", "TRITON_DIST_AUTOTUNE_ALWAYS_TUNE")
+
+
+# Inside a contextual function's call: kernel name -> (its part of the
+# function's config as param -> value, the function's Choice, the
+# function's kernel name).
+_pins: ContextVar[Optional[Dict[str, Tuple[Dict[str, Any], "Choice", str]]]] = \
+    ContextVar("tunefleet_pins", default=None)
 
 
 def _always_tune() -> bool:
@@ -336,6 +349,9 @@ class Autotuned:
         self._kernel_bundle: Optional[kernel_dir.KernelBundle] = None
         self._lock = threading.Lock()
         self.cache: Dict[tuple, Choice] = {}
+        # Choices pinned by contextual functions, by (key, the function's
+        # tuning key, the pinned values).
+        self._pinned_cache: Dict[tuple, Choice] = {}
         self.last_choice: Optional[Choice] = None
         self.submissions: Dict[tuple, Submission] = {}
 
@@ -369,7 +385,11 @@ class Autotuned:
         """The config of this call; takes the per-call options out of `kwargs`."""
         tune = kwargs.pop("autotune", True)
         verbose = kwargs.pop("autotune_verbose", False)
-        if tune:
+        pins = _pins.get()
+        pinned = pins.get(self.kernel_name) if pins else None
+        if pinned is not None:
+            choice = self._pinned(*pinned, args, kwargs)
+        elif tune:
             key = self._key_of(args, kwargs)
             choice = self.cache.get(key)
             if choice is None:
@@ -398,6 +418,7 @@ class Autotuned:
         """Forgets every key's choice: the next call of each asks again."""
         with self._lock:
             self.cache.clear()
+            self._pinned_cache.clear()
             self.last_choice = None
 
     def wait_for_submissions(self, timeout: Optional[float] = None) -> List[Submission]:
@@ -426,6 +447,34 @@ class Autotuned:
             self._submit(shape, force_retune=True)
         elif self._submit_on_miss and source == "fleet" and choice.tier != records.EXACT:
             self._submit(shape)
+        return choice
+
+    def _pinned(self, values: Dict[str, Any], function: Choice, function_name: str, args,
+                kwargs) -> Choice:
+        """This kernel's part of a contextual function's choice: the listed
+        config with those values (a dict of them when none matches), with the
+        function's tier and answer. An EXACT or NEAREST answer of the fleet
+        or a table becomes the kernel's choice for its own key unless the key
+        has one."""
+        key = self._key_of(args, kwargs)
+        cached = self._pinned_cache.get((key, function.tuning_key, tuple(values.items())))
+        if cached is not None:
+            return cached
+        shape = dict(key) if self._key_fn is not None else self._shape_of(key)
+        allowed = self._allowed(args, kwargs)
+        config = next((c for c in allowed if _matches(c, values)), None) if allowed else None
+        choice = Choice(config=config if config is not None else dict(values), tier=function.tier,
+                        source="context", kwargs=dict(values), shape=shape,
+                        reason=f"pinned by {function_name} at {shapes.format(function.shape)}",
+                        launch_kwargs=_launch_values(config) if config is not None
+                        else dict(values),
+                        median_seconds=function.median_seconds,
+                        tuning_key=function.tuning_key, default_from=function.default_from,
+                        answer=function.answer)
+        with self._lock:
+            self._pinned_cache[(key, function.tuning_key, tuple(values.items()))] = choice
+            if function.source in ("fleet", "table") and function.tier != records.DEFAULT:
+                self.cache.setdefault(key, choice)
         return choice
 
     def _untuned(self, args, kwargs) -> Choice:

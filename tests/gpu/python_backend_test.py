@@ -10,7 +10,12 @@ worker (tune_bench's loopback fleet, --backend python):
   - tests/gpu/user_inputs: the spec's own input generator (reference.supply)
     and checker (reference.check) reach the benchmark child: every config
     runs on the supplied inputs, and the checker refuses what the tolerance
-    would pass.
+    would pass;
+  - tests/gpu/contextual: a function of two Triton kernels (each a
+    @tunefleet.autotune kernel, launched by a @tunefleet.contextual_autotune
+    function) tuned in context with the coordinate strategy: every trial
+    runs both kernels with their parts of the config, and the search
+    converges to a best with every kernel's params.
 Skips (exit 77) without a GPU or without torch/triton in the worker's
 interpreter ($TUNEFLEET_PYTHON, else python3).
 
@@ -113,6 +118,20 @@ def main():
         check(got[0] == status, "user_inputs %s is %s (got %s)" % (config, status, got))
     check(supplied["state"] == "SUCCEEDED", "user_inputs job SUCCEEDED (%s)" % supplied["state"])
     check("exact: y[" in supplied["log"], "the checker's words are the WRONG_RESULT's error")
+
+    # A function of two Triton kernels, tuned in context.
+    context = tune(args, "tests/gpu/contextual", "n=4000037", ["--strategy", "coordinate"])
+    check(context["state"] == "SUCCEEDED", "contextual job SUCCEEDED (%s)" % context["state"])
+    names = ("scale__BLOCK", "scale__num_warps", "shift__BLOCK", "shift__num_warps")
+    check(all(name + "=" in context["best"] for name in names),
+          "the contextual best has every kernel's params: %s" % context["best"])
+    statuses = [s for runs in context["trials"].values() for s in runs]
+    check(statuses and all(s == "OK" for s in statuses),
+          "every contextual trial ran both kernels right: %s" % sorted(set(statuses)))
+    # The coordinate rule from the default: the default, then one kernel's
+    # 8 other configs at a time, so fewer than the space's 81.
+    check(9 <= len(context["trials"]) < 81,
+          "the coordinate search measured %d of 81 configs" % len(context["trials"]))
 
     if failures:
         print("%d check(s) failed" % len(failures))
