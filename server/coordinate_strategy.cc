@@ -6,6 +6,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/calibration.h"
+#include "server/stop_rules.h"
 #include "server/valid_configs.h"
 
 namespace tunefleet::server {
@@ -58,13 +60,13 @@ class CoordinateStrategy : public SearchStrategy {
   }
 
   void Observe(uint64_t ordinal, const v1::TrialResult& result) override {
-    seen_.insert(ordinal);
+    if (seen_.insert(ordinal).second) ++proposed_;  // a restored trial counts too
     const bool awaited = waiting_.erase(ordinal) > 0;
     if (result.status() == v1::TRIAL_STATUS_OK && !result.cut_early()) {
-      const double seconds = result.measurement().median_seconds();
-      if (!best_.has_value() || seconds < best_seconds_) {
+      const double time = CalibratedTime(result.measurement());
+      if (!best_.has_value() || time < best_time_ * (1 - kMinImprovement)) {
         best_ = ordinal;
-        best_seconds_ = seconds;
+        best_time_ = time;
       }
     }
     // The phase's last result: the next phase is made now, so that
@@ -78,6 +80,9 @@ class CoordinateStrategy : public SearchStrategy {
   }
   bool covers_space() const override { return false; }
   bool converged() const override { return converged_; }
+  bool waiting() const override {
+    return !Exhausted() && next_ >= phase_.size() && !waiting_.empty();
+  }
 
  private:
   // Called once the phase's configs all have results: moves the incumbent
@@ -90,15 +95,15 @@ class CoordinateStrategy : public SearchStrategy {
         incumbent_ = best_;
         return NextPhase();
       }
-      // Nothing passed yet: the next valid config in ordinal order.
+      // Nothing passed yet: the next valid configs in ordinal order.
       uint64_t ordinal = 0;
-      while (walk_.Next(&ordinal)) {
-        if (!seen_.contains(ordinal)) {
-          phase_.push_back(ordinal);
-          return;
-        }
+      while (static_cast<int>(phase_.size()) < kWalkBatch && walked_ < kDefaultTrialBudget &&
+             walk_.Next(&ordinal)) {
+        if (seen_.contains(ordinal)) continue;
+        phase_.push_back(ordinal);
+        ++walked_;
       }
-      ended_ = true;  // no valid config passed
+      if (phase_.empty()) ended_ = true;  // no config passed
       return;
     }
     if (group_ >= 0) {  // a group's phase ended
@@ -164,11 +169,12 @@ class CoordinateStrategy : public SearchStrategy {
   absl::flat_hash_set<uint64_t> seen_;     // proposed or observed
   absl::flat_hash_set<uint64_t> waiting_;  // proposed, no result yet
   std::optional<uint64_t> best_;           // the fastest OK result so far
-  double best_seconds_ = 0;
+  double best_time_ = 0;                   // its calibrated time
   std::optional<uint64_t> incumbent_;
   int group_ = -1;    // the group of the current phase; -1 before the first
   int settled_ = 0;   // groups in a row searched from the incumbent without moving it
-  int64_t proposed_ = 0;
+  int64_t proposed_ = 0;  // proposed or restored
+  int64_t walked_ = 0;    // proposed by the walk while nothing passed
   bool converged_ = false;
   bool ended_ = false;
 };
@@ -176,7 +182,7 @@ class CoordinateStrategy : public SearchStrategy {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeCoordinateStrategy(
-    ConfigSpace* space, int64_t budget, std::vector<uint64_t> leading, int64_t max_group) {
+    ConfigSpace* space, int64_t budget, std::vector<uint64_t> leading) {
   const ParamGroups groups = GroupParams(space->spec());
   std::vector<std::vector<int>> group_params(groups.names.size());
   for (size_t p = 0; p < groups.group_of_param.size(); ++p) {
@@ -187,9 +193,10 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeCoordinateStrategy(
     int64_t combinations = 1;
     for (int p : group_params[g]) {
       combinations *= std::max(1, space->spec().params(p).values_size());
-      if (combinations > max_group) {
+      if (combinations > kMaxGroupConfigs) {
         return absl::ResourceExhaustedError(absl::StrCat(
-            "the coordinate strategy's group ", groups.names[g], " has more than ", max_group,
+            "the coordinate strategy's group ", groups.names[g], " has more than ",
+            kMaxGroupConfigs,
             " combinations of values; split its params into groups (",
             groups.names[g], kGroupSeparator, "NAME)"));
       }

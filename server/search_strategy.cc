@@ -215,8 +215,7 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeStrategy(
     if (options.budget <= 0) {
       return absl::InvalidArgumentError("the coordinate strategy needs a budget > 0");
     }
-    return MakeCoordinateStrategy(space, std::min(options.budget, options.max_trials), leading,
-                                  options.max_trials);
+    return MakeCoordinateStrategy(space, std::min(options.budget, options.max_trials), leading);
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown strategy \"", options.name,
                                                  "\" (", kStrategyNames, ")"));

@@ -35,6 +35,10 @@ class SearchStrategy {
   // True when it stopped because more configs would not improve the best
   // by its own rule (coordinate: a fixed point), not for a budget.
   virtual bool converged() const { return false; }
+  // True when Propose returns nothing until more of what it proposed has a
+  // result (coordinate: between groups): the target has no work to lease
+  // meanwhile, and what was leased and lost must come back to it.
+  virtual bool waiting() const { return false; }
 };
 
 // The strategy names MakeStrategy knows, for messages.
@@ -70,8 +74,7 @@ struct StrategyOptions {
   // random, model, evolutionary: configs to try; coordinate: at most.
   int64_t budget = kDefaultTrialBudget;
   uint64_t seed = 0;
-  // Exhaustive: refuse spaces with more valid configs (ResourceExhausted);
-  // coordinate: groups with more combinations of values.
+  // Exhaustive: refuse spaces with more valid configs (ResourceExhausted).
   int64_t max_trials = 100000;
   // Measured first when valid, so every job knows the default's time.
   std::optional<uint64_t> default_ordinal;

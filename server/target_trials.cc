@@ -354,7 +354,7 @@ bool TargetTrials::Finished() const {
 }
 
 bool TargetTrials::HasWork() const {
-  return !requeued_.empty() || !ahead_.empty() || !ProposalsOver() ||
+  return !requeued_.empty() || !ahead_.empty() || (!ProposalsOver() && !strategy_->waiting()) ||
          finals_ == Finals::kWaiting;
 }
 

@@ -434,8 +434,10 @@ v1::Job TuningJob::View() const {
                         : absl::StrCat("config_set:", job.spec->config_set()));
   const bool budgeted = job.spec->config_set().empty() && !job.spec->strategy().empty() &&
                         job.spec->strategy() != "exhaustive";
+  // A coordinate search without a budget runs until it converges: none.
+  const int64_t default_budget = job.spec->strategy() == "coordinate" ? 0 : kDefaultTrialBudget;
   view.set_trials_budget(
-      budgeted ? (job.spec->budget() > 0 ? job.spec->budget() : kDefaultTrialBudget) : 0);
+      budgeted ? (job.spec->budget() > 0 ? job.spec->budget() : default_budget) : 0);
   view.set_time_budget_seconds(job.spec->time_budget_seconds());
   view.set_plateau_batches(job.spec->plateau_batches());
   std::map<int, int64_t> outcomes;

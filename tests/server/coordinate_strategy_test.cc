@@ -6,19 +6,25 @@
 #include "server/coordinate_strategy.h"
 
 #include <cmath>
+#include <fstream>
 #include <set>
+#include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "common/config_space.h"
 #include "common/config_text.h"
 #include "common/spec_loader.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "server/target_trials.h"
 #include "server/valid_configs.h"
 #include "tests/support/test_support.h"
 
 namespace tunefleet::server {
 namespace {
 
+using ::tunefleet::testing::SourceDir;
 using ::tunefleet::testing::StatusIs;
 
 // Two kernels of one function: qk (two params) and pv (one), and a param of
@@ -168,6 +174,30 @@ TEST_F(CoordinateStrategyTest, GroupsAreTheParamsPrefixesAndEachUngroupedParamAl
   EXPECT_EQ(groups.group_of_param, (std::vector<int>{0, 0, 1, 2}));
 }
 
+// The shared cases (tests/data/param_groups.json), which the Python
+// package's split_config passes too: a param of a kernel's group is named
+// after it, any other is a group of its own.
+TEST(ParamGroupsTest, TheSharedCasesGroupAsThePythonPackageSplits) {
+  std::ifstream file(SourceDir() + "/tests/data/param_groups.json");
+  ASSERT_TRUE(file);
+  std::stringstream text;
+  text << file.rdbuf();
+  const nlohmann::json json = nlohmann::json::parse(text.str());
+  v1::KernelSpec spec;
+  for (const nlohmann::json& c : json["cases"]) {
+    spec.add_params()->set_name(c["name"].get<std::string>());
+  }
+  const ParamGroups groups = GroupParams(spec);
+  ASSERT_EQ(groups.group_of_param.size(), json["cases"].size());
+  for (size_t i = 0; i < json["cases"].size(); ++i) {
+    const nlohmann::json& c = json["cases"][i];
+    const std::string kernel = c["kernel"].get<std::string>();
+    EXPECT_EQ(groups.names[groups.group_of_param[i]],
+              kernel.empty() ? c["name"].get<std::string>() : kernel)
+        << c.dump();
+  }
+}
+
 TEST_F(CoordinateStrategyTest, SearchesOneGroupAtATimeFromTheBestSoFarToAFixedPoint) {
   const uint64_t start = Ordinal(spec_.default_config());
   std::unique_ptr<SearchStrategy> strategy = Make(10000, {start});
@@ -259,20 +289,98 @@ TEST_F(CoordinateStrategyTest, TheBudgetCapsWhatItProposes) {
   EXPECT_FALSE(strategy->covers_space());
 }
 
-TEST_F(CoordinateStrategyTest, EmptySpacesAndOversizedGroupsAreRefused) {
+TEST_F(CoordinateStrategyTest, TheBudgetCountsRestoredResults) {
+  observed_ = {Ordinal("qk__BLOCK=2,qk__WARPS=2,pv__BLOCK=1,SPLIT=1"),
+               Ordinal("qk__BLOCK=3,qk__WARPS=1,pv__BLOCK=2,SPLIT=2")};
+  std::unique_ptr<SearchStrategy> strategy = Make(6, {Ordinal(spec_.default_config())});
+  for (uint64_t ordinal : observed_) {
+    strategy->Observe(ordinal, PairTime(space_->ConfigAt(ordinal)));
+  }
+  EXPECT_EQ(Drive(strategy.get(), 4).size(), 4u);
+  EXPECT_TRUE(strategy->Exhausted());
+}
+
+TEST_F(CoordinateStrategyTest, ItWaitsBetweenGroupsAndOnlyThen) {
+  std::unique_ptr<SearchStrategy> strategy = Make(10000, {Ordinal(spec_.default_config())});
+  EXPECT_FALSE(strategy->waiting());
+  std::vector<uint64_t> first = strategy->Propose(100);
+  ASSERT_EQ(first.size(), 1u);  // the default alone
+  EXPECT_TRUE(strategy->waiting());
+  strategy->Observe(first[0], PairTime(space_->ConfigAt(first[0])));
+  EXPECT_FALSE(strategy->waiting());
+  std::vector<uint64_t> group = strategy->Propose(5);
+  EXPECT_EQ(group.size(), 5u);
+  EXPECT_FALSE(strategy->waiting()) << "more of the group to propose";
+  std::vector<uint64_t> rest = strategy->Propose(100);
+  EXPECT_EQ(group.size() + rest.size(), 23u);  // qk: 8 x 3 - 1
+  EXPECT_TRUE(strategy->waiting());
+}
+
+TEST_F(CoordinateStrategyTest, WhenNothingPassesItGivesUpAfterTheDefaultBudget) {
+  spec_.mutable_params(1)->clear_values();
+  spec_.mutable_params(1)->add_values(4);  // qk__WARPS=4 ...
+  spec_.mutable_params(2)->clear_values();
+  spec_.mutable_params(2)->add_values(3);  // ... with pv__BLOCK=3 never compiles
+  spec_.set_default_config("qk__BLOCK=1,qk__WARPS=4,pv__BLOCK=3,SPLIT=1");
+  Build();
+  std::unique_ptr<SearchStrategy> strategy = Make(10000, {Ordinal(spec_.default_config())});
+  std::vector<uint64_t> proposals = Drive(strategy.get(), 100);
+  EXPECT_EQ(proposals.size(), valid_.size());  // 16: under the default budget
+  EXPECT_TRUE(strategy->Exhausted());
+  EXPECT_FALSE(strategy->converged());
+}
+
+TEST_F(CoordinateStrategyTest, EmptySpacesOversizedGroupsAndNoBudgetAreRefused) {
   StrategyOptions options;
   options.name = "coordinate";
-  options.max_trials = 16;  // qk has 8 x 3 = 24 combinations
-  EXPECT_THAT(MakeStrategy(space_.get(), options).status(),
-              StatusIs(absl::StatusCode::kResourceExhausted));
-  spec_.add_constraints()->set_expr("qk__BLOCK > 100");
-  Build();
-  options.max_trials = 100000;
-  EXPECT_THAT(MakeStrategy(space_.get(), options).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument));
   options.budget = 0;
   EXPECT_THAT(MakeStrategy(space_.get(), options).status(),
               StatusIs(absl::StatusCode::kInvalidArgument));
+  options.budget = 100;
+  v1::Parameter* wide = spec_.add_params();  // qk: 8 x 3 x 200 combinations
+  wide->set_name("qk__UNROLL");
+  for (int v = 1; v <= 200; ++v) wide->add_values(v);
+  Build();
+  EXPECT_THAT(MakeStrategy(space_.get(), options).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  spec_.mutable_params()->RemoveLast();
+  spec_.add_constraints()->set_expr("qk__BLOCK > 100");
+  Build();
+  EXPECT_THAT(MakeStrategy(space_.get(), options).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+// Through a TargetTrials, as the JobManager drives it: a group's configs
+// held by a lease that vanished are reclaimed (the target has no other work
+// while the strategy waits), and the converged search ends with the
+// plateau stop reason.
+TEST_F(CoordinateStrategyTest, ATargetWaitingOnALostLeaseGetsItBackAndEndsOnAPlateau) {
+  StrategyOptions options;
+  options.name = "coordinate";
+  options.budget = 10000;
+  options.default_ordinal = Ordinal(spec_.default_config());
+  absl::StatusOr<std::unique_ptr<SearchStrategy>> strategy = MakeStrategy(space_.get(), options);
+  ASSERT_OK(strategy);
+  TargetTrials trials(std::move(space_), *std::move(strategy), /*max_attempts=*/2, std::nullopt,
+                      /*finalists=*/0);
+  bool finalists = false;
+  std::vector<uint64_t> lost = trials.Take(4, "vanished", 1, &finalists);
+  ASSERT_EQ(lost.size(), 1u);  // the default alone
+  EXPECT_FALSE(trials.HasWork()) << "nothing to lease until the default's result";
+  EXPECT_EQ(trials.ReclaimOrphans([](const std::string&) { return false; }), 1);
+  EXPECT_TRUE(trials.HasWork());
+  int64_t epoch = 2;
+  while (!trials.Finished()) {
+    const std::string lease = absl::StrCat("l", epoch);
+    std::vector<uint64_t> taken = trials.Take(7, lease, epoch, &finalists);
+    ASSERT_FALSE(taken.empty()) << "a target with work leases something";
+    for (uint64_t ordinal : taken) {
+      v1::TrialResult result = PairTime(trials.space()->ConfigAt(ordinal));
+      ASSERT_TRUE(trials.Complete(ordinal, lease, epoch, result));
+    }
+    ++epoch;
+  }
+  EXPECT_EQ(trials.stop_reason(), v1::STOP_REASON_PLATEAU);
 }
 
 }  // namespace
