@@ -387,8 +387,9 @@ class Autotuned:
         verbose = kwargs.pop("autotune_verbose", False)
         pins = _pins.get()
         pinned = pins.get(self.kernel_name) if pins else None
-        if pinned is not None:
-            choice = self._pinned(*pinned, args, kwargs)
+        choice = self._pinned(*pinned, args, kwargs) if pinned is not None else None
+        if choice is not None:
+            pass
         elif tune:
             key = self._key_of(args, kwargs)
             choice = self.cache.get(key)
@@ -450,19 +451,36 @@ class Autotuned:
         return choice
 
     def _pinned(self, values: Dict[str, Any], function: Choice, function_name: str, args,
-                kwargs) -> Choice:
+                kwargs) -> Optional[Choice]:
         """This kernel's part of a contextual function's choice: the listed
-        config with those values (a dict of them when none matches), with the
-        function's tier and answer. An EXACT or NEAREST answer of the fleet
-        or a table becomes the kernel's choice for its own key unless the key
-        has one."""
+        config with those values (a dict of them when no configs are
+        listed), with the function's tier and answer. An EXACT or NEAREST
+        answer of the fleet or a table becomes the kernel's choice for its
+        own key unless the key has one. A part that is not among the allowed
+        configs (`configs`, `prune`) is refused as `_pick` refuses an
+        answer: None (the kernel chooses as if alone), or, for a trial's
+        config (the function's `build`), InvalidArgumentError."""
         key = self._key_of(args, kwargs)
-        cached = self._pinned_cache.get((key, function.tuning_key, tuple(values.items())))
+        cache_key = (key, function_name, function.source, function.tier, function.tuning_key,
+                     tuple(values.items()))
+        cached = self._pinned_cache.get(cache_key)
         if cached is not None:
             return cached
         shape = dict(key) if self._key_fn is not None else self._shape_of(key)
         allowed = self._allowed(args, kwargs)
-        config = next((c for c in allowed if _matches(c, values)), None) if allowed else None
+        config = None
+        if allowed is not None:
+            config = next((c for c in allowed if _matches(c, values)), None)
+            if config is None:
+                text = ",".join(f"{k}={v}" for k, v in values.items())
+                if function.source == "build":
+                    raise InvalidArgumentError(
+                        f"{self.kernel_name}: {text} (of {function_name}'s config) is not among "
+                        f"its allowed configs for {shapes.format(shape)}")
+                logger.warning("%s %s: %s's part %s is not among the allowed configs; the "
+                               "kernel chooses alone", self.kernel_name, shapes.format(shape),
+                               function_name, text)
+                return None
         choice = Choice(config=config if config is not None else dict(values), tier=function.tier,
                         source="context", kwargs=dict(values), shape=shape,
                         reason=f"pinned by {function_name} at {shapes.format(function.shape)}",
@@ -472,7 +490,7 @@ class Autotuned:
                         tuning_key=function.tuning_key, default_from=function.default_from,
                         answer=function.answer)
         with self._lock:
-            self._pinned_cache[(key, function.tuning_key, tuple(values.items()))] = choice
+            self._pinned_cache[cache_key] = choice
             if function.source in ("fleet", "table") and function.tier != records.DEFAULT:
                 self.cache.setdefault(key, choice)
         return choice

@@ -35,6 +35,14 @@ those values, ask nothing, and keep an EXACT or NEAREST part as their own
 choice for their own key (as Triton-distributed fills each autotuner's
 cache). One answer, the function's, is stored by the fleet and served to
 every rank and every host.
+
+The pins are context-local (contextvars): they reach the kernels the
+function launches from its own thread, and from threads it starts through
+contextvars.copy_context().run; a kernel launched from a thread started
+otherwise (a plain threading.Thread, an executor's worker) chooses alone.
+A kernel's part that its own `configs`/`prune` do not allow is not launched:
+the kernel chooses alone (a warning says why), and a trial of such a config
+fails.
 """
 
 from __future__ import annotations

@@ -7,9 +7,12 @@ with its part of it."""
 
 from __future__ import annotations
 
+import contextvars
 import itertools
+import json
 import logging
 import os
+import threading
 
 import pytest
 
@@ -218,3 +221,81 @@ def test_the_pinned_choice_is_logged_with_the_function_s_provenance(client, pair
     assert any(r.getMessage().startswith("pair_cpu n=32768 on any device: exact")
                for r in caplog.records)
     assert "pinned by pair_cpu at n=32768" in qk.last_choice.reason
+
+
+def test_the_shared_grouping_cases_split_as_the_coordinator_groups():
+    with open(os.path.join(fleet_mod.SOURCE_DIR, "tests", "data", "param_groups.json")) as f:
+        cases = json.load(f)["cases"]
+    kernels, own = contextual.split_config({c["name"]: i for i, c in enumerate(cases)})
+    for i, case in enumerate(cases):
+        if case["kernel"]:
+            assert kernels[case["kernel"]][case["param"]] == i, case
+        else:
+            assert own[case["param"]] == i, case
+
+
+def test_a_part_the_kernel_does_not_allow_is_not_launched():
+    launched = []
+    table = tunefleet.BestTable({}, {})
+
+    @tunefleet.autotune(kernel="k", key=["n"], device="", table=table,
+                        configs=[{"BLOCK": 1}, {"BLOCK": 2}],
+                        prune=lambda configs, named: [c for c in configs
+                                                      if c["BLOCK"] <= named["n"]])
+    def k(n, *, BLOCK):
+        launched.append(BLOCK)
+
+    @tunefleet.contextual_autotune(kernel="f", key=["n"], device="", table=table,
+                                   default={"k__BLOCK": 2})
+    def f(n):
+        k(n)
+
+    f(1)  # pruned for n=1: the kernel chooses alone (its first allowed config)
+    assert launched == [1] and k.last_choice.source == "table"
+    f(2)
+    assert launched == [1, 2] and k.last_choice.source == "context"
+    with pytest.raises(tunefleet.InvalidArgumentError):
+        f.build({"k__BLOCK": 2}, {"n": 1})()  # a trial of it fails
+
+
+def test_pinned_choices_of_different_functions_do_not_mix():
+    table = tunefleet.BestTable({}, {})
+
+    @tunefleet.autotune(kernel="k", key=["n"], device="", table=table)
+    def k(n, *, BLOCK):
+        return BLOCK
+
+    @tunefleet.contextual_autotune(kernel="f", key=["n"], device="", table=table,
+                                   default={"k__BLOCK": 4})
+    def f(n):
+        return k(n)
+
+    @tunefleet.contextual_autotune(kernel="g", key=["n"], device="", table=table,
+                                   default={"k__BLOCK": 4})
+    def g(n):
+        return k(n)
+
+    assert f(8) == 4 and "pinned by f" in k.last_choice.reason
+    assert g(8) == 4 and "pinned by g" in k.last_choice.reason
+
+
+def test_pins_reach_threads_started_in_the_function_s_context_only():
+    launched = []
+    table = tunefleet.BestTable({}, {})
+
+    @tunefleet.autotune(kernel="k", key=["n"], device="", table=table, default={"BLOCK": 1})
+    def k(n, *, BLOCK):
+        launched.append(BLOCK)
+
+    @tunefleet.contextual_autotune(kernel="f", key=["n"], device="", table=table)
+    def f(n):
+        context = contextvars.copy_context()
+        inherited = threading.Thread(target=context.run, args=(k, n))
+        plain = threading.Thread(target=k, args=(n,))
+        inherited.start()
+        inherited.join()
+        plain.start()
+        plain.join()
+
+    f.build({"k__BLOCK": 7}, {"n": 3})()
+    assert launched == [7, 1]
