@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/config_text.h"
@@ -18,6 +20,36 @@ std::optional<uint64_t> DefaultOrdinal(const Loaded& loaded) {
   return ordinal.ok() ? std::optional<uint64_t>(*ordinal) : std::nullopt;
 }
 
+// Keeps of each param the values some row of the dataset has, so that the
+// replayed space is the one that was measured: a value the spec gained
+// after the dataset was measured (a new code path, say) is not in it, and a
+// param it gained keeps its first value alone, which every row gets (the
+// spec's new params start with the value that is the old behaviour).
+absl::Status KeepMeasuredValues(SearchDataset* data, v1::KernelSpec* spec) {
+  std::map<std::string, std::set<int64_t>> seen;
+  for (const DatasetRow& row : data->rows) {
+    ASSIGN_OR_RETURN(v1::Config config, ParseConfig(row.config));
+    for (const v1::ParamValue& value : config.values()) seen[value.name()].insert(value.value());
+  }
+  for (v1::Parameter& param : *spec->mutable_params()) {
+    auto it = seen.find(param.name());
+    if (it == seen.end()) {
+      if (param.values().empty()) continue;
+      param.mutable_values()->Truncate(1);
+      for (DatasetRow& row : data->rows) {
+        absl::StrAppend(&row.config, ",", param.name(), "=", param.values(0));
+      }
+      continue;
+    }
+    std::vector<int64_t> kept;
+    for (int64_t value : param.values()) {
+      if (it->second.contains(value)) kept.push_back(value);
+    }
+    param.mutable_values()->Assign(kept.begin(), kept.end());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Loaded> LoadDataset(const std::string& path, const std::string& source_dir) {
@@ -27,6 +59,7 @@ absl::StatusOr<Loaded> LoadDataset(const std::string& path, const std::string& s
   if (!std::filesystem::path(dir).is_absolute()) dir = source_dir + "/" + dir;
   ASSIGN_OR_RETURN(KernelBundle bundle, LoadKernelDir(dir));
   loaded.spec = bundle.spec;
+  RETURN_IF_ERROR(KeepMeasuredValues(&loaded.data, &loaded.spec));
   ASSIGN_OR_RETURN(v1::Shape parsed, ParseShape(loaded.data.shape));
   ASSIGN_OR_RETURN(v1::Shape shape, NormalizeShape(loaded.spec, parsed));
   DeviceLimits limits = PlaceholderLimits(loaded.spec.backend());

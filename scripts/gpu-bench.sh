@@ -6,8 +6,12 @@
 # repository root after TARGETS="tunefleet-coordinator tunefleet-worker
 # tune_bench" scripts/gpu-bundle.sh BUILD_DIR bundle. Full logs under $OUT
 # (or /tmp/gpu-bench); the tables are printed last. docs/benchmarks.md holds
-# the figures.
-#   scripts/gpu-bench.sh [tests|refs|gemm|softmax|flash|faulty]...   (default: all)
+# the figures. `share` (bench/library_share.py; not in the default list, it
+# takes about ten minutes) tunes every kernel at the shapes of its targets
+# and prints each one's share of the best library's speed, both timed in the
+# same run; SHARE_ARGS passes it options (--only gemm, --gemm-shapes ...).
+#   scripts/gpu-bench.sh [tests|refs|gemm|softmax|flash|faulty|share]...
+#   (default: all but share)
 set -u
 STEPS=" ${*:-tests refs gemm softmax flash faulty} "
 out=${OUT:-/tmp/gpu-bench}
@@ -30,7 +34,7 @@ step() {  # step NAME SECONDS COMMAND...: runs, logs (appending), notes the exit
 step tests 200 "$R" "$BIN/cuda_backend_test" --gtest_brief=1
 step refs-cublas 60 "$R" "$BIN/tunefleet-cuda-trial" --kernel kernels/cuda/gemm_f16 \
   --shape M=4096,N=4096,K=4096 --reference --budget 0.3 \
-  --config MMA=0,BLOCK_M=128,BLOCK_N=128,BLOCK_K=32,WARPS_M=2,WARPS_N=2,STAGES=4,GROUP_M=8
+  --config MMA=0,BLOCK_M=128,BLOCK_N=128,BLOCK_K=32,WARPS_M=2,WARPS_N=2,STAGES=4,GROUP_M=8,SPLIT_K=1
 step refs-torch 120 python3 - <<'PY'
 import torch, torch.nn.functional as F
 def bench(fn, n=50):
@@ -66,10 +70,12 @@ step flash 90 "${TB[@]}" --kernel kernels/cuda/flash_attn_fwd --shape BATCH=4,HE
   --config-set tune --measure-budget 0.1
 step faulty 120 "${TB[@]}" --kernel tests/gpu/faulty --shape N=1048576 --measure-budget 0.05 \
   --finalists 0 --trials
+# shellcheck disable=SC2086  # SHARE_ARGS is split into options on purpose
+step share 1800 python3 bench/library_share.py --bin-dir "$BIN" --runner "$R" ${SHARE_ARGS:-}
 
 cat "$out/env.txt"
 [ -f "$out/tests.log" ] && tail -n 3 "$out/tests.log"
 [ -f "$out/refs.log" ] && grep -E "^REFERENCE|^RESULT|GB/s|TFLOP/s" "$out/refs.log"
-for name in gemm softmax flash faulty; do
+for name in gemm softmax flash faulty share; do
   [ -f "$out/$name.log" ] && { echo "== $name"; grep -v '^\[20' "$out/$name.log"; }
 done

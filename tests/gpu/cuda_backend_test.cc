@@ -159,13 +159,18 @@ TEST(CudaSpaces, EveryConfigSetEntryIsValid) {
     absl::StatusOr<std::unique_ptr<ConfigSpace>> space = ConfigSpace::Create(
         bundle.spec, Shape(shape), PlaceholderLimits(v1::BACKEND_CUDA));
     ASSERT_OK(space);
-    std::vector<std::string> configs = {bundle.spec.default_config()};
+    // gemm_f16's "decode" set is valid where it is for: short-M shapes.
+    absl::StatusOr<std::unique_ptr<ConfigSpace>> decode = ConfigSpace::Create(
+        bundle.spec, Shape("M=16,N=4096,K=4096"), PlaceholderLimits(v1::BACKEND_CUDA));
+    std::vector<std::pair<std::string, ConfigSpace*>> configs = {
+        {bundle.spec.default_config(), space->get()}};
     for (const v1::ConfigSet& set : bundle.spec.config_sets()) {
-      configs.insert(configs.end(), set.configs().begin(), set.configs().end());
+      ConfigSpace* at = set.name() == "decode" && decode.ok() ? decode->get() : space->get();
+      for (const std::string& text : set.configs()) configs.emplace_back(text, at);
     }
-    for (const std::string& text : configs) {
-      ASSERT_OK((*space)->Bind(Config(bundle.spec, text)));
-      absl::Status valid = (*space)->CheckConstraints();
+    for (const auto& [text, at] : configs) {
+      ASSERT_OK(at->Bind(Config(bundle.spec, text)));
+      absl::Status valid = at->CheckConstraints();
       EXPECT_TRUE(valid.ok()) << text << ": " << valid;
     }
   }
@@ -560,6 +565,7 @@ TEST(CudaRunner, GemmConfigsAreMeasured) {
   GpuJob job(SharedRunner(), "kernels/cuda/gemm_f16", "M=2048,N=2048,K=2048");
   ASSERT_OK(job.prepared());
   for (const v1::ConfigSet& set : job.spec().config_sets()) {
+    if (set.name() == "decode") continue;  // short-M shapes: the split-K test below
     for (const std::string& config : set.configs()) {
       v1::TrialResult result = job.Run(config);
       EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << config << " " << Describe(result);
@@ -573,6 +579,29 @@ TEST(CudaRunner, GemmConfigsAreMeasured) {
   ASSERT_OK(cublas);
   std::printf("cuBLAS 2048^3: %.1f TFLOP/s\n",
               2.0 * 2048 * 2048 * 2048 / cublas->median_seconds() / 1e12);
+}
+
+// The split-K configs (a cluster of blocks per C tile, summed through their
+// shared memory) are right at a decode shape and at an awkward one whose K
+// takes the scalar load path; printed beside cuBLAS.
+TEST(CudaRunner, GemmSplitKConfigsAreRightAtShortMShapes) {
+  REQUIRE_GPU();
+  for (const char* shape : {"M=16,N=4096,K=4096", "M=129,N=77,K=1001"}) {
+    GpuJob job(SharedRunner(), "kernels/cuda/gemm_f16", shape);
+    ASSERT_OK(job.prepared());
+    absl::StatusOr<v1::Measurement> cublas = SharedRunner()->MeasureReference();
+    ASSERT_OK(cublas);
+    for (const v1::ConfigSet& set : job.spec().config_sets()) {
+      if (set.name() != "decode") continue;
+      for (const std::string& config : set.configs()) {
+        v1::TrialResult result = job.Run(config);
+        EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << shape << " " << config << " "
+                                                        << Describe(result);
+        std::printf("gemm %s %s: %.2f us (cuBLAS %.2f us)\n", shape, config.c_str(),
+                    result.measurement().median_seconds() * 1e6, cublas->median_seconds() * 1e6);
+      }
+    }
+  }
 }
 
 // The low-clock rule (docs/measurement.md) on real per-sample clocks: a

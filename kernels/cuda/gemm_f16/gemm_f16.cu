@@ -14,15 +14,28 @@
 //          wgmma batch stays in flight while the next tiles load (prefetch
 //          distance STAGES - 2);
 //   MMA=2: the same, but each batch completes before the next barrier
-//          (prefetch distance STAGES - 1).
+//          (prefetch distance STAGES - 1);
+//   MMA=3: warp-specialised: one more warpgroup, the producer, fills the
+//          STAGES-deep ring with cp.async and signals each stage's "full"
+//          mbarrier as its copies land (cp.async.mbarrier.arrive.noinc);
+//          the BLOCK_M / 64 consumer warpgroups wait on it, issue the
+//          stage's wgmma batch, and release the stage before (its batch
+//          done: one batch stays in flight) on its "empty" mbarrier, which
+//          the producer waits on before refilling it. No block-wide barrier
+//          in the main loop: loads run STAGES tiles ahead of the tensor
+//          cores, whatever either side stalls on.
 //
 // Params (from -D): MMA, BLOCK_M, BLOCK_N, BLOCK_K (32 or 64), WARPS_M,
 // WARPS_N, STAGES (>= 2; >= 3 for MMA=1), GROUP_M (block rasterization:
 // GROUP_M row-blocks of C are walked column by column so that they share B
-// tiles in L2).
-// Launch: grid.x = cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N), block.x = 32 *
-// WARPS_M * WARPS_N, dynamic shared memory STAGES * (BLOCK_M + BLOCK_N) *
-// BLOCK_K * 2 bytes (+ 1 KiB with wgmma, to align the tiles to 1 KiB).
+// tiles in L2), SPLIT_K (MMA=3: the K range of a C tile is split among a
+// cluster of SPLIT_K blocks, whose partial tiles the first block sums from
+// its peers' shared memory; for short-M shapes whose tiles alone leave SMs
+// idle).
+// Launch: grid.x = cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) * SPLIT_K, block.x = 32 *
+// WARPS_M * WARPS_N (+ 128, the producer, with MMA=3), dynamic shared memory
+// STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 bytes (+ 1 KiB with wgmma, to
+// align the tiles to 1 KiB; + 256 bytes of mbarriers with MMA=3).
 #include <cuda_fp16.h>
 
 #ifndef BLOCK_M
@@ -33,7 +46,17 @@ namespace {
 
 using u32 = unsigned int;
 
-constexpr int kThreads = WARPS_M * WARPS_N * 32;
+#ifndef MMA
+#define MMA 0
+#endif
+#ifndef SPLIT_K
+#define SPLIT_K 1
+#endif
+
+constexpr int kMathThreads = WARPS_M * WARPS_N * 32;
+// MMA=3 adds a producer warpgroup, which alone loads the tiles.
+constexpr int kThreads = kMathThreads + (MMA == 3 ? 128 : 0);
+constexpr int kLoaders = MMA == 3 ? 128 : kThreads;
 constexpr int kWarpM = BLOCK_M / WARPS_M;  // rows of C per warp
 constexpr int kWarpN = BLOCK_N / WARPS_N;  // columns of C per warp
 constexpr int kMmaM = kWarpM / 16;         // m16 tiles per warp
@@ -44,12 +67,9 @@ constexpr int kTileB = BLOCK_N * BLOCK_K;
 
 static_assert(BLOCK_K == 32 || BLOCK_K == 64, "BLOCK_K must be 32 or 64");
 static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0, "warp tile must be a multiple of 16");
-static_assert((BLOCK_M * kChunksK) % kThreads == 0, "A tile chunks must divide among threads");
-static_assert((BLOCK_N * kChunksK) % kThreads == 0, "B tile chunks must divide among threads");
+static_assert((BLOCK_M * kChunksK) % kLoaders == 0, "A tile chunks must divide among loaders");
+static_assert((BLOCK_N * kChunksK) % kLoaders == 0, "B tile chunks must divide among loaders");
 static_assert(STAGES >= 2, "STAGES >= 2");
-#ifndef MMA
-#define MMA 0
-#endif
 
 // Physical 16-byte chunk of logical chunk `chunk` in tile row `row`: rows of
 // 128 bytes (BLOCK_K 64) XOR with row % 8; rows of 64 bytes (two per 128-byte
@@ -98,13 +118,14 @@ __device__ __forceinline__ void Mma16816(float (&d)[4], const u32 (&a)[4],
 // Starts copying a ROWS x BLOCK_K tile whose first element is `src`
 // (row stride `ld`) into `dst`; rows >= rows_left and columns >= k_left are
 // zero-filled. Vector path: K % 8 == 0, so every chunk is all in or all out.
+// `tid` counts the kLoaders threads that load.
 template <int ROWS>
 __device__ __forceinline__ void LoadTileAsync(half* dst, const half* src, int ld,
                                               int rows_left, int k_left, int tid) {
-  constexpr int kPerThread = ROWS * kChunksK / kThreads;
+  constexpr int kPerThread = ROWS * kChunksK / kLoaders;
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
-    const int chunk_id = tid + i * kThreads;
+    const int chunk_id = tid + i * kLoaders;
     const int row = chunk_id / kChunksK;
     const int chunk = chunk_id % kChunksK;
     const bool valid = row < rows_left && chunk * 8 < k_left;
@@ -118,10 +139,10 @@ __device__ __forceinline__ void LoadTileAsync(half* dst, const half* src, int ld
 template <int ROWS>
 __device__ __forceinline__ void LoadTileScalar(half* dst, const half* src, int ld,
                                                int rows_left, int k_left, int tid) {
-  constexpr int kPerThread = ROWS * kChunksK / kThreads;
+  constexpr int kPerThread = ROWS * kChunksK / kLoaders;
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
-    const int chunk_id = tid + i * kThreads;
+    const int chunk_id = tid + i * kLoaders;
     const int row = chunk_id / kChunksK;
     const int chunk = chunk_id % kChunksK;
     __align__(16) half values[8];
@@ -137,15 +158,17 @@ __device__ __forceinline__ void LoadTileScalar(half* dst, const half* src, int l
 }
 
 
-// The C tile of this block: GROUP_M block-rows at a time, walked column-major.
+// The C tile of this block: GROUP_M block-rows at a time, walked
+// column-major (the SPLIT_K blocks of a tile are consecutive).
 __device__ __forceinline__ void BlockTile(int M, int N, int* m0, int* n0) {
   const int blocks_m = (M + BLOCK_M - 1) / BLOCK_M;
   const int blocks_n = (N + BLOCK_N - 1) / BLOCK_N;
+  const int tile = blockIdx.x / SPLIT_K;
   const int group_blocks = GROUP_M * blocks_n;
-  const int group = blockIdx.x / group_blocks;
+  const int group = tile / group_blocks;
   const int first_m = group * GROUP_M;
   const int group_m = min(blocks_m - first_m, GROUP_M);
-  const int in_group = blockIdx.x % group_blocks;
+  const int in_group = tile % group_blocks;
   *m0 = (first_m + in_group % group_m) * BLOCK_M;
   *n0 = (in_group / group_m) * BLOCK_N;
 }
@@ -277,22 +300,22 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-#else  // MMA 1 or 2: Hopper wgmma
+#else  // MMA 1, 2 or 3: Hopper wgmma
 
 #if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#error "MMA=1/2 (wgmma) needs the arch-specific sm_90a target"
+#error "MMA=1/2/3 (wgmma) needs the arch-specific sm_90a target"
 #endif
 
 namespace {
 
-constexpr int kWarpGroups = WARPS_M / 4;  // one warpgroup per 64 rows
+constexpr int kWarpGroups = WARPS_M / 4;  // one (consumer) warpgroup per 64 rows
 constexpr int kAcc = BLOCK_N / 2;         // fp32 accumulators per thread
 static_assert(WARPS_N == 1 && BLOCK_M == 64 * kWarpGroups && WARPS_M % 4 == 0,
               "MMA=1: WARPS_N = 1, WARPS_M = BLOCK_M / 16 (whole warpgroups)");
-// wgmma batches left in flight across the next barrier (MMA=1: one).
-constexpr int kInFlight = MMA == 1 ? 1 : 0;
-constexpr int kPrefetch = STAGES - 1 - kInFlight;  // tiles loading ahead
-static_assert(kPrefetch >= 1, "MMA=1: STAGES >= 3; MMA=2: STAGES >= 2");
+// wgmma batches left in flight across the next barrier (MMA=1, 3: one).
+constexpr int kInFlight = MMA == 2 ? 0 : 1;
+constexpr int kPrefetch = STAGES - 1 - kInFlight;  // tiles loading ahead (MMA=1, 2)
+static_assert(kPrefetch >= 1, "MMA=1, 3: STAGES >= 3; MMA=2: STAGES >= 2");
 static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256, "MMA=1: BLOCK_N 64/128/256");
 
 __device__ __forceinline__ void Wgmma64x64(float (&d)[32], unsigned long long desc_a,
@@ -396,15 +419,209 @@ __device__ __forceinline__ void Wgmma(float (&d)[kAcc], u32 a, u32 b) {
 #endif
 }
 
+// The 1 KiB-aligned tiles of A, then of B, in dynamic shared memory (the
+// launch adds 1 KiB of slack); what follows them is free.
+__device__ __forceinline__ half* AlignedTiles(unsigned char* smem_raw) {
+  const u32 raw = SharedAddress(smem_raw);
+  return reinterpret_cast<half*>(smem_raw + (((raw + 1023) & ~1023u) - raw));
+}
+
+// Issues one k step's wgmma batch on stage tiles `a` (this warpgroup's 64
+// rows) and `b`, commits it, and waits until at most kInFlight are pending.
+__device__ __forceinline__ void MmaStage(float (&acc)[kAcc], u32 a, u32 b) {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+  for (int kk = 0; kk < BLOCK_K / 16; ++kk) Wgmma(acc, a + kk * 32, b + kk * 32);
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kInFlight) : "memory");
+}
+
+// Epilogue: per n8 block j, registers 4j..4j+3 hold rows g and g + 8 of
+// this warp's 16-row slab, columns 8j + 2t and 8j + 2t + 1. `warp` counts
+// the warps of the consumer warpgroups.
+__device__ __forceinline__ void StoreAccumulators(half* C, int M, int N, int m0, int n0,
+                                                  int warp, int lane, const float (&acc)[kAcc]) {
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const int row = m0 + (warp / 4) * 64 + (warp % 4) * 16 + g;
+#pragma unroll
+  for (int j = 0; j < BLOCK_N / 8; ++j) {
+    const int col = n0 + j * 8 + 2 * t;
+    StorePair(C, M, N, row, col, acc[4 * j], acc[4 * j + 1]);
+    StorePair(C, M, N, row + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
+  }
+}
+
 }  // namespace
+
+#if MMA == 3
+
+namespace {
+
+// mbarrier operations on a shared-memory address.
+__device__ __forceinline__ void BarrierInit(u32 bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void BarrierArrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// Arrives once every cp.async this thread issued before it has landed.
+__device__ __forceinline__ void BarrierArriveOnCopies(u32 bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
+// Returns once the phase of parity `parity` has completed.
+__device__ __forceinline__ void BarrierWait(u32 bar, u32 parity) {
+  u32 done = 0;
+  do {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// The blocks of one C tile's K splits, a cluster: arrive and wait for all
+// of them (release, acquire).
+__device__ __forceinline__ void ClusterSync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// The shared-memory address `address` of this block as block `rank` of the
+// cluster has it, and a float read there.
+__device__ __forceinline__ u32 PeerAddress(u32 address, int rank) {
+  u32 peer = 0;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(peer) : "r"(address), "r"(rank));
+  return peer;
+}
+
+__device__ __forceinline__ float PeerLoad(u32 address) {
+  float value = 0;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(value) : "r"(address) : "memory");
+  return value;
+}
+
+}  // namespace
+
+#if SPLIT_K > 1
+#define GEMM_CLUSTER __cluster_dims__(SPLIT_K, 1, 1)
+#else
+#define GEMM_CLUSTER
+#endif
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1) GEMM_CLUSTER
+    gemm_f16(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C,
+             int M, int N, int K) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  half* const tiles_a = AlignedTiles(smem_raw);
+  half* const tiles_b = tiles_a + STAGES * kTileA;
+  // full[s]: stage s holds its tiles (the producer's 128 threads arrive as
+  // their copies land); empty[s]: every consumer thread is done reading it.
+  const u32 full = SharedAddress(tiles_b + STAGES * kTileB);
+  const u32 empty = full + 8 * STAGES;
+
+  int m0 = 0, n0 = 0;
+  BlockTile(M, N, &m0, &n0);
+  const int tid = threadIdx.x;
+  // This block's K tiles: split `split` of SPLIT_K (the rank in its cluster).
+  const int split = blockIdx.x % SPLIT_K;
+  const int k_total = (K + BLOCK_K - 1) / BLOCK_K;
+  const int k_per_split = (k_total + SPLIT_K - 1) / SPLIT_K;
+  const int k_first = min(k_total, split * k_per_split);
+  const int k_tiles = min(k_total, k_first + k_per_split) - k_first;
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      BarrierInit(full + 8 * s, kLoaders);
+      BarrierInit(empty + 8 * s, kMathThreads);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (tid >= kMathThreads) {  // the producer warpgroup
+    const int loader = tid - kMathThreads;
+    const half* a_block = A + static_cast<size_t>(m0) * K;
+    const half* b_block = B + static_cast<size_t>(n0) * K;
+    const bool vector = (K & 7) == 0;
+    for (int i = 0; i < k_tiles; ++i) {
+      const int stage = i % STAGES;
+      const int use = i / STAGES;
+      // The stage's previous use (phase use - 1 of empty) must be released.
+      if (use > 0) BarrierWait(empty + 8 * stage, (use - 1) & 1);
+      LoadStage(tiles_a, tiles_b, a_block, b_block, M - m0, N - n0, K, stage, k_first + i,
+                loader);
+      if (vector) {
+        BarrierArriveOnCopies(full + 8 * stage);
+      } else {
+        BarrierArrive(full + 8 * stage);  // plain stores: released by the arrive
+      }
+    }
+    CpAsyncWait<0>();
+    if (SPLIT_K > 1) {  // the cluster's two barriers of the reduction below
+      ClusterSync();
+      ClusterSync();
+    }
+    return;
+  }
+
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int group = warp / 4;
+  float acc[kAcc];
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < k_tiles; ++i) {
+    const int stage = i % STAGES;
+    BarrierWait(full + 8 * stage, (i / STAGES) & 1);
+    // The tiles were written through the generic proxy; wgmma reads them
+    // through the async one.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    MmaStage(acc, SharedAddress(tiles_a + stage * kTileA + group * 64 * BLOCK_K),
+             SharedAddress(tiles_b + stage * kTileB));
+    // The batch before this one is done (kInFlight = 1): its stage is free.
+    if (i > 0) BarrierArrive(empty + 8 * ((i - 1) % STAGES));
+  }
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  if (SPLIT_K > 1) {
+    // Every load of this block was consumed and every wgmma is done: the
+    // pipeline's memory holds this split's partial tile, which the first
+    // block of the cluster adds to its own (thread t's i-th accumulator at
+    // float i * kMathThreads + t, so that a warp's reads are contiguous).
+    static_assert(SPLIT_K == 1 || 4 * BLOCK_M * BLOCK_N <= STAGES * (kTileA + kTileB) * 2,
+                  "the partial tile fits in the pipeline's shared memory");
+    float* const partial = reinterpret_cast<float*>(tiles_a);
+    if (split != 0) {
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) partial[i * kMathThreads + tid] = acc[i];
+    }
+    ClusterSync();
+    if (split == 0) {
+      for (int rank = 1; rank < SPLIT_K; ++rank) {
+        const u32 peer = PeerAddress(SharedAddress(partial), rank);
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) acc[i] += PeerLoad(peer + 4 * (i * kMathThreads + tid));
+      }
+    }
+    ClusterSync();  // the peers' memory stays theirs until it was read
+    if (split != 0) return;
+  }
+  StoreAccumulators(C, M, N, m0, n0, warp, lane, acc);
+}
+
+#else  // MMA 1 or 2
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     gemm_f16(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C,
              int M, int N, int K) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  // wgmma's swizzle atoms need 1 KiB alignment; the launch adds 1 KiB slack.
-  const u32 raw = SharedAddress(smem_raw);
-  half* const tiles_a = reinterpret_cast<half*>(smem_raw + (((raw + 1023) & ~1023u) - raw));
+  half* const tiles_a = AlignedTiles(smem_raw);
   half* const tiles_b = tiles_a + STAGES * kTileA;
 
   int m0 = 0, n0 = 0;
@@ -442,29 +659,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       LoadStage(tiles_a, tiles_b, a_block, b_block, rows_a, rows_b, K, next % STAGES, next, tid);
     }
     CpAsyncCommit();
-
-    const u32 a = SharedAddress(tiles_a + (k_tile % STAGES) * kTileA + group * 64 * BLOCK_K);
-    const u32 b = SharedAddress(tiles_b + (k_tile % STAGES) * kTileB);
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-    for (int kk = 0; kk < BLOCK_K / 16; ++kk) Wgmma(acc, a + kk * 32, b + kk * 32);
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kInFlight) : "memory");
+    MmaStage(acc, SharedAddress(tiles_a + (k_tile % STAGES) * kTileA + group * 64 * BLOCK_K),
+             SharedAddress(tiles_b + (k_tile % STAGES) * kTileB));
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
   CpAsyncWait<0>();
-
-  // Epilogue: per n8 block j, registers 4j..4j+3 hold rows g and g + 8 of
-  // this warp's 16-row slab, columns 8j + 2t and 8j + 2t + 1.
-  const int g = lane >> 2;
-  const int t = lane & 3;
-  const int row = m0 + group * 64 + (warp % 4) * 16 + g;
-#pragma unroll
-  for (int j = 0; j < BLOCK_N / 8; ++j) {
-    const int col = n0 + j * 8 + 2 * t;
-    StorePair(C, M, N, row, col, acc[4 * j], acc[4 * j + 1]);
-    StorePair(C, M, N, row + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
-  }
+  StoreAccumulators(C, M, N, m0, n0, warp, lane, acc);
 }
 
+#endif  // MMA 3
 #endif  // MMA
