@@ -168,13 +168,24 @@ absl::StatusOr<v1::Artifact> SharedArtifacts::GetOwn(const std::string& principa
 std::vector<std::string> SharedArtifacts::EvictLocked() {
   std::vector<std::string> paths;
   if (bytes_ <= options_.capacity_bytes) return paths;
+  // Each principal's bytes, by the principal part of the names.
+  absl::flat_hash_map<std::string, int64_t> held;
   std::vector<std::pair<uint64_t, std::string>> by_use;
   by_use.reserve(entries_.size());
-  for (const auto& [name, entry] : entries_) by_use.emplace_back(entry.last_used, name);
+  for (const auto& [name, entry] : entries_) {
+    by_use.emplace_back(entry.last_used, name);
+    held[name.substr(0, name.find('/'))] += entry.bytes;
+  }
   std::sort(by_use.begin(), by_use.end());
+  // Only principals over their fair share lose artifacts: when every one
+  // holds at most capacity / principals, the shelf fits.
+  const int64_t fair = options_.capacity_bytes / static_cast<int64_t>(held.size());
   for (const auto& [used, name] : by_use) {
     if (bytes_ <= options_.capacity_bytes) break;
+    int64_t& owner = held[name.substr(0, name.find('/'))];
+    if (owner <= fair) continue;
     auto it = entries_.find(name);
+    owner -= it->second.bytes;
     bytes_ -= it->second.bytes;
     entries_.erase(it);
     paths.push_back(PathOf(name));

@@ -16,7 +16,10 @@
 //   whose artifacts every principal is served when it has none of its own.
 //   The operator trusts a builder as it trusts the compiler.
 // - The shelf is a cache, not a record: at most `capacity_bytes` on disk; a
-//   publish beyond it evicts the least recently used artifacts. A lost
+//   publish beyond it evicts the least recently used artifacts of the
+//   principals that hold more than their fair share (capacity / the
+//   principals on the shelf), so that one principal's publishes never evict
+//   the artifacts of another that holds no more than its share. A lost
 //   artifact costs a compile, nothing else. An artifact over
 //   `max_artifact_bytes` is refused (InvalidArgument).
 // - The first publish of a key wins; a later one of the same key and
@@ -91,8 +94,9 @@ class SharedArtifacts {
   std::string PathOf(const std::string& name) const;
   // `principal`'s own artifact `key`: NotFound when it has none.
   absl::StatusOr<v1::Artifact> GetOwn(const std::string& principal, const std::string& key);
-  // Forgets the least recently used entries until the shelf fits
-  // `capacity_bytes`; returns their paths, for the caller to delete.
+  // Forgets the least recently used entries of the principals over their
+  // fair share until the shelf fits `capacity_bytes`; returns their paths,
+  // for the caller to delete.
   std::vector<std::string> EvictLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SharedArtifactsOptions options_;

@@ -118,6 +118,29 @@ TEST(SharedArtifactsTest, EvictsTheLeastRecentlyUsedBeyondItsCapacity) {
   EXPECT_EQ(files, 3);  // the evicted file is gone from disk too
 }
 
+// One principal that publishes without end (an insider's certificate)
+// evicts its own artifacts, never another's that keeps to its share.
+TEST(SharedArtifactsTest, APrincipalOverItsShareEvictsItsOwnArtifactsFirst) {
+  TempDir dir;
+  const std::string kilobyte(1000, 'x');
+  const int64_t one = static_cast<int64_t>(Cubin(kilobyte).SerializeAsString().size());
+  std::unique_ptr<SharedArtifacts> shelf = Open(dir.path(), /*capacity=*/4 * one);
+  ASSERT_OK(shelf->Put(kBob, Key("bob-1"), Cubin(kilobyte)));  // the least recent
+  ASSERT_OK(shelf->Put(kBob, Key("bob-2"), Cubin(kilobyte)));
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_OK(shelf->Put(kAlice, Key("flood-" + std::to_string(i)), Cubin(kilobyte)));
+  }
+  EXPECT_OK(shelf->Get(kBob, Key("bob-1")).status());
+  EXPECT_OK(shelf->Get(kBob, Key("bob-2")).status());
+  EXPECT_OK(shelf->Get(kAlice, Key("flood-19")).status());
+  EXPECT_THAT(shelf->Get(kAlice, Key("flood-0")).status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_EQ(shelf->bytes(), 4 * one);
+  // Over its share, bob loses its own least recent artifact first.
+  ASSERT_OK(shelf->Put(kBob, Key("bob-3"), Cubin(kilobyte)));
+  EXPECT_THAT(shelf->Get(kBob, Key("bob-1")).status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_EQ(shelf->count(), 4);
+}
+
 TEST(SharedArtifactsTest, ARestartedShelfServesWhatTheLastOneKept) {
   TempDir dir;
   ASSERT_OK(Open(dir.path())->Put(kAlice, Key("a"), Cubin("cubin a")));
