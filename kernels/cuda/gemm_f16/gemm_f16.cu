@@ -31,7 +31,8 @@
 // tiles in L2), SPLIT_K (MMA=3: the K range of a C tile is split among a
 // cluster of SPLIT_K blocks, whose partial tiles the first block sums from
 // its peers' shared memory; for short-M shapes whose tiles alone leave SMs
-// idle).
+// idle), EPILOGUE (wgmma paths: 0 stores the accumulators straight from
+// registers, 1 stages them through shared memory).
 // Launch: grid.x = cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) * SPLIT_K, block.x = 32 *
 // WARPS_M * WARPS_N (+ 128, the producer, with MMA=3), dynamic shared memory
 // STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 bytes (+ 1 KiB with wgmma, to
@@ -51,6 +52,9 @@ using u32 = unsigned int;
 #endif
 #ifndef SPLIT_K
 #define SPLIT_K 1
+#endif
+#ifndef EPILOGUE
+#define EPILOGUE 0
 #endif
 
 constexpr int kMathThreads = WARPS_M * WARPS_N * 32;
@@ -436,19 +440,72 @@ __device__ __forceinline__ void MmaStage(float (&acc)[kAcc], u32 a, u32 b) {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kInFlight) : "memory");
 }
 
+// The math threads' barrier (MMA=3: the consumer warpgroups alone, on named
+// barrier 1; else the block's).
+__device__ __forceinline__ void MathBarrier() {
+  if (MMA == 3) {
+    asm volatile("bar.sync 1, %0;\n" ::"n"(kMathThreads) : "memory");
+  } else {
+    __syncthreads();
+  }
+}
+
+// The epilogue's staging tile (EPILOGUE=1): BLOCK_M rows of BLOCK_N halves,
+// padded by 8 so that the fragments' rows fall in different banks, in the
+// pipeline's shared memory.
+constexpr int kStagedPitch = BLOCK_N + 8;
+constexpr bool kStagedEpilogue = EPILOGUE == 1;
+static_assert(!kStagedEpilogue || BLOCK_M * kStagedPitch <= STAGES * (kTileA + kTileB),
+              "EPILOGUE=1: the staging tile fits in the pipeline's shared memory");
+
 // Epilogue: per n8 block j, registers 4j..4j+3 hold rows g and g + 8 of
 // this warp's 16-row slab, columns 8j + 2t and 8j + 2t + 1. `warp` counts
-// the warps of the consumer warpgroups.
+// the warps of the consumer warpgroups, `tid` their threads. EPILOGUE=0
+// stores each pair directly; EPILOGUE=1 stages the fragments as fp16 in
+// `smem` (the pipeline's memory, no longer read), which leave in 16-byte row
+// chunks, a warp's stores covering whole 128-byte lines (faster at short K,
+// slower with 256-row tiles: docs/benchmarks.md).
+// REQUIRES: every math thread calls it, its wgmma batches done.
 __device__ __forceinline__ void StoreAccumulators(half* C, int M, int N, int m0, int n0,
-                                                  int warp, int lane, const float (&acc)[kAcc]) {
+                                                  int warp, int lane, int tid, half* smem,
+                                                  const float (&acc)[kAcc]) {
   const int g = lane >> 2;
   const int t = lane & 3;
-  const int row = m0 + (warp / 4) * 64 + (warp % 4) * 16 + g;
+  const int slab_row = (warp / 4) * 64 + (warp % 4) * 16 + g;
+  if (!kStagedEpilogue) {
+#pragma unroll
+    for (int j = 0; j < BLOCK_N / 8; ++j) {
+      const int col = n0 + j * 8 + 2 * t;
+      StorePair(C, M, N, m0 + slab_row, col, acc[4 * j], acc[4 * j + 1]);
+      StorePair(C, M, N, m0 + slab_row + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
+    }
+    return;
+  }
+  MathBarrier();  // every warpgroup's wgmma reads of the pipeline are done
 #pragma unroll
   for (int j = 0; j < BLOCK_N / 8; ++j) {
-    const int col = n0 + j * 8 + 2 * t;
-    StorePair(C, M, N, row, col, acc[4 * j], acc[4 * j + 1]);
-    StorePair(C, M, N, row + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
+    const int col = j * 8 + 2 * t;
+    *reinterpret_cast<half2*>(smem + slab_row * kStagedPitch + col) =
+        __floats2half2_rn(acc[4 * j], acc[4 * j + 1]);
+    *reinterpret_cast<half2*>(smem + (slab_row + 8) * kStagedPitch + col) =
+        __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
+  }
+  MathBarrier();
+  constexpr int kRowChunks = BLOCK_N / 8;
+  const bool vector = (N & 7) == 0;
+#pragma unroll 4
+  for (int c = tid; c < BLOCK_M * kRowChunks; c += kMathThreads) {
+    const int r = c / kRowChunks;
+    const int col = n0 + (c % kRowChunks) * 8;
+    if (m0 + r >= M || col >= N) continue;
+    const uint4 chunk = *reinterpret_cast<const uint4*>(smem + r * kStagedPitch + (c % kRowChunks) * 8);
+    half* out = C + static_cast<size_t>(m0 + r) * N + col;
+    if (vector && col + 8 <= N) {
+      *reinterpret_cast<uint4*>(out) = chunk;
+    } else {
+      const half* values = reinterpret_cast<const half*>(&chunk);
+      for (int e = 0; e < 8 && col + e < N; ++e) out[e] = values[e];
+    }
   }
 }
 
@@ -612,7 +669,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) GEMM_CLUSTER
     ClusterSync();  // the peers' memory stays theirs until it was read
     if (split != 0) return;
   }
-  StoreAccumulators(C, M, N, m0, n0, warp, lane, acc);
+  StoreAccumulators(C, M, N, m0, n0, warp, lane, tid, tiles_a, acc);
 }
 
 #else  // MMA 1 or 2
@@ -664,7 +721,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
   CpAsyncWait<0>();
-  StoreAccumulators(C, M, N, m0, n0, warp, lane, acc);
+  StoreAccumulators(C, M, N, m0, n0, warp, lane, tid, tiles_a, acc);
 }
 
 #endif  // MMA 3
