@@ -388,14 +388,10 @@ class Autotuned:
         pins = _pins.get()
         pinned = pins.get(self.kernel_name) if pins else None
         choice = self._pinned(*pinned, args, kwargs) if pinned is not None else None
-        if choice is not None:
-            pass
-        elif tune:
+        if choice is None and tune:
             key = self._key_of(args, kwargs)
-            choice = self.cache.get(key)
-            if choice is None:
-                choice = self._choose(key, args, kwargs)
-        else:
+            choice = self.cache.get(key) or self._choose(key, args, kwargs)
+        elif choice is None:
             choice = self._untuned(args, kwargs)
         self.last_choice = choice
         if verbose:
