@@ -44,11 +44,11 @@ for mma, bm, bn, bk, s, g in itertools.product([1, 2], [64, 128, 256], [64, 128,
     if s * (bm + bn) * bk * 2 + 1024 > 232448 or t * (bn // 2 + 40) > 65536: continue
     if (bm * bk // 8) % t or (bn * bk // 8) % t: continue
     if bk == 64 and s > 5 or bk == 32 and s < 4 or bm * bn < 128 * 128: continue
-    out.append(f"MMA={mma},BLOCK_M={bm},BLOCK_N={bn},BLOCK_K={bk},WARPS_M={wm},WARPS_N=1,STAGES={s},GROUP_M={g},SPLIT_K=1,EPILOGUE=0")
-out += ["MMA=0,BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS_M=2,WARPS_N=4,STAGES=3,GROUP_M=8,SPLIT_K=1,EPILOGUE=0",
-        "MMA=0,BLOCK_M=256,BLOCK_N=128,BLOCK_K=64,WARPS_M=4,WARPS_N=2,STAGES=4,GROUP_M=8,SPLIT_K=1,EPILOGUE=0",
-        "MMA=0,BLOCK_M=128,BLOCK_N=128,BLOCK_K=32,WARPS_M=1,WARPS_N=4,STAGES=4,GROUP_M=8,SPLIT_K=1,EPILOGUE=0",
-        "MMA=0,BLOCK_M=128,BLOCK_N=128,BLOCK_K=32,WARPS_M=2,WARPS_N=2,STAGES=3,GROUP_M=8,SPLIT_K=1,EPILOGUE=0"]
+    out.append(f"MMA={mma},BLOCK_M={bm},BLOCK_N={bn},BLOCK_K={bk},WARPS_M={wm},WARPS_N=1,STAGES={s},GROUP_M={g},SPLIT_K=1,EPILOGUE=0,PERSISTENT=0")
+out += ["MMA=0,BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS_M=2,WARPS_N=4,STAGES=3,GROUP_M=8,SPLIT_K=1,EPILOGUE=0,PERSISTENT=0",
+        "MMA=0,BLOCK_M=256,BLOCK_N=128,BLOCK_K=64,WARPS_M=4,WARPS_N=2,STAGES=4,GROUP_M=8,SPLIT_K=1,EPILOGUE=0,PERSISTENT=0",
+        "MMA=0,BLOCK_M=128,BLOCK_N=128,BLOCK_K=32,WARPS_M=1,WARPS_N=4,STAGES=4,GROUP_M=8,SPLIT_K=1,EPILOGUE=0,PERSISTENT=0",
+        "MMA=0,BLOCK_M=128,BLOCK_N=128,BLOCK_K=32,WARPS_M=2,WARPS_N=2,STAGES=3,GROUP_M=8,SPLIT_K=1,EPILOGUE=0,PERSISTENT=0"]
 print(" ".join("--config=" + c for c in out))
 PY
 )
@@ -80,9 +80,9 @@ if want confirm; then
   for i in 1 2 3; do
     timeout 60 "$B/run.sh" "$B/bin/tunefleet-cuda-trial" --kernel kernels/cuda/gemm_f16 \
         --shape M=4096,N=4096,K=4096 --reference --budget 0.5 \
-        --config MMA=1,BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS_M=8,WARPS_N=1,STAGES=4,GROUP_M=8,SPLIT_K=1,EPILOGUE=0 \
-        --config MMA=1,BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,WARPS_M=8,WARPS_N=1,STAGES=5,GROUP_M=8,SPLIT_K=1,EPILOGUE=0 \
-        --config MMA=0,BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS_M=2,WARPS_N=4,STAGES=3,GROUP_M=8,SPLIT_K=1,EPILOGUE=0 \
+        --config MMA=1,BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS_M=8,WARPS_N=1,STAGES=4,GROUP_M=8,SPLIT_K=1,EPILOGUE=0,PERSISTENT=0 \
+        --config MMA=1,BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,WARPS_M=8,WARPS_N=1,STAGES=5,GROUP_M=8,SPLIT_K=1,EPILOGUE=0,PERSISTENT=0 \
+        --config MMA=0,BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS_M=2,WARPS_N=4,STAGES=3,GROUP_M=8,SPLIT_K=1,EPILOGUE=0,PERSISTENT=0 \
         > "$out/confirm-$i.log" 2>&1
     echo "confirm $i rc=$?" >> "$out/confirm-$i.log"
   done

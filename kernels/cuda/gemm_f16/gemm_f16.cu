@@ -32,8 +32,11 @@
 // cluster of SPLIT_K blocks, whose partial tiles the first block sums from
 // its peers' shared memory; for short-M shapes whose tiles alone leave SMs
 // idle), EPILOGUE (wgmma paths: 0 stores the accumulators straight from
-// registers, 1 stages them through shared memory).
-// Launch: grid.x = cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) * SPLIT_K, block.x = 32 *
+// registers, 1 stages them through shared memory), PERSISTENT (MMA=3: a
+// grid of one wave whose blocks walk the C tiles, the producer loading the
+// next tile's stages while the consumers store the last one).
+// Launch: grid.x = cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) * SPLIT_K (PERSISTENT:
+// at most one wave), block.x = 32 *
 // WARPS_M * WARPS_N (+ 128, the producer, with MMA=3), dynamic shared memory
 // STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 bytes (+ 1 KiB with wgmma, to
 // align the tiles to 1 KiB; + 256 bytes of mbarriers with MMA=3).
@@ -55,6 +58,9 @@ using u32 = unsigned int;
 #endif
 #ifndef EPILOGUE
 #define EPILOGUE 0
+#endif
+#ifndef PERSISTENT
+#define PERSISTENT 0
 #endif
 
 constexpr int kMathThreads = WARPS_M * WARPS_N * 32;
@@ -162,12 +168,11 @@ __device__ __forceinline__ void LoadTileScalar(half* dst, const half* src, int l
 }
 
 
-// The C tile of this block: GROUP_M block-rows at a time, walked
-// column-major (the SPLIT_K blocks of a tile are consecutive).
-__device__ __forceinline__ void BlockTile(int M, int N, int* m0, int* n0) {
+// Where C tile `tile` starts: GROUP_M block-rows at a time, walked
+// column-major.
+__device__ __forceinline__ void TileOrigin(int M, int N, int tile, int* m0, int* n0) {
   const int blocks_m = (M + BLOCK_M - 1) / BLOCK_M;
   const int blocks_n = (N + BLOCK_N - 1) / BLOCK_N;
-  const int tile = blockIdx.x / SPLIT_K;
   const int group_blocks = GROUP_M * blocks_n;
   const int group = tile / group_blocks;
   const int first_m = group * GROUP_M;
@@ -175,6 +180,11 @@ __device__ __forceinline__ void BlockTile(int M, int N, int* m0, int* n0) {
   const int in_group = tile % group_blocks;
   *m0 = (first_m + in_group % group_m) * BLOCK_M;
   *n0 = (in_group / group_m) * BLOCK_N;
+}
+
+// The C tile of this block (the SPLIT_K blocks of a tile are consecutive).
+__device__ __forceinline__ void BlockTile(int M, int N, int* m0, int* n0) {
+  TileOrigin(M, N, blockIdx.x / SPLIT_K, m0, n0);
 }
 
 // Starts loading k-tile `k_tile` of A and B into pipeline stage `stage`.
@@ -584,9 +594,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) GEMM_CLUSTER
   const u32 full = SharedAddress(tiles_b + STAGES * kTileB);
   const u32 empty = full + 8 * STAGES;
 
-  int m0 = 0, n0 = 0;
-  BlockTile(M, N, &m0, &n0);
   const int tid = threadIdx.x;
+  // The C tiles of this block: its own, or with PERSISTENT every
+  // gridDim.x-th from blockIdx.x (the grid is one wave), the ring's stages
+  // and phases running on from tile to tile.
+  const int tiles = ((M + BLOCK_M - 1) / BLOCK_M) * ((N + BLOCK_N - 1) / BLOCK_N);
+  const int first_tile = PERSISTENT ? blockIdx.x : blockIdx.x / SPLIT_K;
+  const int tile_step = PERSISTENT ? gridDim.x : tiles;
+  static_assert(!PERSISTENT || (SPLIT_K == 1 && EPILOGUE == 0),
+                "PERSISTENT: one block per tile's K, C stored from registers (the ring "
+                "keeps loading the next tile)");
   // This block's K tiles: split `split` of SPLIT_K (the rank in its cluster).
   const int split = blockIdx.x % SPLIT_K;
   const int k_total = (K + BLOCK_K - 1) / BLOCK_K;
@@ -604,20 +621,25 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) GEMM_CLUSTER
 
   if (tid >= kMathThreads) {  // the producer warpgroup
     const int loader = tid - kMathThreads;
-    const half* a_block = A + static_cast<size_t>(m0) * K;
-    const half* b_block = B + static_cast<size_t>(n0) * K;
     const bool vector = (K & 7) == 0;
-    for (int i = 0; i < k_tiles; ++i) {
-      const int stage = i % STAGES;
-      const int use = i / STAGES;
-      // The stage's previous use (phase use - 1 of empty) must be released.
-      if (use > 0) BarrierWait(empty + 8 * stage, (use - 1) & 1);
-      LoadStage(tiles_a, tiles_b, a_block, b_block, M - m0, N - n0, K, stage, k_first + i,
-                loader);
-      if (vector) {
-        BarrierArriveOnCopies(full + 8 * stage);
-      } else {
-        BarrierArrive(full + 8 * stage);  // plain stores: released by the arrive
+    int it = 0;  // stage uses so far, over every tile
+    for (int tile = first_tile; tile < tiles; tile += tile_step) {
+      int m0 = 0, n0 = 0;
+      TileOrigin(M, N, tile, &m0, &n0);
+      const half* a_block = A + static_cast<size_t>(m0) * K;
+      const half* b_block = B + static_cast<size_t>(n0) * K;
+      for (int i = 0; i < k_tiles; ++i, ++it) {
+        const int stage = it % STAGES;
+        const int use = it / STAGES;
+        // The stage's previous use (phase use - 1 of empty) must be released.
+        if (use > 0) BarrierWait(empty + 8 * stage, (use - 1) & 1);
+        LoadStage(tiles_a, tiles_b, a_block, b_block, M - m0, N - n0, K, stage, k_first + i,
+                  loader);
+        if (vector) {
+          BarrierArriveOnCopies(full + 8 * stage);
+        } else {
+          BarrierArrive(full + 8 * stage);  // plain stores: released by the arrive
+        }
       }
     }
     CpAsyncWait<0>();
@@ -631,45 +653,53 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) GEMM_CLUSTER
   const int lane = tid & 31;
   const int warp = tid >> 5;
   const int group = warp / 4;
-  float acc[kAcc];
+  int it = 0;  // stage uses so far, over every tile
+  for (int tile = first_tile; tile < tiles; tile += tile_step) {
+    int m0 = 0, n0 = 0;
+    TileOrigin(M, N, tile, &m0, &n0);
+    float acc[kAcc];
 #pragma unroll
-  for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
-  for (int i = 0; i < k_tiles; ++i) {
-    const int stage = i % STAGES;
-    BarrierWait(full + 8 * stage, (i / STAGES) & 1);
-    // The tiles were written through the generic proxy; wgmma reads them
-    // through the async one.
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    MmaStage(acc, SharedAddress(tiles_a + stage * kTileA + group * 64 * BLOCK_K),
-             SharedAddress(tiles_b + stage * kTileB));
-    // The batch before this one is done (kInFlight = 1): its stage is free.
-    if (i > 0) BarrierArrive(empty + 8 * ((i - 1) % STAGES));
-  }
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-  if (SPLIT_K > 1) {
-    // Every load of this block was consumed and every wgmma is done: the
-    // pipeline's memory holds this split's partial tile, which the first
-    // block of the cluster adds to its own (thread t's i-th accumulator at
-    // float i * kMathThreads + t, so that a warp's reads are contiguous).
-    static_assert(SPLIT_K == 1 || 4 * BLOCK_M * BLOCK_N <= STAGES * (kTileA + kTileB) * 2,
-                  "the partial tile fits in the pipeline's shared memory");
-    float* const partial = reinterpret_cast<float*>(tiles_a);
-    if (split != 0) {
-#pragma unroll
-      for (int i = 0; i < kAcc; ++i) partial[i * kMathThreads + tid] = acc[i];
+    for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+    for (int i = 0; i < k_tiles; ++i, ++it) {
+      const int stage = it % STAGES;
+      BarrierWait(full + 8 * stage, (it / STAGES) & 1);
+      // The tiles were written through the generic proxy; wgmma reads them
+      // through the async one.
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      MmaStage(acc, SharedAddress(tiles_a + stage * kTileA + group * 64 * BLOCK_K),
+               SharedAddress(tiles_b + stage * kTileB));
+      // The batch before this one is done (kInFlight = 1): its stage is free.
+      if (i > 0) BarrierArrive(empty + 8 * ((it - 1) % STAGES));
     }
-    ClusterSync();
-    if (split == 0) {
-      for (int rank = 1; rank < SPLIT_K; ++rank) {
-        const u32 peer = PeerAddress(SharedAddress(partial), rank);
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    // The tile's last stage is free too (the producer may be waiting on it
+    // for the next tile).
+    if (k_tiles > 0) BarrierArrive(empty + 8 * ((it - 1) % STAGES));
+    if (SPLIT_K > 1) {
+      // Every load of this block was consumed and every wgmma is done: the
+      // pipeline's memory holds this split's partial tile, which the first
+      // block of the cluster adds to its own (thread t's i-th accumulator at
+      // float i * kMathThreads + t, so that a warp's reads are contiguous).
+      static_assert(SPLIT_K == 1 || 4 * BLOCK_M * BLOCK_N <= STAGES * (kTileA + kTileB) * 2,
+                    "the partial tile fits in the pipeline's shared memory");
+      float* const partial = reinterpret_cast<float*>(tiles_a);
+      if (split != 0) {
 #pragma unroll
-        for (int i = 0; i < kAcc; ++i) acc[i] += PeerLoad(peer + 4 * (i * kMathThreads + tid));
+        for (int i = 0; i < kAcc; ++i) partial[i * kMathThreads + tid] = acc[i];
       }
+      ClusterSync();
+      if (split == 0) {
+        for (int rank = 1; rank < SPLIT_K; ++rank) {
+          const u32 peer = PeerAddress(SharedAddress(partial), rank);
+#pragma unroll
+          for (int i = 0; i < kAcc; ++i) acc[i] += PeerLoad(peer + 4 * (i * kMathThreads + tid));
+        }
+      }
+      ClusterSync();  // the peers' memory stays theirs until it was read
+      if (split != 0) return;
     }
-    ClusterSync();  // the peers' memory stays theirs until it was read
-    if (split != 0) return;
+    StoreAccumulators(C, M, N, m0, n0, warp, lane, tid, tiles_a, acc);
   }
-  StoreAccumulators(C, M, N, m0, n0, warp, lane, tid, tiles_a, acc);
 }
 
 #else  // MMA 1 or 2
