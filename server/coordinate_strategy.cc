@@ -46,11 +46,9 @@ class CoordinateStrategy : public SearchStrategy {
     while (static_cast<int>(out.size()) < max && !Exhausted()) {
       if (next_ < phase_.size()) {
         const uint64_t ordinal = phase_[next_++];
-        if (seen_.contains(ordinal)) continue;  // restored meanwhile
-        seen_.insert(ordinal);
+        if (!seen_.insert(ordinal).second) continue;  // restored meanwhile
         waiting_.insert(ordinal);
         out.push_back(ordinal);
-        ++proposed_;
         continue;
       }
       if (!waiting_.empty()) break;  // the phase's results decide the next one
@@ -60,7 +58,7 @@ class CoordinateStrategy : public SearchStrategy {
   }
 
   void Observe(uint64_t ordinal, const v1::TrialResult& result) override {
-    if (seen_.insert(ordinal).second) ++proposed_;  // a restored trial counts too
+    seen_.insert(ordinal);  // a restored trial counts against the budget too
     const bool awaited = waiting_.erase(ordinal) > 0;
     if (result.status() == v1::TRIAL_STATUS_OK && !result.cut_early()) {
       const double time = CalibratedTime(result.measurement());
@@ -74,9 +72,9 @@ class CoordinateStrategy : public SearchStrategy {
     if (awaited && waiting_.empty() && next_ >= phase_.size() && !Exhausted()) NextPhase();
   }
 
-  bool Exhausted() const override { return converged_ || ended_ || proposed_ >= budget_; }
+  bool Exhausted() const override { return converged_ || ended_ || proposed() >= budget_; }
   int64_t planned_total() const override {
-    return Exhausted() ? proposed_ : std::max(estimate_, proposed_ + 1);
+    return Exhausted() ? proposed() : std::max(estimate_, proposed() + 1);
   }
   bool covers_space() const override { return false; }
   bool converged() const override { return converged_; }
@@ -85,28 +83,20 @@ class CoordinateStrategy : public SearchStrategy {
   }
 
  private:
+  // Configs proposed or restored.
+  int64_t proposed() const { return static_cast<int64_t>(seen_.size()); }
+
   // Called once the phase's configs all have results: moves the incumbent
   // and makes the next phase (or ends the search).
   void NextPhase() {
     phase_.clear();
     next_ = 0;
+    if (!incumbent_.has_value()) incumbent_ = best_;  // the first config that passed
     if (!incumbent_.has_value()) {
-      if (best_.has_value()) {
-        incumbent_ = best_;
-        return NextPhase();
-      }
-      // Nothing passed yet: the next valid configs in ordinal order.
-      uint64_t ordinal = 0;
-      while (static_cast<int>(phase_.size()) < kWalkBatch && walked_ < kDefaultTrialBudget &&
-             walk_.Next(&ordinal)) {
-        if (seen_.contains(ordinal)) continue;
-        phase_.push_back(ordinal);
-        ++walked_;
-      }
-      if (phase_.empty()) ended_ = true;  // no config passed
+      WalkOn();
       return;
     }
-    if (group_ >= 0) {  // a group's phase ended
+    if (group_ >= 0) {  // a group's phase ended (groups start once there is an incumbent)
       if (*best_ != *incumbent_) {
         // The group that moved it is settled at the new incumbent, unless a
         // restored result from outside the group's slice moved it.
@@ -126,6 +116,19 @@ class CoordinateStrategy : public SearchStrategy {
       phase_ = Slice(group_params_[group_]);
       if (phase_.empty()) ++settled_;  // nothing new to try in this group
     }
+  }
+
+  // Nothing passed yet: the next valid configs in ordinal order, or the end
+  // once the walk is done or kDefaultTrialBudget of them were tried.
+  void WalkOn() {
+    uint64_t ordinal = 0;
+    while (static_cast<int>(phase_.size()) < kWalkBatch && walked_ < kDefaultTrialBudget &&
+           walk_.Next(&ordinal)) {
+      if (seen_.contains(ordinal)) continue;
+      phase_.push_back(ordinal);
+      ++walked_;
+    }
+    if (phase_.empty()) ended_ = true;
   }
 
   bool OnlyGroupDiffers(uint64_t a, uint64_t b, const std::vector<int>& params) const {
@@ -166,14 +169,13 @@ class CoordinateStrategy : public SearchStrategy {
   ConfigEnumerator walk_;   // the valid configs in order, while none has passed
   std::vector<uint64_t> phase_;  // configs of the current phase
   size_t next_ = 0;              // the first of phase_ not proposed yet
-  absl::flat_hash_set<uint64_t> seen_;     // proposed or observed
+  absl::flat_hash_set<uint64_t> seen_;     // proposed or observed: what the budget counts
   absl::flat_hash_set<uint64_t> waiting_;  // proposed, no result yet
   std::optional<uint64_t> best_;           // the fastest OK result so far
   double best_time_ = 0;                   // its calibrated time
   std::optional<uint64_t> incumbent_;
   int group_ = -1;    // the group of the current phase; -1 before the first
   int settled_ = 0;   // groups in a row searched from the incumbent without moving it
-  int64_t proposed_ = 0;  // proposed or restored
   int64_t walked_ = 0;    // proposed by the walk while nothing passed
   bool converged_ = false;
   bool ended_ = false;

@@ -25,6 +25,9 @@ std::string NameOf(const std::string& principal, const std::string& key) {
   return absl::StrCat(Sha256Hex(principal).substr(0, 16), "/", key);
 }
 
+// The principal part of a name (NameOf).
+std::string OwnerOf(const std::string& name) { return name.substr(0, name.find('/')); }
+
 }  // namespace
 
 absl::Status CheckArtifactKey(const std::string& key) {
@@ -174,7 +177,7 @@ std::vector<std::string> SharedArtifacts::EvictLocked() {
   by_use.reserve(entries_.size());
   for (const auto& [name, entry] : entries_) {
     by_use.emplace_back(entry.last_used, name);
-    held[name.substr(0, name.find('/'))] += entry.bytes;
+    held[OwnerOf(name)] += entry.bytes;
   }
   std::sort(by_use.begin(), by_use.end());
   // Only principals over their fair share lose artifacts: when every one
@@ -182,7 +185,7 @@ std::vector<std::string> SharedArtifacts::EvictLocked() {
   const int64_t fair = options_.capacity_bytes / static_cast<int64_t>(held.size());
   for (const auto& [used, name] : by_use) {
     if (bytes_ <= options_.capacity_bytes) break;
-    int64_t& owner = held[name.substr(0, name.find('/'))];
+    int64_t& owner = held[OwnerOf(name)];
     if (owner <= fair) continue;
     auto it = entries_.find(name);
     owner -= it->second.bytes;

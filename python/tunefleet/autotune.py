@@ -477,14 +477,9 @@ class Autotuned:
                                "kernel chooses alone", self.kernel_name, shapes.format(shape),
                                function_name, text)
                 return None
-        choice = Choice(config=config if config is not None else dict(values), tier=function.tier,
-                        source="context", kwargs=dict(values), shape=shape,
-                        reason=f"pinned by {function_name} at {shapes.format(function.shape)}",
-                        launch_kwargs=_launch_values(config) if config is not None
-                        else dict(values),
-                        median_seconds=function.median_seconds,
-                        tuning_key=function.tuning_key, default_from=function.default_from,
-                        answer=function.answer)
+        choice = self._make(config if config is not None else dict(values), function.tier,
+                            "context", f"pinned by {function_name} at {shapes.format(function.shape)}",
+                            function.answer, shape, function.default_from)
         with self._lock:
             self._pinned_cache[cache_key] = choice
             if function.source in ("fleet", "table") and function.tier != records.DEFAULT:

@@ -94,8 +94,7 @@ class ContextualAutotuned(Autotuned):
 
     def _run_pinned(self, choice: Choice, args, kwargs):
         kernels, own = split_config(choice.kwargs)
-        outer = _pins.get() or {}
-        pins = dict(outer)
+        pins = dict(_pins.get() or {})  # a contextual function inside another: both pin
         for kernel, values in kernels.items():
             pins[kernel] = (values, choice, self.kernel_name)
         token = _pins.set(pins)

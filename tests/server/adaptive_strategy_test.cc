@@ -18,6 +18,7 @@
 #include "server/search_strategy.h"
 #include "server/valid_configs.h"
 #include "tests/support/test_support.h"
+#include "tests/support/valid_ordinals.h"
 
 namespace tunefleet::server {
 namespace {
@@ -69,10 +70,7 @@ class AdaptiveStrategyTest : public ::testing::TestWithParam<std::string> {
         spec_, *NormalizeShape(spec_, *ParseShape("N=1")), PlaceholderLimits(v1::BACKEND_CPU));
     ASSERT_OK(space);
     space_ = *std::move(space);
-    valid_.clear();
-    ConfigEnumerator enumerator(space_.get());
-    uint64_t ordinal = 0;
-    while (enumerator.Next(&ordinal)) valid_.insert(ordinal);
+    valid_ = ::tunefleet::testing::ValidOrdinals(space_.get());
     default_ = *space_->OrdinalOf(*NormalizeConfig(spec_, *ParseConfig(spec_.default_config())));
     optimum_ = *space_->OrdinalOf(*NormalizeConfig(spec_, *ParseConfig("P0=9,P1=4,P2=7,P3=2")));
   }
@@ -212,10 +210,8 @@ TEST(ModelStrategyTest, TrainsOnTheFleetsHistoryOfOtherShapes) {
   absl::StatusOr<std::unique_ptr<ConfigSpace>> space = ConfigSpace::Create(
       spec, *NormalizeShape(spec, *ParseShape("N=1")), PlaceholderLimits(v1::BACKEND_CPU));
   ASSERT_OK(space);
-  std::vector<uint64_t> valid;
-  ConfigEnumerator enumerator(space->get());
-  uint64_t ordinal = 0;
-  while (enumerator.Next(&ordinal)) valid.push_back(ordinal);
+  const std::set<uint64_t> valid_set = ::tunefleet::testing::ValidOrdinals(space->get());
+  const std::vector<uint64_t> valid(valid_set.begin(), valid_set.end());
   Landscape landscape;
   auto seconds = [&](uint64_t ordinal) {
     v1::TrialResult result = landscape.result((*space)->ConfigAt(ordinal));

@@ -20,12 +20,14 @@
 #include "server/target_trials.h"
 #include "server/valid_configs.h"
 #include "tests/support/test_support.h"
+#include "tests/support/valid_ordinals.h"
 
 namespace tunefleet::server {
 namespace {
 
 using ::tunefleet::testing::SourceDir;
 using ::tunefleet::testing::StatusIs;
+using ::tunefleet::testing::ValidOrdinals;
 
 // Two kernels of one function: qk (two params) and pv (one), and a param of
 // no group. qk__BLOCK + pv__BLOCK > 14 breaks a constraint.
@@ -75,10 +77,7 @@ class CoordinateStrategyTest : public ::testing::Test {
         spec_, *NormalizeShape(spec_, *ParseShape("N=1")), PlaceholderLimits(v1::BACKEND_CPU));
     ASSERT_OK(space);
     space_ = *std::move(space);
-    valid_.clear();
-    ConfigEnumerator enumerator(space_.get());
-    uint64_t ordinal = 0;
-    while (enumerator.Next(&ordinal)) valid_.insert(ordinal);
+    valid_ = ValidOrdinals(space_.get());
   }
 
   uint64_t Ordinal(const std::string& text) {

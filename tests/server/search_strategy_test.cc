@@ -8,6 +8,7 @@
 #include "common/spec_loader.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_support.h"
+#include "tests/support/valid_ordinals.h"
 
 namespace tunefleet::server {
 namespace {
@@ -15,6 +16,7 @@ namespace {
 using ::tunefleet::testing::SourceDir;
 using ::tunefleet::testing::StatusIs;
 using ::tunefleet::testing::StatusIsWith;
+using ::tunefleet::testing::ValidOrdinals;
 
 class SearchStrategyTest : public ::testing::Test {
  protected:
@@ -24,9 +26,7 @@ class SearchStrategyTest : public ::testing::Test {
     spec_ = bundle->spec;
     space_ = *ConfigSpace::Create(spec_, *NormalizeShape(spec_, *ParseShape("M=512,N=512,K=512")),
                                   PlaceholderLimits(v1::BACKEND_CPU));
-    ConfigEnumerator enumerator(space_.get());
-    uint64_t ordinal = 0;
-    while (enumerator.Next(&ordinal)) valid_.insert(ordinal);
+    valid_ = ValidOrdinals(space_.get());
   }
   std::vector<uint64_t> Drain(SearchStrategy* strategy, int batch) {
     std::vector<uint64_t> all;
