@@ -28,6 +28,10 @@ bool Verifying(TrialRound round) {
   return round == TrialRound::kVerify || round == TrialRound::kReferee;
 }
 
+bool SpotCheck(TrialRound round) {
+  return round == TrialRound::kSpotCheck || round == TrialRound::kSpotReferee;
+}
+
 // The rows a best may come from (rule 1 and the header's filter), but those
 // of `skipped_job` (null: none). A verifier's or referee's failed row stays:
 // a config a verifier could not run must not win on the claimant's word.
@@ -106,10 +110,13 @@ std::vector<Candidate> Candidates(const std::vector<const TrialRecord*>& rows) {
     Candidate& job = by_job[row->job_id];
     job.job_id = row->job_id;
     job.finished_unix_ms = std::max(job.finished_unix_ms, row->finished_unix_ms);
-    // A referee's rows belong to the verification round they settle.
-    const TrialRound round = Verifying(row->round) ? TrialRound::kVerify : row->round;
+    // A referee's rows belong to the verification round they settle, a spot
+    // check's to the search it re-measured.
+    const TrialRound round = Verifying(row->round)  ? TrialRound::kVerify
+                             : SpotCheck(row->round) ? TrialRound::kSearch
+                                                     : row->round;
     if (row->round == TrialRound::kFinalists) job.finalists.push_back(row);
-    if (row->round == TrialRound::kSearch) job.search.push_back(row);
+    if (round == TrialRound::kSearch) job.search.push_back(row);
     if (job.rows.empty() || round > job.round) {
       job.round = round;
       job.rows = {row};

@@ -87,6 +87,8 @@ const char* RoundName(TrialRound round) {
     case TrialRound::kFinalists: return "finalists";
     case TrialRound::kVerify: return "verify";
     case TrialRound::kReferee: return "referee";
+    case TrialRound::kSpotCheck: return "spot";
+    case TrialRound::kSpotReferee: return "spot-referee";
   }
   return "unknown";
 }

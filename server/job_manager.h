@@ -3,7 +3,8 @@
 // workers (TargetPlanner), hands out leases (LeaseBook) of their trials
 // (TargetTrials; job_manager_leases.cc), records results, has a candidate
 // best that needs it re-measured by another worker (Verification; a claimant
-// that disagrees is quarantined; job_manager_trust.cc), and finishes jobs by
+// that disagrees is quarantined; job_manager_trust.cc) and a sample of the
+// search results too (SpotChecks), and finishes jobs by
 // deriving their best configs (BestKeeper). Each job's own state is a
 // TuningJob; the manager holds the lock, the job map, the leases, and the
 // writes with their retries. Jobs, trials, sources and best configs are
@@ -18,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +39,7 @@
 #include "server/metrics.h"
 #include "server/quarantine.h"
 #include "server/source_blobs.h"
+#include "server/spot_checks.h"
 #include "server/store/store.h"
 #include "server/submit_quotas.h"
 #include "server/target_planner.h"
@@ -78,6 +81,9 @@ struct JobManagerOptions {
   int compile_ahead = 32;
   // When a job's best is re-measured by another worker before it is served.
   VerifyOptions verify;
+  // Which search results are re-measured by another principal while the
+  // search runs (server/spot_checks.h); none with verify.mode kOff.
+  SpotCheckOptions spot;
   // Largest full (cartesian) space accepted. Default 10,000,000 points.
   int64_t max_space_points = 10'000'000;
   // Largest number of configs one job target measures. Default 100,000.
@@ -243,6 +249,39 @@ class JobManager final : public LeaseSource {
   bool VerificationSettled(const Job& job, Target* target, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool StartVerification(const Job& job, Target* target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Spot checks (server/spot_checks.h; job_manager_trust.cc). Claims the
+  // search results of `lease` and queues a check of those sampled.
+  void SampleSpotChecks(const std::vector<RecordedResult>& recorded, const Lease& lease,
+                        Target* target, Pending* pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Judges the checks (or referees' measurements) of a spot-check lease.
+  void ApplySpotChecks(const Job& job, const std::vector<RecordedResult>& checked,
+                       const Lease& lease, Target* target, Pending* pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues a re-measurement of `ordinal` by a principal not in `not_by`,
+  // when one takes part now (`active_principals`, else ActivePrincipals);
+  // false otherwise.
+  bool QueueCheck(Target* target, uint64_t ordinal, bool referee,
+                  std::vector<std::string> not_by, Pending* pending,
+                  const std::vector<std::string>* active_principals = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Acts on a spot check's verdict: a dispute goes to a referee (else it is
+  // unsettled), an overruled principal is quarantined, a suspect's claims
+  // are all re-measured.
+  void Judge(const Job& job, Target* target, uint64_t ordinal,
+             const SpotChecks::Verdict& verdict, Pending* pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues a check of every claim of `principal` in `target` not checked yet.
+  void Remeasure(Target* target, const std::string& principal, Pending* pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A principal about to be quarantined: its measurements leave every live
+  // job's ranking, and what it measured is measured again by others.
+  void ForgetPrincipal(const std::string& principal, Pending* pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the checks no eligible device took in time (Tick).
+  void DropStaleChecks(Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `principal` is quarantined, or overruled and about to be.
+  bool Refused(const std::string& principal) ABSL_LOCKS_EXCLUDED(mu_);
   // PermissionDenied (returning its lease) when the reporting worker is
   // quarantined.
   absl::Status RefuseQuarantined(const ResultReport& report) ABSL_LOCKS_EXCLUDED(mu_);
@@ -323,6 +362,12 @@ class JobManager final : public LeaseSource {
   std::vector<Quarantined> unstored_quarantines_ ABSL_GUARDED_BY(mu_);
   // When each principal last asked for work (TryLease).
   absl::flat_hash_map<std::string, absl::Time> asked_ ABSL_GUARDED_BY(mu_);
+  // Principals overruled and not yet stored as quarantined (Quarantine):
+  // refused as the quarantined are, meanwhile.
+  absl::flat_hash_set<std::string> overruled_ ABSL_GUARDED_BY(mu_);
+  // Samples the spot checks: an insider cannot tell which of its results
+  // are checked.
+  std::mt19937_64 spot_sampler_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
   static constexpr int kActiveWindowTtls = 10;
 };
 

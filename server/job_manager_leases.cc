@@ -72,7 +72,7 @@ v1::TrialResult Normalized(TargetTrials& trials, uint64_t ordinal,
 absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery& query) {
   ASSIGN_OR_RETURN(WorkerRegistry::ModelOf device,
                    workers_->TouchDevice(query.worker_id, query.device_id));
-  if (quarantine_->Contains(device.principal)) {
+  if (Refused(device.principal)) {
     return absl::PermissionDeniedError(absl::StrCat(
         "worker principal ", device.principal,
         " is quarantined: its results disagreed with a re-measurement by another worker"));
@@ -180,8 +180,15 @@ std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, Lease lease, in
   const int64_t epoch = granted.epoch;
   ApplyTimeBudget(job);
   bool finalists = false;
+  bool referee = false;
+  // Spot checks first: the finalists round waits for them.
   std::vector<uint64_t> ordinals =
-      target.trials->Take(max, lease_id, epoch, &finalists, HolderOf(target, granted.principal));
+      target.trials->TakeRechecks(max, granted.principal, lease_id, epoch, &referee);
+  const bool spot = !ordinals.empty();
+  if (!spot) {
+    ordinals = target.trials->Take(max, lease_id, epoch, &finalists,
+                                   HolderOf(target, granted.principal));
+  }
   if (ordinals.empty()) {
     leases_.Remove(lease_id);
     MaybeFinish(job, pending);  // a restored target may turn out to be complete
@@ -190,6 +197,8 @@ std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, Lease lease, in
   Lease* held = leases_.Find(lease_id, epoch, granted.worker_id);
   held->ordinals = ordinals;
   held->finalists = finalists;
+  held->spot = spot;
+  held->referee = spot && referee;
   return GrantOf(job, *held, pending);
 }
 
@@ -225,9 +234,15 @@ bool JobManager::ApplyTimeBudget(Job* job) {
   return true;
 }
 
+bool JobManager::Refused(const std::string& principal) {
+  if (quarantine_->Contains(principal)) return true;
+  absl::ReaderMutexLock lock(&mu_);
+  return overruled_.contains(principal);
+}
+
 absl::Status JobManager::RefuseQuarantined(const ResultReport& report) {
   absl::StatusOr<std::string> principal = workers_->PrincipalOf(report.worker_id);
-  if (!principal.ok() || !quarantine_->Contains(*principal)) return absl::OkStatus();
+  if (!principal.ok() || !Refused(*principal)) return absl::OkStatus();
   Pending refused;
   {
     absl::MutexLock lock(&mu_);
@@ -295,10 +310,16 @@ void JobManager::ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResu
                              bool release, Lease* lease, Pending* pending) {
   Job* job = FindJob(lease->job_id);
   Target& target = job->targets[lease->target];
-  const std::vector<v1::TrialStatus> measured = target.Record(results, lease);
+  std::vector<RecordedResult> recorded;
+  const std::vector<v1::TrialStatus> measured = target.Record(results, lease, &recorded);
   for (v1::TrialStatus status : measured) metrics_->TrialRecorded(status);
   quotas_.CountTrials(job->view.owner(), static_cast<int64_t>(measured.size()), clock_());
   if (lease->verify) ApplyVerification(results, *lease, &target, pending);
+  if (lease->spot) {
+    ApplySpotChecks(*job, recorded, *lease, &target, pending);
+  } else if (!lease->verify && !lease->finalists) {
+    SampleSpotChecks(recorded, *lease, &target, pending);
+  }
   if (!results.empty()) {
     lease->idle_until = std::min(clock_() + options_.lease_idle_limit, lease->deadline);
   }

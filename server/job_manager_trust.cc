@@ -1,7 +1,9 @@
-// JobManager: the verification of candidate bests, quarantine, and which
-// blobs a worker may fetch (the parts of the manager that decide whom to
-// trust).
+// JobManager: the verification of candidate bests, spot checks of search
+// results, quarantine, and which blobs a worker may fetch (the parts of the
+// manager that decide whom to trust).
 #include <algorithm>
+#include <optional>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -91,6 +93,145 @@ void JobManager::ApplyVerification(
   for (const std::string& principal : verification.Overruled()) {
     pending->quarantines.push_back(Quarantined{
         principal, absl::StrCat("overruled by a referee: ", reason)});
+    ForgetPrincipal(principal, pending);
+  }
+}
+
+void JobManager::SampleSpotChecks(const std::vector<RecordedResult>& recorded,
+                                  const Lease& lease, Target* target, Pending* pending) {
+  if (options_.verify.mode == VerifyMode::kOff || options_.spot.rate <= 0) return;
+  std::uniform_real_distribution<double> uniform(0, 1);
+  for (const RecordedResult& claim : recorded) {
+    if (target->spot_checks.Claim(claim.ordinal, lease.principal, claim.result, claim.new_best,
+                                  options_.spot.rate, uniform(spot_sampler_))) {
+      QueueCheck(target, claim.ordinal, /*referee=*/false, {lease.principal}, pending);
+    }
+  }
+}
+
+bool JobManager::QueueCheck(Target* target, uint64_t ordinal, bool referee,
+                            std::vector<std::string> not_by, Pending* pending,
+                            const std::vector<std::string>* active_principals) {
+  std::optional<std::vector<std::string>> found;
+  if (active_principals == nullptr) found = ActivePrincipals(*target);
+  const std::vector<std::string>& active = found.has_value() ? *found : *active_principals;
+  const bool eligible = std::any_of(active.begin(), active.end(), [&](const std::string& p) {
+    return std::find(not_by.begin(), not_by.end(), p) == not_by.end();
+  });
+  // Once the target's verification was decided its ranking is final.
+  if (!eligible || target->verify_decided ||
+      !target->trials->Recheck(ordinal, referee, std::move(not_by), clock_() + options_.spot.wait)) {
+    return false;
+  }
+  target->spot_checks.Queued(ordinal);
+  pending->work = true;
+  return true;
+}
+
+void JobManager::ApplySpotChecks(const Job& job, const std::vector<RecordedResult>& checked,
+                                 const Lease& lease, Target* target, Pending* pending) {
+  for (const RecordedResult& check : checked) {
+    Judge(job, target, check.ordinal,
+          target->spot_checks.Checked(check.ordinal, lease.principal, check.result,
+                                      options_.spot.tolerance),
+          pending);
+  }
+}
+
+void JobManager::Judge(const Job& job, Target* target, uint64_t ordinal,
+                       const SpotChecks::Verdict& verdict, Pending* pending) {
+  using Kind = SpotChecks::Verdict::Kind;
+  const auto config = [&] { return ConfigToString(target->trials->space()->ConfigAt(ordinal)); };
+  switch (verdict.kind) {
+    case Kind::kNone:
+      return;
+    case Kind::kAgreed:
+      metrics_->SpotCheckFinished(CoordinatorMetrics::SpotCheck::kAgreed);
+      return;
+    case Kind::kDisputed:
+      metrics_->SpotCheckFinished(CoordinatorMetrics::SpotCheck::kDisputed);
+      spdlog::warn("job {}: {}'s spot check of {} of {} disagrees with {}'s search result; "
+                   "a referee of a third principal decides",
+                   job.view.id(), verdict.sides[1], config(), target->info.tuning_key(),
+                   verdict.sides[0]);
+      if (!QueueCheck(target, ordinal, /*referee=*/true, verdict.sides, pending)) {
+        Judge(job, target, ordinal, target->spot_checks.Dropped(ordinal), pending);
+      }
+      return;
+    case Kind::kOverruled:
+      metrics_->SpotCheckFinished(CoordinatorMetrics::SpotCheck::kOverruled);
+      pending->quarantines.push_back(Quarantined{
+          verdict.principal,
+          absl::StrCat("overruled by a referee in a spot check of ", config(), " of ",
+                       target->info.tuning_key(), " (job ", job.view.id(), ")")});
+      ForgetPrincipal(verdict.principal, pending);
+      return;
+    case Kind::kUnsettled:
+      metrics_->SpotCheckFinished(CoordinatorMetrics::SpotCheck::kUnsettled);
+      spdlog::warn("job {}: no referee settled the spot check of {} of {}; {} reported it "
+                   "slower, and each of its results there is measured again by another "
+                   "principal",
+                   job.view.id(), config(), target->info.tuning_key(), verdict.principal);
+      Remeasure(target, verdict.principal, pending);
+      return;
+  }
+}
+
+void JobManager::Remeasure(Target* target, const std::string& principal, Pending* pending) {
+  const std::vector<std::string> active = ActivePrincipals(*target);  // walks the fleet once
+  for (uint64_t ordinal : target->spot_checks.Unchecked(principal)) {
+    QueueCheck(target, ordinal, /*referee=*/false, {principal}, pending, &active);
+  }
+}
+
+void JobManager::ForgetPrincipal(const std::string& principal, Pending* pending) {
+  overruled_.insert(principal);
+  for (auto& [sequence, job] : jobs_) {
+    if (!job->Live()) continue;
+    for (Target& target : job->targets) {
+      // A target whose verification was decided has its ranking final: its
+      // verification's rows decide its best without the principal's.
+      if (target.trials == nullptr || target.verify_decided) continue;
+      for (auto& [ordinal, measurers] : target.measured_by) {
+        std::erase_if(measurers, [&](const Measurer& m) { return m.principal == principal; });
+      }
+      target.spot_checks.MarkOverruled(principal);
+      const std::vector<uint64_t> unranked = target.trials->Unrank(principal);
+      if (unranked.empty() && target.spot_checks.Unchecked(principal).empty()) continue;
+      const std::vector<std::string> active = ActivePrincipals(target);
+      for (uint64_t ordinal : unranked) {
+        QueueCheck(&target, ordinal, /*referee=*/false, {principal}, pending, &active);
+      }
+      Remeasure(&target, principal, pending);
+    }
+  }
+}
+
+void JobManager::DropStaleChecks(Pending* pending) {
+  for (auto& [sequence, job] : jobs_) {
+    if (!job->Live()) continue;
+    bool dropped = false;
+    for (Target& target : job->targets) {
+      if (target.trials == nullptr || target.trials->rechecks() == 0) continue;
+      // A check waits while a principal that may take it takes part: one
+      // whose devices all died leaves it to the deadline no longer.
+      const std::vector<std::string> active = ActivePrincipals(target);
+      const auto takeable = [&](const std::vector<std::string>& not_by) {
+        return std::any_of(active.begin(), active.end(), [&](const std::string& p) {
+          return std::find(not_by.begin(), not_by.end(), p) == not_by.end();
+        });
+      };
+      for (const auto& [ordinal, referee] :
+           target.trials->DropStaleRechecks(clock_(), takeable)) {
+        dropped = true;
+        Judge(*job, &target, ordinal, target.spot_checks.Dropped(ordinal), pending);
+      }
+    }
+    if (dropped) {
+      pending->work = true;  // the finalists round may be ready
+      MaybeFinish(job.get(), pending);
+      Changed(job.get());
+    }
   }
 }
 
@@ -177,6 +318,8 @@ void JobManager::Quarantine(const Quarantined& quarantined) {
   spdlog::warn("quarantined {} ({}); {} of its trials excluded, {} best configs derived again",
                quarantined.principal, quarantined.reason, invalidated->trials,
                invalidated->keys);
+  absl::MutexLock lock(&mu_);
+  overruled_.erase(quarantined.principal);  // the quarantine list refuses it now
 }
 
 }  // namespace tunefleet::server

@@ -45,6 +45,7 @@ void JobManager::Tick() {
         MaybeFinish(job.get(), &pending);
       }
     }
+    DropStaleChecks(&pending);
     RepairStranded(&pending);
     AbandonOrphans(&pending);
     ExplainStalls();

@@ -39,7 +39,8 @@ struct Lease {
   std::vector<uint64_t> ordinals;
   bool finalists = false;  // the finalists round: trials already stored
   bool verify = false;     // a verification: re-measures another principal's claim
-  bool referee = false;    // with verify: settles a dispute (a third principal)
+  bool spot = false;       // spot checks: re-measures other principals' search results
+  bool referee = false;    // with verify or spot: settles a dispute (a third principal)
 };
 
 // Thread-safety: not thread-safe; owned and locked by the JobManager.

@@ -68,6 +68,9 @@ struct Flags {
   double verify_margin = 0.10;
   double verify_tolerance = 0.25;
   int64_t verify_wait_ms = 5000;
+  double spot_check_rate = 0.1;
+  double spot_check_tolerance = 1.0;
+  int64_t spot_check_wait_ms = 30000;
 };
 
 void AddSecurityFlags(CLI::App& app, Flags& flags) {
@@ -118,6 +121,20 @@ void AddVerifyFlags(CLI::App& app, Flags& flags) {
       ->check(CLI::Range(0.0, 100.0));
   app.add_option("--verify-wait-ms", flags.verify_wait_ms,
                  "auto: how long a new best waits for a verifier")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--spot-check-rate", flags.spot_check_rate,
+                 "the share of each principal's search results re-measured by another "
+                 "principal (besides its first, every new best and a suspect's); 0: none")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--spot-check-tolerance", flags.spot_check_tolerance,
+                 "a spot check agrees when the two times are within a factor of 1 + tolerance")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--spot-check-wait-ms", flags.spot_check_wait_ms,
+                 "how long a spot check (or its referee) waits for a device of another "
+                 "principal before it is dropped")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
 }
@@ -305,6 +322,9 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.jobs.history.max_distance = std::log(flags.history_max_factor);
   options.jobs.max_leases_per_device = flags.max_leases_per_device;
   options.jobs.verify = VerifyOptionsFromFlags(flags);
+  options.jobs.spot.rate = flags.spot_check_rate;
+  options.jobs.spot.tolerance = flags.spot_check_tolerance;
+  options.jobs.spot.wait = absl::Milliseconds(flags.spot_check_wait_ms);
   options.report_threads = flags.report_threads;
   options.tls = tunefleet::ServerTls{flags.tls_cert, flags.tls_key, flags.tls_client_ca};
   options.admin_token_file = flags.admin_token_file;

@@ -21,6 +21,7 @@ class CoordinatorMetrics {
  public:
   enum class Submission { kAccepted, kCached, kRejected };
   enum class Verification { kAgreed, kDisagreed, kUnverified, kDisputed };
+  enum class SpotCheck { kAgreed, kDisputed, kOverruled, kUnsettled };
 
   virtual ~CoordinatorMetrics() = default;
   virtual void JobSubmitted(Submission submission) = 0;
@@ -46,6 +47,9 @@ class CoordinatorMetrics {
   virtual void CallRefused(bool authenticated) = 0;
   // A candidate best's verification ended (kUnverified: served without one).
   virtual void VerificationFinished(Verification outcome) = 0;
+  // A spot check of a search result ended (server/spot_checks.h), or its
+  // dispute went to a referee.
+  virtual void SpotCheckFinished(SpotCheck outcome) = 0;
   // How many worker principals are quarantined now.
   virtual void WorkersQuarantined(int count) = 0;
   // One store call ended: its operation (the Store method, e.g.
@@ -92,6 +96,7 @@ class NullMetrics : public CoordinatorMetrics {
   void Leading(bool) override {}
   void CallRefused(bool) override {}
   void VerificationFinished(Verification) override {}
+  void SpotCheckFinished(SpotCheck) override {}
   void WorkersQuarantined(int) override {}
   void StoreOperation(absl::string_view, absl::StatusCode, absl::Duration) override {}
   void CallFinished(absl::string_view, absl::StatusCode, absl::Duration) override {}

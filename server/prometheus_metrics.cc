@@ -47,6 +47,7 @@ struct PrometheusMetrics::Families {
   prometheus::Counter* unauthenticated = nullptr;
   prometheus::Counter* permission_denied = nullptr;
   std::array<prometheus::Counter*, 4> verifications{};
+  std::array<prometheus::Counter*, 4> spot_checks{};
   std::array<prometheus::Counter*, kStopReasons> searches{};
   std::array<prometheus::Counter*, kRetuneOutcomes> retunes{};  // FIRST and UNSPECIFIED: null
   prometheus::Gauge* quarantined = nullptr;
@@ -181,6 +182,15 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                      &verifications.Add({{"outcome", "disagreed"}}),
                      &verifications.Add({{"outcome", "unverified"}}),
                      &verifications.Add({{"outcome", "disputed"}})};
+  auto& spot_checks = prometheus::BuildCounter()
+                          .Name("tunefleet_coordinator_spot_checks_total")
+                          .Help("Spot checks of search results by another principal, by "
+                                "outcome (disputed: sent to a referee)")
+                          .Register(registry);
+  f.spot_checks = {&spot_checks.Add({{"outcome", "agreed"}}),
+                   &spot_checks.Add({{"outcome", "disputed"}}),
+                   &spot_checks.Add({{"outcome", "overruled"}}),
+                   &spot_checks.Add({{"outcome", "unsettled"}})};
   auto& searches = prometheus::BuildCounter()
                        .Name("tunefleet_coordinator_searches_finished_total")
                        .Help("Jobs whose search ended, by why it stopped")
@@ -304,6 +314,10 @@ void PrometheusMetrics::RetuneFinished(v1::RetuneOutcome outcome) {
 
 void PrometheusMetrics::VerificationFinished(Verification outcome) {
   families_->verifications[static_cast<int>(outcome)]->Increment();
+}
+
+void PrometheusMetrics::SpotCheckFinished(SpotCheck outcome) {
+  families_->spot_checks[static_cast<int>(outcome)]->Increment();
 }
 
 void PrometheusMetrics::WorkersQuarantined(int count) { families_->quarantined->Set(count); }

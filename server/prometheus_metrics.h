@@ -42,6 +42,7 @@ class PrometheusMetrics final : public CoordinatorMetrics {
   void Leading(bool leading) override;
   void CallRefused(bool authenticated) override;
   void VerificationFinished(Verification outcome) override;
+  void SpotCheckFinished(SpotCheck outcome) override;
   void WorkersQuarantined(int count) override;
   void StoreOperation(absl::string_view operation, absl::StatusCode code,
                       absl::Duration elapsed) override;

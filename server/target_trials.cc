@@ -76,6 +76,7 @@ std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
   MaybeStartFinals();
   if (finals_ != Finals::kWaiting || LeaveToOthers(holder, finals_lost_by_)) return taken;
   finals_ = Finals::kLeased;
+  finals_closed_ = true;
   finals_lease_ = lease_id;
   finals_epoch_ = epoch;
   finals_results_.clear();
@@ -107,7 +108,8 @@ std::vector<uint64_t> TargetTrials::ProposeAhead(int max, int limit) {
 }
 
 bool TargetTrials::Complete(uint64_t ordinal, const std::string& lease_id,
-                            int64_t epoch, const v1::TrialResult& result) {
+                            int64_t epoch, const v1::TrialResult& result,
+                            const std::string& principal) {
   if (finals_ == Finals::kLeased && lease_id == finals_lease_ && epoch == finals_epoch_) {
     return CompleteFinalist(ordinal, result);
   }
@@ -117,9 +119,85 @@ bool TargetTrials::Complete(uint64_t ordinal, const std::string& lease_id,
     return false;
   }
   --leased_;
-  Record(ordinal, result);
+  Record(ordinal, result, principal);
   MaybeStartFinals();
   return true;
+}
+
+bool TargetTrials::Recheck(uint64_t ordinal, bool referee, std::vector<std::string> not_by,
+                           absl::Time deadline) {
+  auto slot = slots_.find(ordinal);
+  if (finals_closed_ || slot == slots_.end() || slot->second.state != SlotState::kDone) {
+    return false;
+  }
+  for (const QueuedRecheck& queued : rechecks_) {
+    if (queued.ordinal == ordinal) return false;
+  }
+  rechecks_.push_back(QueuedRecheck{ordinal, referee, std::move(not_by), deadline, "", 0});
+  // A finalists round not yet leased (or a search round that would decide)
+  // waits: MaybeStartFinals picks the finalists again once the checks end.
+  finals_ = Finals::kNotYet;
+  return true;
+}
+
+std::vector<uint64_t> TargetTrials::TakeRechecks(int max, const std::string& principal,
+                                                 const std::string& lease_id, int64_t epoch,
+                                                 bool* referee) {
+  std::vector<uint64_t> taken;
+  for (QueuedRecheck& queued : rechecks_) {
+    if (static_cast<int>(taken.size()) >= max) break;
+    if (!queued.lease_id.empty() ||
+        std::find(queued.not_by.begin(), queued.not_by.end(), principal) != queued.not_by.end() ||
+        (!taken.empty() && queued.referee != *referee)) {
+      continue;
+    }
+    *referee = queued.referee;
+    queued.lease_id = lease_id;
+    queued.epoch = epoch;
+    taken.push_back(queued.ordinal);
+  }
+  return taken;
+}
+
+bool TargetTrials::HoldsRecheck(uint64_t ordinal, const std::string& lease_id,
+                                int64_t epoch) const {
+  return std::any_of(rechecks_.begin(), rechecks_.end(), [&](const QueuedRecheck& queued) {
+    return queued.ordinal == ordinal && queued.lease_id == lease_id && queued.epoch == epoch;
+  });
+}
+
+void TargetTrials::CompleteRecheck(uint64_t ordinal, const v1::TrialResult& result,
+                                   const std::string& principal) {
+  rechecks_.erase(std::remove_if(rechecks_.begin(), rechecks_.end(),
+                                 [&](const QueuedRecheck& q) { return q.ordinal == ordinal; }),
+                  rechecks_.end());
+  if (result.status() == v1::TRIAL_STATUS_OK && !result.cut_early()) {
+    Rank(TrialOutcome{ordinal, result, principal});
+  }
+  MaybeStartFinals();
+}
+
+std::vector<std::pair<uint64_t, bool>> TargetTrials::DropStaleRechecks(
+    absl::Time now, const std::function<bool(const std::vector<std::string>&)>& takeable) {
+  std::vector<std::pair<uint64_t, bool>> dropped;
+  std::erase_if(rechecks_, [&](const QueuedRecheck& queued) {
+    const bool stale =
+        queued.lease_id.empty() && (queued.deadline <= now || !takeable(queued.not_by));
+    if (stale) dropped.emplace_back(queued.ordinal, queued.referee);
+    return stale;
+  });
+  if (!dropped.empty()) MaybeStartFinals();
+  return dropped;
+}
+
+std::vector<uint64_t> TargetTrials::Unrank(const std::string& principal) {
+  std::vector<uint64_t> unranked;
+  std::erase_if(fastest_, [&](const TrialOutcome& outcome) {
+    const bool theirs = !principal.empty() && outcome.principal == principal;
+    if (theirs) unranked.push_back(outcome.ordinal);
+    return theirs;
+  });
+  return unranked;
 }
 
 bool TargetTrials::ProposalsOver() const {
@@ -127,13 +205,15 @@ bool TargetTrials::ProposalsOver() const {
 }
 
 bool TargetTrials::SearchOver() const {
-  return requeued_.empty() && ahead_.empty() && leased_ == 0 && ProposalsOver();
+  return requeued_.empty() && ahead_.empty() && leased_ == 0 && rechecks_.empty() &&
+         ProposalsOver();
 }
 
 void TargetTrials::Abandon(v1::StopReason reason) {
   stopped_ = reason;
   requeued_.clear();
   ahead_.clear();
+  rechecks_.clear();
   // What was never measured is dropped, so that total() is what was done
   // (a late report of a lease finds no slot: stale).
   for (auto it = slots_.begin(); it != slots_.end();) {
@@ -145,6 +225,7 @@ void TargetTrials::Abandon(v1::StopReason reason) {
   }
   leased_ = 0;
   finals_ = Finals::kDone;
+  finals_closed_ = true;
   finals_lease_.clear();
 }
 
@@ -226,7 +307,7 @@ void TargetTrials::EndFinals() {
   for (uint64_t ordinal : finalist_ordinals_) {
     const v1::TrialResult& result = finals_results_.at(ordinal);
     if (result.status() != v1::TRIAL_STATUS_OK || result.cut_early()) continue;
-    finals.push_back(TrialOutcome{ordinal, result});
+    finals.push_back(TrialOutcome{ordinal, result, ""});
     if (default_ordinal_ == ordinal) {
       default_seconds_ = result.measurement().median_seconds();
     }
@@ -259,6 +340,12 @@ std::optional<v1::TrialResult> TargetTrials::Release(
     finals_lease_.clear();
     return std::nullopt;
   }
+  for (QueuedRecheck& queued : rechecks_) {
+    if (queued.ordinal == ordinal && queued.lease_id == lease_id && queued.epoch == epoch) {
+      queued.lease_id.clear();  // it waits again, until its deadline
+      return std::nullopt;
+    }
+  }
   auto it = slots_.find(ordinal);
   if (it == slots_.end() || it->second.state != SlotState::kLeased ||
       it->second.lease_id != lease_id || it->second.epoch != epoch) {
@@ -275,7 +362,7 @@ std::optional<v1::TrialResult> TargetTrials::Release(
     lost.set_status(v1::TRIAL_STATUS_WORKER_LOST);
     lost.set_error(absl::StrCat("lost ", slot.lost_leases, " leases (worker died or stopped "
                                 "heartbeating; lost by every live principal)"));
-    Record(ordinal, lost);
+    Record(ordinal, lost, holder.principal);
     MaybeStartFinals();
     return lost;
   }
@@ -292,6 +379,11 @@ int64_t TargetTrials::ReclaimOrphans(
     finals_lease_.clear();
     moved += static_cast<int64_t>(finalist_ordinals_.size());
   }
+  for (QueuedRecheck& queued : rechecks_) {
+    if (queued.lease_id.empty() || held(queued.lease_id)) continue;
+    queued.lease_id.clear();
+    ++moved;
+  }
   for (auto& [ordinal, slot] : slots_) {
     if (slot.state != SlotState::kLeased || held(slot.lease_id)) continue;
     slot.state = SlotState::kWaiting;
@@ -303,13 +395,15 @@ int64_t TargetTrials::ReclaimOrphans(
   return moved;
 }
 
-void TargetTrials::Restore(uint64_t ordinal, const v1::TrialResult& result) {
+void TargetTrials::Restore(uint64_t ordinal, const v1::TrialResult& result,
+                           const std::string& principal) {
   if (slots_.contains(ordinal)) return;
-  Record(ordinal, result);
+  Record(ordinal, result, principal);
   MaybeStartFinals();
 }
 
-void TargetTrials::Record(uint64_t ordinal, const v1::TrialResult& result) {
+void TargetTrials::Record(uint64_t ordinal, const v1::TrialResult& result,
+                          const std::string& principal) {
   Slot& slot = slots_[ordinal];
   slot.state = SlotState::kDone;
   slot.lease_id.clear();
@@ -339,12 +433,22 @@ void TargetTrials::Record(uint64_t ordinal, const v1::TrialResult& result) {
     default_seconds_ = result.measurement().median_seconds();
   }
   if (result.cut_early()) return;  // a partial measurement: never ranked
-  TrialOutcome outcome{ordinal, result};
-  auto pos = std::upper_bound(
-      fastest_.begin(), fastest_.end(), outcome,
-      [](const TrialOutcome& a, const TrialOutcome& b) {
-        return CalibratedTime(a.result.measurement()) < CalibratedTime(b.result.measurement());
-      });
+  Rank(TrialOutcome{ordinal, result, principal});
+}
+
+void TargetTrials::Rank(TrialOutcome outcome) {
+  const auto faster = [](const TrialOutcome& a, const TrialOutcome& b) {
+    return CalibratedTime(a.result.measurement()) < CalibratedTime(b.result.measurement());
+  };
+  auto ranked = std::find_if(fastest_.begin(), fastest_.end(), [&](const TrialOutcome& o) {
+    return o.ordinal == outcome.ordinal;
+  });
+  if (ranked != fastest_.end()) {
+    if (!faster(outcome, *ranked)) return;
+    fastest_.erase(ranked);
+  }
+  auto pos = std::upper_bound(fastest_.begin(), fastest_.end(), outcome, faster);
+  if (pos == fastest_.end() && fastest_.size() >= kFastestKept) return;
   fastest_.insert(pos, std::move(outcome));
   if (fastest_.size() > kFastestKept) fastest_.pop_back();
 }
@@ -354,8 +458,11 @@ bool TargetTrials::Finished() const {
 }
 
 bool TargetTrials::HasWork() const {
+  const bool recheck_waits =
+      std::any_of(rechecks_.begin(), rechecks_.end(),
+                  [](const QueuedRecheck& queued) { return queued.lease_id.empty(); });
   return !requeued_.empty() || !ahead_.empty() || (!ProposalsOver() && !strategy_->waiting()) ||
-         finals_ == Finals::kWaiting;
+         recheck_waits || finals_ == Finals::kWaiting;
 }
 
 int64_t TargetTrials::total() const {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
 #include "common/config_space.h"
 #include "server/search_strategy.h"
 #include "server/stop_rules.h"
@@ -26,6 +27,7 @@ namespace tunefleet::server {
 struct TrialOutcome {
   uint64_t ordinal = 0;
   v1::TrialResult result;
+  std::string principal;  // who measured it ("" where unknown)
 };
 
 // Who takes or gives back configs, for the loss rule (TargetTrials::Take,
@@ -96,8 +98,40 @@ class TargetTrials {
 
   // Records `result` when `ordinal` is still held by (lease_id, epoch).
   // Returns false, changing nothing, for a stale or duplicate report.
+  // `principal` measured it.
   bool Complete(uint64_t ordinal, const std::string& lease_id, int64_t epoch,
-                const v1::TrialResult& result);
+                const v1::TrialResult& result, const std::string& principal = "");
+
+  // Re-measurements of configs the search measured already (spot checks,
+  // server/spot_checks.h): `ordinal` waits until `deadline` for a lease of
+  // a principal not in `not_by`, and its result is ranked with the config's
+  // other measurements (a config ranks at its fastest that counts). The
+  // finalists round (or, without one, the end of the search) waits for
+  // every recheck. False, queueing nothing, once the finalists round was
+  // leased or the target given up, for a config not measured, or for one
+  // queued already.
+  bool Recheck(uint64_t ordinal, bool referee, std::vector<std::string> not_by,
+               absl::Time deadline);
+  // Up to `max` queued rechecks that `principal` may take, all of one stage
+  // (`*referee` says which), handed to (lease_id, epoch).
+  std::vector<uint64_t> TakeRechecks(int max, const std::string& principal,
+                                     const std::string& lease_id, int64_t epoch, bool* referee);
+  bool HoldsRecheck(uint64_t ordinal, const std::string& lease_id, int64_t epoch) const;
+  // Records the result of a recheck `principal` measured: an OK run not
+  // cut early ranks the config when it is faster than its rank now.
+  // REQUIRES: HoldsRecheck(ordinal, ...).
+  void CompleteRecheck(uint64_t ordinal, const v1::TrialResult& result,
+                       const std::string& principal);
+  // Drops the waiting rechecks whose deadline passed, or that no principal
+  // taking part may take (`takeable(not_by)` false); returns them, with
+  // whether each was a referee's.
+  std::vector<std::pair<uint64_t, bool>> DropStaleRechecks(
+      absl::Time now, const std::function<bool(const std::vector<std::string>&)>& takeable);
+  // Takes `principal`'s measurements out of the ranking (a quarantined
+  // principal's); returns their configs, which rank again once re-measured.
+  std::vector<uint64_t> Unrank(const std::string& principal);
+  // Rechecks queued or leased.
+  int64_t rechecks() const { return static_cast<int64_t>(rechecks_.size()); }
 
   // Gives back a config held by (lease_id, epoch), lost by `holder`'s
   // principal when `expired`. When the config has lost `max_attempts`
@@ -116,8 +150,10 @@ class TargetTrials {
   // For repairs: a lease that vanished without being returned.
   int64_t ReclaimOrphans(const std::function<bool(const std::string& lease_id)>& held);
 
-  // Marks a config done from a stored trial (coordinator restart).
-  void Restore(uint64_t ordinal, const v1::TrialResult& result);
+  // Marks a config done from a stored trial (coordinator restart), measured
+  // by `principal`.
+  void Restore(uint64_t ordinal, const v1::TrialResult& result,
+               const std::string& principal = "");
 
   // Ends the search for `reason` (a stop rule): the strategy is asked for
   // nothing more; configs leased or queued again finish (those proposed
@@ -185,7 +221,17 @@ class TargetTrials {
   // principal: it lost it, and a live principal that has not is there.
   static bool LeaveToOthers(const Holder& holder, const std::vector<std::string>& lost_by);
   enum class Finals { kNotYet, kWaiting, kLeased, kDone };
-  void Record(uint64_t ordinal, const v1::TrialResult& result);
+  struct QueuedRecheck {
+    uint64_t ordinal = 0;
+    bool referee = false;
+    std::vector<std::string> not_by;
+    absl::Time deadline;
+    std::string lease_id;  // empty while it waits
+    int64_t epoch = 0;
+  };
+  void Record(uint64_t ordinal, const v1::TrialResult& result, const std::string& principal);
+  // Ranks `outcome` among the fastest (one entry per config: its fastest).
+  void Rank(TrialOutcome outcome);
   // Appends the strategy's next proposals to `into` until it holds `max`
   // configs or the strategy has none; skips configs measured already (a
   // restored target) and any `into` holds.
@@ -210,6 +256,7 @@ class TargetTrials {
   absl::flat_hash_map<uint64_t, Slot> slots_;
   std::deque<uint64_t> requeued_;
   std::deque<uint64_t> ahead_;  // proposed before a lease asked (ProposeAhead)
+  std::vector<QueuedRecheck> rechecks_;  // queued or leased, in the order queued
   int64_t leased_ = 0;
   int64_t done_ = 0;
   std::vector<TrialOutcome> fastest_;  // sorted, capped
@@ -221,6 +268,7 @@ class TargetTrials {
 
   const int finalists_;
   Finals finals_ = Finals::kNotYet;
+  bool finals_closed_ = false;  // leased once, or given up: no more rechecks
   std::vector<uint64_t> finalist_ordinals_;
   std::string finals_lease_;
   int64_t finals_epoch_ = 0;

@@ -142,13 +142,32 @@ std::string TuningJob::WaitingReason(const v1::JobSpec& spec) {
 bool TuningJob::Live() const { return !IsFinal(view.state()) && !finishing; }
 
 std::vector<v1::TrialStatus> JobTarget::Record(
-    const std::vector<std::pair<uint64_t, v1::TrialResult>>& results, Lease* lease) {
+    const std::vector<std::pair<uint64_t, v1::TrialResult>>& results, Lease* lease,
+    std::vector<RecordedResult>* recorded_results) {
   std::vector<v1::TrialStatus> measured;
   for (const auto& [ordinal, result] : results) {
     auto pos = std::find(lease->ordinals.begin(), lease->ordinals.end(), ordinal);
     if (pos == lease->ordinals.end()) continue;  // reported twice
-    const bool recorded =
-        !lease->verify && trials->Complete(ordinal, lease->id, lease->epoch, result);
+    if (lease->spot) {
+      if (trials->HoldsRecheck(ordinal, lease->id, lease->epoch)) {
+        trials->CompleteRecheck(ordinal, result, lease->principal);
+        if (result.status() == v1::TRIAL_STATUS_OK) {
+          measured_by[ordinal].push_back(
+              Measurer{lease->principal, lease->worker_id, lease->device_id});
+        }
+        if (recorded_results != nullptr) recorded_results->push_back({ordinal, result, false});
+      }
+      lease->ordinals.erase(pos);
+      continue;
+    }
+    const std::optional<double> best = trials->best_seconds();
+    const bool new_best = result.status() == v1::TRIAL_STATUS_OK && !result.cut_early() &&
+                          (!best.has_value() || result.measurement().median_seconds() < *best);
+    const bool recorded = !lease->verify && trials->Complete(ordinal, lease->id, lease->epoch,
+                                                             result, lease->principal);
+    if (recorded && !lease->finalists && recorded_results != nullptr) {
+      recorded_results->push_back({ordinal, result, new_best});
+    }
     if (recorded && !lease->finalists) measured.push_back(result.status());
     if (recorded && result.status() == v1::TRIAL_STATUS_OK) {
       measured_by[ordinal].push_back(
@@ -239,7 +258,7 @@ absl::Status JobTarget::RestoreSearch(const std::vector<TrialRecord>& rows) {
     result.mutable_measurement()->set_calibration_seconds(row.calibration_seconds);
     result.set_error(row.error);
     result.set_cut_early(row.cut_early);
-    trials->Restore(ordinal, result);
+    trials->Restore(ordinal, result, row.principal);
     if (result.status() == v1::TRIAL_STATUS_OK) {
       measured_by[ordinal].push_back(Measurer{row.principal, row.worker_id, row.device_id});
     }
@@ -318,7 +337,7 @@ bool TuningJob::ApplyTimeBudget(absl::Time now) {
 }
 
 double JobTarget::BestFor(const Lease& lease) const {
-  if (lease.finalists || lease.verify || trials == nullptr) return 0;
+  if (lease.finalists || lease.verify || lease.spot || trials == nullptr) return 0;
   return trials->best_seconds().value_or(0);
 }
 
@@ -532,10 +551,14 @@ TrialRecord TuningJob::TrialRow(const JobTarget& target, const Lease& lease,
   record.retaken_samples = result.measurement().retaken_samples();
   record.low_clock_samples = result.measurement().low_clock_samples();
   record.calibration_seconds = result.measurement().calibration_seconds();
-  record.round = lease.referee       ? TrialRound::kReferee
-                 : lease.verify      ? TrialRound::kVerify
-                 : lease.finalists ? TrialRound::kFinalists
-                                   : TrialRound::kSearch;
+  if (lease.spot) {
+    record.round = lease.referee ? TrialRound::kSpotReferee : TrialRound::kSpotCheck;
+  } else {
+    record.round = lease.referee     ? TrialRound::kReferee
+                   : lease.verify    ? TrialRound::kVerify
+                   : lease.finalists ? TrialRound::kFinalists
+                                     : TrialRound::kSearch;
+  }
   return record;
 }
 

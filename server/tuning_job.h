@@ -21,6 +21,7 @@
 #include "server/best_derivation.h"
 #include "server/job_repository.h"
 #include "server/lease_book.h"
+#include "server/spot_checks.h"
 #include "server/store/store.h"
 #include "server/target_trials.h"
 #include "server/verification.h"
@@ -28,6 +29,14 @@
 #include "tunefleet/v1/tuning_service.pb.h"
 
 namespace tunefleet::server {
+
+// A result JobTarget::Record took from a search lease (with whether it was
+// the target's fastest when it came) or a spot-check lease.
+struct RecordedResult {
+  uint64_t ordinal = 0;
+  v1::TrialResult result;
+  bool new_best = false;
+};
 
 // One (device model, toolkit) of a job: its search, or its cached best.
 struct JobTarget {
@@ -38,6 +47,7 @@ struct JobTarget {
   bool verify_decided = false;  // whether the candidate needs verifying was decided
   bool served_unverified = false;
   std::unique_ptr<Verification> verification;  // when it does
+  SpotChecks spot_checks;  // of the search round's results
   // Since when no live worker of the model could take it (AbandonOrphans).
   std::optional<absl::Time> orphaned_since;
   std::string abandoned;  // why it was given up; empty while it is not
@@ -71,10 +81,14 @@ struct JobTarget {
   // held by the lease (it then leaves lease->ordinals; one reported twice is
   // skipped): a search or finalists result completes its config (a
   // verification's results are its Verification's), and an OK one records
-  // who measured it. Returns the statuses recorded in the search round (what
-  // the metrics and quotas count).
+  // who measured it; a spot check's results rank their configs
+  // (TargetTrials::CompleteRecheck). Returns the statuses recorded in the
+  // search round (what the metrics and quotas count); `recorded_results`
+  // (when given) gets the search round's and the spot checks' results that
+  // were recorded, for the spot checks.
   std::vector<v1::TrialStatus> Record(
-      const std::vector<std::pair<uint64_t, v1::TrialResult>>& results, Lease* lease);
+      const std::vector<std::pair<uint64_t, v1::TrialResult>>& results, Lease* lease,
+      std::vector<RecordedResult>* recorded_results = nullptr);
   // After a restart: puts this target's stored search-round rows among
   // `trials` back into `trials` (this target's TargetTrials, which must
   // exist), with who measured each OK config; the later rounds run again.

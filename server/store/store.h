@@ -63,6 +63,11 @@ enum class TrialRound {
   kFinalists = 1,  // the finalists round: the fastest configs again, interleaved
   kVerify = 2,     // a re-measurement by another worker before a best is served
   kReferee = 3,    // a third principal's, settling a dispute over a kVerify round
+  // Spot checks (server/spot_checks.h): a search result re-measured by
+  // another principal, and a third principal's settling a dispute over one.
+  // They count as the search round's measurements of the config.
+  kSpotCheck = 4,
+  kSpotReferee = 5,
 };
 
 // One measured (or failed) config. The natural key is

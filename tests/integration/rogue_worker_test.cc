@@ -4,10 +4,14 @@
 // published, leases a job's trials and claims 1 ns for one config. Its claim
 // is not served before another worker re-measured it; the re-measurement and
 // a referee's quarantine it; tunectl admin invalidate undoes a claim that was
-// served; and as a verifier, its word against an honest claim is overruled by
-// a referee and quarantines the rogue, not the honest worker.
+// served; as a verifier, its word against an honest claim is overruled by a
+// referee and quarantines the rogue, not the honest worker; and reporting
+// every search trial slow, to hide the fast configs, is caught by the spot
+// checks, which quarantine it and measure what it measured again.
 #include <csignal>
 #include <grpcpp/grpcpp.h>
+
+#include "absl/container/flat_hash_set.h"
 
 #include "common/file_util.h"
 #include "common/tuning_key.h"
@@ -79,10 +83,10 @@ class RogueWorker {
     id_ = registered.worker_id();
   }
 
-  grpc::Status Lease(v1::LeaseWorkResponse* response, int wait_ms = 1000) {
+  grpc::Status Lease(v1::LeaseWorkResponse* response, int wait_ms = 1000, int max_trials = 1000) {
     v1::LeaseWorkRequest request;
     request.set_worker_id(id_);
-    request.set_max_trials(1000);
+    request.set_max_trials(max_trials);
     request.set_wait_ms(wait_ms);
     return workers_->LeaseWork(Context().get(), request, response);
   }
@@ -326,7 +330,8 @@ TEST_F(RogueWorkerTest, ARogueVerifierIsOverruledByARefereeAndQuarantinedNotTheH
     absl::SleepFor(absl::Milliseconds(50));
   }
   v1::LeaseWorkResponse verify;
-  ASSERT_TRUE(rogue_->Lease(&verify).ok());
+  const grpc::Status leased = rogue_->Lease(&verify);
+  ASSERT_TRUE(leased.ok()) << leased.error_code() << ": " << leased.error_message();
   ASSERT_TRUE(verify.has_lease()) << rogue_->GetJob(job->id).ShortDebugString();
   ASSERT_EQ(verify.lease().kind(), v1::LEASE_KIND_FINALISTS);
   ASSERT_TRUE(rogue_->Report(verify.lease(), /*every=*/0.5).ok());
@@ -356,6 +361,74 @@ TEST_F(RogueWorkerTest, ARogueVerifierIsOverruledByARefereeAndQuarantinedNotTheH
   absl::StatusOr<Job> retune = client_->Submit(Matmul(/*force=*/true));
   ASSERT_OK(retune);
   EXPECT_EQ(Wait(retune->id).state, JobState::kSucceeded);
+}
+
+TEST_F(RogueWorkerTest, ASearchLiarIsCaughtBySpotChecksQuarantinedAndItsConfigsMeasuredAgain) {
+  // Two honest principals: one checks the rogue's results, the other
+  // referees. The agreement band is wide (a factor of 3) for CPU workers
+  // sharing this machine's cores; the rogue is off by far more.
+  ASSERT_NO_FATAL_FAILURE(StartFleet({"--verify-best=auto", "--spot-check-tolerance=2"},
+                                     /*honest_workers=*/2));
+  Job first = Wait(client_->Submit(Matmul(/*force=*/false))->id);
+  ASSERT_EQ(first.state, JobState::kSucceeded) << first.reason;
+  const BestConfig honest = Served();
+  ASSERT_LT(honest.median_seconds, 0.01);
+
+  // The rogue takes the whole retune while the honest workers are stopped,
+  // and reports once they ask for work again: 20 ms for every config, so
+  // that none of them would reach the finalists round.
+  SignalWorkers(2, SIGSTOP);
+  ASSERT_NO_FATAL_FAILURE(WaitUntilAlive(0));
+  ASSERT_NO_FATAL_FAILURE(rogue_->Register());
+  absl::StatusOr<Job> retune = client_->Submit(Matmul(/*force=*/true));
+  ASSERT_OK(retune);
+  // A stopped worker's waiting LeaseWork may have been answered with some
+  // of the configs: the rogue gets them once that lease expires.
+  v1::LeaseWorkResponse leased;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (!leased.has_lease() && absl::Now() < deadline) {
+    const grpc::Status asked = rogue_->Lease(&leased);
+    ASSERT_TRUE(asked.ok()) << asked.error_code() << ": " << asked.error_message();
+  }
+  ASSERT_TRUE(leased.has_lease()) << rogue_->GetJob(retune->id).ShortDebugString();
+  ASSERT_EQ(leased.lease().kind(), v1::LEASE_KIND_SEARCH);
+  ASSERT_GE(leased.lease().trials_size(), 2);
+  SignalWorkers(2, SIGCONT);
+  ASSERT_NO_FATAL_FAILURE(WaitUntilAlive(2));
+  absl::SleepFor(absl::Seconds(1));  // they ask for work (and find none)
+  ASSERT_TRUE(rogue_->Report(leased.lease(), /*every=*/0.02).ok());
+
+  Job retuned = Wait(retune->id);
+  ASSERT_EQ(retuned.state, JobState::kSucceeded) << retuned.reason;
+  v1::LeaseWorkResponse refused;
+  grpc::Status denied = rogue_->Lease(&refused, 0);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(denied.error_message().find("quarantined"), std::string::npos);
+
+  // Every config the rogue claimed was measured again by an honest worker,
+  // and the served best is an honest measurement, as fast as the first job's.
+  absl::StatusOr<std::vector<Trial>> trials = client_->ListAllTrials(retune->id);
+  ASSERT_OK(trials);
+  absl::flat_hash_set<std::string> claimed;
+  absl::flat_hash_set<std::string> checked;
+  bool refereed = false;
+  for (const Trial& trial : *trials) {
+    if (trial.principal == kRoguePrincipal && trial.round == "search") {
+      claimed.insert(trial.config);
+      EXPECT_TRUE(trial.excluded) << trial.config;
+    }
+    if (trial.principal != kRoguePrincipal && trial.round == "spot" && trial.status == "OK") {
+      checked.insert(trial.config);
+    }
+    refereed = refereed || trial.round == "spot-referee";
+  }
+  EXPECT_EQ(claimed.size(), static_cast<size_t>(leased.lease().trials_size()));
+  EXPECT_EQ(checked, claimed);
+  EXPECT_TRUE(refereed);
+  const BestConfig served = Served();
+  EXPECT_LT(served.median_seconds, 0.01);  // never the rogue's 20 ms
+  EXPECT_LT(served.median_seconds, 3 * honest.median_seconds);
+  EXPECT_TRUE(claimed.contains(served.config));
 }
 
 }  // namespace

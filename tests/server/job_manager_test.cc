@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "absl/synchronization/notification.h"
@@ -1292,6 +1293,164 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // Verification through the JobManager directly, on a fake clock.
+// Spot checks (server/spot_checks.h): only the checks every fleet runs (each
+// principal's first result and each claimed new best), so that the flows
+// are deterministic.
+class SpotCheckFlowTest : public JobManagerTest {
+ protected:
+  void SetUp() override {
+    JobManagerTest::SetUp();
+    options_.spot.rate = 1e-12;
+    Restart();
+  }
+
+  // Leases and reports with the config's own time until none of `workers`
+  // gets anything.
+  void RunAll(const std::vector<std::string>& workers) {
+    for (int round = 0; round < 200; ++round) {
+      bool leased = false;
+      for (const std::string& worker : workers) {
+        if (std::optional<v1::Lease> lease = Lease(worker)) {
+          ReportAll(worker, *lease);
+          leased = true;
+        }
+      }
+      if (!leased) return;
+    }
+    ADD_FAILURE() << "the job never ran out of work";
+  }
+
+  // The configs of `job_id`'s rows of `round`, measured by `principal` (or,
+  // with `other`, by anyone else).
+  std::set<std::string> ConfigsOf(const std::string& job_id, TrialRound round,
+                                  const std::string& principal, bool other = false) {
+    std::set<std::string> configs;
+    const absl::StatusOr<std::vector<TrialRecord>> rows = store_->ListTrials(job_id);
+    EXPECT_TRUE(rows.ok()) << rows.status();
+    for (const TrialRecord& row : rows.value_or(std::vector<TrialRecord>())) {
+      if (row.round == round && (row.principal == principal) != other) {
+        configs.insert(row.config);
+      }
+    }
+    return configs;
+  }
+};
+
+TEST_F(SpotCheckFlowTest, ASearchLiarIsOverruledByARefereeQuarantinedAndItsConfigsMeasuredAgain) {
+  std::string liar = AddWorker("test-cpu", 0, "host:liar");
+  std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  std::string referee = AddWorker("test-cpu", 0, "host:referee");
+  EXPECT_FALSE(Lease(honest).has_value());  // they take part: they ask for work
+  EXPECT_FALSE(Lease(referee).has_value());
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  // 1 s for every config, whose true times are 1-7 ms: none would be a finalist.
+  std::optional<v1::Lease> lied = Lease(liar);
+  ASSERT_TRUE(lied.has_value());
+  ASSERT_EQ(lied->trials_size(), 3);
+  ReportAll(liar, *lied, false, [](int64_t) { return 1.0; });
+
+  // Its first result goes to another principal before any search work,
+  // measured in full (no early cut).
+  std::optional<v1::Lease> check = Lease(honest);
+  ASSERT_TRUE(check.has_value());
+  ASSERT_EQ(check->trials_size(), 1);
+  EXPECT_EQ(check->trials(0).index(), lied->trials(0).index());
+  EXPECT_EQ(check->best_seconds(), 0);
+  ReportAll(honest, *check);
+  // One principal's word against another's: a referee decides, neither side.
+  EXPECT_TRUE(store_->ListQuarantine()->empty());
+  std::optional<v1::Lease> refereed = Lease(referee);
+  ASSERT_TRUE(refereed.has_value());
+  ASSERT_EQ(refereed->trials_size(), 1);
+  EXPECT_EQ(refereed->trials(0).index(), lied->trials(0).index());
+  ReportAll(referee, *refereed);
+
+  absl::StatusOr<std::vector<QuarantineRecord>> stored = store_->ListQuarantine();
+  ASSERT_OK(stored);
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ((*stored)[0].principal, "host:liar");
+  EXPECT_THAT((*stored)[0].reason, HasSubstr("spot check"));
+  EXPECT_THAT(jobs_->TryLease(QueryFor(liar)), StatusIs(absl::StatusCode::kPermissionDenied));
+
+  RunAll({honest, referee});
+  v1::Job done = *jobs_->Get(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.reason();
+  const std::set<std::string> claimed = ConfigsOf(job->id(), TrialRound::kSearch, "host:liar");
+  EXPECT_EQ(claimed.size(), 3u);
+  EXPECT_EQ(ConfigsOf(job->id(), TrialRound::kSpotCheck, "host:liar", /*other=*/true), claimed);
+  EXPECT_EQ(ConfigsOf(job->id(), TrialRound::kSpotReferee, "host:referee").size(), 1u);
+  absl::StatusOr<BestRecord> best = store_->GetBest(done.targets(0).tuning_key());
+  ASSERT_OK(best);
+  EXPECT_LT(best->median_seconds, 0.1);  // an honest time, never the liar's 1 s
+}
+
+TEST_F(SpotCheckFlowTest, WithoutARefereeTheSlowerSideIsASuspectAndEachOfItsResultsIsMeasuredAgain) {
+  std::string liar = AddWorker("test-cpu", 0, "host:liar");
+  std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  EXPECT_FALSE(Lease(honest).has_value());
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  std::optional<v1::Lease> lied = Lease(liar);
+  ASSERT_TRUE(lied.has_value());
+  ReportAll(liar, *lied, false, [](int64_t) { return 1.0; });
+  std::optional<v1::Lease> check = Lease(honest);
+  ASSERT_TRUE(check.has_value());
+  ASSERT_EQ(check->trials_size(), 1);
+  ReportAll(honest, *check);
+  // No third principal: nobody is quarantined, and the liar's other two
+  // results are checked at once.
+  EXPECT_TRUE(store_->ListQuarantine()->empty());
+  std::optional<v1::Lease> rest = Lease(honest);
+  ASSERT_TRUE(rest.has_value());
+  EXPECT_EQ(rest->trials_size(), 2);
+  EXPECT_EQ(rest->best_seconds(), 0);
+  ReportAll(honest, *rest);
+
+  // Every later result of the suspect is checked too; the job ends with the
+  // honest times.
+  RunAll({liar, honest});
+  v1::Job done = *jobs_->Get(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.reason();
+  EXPECT_EQ(ConfigsOf(job->id(), TrialRound::kSpotCheck, "host:honest"),
+            ConfigsOf(job->id(), TrialRound::kSearch, "host:liar"));
+  EXPECT_TRUE(store_->ListQuarantine()->empty());
+  absl::StatusOr<BestRecord> best = store_->GetBest(done.targets(0).tuning_key());
+  ASSERT_OK(best);
+  EXPECT_LT(best->median_seconds, 0.1);
+}
+
+TEST_F(SpotCheckFlowTest, ACheckNoOtherPrincipalTakesIsDroppedAndTheJobEnds) {
+  std::string claimant = AddWorker("test-cpu", 0, "host:claimant");
+  std::string other = AddWorker("test-cpu", 0, "host:other");
+  EXPECT_FALSE(Lease(other).has_value());  // it takes part, then stops asking
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  int64_t leases = 0;
+  while (std::optional<v1::Lease> lease = Lease(claimant)) {
+    ReportAll(claimant, *lease);
+    ++leases;
+  }
+  ASSERT_GT(leases, 0);
+  // The search is over, but its first result waits for a check.
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_RUNNING);
+  Elapse(options_.spot.wait + absl::Seconds(1), {claimant, other});
+  RunAll({claimant, other});  // the other verifies the best
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_TRUE(ConfigsOf(job->id(), TrialRound::kSpotCheck, "").empty());
+}
+
+TEST_F(SpotCheckFlowTest, OnePrincipalsFleetHasNoSpotChecks) {
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  RunToCompletion(worker);
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+  const absl::StatusOr<std::vector<TrialRecord>> rows = store_->ListTrials(job->id());
+  ASSERT_OK(rows);
+  for (const TrialRecord& row : *rows) EXPECT_EQ(row.round, TrialRound::kSearch);
+}
+
 class VerificationFlowTest : public JobManagerTest {};
 
 TEST_F(VerificationFlowTest, AClaimTheVerifierAndARefereeContradictIsQuarantined) {

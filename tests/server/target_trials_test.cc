@@ -308,5 +308,107 @@ TEST_F(TargetTrialsTest, AStopRuleDropsConfigsProposedAheadButNotLeased) {
   EXPECT_EQ(trials->total(), 2);
 }
 
+TEST_F(TargetTrialsTest, ARecheckRanksAConfigAtItsFastestAndTheFinalistsRoundWaitsForIt) {
+  bool finalists = false;
+  std::vector<uint64_t> held = trials_->Take(6, "l1", 1, &finalists);
+  ASSERT_EQ(held.size(), 6u);
+  // The liar reports the first config 5 s; the others take 1-5 ms.
+  ASSERT_TRUE(trials_->Complete(held[0], "l1", 1, Ok(5.0), "liar"));
+  for (size_t i = 1; i < held.size(); ++i) {
+    ASSERT_TRUE(trials_->Complete(held[i], "l1", 1, Ok(1e-3 * i), "liar"));
+  }
+  EXPECT_FALSE(trials_->Recheck(/*ordinal=*/held[0] + 1000000, false, {"liar"},
+                                absl::InfiniteFuture()));  // never measured
+  ASSERT_TRUE(trials_->Recheck(held[0], false, {"liar"}, absl::InfiniteFuture()));
+  EXPECT_FALSE(trials_->Recheck(held[0], false, {"liar"}, absl::InfiniteFuture()));  // queued
+  EXPECT_TRUE(trials_->HasWork());
+  EXPECT_FALSE(trials_->Finished());
+
+  bool referee = true;
+  EXPECT_TRUE(trials_->TakeRechecks(4, "liar", "l2", 2, &referee).empty());  // not its own
+  EXPECT_TRUE(trials_->Take(4, "l2", 2, &finalists).empty());
+  EXPECT_FALSE(finalists);  // the finalists round waits for the recheck
+  ASSERT_EQ(trials_->TakeRechecks(4, "honest", "l3", 3, &referee),
+            std::vector<uint64_t>{held[0]});
+  EXPECT_FALSE(referee);
+  EXPECT_FALSE(trials_->HoldsRecheck(held[0], "l2", 2));
+  ASSERT_TRUE(trials_->HoldsRecheck(held[0], "l3", 3));
+  trials_->CompleteRecheck(held[0], Ok(2e-4), "honest");
+  ASSERT_EQ(trials_->Fastest(1).size(), 1u);
+  EXPECT_EQ(trials_->Fastest(1)[0].ordinal, held[0]);
+  EXPECT_EQ(trials_->Fastest(1)[0].principal, "honest");
+  EXPECT_EQ(trials_->Fastest(16).size(), 6u);  // one entry per config
+
+  std::vector<uint64_t> finals = trials_->Take(4, "l4", 4, &finalists);
+  EXPECT_TRUE(finalists);
+  EXPECT_EQ(finals.front(), held[0]);  // the hidden config is a finalist
+  EXPECT_FALSE(trials_->Recheck(held[1], false, {"liar"}, absl::InfiniteFuture()));  // too late
+}
+
+TEST_F(TargetTrialsTest, AQuarantinedPrincipalsMeasurementsLeaveTheRankingAndStaleRechecksDrop) {
+  bool finalists = false;
+  std::vector<uint64_t> held = trials_->Take(6, "l1", 1, &finalists);
+  ASSERT_EQ(held.size(), 6u);
+  ASSERT_TRUE(trials_->Complete(held[0], "l1", 1, Ok(1e-9), "liar"));
+  for (size_t i = 1; i < held.size(); ++i) {
+    ASSERT_TRUE(trials_->Complete(held[i], "l1", 1, Ok(1e-3 * i), "honest"));
+  }
+  EXPECT_EQ(trials_->Unrank("liar"), std::vector<uint64_t>{held[0]});
+  EXPECT_EQ(trials_->Fastest(1)[0].ordinal, held[1]);
+  EXPECT_TRUE(trials_->Unrank("").empty());  // unknown provenance is never dropped
+
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  ASSERT_TRUE(trials_->Recheck(held[0], false, {"liar"}, now));
+  bool referee = false;
+  ASSERT_EQ(trials_->TakeRechecks(4, "honest", "l2", 2, &referee).size(), 1u);
+  const auto anyone = [](const std::vector<std::string>&) { return true; };
+  EXPECT_TRUE(trials_->DropStaleRechecks(now + absl::Seconds(1), anyone).empty());  // leased
+  // A returned lease puts it back to wait, and past its deadline it drops.
+  EXPECT_FALSE(trials_->Release(held[0], "l2", 2, /*expired=*/true).has_value());
+  EXPECT_TRUE(trials_->Take(4, "l3", 3, &finalists).empty());
+  EXPECT_FALSE(finalists);
+  EXPECT_TRUE(trials_->DropStaleRechecks(now - absl::Seconds(1), anyone).empty());  // it waits
+  const std::vector<std::pair<uint64_t, bool>> dropped =
+      trials_->DropStaleRechecks(now + absl::Seconds(1), anyone);
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0].first, held[0]);
+  EXPECT_EQ(trials_->rechecks(), 0);
+  std::vector<uint64_t> finals = trials_->Take(4, "l4", 4, &finalists);
+  EXPECT_TRUE(finalists);
+  EXPECT_EQ(std::count(finals.begin(), finals.end(), held[0]), 0);
+}
+
+TEST_F(TargetTrialsTest, ARefereesRecheckIsLeasedApartFromChecks) {
+  bool finalists = false;
+  std::vector<uint64_t> held = trials_->Take(6, "l1", 1, &finalists);
+  for (size_t i = 0; i < held.size(); ++i) {
+    ASSERT_TRUE(trials_->Complete(held[i], "l1", 1, Ok(1e-3 * (i + 1)), "a"));
+  }
+  ASSERT_TRUE(trials_->Recheck(held[0], true, {"a", "b"}, absl::InfiniteFuture()));
+  ASSERT_TRUE(trials_->Recheck(held[1], false, {"a"}, absl::InfiniteFuture()));
+  bool referee = false;
+  EXPECT_EQ(trials_->TakeRechecks(4, "b", "l2", 2, &referee), std::vector<uint64_t>{held[1]});
+  EXPECT_FALSE(referee);
+  EXPECT_EQ(trials_->TakeRechecks(4, "c", "l3", 3, &referee), std::vector<uint64_t>{held[0]});
+  EXPECT_TRUE(referee);
+}
+
+TEST_F(TargetTrialsTest, ARecheckNoPrincipalTakingPartMayTakeIsDroppedBeforeItsDeadline) {
+  bool finalists = false;
+  std::vector<uint64_t> held = trials_->Take(6, "l1", 1, &finalists);
+  for (size_t i = 0; i < held.size(); ++i) {
+    ASSERT_TRUE(trials_->Complete(held[i], "l1", 1, Ok(1e-3 * (i + 1)), "a"));
+  }
+  ASSERT_TRUE(trials_->Recheck(held[0], false, {"a"}, absl::InfiniteFuture()));
+  const auto only_a = [](const std::vector<std::string>& not_by) {
+    return std::find(not_by.begin(), not_by.end(), "a") == not_by.end();
+  };
+  const auto b_too = [](const std::vector<std::string>&) { return true; };
+  EXPECT_TRUE(trials_->DropStaleRechecks(absl::Now(), b_too).empty());
+  EXPECT_EQ(trials_->DropStaleRechecks(absl::Now(), only_a).size(), 1u);
+  EXPECT_TRUE(trials_->Take(4, "l2", 2, &finalists).size() > 0);
+  EXPECT_TRUE(finalists);
+}
+
 }  // namespace
 }  // namespace tunefleet::server

@@ -215,7 +215,7 @@ struct Trial {
   std::string device_id;
   std::string principal;  // who measured it
   double clock_mhz = 0;   // the device's SM clock while measuring; 0 if unknown
-  std::string round;      // "search", "finalists", "verify" or "referee"
+  std::string round;  // "search", "finalists", "verify", "referee", "spot" or "spot-referee"
   bool excluded = false;  // an admin excluded it from deriving bests
   int64_t finished_unix_ms = 0;
   bool cut_early = false;  // sampling stopped early: clearly slower than the best
