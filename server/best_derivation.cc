@@ -20,6 +20,7 @@ struct Candidate {
   int64_t finished_unix_ms = -1;
   TrialRound round = TrialRound::kSearch;
   std::vector<const TrialRecord*> rows;       // of `round`, in insertion order
+  bool spot_checked = false;                  // spot checks re-measured its search
   std::vector<const TrialRecord*> finalists;  // the job's OK finalists rows
   std::vector<const TrialRecord*> search;     // and its OK search rows
 };
@@ -117,6 +118,7 @@ std::vector<Candidate> Candidates(const std::vector<const TrialRecord*>& rows) {
                                                      : row->round;
     if (row->round == TrialRound::kFinalists) job.finalists.push_back(row);
     if (round == TrialRound::kSearch) job.search.push_back(row);
+    job.spot_checked = job.spot_checked || SpotCheck(row->round);
     if (job.rows.empty() || round > job.round) {
       job.round = round;
       job.rows = {row};
@@ -127,6 +129,9 @@ std::vector<Candidate> Candidates(const std::vector<const TrialRecord*>& rows) {
   std::vector<Candidate> jobs;
   for (auto& [id, job] : by_job) {
     if (job.round == TrialRound::kVerify) job.rows = VerifiedRound(job);
+    // A search re-measured by spot checks counts each config at the upper
+    // median of its principals' rows, as a verification does.
+    if (job.round == TrialRound::kSearch && job.spot_checked) job.rows = UpperMedians(job.rows);
     if (!job.rows.empty()) jobs.push_back(std::move(job));
   }
   std::sort(jobs.begin(), jobs.end(), [](const Candidate& a, const Candidate& b) {

@@ -33,7 +33,8 @@ bool FasterThan(const TrialRecord& candidate, const TrialRecord& served);
 //   2. each job with rows left decides by its latest round (the verification
 //      round when it has rows, else the finalists round, its interleaved,
 //      combined measurement, else the search, with its spot checks' rows,
-//      TrialRound::kSpotCheck and kSpotReferee); a referee's rows
+//      TrialRound::kSpotCheck and kSpotReferee, each config then at the
+//      upper median of its rows); a referee's rows
 //      (TrialRound::kReferee) are part of the verification round, which
 //      counts each config it measured at the upper median of its rows there
 //      and in the job's finalists round (the claim): the slower of claimant

@@ -280,6 +280,8 @@ class JobManager final : public LeaseSource {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the checks no eligible device took in time (Tick).
   void DropStaleChecks(Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How long a lease may go without a report before it is taken back.
+  absl::Duration IdleLimitOf(const Lease& lease) const;
   // Whether `principal` is quarantined, or overruled and about to be.
   bool Refused(const std::string& principal) ABSL_LOCKS_EXCLUDED(mu_);
   // PermissionDenied (returning its lease) when the reporting worker is

@@ -33,7 +33,8 @@ int ComputeCapability(const google::protobuf::RepeatedPtrField<v1::DeviceLimit>&
 double Sane(double value) { return std::isfinite(value) && value >= 0 ? value : 0; }
 
 // The reported result of `ordinal` with the config as the space defines it,
-// and only numbers the store keeps. An OK result must carry what configs are
+// a status a worker may report (a lost worker or an unknown status reads
+// CRASHED), and only numbers the store keeps. An OK result must carry what configs are
 // ranked by: a finite, positive median and a calibration
 // (common/calibration.h; every worker of this measurement protocol
 // calibrates). Without them it is recorded CRASHED: a row with raw seconds
@@ -46,6 +47,13 @@ v1::TrialResult Normalized(TargetTrials& trials, uint64_t ordinal,
   if (result.status() == v1::TRIAL_STATUS_UNSPECIFIED) {
     result.set_status(v1::TRIAL_STATUS_CRASHED);
     result.set_error("the worker reported no status");
+  } else if (result.status() == v1::TRIAL_STATUS_WORKER_LOST ||
+             !v1::TrialStatus_IsValid(result.status())) {
+    // The coordinator records a lost worker; a worker does not say so of
+    // itself (nor with a status this coordinator does not know).
+    result.set_status(v1::TRIAL_STATUS_CRASHED);
+    result.set_error(absl::StrCat("the worker reported status ", reported.status(),
+                                  ", which workers do not report"));
   }
   const v1::Measurement& claimed = reported.measurement();
   if (result.status() == v1::TRIAL_STATUS_OK &&
@@ -103,13 +111,17 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
     // Verifications first, of any job: a candidate best waits for one (with
     // verify_best=auto it is served unverified once its wait passes), and
     // the search work of older jobs must not make it wait.
+    // Spot checks too: a search's finalists round waits for its checks.
     for (auto& [sequence, job] : jobs_) {
       if (!job->Live()) continue;
       for (int t = 0; t < static_cast<int>(job->targets.size()) && !grant; ++t) {
         const Target& target = job->targets[t];
-        if (runs_here(target) && target.verification != nullptr) {
+        if (!runs_here(target)) continue;
+        if (target.verification != nullptr) {
           if (!live.has_value()) live = workers_->LiveDevices(device.model, device.toolkit);
           grant = VerifyFrom(job.get(), t, lease, *live, &pending);
+        } else if (target.trials->HasRecheckFor(device.principal)) {
+          grant = LeaseFrom(job.get(), t, lease, max, &pending);
         }
       }
       if (grant.has_value()) break;
@@ -199,6 +211,7 @@ std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, Lease lease, in
   held->finalists = finalists;
   held->spot = spot;
   held->referee = spot && referee;
+  if (spot) held->idle_until = std::min(held->idle_until, clock_() + IdleLimitOf(*held));
   return GrantOf(job, *held, pending);
 }
 
@@ -232,6 +245,13 @@ bool JobManager::ApplyTimeBudget(Job* job) {
   if (!job->ApplyTimeBudget(clock_())) return false;
   Changed(job);
   return true;
+}
+
+absl::Duration JobManager::IdleLimitOf(const Lease& lease) const {
+  // A spot check, or its referee, must not hold the finalists round back:
+  // one that reports nothing for a while goes to another principal.
+  return lease.spot ? std::min(options_.lease_idle_limit, 4 * options_.spot.wait)
+                    : options_.lease_idle_limit;
 }
 
 bool JobManager::Refused(const std::string& principal) {
@@ -282,10 +302,15 @@ absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
   const absl::Status written = writer_.Write(rows);
   Pending pending;
   ReportAck ack;
+  bool refused = false;
   {
     absl::MutexLock lock(&mu_);
     Lease* lease = leases_.Find(report.lease_id, report.epoch, report.worker_id);
-    if (!written.ok()) {
+    if (lease != nullptr && overruled_.contains(lease->principal)) {
+      // Overruled while its rows were written: its results count for nothing.
+      ReturnLease(leases_.Remove(report.lease_id), /*expired=*/false, &pending);
+      refused = true;
+    } else if (!written.ok()) {
       if (lease != nullptr) {
         ReturnLease(leases_.Remove(report.lease_id), /*expired=*/false, &pending);
       }
@@ -298,6 +323,10 @@ absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
     }
   }
   Flush(std::move(pending));
+  if (refused) {
+    return absl::PermissionDeniedError(
+        "this worker's principal was overruled by a referee: its results are refused");
+  }
   if (!written.ok()) {
     return absl::UnavailableError(absl::StrCat(
         "the store did not record the results (", written.message(),
@@ -321,7 +350,7 @@ void JobManager::ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResu
     SampleSpotChecks(recorded, *lease, &target, pending);
   }
   if (!results.empty()) {
-    lease->idle_until = std::min(clock_() + options_.lease_idle_limit, lease->deadline);
+    lease->idle_until = std::min(clock_() + IdleLimitOf(*lease), lease->deadline);
   }
   leases_.Renew(lease->id, clock_() + options_.lease_ttl);
   if (release) {
@@ -360,6 +389,16 @@ void JobManager::ReturnLease(const Lease& lease, bool expired, Pending* pending)
   Target& target = job->targets[lease.target];
   if (lease.verify && target.verification != nullptr) {
     target.verification->Release(lease.id, lease.epoch);  // another verifier may take it
+  }
+  if (lease.spot) {
+    // Its checks wait again, for another principal.
+    for (uint64_t ordinal : lease.ordinals) {
+      target.trials->ReleaseRecheck(ordinal, lease.id, lease.epoch, lease.principal,
+                                    clock_() + options_.spot.wait);
+    }
+    pending->work = true;
+    Changed(job);
+    return;
   }
   // Only a lapsed lease counts as lost, and only then does the loss rule
   // need the fleet's active principals.

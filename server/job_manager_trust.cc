@@ -5,6 +5,7 @@
 #include <optional>
 #include <random>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -101,11 +102,14 @@ void JobManager::SampleSpotChecks(const std::vector<RecordedResult>& recorded,
                                   const Lease& lease, Target* target, Pending* pending) {
   if (options_.verify.mode == VerifyMode::kOff || options_.spot.rate <= 0) return;
   std::uniform_real_distribution<double> uniform(0, 1);
+  std::optional<std::vector<std::string>> active;  // walks the fleet: once, when needed
   for (const RecordedResult& claim : recorded) {
-    if (target->spot_checks.Claim(claim.ordinal, lease.principal, claim.result, claim.new_best,
-                                  options_.spot.rate, uniform(spot_sampler_))) {
-      QueueCheck(target, claim.ordinal, /*referee=*/false, {lease.principal}, pending);
+    if (!target->spot_checks.Claim(claim.ordinal, lease.principal, claim.result, claim.new_best,
+                                   options_.spot.rate, uniform(spot_sampler_))) {
+      continue;
     }
+    if (!active.has_value()) active = ActivePrincipals(*target);
+    QueueCheck(target, claim.ordinal, /*referee=*/false, {lease.principal}, pending, &*active);
   }
 }
 
@@ -131,11 +135,18 @@ bool JobManager::QueueCheck(Target* target, uint64_t ordinal, bool referee,
 void JobManager::ApplySpotChecks(const Job& job, const std::vector<RecordedResult>& checked,
                                  const Lease& lease, Target* target, Pending* pending) {
   for (const RecordedResult& check : checked) {
-    Judge(job, target, check.ordinal,
-          target->spot_checks.Checked(check.ordinal, lease.principal, check.result,
-                                      options_.spot.tolerance),
-          pending);
+    const SpotChecks::Verdict verdict = target->spot_checks.Checked(
+        check.ordinal, lease.principal, check.result, options_.spot.tolerance);
+    if (verdict.vouches) {
+      target->measured_by[check.ordinal].push_back(
+          Measurer{lease.principal, lease.worker_id, lease.device_id});
+    }
+    if (verdict.rank.has_value()) {
+      target->trials->Rerank(check.ordinal, verdict.rank->result, verdict.rank->principal);
+    }
+    Judge(job, target, check.ordinal, verdict, pending);
   }
+  target->trials->RechecksSettled();
 }
 
 void JobManager::Judge(const Job& job, Target* target, uint64_t ordinal,
@@ -152,40 +163,52 @@ void JobManager::Judge(const Job& job, Target* target, uint64_t ordinal,
       metrics_->SpotCheckFinished(CoordinatorMetrics::SpotCheck::kDisputed);
       spdlog::warn("job {}: {}'s spot check of {} of {} disagrees with {}'s search result; "
                    "a referee of a third principal decides",
-                   job.view.id(), verdict.sides[1], config(), target->info.tuning_key(),
-                   verdict.sides[0]);
-      if (!QueueCheck(target, ordinal, /*referee=*/true, verdict.sides, pending)) {
+                   job.view.id(), verdict.principals[1], config(), target->info.tuning_key(),
+                   verdict.principals[0]);
+      if (!QueueCheck(target, ordinal, /*referee=*/true, verdict.principals, pending)) {
         Judge(job, target, ordinal, target->spot_checks.Dropped(ordinal), pending);
       }
       return;
     case Kind::kOverruled:
       metrics_->SpotCheckFinished(CoordinatorMetrics::SpotCheck::kOverruled);
       pending->quarantines.push_back(Quarantined{
-          verdict.principal,
+          verdict.principals[0],
           absl::StrCat("overruled by a referee in a spot check of ", config(), " of ",
                        target->info.tuning_key(), " (job ", job.view.id(), ")")});
-      ForgetPrincipal(verdict.principal, pending);
+      ForgetPrincipal(verdict.principals[0], pending);
       return;
     case Kind::kUnsettled:
       metrics_->SpotCheckFinished(CoordinatorMetrics::SpotCheck::kUnsettled);
-      spdlog::warn("job {}: no referee settled the spot check of {} of {}; {} reported it "
-                   "slower, and each of its results there is measured again by another "
-                   "principal",
-                   job.view.id(), config(), target->info.tuning_key(), verdict.principal);
-      Remeasure(target, verdict.principal, pending);
+      if (verdict.principals.empty()) {
+        spdlog::info("job {}: the spot check of {} of {} was not settled by a referee",
+                     job.view.id(), config(), target->info.tuning_key());
+      } else {
+        spdlog::warn("job {}: the spot check of {} of {} was not settled by a referee; {} {} "
+                     "each of its results there measured again by another principal",
+                     job.view.id(), config(), target->info.tuning_key(),
+                     absl::StrJoin(verdict.principals, " and "),
+                     verdict.principals.size() == 1 ? "has" : "have");
+      }
+      for (const std::string& suspect : verdict.principals) Remeasure(target, suspect, pending);
       return;
   }
 }
 
 void JobManager::Remeasure(Target* target, const std::string& principal, Pending* pending) {
+  const std::vector<uint64_t> unchecked = target->spot_checks.Unchecked(principal);
+  if (unchecked.empty()) return;
   const std::vector<std::string> active = ActivePrincipals(*target);  // walks the fleet once
-  for (uint64_t ordinal : target->spot_checks.Unchecked(principal)) {
-    QueueCheck(target, ordinal, /*referee=*/false, {principal}, pending, &active);
+  for (uint64_t ordinal : unchecked) {
+    if (!QueueCheck(target, ordinal, /*referee=*/false, {principal}, pending, &active)) return;
   }
 }
 
 void JobManager::ForgetPrincipal(const std::string& principal, Pending* pending) {
-  overruled_.insert(principal);
+  if (!overruled_.insert(principal).second) return;  // forgotten already
+  // Its leases go back: the checks it holds go to others.
+  for (const std::string& id : leases_.IdsOfPrincipal(principal)) {
+    ReturnLease(leases_.Remove(id), /*expired=*/false, pending);
+  }
   for (auto& [sequence, job] : jobs_) {
     if (!job->Live()) continue;
     for (Target& target : job->targets) {
@@ -197,35 +220,50 @@ void JobManager::ForgetPrincipal(const std::string& principal, Pending* pending)
       }
       target.spot_checks.MarkOverruled(principal);
       const std::vector<uint64_t> unranked = target.trials->Unrank(principal);
-      if (unranked.empty() && target.spot_checks.Unchecked(principal).empty()) continue;
+      const std::vector<uint64_t> unchecked = target.spot_checks.Unchecked(principal);
+      if (unranked.empty() && unchecked.empty()) continue;
       const std::vector<std::string> active = ActivePrincipals(target);
       for (uint64_t ordinal : unranked) {
         QueueCheck(&target, ordinal, /*referee=*/false, {principal}, pending, &active);
       }
-      Remeasure(&target, principal, pending);
+      for (uint64_t ordinal : unchecked) {
+        if (!QueueCheck(&target, ordinal, /*referee=*/false, {principal}, pending, &active)) {
+          break;
+        }
+      }
+      target.trials->RechecksSettled();
     }
   }
 }
 
 void JobManager::DropStaleChecks(Pending* pending) {
+  // The principals taking part, per (device model, toolkit): a walk of the
+  // fleet each, once per tick.
+  absl::flat_hash_map<std::pair<std::string, std::string>, std::vector<std::string>> active_of;
   for (auto& [sequence, job] : jobs_) {
     if (!job->Live()) continue;
     bool dropped = false;
     for (Target& target : job->targets) {
       if (target.trials == nullptr || target.trials->rechecks() == 0) continue;
+      const auto model = std::make_pair(target.info.device_model(), target.info.toolkit());
+      auto active = active_of.find(model);
+      if (active == active_of.end()) {
+        active = active_of.emplace(model, ActivePrincipals(target)).first;
+      }
       // A check waits while a principal that may take it takes part: one
       // whose devices all died leaves it to the deadline no longer.
-      const std::vector<std::string> active = ActivePrincipals(target);
       const auto takeable = [&](const std::vector<std::string>& not_by) {
-        return std::any_of(active.begin(), active.end(), [&](const std::string& p) {
-          return std::find(not_by.begin(), not_by.end(), p) == not_by.end();
-        });
+        return std::any_of(active->second.begin(), active->second.end(),
+                           [&](const std::string& p) {
+                             return std::find(not_by.begin(), not_by.end(), p) == not_by.end();
+                           });
       };
       for (const auto& [ordinal, referee] :
            target.trials->DropStaleRechecks(clock_(), takeable)) {
         dropped = true;
         Judge(*job, &target, ordinal, target.spot_checks.Dropped(ordinal), pending);
       }
+      target.trials->RechecksSettled();
     }
     if (dropped) {
       pending->work = true;  // the finalists round may be ready

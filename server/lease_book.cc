@@ -97,6 +97,14 @@ std::vector<const Lease*> LeaseBook::OfWorker(const std::string& worker_id) cons
   return out;
 }
 
+std::vector<std::string> LeaseBook::IdsOfPrincipal(const std::string& principal) const {
+  std::vector<std::string> ids;
+  for (const auto& [id, lease] : leases_) {
+    if (lease.principal == principal) ids.push_back(id);
+  }
+  return ids;
+}
+
 int LeaseBook::CountOnDevice(const std::string& worker_id,
                              const std::string& device_id) const {
   int count = 0;

@@ -75,6 +75,9 @@ class LeaseBook {
   bool HasJob(const std::string& job_id) const;
   // The leases `worker_id` holds now (O(k) for k leases of the worker).
   std::vector<const Lease*> OfWorker(const std::string& worker_id) const;
+  // The ids of the leases `principal`'s workers hold (a walk of the book:
+  // for rare events, a quarantine).
+  std::vector<std::string> IdsOfPrincipal(const std::string& principal) const;
   // How many of them run on `device_id`.
   int CountOnDevice(const std::string& worker_id, const std::string& device_id) const;
   size_t size() const { return leases_.size(); }

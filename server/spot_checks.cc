@@ -2,11 +2,17 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "common/calibration.h"
 
 namespace tunefleet::server {
 namespace {
+
+bool BothCalibrated(const v1::TrialResult& a, const v1::TrialResult& b) {
+  return Calibrated(a.measurement().calibration_seconds()) &&
+         Calibrated(b.measurement().calibration_seconds());
+}
 
 // A result's time for comparisons: calibrated where `calibrated`, and a
 // failure slower than any.
@@ -15,9 +21,18 @@ double TimeOf(const v1::TrialResult& result, bool calibrated) {
   return calibrated ? CalibratedTime(result.measurement()) : result.measurement().median_seconds();
 }
 
-bool BothCalibrated(const v1::TrialResult& a, const v1::TrialResult& b) {
-  return Calibrated(a.measurement().calibration_seconds()) &&
-         Calibrated(b.measurement().calibration_seconds());
+// The slower (or, `faster`, the faster) of two measurements, where at least
+// one ran; nullopt when neither did.
+std::optional<SpotChecks::Measured> Pick(const SpotChecks::Measured& a,
+                                         const SpotChecks::Measured& b, bool faster) {
+  const bool a_ran = EvidenceOf(a.result) == Evidence::kRan;
+  const bool b_ran = EvidenceOf(b.result) == Evidence::kRan;
+  if (!a_ran && !b_ran) return std::nullopt;
+  if (!a_ran) return faster ? std::optional(b) : std::nullopt;
+  if (!b_ran) return faster ? std::optional(a) : std::nullopt;
+  const bool calibrated = BothCalibrated(a.result, b.result);
+  const bool a_first = TimeOf(a.result, calibrated) <= TimeOf(b.result, calibrated);
+  return a_first == faster ? a : b;
 }
 
 }  // namespace
@@ -28,11 +43,13 @@ Evidence EvidenceOf(const v1::TrialResult& result) {
       return Evidence::kRan;
     case v1::TRIAL_STATUS_COMPILE_ERROR:
     case v1::TRIAL_STATUS_INVALID_CONFIG:
+    case v1::TRIAL_STATUS_WRONG_RESULT:
+      return Evidence::kFailed;
     case v1::TRIAL_STATUS_LAUNCH_ERROR:
     case v1::TRIAL_STATUS_CRASHED:
     case v1::TRIAL_STATUS_TIMEOUT:
-    case v1::TRIAL_STATUS_WRONG_RESULT:
-      return Evidence::kFailed;
+    case v1::TRIAL_STATUS_QUARANTINED:
+      return Evidence::kTransient;
     default:
       return Evidence::kNone;
   }
@@ -49,14 +66,14 @@ bool ResultsAgree(const v1::TrialResult& a, const v1::TrialResult& b, double tol
 }
 
 bool SpotChecks::Claim(uint64_t ordinal, const std::string& principal,
-                       const v1::TrialResult& result, bool new_best, double rate,
-                       double draw) {
+                       const v1::TrialResult& result, bool new_best, double rate, double draw) {
   if (claims_.contains(ordinal) || EvidenceOf(result) == Evidence::kNone) return false;
   Claimed& claim = claims_[ordinal];
   claim.principal = principal;
   claim.result.set_status(result.status());
   *claim.result.mutable_measurement() = result.measurement();
   claim.result.set_cut_early(result.cut_early());
+  unchecked_[principal].insert(ordinal);
   if (rate <= 0) return false;
   const bool first = seen_.insert(principal).second;
   return first || new_best || suspects_.contains(principal) || draw < rate;
@@ -64,8 +81,9 @@ bool SpotChecks::Claim(uint64_t ordinal, const std::string& principal,
 
 void SpotChecks::Queued(uint64_t ordinal) {
   auto it = claims_.find(ordinal);
-  if (it == claims_.end()) return;
-  if (it->second.state == State::kUnchecked) it->second.state = State::kQueued;
+  if (it == claims_.end() || it->second.state != State::kUnchecked) return;
+  it->second.state = State::kQueued;
+  unchecked_[it->second.principal].erase(ordinal);
 }
 
 SpotChecks::Verdict SpotChecks::Checked(uint64_t ordinal, const std::string& principal,
@@ -73,43 +91,73 @@ SpotChecks::Verdict SpotChecks::Checked(uint64_t ordinal, const std::string& pri
   auto it = claims_.find(ordinal);
   if (it == claims_.end() || principal == it->second.principal) return {};
   Claimed& claim = it->second;
-  if (overruled_.contains(claim.principal)) {
-    // A re-measurement of an overruled principal's claim: nothing to judge.
-    if (claim.state == State::kQueued && EvidenceOf(result) != Evidence::kNone) {
-      claim.state = State::kChecked;
-    }
+  const Evidence evidence = EvidenceOf(result);
+  const Measured checked{result, principal};
+  if (claim.state == State::kQueued && evidence == Evidence::kNone) {
+    claim.state = State::kUnchecked;  // the check's worker was lost: no word
+    unchecked_[claim.principal].insert(ordinal);
     return {};
   }
+  if (overruled_.contains(claim.principal)) {
+    // A re-measurement of an overruled principal's claim: it ranks the
+    // config in the claim's place.
+    if (claim.state != State::kQueued) return {};
+    claim.state = State::kChecked;
+    Verdict verdict;
+    verdict.vouches = evidence == Evidence::kRan;
+    if (verdict.vouches) verdict.rank = checked;
+    return verdict;
+  }
+  const Measured claimed{claim.result, claim.principal};
   if (claim.state == State::kQueued) {
-    if (EvidenceOf(result) == Evidence::kNone) {
-      claim.state = State::kUnchecked;  // the check's worker was lost: no word
-      return {};
-    }
     ++checks_;
     claim.checker = principal;
     claim.check = result;
+    if (EvidenceOf(claim.result) == Evidence::kTransient || evidence == Evidence::kTransient) {
+      // A crash or a timeout on one host says little of another's run: a
+      // run ranks the config, and nobody is blamed.
+      claim.state = State::kChecked;
+      Verdict verdict;
+      if (evidence == Evidence::kRan && EvidenceOf(claim.result) != Evidence::kRan) {
+        verdict.rank = checked;
+        verdict.vouches = true;
+      }
+      return verdict;
+    }
     if (ResultsAgree(claim.result, result, tolerance)) {
       claim.state = State::kChecked;
-      return Verdict{Verdict::Kind::kAgreed, "", {}};
+      Verdict verdict{Verdict::Kind::kAgreed, {}, Pick(claimed, checked, /*faster=*/false), true};
+      return verdict;
     }
     ++disputes_;
     claim.state = State::kDisputed;
-    return Verdict{Verdict::Kind::kDisputed, "", {claim.principal, claim.checker}};
+    return Verdict{Verdict::Kind::kDisputed,
+                   {claim.principal, claim.checker},
+                   Pick(claimed, checked, /*faster=*/true),
+                   false};
   }
   if (claim.state != State::kDisputed || principal == claim.checker) return {};
   claim.state = State::kSettled;
-  if (EvidenceOf(result) == Evidence::kNone) return Unsettle(&claim);
-  // The referee sides with one side and is far from the other: beyond the
-  // square of the agreement band, which one host's noise does not reach.
+  if (evidence != Evidence::kRan && evidence != Evidence::kFailed) {
+    return Unsettle({claim.principal, claim.checker});
+  }
+  // The referee sides with one side, and overrules the other when it is far
+  // from it: beyond the square of the agreement band, which one host's noise
+  // does not reach.
   const double far = (1 + tolerance) * (1 + tolerance) - 1;
-  const bool with_claim =
-      ResultsAgree(claim.result, result, tolerance) && !ResultsAgree(claim.check, result, far);
-  const bool with_check =
-      ResultsAgree(claim.check, result, tolerance) && !ResultsAgree(claim.result, result, far);
-  if (!with_claim && !with_check) return Unsettle(&claim);
-  const std::string& overruled = with_claim ? claim.checker : claim.principal;
-  suspects_.insert(overruled);
-  return Verdict{Verdict::Kind::kOverruled, overruled, {}};
+  const bool with_claim = ResultsAgree(claim.result, result, tolerance);
+  const bool with_check = ResultsAgree(claim.check, result, tolerance);
+  if (with_claim == with_check) return Unsettle({claim.principal, claim.checker});
+  const Measured winner = with_claim ? claimed : Measured{claim.check, claim.checker};
+  const std::string& loser = with_claim ? claim.checker : claim.principal;
+  const v1::TrialResult& lost = with_claim ? claim.check : claim.result;
+  suspects_.insert(loser);
+  Verdict verdict;
+  verdict.kind = ResultsAgree(lost, result, far) ? Verdict::Kind::kUnsettled
+                                                  : Verdict::Kind::kOverruled;
+  verdict.principals = {loser};
+  verdict.rank = Pick(winner, checked, /*faster=*/false);
+  return verdict;
 }
 
 SpotChecks::Verdict SpotChecks::Dropped(uint64_t ordinal) {
@@ -117,21 +165,25 @@ SpotChecks::Verdict SpotChecks::Dropped(uint64_t ordinal) {
   if (it == claims_.end()) return {};
   Claimed& claim = it->second;
   if (claim.state == State::kQueued) {
-    claim.state = State::kUnchecked;
+    claim.state = State::kDropped;  // not queued again: it could not be taken
     return {};
   }
   if (claim.state != State::kDisputed) return {};
   claim.state = State::kSettled;
-  return Unsettle(&claim);
+  return Unsettle({claim.principal, claim.checker});
 }
 
-SpotChecks::Verdict SpotChecks::Unsettle(Claimed* claim) {
-  const bool calibrated = BothCalibrated(claim->result, claim->check);
-  const std::string& slower = TimeOf(claim->result, calibrated) >= TimeOf(claim->check, calibrated)
-                                  ? claim->principal
-                                  : claim->checker;
-  suspects_.insert(slower);
-  return Verdict{Verdict::Kind::kUnsettled, slower, {}};
+SpotChecks::Verdict SpotChecks::Unsettle(const std::vector<std::string>& sides) {
+  // One host's noise can reach past the band now and then: a side becomes a
+  // suspect at its second dispute nobody settled.
+  std::vector<std::string> suspects;
+  for (const std::string& side : sides) {
+    if (++strikes_[side] >= kStrikesToSuspect && suspects_.insert(side).second) {
+      suspects.push_back(side);
+    }
+  }
+  // The config keeps the rank the dispute gave it: the faster of the two.
+  return Verdict{Verdict::Kind::kUnsettled, std::move(suspects), std::nullopt, false};
 }
 
 void SpotChecks::MarkOverruled(const std::string& principal) {
@@ -140,19 +192,11 @@ void SpotChecks::MarkOverruled(const std::string& principal) {
 }
 
 std::vector<uint64_t> SpotChecks::Unchecked(const std::string& principal) const {
-  std::vector<uint64_t> unchecked;
-  for (const auto& [ordinal, claim] : claims_) {
-    if (claim.principal == principal && claim.state == State::kUnchecked) {
-      unchecked.push_back(ordinal);
-    }
-  }
+  auto it = unchecked_.find(principal);
+  if (it == unchecked_.end()) return {};
+  std::vector<uint64_t> unchecked(it->second.begin(), it->second.end());
   std::sort(unchecked.begin(), unchecked.end());
   return unchecked;
-}
-
-std::string SpotChecks::ClaimantOf(uint64_t ordinal) const {
-  auto it = claims_.find(ordinal);
-  return it == claims_.end() ? "" : it->second.principal;
 }
 
 }  // namespace tunefleet::server

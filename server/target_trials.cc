@@ -111,6 +111,7 @@ bool TargetTrials::Complete(uint64_t ordinal, const std::string& lease_id,
                             int64_t epoch, const v1::TrialResult& result,
                             const std::string& principal) {
   if (finals_ == Finals::kLeased && lease_id == finals_lease_ && epoch == finals_epoch_) {
+    finals_principal_ = principal;
     return CompleteFinalist(ordinal, result);
   }
   auto it = slots_.find(ordinal);
@@ -127,65 +128,128 @@ bool TargetTrials::Complete(uint64_t ordinal, const std::string& lease_id,
 bool TargetTrials::Recheck(uint64_t ordinal, bool referee, std::vector<std::string> not_by,
                            absl::Time deadline) {
   auto slot = slots_.find(ordinal);
-  if (finals_closed_ || slot == slots_.end() || slot->second.state != SlotState::kDone) {
+  if (finals_closed_ || (stopped_ == v1::STOP_REASON_TIME_BUDGET && !referee) ||
+      slot == slots_.end() || slot->second.state != SlotState::kDone ||
+      rechecks_.contains(ordinal)) {
     return false;
   }
-  for (const QueuedRecheck& queued : rechecks_) {
-    if (queued.ordinal == ordinal) return false;
+  rechecks_[ordinal] = QueuedRecheck{referee, std::move(not_by), deadline, "", 0};
+  waiting_rechecks_.push_back(ordinal);
+  ++rechecks_waiting_;
+  // A finalists round not yet leased (or a search round that decided) waits:
+  // MaybeStartFinals picks the finalists again once the checks end.
+  if (finals_ == Finals::kDone) {
+    // The search round's decision moved its served member first: rank again.
+    std::stable_sort(fastest_.begin(), fastest_.end(),
+                     [](const TrialOutcome& a, const TrialOutcome& b) {
+                       return CalibratedTime(a.result.measurement()) <
+                              CalibratedTime(b.result.measurement());
+                     });
   }
-  rechecks_.push_back(QueuedRecheck{ordinal, referee, std::move(not_by), deadline, "", 0});
-  // A finalists round not yet leased (or a search round that would decide)
-  // waits: MaybeStartFinals picks the finalists again once the checks end.
   finals_ = Finals::kNotYet;
   return true;
 }
+
+bool TargetTrials::MayTake(const QueuedRecheck& queued, const std::string& principal) const {
+  return queued.lease_id.empty() &&
+         std::find(queued.not_by.begin(), queued.not_by.end(), principal) == queued.not_by.end();
+}
+
+namespace {
+// How many waiting rechecks one lease request looks at: a principal that may
+// take none of a long queue (a suspect's own claims) pays no more.
+constexpr int kRecheckScan = 256;
+}  // namespace
 
 std::vector<uint64_t> TargetTrials::TakeRechecks(int max, const std::string& principal,
                                                  const std::string& lease_id, int64_t epoch,
                                                  bool* referee) {
   std::vector<uint64_t> taken;
-  for (QueuedRecheck& queued : rechecks_) {
-    if (static_cast<int>(taken.size()) >= max) break;
-    if (!queued.lease_id.empty() ||
-        std::find(queued.not_by.begin(), queued.not_by.end(), principal) != queued.not_by.end() ||
-        (!taken.empty() && queued.referee != *referee)) {
+  int scanned = 0;
+  for (auto it = waiting_rechecks_.begin();
+       it != waiting_rechecks_.end() && static_cast<int>(taken.size()) < max &&
+       scanned < kRecheckScan;) {
+    auto queued = rechecks_.find(*it);
+    if (queued == rechecks_.end() || !queued->second.lease_id.empty()) {
+      it = waiting_rechecks_.erase(it);  // leased or gone since it began to wait
       continue;
     }
-    *referee = queued.referee;
-    queued.lease_id = lease_id;
-    queued.epoch = epoch;
-    taken.push_back(queued.ordinal);
+    ++scanned;
+    if (!MayTake(queued->second, principal) ||
+        (!taken.empty() && queued->second.referee != *referee)) {
+      ++it;
+      continue;
+    }
+    *referee = queued->second.referee;
+    queued->second.lease_id = lease_id;
+    queued->second.epoch = epoch;
+    --rechecks_waiting_;
+    taken.push_back(*it);
+    it = waiting_rechecks_.erase(it);
   }
   return taken;
 }
 
-bool TargetTrials::HoldsRecheck(uint64_t ordinal, const std::string& lease_id,
-                                int64_t epoch) const {
-  return std::any_of(rechecks_.begin(), rechecks_.end(), [&](const QueuedRecheck& queued) {
-    return queued.ordinal == ordinal && queued.lease_id == lease_id && queued.epoch == epoch;
-  });
+bool TargetTrials::HasRecheckFor(const std::string& principal) const {
+  if (rechecks_waiting_ == 0) return false;
+  int scanned = 0;
+  for (uint64_t ordinal : waiting_rechecks_) {
+    if (++scanned > kRecheckScan) return false;
+    auto queued = rechecks_.find(ordinal);
+    if (queued != rechecks_.end() && MayTake(queued->second, principal)) return true;
+  }
+  return false;
 }
 
-void TargetTrials::CompleteRecheck(uint64_t ordinal, const v1::TrialResult& result,
-                                   const std::string& principal) {
-  rechecks_.erase(std::remove_if(rechecks_.begin(), rechecks_.end(),
-                                 [&](const QueuedRecheck& q) { return q.ordinal == ordinal; }),
-                  rechecks_.end());
+bool TargetTrials::HoldsRecheck(uint64_t ordinal, const std::string& lease_id,
+                                int64_t epoch) const {
+  auto queued = rechecks_.find(ordinal);
+  return queued != rechecks_.end() && !lease_id.empty() && queued->second.lease_id == lease_id &&
+         queued->second.epoch == epoch;
+}
+
+void TargetTrials::EndRecheck(uint64_t ordinal) {
+  auto queued = rechecks_.find(ordinal);
+  if (queued == rechecks_.end()) return;
+  if (queued->second.lease_id.empty()) --rechecks_waiting_;
+  rechecks_.erase(queued);
+}
+
+void TargetTrials::ReleaseRecheck(uint64_t ordinal, const std::string& lease_id, int64_t epoch,
+                                  const std::string& principal, absl::Time deadline) {
+  if (!HoldsRecheck(ordinal, lease_id, epoch)) return;
+  QueuedRecheck& queued = rechecks_.at(ordinal);
+  queued.lease_id.clear();
+  // It let the check go: another principal takes it, or nobody.
+  if (std::find(queued.not_by.begin(), queued.not_by.end(), principal) == queued.not_by.end()) {
+    queued.not_by.push_back(principal);
+  }
+  queued.deadline = deadline;
+  waiting_rechecks_.push_back(ordinal);
+  ++rechecks_waiting_;
+}
+
+void TargetTrials::Rerank(uint64_t ordinal, const v1::TrialResult& result,
+                          const std::string& principal) {
+  std::erase_if(fastest_, [&](const TrialOutcome& o) { return o.ordinal == ordinal; });
   if (result.status() == v1::TRIAL_STATUS_OK && !result.cut_early()) {
     Rank(TrialOutcome{ordinal, result, principal});
   }
-  MaybeStartFinals();
 }
 
 std::vector<std::pair<uint64_t, bool>> TargetTrials::DropStaleRechecks(
     absl::Time now, const std::function<bool(const std::vector<std::string>&)>& takeable) {
   std::vector<std::pair<uint64_t, bool>> dropped;
-  std::erase_if(rechecks_, [&](const QueuedRecheck& queued) {
-    const bool stale =
-        queued.lease_id.empty() && (queued.deadline <= now || !takeable(queued.not_by));
-    if (stale) dropped.emplace_back(queued.ordinal, queued.referee);
-    return stale;
-  });
+  for (auto it = rechecks_.begin(); it != rechecks_.end();) {
+    const QueuedRecheck& queued = it->second;
+    if (queued.lease_id.empty() && (queued.deadline <= now || !takeable(queued.not_by))) {
+      dropped.emplace_back(it->first, queued.referee);
+      --rechecks_waiting_;
+      rechecks_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
   if (!dropped.empty()) MaybeStartFinals();
   return dropped;
 }
@@ -214,6 +278,8 @@ void TargetTrials::Abandon(v1::StopReason reason) {
   requeued_.clear();
   ahead_.clear();
   rechecks_.clear();
+  waiting_rechecks_.clear();
+  rechecks_waiting_ = 0;
   // What was never measured is dropped, so that total() is what was done
   // (a late report of a lease finds no slot: stale).
   for (auto it = slots_.begin(); it != slots_.end();) {
@@ -307,7 +373,7 @@ void TargetTrials::EndFinals() {
   for (uint64_t ordinal : finalist_ordinals_) {
     const v1::TrialResult& result = finals_results_.at(ordinal);
     if (result.status() != v1::TRIAL_STATUS_OK || result.cut_early()) continue;
-    finals.push_back(TrialOutcome{ordinal, result, ""});
+    finals.push_back(TrialOutcome{ordinal, result, finals_principal_});
     if (default_ordinal_ == ordinal) {
       default_seconds_ = result.measurement().median_seconds();
     }
@@ -340,11 +406,9 @@ std::optional<v1::TrialResult> TargetTrials::Release(
     finals_lease_.clear();
     return std::nullopt;
   }
-  for (QueuedRecheck& queued : rechecks_) {
-    if (queued.ordinal == ordinal && queued.lease_id == lease_id && queued.epoch == epoch) {
-      queued.lease_id.clear();  // it waits again, until its deadline
-      return std::nullopt;
-    }
+  if (HoldsRecheck(ordinal, lease_id, epoch)) {
+    ReleaseRecheck(ordinal, lease_id, epoch, holder.principal, rechecks_.at(ordinal).deadline);
+    return std::nullopt;
   }
   auto it = slots_.find(ordinal);
   if (it == slots_.end() || it->second.state != SlotState::kLeased ||
@@ -379,9 +443,11 @@ int64_t TargetTrials::ReclaimOrphans(
     finals_lease_.clear();
     moved += static_cast<int64_t>(finalist_ordinals_.size());
   }
-  for (QueuedRecheck& queued : rechecks_) {
+  for (auto& [ordinal, queued] : rechecks_) {
     if (queued.lease_id.empty() || held(queued.lease_id)) continue;
     queued.lease_id.clear();
+    waiting_rechecks_.push_back(ordinal);
+    ++rechecks_waiting_;
     ++moved;
   }
   for (auto& [ordinal, slot] : slots_) {
@@ -458,11 +524,8 @@ bool TargetTrials::Finished() const {
 }
 
 bool TargetTrials::HasWork() const {
-  const bool recheck_waits =
-      std::any_of(rechecks_.begin(), rechecks_.end(),
-                  [](const QueuedRecheck& queued) { return queued.lease_id.empty(); });
   return !requeued_.empty() || !ahead_.empty() || (!ProposalsOver() && !strategy_->waiting()) ||
-         recheck_waits || finals_ == Finals::kWaiting;
+         rechecks_waiting_ > 0 || finals_ == Finals::kWaiting;
 }
 
 int64_t TargetTrials::total() const {

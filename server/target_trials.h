@@ -104,24 +104,37 @@ class TargetTrials {
 
   // Re-measurements of configs the search measured already (spot checks,
   // server/spot_checks.h): `ordinal` waits until `deadline` for a lease of
-  // a principal not in `not_by`, and its result is ranked with the config's
-  // other measurements (a config ranks at its fastest that counts). The
+  // a principal not in `not_by`; the caller ranks its result (Rerank). The
   // finalists round (or, without one, the end of the search) waits for
   // every recheck. False, queueing nothing, once the finalists round was
-  // leased or the target given up, for a config not measured, or for one
-  // queued already.
+  // leased or the target given up, once a time budget stopped the search
+  // (but for a referee's), for a config not measured, or for one queued
+  // already.
   bool Recheck(uint64_t ordinal, bool referee, std::vector<std::string> not_by,
                absl::Time deadline);
   // Up to `max` queued rechecks that `principal` may take, all of one stage
-  // (`*referee` says which), handed to (lease_id, epoch).
+  // (`*referee` says which), handed to (lease_id, epoch). Looks at no more
+  // than a few hundred waiting ones.
   std::vector<uint64_t> TakeRechecks(int max, const std::string& principal,
                                      const std::string& lease_id, int64_t epoch, bool* referee);
+  // Whether a recheck waits that `principal` may take (as TakeRechecks).
+  bool HasRecheckFor(const std::string& principal) const;
   bool HoldsRecheck(uint64_t ordinal, const std::string& lease_id, int64_t epoch) const;
-  // Records the result of a recheck `principal` measured: an OK run not
-  // cut early ranks the config when it is faster than its rank now.
+  // The recheck of `ordinal` was measured: it leaves the queue. The
+  // finalists round may start only at RechecksSettled.
   // REQUIRES: HoldsRecheck(ordinal, ...).
-  void CompleteRecheck(uint64_t ordinal, const v1::TrialResult& result,
-                       const std::string& principal);
+  void EndRecheck(uint64_t ordinal);
+  // The recheck's lease (lease_id, epoch) of `principal` ended without its
+  // result: it waits again, until `deadline`, for another principal.
+  void ReleaseRecheck(uint64_t ordinal, const std::string& lease_id, int64_t epoch,
+                      const std::string& principal, absl::Time deadline);
+  // Ranks `ordinal` at `result` measured by `principal`, whatever its rank
+  // was (a result that is not an OK run measured in full takes it out of
+  // the ranking).
+  void Rerank(uint64_t ordinal, const v1::TrialResult& result, const std::string& principal);
+  // After EndRecheck and Rerank: starts the finalists round (or ends the
+  // search) when nothing else is left.
+  void RechecksSettled() { MaybeStartFinals(); }
   // Drops the waiting rechecks whose deadline passed, or that no principal
   // taking part may take (`takeable(not_by)` false); returns them, with
   // whether each was a referee's.
@@ -222,13 +235,13 @@ class TargetTrials {
   static bool LeaveToOthers(const Holder& holder, const std::vector<std::string>& lost_by);
   enum class Finals { kNotYet, kWaiting, kLeased, kDone };
   struct QueuedRecheck {
-    uint64_t ordinal = 0;
     bool referee = false;
     std::vector<std::string> not_by;
     absl::Time deadline;
     std::string lease_id;  // empty while it waits
     int64_t epoch = 0;
   };
+  bool MayTake(const QueuedRecheck& queued, const std::string& principal) const;
   void Record(uint64_t ordinal, const v1::TrialResult& result, const std::string& principal);
   // Ranks `outcome` among the fastest (one entry per config: its fastest).
   void Rank(TrialOutcome outcome);
@@ -256,7 +269,11 @@ class TargetTrials {
   absl::flat_hash_map<uint64_t, Slot> slots_;
   std::deque<uint64_t> requeued_;
   std::deque<uint64_t> ahead_;  // proposed before a lease asked (ProposeAhead)
-  std::vector<QueuedRecheck> rechecks_;  // queued or leased, in the order queued
+  absl::flat_hash_map<uint64_t, QueuedRecheck> rechecks_;  // queued or leased
+  // The waiting rechecks in the order they began to wait (entries leased or
+  // gone since are skipped, and dropped when met), and how many wait.
+  std::deque<uint64_t> waiting_rechecks_;
+  int64_t rechecks_waiting_ = 0;
   int64_t leased_ = 0;
   int64_t done_ = 0;
   std::vector<TrialOutcome> fastest_;  // sorted, capped
@@ -275,6 +292,7 @@ class TargetTrials {
   int finals_lost_ = 0;
   std::vector<std::string> finals_lost_by_;
   absl::flat_hash_map<uint64_t, v1::TrialResult> finals_results_;
+  std::string finals_principal_;  // who measured the finalists round
 };
 
 }  // namespace tunefleet::server

@@ -149,12 +149,9 @@ std::vector<v1::TrialStatus> JobTarget::Record(
     auto pos = std::find(lease->ordinals.begin(), lease->ordinals.end(), ordinal);
     if (pos == lease->ordinals.end()) continue;  // reported twice
     if (lease->spot) {
+      // Judged, ranked and vouched for by the spot checks (JobManager).
       if (trials->HoldsRecheck(ordinal, lease->id, lease->epoch)) {
-        trials->CompleteRecheck(ordinal, result, lease->principal);
-        if (result.status() == v1::TRIAL_STATUS_OK) {
-          measured_by[ordinal].push_back(
-              Measurer{lease->principal, lease->worker_id, lease->device_id});
-        }
+        trials->EndRecheck(ordinal);
         if (recorded_results != nullptr) recorded_results->push_back({ordinal, result, false});
       }
       lease->ordinals.erase(pos);

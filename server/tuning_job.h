@@ -81,8 +81,8 @@ struct JobTarget {
   // held by the lease (it then leaves lease->ordinals; one reported twice is
   // skipped): a search or finalists result completes its config (a
   // verification's results are its Verification's), and an OK one records
-  // who measured it; a spot check's results rank their configs
-  // (TargetTrials::CompleteRecheck). Returns the statuses recorded in the
+  // who measured it; a spot check's results leave the recheck queue
+  // (TargetTrials::EndRecheck) for the JobManager to judge. Returns the statuses recorded in the
   // search round (what the metrics and quotas count); `recorded_results`
   // (when given) gets the search round's and the spot checks' results that
   // were recorded, for the spot checks.

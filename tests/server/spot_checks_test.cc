@@ -15,7 +15,7 @@ v1::TrialResult Ran(double seconds, double calibration = 1e-3) {
   return result;
 }
 
-v1::TrialResult Failed(v1::TrialStatus status = v1::TRIAL_STATUS_CRASHED) {
+v1::TrialResult Failed(v1::TrialStatus status = v1::TRIAL_STATUS_WRONG_RESULT) {
   v1::TrialResult result;
   result.set_status(status);
   return result;
@@ -23,13 +23,18 @@ v1::TrialResult Failed(v1::TrialStatus status = v1::TRIAL_STATUS_CRASHED) {
 
 constexpr double kTolerance = 1.0;
 
-TEST(ResultsAgreeTest, WithinTheFactorEitherWayOrBothFailed) {
+// The time a verdict ranks its config at (-1 for none).
+double RankOf(const SpotChecks::Verdict& verdict) {
+  return verdict.rank.has_value() ? verdict.rank->result.measurement().median_seconds() : -1;
+}
+
+TEST(ResultsAgreeTest, WithinTheFactorEitherWayOrBothFailedForGood) {
   EXPECT_TRUE(ResultsAgree(Ran(1.0), Ran(1.9), kTolerance));
   EXPECT_TRUE(ResultsAgree(Ran(1.9), Ran(1.0), kTolerance));
   EXPECT_FALSE(ResultsAgree(Ran(1.0), Ran(2.1), kTolerance));
   EXPECT_FALSE(ResultsAgree(Ran(2.1), Ran(1.0), kTolerance));
-  EXPECT_TRUE(ResultsAgree(Failed(), Failed(v1::TRIAL_STATUS_WRONG_RESULT), kTolerance));
-  EXPECT_FALSE(ResultsAgree(Failed(v1::TRIAL_STATUS_TIMEOUT), Ran(1.0), kTolerance));
+  EXPECT_TRUE(ResultsAgree(Failed(), Failed(v1::TRIAL_STATUS_COMPILE_ERROR), kTolerance));
+  EXPECT_FALSE(ResultsAgree(Failed(), Ran(1.0), kTolerance));
 }
 
 TEST(ResultsAgreeTest, ComparesCalibratedTimes) {
@@ -38,10 +43,13 @@ TEST(ResultsAgreeTest, ComparesCalibratedTimes) {
   EXPECT_FALSE(ResultsAgree(Ran(1.0, 1e-3), Ran(3.0, 1e-3), kTolerance));
 }
 
-TEST(EvidenceTest, ALostWorkerSaysNothing) {
-  EXPECT_EQ(EvidenceOf(Failed(v1::TRIAL_STATUS_WORKER_LOST)), Evidence::kNone);
-  EXPECT_EQ(EvidenceOf(Failed(v1::TRIAL_STATUS_COMPILE_ERROR)), Evidence::kFailed);
+TEST(EvidenceTest, FailuresAnotherHostMayNotSeeAreTransientAndALostWorkerSaysNothing) {
   EXPECT_EQ(EvidenceOf(Ran(1)), Evidence::kRan);
+  EXPECT_EQ(EvidenceOf(Failed(v1::TRIAL_STATUS_COMPILE_ERROR)), Evidence::kFailed);
+  EXPECT_EQ(EvidenceOf(Failed(v1::TRIAL_STATUS_WRONG_RESULT)), Evidence::kFailed);
+  EXPECT_EQ(EvidenceOf(Failed(v1::TRIAL_STATUS_TIMEOUT)), Evidence::kTransient);
+  EXPECT_EQ(EvidenceOf(Failed(v1::TRIAL_STATUS_CRASHED)), Evidence::kTransient);
+  EXPECT_EQ(EvidenceOf(Failed(v1::TRIAL_STATUS_WORKER_LOST)), Evidence::kNone);
 }
 
 TEST(SpotChecksTest, SamplesEachPrincipalsFirstResultNewBestsSuspectsAndTheRateOfTheRest) {
@@ -50,100 +58,137 @@ TEST(SpotChecksTest, SamplesEachPrincipalsFirstResultNewBestsSuspectsAndTheRateO
   EXPECT_FALSE(checks.Claim(2, "a", Ran(1), false, 0.1, 0.99));  // above the rate
   EXPECT_TRUE(checks.Claim(3, "a", Ran(1), false, 0.1, 0.05));   // drawn below it
   EXPECT_TRUE(checks.Claim(4, "a", Ran(1), true, 0.1, 0.99));    // a new best
-  EXPECT_TRUE(checks.Claim(5, "b", Ran(1), false, 0.1, 0.99));   // b's first
+  EXPECT_TRUE(checks.Claim(5, "b", Failed(v1::TRIAL_STATUS_CRASHED), false, 0.1, 0.99));
   checks.MarkSuspect("b");
   EXPECT_TRUE(checks.Claim(6, "b", Ran(1), false, 0.1, 0.99));
-  EXPECT_FALSE(checks.Claim(6, "b", Ran(1), true, 0.1, 0.0));   // claimed once
-  EXPECT_FALSE(checks.Claim(7, "c", Ran(1), true, 0.0, 0.0));   // off
+  EXPECT_FALSE(checks.Claim(6, "b", Ran(1), true, 0.1, 0.0));  // claimed once
+  EXPECT_FALSE(checks.Claim(7, "c", Ran(1), true, 0.0, 0.0));  // off
   EXPECT_FALSE(checks.Claim(8, "a", Failed(v1::TRIAL_STATUS_WORKER_LOST), true, 0.1, 0.0));
-  EXPECT_EQ(checks.ClaimantOf(6), "b");
+  EXPECT_EQ(checks.Unchecked("a"), (std::vector<uint64_t>{1, 2, 3, 4}));
 }
 
-TEST(SpotChecksTest, AnAgreeingCheckLeavesTheClaimStanding) {
+TEST(SpotChecksTest, AnAgreeingCheckRanksTheConfigAtTheSlowerAndVouchesForIt) {
   SpotChecks checks;
   checks.Claim(1, "a", Ran(1.0), false, 1, 0);
   checks.Queued(1);
   EXPECT_EQ(checks.Checked(1, "a", Ran(9.0), kTolerance).kind, Kind::kNone);  // never its own
-  EXPECT_EQ(checks.Checked(1, "b", Ran(1.5), kTolerance).kind, Kind::kAgreed);
+  const SpotChecks::Verdict agreed = checks.Checked(1, "b", Ran(0.6), kTolerance);
+  EXPECT_EQ(agreed.kind, Kind::kAgreed);
+  EXPECT_TRUE(agreed.vouches);
+  EXPECT_EQ(RankOf(agreed), 1.0);  // a fast re-measurement raises nothing
+  EXPECT_EQ(agreed.rank->principal, "a");
   EXPECT_EQ(checks.Checked(1, "c", Ran(9.0), kTolerance).kind, Kind::kNone);  // checked once
   EXPECT_EQ(checks.checks(), 1);
   EXPECT_EQ(checks.disputes(), 0);
 }
 
-TEST(SpotChecksTest, ARefereeOverrulesTheSideItDisagreesWith) {
+TEST(SpotChecksTest, ADisputeRanksAtTheFasterAndARefereeOverrulesTheSideFarFromIt) {
   SpotChecks hidden;  // a claims a fast config slow; the referee sides with b
   hidden.Claim(1, "a", Ran(5.0), false, 1, 0);
   hidden.Queued(1);
-  SpotChecks::Verdict disputed = hidden.Checked(1, "b", Ran(0.25), kTolerance);
+  const SpotChecks::Verdict disputed = hidden.Checked(1, "b", Ran(0.25), kTolerance);
   ASSERT_EQ(disputed.kind, Kind::kDisputed);
-  EXPECT_EQ(disputed.sides, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(disputed.principals, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(RankOf(disputed), 0.25);  // the hidden config is back in the ranking
+  EXPECT_FALSE(disputed.vouches);
   EXPECT_EQ(hidden.Checked(1, "b", Ran(0.25), kTolerance).kind, Kind::kNone);  // not a referee
-  SpotChecks::Verdict settled = hidden.Checked(1, "c", Ran(0.3), kTolerance);
+  const SpotChecks::Verdict settled = hidden.Checked(1, "c", Ran(0.3), kTolerance);
   EXPECT_EQ(settled.kind, Kind::kOverruled);
-  EXPECT_EQ(settled.principal, "a");
+  EXPECT_EQ(settled.principals, std::vector<std::string>{"a"});
+  EXPECT_EQ(RankOf(settled), 0.3);  // the slower of the two that agree
   EXPECT_TRUE(hidden.IsSuspect("a"));
 
   SpotChecks slandered;  // b checks a's honest claim slow; the referee sides with a
   slandered.Claim(1, "a", Ran(0.25), false, 1, 0);
   slandered.Queued(1);
   ASSERT_EQ(slandered.Checked(1, "b", Ran(5.0), kTolerance).kind, Kind::kDisputed);
-  SpotChecks::Verdict overruled = slandered.Checked(1, "c", Ran(0.26), kTolerance);
+  const SpotChecks::Verdict overruled = slandered.Checked(1, "c", Ran(0.26), kTolerance);
   EXPECT_EQ(overruled.kind, Kind::kOverruled);
-  EXPECT_EQ(overruled.principal, "b");
+  EXPECT_EQ(overruled.principals, std::vector<std::string>{"b"});
   EXPECT_FALSE(slandered.IsSuspect("a"));
+
+  SpotChecks faked;  // a claims 3x too fast: the referee sides with b
+  faked.Claim(1, "a", Ran(0.1), false, 1, 0);
+  faked.Queued(1);
+  ASSERT_EQ(faked.Checked(1, "b", Ran(0.3), kTolerance).kind, Kind::kDisputed);
+  const SpotChecks::Verdict near = faked.Checked(1, "c", Ran(0.3), kTolerance);
+  EXPECT_EQ(near.kind, Kind::kUnsettled);  // not far enough to quarantine: suspected
+  EXPECT_EQ(near.principals, std::vector<std::string>{"a"});  // the faster side, here
+  EXPECT_TRUE(faked.IsSuspect("a"));
+  EXPECT_FALSE(faked.IsSuspect("b"));
 }
 
-TEST(SpotChecksTest, AFailureClaimedForAConfigThatRunsIsADispute) {
+TEST(SpotChecksTest, AFailureForGoodClaimedForAConfigThatRunsIsADispute) {
   SpotChecks checks;
   checks.Claim(1, "a", Failed(v1::TRIAL_STATUS_WRONG_RESULT), false, 1, 0);
   checks.Queued(1);
-  ASSERT_EQ(checks.Checked(1, "b", Ran(0.2), kTolerance).kind, Kind::kDisputed);
-  SpotChecks::Verdict settled = checks.Checked(1, "c", Ran(0.2), kTolerance);
+  const SpotChecks::Verdict disputed = checks.Checked(1, "b", Ran(0.2), kTolerance);
+  ASSERT_EQ(disputed.kind, Kind::kDisputed);
+  EXPECT_EQ(RankOf(disputed), 0.2);
+  const SpotChecks::Verdict settled = checks.Checked(1, "c", Ran(0.2), kTolerance);
   EXPECT_EQ(settled.kind, Kind::kOverruled);
-  EXPECT_EQ(settled.principal, "a");
+  EXPECT_EQ(settled.principals, std::vector<std::string>{"a"});
 }
 
-TEST(SpotChecksTest, AnUnsettledDisputeMakesTheSlowerSideASuspect) {
-  SpotChecks dropped;  // no referee came
-  dropped.Claim(1, "a", Ran(5.0), false, 1, 0);
-  dropped.Queued(1);
-  ASSERT_EQ(dropped.Checked(1, "b", Ran(0.25), kTolerance).kind, Kind::kDisputed);
-  SpotChecks::Verdict unsettled = dropped.Dropped(1);
-  EXPECT_EQ(unsettled.kind, Kind::kUnsettled);
-  EXPECT_EQ(unsettled.principal, "a");
-  EXPECT_TRUE(dropped.IsSuspect("a"));
-  EXPECT_FALSE(dropped.IsSuspect("b"));
+TEST(SpotChecksTest, ATransientFailureBlamesNobodyAndARunRanksTheConfig) {
+  SpotChecks crashed;  // a's run crashed (or was said to): b's run ranks it
+  crashed.Claim(1, "a", Failed(v1::TRIAL_STATUS_TIMEOUT), false, 1, 0);
+  crashed.Queued(1);
+  const SpotChecks::Verdict ran = crashed.Checked(1, "b", Ran(0.2), kTolerance);
+  EXPECT_EQ(ran.kind, Kind::kNone);
+  EXPECT_EQ(RankOf(ran), 0.2);
+  EXPECT_TRUE(ran.vouches);
+  EXPECT_FALSE(crashed.IsSuspect("a"));
 
-  SpotChecks near;  // the referee agrees with a, but b is not far from it
-  near.Claim(1, "a", Ran(1.0), false, 1, 0);
-  near.Queued(1);
-  ASSERT_EQ(near.Checked(1, "b", Ran(2.5), kTolerance).kind, Kind::kDisputed);
-  SpotChecks::Verdict noisy = near.Checked(1, "c", Ran(1.1), kTolerance);
-  EXPECT_EQ(noisy.kind, Kind::kUnsettled);  // re-measured, not quarantined
-  EXPECT_EQ(noisy.principal, "b");
+  SpotChecks flaky;  // b's check crashed: a's run stands
+  flaky.Claim(1, "a", Ran(0.2), false, 1, 0);
+  flaky.Queued(1);
+  const SpotChecks::Verdict none = flaky.Checked(1, "b", Failed(v1::TRIAL_STATUS_CRASHED),
+                                                 kTolerance);
+  EXPECT_EQ(none.kind, Kind::kNone);
+  EXPECT_FALSE(none.rank.has_value());
+  EXPECT_FALSE(flaky.IsSuspect("b"));
+}
 
-  SpotChecks split;  // the referee agrees with neither side
+TEST(SpotChecksTest, EachSideOfDisputesNobodySettlesIsASuspectAtItsSecond) {
+  SpotChecks checks;  // no referee came, twice
+  checks.Claim(1, "a", Ran(5.0), false, 1, 0);
+  checks.Claim(2, "a", Ran(5.0), false, 1, 0);
+  checks.Queued(1);
+  checks.Queued(2);
+  ASSERT_EQ(checks.Checked(1, "b", Ran(0.25), kTolerance).kind, Kind::kDisputed);
+  const SpotChecks::Verdict first = checks.Dropped(1);
+  EXPECT_EQ(first.kind, Kind::kUnsettled);
+  EXPECT_TRUE(first.principals.empty());  // one host's noise may do that once
+  EXPECT_FALSE(first.rank.has_value());   // it keeps the faster rank
+  EXPECT_FALSE(checks.IsSuspect("a"));
+  ASSERT_EQ(checks.Checked(2, "b", Ran(0.25), kTolerance).kind, Kind::kDisputed);
+  const SpotChecks::Verdict second = checks.Dropped(2);
+  EXPECT_EQ(second.principals, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(checks.IsSuspect("a"));
+  EXPECT_TRUE(checks.IsSuspect("b"));
+
+  SpotChecks split;  // the referee agrees with neither side: a strike each
   split.Claim(1, "a", Ran(0.1), false, 1, 0);
   split.Queued(1);
   ASSERT_EQ(split.Checked(1, "b", Ran(1.0), kTolerance).kind, Kind::kDisputed);
-  SpotChecks::Verdict neither = split.Checked(1, "c", Ran(10.0), kTolerance);
+  const SpotChecks::Verdict neither = split.Checked(1, "c", Ran(10.0), kTolerance);
   EXPECT_EQ(neither.kind, Kind::kUnsettled);
-  EXPECT_EQ(neither.principal, "b");  // b reported slower than a
+  EXPECT_TRUE(neither.principals.empty());
 }
 
-TEST(SpotChecksTest, ADroppedCheckLeavesTheClaimUncheckedForAnotherTry) {
+TEST(SpotChecksTest, ADroppedCheckIsNotQueuedAgainAndALostWorkersCheckIs) {
   SpotChecks checks;
   checks.Claim(1, "a", Ran(1), false, 1, 0);
   checks.Claim(2, "a", Ran(1), false, 0, 0.5);
-  checks.Claim(3, "b", Ran(1), false, 1, 0);
   checks.Queued(1);
   EXPECT_EQ(checks.Unchecked("a"), (std::vector<uint64_t>{2}));
   EXPECT_EQ(checks.Dropped(1).kind, Kind::kNone);
-  EXPECT_EQ(checks.Unchecked("a"), (std::vector<uint64_t>{1, 2}));
-  checks.Queued(1);  // a lost worker's check says nothing either
-  EXPECT_EQ(checks.Checked(1, "b", Failed(v1::TRIAL_STATUS_WORKER_LOST), kTolerance).kind,
+  EXPECT_EQ(checks.Unchecked("a"), (std::vector<uint64_t>{2}));
+  checks.Queued(2);  // a lost worker's check says nothing: it may be queued again
+  EXPECT_EQ(checks.Checked(2, "b", Failed(v1::TRIAL_STATUS_WORKER_LOST), kTolerance).kind,
             Kind::kNone);
-  EXPECT_EQ(checks.Unchecked("a"), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(checks.Unchecked("a"), (std::vector<uint64_t>{2}));
 }
 
 TEST(SpotChecksTest, AnOverruledPrincipalsClaimsAreReMeasuredWithoutAVerdict) {
@@ -152,9 +197,13 @@ TEST(SpotChecksTest, AnOverruledPrincipalsClaimsAreReMeasuredWithoutAVerdict) {
   checks.Claim(2, "a", Ran(5.0), false, 0, 0.5);
   checks.MarkOverruled("a");
   EXPECT_TRUE(checks.IsSuspect("a"));
+  EXPECT_TRUE(checks.IsOverruled("a"));
   EXPECT_EQ(checks.Unchecked("a"), (std::vector<uint64_t>{1, 2}));
   checks.Queued(1);
-  EXPECT_EQ(checks.Checked(1, "b", Ran(0.25), kTolerance).kind, Kind::kNone);
+  const SpotChecks::Verdict remeasured = checks.Checked(1, "b", Ran(0.25), kTolerance);
+  EXPECT_EQ(remeasured.kind, Kind::kNone);
+  EXPECT_EQ(RankOf(remeasured), 0.25);  // in the claim's place
+  EXPECT_TRUE(remeasured.vouches);
   EXPECT_EQ(checks.Unchecked("a"), (std::vector<uint64_t>{2}));
   EXPECT_EQ(checks.disputes(), 0);
 }

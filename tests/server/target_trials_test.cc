@@ -333,13 +333,15 @@ TEST_F(TargetTrialsTest, ARecheckRanksAConfigAtItsFastestAndTheFinalistsRoundWai
   EXPECT_FALSE(referee);
   EXPECT_FALSE(trials_->HoldsRecheck(held[0], "l2", 2));
   ASSERT_TRUE(trials_->HoldsRecheck(held[0], "l3", 3));
-  trials_->CompleteRecheck(held[0], Ok(2e-4), "honest");
+  trials_->EndRecheck(held[0]);
+  trials_->Rerank(held[0], Ok(2e-4), "honest");
+  trials_->RechecksSettled();
   ASSERT_EQ(trials_->Fastest(1).size(), 1u);
   EXPECT_EQ(trials_->Fastest(1)[0].ordinal, held[0]);
   EXPECT_EQ(trials_->Fastest(1)[0].principal, "honest");
   EXPECT_EQ(trials_->Fastest(16).size(), 6u);  // one entry per config
 
-  std::vector<uint64_t> finals = trials_->Take(4, "l4", 4, &finalists);
+  std::vector<uint64_t> finals = trials_->Take(4, "l5", 5, &finalists);
   EXPECT_TRUE(finalists);
   EXPECT_EQ(finals.front(), held[0]);  // the hidden config is a finalist
   EXPECT_FALSE(trials_->Recheck(held[1], false, {"liar"}, absl::InfiniteFuture()));  // too late
@@ -408,6 +410,32 @@ TEST_F(TargetTrialsTest, ARecheckNoPrincipalTakingPartMayTakeIsDroppedBeforeItsD
   EXPECT_EQ(trials_->DropStaleRechecks(absl::Now(), only_a).size(), 1u);
   EXPECT_TRUE(trials_->Take(4, "l2", 2, &finalists).size() > 0);
   EXPECT_TRUE(finalists);
+}
+
+TEST_F(TargetTrialsTest, ARerankSetsAConfigsRankAndAReleasedRecheckGoesToAnotherPrincipal) {
+  bool finalists = false;
+  std::vector<uint64_t> held = trials_->Take(6, "l1", 1, &finalists);
+  for (size_t i = 0; i < held.size(); ++i) {
+    ASSERT_TRUE(trials_->Complete(held[i], "l1", 1, Ok(1e-3 * (i + 1)), "a"));
+  }
+  trials_->Rerank(held[0], Ok(9e-3), "b");  // slower than its claim: set, not kept at the min
+  EXPECT_EQ(trials_->Fastest(1)[0].ordinal, held[1]);
+  v1::TrialResult failed;
+  failed.set_status(v1::TRIAL_STATUS_CRASHED);
+  trials_->Rerank(held[1], failed, "b");  // no run: out of the ranking
+  EXPECT_EQ(trials_->Fastest(1)[0].ordinal, held[2]);
+  EXPECT_EQ(trials_->Fastest(16).size(), 5u);
+
+  ASSERT_TRUE(trials_->Recheck(held[3], false, {"a"}, absl::InfiniteFuture()));
+  EXPECT_FALSE(trials_->HasRecheckFor("a"));
+  EXPECT_TRUE(trials_->HasRecheckFor("b"));
+  bool referee = false;
+  ASSERT_EQ(trials_->TakeRechecks(4, "b", "l2", 2, &referee).size(), 1u);
+  EXPECT_FALSE(trials_->HasRecheckFor("c"));  // leased
+  trials_->ReleaseRecheck(held[3], "l2", 2, "b", absl::InfiniteFuture());
+  EXPECT_FALSE(trials_->HasRecheckFor("b"));  // it let it go once
+  EXPECT_TRUE(trials_->HasRecheckFor("c"));
+  EXPECT_EQ(trials_->TakeRechecks(4, "c", "l3", 3, &referee), std::vector<uint64_t>{held[3]});
 }
 
 }  // namespace
