@@ -66,6 +66,12 @@ void UseLeadingCoordinator(const CoordinatorTarget& target, const std::string& s
       R"({"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":")",
       service, R"("}})"));
   if (!target.authority.empty()) args->SetString(GRPC_ARG_DEFAULT_AUTHORITY, target.authority);
+  // A connection to a coordinator that answers no ping is dropped, so the
+  // balancer stops sending it calls.
+  args->SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kCoordinatorKeepaliveMs);
+  args->SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kCoordinatorKeepaliveTimeoutMs);
+  args->SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args->SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
 }
 
 }  // namespace tunefleet

@@ -29,8 +29,19 @@ struct CoordinatorTarget {
 // that instead), or that mixes IPv4 and IPv6.
 absl::StatusOr<CoordinatorTarget> ParseCoordinatorTarget(const std::string& addresses);
 
+// How often a channel to the coordinators pings each connection, and how
+// long it waits for the answer before it drops the connection. A
+// coordinator that stopped running (paused, its host frozen) still accepts
+// TCP, and would otherwise keep its share of the calls, each to time out.
+inline constexpr int kCoordinatorKeepaliveMs = 5000;
+inline constexpr int kCoordinatorKeepaliveTimeoutMs = 5000;
+// The shortest ping interval a coordinator accepts from a channel without
+// calls in flight (below kCoordinatorKeepaliveMs).
+inline constexpr int kCoordinatorMinPingIntervalMs = 4000;
+
 // Sets `args` to balance over the target's addresses by the health of
-// `service` ("tunefleet.v1.WorkerService"), and the target's authority.
+// `service` ("tunefleet.v1.WorkerService"), to ping each connection
+// (kCoordinatorKeepaliveMs), and the target's authority.
 void UseLeadingCoordinator(const CoordinatorTarget& target, const std::string& service,
                            grpc::ChannelArguments* args);
 

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/config_space.h"
+#include "common/coordinator_channel.h"
 #include "common/status_macros.h"
 #include "common/version.h"
 #include "server/auth_processor.h"
@@ -42,6 +43,15 @@
 
 namespace tunefleet::server {
 namespace {
+
+// Workers and clients ping their coordinators (common/coordinator_channel.h)
+// so that one that stopped running loses their calls; a coordinator accepts
+// those pings, calls in flight or not.
+void AcceptKeepalives(grpc::ServerBuilder* builder) {
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                              kCoordinatorMinPingIntervalMs);
+}
 
 // Every kernel's newest spec and every best row, into the index.
 absl::Status LoadIndex(Store* store, BestConfigIndex* index) {
@@ -106,9 +116,15 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   CoordinatorMetrics* const metrics =
       metrics_ != nullptr ? static_cast<CoordinatorMetrics*>(metrics_.get()) : &null_metrics_;
   store_ = std::make_unique<MeteredStore>(std::move(store_), metrics);
-  ASSIGN_OR_RETURN(leadership_, OpenLeadership(url, options.holder.empty() ? DefaultHolder()
-                                                                           : options.holder,
-                                               fence_));
+  if (options.leader_session_timeout < 4 * options.standby_poll) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the leader's session timeout (", absl::FormatDuration(options.leader_session_timeout),
+        ") must be at least 4 times the standby poll (",
+        absl::FormatDuration(options.standby_poll), "): a leader checks its lead that often"));
+  }
+  ASSIGN_OR_RETURN(leadership_,
+                   OpenLeadership(url, options.holder.empty() ? DefaultHolder() : options.holder,
+                                  fence_, options.leader_session_timeout));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   ASSIGN_OR_RETURN(const bool leads, leadership_->TryAcquire());
@@ -142,6 +158,7 @@ absl::Status Coordinator::StartStandby() {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options_.listen, credentials, &port_);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  AcceptKeepalives(&builder);
   standby_server_ = builder.BuildAndStart();
   if (standby_server_ == nullptr || port_ == 0) {
     return absl::UnavailableError(absl::StrCat(
@@ -246,6 +263,7 @@ absl::Status Coordinator::Lead(const std::string& listen) {
   // gRPC sets SO_REUSEPORT by default: a second coordinator on a taken port
   // would then start beside the first and share its clients.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  AcceptKeepalives(&builder);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(tuning_service_.get());

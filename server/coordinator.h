@@ -27,6 +27,7 @@
 #include "absl/time/time.h"
 #include "common/grpc_security.h"
 #include "server/job_manager.h"
+#include "server/store/leadership.h"
 #include "server/metrics.h"
 
 namespace grpc {
@@ -102,6 +103,11 @@ struct CoordinatorOptions {
   // How often a standby tries for its database's lead, and a leader checks
   // that it still holds it. Default 500 ms.
   absl::Duration standby_poll = absl::Milliseconds(500);
+  // PostgreSQL ends the leader's lock session once it has sent nothing this
+  // long: a leader paused or cut off longer loses the lead to a standby (and
+  // its fenced store writes nothing after). At least 4 x standby_poll.
+  // Default 15 s.
+  absl::Duration leader_session_timeout = kDefaultLeaderSessionTimeout;
   // The name the leader row gives this process; empty: host:pid.
   std::string holder;
   JobManagerOptions jobs;

@@ -43,6 +43,7 @@ struct Flags {
   int max_watches = 1024;
   int64_t heartbeat_ms = 1000;
   int64_t standby_poll_ms = 500;
+  int64_t leader_session_timeout_ms = 15000;
   int64_t forget_workers_after_ms = 0;
   int batch_size = 4;
   int64_t max_space_points = 10'000'000;
@@ -219,6 +220,12 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "lost it exits with code 3")
       ->check(CLI::Range(int64_t{50}, int64_t{60'000}))
       ->capture_default_str();
+  app.add_option("--leader-session-timeout-ms", flags.leader_session_timeout_ms,
+                 "PostgreSQL: the leader's lock session ends when it has sent nothing for this "
+                 "long, so a leader paused or cut off longer loses the lead to a standby (at "
+                 "least 4 x --standby-poll-ms)")
+      ->check(CLI::Range(int64_t{1000}, int64_t{3'600'000}))
+      ->capture_default_str();
   app.add_option("--forget-workers-after-ms", flags.forget_workers_after_ms,
                  "a worker silent this long leaves the worker list (0: 30 heartbeat "
                  "intervals)")
@@ -304,6 +311,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.metrics_listen = flags.metrics_listen;
   options.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
   options.standby_poll = absl::Milliseconds(flags.standby_poll_ms);
+  options.leader_session_timeout = absl::Milliseconds(flags.leader_session_timeout_ms);
   if (flags.forget_workers_after_ms > 0) {
     options.forget_workers_after = absl::Milliseconds(flags.forget_workers_after_ms);
   }

@@ -60,12 +60,27 @@ def parse(addresses: str) -> Tuple[str, str]:
     return f"ipv{family}:" + ",".join(items), items[0]
 
 
-def channel_options(authority: str, service: str = TUNING_SERVICE) -> List[Tuple[str, str]]:
+# How often the channel pings each coordinator connection, and how long it
+# waits for the answer (common/coordinator_channel.h): a coordinator that
+# stopped running still accepts TCP, and would otherwise keep its share of
+# the calls, each to time out.
+KEEPALIVE_MS = 5000
+KEEPALIVE_TIMEOUT_MS = 5000
+
+
+def channel_options(authority: str, service: str = TUNING_SERVICE) -> List[Tuple[str, object]]:
     """gRPC channel options: round_robin over the target's addresses by the
-    health of `service`, and the authority TLS checks."""
+    health of `service`, pings that drop a coordinator that stopped
+    answering, and the authority TLS checks."""
     config = {"loadBalancingConfig": [{"round_robin": {}}],
               "healthCheckConfig": {"serviceName": service}}
-    options = [("grpc.service_config", json.dumps(config))]
+    options: List[Tuple[str, object]] = [
+        ("grpc.service_config", json.dumps(config)),
+        ("grpc.keepalive_time_ms", KEEPALIVE_MS),
+        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.max_pings_without_data", 0),
+    ]
     if authority:
         options.append(("grpc.default_authority", authority))
     return options

@@ -26,8 +26,12 @@ constexpr int64_t kLeaderLockKey = 0x74666c6561646572;
 
 class PostgresLeadership final : public Leadership {
  public:
-  PostgresLeadership(std::string conninfo, std::string holder, std::shared_ptr<LeaderFence> fence)
-      : conninfo_(std::move(conninfo)), holder_(std::move(holder)), fence_(std::move(fence)) {}
+  PostgresLeadership(std::string conninfo, std::string holder, std::shared_ptr<LeaderFence> fence,
+                     absl::Duration session_timeout)
+      : conninfo_(std::move(conninfo)),
+        holder_(std::move(holder)),
+        fence_(std::move(fence)),
+        session_timeout_ms_(absl::ToInt64Milliseconds(session_timeout)) {}
 
   absl::StatusOr<bool> TryAcquire() override {
     if (epoch_ != 0) return true;
@@ -109,7 +113,13 @@ class PostgresLeadership final : public Leadership {
   // database cannot be reached.
   absl::StatusOr<std::optional<int64_t>> Acquire() {
     try {
-      if (connection_ == nullptr) connection_ = std::make_unique<pqxx::connection>(conninfo_);
+      if (connection_ == nullptr) {
+        connection_ = std::make_unique<pqxx::connection>(conninfo_);
+        // The server ends the session (and its lock) once it has been idle
+        // this long: a leader paused or cut off longer leads no more.
+        pqxx::nontransaction set(*connection_);
+        set.exec(absl::StrCat("SET idle_session_timeout = ", session_timeout_ms_));
+      }
       {
         pqxx::nontransaction query(*connection_);
         const pqxx::result locked =
@@ -136,6 +146,7 @@ class PostgresLeadership final : public Leadership {
   const std::string conninfo_;
   const std::string holder_;
   const std::shared_ptr<LeaderFence> fence_;
+  const int64_t session_timeout_ms_;
   std::unique_ptr<pqxx::connection> connection_;  // its session holds the lock once acquired
   int64_t epoch_ = 0;
 };
@@ -208,8 +219,10 @@ class SoleLeadership final : public Leadership {
 
 std::unique_ptr<Leadership> NewPostgresLeadership(const std::string& conninfo,
                                                   const std::string& holder,
-                                                  std::shared_ptr<LeaderFence> fence) {
-  return std::make_unique<PostgresLeadership>(conninfo, holder, std::move(fence));
+                                                  std::shared_ptr<LeaderFence> fence,
+                                                  absl::Duration session_timeout) {
+  return std::make_unique<PostgresLeadership>(conninfo, holder, std::move(fence),
+                                              session_timeout);
 }
 
 absl::StatusOr<std::unique_ptr<Leadership>> NewSqliteFileLeadership(

@@ -3,7 +3,10 @@
 // once the leader is gone.
 //
 // On PostgreSQL the leader holds a session advisory lock on a connection of
-// its own, and each new leader raises the epoch in coordinator_leader. A
+// its own, and each new leader raises the epoch in coordinator_leader. The
+// server ends that session once it has been idle for the session timeout
+// (idle_session_timeout): a leader checks its lead far more often, so only
+// a leader paused (or cut off) for longer loses it, and the lock with it. A
 // store fenced with the leader's LeaderFence checks that epoch in every
 // write transaction (SELECT ... FOR SHARE, so a takeover waits for writes in
 // flight and every later write sees it): a leader whose session ended while
@@ -20,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace tunefleet::server {
 
@@ -57,18 +61,24 @@ class Leadership {
   virtual std::string Leader() = 0;
 };
 
+// How long PostgreSQL keeps a lock session that sends nothing, by default:
+// a paused leader loses its lead this long after its last check.
+inline constexpr absl::Duration kDefaultLeaderSessionTimeout = absl::Seconds(15);
+
 // The leadership of the database at `url` (OpenStore's URLs) for this
 // process, named `holder` (host:pid) for operators; `fence` (may be null)
-// gets the epoch. InvalidArgument for an unknown URL; Unavailable when the
-// database or the lock file cannot be opened.
-absl::StatusOr<std::unique_ptr<Leadership>> OpenLeadership(const std::string& url,
-                                                           const std::string& holder,
-                                                           std::shared_ptr<LeaderFence> fence);
+// gets the epoch; `session_timeout` (PostgreSQL) ends the lock's session
+// once it has been idle that long (Check must be called more often).
+// InvalidArgument for an unknown URL or a session timeout under 1 s;
+// Unavailable when the database or the lock file cannot be opened.
+absl::StatusOr<std::unique_ptr<Leadership>> OpenLeadership(
+    const std::string& url, const std::string& holder, std::shared_ptr<LeaderFence> fence,
+    absl::Duration session_timeout = kDefaultLeaderSessionTimeout);
 
 // For OpenLeadership: each kind of database's.
-std::unique_ptr<Leadership> NewPostgresLeadership(const std::string& conninfo,
-                                                  const std::string& holder,
-                                                  std::shared_ptr<LeaderFence> fence);
+std::unique_ptr<Leadership> NewPostgresLeadership(
+    const std::string& conninfo, const std::string& holder, std::shared_ptr<LeaderFence> fence,
+    absl::Duration session_timeout = kDefaultLeaderSessionTimeout);
 absl::StatusOr<std::unique_ptr<Leadership>> NewSqliteFileLeadership(
     const std::string& path, const std::string& holder, std::shared_ptr<LeaderFence> fence);
 std::unique_ptr<Leadership> NewSoleLeadership(std::shared_ptr<LeaderFence> fence);

@@ -85,9 +85,17 @@ absl::StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url,
 
 absl::StatusOr<std::unique_ptr<Leadership>> OpenLeadership(const std::string& url,
                                                            const std::string& holder,
-                                                           std::shared_ptr<LeaderFence> fence) {
+                                                           std::shared_ptr<LeaderFence> fence,
+                                                           absl::Duration session_timeout) {
+  if (session_timeout < absl::Seconds(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the leader's session timeout must be at least 1 s, not ",
+        absl::FormatDuration(session_timeout)));
+  }
   ASSIGN_OR_RETURN(Location location, Locate(url));
-  if (location.postgres) return NewPostgresLeadership(location.target, holder, std::move(fence));
+  if (location.postgres) {
+    return NewPostgresLeadership(location.target, holder, std::move(fence), session_timeout);
+  }
   if (location.target.empty()) return absl::InvalidArgumentError("sqlite URL without a path");
   if (SqliteStore::IsInMemory(location.target)) return NewSoleLeadership(std::move(fence));
   return NewSqliteFileLeadership(location.target, holder, std::move(fence));

@@ -1,8 +1,9 @@
 // One active coordinator per database, and a standby: two coordinator
 // processes on one PostgreSQL database, workers and a client given both
-// addresses; the leader is killed mid-job, the standby takes over and the job
-// finishes with every config stored once. And a second coordinator on one
-// SQLite file is refused. Real processes over loopback, a real PostgreSQL.
+// addresses; the leader is killed (or paused) mid-job, the standby takes
+// over and the job finishes with every config stored once, and a paused
+// leader that wakes writes nothing. And a second coordinator on one SQLite
+// file is refused. Real processes over loopback, a real PostgreSQL.
 #include <signal.h>
 
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "tests/server/store/test_database.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
+#include "tunefleet/v1/tuning_service.pb.h"
 
 namespace tunefleet::testing {
 namespace {
@@ -45,14 +47,16 @@ bench::RunResult HealthOf(const std::string& address) {
 int Health(const std::string& address) { return HealthOf(address).exit.code; }
 
 class StandbyTest : public ::testing::Test {
- protected:
+ public:
   std::unique_ptr<Fleet> StartCoordinator(const std::string& name, const std::string& database) {
     FleetOptions options;
     options.bin_dir = BuildDir() + "/bin";
     options.data_dir = dir_.path() + "/" + name;
     options.database = database;
     options.finalists = 0;
-    options.coordinator_flags = {"--standby-poll-ms", "200"};
+    // A paused leader's session ends 3 s after its last check.
+    options.coordinator_flags = {"--standby-poll-ms", "200", "--leader-session-timeout-ms",
+                                 "3000"};
     std::filesystem::create_directories(options.data_dir);
     auto fleet = std::make_unique<Fleet>(options);
     absl::Status started = fleet->StartCoordinator();
@@ -60,19 +64,32 @@ class StandbyTest : public ::testing::Test {
     return started.ok() ? std::move(fleet) : nullptr;
   }
 
+
+ protected:
   TempDir dir_;
 };
 
-TEST_F(StandbyTest, TheStandbyTakesOverAKilledLeadersJobAndEveryConfigIsStoredOnce) {
+// How the leader goes away mid-job.
+enum class Outage {
+  kKilled,  // SIGKILL: its session, and the lock, end at once
+  kPaused,  // SIGSTOP: its session stays open until the server's idle timeout ends it
+};
+
+// A leader and a standby on one PostgreSQL database, two workers and a
+// client given both; the leader goes away as `outage` says mid-job, the
+// standby takes over within 10 s and the job finishes with every config
+// stored once. A paused leader is then resumed: it finds it lost the lead,
+// stops serving, and writes nothing (its store is fenced).
+void TakeOverMidJob(StandbyTest* test, Outage outage) {
   SkipOrFailWithoutPostgres();
-  if (IsSkipped() || HasFatalFailure()) return;
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
   absl::StatusOr<std::unique_ptr<TestDatabase>> database = TestDatabase::Create(Backend::kPostgres);
   ASSERT_OK(database);
   const std::string url = (*database)->url();
 
-  std::unique_ptr<Fleet> leader = StartCoordinator("a", url);
+  std::unique_ptr<Fleet> leader = test->StartCoordinator("a", url);
   ASSERT_NE(leader, nullptr);
-  std::unique_ptr<Fleet> standby = StartCoordinator("b", url);
+  std::unique_ptr<Fleet> standby = test->StartCoordinator("b", url);
   ASSERT_NE(standby, nullptr);
   EXPECT_EQ(Health(leader->address()), 0);
   EXPECT_EQ(Health(standby->address()), 6);  // NOT_SERVING: it waits
@@ -116,19 +133,21 @@ TEST_F(StandbyTest, TheStandbyTakesOverAKilledLeadersJobAndEveryConfigIsStoredOn
   ASSERT_GE(midway.trials_done, 3);
   ASSERT_LT(midway.trials_done, midway.trials_total) << "the job ended too soon";
 
-  ASSERT_EQ(kill(leader->coordinator_pid(), SIGKILL), 0);
-  const absl::Time killed = absl::Now();
-  while (Health(standby->address()) != 0 && absl::Now() - killed < absl::Seconds(10)) {
+  const pid_t old_leader = leader->coordinator_pid();
+  ASSERT_EQ(kill(old_leader, outage == Outage::kKilled ? SIGKILL : SIGSTOP), 0);
+  const absl::Time gone = absl::Now();
+  while (Health(standby->address()) != 0 && absl::Now() - gone < absl::Seconds(10)) {
     absl::SleepFor(absl::Milliseconds(100));
   }
   EXPECT_EQ(Health(standby->address()), 0) << "no takeover within 10 s";
   roles = HealthOf(both);
   EXPECT_THAT(roles.out, HasSubstr(leader->address() + "  UNREACHABLE"));
   EXPECT_THAT(roles.out, HasSubstr(standby->address() + "  SERVING  leader"));
-  const absl::Duration takeover = absl::Now() - killed;
-  RecordProperty("takeover_ms", static_cast<int>(absl::ToInt64Milliseconds(takeover)));
-  std::cout << "the standby served " << absl::FormatDuration(takeover)
-            << " after the leader was killed" << std::endl;
+  const absl::Duration takeover = absl::Now() - gone;
+  ::testing::Test::RecordProperty("takeover_ms",
+                                  static_cast<int>(absl::ToInt64Milliseconds(takeover)));
+  std::cout << "the standby served " << absl::FormatDuration(takeover) << " after the leader was "
+            << (outage == Outage::kKilled ? "killed" : "paused") << std::endl;
 
   Job done = wait_for(absl::Seconds(180), [](const Job& j) {
     return j.state == JobState::kSucceeded || j.state == JobState::kFailed;
@@ -137,18 +156,49 @@ TEST_F(StandbyTest, TheStandbyTakesOverAKilledLeadersJobAndEveryConfigIsStoredOn
   EXPECT_EQ(done.trials_done, done.trials_total);
   absl::StatusOr<std::unique_ptr<server::Store>> store = server::OpenStore(url);
   ASSERT_OK(store);
-  absl::StatusOr<std::vector<server::TrialRecord>> trials = (*store)->ListTrials(done.id);
-  ASSERT_OK(trials);
-  std::set<std::tuple<std::string, std::string, int>> keys;
-  int64_t searched = 0;
-  for (const server::TrialRecord& trial : *trials) {
-    EXPECT_TRUE(keys.emplace(trial.tuning_key, trial.config, static_cast<int>(trial.round)).second)
-        << trial.config << " stored twice";
-    if (trial.round == server::TrialRound::kSearch) ++searched;
+  const auto stored_rows = [&] {
+    absl::StatusOr<std::vector<server::TrialRecord>> trials = (*store)->ListTrials(done.id);
+    EXPECT_OK(trials);
+    std::set<std::tuple<std::string, std::string, int>> keys;
+    int64_t searched = 0;
+    for (const server::TrialRecord& trial : trials.value_or(std::vector<server::TrialRecord>())) {
+      EXPECT_TRUE(
+          keys.emplace(trial.tuning_key, trial.config, static_cast<int>(trial.round)).second)
+          << trial.config << " stored twice";
+      if (trial.round == server::TrialRound::kSearch) ++searched;
+    }
+    EXPECT_EQ(searched, done.trials_total);  // the verification's row aside
+    return keys;
+  };
+  const std::set<std::tuple<std::string, std::string, int>> rows = stored_rows();
+
+  if (outage == Outage::kPaused) {
+    // The old leader wakes up holding a job it no longer leads: it finds it
+    // lost the lead and stops serving, and whatever it tried to write
+    // meanwhile (expired leases, the job's state) the fence refused.
+    ASSERT_EQ(kill(old_leader, SIGCONT), 0);
+    const absl::Time resumed = absl::Now();
+    while (Health(leader->address()) == 0 && absl::Now() - resumed < absl::Seconds(15)) {
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    EXPECT_NE(Health(leader->address()), 0) << "the old leader still serves";
+    absl::SleepFor(absl::Seconds(1));
+    EXPECT_EQ(stored_rows(), rows);
+    absl::StatusOr<server::JobRecord> job = (*store)->GetJob(done.id);
+    ASSERT_OK(job);
+    EXPECT_EQ(job->state, static_cast<int>(tunefleet::v1::JOB_STATE_SUCCEEDED));
+    EXPECT_EQ(Health(standby->address()), 0);
   }
-  EXPECT_EQ(searched, done.trials_total);  // the verification's row aside
   standby.reset();  // the coordinator goes before its database
   leader.reset();
+}
+
+TEST_F(StandbyTest, TheStandbyTakesOverAKilledLeadersJobAndEveryConfigIsStoredOnce) {
+  TakeOverMidJob(this, Outage::kKilled);
+}
+
+TEST_F(StandbyTest, APausedLeaderLosesTheLeadToTheStandbyAndWritesNothingWhenItWakes) {
+  TakeOverMidJob(this, Outage::kPaused);
 }
 
 TEST_F(StandbyTest, ASecondCoordinatorOnOneSqliteFileIsRefused) {

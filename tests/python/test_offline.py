@@ -397,3 +397,6 @@ def test_the_channel_balances_by_the_tuning_services_health():
     assert config["loadBalancingConfig"] == [{"round_robin": {}}]
     assert options["grpc.default_authority"] == "10.0.0.1:7070"
     assert "grpc.default_authority" not in dict(coordinator_target.channel_options(""))
+    # A coordinator that stopped running is dropped once it answers no ping.
+    assert options["grpc.keepalive_time_ms"] == 5000
+    assert options["grpc.keepalive_permit_without_calls"] == 1

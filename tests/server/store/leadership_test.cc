@@ -191,6 +191,30 @@ TEST_P(PostgresLeadershipTest, ALeaderWhoseSessionEndedLeadsOnWhenNobodyLedMeanw
   EXPECT_FALSE(*refused);  // the lead is still the first's
 }
 
+TEST_P(PostgresLeadershipTest, ALeaderThatChecksNothingForTheSessionTimeoutLosesTheLead) {
+  auto fence = std::make_shared<LeaderFence>();
+  absl::StatusOr<std::unique_ptr<Leadership>> paused =
+      OpenLeadership(database_->url(), "host-a:1", fence, absl::Seconds(1));
+  ASSERT_OK(paused);
+  ASSERT_TRUE(Acquired(**paused));
+  std::unique_ptr<Leadership> standby = Open("host-b:2");
+  // A leader that checks more often than the timeout keeps the lead.
+  for (int i = 0; i < 6; ++i) {
+    absl::SleepFor(absl::Milliseconds(400));
+    ASSERT_OK((*paused)->Check());
+  }
+  absl::StatusOr<bool> refused = standby->TryAcquire();
+  ASSERT_OK(refused);
+  EXPECT_FALSE(*refused);
+  // Paused past it (the process stopped, the host frozen), it loses it: the
+  // server ends its idle session, and the standby takes over.
+  ASSERT_TRUE(AcquireWithin(*standby, absl::Seconds(10)));
+  EXPECT_THAT((*paused)->Check(), StatusIsWith(absl::StatusCode::kFailedPrecondition,
+                                               "another coordinator (host-b:2"));
+  EXPECT_THAT(OpenLeadership(database_->url(), "host-c:3", nullptr, absl::Milliseconds(500)),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
 INSTANTIATE_TEST_SUITE_P(Databases, PostgresLeadershipTest, ::testing::Values(Backend::kPostgres),
                          [](const auto& info) { return BackendName(info.param); });
 
