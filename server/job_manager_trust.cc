@@ -224,7 +224,13 @@ void JobManager::ForgetPrincipal(const std::string& principal, Pending* pending)
       if (unranked.empty() && unchecked.empty()) continue;
       const std::vector<std::string> active = ActivePrincipals(target);
       for (uint64_t ordinal : unranked) {
-        QueueCheck(&target, ordinal, /*referee=*/false, {principal}, pending, &active);
+        // Ranked again at once by what another principal measured of it,
+        // else measured again.
+        if (std::optional<SpotChecks::Measured> trusted = target.spot_checks.TrustedRank(ordinal)) {
+          target.trials->Rerank(ordinal, trusted->result, trusted->principal);
+        } else {
+          QueueCheck(&target, ordinal, /*referee=*/false, {principal}, pending, &active);
+        }
       }
       for (uint64_t ordinal : unchecked) {
         if (!QueueCheck(&target, ordinal, /*referee=*/false, {principal}, pending, &active)) {

@@ -81,9 +81,15 @@ bool SpotChecks::Claim(uint64_t ordinal, const std::string& principal,
 
 void SpotChecks::Queued(uint64_t ordinal) {
   auto it = claims_.find(ordinal);
-  if (it == claims_.end() || it->second.state != State::kUnchecked) return;
-  it->second.state = State::kQueued;
-  unchecked_[it->second.principal].erase(ordinal);
+  if (it == claims_.end()) return;
+  Claimed& claim = it->second;
+  // An overruled principal's claim is measured again whatever was done of it.
+  if (claim.state != State::kUnchecked &&
+      !(overruled_.contains(claim.principal) && claim.state != State::kQueued)) {
+    return;
+  }
+  claim.state = State::kQueued;
+  unchecked_[claim.principal].erase(ordinal);
 }
 
 SpotChecks::Verdict SpotChecks::Checked(uint64_t ordinal, const std::string& principal,
@@ -125,9 +131,9 @@ SpotChecks::Verdict SpotChecks::Checked(uint64_t ordinal, const std::string& pri
       return verdict;
     }
     if (ResultsAgree(claim.result, result, tolerance)) {
+      // The claim's rank stands: an agreeing check neither raises nor buries it.
       claim.state = State::kChecked;
-      Verdict verdict{Verdict::Kind::kAgreed, {}, Pick(claimed, checked, /*faster=*/false), true};
-      return verdict;
+      return Verdict{Verdict::Kind::kAgreed, {}, std::nullopt, true};
     }
     ++disputes_;
     claim.state = State::kDisputed;
@@ -139,12 +145,10 @@ SpotChecks::Verdict SpotChecks::Checked(uint64_t ordinal, const std::string& pri
   if (claim.state != State::kDisputed || principal == claim.checker) return {};
   claim.state = State::kSettled;
   if (evidence != Evidence::kRan && evidence != Evidence::kFailed) {
-    return Unsettle({claim.principal, claim.checker});
+    // The referee's own run failed, or its worker was lost: it says nothing,
+    // and nobody has a strike for it.
+    return Verdict{Verdict::Kind::kUnsettled, {}, std::nullopt, false};
   }
-  // The referee sides with one side, and overrules the other when it is far
-  // from it: beyond the square of the agreement band, which one host's noise
-  // does not reach.
-  const double far = (1 + tolerance) * (1 + tolerance) - 1;
   const bool with_claim = ResultsAgree(claim.result, result, tolerance);
   const bool with_check = ResultsAgree(claim.check, result, tolerance);
   if (with_claim == with_check) return Unsettle({claim.principal, claim.checker});
@@ -152,12 +156,35 @@ SpotChecks::Verdict SpotChecks::Checked(uint64_t ordinal, const std::string& pri
   const std::string& loser = with_claim ? claim.checker : claim.principal;
   const v1::TrialResult& lost = with_claim ? claim.check : claim.result;
   suspects_.insert(loser);
+  // The loser is overruled only when both others ran and are far from it:
+  // beyond the square of the band, which one host's noise does not reach,
+  // so that no one principal's number (the referee's) quarantines anyone. A
+  // failure against runs (a race in the kernel, a flaky device) is suspected.
+  const double far = (1 + tolerance) * (1 + tolerance) - 1;
+  const bool overruled = EvidenceOf(lost) == Evidence::kRan &&
+                         EvidenceOf(winner.result) == Evidence::kRan &&
+                         evidence == Evidence::kRan && !ResultsAgree(lost, result, far) &&
+                         !ResultsAgree(lost, winner.result, far);
   Verdict verdict;
-  verdict.kind = ResultsAgree(lost, result, far) ? Verdict::Kind::kUnsettled
-                                                  : Verdict::Kind::kOverruled;
+  verdict.kind = overruled ? Verdict::Kind::kOverruled : Verdict::Kind::kUnsettled;
   verdict.principals = {loser};
-  verdict.rank = Pick(winner, checked, /*faster=*/false);
+  verdict.rank = Pick(winner, checked, /*faster=*/true);
   return verdict;
+}
+
+std::optional<SpotChecks::Measured> SpotChecks::TrustedRank(uint64_t ordinal) const {
+  auto it = claims_.find(ordinal);
+  if (it == claims_.end()) return std::nullopt;
+  const Claimed& claim = it->second;
+  if (!overruled_.contains(claim.principal) && EvidenceOf(claim.result) == Evidence::kRan &&
+      !claim.result.cut_early()) {
+    return Measured{claim.result, claim.principal};
+  }
+  if (!claim.checker.empty() && !overruled_.contains(claim.checker) &&
+      EvidenceOf(claim.check) == Evidence::kRan && !claim.check.cut_early()) {
+    return Measured{claim.check, claim.checker};
+  }
+  return std::nullopt;
 }
 
 SpotChecks::Verdict SpotChecks::Dropped(uint64_t ordinal) {

@@ -11,23 +11,28 @@
 // where the config ranks (Verdict::rank):
 //
 //  - They agree (both failed for good, or both ran within a factor of
-//    1 + tolerance of each other, by calibrated time): the config ranks at
-//    the slower of the two, so a checker cannot raise a config by
-//    re-measuring it fast, and the checker vouches for it.
+//    1 + tolerance of each other, by calibrated time): the claim's rank
+//    stands, so a checker neither raises nor buries a config, and the
+//    checker vouches for it.
 //  - One side failed in a way another host may not (a crash, a timeout, a
 //    launch error): no verdict; a run ranks the config.
 //  - They disagree: a dispute. The config ranks at the faster of the two
 //    meanwhile (a hidden config reaches the finalists round, which measures
 //    it side by side with the others), and a referee of a third principal
-//    measures it. When the referee agrees with one side and is far from the
-//    other (beyond a factor of (1 + tolerance)^2, which one host's noise
-//    does not reach), the other side is overruled (the JobManager
-//    quarantines it); when it agrees with one side only, not far from the
-//    other, the other becomes a suspect; otherwise, and when no referee
-//    comes, each side has a strike, and becomes a suspect at its second
-//    (one host's noise reaches past the band now and then). Every claim of
-//    a suspect in the target is then checked. Blame never follows speed
-//    alone.
+//    measures it. When the referee agrees with one side, the config ranks
+//    at the faster of the two that agree, and the other side is overruled
+//    (the JobManager quarantines it) when all three ran and both others
+//    are far from it (beyond a factor of (1 + tolerance)^2, which one
+//    host's noise does not reach), else it becomes a suspect. When the
+//    referee agrees with both or neither, and when no referee comes, each
+//    side has a strike, and becomes a suspect at its second (one host's
+//    noise reaches past the band now and then); a referee whose own run
+//    failed says nothing. Every claim of a suspect in the target is then
+//    checked. Blame never follows speed alone, nor one principal's number.
+//
+// The ranking only chooses the finalists, which are measured side by side
+// again, so it errs fast: a config ranked too high costs a finalist's
+// place, one ranked too low is lost.
 //
 // So a principal that shades its results beyond the band is re-measured,
 // and one that lies grossly, where three principals take part, is
@@ -131,6 +136,10 @@ class SpotChecks {
   // `principal` was overruled (and is quarantined): its claims are
   // re-measured, and a check of one ranks the config without a verdict.
   void MarkOverruled(const std::string& principal);
+  // The measurement of `ordinal` by a principal not overruled that can rank
+  // it (a run measured in full): the claim, else its check; nullopt when
+  // none (the config is then measured again).
+  std::optional<Measured> TrustedRank(uint64_t ordinal) const;
   bool IsOverruled(const std::string& principal) const { return overruled_.contains(principal); }
 
   int64_t checks() const { return checks_; }
