@@ -116,17 +116,27 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   CoordinatorMetrics* const metrics =
       metrics_ != nullptr ? static_cast<CoordinatorMetrics*>(metrics_.get()) : &null_metrics_;
   store_ = std::make_unique<MeteredStore>(std::move(store_), metrics);
-  if (options.leader_session_timeout < 4 * options.standby_poll) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the leader's session timeout (", absl::FormatDuration(options.leader_session_timeout),
-        ") must be at least 4 times the standby poll (",
-        absl::FormatDuration(options.standby_poll), "): a leader checks its lead that often"));
-  }
   ASSIGN_OR_RETURN(leadership_,
                    OpenLeadership(url, options.holder.empty() ? DefaultHolder() : options.holder,
                                   fence_, options.leader_session_timeout));
+  if (leadership_->allows_standby() &&
+      options.leader_session_timeout < 4 * options.standby_poll) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the leader's session timeout (", absl::FormatDuration(options.leader_session_timeout),
+        ") must be at least 4 times the standby poll (",
+        absl::FormatDuration(options.standby_poll), "): the lead's session is kept busy that "
+        "often"));
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // The lead's session is kept busy from a thread of its own, so that a slow
+  // tick, or a long start or takeover, never lets the server's idle timeout
+  // end it: only a process that stopped running loses the lead that way.
+  keepalive_ = std::thread([this] {
+    while (!stop_keepalive_.WaitForNotificationWithTimeout(options_.standby_poll)) {
+      leadership_->KeepAlive();
+    }
+  });
   ASSIGN_OR_RETURN(const bool leads, leadership_->TryAcquire());
   if (leads) {
     RETURN_IF_ERROR(Lead(options.listen));
@@ -346,6 +356,8 @@ void Coordinator::Shutdown(absl::Duration deadline) {
   if (stopping_.exchange(true)) return;
   // A takeover in progress finishes first: then what serves is settled.
   if (ticker_.joinable()) ticker_.join();
+  stop_keepalive_.Notify();
+  if (keepalive_.joinable()) keepalive_.join();
   if (long_polls_ != nullptr) long_polls_->Shutdown();  // so the drain is quick
   if (standby_server_ != nullptr) {
     standby_server_->Shutdown(absl::ToChronoTime(absl::Now()));

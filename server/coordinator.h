@@ -24,6 +24,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/grpc_security.h"
 #include "server/job_manager.h"
@@ -103,10 +104,11 @@ struct CoordinatorOptions {
   // How often a standby tries for its database's lead, and a leader checks
   // that it still holds it. Default 500 ms.
   absl::Duration standby_poll = absl::Milliseconds(500);
-  // PostgreSQL ends the leader's lock session once it has sent nothing this
-  // long: a leader paused or cut off longer loses the lead to a standby (and
-  // its fenced store writes nothing after). At least 4 x standby_poll.
-  // Default 15 s.
+  // PostgreSQL (14 and later) ends the leader's lock session once it has
+  // sent nothing this long: a leader paused or cut off longer loses the lead
+  // to a standby (and its fenced store writes nothing after). A thread of
+  // its own keeps the session busy every standby_poll, so at least 4 x
+  // standby_poll. Default 15 s.
   absl::Duration leader_session_timeout = kDefaultLeaderSessionTimeout;
   // The name the leader row gives this process; empty: host:pid.
   std::string holder;
@@ -185,6 +187,8 @@ class Coordinator {
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<grpc::Server> server_;
   std::thread ticker_;
+  std::thread keepalive_;  // Leadership::KeepAlive every standby_poll
+  absl::Notification stop_keepalive_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> leading_{false};
   bool store_healthy_ = true;  // the ticker's

@@ -13,7 +13,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "server/store/schema.h"
 
@@ -34,6 +36,7 @@ class PostgresLeadership final : public Leadership {
         session_timeout_ms_(absl::ToInt64Milliseconds(session_timeout)) {}
 
   absl::StatusOr<bool> TryAcquire() override {
+    absl::MutexLock lock(&mu_);
     if (epoch_ != 0) return true;
     ASSIGN_OR_RETURN(std::optional<int64_t> epoch, Acquire());
     if (!epoch.has_value()) return false;
@@ -43,6 +46,7 @@ class PostgresLeadership final : public Leadership {
   }
 
   absl::Status Check() override {
+    absl::MutexLock lock(&mu_);
     if (epoch_ == 0) {
       return absl::FailedPreconditionError("this coordinator does not lead the database");
     }
@@ -68,9 +72,29 @@ class PostgresLeadership final : public Leadership {
   }
 
   bool allows_standby() const override { return true; }
-  int64_t epoch() const override { return epoch_; }
+  int64_t epoch() const override {
+    absl::MutexLock lock(&mu_);
+    return epoch_;
+  }
+
+  void KeepAlive() override {
+    absl::MutexLock lock(&mu_);
+    if (epoch_ == 0 || connection_ == nullptr) return;
+    try {
+      pqxx::nontransaction query(*connection_);
+      query.exec("SELECT 1");
+    } catch (const std::exception&) {
+      // A broken session is Check's to find and handle.
+    }
+  }
 
   std::string Leader() override {
+    absl::MutexLock lock(&mu_);
+    return LeaderLocked();
+  }
+
+ private:
+  std::string LeaderLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     try {
       if (connection_ == nullptr) connection_ = std::make_unique<pqxx::connection>(conninfo_);
       pqxx::nontransaction query(*connection_);
@@ -84,18 +108,17 @@ class PostgresLeadership final : public Leadership {
     }
   }
 
- private:
   // The session that held the lock ended (the server restarted, or the
   // connection was cut), and the lock with it. The lead is taken again only
   // when nobody led in between (the epoch moves on by one): else what this
   // process holds in memory may be stale, and it must stop.
-  absl::Status Reacquire() {
+  absl::Status Reacquire() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     absl::StatusOr<std::optional<int64_t>> epoch = Acquire();
     if (!epoch.ok()) return epoch.status();  // Unavailable: try again later
     if (!epoch->has_value()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "the session that held the database's lead ended, and another coordinator (",
-          Leader(), ") leads now; this one led epoch ", epoch_));
+          LeaderLocked(), ") leads now; this one led epoch ", epoch_));
     }
     const int64_t previous = epoch_;
     epoch_ = **epoch;
@@ -111,14 +134,18 @@ class PostgresLeadership final : public Leadership {
   // Takes the lock on a fresh session and raises the epoch: the new epoch,
   // nullopt while another session holds the lock, Unavailable when the
   // database cannot be reached.
-  absl::StatusOr<std::optional<int64_t>> Acquire() {
+  absl::StatusOr<std::optional<int64_t>> Acquire() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     try {
       if (connection_ == nullptr) {
         connection_ = std::make_unique<pqxx::connection>(conninfo_);
         // The server ends the session (and its lock) once it has been idle
-        // this long: a leader paused or cut off longer leads no more.
-        pqxx::nontransaction set(*connection_);
-        set.exec(absl::StrCat("SET idle_session_timeout = ", session_timeout_ms_));
+        // this long: a leader paused or cut off longer leads no more
+        // (PostgreSQL 14 and later; before, it keeps the lead while its
+        // TCP connection lives).
+        if (connection_->server_version() >= 140000) {
+          pqxx::nontransaction set(*connection_);
+          set.exec(absl::StrCat("SET idle_session_timeout = ", session_timeout_ms_));
+        }
       }
       {
         pqxx::nontransaction query(*connection_);
@@ -147,8 +174,11 @@ class PostgresLeadership final : public Leadership {
   const std::string holder_;
   const std::shared_ptr<LeaderFence> fence_;
   const int64_t session_timeout_ms_;
-  std::unique_ptr<pqxx::connection> connection_;  // its session holds the lock once acquired
-  int64_t epoch_ = 0;
+  // Guards the session: KeepAlive comes from a thread of its own.
+  mutable absl::Mutex mu_;
+  // Its session holds the lock once acquired.
+  std::unique_ptr<pqxx::connection> connection_ ABSL_GUARDED_BY(mu_);
+  int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // An exclusive flock on "<file>.leader", which names the holder. The lock

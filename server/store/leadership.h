@@ -40,10 +40,16 @@ class LeaderFence {
   std::atomic<int64_t> epoch_{0};
 };
 
-// Not thread-safe: one owner calls it (the coordinator's ticker).
+// One owner calls it (the coordinator's ticker), but for KeepAlive, which a
+// second thread may call at any time.
 class Leadership {
  public:
   virtual ~Leadership() = default;
+  // Keeps the lead's session busy (PostgreSQL: a round trip on it), so that
+  // the server's idle timeout ends it only once this process stops running,
+  // not while its ticker is slow or it is taking over. Call it every
+  // standby poll from a thread of its own; a no-op when nothing is led.
+  virtual void KeepAlive() {}
   // Takes the lead when no other process holds it: true, and the fence
   // carries the new epoch. False while another process leads; Unavailable
   // when the database cannot be reached.
@@ -67,8 +73,9 @@ inline constexpr absl::Duration kDefaultLeaderSessionTimeout = absl::Seconds(15)
 
 // The leadership of the database at `url` (OpenStore's URLs) for this
 // process, named `holder` (host:pid) for operators; `fence` (may be null)
-// gets the epoch; `session_timeout` (PostgreSQL) ends the lock's session
-// once it has been idle that long (Check must be called more often).
+// gets the epoch; `session_timeout` (PostgreSQL 14 and later) ends the
+// lock's session once it has been idle that long (KeepAlive must be called
+// more often).
 // InvalidArgument for an unknown URL or a session timeout under 1 s;
 // Unavailable when the database or the lock file cannot be opened.
 absl::StatusOr<std::unique_ptr<Leadership>> OpenLeadership(
