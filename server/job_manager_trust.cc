@@ -16,6 +16,18 @@
 #include "spdlog/spdlog.h"
 
 namespace tunefleet::server {
+namespace {
+
+// Whether a principal of `active` (those taking part) is not in `not_by`:
+// someone who may take a check.
+bool AnyoneMayTake(const std::vector<std::string>& active,
+                   const std::vector<std::string>& not_by) {
+  return std::any_of(active.begin(), active.end(), [&](const std::string& principal) {
+    return std::find(not_by.begin(), not_by.end(), principal) == not_by.end();
+  });
+}
+
+}  // namespace
 
 std::optional<LeaseGrant> JobManager::VerifyFrom(Job* job, int t, Lease lease,
                                                  const std::vector<LiveDevice>& live,
@@ -119,11 +131,8 @@ bool JobManager::QueueCheck(Target* target, uint64_t ordinal, bool referee,
   std::optional<std::vector<std::string>> found;
   if (active_principals == nullptr) found = ActivePrincipals(*target);
   const std::vector<std::string>& active = found.has_value() ? *found : *active_principals;
-  const bool eligible = std::any_of(active.begin(), active.end(), [&](const std::string& p) {
-    return std::find(not_by.begin(), not_by.end(), p) == not_by.end();
-  });
   // Once the target's verification was decided its ranking is final.
-  if (!eligible || target->verify_decided ||
+  if (!AnyoneMayTake(active, not_by) || target->verify_decided ||
       !target->trials->Recheck(ordinal, referee, std::move(not_by), clock_() + options_.spot.wait)) {
     return false;
   }
@@ -259,10 +268,7 @@ void JobManager::DropStaleChecks(Pending* pending) {
       // A check waits while a principal that may take it takes part: one
       // whose devices all died leaves it to the deadline no longer.
       const auto takeable = [&](const std::vector<std::string>& not_by) {
-        return std::any_of(active->second.begin(), active->second.end(),
-                           [&](const std::string& p) {
-                             return std::find(not_by.begin(), not_by.end(), p) == not_by.end();
-                           });
+        return AnyoneMayTake(active->second, not_by);
       };
       for (const auto& [ordinal, referee] :
            target.trials->DropStaleRechecks(clock_(), takeable)) {

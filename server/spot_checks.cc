@@ -116,7 +116,6 @@ SpotChecks::Verdict SpotChecks::Checked(uint64_t ordinal, const std::string& pri
   }
   const Measured claimed{claim.result, claim.principal};
   if (claim.state == State::kQueued) {
-    ++checks_;
     claim.checker = principal;
     claim.check = result;
     if (EvidenceOf(claim.result) == Evidence::kTransient || evidence == Evidence::kTransient) {
@@ -135,7 +134,6 @@ SpotChecks::Verdict SpotChecks::Checked(uint64_t ordinal, const std::string& pri
       claim.state = State::kChecked;
       return Verdict{Verdict::Kind::kAgreed, {}, std::nullopt, true};
     }
-    ++disputes_;
     claim.state = State::kDisputed;
     return Verdict{Verdict::Kind::kDisputed,
                    {claim.principal, claim.checker},

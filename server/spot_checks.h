@@ -142,8 +142,6 @@ class SpotChecks {
   std::optional<Measured> TrustedRank(uint64_t ordinal) const;
   bool IsOverruled(const std::string& principal) const { return overruled_.contains(principal); }
 
-  int64_t checks() const { return checks_; }
-  int64_t disputes() const { return disputes_; }
 
  private:
   enum class State { kUnchecked, kQueued, kChecked, kDisputed, kSettled, kDropped };
@@ -166,8 +164,6 @@ class SpotChecks {
   absl::flat_hash_set<std::string> suspects_;   // every claim of theirs is checked
   absl::flat_hash_set<std::string> overruled_;  // their word counts for nothing
   absl::flat_hash_map<std::string, int> strikes_;  // disputes nobody settled, per side
-  int64_t checks_ = 0;
-  int64_t disputes_ = 0;
 };
 
 }  // namespace tunefleet::server

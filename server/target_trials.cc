@@ -406,10 +406,6 @@ std::optional<v1::TrialResult> TargetTrials::Release(
     finals_lease_.clear();
     return std::nullopt;
   }
-  if (HoldsRecheck(ordinal, lease_id, epoch)) {
-    ReleaseRecheck(ordinal, lease_id, epoch, holder.principal, rechecks_.at(ordinal).deadline);
-    return std::nullopt;
-  }
   auto it = slots_.find(ordinal);
   if (it == slots_.end() || it->second.state != SlotState::kLeased ||
       it->second.lease_id != lease_id || it->second.epoch != epoch) {

@@ -126,6 +126,7 @@ class TargetTrials {
   void EndRecheck(uint64_t ordinal);
   // The recheck's lease (lease_id, epoch) of `principal` ended without its
   // result: it waits again, until `deadline`, for another principal.
+  // (Release is for search and finalists leases only.)
   void ReleaseRecheck(uint64_t ordinal, const std::string& lease_id, int64_t epoch,
                       const std::string& principal, absl::Time deadline);
   // Ranks `ordinal` at `result` measured by `principal`, whatever its rank

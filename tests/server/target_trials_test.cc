@@ -366,7 +366,7 @@ TEST_F(TargetTrialsTest, AQuarantinedPrincipalsMeasurementsLeaveTheRankingAndSta
   const auto anyone = [](const std::vector<std::string>&) { return true; };
   EXPECT_TRUE(trials_->DropStaleRechecks(now + absl::Seconds(1), anyone).empty());  // leased
   // A returned lease puts it back to wait, and past its deadline it drops.
-  EXPECT_FALSE(trials_->Release(held[0], "l2", 2, /*expired=*/true).has_value());
+  trials_->ReleaseRecheck(held[0], "l2", 2, "honest", now);
   EXPECT_TRUE(trials_->Take(4, "l3", 3, &finalists).empty());
   EXPECT_FALSE(finalists);
   EXPECT_TRUE(trials_->DropStaleRechecks(now - absl::Seconds(1), anyone).empty());  // it waits
