@@ -6,8 +6,14 @@
 namespace tunefleet::server {
 
 AdminServiceImpl::AdminServiceImpl(BestKeeper* keeper, QuarantineList* quarantine,
-                                   CoordinatorMetrics* metrics, BestTransfer* transfer)
-    : keeper_(keeper), quarantine_(quarantine), metrics_(metrics), transfer_(transfer) {}
+                                   CoordinatorMetrics* metrics, BestTransfer* transfer,
+                                   SharedArtifacts* artifacts, WorkerRegistry* workers)
+    : keeper_(keeper),
+      quarantine_(quarantine),
+      metrics_(metrics),
+      transfer_(transfer),
+      artifacts_(artifacts),
+      workers_(workers) {}
 
 grpc::Status AdminServiceImpl::ImportBest(grpc::ServerContext*,
                                           const v1::ImportBestRequest* request,
@@ -35,6 +41,10 @@ grpc::Status AdminServiceImpl::InvalidateTrials(grpc::ServerContext*,
   spdlog::warn("invalidated {} trials (worker \"{}\" key \"{}\" job \"{}\"); {} best configs "
                "changed",
                result->trials, filter.worker, filter.tuning_key, filter.job_id, result->keys);
+  if (!filter.worker.empty()) {
+    const absl::StatusOr<std::string> principal = workers_->PrincipalOf(filter.worker);
+    response->set_artifacts_dropped(artifacts_->Purge(principal.value_or(filter.worker)));
+  }
   response->set_trials_excluded(result->trials);
   response->set_keys_changed(result->keys);
   for (const std::string& key : result->tuning_keys) response->add_tuning_keys(key);

@@ -10,6 +10,8 @@
 #include "server/best_transfer.h"
 #include "server/metrics.h"
 #include "server/quarantine.h"
+#include "server/shared_artifacts.h"
+#include "server/worker_registry.h"
 #include "tunefleet/v1/admin_service.grpc.pb.h"
 
 namespace tunefleet::server {
@@ -19,9 +21,12 @@ class AdminServiceImpl final : public v1::AdminService::Service {
  public:
   // Every pointer must outlive the service; `metrics` may be null.
   AdminServiceImpl(BestKeeper* keeper, QuarantineList* quarantine,
-                   CoordinatorMetrics* metrics, BestTransfer* transfer);
+                   CoordinatorMetrics* metrics, BestTransfer* transfer,
+                   SharedArtifacts* artifacts, WorkerRegistry* workers);
 
-  // INVALID_ARGUMENT when no field is set.
+  // INVALID_ARGUMENT when no field is set. With a worker, its principal's
+  // shared artifacts are dropped too (the principal of the registered
+  // worker of that id, else the principal named).
   grpc::Status InvalidateTrials(grpc::ServerContext* context,
                                 const v1::InvalidateTrialsRequest* request,
                                 v1::InvalidateTrialsResponse* response) override;
@@ -38,6 +43,8 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   QuarantineList* const quarantine_;
   CoordinatorMetrics* const metrics_;
   BestTransfer* const transfer_;
+  SharedArtifacts* const artifacts_;
+  WorkerRegistry* const workers_;
 };
 
 }  // namespace tunefleet::server

@@ -245,7 +245,8 @@ absl::Status Coordinator::Lead(const std::string& listen) {
   transfer_ = std::make_unique<BestTransfer>(store_.get(), index_.get(),
                                              [] { return absl::ToUnixMillis(absl::Now()); });
   admin_service_ = std::make_unique<AdminServiceImpl>(keeper_.get(), quarantine_.get(),
-                                                      metrics_.get(), transfer_.get());
+                                                      metrics_.get(), transfer_.get(),
+                                                      artifacts_.get(), workers_.get());
   profiles_ = std::make_unique<ProfileManager>(
       store_.get(), [jobs = jobs_.get()](const std::string& id) { return jobs->Get(id); },
       workers_.get(), clock, options.jobs.lease_ttl, quarantine_.get(), metrics_.get());

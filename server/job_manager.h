@@ -187,6 +187,11 @@ class JobManager final : public LeaseSource {
   // `digest`; PermissionDenied otherwise.
   absl::Status CheckBlobLeased(const std::string& worker_id,
                                const std::string& digest) override;
+  // OK when `worker_id` holds a lease of job `job_id` that carries
+  // `config` (any lease of the job for the reference), or was handed the
+  // config to compile (ProposeCompiles); PermissionDenied otherwise.
+  absl::Status CheckArtifactLeased(const std::string& worker_id, const std::string& job_id,
+                                   const v1::Config& config, bool reference) override;
   // Renews every lease of the worker (cost independent of other leases).
   void RenewLeases(const std::string& worker_id) override;
   // Periodic upkeep (the composition root calls it every 200 ms): expires

@@ -169,8 +169,10 @@ std::vector<CompileGrant> JobManager::ProposeCompiles(const CompileQuery& query)
       grant.device.set_model(target.info.device_model());
       grant.device.set_backend(v1::BACKEND_CUDA);
       *grant.device.mutable_limits() = target.info.limits();
+      auto& granted = target.compile_grants[query.worker_id];
       for (uint64_t ordinal : ordinals) {
         grant.configs.push_back(target.trials->space()->ConfigAt(ordinal));
+        granted.insert(ordinal);
       }
       left -= static_cast<int>(ordinals.size());
     }
@@ -226,6 +228,7 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
   grant.tuning_key = target.info.tuning_key();
   grant.kind = lease.finalists ? v1::LEASE_KIND_FINALISTS : v1::LEASE_KIND_SEARCH;
   grant.best_seconds = target.BestFor(lease);
+  grant.own_build = lease.finalists || lease.verify || lease.spot;
   for (uint64_t ordinal : lease.ordinals) {
     grant.trials.emplace_back(ordinal, target.trials->space()->ConfigAt(ordinal));
   }

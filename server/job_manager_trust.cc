@@ -5,11 +5,13 @@
 #include <optional>
 #include <random>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/config_text.h"
+#include "common/spec_loader.h"
 #include "server/best_config_index.h"
 #include "server/best_derivation.h"
 #include "server/job_manager.h"
@@ -72,6 +74,41 @@ absl::Status JobManager::CheckBlobLeased(const std::string& worker_id,
   return absl::PermissionDeniedError(absl::StrCat(
       "blob ", digest, " belongs to no lease worker ", worker_id,
       " holds; sources are served only for leased work"));
+}
+
+absl::Status JobManager::CheckArtifactLeased(const std::string& worker_id,
+                                             const std::string& job_id,
+                                             const v1::Config& config, bool reference) {
+  absl::ReaderMutexLock lock(&mu_);
+  if (const Job* job = FindJob(job_id); job != nullptr) {
+    // The worker normalizes what it compiles; a config that is not one of
+    // the job's is held by no lease.
+    const absl::StatusOr<v1::Config> normalized = NormalizeConfig(job->spec->kernel(), config);
+    auto ordinal_in = [&](const JobTarget& target) -> std::optional<uint64_t> {
+      if (!normalized.ok() || target.trials == nullptr) return std::nullopt;
+      const absl::StatusOr<uint64_t> ordinal = target.trials->space()->OrdinalOf(*normalized);
+      return ordinal.ok() ? std::optional<uint64_t>(*ordinal) : std::nullopt;
+    };
+    for (const Lease* lease : leases_.OfWorker(worker_id)) {
+      if (lease->job_id != job_id) continue;
+      if (reference) return absl::OkStatus();
+      const std::optional<uint64_t> ordinal = ordinal_in(job->targets[lease->target]);
+      if (ordinal.has_value() && absl::c_linear_search(lease->ordinals, *ordinal)) {
+        return absl::OkStatus();
+      }
+    }
+    for (const JobTarget& target : job->targets) {
+      auto granted = target.compile_grants.find(worker_id);
+      if (granted == target.compile_grants.end()) continue;
+      if (reference) return absl::OkStatus();
+      const std::optional<uint64_t> ordinal = ordinal_in(target);
+      if (ordinal.has_value() && granted->second.contains(*ordinal)) return absl::OkStatus();
+    }
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "worker ", worker_id, " holds no work of job ", job_id,
+      reference ? " (its reference)" : absl::StrCat(" with config ", ConfigToString(config)),
+      "; artifacts are accepted only for leased work"));
 }
 
 void JobManager::ApplyVerification(

@@ -43,6 +43,10 @@ struct LeaseGrant {
   // The target's best median so far for the early-cut rule; 0 when none is
   // known, and for finalists and verification leases (never cut).
   double best_seconds = 0;
+  // Compile every config here, fetching no shared artifact (v1::Lease's
+  // own_build): the leases that check results (finalists, verification,
+  // spot checks).
+  bool own_build = false;
   std::vector<std::pair<uint64_t, v1::Config>> trials;  // ordinal, config
 };
 
@@ -57,6 +61,7 @@ struct CompileQuery {
   std::string toolkit;
   int compute_capability = 0;
   int max_configs = 0;  // 0: the batch size
+  std::string worker_id;  // who compiles them: its grants admit its artifacts
 };
 
 // Configs of one job target to compile ahead of its leases.
@@ -105,6 +110,12 @@ class LeaseSource {
   // `digest`; PermissionDenied otherwise.
   virtual absl::Status CheckBlobLeased(const std::string& worker_id,
                                        const std::string& digest) = 0;
+  // OK when `worker_id` holds work of this source that compiles `config` of
+  // job `job_id` (for `reference`, the job's reference: any of its work),
+  // so that it may publish the artifact; PermissionDenied otherwise.
+  virtual absl::Status CheckArtifactLeased(const std::string& worker_id,
+                                           const std::string& job_id,
+                                           const v1::Config& config, bool reference) = 0;
 };
 
 }  // namespace tunefleet::server

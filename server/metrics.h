@@ -78,6 +78,8 @@ class CoordinatorMetrics {
   virtual void ArtifactsShelved(int64_t count, int64_t bytes) = 0;
   // A worker asked for a shared artifact: served (`found`) or not.
   virtual void ArtifactRequested(bool found) = 0;
+  // Two publishes of one artifact key differed (SharedArtifacts::Put).
+  virtual void ArtifactConflicted() = 0;
 };
 
 // Not final: a test records what it needs by overriding a method or two.
@@ -107,6 +109,7 @@ class NullMetrics : public CoordinatorMetrics {
   void ProfileStored(bool) override {}
   void ArtifactsShelved(int64_t, int64_t) override {}
   void ArtifactRequested(bool) override {}
+  void ArtifactConflicted() override {}
 };
 
 }  // namespace tunefleet::server

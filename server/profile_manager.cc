@@ -430,6 +430,19 @@ absl::Status ProfileManager::CheckBlobLeased(const std::string& worker_id,
       "blob ", digest, " belongs to no profile lease worker ", worker_id, " holds"));
 }
 
+absl::Status ProfileManager::CheckArtifactLeased(const std::string& worker_id,
+                                                 const std::string& job_id, const v1::Config&,
+                                                 bool) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& request : requests_) {
+    if (request->leased() && request->worker_id == worker_id && request->job_id == job_id) {
+      return absl::OkStatus();
+    }
+  }
+  return absl::PermissionDeniedError(absl::StrCat("worker ", worker_id,
+                                                  " holds no profile lease of job ", job_id));
+}
+
 void ProfileManager::RenewLeases(const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
   for (auto& request : requests_) {

@@ -95,6 +95,10 @@ class ProfileManager final : public LeaseSource {
   // `digest`; PermissionDenied otherwise.
   absl::Status CheckBlobLeased(const std::string& worker_id,
                                const std::string& digest) override;
+  // OK when `worker_id` holds a profile lease of job `job_id` (whose
+  // configs it compiles to profile them); PermissionDenied otherwise.
+  absl::Status CheckArtifactLeased(const std::string& worker_id, const std::string& job_id,
+                                   const v1::Config& config, bool reference) override;
   // Renews every profile lease of the worker.
   void RenewLeases(const std::string& worker_id) override;
   // Returns expired leases' configs to the queue.

@@ -56,6 +56,7 @@ struct PrometheusMetrics::Families {
   prometheus::Gauge* artifacts = nullptr;
   prometheus::Gauge* artifact_bytes = nullptr;
   std::array<prometheus::Counter*, 2> artifact_requests{};  // miss, hit
+  prometheus::Counter* artifact_conflicts = nullptr;
   prometheus::Family<prometheus::Histogram>* store_operations = nullptr;
   prometheus::Family<prometheus::Counter>* store_errors = nullptr;
   prometheus::Family<prometheus::Histogram>* rpc_seconds = nullptr;
@@ -260,6 +261,12 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                                 .Register(registry);
   f.artifact_requests = {&artifact_requests.Add({{"result", "miss"}}),
                          &artifact_requests.Add({{"result", "hit"}})};
+  f.artifact_conflicts = &prometheus::BuildCounter()
+                              .Name("tunefleet_coordinator_artifact_conflicts_total")
+                              .Help("Publishes of an artifact key whose content differed from "
+                                    "the copy shared under it: the key is shared no more")
+                              .Register(registry)
+                              .Add({});
   ASSIGN_OR_RETURN(metrics->endpoint_, MetricsEndpoint::Start(listen, metrics->registry_));
   return metrics;
 }
@@ -355,6 +362,8 @@ void PrometheusMetrics::ArtifactsShelved(int64_t count, int64_t bytes) {
 void PrometheusMetrics::ArtifactRequested(bool found) {
   families_->artifact_requests[found ? 1 : 0]->Increment();
 }
+
+void PrometheusMetrics::ArtifactConflicted() { families_->artifact_conflicts->Increment(); }
 
 void PrometheusMetrics::QueuedTrials(
     const std::vector<std::pair<std::string, int64_t>>& by_model) {

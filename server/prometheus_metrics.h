@@ -55,6 +55,7 @@ class PrometheusMetrics final : public CoordinatorMetrics {
   void ProfileStored(bool read) override;
   void ArtifactsShelved(int64_t count, int64_t bytes) override;
   void ArtifactRequested(bool found) override;
+  void ArtifactConflicted() override;
 
  private:
   struct Families;

@@ -21,12 +21,18 @@ constexpr size_t kKeyLength = 64;
 
 // An artifact's name, and its path below the directory: "<SHA-256 of the
 // principal, 16 hex digits>/<key>".
+std::string OwnerDigest(const std::string& principal) {
+  return Sha256Hex(principal).substr(0, 16);
+}
 std::string NameOf(const std::string& principal, const std::string& key) {
-  return absl::StrCat(Sha256Hex(principal).substr(0, 16), "/", key);
+  return absl::StrCat(OwnerDigest(principal), "/", key);
 }
 
 // The principal part of a name (NameOf).
 std::string OwnerOf(const std::string& name) { return name.substr(0, name.find('/')); }
+
+// The directory of conflicted names, below the shelf's.
+constexpr char kConflicts[] = "conflicts";
 
 }  // namespace
 
@@ -69,17 +75,34 @@ absl::Status SharedArtifacts::Index() {
     absl::MutexLock lock(&mu_);
     for (auto it = fs::recursive_directory_iterator(options_.dir, error);
          !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
-      if (it.depth() != 1 || !it->is_regular_file(error)) continue;
+      if (!it->is_regular_file(error)) continue;
       const std::string key = it->path().filename().string();
       if (!CheckArtifactKey(key).ok()) continue;  // a temporary file of a crashed write
+      const fs::path owner = it->path().parent_path();
+      const std::string name = absl::StrCat(owner.filename().string(), "/", key);
+      if (it.depth() == 2 && owner.parent_path().filename() == kConflicts) {
+        conflicted_.insert(name);
+        continue;
+      }
+      if (it.depth() != 1 || owner.filename() == kConflicts) continue;
       const int64_t size = static_cast<int64_t>(it->file_size(error));
       if (error) break;
-      const std::string name =
-          absl::StrCat(it->path().parent_path().filename().string(), "/", key);
-      entries_[name] = Entry{size, ++uses_};
+      Entry& entry = entries_[name];
+      entry.bytes = size;
+      entry.last_used = ++uses_;
       bytes_ += size;
     }
-    if (!error) evicted = EvictLocked();
+    // A conflict recorded while its copy's file was being written.
+    for (const std::string& name : conflicted_) {
+      if (entries_.contains(name)) {
+        evicted.push_back(PathOf(name));
+        ForgetLocked(name);
+      }
+    }
+    if (!error) {
+      std::vector<std::string> over = EvictLocked();
+      evicted.insert(evicted.end(), over.begin(), over.end());
+    }
     ReportSizeLocked();
   }
   if (error) {
@@ -96,7 +119,7 @@ std::string SharedArtifacts::PathOf(const std::string& name) const {
   return absl::StrCat(options_.dir, "/", name);
 }
 
-absl::Status SharedArtifacts::Put(const std::string& principal, const std::string& key,
+absl::Status SharedArtifacts::Put(const ArtifactPublisher& publisher, const std::string& key,
                                   const v1::Artifact& artifact) {
   if (absl::Status valid = CheckArtifactKey(key); !valid.ok()) return valid;
   if (!enabled()) return absl::OkStatus();
@@ -106,10 +129,27 @@ absl::Status SharedArtifacts::Put(const std::string& principal, const std::strin
                                                    " bytes is over the limit of ",
                                                    options_.max_artifact_bytes));
   }
-  const std::string name = NameOf(principal, key);
+  const std::string name = NameOf(publisher.principal, key);
+  const absl::Status conflicted = absl::FailedPreconditionError(absl::StrCat(
+      "artifact ", key, " is shared no more: two publishes of it differed"));
+  std::optional<std::string> served;
   {
     absl::MutexLock lock(&mu_);
-    if (entries_.contains(name)) return absl::OkStatus();  // the key names the bytes
+    if (conflicted_.contains(name)) return conflicted;
+    served = ServedNameLocked(publisher.principal, key);
+  }
+  if (served.has_value()) {
+    // The key names the bytes: what is shared under it must be what this
+    // publisher compiled.
+    absl::StatusOr<std::string> shelved = ReadFile(PathOf(*served));
+    v1::Artifact copy;
+    if (shelved.ok() && copy.ParseFromString(*shelved)) {
+      if (copy.content() != artifact.content()) {
+        Conflict(publisher, key, name, *served);
+        return conflicted;
+      }
+      if (*served == name) return absl::OkStatus();  // the same bytes again
+    }
   }
   const std::string path = PathOf(name);
   std::error_code error;
@@ -120,14 +160,95 @@ absl::Status SharedArtifacts::Put(const std::string& principal, const std::strin
   std::vector<std::string> evicted;
   {
     absl::MutexLock lock(&mu_);
-    auto [it, added] = entries_.try_emplace(name, Entry{static_cast<int64_t>(bytes.size()), 0});
-    it->second.last_used = ++uses_;
-    if (added) bytes_ += it->second.bytes;
-    evicted = EvictLocked();
-    ReportSizeLocked();
+    if (conflicted_.contains(name)) {  // a conflict came while it was written
+      evicted.push_back(path);
+    } else {
+      auto [it, added] = entries_.try_emplace(name);
+      it->second.last_used = ++uses_;
+      if (added) {
+        it->second.bytes = static_cast<int64_t>(bytes.size());
+        it->second.worker_id = publisher.worker_id;
+        it->second.job_id = publisher.job_id;
+        bytes_ += it->second.bytes;
+      }
+      evicted = EvictLocked();
+      ReportSizeLocked();
+    }
   }
   for (const std::string& old : evicted) fs::remove(old, error);
   return absl::OkStatus();
+}
+
+std::optional<std::string> SharedArtifacts::ServedNameLocked(const std::string& principal,
+                                                             const std::string& key) const {
+  if (std::string own = NameOf(principal, key); entries_.contains(own)) return own;
+  for (const std::string& builder : options_.builders) {
+    if (builder == principal) continue;
+    if (std::string built = NameOf(builder, key); entries_.contains(built)) return built;
+  }
+  return std::nullopt;
+}
+
+void SharedArtifacts::Conflict(const ArtifactPublisher& publisher, const std::string& key,
+                               const std::string& own, const std::string& served) {
+  std::string first_by = "an earlier run";
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = entries_.find(served); it != entries_.end() && !it->second.worker_id.empty()) {
+      first_by = absl::StrCat("worker ", it->second.worker_id, " (job ", it->second.job_id, ")");
+    }
+    for (const std::string& name : {own, served}) {
+      ForgetLocked(name);
+      conflicted_.insert(name);
+    }
+    ReportSizeLocked();
+  }
+  std::error_code error;
+  for (const std::string& name : {own, served}) {
+    fs::remove(PathOf(name), error);
+    const std::string marker = absl::StrCat(options_.dir, "/", kConflicts, "/", name);
+    fs::create_directories(fs::path(marker).parent_path(), error);
+    if (absl::Status kept = WriteFileAtomic(marker, ""); !kept.ok()) {
+      spdlog::error("shared artifacts: cannot record the conflict of {}: {}", name,
+                    kept.ToString());
+    }
+  }
+  if (metrics_ != nullptr) metrics_->ArtifactConflicted();
+  spdlog::warn(
+      "shared artifacts: CONFLICT on key {}: worker {} of {} (job {}) compiled content that "
+      "differs from the copy {} published{}; the key is shared no more (every worker "
+      "compiles it itself). One of them published bytes its sources do not compile to: "
+      "check the hosts, and `tunectl admin invalidate --worker` the one that lied",
+      key, publisher.worker_id, publisher.principal, publisher.job_id, first_by,
+      served == own ? "" : " (a builder's)");
+}
+
+void SharedArtifacts::ForgetLocked(const std::string& name) {
+  if (auto it = entries_.find(name); it != entries_.end()) {
+    bytes_ -= it->second.bytes;
+    entries_.erase(it);
+  }
+}
+
+int64_t SharedArtifacts::Purge(const std::string& principal) {
+  if (!enabled()) return 0;
+  const std::string owner = OwnerDigest(principal);
+  std::vector<std::string> names;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, entry] : entries_) {
+      if (OwnerOf(name) == owner) names.push_back(name);
+    }
+    for (const std::string& name : names) ForgetLocked(name);
+    ReportSizeLocked();
+  }
+  std::error_code error;
+  for (const std::string& name : names) fs::remove(PathOf(name), error);
+  if (!names.empty()) {
+    spdlog::warn("shared artifacts: dropped the {} artifacts {} published", names.size(),
+                 principal);
+  }
+  return static_cast<int64_t>(names.size());
 }
 
 absl::StatusOr<v1::Artifact> SharedArtifacts::Get(const std::string& principal,
@@ -158,10 +279,7 @@ absl::StatusOr<v1::Artifact> SharedArtifacts::GetOwn(const std::string& principa
   if (!bytes.ok() || !artifact.ParseFromString(*bytes)) {
     // Evicted meanwhile, or damaged on disk: gone either way.
     absl::MutexLock lock(&mu_);
-    if (auto it = entries_.find(name); it != entries_.end()) {
-      bytes_ -= it->second.bytes;
-      entries_.erase(it);
-    }
+    ForgetLocked(name);
     ReportSizeLocked();
     return absl::NotFoundError("no such artifact");
   }

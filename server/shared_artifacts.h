@@ -22,22 +22,34 @@
 //   the artifacts of another that holds no more than its share. A lost
 //   artifact costs a compile, nothing else. An artifact over
 //   `max_artifact_bytes` is refused (InvalidArgument).
-// - The first publish of a key wins; a later one of the same key and
-//   principal is acknowledged and dropped (the key names the bytes).
+// - The key names the bytes: a compile is deterministic, so every publish of
+//   a key must carry the content already shared under it (the publisher's
+//   own, else the builder's it would be served). One that does is
+//   acknowledged and dropped. One that does not is a **conflict**: somebody
+//   published bytes the key's sources do not compile to (a poisoned
+//   artifact), or compiled them wrong. Both copies are dropped, the key is
+//   shared no more for either name (every worker compiles it itself; a
+//   later publish is FailedPrecondition), the conflict is logged and
+//   counted (tunefleet_coordinator_artifact_conflicts_total), and it is
+//   kept across restarts. Which publishes the shelf takes at all (only for
+//   leased work) is the worker service's rule.
 //
 // On disk: <dir>/<SHA-256 of the principal, 16 hex digits>/<key>, each file a
-// serialized v1::Artifact written with an atomic rename. Open() indexes what
-// an earlier run left.
+// serialized v1::Artifact written with an atomic rename; a conflicted name
+// is an empty file <dir>/conflicts/<principal digest>/<key>. Open() indexes
+// what an earlier run left.
 #ifndef TUNEFLEET_SERVER_SHARED_ARTIFACTS_H_
 #define TUNEFLEET_SERVER_SHARED_ARTIFACTS_H_
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -45,6 +57,14 @@
 #include "tunefleet/v1/worker_service.pb.h"
 
 namespace tunefleet::server {
+
+// Who publishes an artifact: its principal owns it; the worker and the job
+// it compiled for are named when its key turns out to conflict.
+struct ArtifactPublisher {
+  std::string principal;
+  std::string worker_id;
+  std::string job_id;
+};
 
 struct SharedArtifactsOptions {
   std::string dir;  // created when missing
@@ -66,14 +86,21 @@ class SharedArtifacts {
   static absl::StatusOr<std::unique_ptr<SharedArtifacts>> Open(
       SharedArtifactsOptions options, CoordinatorMetrics* metrics = nullptr);
 
-  // Shelves `artifact` as `principal`'s `key`. InvalidArgument for a bad
-  // key or an oversized artifact; Unavailable when the disk refuses it.
-  absl::Status Put(const std::string& principal, const std::string& key,
+  // Shelves `artifact` as `publisher.principal`'s `key`, or compares it
+  // with the copy already shared under the key (see the rules above).
+  // InvalidArgument for a bad key or an oversized artifact; FailedPrecondition
+  // for a conflict, now or before; Unavailable when the disk refuses it.
+  absl::Status Put(const ArtifactPublisher& publisher, const std::string& key,
                    const v1::Artifact& artifact);
   // `principal`'s artifact `key`, else a builder's. NotFound when neither
   // published one (or it was evicted); InvalidArgument for a bad key;
   // FailedPrecondition when sharing is off.
   absl::StatusOr<v1::Artifact> Get(const std::string& principal, const std::string& key);
+
+  // Drops every artifact `principal` published (tunectl admin invalidate
+  // --worker: what a host measured wrong, it may have compiled wrong); the
+  // count dropped.
+  int64_t Purge(const std::string& principal);
 
   bool enabled() const { return options_.capacity_bytes > 0; }
   // What the shelf holds now.
@@ -84,6 +111,10 @@ class SharedArtifacts {
   struct Entry {
     int64_t bytes = 0;
     uint64_t last_used = 0;  // a use counter: larger is more recent
+    // Who published it, for a conflict's log; unknown for what an earlier
+    // run left.
+    std::string worker_id;
+    std::string job_id;
   };
 
   SharedArtifacts(SharedArtifactsOptions options, CoordinatorMetrics* metrics);
@@ -94,6 +125,18 @@ class SharedArtifacts {
   std::string PathOf(const std::string& name) const;
   // `principal`'s own artifact `key`: NotFound when it has none.
   absl::StatusOr<v1::Artifact> GetOwn(const std::string& principal, const std::string& key);
+  // The name of the copy of `key` that `principal` is served (its own, else
+  // a builder's); nullopt when none. REQUIRES: mu_ held.
+  std::optional<std::string> ServedNameLocked(const std::string& principal,
+                                              const std::string& key) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records a conflict between `publisher`'s content for `own` and the
+  // copy `served`: drops both, marks both names conflicted (on disk too),
+  // logs and counts it.
+  void Conflict(const ArtifactPublisher& publisher, const std::string& key,
+                const std::string& own, const std::string& served);
+  // Forgets `name` (the caller deletes its file). REQUIRES: mu_ held.
+  void ForgetLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets the least recently used entries of the principals over their
   // fair share until the shelf fits `capacity_bytes`; returns their paths,
   // for the caller to delete.
@@ -104,6 +147,8 @@ class SharedArtifacts {
   mutable absl::Mutex mu_;
   // By path relative to dir: "<principal digest>/<key>".
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  // Names ("<principal digest>/<key>") whose publishes conflicted.
+  absl::flat_hash_set<std::string> conflicted_ ABSL_GUARDED_BY(mu_);
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t uses_ ABSL_GUARDED_BY(mu_) = 0;
 };

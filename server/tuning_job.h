@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "server/best_derivation.h"
@@ -48,6 +49,10 @@ struct JobTarget {
   bool served_unverified = false;
   std::unique_ptr<Verification> verification;  // when it does
   SpotChecks spot_checks;  // of the search round's results
+  // The configs handed to each compile-only worker (ProposeCompiles): its
+  // artifacts of them are accepted (JobManager::CheckArtifactLeased). Each
+  // config is handed out once, so this holds at most the space.
+  absl::flat_hash_map<std::string, absl::flat_hash_set<uint64_t>> compile_grants;
   // Since when no live worker of the model could take it (AbandonOrphans).
   std::optional<absl::Time> orphaned_since;
   std::string abandoned;  // why it was given up; empty while it is not

@@ -234,8 +234,20 @@ grpc::Status WorkerServiceImpl::PutArtifact(grpc::ServerContext* context,
                                             v1::PutArtifactResponse*) {
   absl::StatusOr<v1::WorkerInfo> worker = RegisteredWorker(*context, request->worker_id());
   if (!worker.ok()) return ToGrpcStatus(worker.status());
+  if (absl::Status key = CheckArtifactKey(request->key()); !key.ok()) return ToGrpcStatus(key);
   if (request->artifact().content().empty()) return MissingField("artifact.content");
-  return ToGrpcStatus(artifacts_->Put(worker->principal(), request->key(), request->artifact()));
+  if (request->job_id().empty()) return MissingField("job_id");
+  // Only for work the worker holds: a key it was never leased is refused.
+  absl::Status leased = absl::PermissionDeniedError("artifacts are accepted only for leased work");
+  for (LeaseSource* source : sources_) {
+    leased = source->CheckArtifactLeased(request->worker_id(), request->job_id(),
+                                         request->config(), request->reference());
+    if (leased.ok()) break;
+  }
+  if (!leased.ok()) return ToGrpcStatus(leased);
+  const ArtifactPublisher publisher{worker->principal(), request->worker_id(),
+                                    request->job_id()};
+  return ToGrpcStatus(artifacts_->Put(publisher, request->key(), request->artifact()));
 }
 
 grpc::Status WorkerServiceImpl::GetCompileWork(grpc::ServerContext* context,
@@ -252,7 +264,8 @@ grpc::Status WorkerServiceImpl::GetCompileWork(grpc::ServerContext* context,
         "worker ", request->worker_id(), " did not register compile-only")));
   }
   workers_->Touch(request->worker_id());
-  CompileQuery query{worker->toolkit(), *capability, request->max_configs()};
+  CompileQuery query{worker->toolkit(), *capability, request->max_configs(),
+                     request->worker_id()};
   for (CompileGrant& grant : jobs_->ProposeCompiles(query)) {
     v1::CompileWork* work = response->add_work();
     work->set_job_id(grant.job_id);

@@ -9,19 +9,45 @@
 
 namespace tunefleet::worker {
 
+namespace {
+
+// Beside an artifact this worker fetched rather than compiled: an own build
+// compiles it again.
+std::string FetchedMarker(const ArtifactLocation& where) {
+  return where.artifact_path + ".fetched";
+}
+
+}  // namespace
+
 absl::StatusOr<CompileOutcome> ArtifactSharing::Compile(const CompileJob& job) {
   const std::optional<ArtifactLocation> where = compiler_->Locate(job);
   if (!where.has_value()) return compiler_->Compile(job);
   std::error_code error;
-  const bool fetched = !std::filesystem::exists(where->artifact_path, error) && Fetch(*where);
+  bool fetched = false;
+  if (job.own_build) {
+    SetAsideFetched(*where);
+  } else {
+    fetched = !std::filesystem::exists(where->artifact_path, error) && Fetch(*where);
+  }
   absl::StatusOr<CompileOutcome> outcome = compiler_->Compile(job);
   if (!outcome.ok() || !outcome->ok) return outcome;
   if (fetched && outcome->cached) {
     outcome->fetched = true;
   } else if (!outcome->cached) {
-    Share(*where);
+    Share(job, *where);
   }
   return outcome;
+}
+
+void ArtifactSharing::SetAsideFetched(const ArtifactLocation& where) {
+  std::error_code error;
+  if (!std::filesystem::exists(FetchedMarker(where), error)) return;
+  // The artifact first: a marker without one is harmless.
+  std::filesystem::remove(where.artifact_path, error);
+  if (!error) std::filesystem::remove(FetchedMarker(where), error);
+  if (error) {
+    spdlog::warn("shared artifacts: cannot set aside a fetched artifact: {}", error.message());
+  }
 }
 
 bool ArtifactSharing::Fetch(const ArtifactLocation& where) {
@@ -36,9 +62,12 @@ bool ArtifactSharing::Fetch(const ArtifactLocation& where) {
   std::error_code error;
   std::filesystem::create_directories(std::filesystem::path(where.artifact_path).parent_path(),
                                       error);
-  // The log first: a compile that finds the artifact reads the log beside it.
-  absl::Status written = absl::OkStatus();
-  if (!where.log_path.empty()) written = WriteFileAtomic(where.log_path, artifact->compile_log());
+  // The marker first, so that an own build finds whatever was fetched; then
+  // the log: a compile that finds the artifact reads the log beside it.
+  absl::Status written = WriteFileAtomic(FetchedMarker(where), "");
+  if (written.ok() && !where.log_path.empty()) {
+    written = WriteFileAtomic(where.log_path, artifact->compile_log());
+  }
   if (written.ok()) written = WriteFileAtomic(where.artifact_path, artifact->content());
   if (!written.ok()) {
     spdlog::warn("shared artifacts: cannot write a fetched artifact: {}", written.ToString());
@@ -48,15 +77,23 @@ bool ArtifactSharing::Fetch(const ArtifactLocation& where) {
   return true;
 }
 
-void ArtifactSharing::Share(const ArtifactLocation& where) {
+void ArtifactSharing::Share(const CompileJob& job, const ArtifactLocation& where) {
   absl::StatusOr<std::string> content = ReadFile(where.artifact_path);
   if (!content.ok()) return;
-  v1::Artifact artifact;
+  v1::PutArtifactRequest request;
+  request.set_key(where.key);
+  request.set_job_id(job.job_id);
+  *request.mutable_config() = job.config;
+  request.set_reference(job.reference);
+  v1::Artifact& artifact = *request.mutable_artifact();
   artifact.set_content(*std::move(content));
   if (!where.log_path.empty()) artifact.set_compile_log(ReadFile(where.log_path).value_or(""));
-  absl::Status put = coordinator_->PutArtifact(where.key, artifact);
+  absl::Status put = coordinator_->PutArtifact(request);
   if (put.ok()) {
     ++shared_;
+  } else if (absl::IsFailedPrecondition(put)) {
+    // What this worker compiled differs from what was shared under the key.
+    spdlog::warn("shared artifacts: {} (job {})", std::string(put.message()), job.job_id);
   } else if (!warned_share_.exchange(true)) {
     spdlog::warn("shared artifacts: cannot share an artifact: {}", put.ToString());
   }

@@ -9,6 +9,14 @@
 // | shared by the principal                    | written to the cache, then a hit (fetched)  |
 // | nowhere                                    | compiled, then shared (Put)                 |
 // | backend not shareable (Locate: nullopt)    | the backend's Compile, nothing shared       |
+// | own build (CompileJob.own_build)           | compiled here unless compiled here before   |
+// |                                            | (a fetched copy is set aside), then shared  |
+//
+// An own build is how a poisoned artifact is caught: the leases that check
+// results compile from the sources, and the coordinator compares what they
+// publish with what it shares under the key (a conflict: the key is shared
+// no more). A fetched artifact is marked (`<artifact>.fetched`) so that an
+// own build knows it from one compiled here.
 //
 // Sharing never fails a compile: when the coordinator cannot be reached or
 // refuses, the config is compiled (or the artifact kept) here, and the
@@ -47,7 +55,11 @@ class ArtifactSharing final : public Compiler {
   // Writes the principal's artifact of `where` into this worker's cache;
   // false when there is none to fetch.
   bool Fetch(const ArtifactLocation& where);
-  void Share(const ArtifactLocation& where);
+  // Removes the artifact of `where` when it was fetched, so that the
+  // compiler compiles it.
+  void SetAsideFetched(const ArtifactLocation& where);
+  // Publishes the artifact `job` compiled at `where`.
+  void Share(const CompileJob& job, const ArtifactLocation& where);
 
   Compiler* const compiler_;
   Coordinator* const coordinator_;

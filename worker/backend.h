@@ -30,6 +30,12 @@ struct CompileJob {
   // compile time reads it (python: a Triton kernel is compiled for the
   // argument values it is launched with).
   v1::Shape shape;
+  // The job it compiles for: an artifact is published for that job's work.
+  std::string job_id = {};
+  // Compile here whatever was shared (v1::Lease.own_build): ArtifactSharing
+  // fetches nothing, sets aside an artifact fetched before, and publishes
+  // what it compiled, for the coordinator to compare.
+  bool own_build = false;
 };
 
 // Settings every Compiler takes.

@@ -3,9 +3,12 @@
 #include <signal.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 
 #include <filesystem>
 
@@ -20,9 +23,20 @@ namespace {
 namespace fs = std::filesystem;
 
 // `artifact` in `inbox`, hard-linked when the file systems allow, copied
-// otherwise; returns the new path.
+// otherwise; returns the new path. The name carries the artifact file's
+// inode: a file compiled again under the same name (an own build replacing
+// a fetched artifact) is a new inode, so it gets a new name, which the
+// child loads afresh (dlopen would return a library still loaded under
+// the old name).
 absl::StatusOr<std::string> IntoInbox(const std::string& inbox, const std::string& artifact) {
-  const fs::path target = fs::path(inbox) / fs::path(artifact).filename();
+  struct stat info;
+  if (stat(artifact.c_str(), &info) != 0) {
+    return absl::InternalError(absl::StrCat("cannot stat ", artifact, ": ", std::strerror(errno)));
+  }
+  const fs::path source(artifact);
+  const fs::path target =
+      fs::path(inbox) / absl::StrCat(source.stem().string(), "-", info.st_ino,
+                                     source.extension().string());
   std::error_code error;
   if (fs::exists(target, error)) return target.string();
   fs::create_hard_link(artifact, target, error);

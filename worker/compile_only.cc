@@ -77,7 +77,7 @@ void CompileOnlyWorker::Compile(const v1::GetCompileWorkResponse& response) {
       absl::StatusOr<v1::Config> config = NormalizeConfig(work.kernel(), given);
       if (!config.ok()) continue;
       compiles.push_back(pool_->Submit(
-          CompileJob{&work.kernel(), files, *config, work.device(), false, *shape}));
+          CompileJob{&work.kernel(), files, *config, work.device(), false, *shape, work.job_id()}));
     }
     // A GPU worker compiles the job's reference (the default config) first.
     if (work.kernel().reference().entry().empty() || !references_.insert(work.job_id()).second) {
@@ -86,7 +86,7 @@ void CompileOnlyWorker::Compile(const v1::GetCompileWorkResponse& response) {
     absl::StatusOr<v1::Config> reference = DefaultConfig(work.kernel());
     if (!reference.ok()) continue;
     compiles.push_back(pool_->Submit(
-        CompileJob{&work.kernel(), files, *reference, work.device(), true, *shape}));
+        CompileJob{&work.kernel(), files, *reference, work.device(), true, *shape, work.job_id()}));
   }
   int64_t done = 0;
   for (const auto& compile : compiles) {

@@ -31,7 +31,10 @@ class Coordinator {
   // The artifact this worker's principal shared as `key`; NotFound when
   // none was (SharedArtifacts, on the coordinator).
   virtual absl::StatusOr<v1::Artifact> GetArtifact(const std::string& key) = 0;
-  virtual absl::Status PutArtifact(const std::string& key, const v1::Artifact& artifact) = 0;
+  // Publishes what this worker compiled for a job it holds work of
+  // (`request` without worker_id: the link stamps it). FailedPrecondition
+  // when the key conflicts (another publish of it differed).
+  virtual absl::Status PutArtifact(const v1::PutArtifactRequest& request) = 0;
   // Configs to compile ahead, for a worker registered compile-only.
   virtual absl::StatusOr<v1::GetCompileWorkResponse> GetCompileWork(
       const v1::GetCompileWorkRequest& request) = 0;

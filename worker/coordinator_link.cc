@@ -94,10 +94,13 @@ class GrpcCoordinator : public Coordinator {
     return std::move(*response->mutable_artifact());
   }
 
-  absl::Status PutArtifact(const std::string& key, const v1::Artifact& artifact) override {
+  absl::Status PutArtifact(const v1::PutArtifactRequest& work) override {
     v1::PutArtifactRequest request = Stamped<v1::PutArtifactRequest>();
-    request.set_key(key);
-    *request.mutable_artifact() = artifact;
+    request.set_key(work.key());
+    *request.mutable_artifact() = work.artifact();
+    request.set_job_id(work.job_id());
+    *request.mutable_config() = work.config();
+    request.set_reference(work.reference());
     return Unary(&v1::WorkerService::Stub::PutArtifact, request, options_.call_timeout).status();
   }
 

@@ -111,8 +111,8 @@ void TrialExecutor::PlanTrials(Batch* batch, const std::vector<v1::Trial>& trial
                                      " times before"));
       continue;
     }
-    CompileJob compile{&job.spec, &job.sources, *config, device_, /*reference=*/false,
-                       batch->shape};
+    CompileJob compile{&job.spec,    &job.sources, *config,     device_, /*reference=*/false,
+                       batch->shape, job.job_id,  job.own_build};
     p.compile = pool_->Submit(std::move(compile), batch->cancel);
   }
 }
@@ -311,7 +311,7 @@ void TrialExecutor::StartBatch(const JobContext& job, const v1::MeasureOptions& 
   if (job.spec.reference().entry().empty()) return;  // a library routine: nothing to compile
   batch->reference = pool_->Submit(
       CompileJob{&job.spec, &job.sources, *reference_config, device_, /*reference=*/true,
-                 batch->shape},
+                 batch->shape, job.job_id, job.own_build},
       batch->cancel);
 }
 

@@ -85,6 +85,8 @@ struct JobContext {
   std::vector<v1::SourceFile> sources;  // every file the spec names, with content
   v1::Shape shape;
   uint64_t seed = 0;
+  // Compile every config here (v1::Lease.own_build; CompileJob.own_build).
+  bool own_build = false;
 };
 
 // Thread-safety: Plan and Interrupt may be called from any thread; the rest

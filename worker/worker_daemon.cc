@@ -251,7 +251,8 @@ std::unique_ptr<WorkerDaemon::Held> WorkerDaemon::Accept(TrialExecutor* executor
       std::make_unique<LeaseReporter>(coordinator_, worker_id, lease, reporter_options);
   held->sources = sources_->Resolve(lease.sources());
   if (held->sources.ok() && KindOf(lease) == v1::LEASE_KIND_SEARCH) {
-    JobContext job{lease.job_id(), lease.kernel(), *held->sources, lease.shape(), lease.seed()};
+    JobContext job{lease.job_id(), lease.kernel(), *held->sources, lease.shape(), lease.seed(),
+                   lease.own_build()};
     held->planned = executor->Plan(
         std::move(job), std::vector<v1::Trial>(lease.trials().begin(), lease.trials().end()));
   }
@@ -325,14 +326,16 @@ void WorkerDaemon::Serve(TrialExecutor* executor, Held* held) {
     const v1::LeaseKind kind = KindOf(lease);
     if (kind == v1::LEASE_KIND_PROFILE) {
       JobContext job{lease.job_id(), lease.kernel(), *held->sources, lease.shape(),
-                     lease.seed()};
+                     lease.seed(),
+                   lease.own_build()};
       reported = ServeProfiles(*executor, job, lease, &reporter);
     } else if (kind == v1::LEASE_KIND_FINALISTS) {
       // A finalists lease reports every finalist after its last round; the
       // same reporter, the same release rule (an interrupted round reports
       // nothing and hands the whole lease back).
       JobContext job{lease.job_id(), lease.kernel(), *held->sources, lease.shape(),
-                     lease.seed()};
+                     lease.seed(),
+                   lease.own_build()};
       std::vector<v1::Trial> trials(lease.trials().begin(), lease.trials().end());
       status = executor->RunFinalists(job, trials, on_result, should_stop);
     } else {

@@ -39,6 +39,7 @@ void PrintInvalidation(const v1::InvalidateTrialsResponse& response, const Conso
   if (console.format == OutputFormat::kJson) {
     nlohmann::json json = {{"trials_excluded", response.trials_excluded()},
                            {"keys_changed", response.keys_changed()},
+                           {"artifacts_dropped", response.artifacts_dropped()},
                            {"tuning_keys", nlohmann::json::array()}};
     for (const std::string& key : response.tuning_keys()) json["tuning_keys"].push_back(key);
     *console.out << json.dump(2) << "\n";
@@ -46,7 +47,11 @@ void PrintInvalidation(const v1::InvalidateTrialsResponse& response, const Conso
   }
   *console.out << response.trials_excluded() << " trials excluded; " << response.keys_changed()
                << " best configs changed (of " << response.tuning_keys_size()
-               << " tuning keys touched)\n";
+               << " tuning keys touched)";
+  if (response.artifacts_dropped() > 0) {
+    *console.out << "; " << response.artifacts_dropped() << " shared artifacts dropped";
+  }
+  *console.out << "\n";
 }
 
 }  // namespace

@@ -764,11 +764,17 @@ class LeaseLimitsTest : public CoordinatorServiceTest {
 
 TEST_F(LeaseLimitsTest, ArtifactsAreCheckedAndServedOnlyToTheirPrincipal) {
   const std::string key(64, 'a');
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(Submit(request_, &submitted).ok());
+  std::string job_id = submitted.job().id();
+  v1::Config config;  // of the trial leased below
   auto put = [&](const std::string& worker, const std::string& k, const std::string& content) {
     v1::PutArtifactRequest request;
     request.set_worker_id(worker);
     request.set_key(k);
     request.mutable_artifact()->set_content(content);
+    request.set_job_id(job_id);
+    *request.mutable_config() = config;
     v1::PutArtifactResponse response;
     return workers_->PutArtifact(Context().get(), request, &response);
   };
@@ -792,10 +798,35 @@ TEST_F(LeaseLimitsTest, ArtifactsAreCheckedAndServedOnlyToTheirPrincipal) {
   EXPECT_EQ(put(alice, "../../x", "cubin").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(put(alice, key, "").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(get(alice, key, &artifact).error_code(), grpc::StatusCode::NOT_FOUND);
+  // Only for leased work: Alice holds no lease yet.
+  grpc::Status unleased = put(alice, key, "cubin");
+  EXPECT_EQ(unleased.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(unleased.error_message().find("leased work"), std::string::npos)
+      << unleased.error_message();
+  v1::LeaseWorkResponse leased;
+  ASSERT_TRUE(Lease(alice, 1, &leased).ok());
+  ASSERT_EQ(leased.lease().trials_size(), 1);
+  config = leased.lease().trials(0).config();
   ASSERT_TRUE(put(alice, key, "cubin").ok());
   ASSERT_TRUE(get(alice_again, key, &artifact).ok());
   EXPECT_EQ(artifact.content(), "cubin");
   EXPECT_EQ(get(bob, key, &artifact).error_code(), grpc::StatusCode::NOT_FOUND);
+  // Bob leased nothing; Alice's lease carries no other config, no other job.
+  EXPECT_EQ(put(bob, key, "cubin").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  job_id = "j-unknown";
+  EXPECT_EQ(put(alice, key, "cubin").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  job_id = "";
+  EXPECT_EQ(put(alice, key, "cubin").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  job_id = submitted.job().id();
+  for (v1::ParamValue& value : *config.mutable_values()) value.set_value(value.value() * 1000 + 7);
+  EXPECT_EQ(put(alice, key, "cubin").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  config = leased.lease().trials(0).config();
+  // Another publish of the key with other bytes: a conflict, and the key is
+  // served no more.
+  EXPECT_EQ(put(alice, key, "other bytes").error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(get(alice, key, &artifact).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(HttpGet(coordinator_->metrics_port(), "/metrics"),
+              ::testing::HasSubstr("tunefleet_coordinator_artifact_conflicts_total 1"));
   ExpectServing();
 }
 

@@ -860,6 +860,7 @@ TEST_F(JobManagerTest, FinalistsRoundPicksTheWinnerByItsFinalMeasurement) {
   std::optional<v1::Lease> first = Lease(worker);
   ASSERT_TRUE(first.has_value());
   EXPECT_FALSE(first->finalists());
+  EXPECT_FALSE(first->own_build());  // the search may fetch shared artifacts
   ASSERT_EQ(first->trials_size(), 3);
   // First round: trial k takes (k + 1) ms, so trials 0 and 1 are finalists.
   std::map<int64_t, int> rank;
@@ -869,6 +870,7 @@ TEST_F(JobManagerTest, FinalistsRoundPicksTheWinnerByItsFinalMeasurement) {
   std::optional<v1::Lease> finals = Lease(worker);
   ASSERT_TRUE(finals.has_value());
   EXPECT_TRUE(finals->finalists());
+  EXPECT_TRUE(finals->own_build());  // the round that decides builds from the sources
   ASSERT_EQ(finals->trials_size(), 2);
   // Final round: the first round's runner-up is faster.
   ReportAll(worker, *finals, false, [&](int64_t index) { return rank[index] == 1 ? 5e-4 : 2e-3; });
@@ -1357,6 +1359,7 @@ TEST_F(SpotCheckFlowTest, ASearchLiarIsOverruledByARefereeQuarantinedAndItsConfi
   ASSERT_EQ(check->trials_size(), 1);
   EXPECT_EQ(check->trials(0).index(), lied->trials(0).index());
   EXPECT_EQ(check->best_seconds(), 0);
+  EXPECT_TRUE(check->own_build());
   ReportAll(honest, *check);
   // One principal's word against another's: a referee decides, neither side.
   EXPECT_TRUE(store_->ListQuarantine()->empty());
@@ -1556,6 +1559,7 @@ TEST_F(VerificationFlowTest, AClaimTheVerifierAndARefereeContradictIsQuarantined
   std::optional<v1::Lease> verify = Lease(honest);
   ASSERT_TRUE(verify.has_value());
   EXPECT_TRUE(verify->finalists());
+  EXPECT_TRUE(verify->own_build());
   ASSERT_EQ(verify->trials_size(), 1);  // nothing served yet: the candidate alone
   EXPECT_EQ(verify->trials(0).index(), poisoned);
   ReportAll(honest, *verify, false, [](int64_t) { return 2e-3; });

@@ -39,10 +39,22 @@ std::unique_ptr<SharedArtifacts> Open(const std::string& dir, int64_t capacity =
   return shelf.ok() ? *std::move(shelf) : nullptr;
 }
 
+// What the shelf tells the metrics.
+class ShelfMetrics : public NullMetrics {
+ public:
+  void ArtifactsShelved(int64_t count, int64_t bytes) override {
+    count_ = count;
+    bytes_ = bytes;
+  }
+  void ArtifactRequested(bool found) override { ++(found ? hits_ : misses_); }
+  void ArtifactConflicted() override { ++conflicts_; }
+  int64_t count_ = -1, bytes_ = -1, hits_ = 0, misses_ = 0, conflicts_ = 0;
+};
+
 TEST(SharedArtifactsTest, ServesAnArtifactToItsPrincipalOnly) {
   TempDir dir;
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
-  ASSERT_OK(shelf->Put(kAlice, Key("a"), Cubin("cubin a", "ptxas: 40 registers")));
+  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("cubin a", "ptxas: 40 registers")));
 
   absl::StatusOr<v1::Artifact> got = shelf->Get(kAlice, Key("a"));
   ASSERT_TRUE(got.ok()) << got.status();
@@ -59,26 +71,84 @@ TEST(SharedArtifactsTest, ABuildersArtifactsServeEveryPrincipalAfterItsOwn) {
   options.builders = {"host:builder"};
   absl::StatusOr<std::unique_ptr<SharedArtifacts>> shelf = SharedArtifacts::Open(options);
   ASSERT_OK(shelf);
-  ASSERT_OK((*shelf)->Put("host:builder", Key("a"), Cubin("built")));
-  ASSERT_OK((*shelf)->Put(kBob, Key("a"), Cubin("bob's")));
+  ASSERT_OK((*shelf)->Put({"host:builder"}, Key("a"), Cubin("built")));
   EXPECT_EQ((*shelf)->Get(kAlice, Key("a"))->content(), "built");
-  EXPECT_EQ((*shelf)->Get(kBob, Key("a"))->content(), "bob's");  // its own first
+  // Bob compiled it too: the same bytes, kept as its own copy.
+  ASSERT_OK((*shelf)->Put({kBob}, Key("a"), Cubin("built")));
+  EXPECT_EQ((*shelf)->count(), 2);
   // Alice's artifacts serve neither Bob nor the builder.
-  ASSERT_OK((*shelf)->Put(kAlice, Key("b"), Cubin("alice's")));
+  ASSERT_OK((*shelf)->Put({kAlice}, Key("b"), Cubin("alice's")));
   EXPECT_THAT((*shelf)->Get(kBob, Key("b")).status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT((*shelf)->Get("host:builder", Key("b")).status(),
               StatusIs(absl::StatusCode::kNotFound));
 }
 
-TEST(SharedArtifactsTest, TheFirstPublishOfAKeyWins) {
+TEST(SharedArtifactsTest, APublishOfTheSameBytesIsAcknowledgedAndOtherBytesAreAConflict) {
+  TempDir dir;
+  ShelfMetrics metrics;
+  SharedArtifactsOptions options;
+  options.dir = dir.path();
+  absl::StatusOr<std::unique_ptr<SharedArtifacts>> opened =
+      SharedArtifacts::Open(options, &metrics);
+  ASSERT_OK(opened);
+  SharedArtifacts& shelf = **opened;
+  const ArtifactPublisher alice{kAlice, "w-1", "j-1"};
+  ASSERT_OK(shelf.Put(alice, Key("a"), Cubin("compiled", "log one")));
+  ASSERT_OK(shelf.Put(alice, Key("a"), Cubin("compiled", "log two")));  // the same content
+  ASSERT_OK(shelf.Put({kBob}, Key("a"), Cubin("bob's")));  // Bob's own namespace
+  EXPECT_EQ(shelf.count(), 2);
+  EXPECT_EQ(metrics.conflicts_, 0);
+
+  // Another worker of Alice compiled the key to other bytes: a poisoned
+  // copy, or a wrong compile. Neither is served again.
+  EXPECT_THAT(shelf.Put({kAlice, "w-2", "j-2"}, Key("a"), Cubin("poisoned")),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(metrics.conflicts_, 1);
+  EXPECT_THAT(shelf.Get(kAlice, Key("a")).status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(shelf.Put(alice, Key("a"), Cubin("compiled")),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(shelf.Get(kBob, Key("a"))->content(), "bob's");
+  EXPECT_EQ(shelf.count(), 1);
+  ASSERT_OK(shelf.Put(alice, Key("b"), Cubin("b")));  // other keys are shared as before
+
+  // The conflict outlives a restart.
+  opened->reset();
+  std::unique_ptr<SharedArtifacts> again = Open(dir.path());
+  EXPECT_EQ(again->count(), 2);
+  EXPECT_THAT(again->Get(kAlice, Key("a")).status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(again->Put(alice, Key("a"), Cubin("compiled")),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(again->Get(kAlice, Key("b"))->content(), "b");
+}
+
+TEST(SharedArtifactsTest, ABuildersCopyThatAnotherCompileContradictsIsDropped) {
+  TempDir dir;
+  SharedArtifactsOptions options;
+  options.dir = dir.path();
+  options.builders = {"host:builder"};
+  absl::StatusOr<std::unique_ptr<SharedArtifacts>> shelf = SharedArtifacts::Open(options);
+  ASSERT_OK(shelf);
+  ASSERT_OK((*shelf)->Put({"host:builder"}, Key("a"), Cubin("built")));
+  EXPECT_THAT((*shelf)->Put({kAlice}, Key("a"), Cubin("compiled")),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT((*shelf)->Get(kBob, Key("a")).status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_EQ((*shelf)->count(), 0);
+}
+
+TEST(SharedArtifactsTest, PurgeDropsEveryArtifactOfOnePrincipal) {
   TempDir dir;
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
-  ASSERT_OK(shelf->Put(kAlice, Key("a"), Cubin("first")));
-  ASSERT_OK(shelf->Put(kAlice, Key("a"), Cubin("second")));
-  ASSERT_OK(shelf->Put(kBob, Key("a"), Cubin("bob's")));  // Bob's own copy
-  EXPECT_EQ(shelf->Get(kAlice, Key("a"))->content(), "first");
-  EXPECT_EQ(shelf->Get(kBob, Key("a"))->content(), "bob's");
-  EXPECT_EQ(shelf->count(), 2);
+  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("a")));
+  ASSERT_OK(shelf->Put({kAlice}, Key("b"), Cubin("b")));
+  ASSERT_OK(shelf->Put({kBob}, Key("a"), Cubin("bob's")));
+  EXPECT_EQ(shelf->Purge(kAlice), 2);
+  EXPECT_EQ(shelf->Purge(kAlice), 0);
+  EXPECT_THAT(shelf->Get(kAlice, Key("a")).status(), StatusIs(absl::StatusCode::kNotFound));
+  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("a")));  // a purge is no conflict
+  shelf.reset();
+  std::unique_ptr<SharedArtifacts> again = Open(dir.path());
+  EXPECT_EQ(again->count(), 2);
+  EXPECT_EQ(again->Get(kBob, Key("a"))->content(), "bob's");
 }
 
 TEST(SharedArtifactsTest, RefusesBadKeysAndOversizedArtifacts) {
@@ -87,12 +157,12 @@ TEST(SharedArtifactsTest, RefusesBadKeysAndOversizedArtifacts) {
   for (const std::string& key : {std::string(""), std::string("../../etc/passwd"),
                                  Key("a").substr(1), absl::AsciiStrToUpper(Key("a")),
                                  Key("a") + "0"}) {
-    EXPECT_THAT(shelf->Put(kAlice, key, Cubin("x")), StatusIs(absl::StatusCode::kInvalidArgument))
+    EXPECT_THAT(shelf->Put({kAlice}, key, Cubin("x")), StatusIs(absl::StatusCode::kInvalidArgument))
         << key;
     EXPECT_THAT(shelf->Get(kAlice, key).status(), StatusIs(absl::StatusCode::kInvalidArgument))
         << key;
   }
-  EXPECT_THAT(shelf->Put(kAlice, Key("big"), Cubin(std::string(5000, 'x'))),
+  EXPECT_THAT(shelf->Put({kAlice}, Key("big"), Cubin(std::string(5000, 'x'))),
               StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(shelf->count(), 0);
 }
@@ -102,11 +172,11 @@ TEST(SharedArtifactsTest, EvictsTheLeastRecentlyUsedBeyondItsCapacity) {
   const std::string kilobyte(1000, 'x');
   const int64_t one = static_cast<int64_t>(Cubin(kilobyte).SerializeAsString().size());
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path(), /*capacity=*/3 * one);
-  ASSERT_OK(shelf->Put(kAlice, Key("a"), Cubin(kilobyte)));
-  ASSERT_OK(shelf->Put(kAlice, Key("b"), Cubin(kilobyte)));
-  ASSERT_OK(shelf->Put(kAlice, Key("c"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Put({kAlice}, Key("b"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Put({kAlice}, Key("c"), Cubin(kilobyte)));
   ASSERT_OK(shelf->Get(kAlice, Key("a")).status());  // b is now the least recent
-  ASSERT_OK(shelf->Put(kAlice, Key("d"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Put({kAlice}, Key("d"), Cubin(kilobyte)));
 
   EXPECT_THAT(shelf->Get(kAlice, Key("b")).status(), StatusIs(absl::StatusCode::kNotFound));
   for (const char* kept : {"a", "c", "d"}) EXPECT_OK(shelf->Get(kAlice, Key(kept)).status());
@@ -125,10 +195,10 @@ TEST(SharedArtifactsTest, APrincipalOverItsShareEvictsItsOwnArtifactsFirst) {
   const std::string kilobyte(1000, 'x');
   const int64_t one = static_cast<int64_t>(Cubin(kilobyte).SerializeAsString().size());
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path(), /*capacity=*/4 * one);
-  ASSERT_OK(shelf->Put(kBob, Key("bob-1"), Cubin(kilobyte)));  // the least recent
-  ASSERT_OK(shelf->Put(kBob, Key("bob-2"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Put({kBob}, Key("bob-1"), Cubin(kilobyte)));  // the least recent
+  ASSERT_OK(shelf->Put({kBob}, Key("bob-2"), Cubin(kilobyte)));
   for (int i = 0; i < 20; ++i) {
-    ASSERT_OK(shelf->Put(kAlice, Key("flood-" + std::to_string(i)), Cubin(kilobyte)));
+    ASSERT_OK(shelf->Put({kAlice}, Key("flood-" + std::to_string(i)), Cubin(kilobyte)));
   }
   EXPECT_OK(shelf->Get(kBob, Key("bob-1")).status());
   EXPECT_OK(shelf->Get(kBob, Key("bob-2")).status());
@@ -136,14 +206,14 @@ TEST(SharedArtifactsTest, APrincipalOverItsShareEvictsItsOwnArtifactsFirst) {
   EXPECT_THAT(shelf->Get(kAlice, Key("flood-0")).status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(shelf->bytes(), 4 * one);
   // Over its share, bob loses its own least recent artifact first.
-  ASSERT_OK(shelf->Put(kBob, Key("bob-3"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Put({kBob}, Key("bob-3"), Cubin(kilobyte)));
   EXPECT_THAT(shelf->Get(kBob, Key("bob-1")).status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(shelf->count(), 4);
 }
 
 TEST(SharedArtifactsTest, ARestartedShelfServesWhatTheLastOneKept) {
   TempDir dir;
-  ASSERT_OK(Open(dir.path())->Put(kAlice, Key("a"), Cubin("cubin a")));
+  ASSERT_OK(Open(dir.path())->Put({kAlice}, Key("a"), Cubin("cubin a")));
   // A temporary file a crashed write left is not an artifact.
   ASSERT_OK(WriteFileAtomic(dir.path() + "/stray.tmp", "junk"));
 
@@ -155,7 +225,7 @@ TEST(SharedArtifactsTest, ARestartedShelfServesWhatTheLastOneKept) {
 TEST(SharedArtifactsTest, ADamagedFileIsNotServed) {
   TempDir dir;
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
-  ASSERT_OK(shelf->Put(kAlice, Key("a"), Cubin("cubin a")));
+  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("cubin a")));
   for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path())) {
     if (entry.is_regular_file()) ASSERT_OK(WriteFileAtomic(entry.path().string(), "\xff\xff"));
   }
@@ -167,22 +237,11 @@ TEST(SharedArtifactsTest, WithNoCapacitySharingIsOff) {
   TempDir dir;
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path(), /*capacity=*/0);
   EXPECT_FALSE(shelf->enabled());
-  ASSERT_OK(shelf->Put(kAlice, Key("a"), Cubin("cubin a")));  // dropped
+  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("cubin a")));  // dropped
   EXPECT_THAT(shelf->Get(kAlice, Key("a")).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/" + Sha256Hex(kAlice).substr(0, 16)));
 }
-
-// What the shelf tells the metrics.
-class ShelfMetrics : public NullMetrics {
- public:
-  void ArtifactsShelved(int64_t count, int64_t bytes) override {
-    count_ = count;
-    bytes_ = bytes;
-  }
-  void ArtifactRequested(bool found) override { ++(found ? hits_ : misses_); }
-  int64_t count_ = -1, bytes_ = -1, hits_ = 0, misses_ = 0;
-};
 
 TEST(SharedArtifactsTest, TellsTheMetricsItsSizeAndEachRequestsResult) {
   TempDir dir;
@@ -192,7 +251,7 @@ TEST(SharedArtifactsTest, TellsTheMetricsItsSizeAndEachRequestsResult) {
   absl::StatusOr<std::unique_ptr<SharedArtifacts>> shelf = SharedArtifacts::Open(options, &metrics);
   ASSERT_OK(shelf);
   EXPECT_EQ(metrics.count_, 0);
-  ASSERT_OK((*shelf)->Put(kAlice, Key("a"), Cubin("cubin a")));
+  ASSERT_OK((*shelf)->Put({kAlice}, Key("a"), Cubin("cubin a")));
   EXPECT_EQ(metrics.count_, 1);
   EXPECT_EQ(metrics.bytes_, (*shelf)->bytes());
   ASSERT_OK((*shelf)->Get(kAlice, Key("a")).status());

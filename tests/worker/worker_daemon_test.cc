@@ -124,7 +124,7 @@ class FakeCoordinator : public Coordinator {
   absl::StatusOr<v1::Artifact> GetArtifact(const std::string& key) override {
     return absl::NotFoundError(key);
   }
-  absl::Status PutArtifact(const std::string&, const v1::Artifact&) override {
+  absl::Status PutArtifact(const v1::PutArtifactRequest&) override {
     return absl::OkStatus();
   }
   absl::StatusOr<v1::GetCompileWorkResponse> GetCompileWork(

@@ -126,11 +126,15 @@ JobFiles JobFilesOf(const CompileJob& job, const std::string& source_dir) {
 
 // The compiler's process: in the sandbox, in the staged sources (relative
 // paths, so that diagnostics name the job's files as the spec does), writing
-// only `scratch`; its output goes to <scratch>/compile.log.
+// only `scratch`; its output goes to <scratch>/compile.log. The staging
+// directory is mapped to "." in what the compiler records (debug
+// information, __FILE__), so that every worker compiles a key to the same
+// bytes (SharedArtifacts compares them).
 SubprocessOptions CompilerProcess(const Sandbox& sandbox, CommandLine cmd,
                                   const std::string& source_dir, const std::string& scratch,
                                   const std::string& output) {
-  cmd.argv.insert(cmd.argv.end(), {"-I", ".", "-o", output});
+  cmd.argv.insert(cmd.argv.end(), {absl::StrCat("-ffile-prefix-map=", source_dir, "=."), "-I",
+                                   ".", "-o", output});
   cmd.argv.insert(cmd.argv.end(), cmd.key.compile_files.begin(), cmd.key.compile_files.end());
   SubprocessOptions options;
   options.argv = std::move(cmd.argv);
