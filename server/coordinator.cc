@@ -205,7 +205,8 @@ absl::Status Coordinator::Lead(const std::string& listen) {
   const CoordinatorOptions& options = options_;
   auto clock = [] { return absl::Now(); };
   workers_ = std::make_unique<WorkerRegistry>(3 * options.heartbeat_interval, clock,
-                                              options.forget_workers_after);
+                                              options.forget_workers_after,
+                                              options.device_models);
   // A nearest-shape answer is checked with its device model's real limits
   // where a worker of that model registered.
   index_ = std::make_unique<BestConfigIndex>(

@@ -72,6 +72,9 @@ struct CoordinatorOptions {
   // A worker silent this long leaves ListWorkers (it registers again when it
   // comes back). Default: 10 heartbeat timeouts (30 heartbeat intervals).
   absl::Duration forget_workers_after = absl::InfiniteDuration();
+  // The only device models workers may register (--device-model); empty:
+  // any. Stops a certificate from inventing models for jobs to bind to.
+  std::vector<std::string> device_models;
   // host:port of the Prometheus /metrics endpoint; empty turns it off.
   // Default empty.
   std::string metrics_listen;

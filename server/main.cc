@@ -32,6 +32,7 @@ struct Flags {
   std::string artifact_dir;
   int64_t artifact_cache_mib = 4096;
   std::vector<std::string> artifact_builders;
+  std::vector<std::string> device_models;
   std::string address_file;
   std::string metrics_address_file;
   std::string metrics_listen = "127.0.0.1:9464";
@@ -226,6 +227,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "least 4 x --standby-poll-ms)")
       ->check(CLI::Range(int64_t{1000}, int64_t{3'600'000}))
       ->capture_default_str();
+  app.add_option("--device-model", flags.device_models,
+                 "a device model workers may register, as `tunectl workers` shows it "
+                 "(repeat for each; none: any model)");
   app.add_option("--forget-workers-after-ms", flags.forget_workers_after_ms,
                  "a worker silent this long leaves the worker list (0: 30 heartbeat "
                  "intervals)")
@@ -315,6 +319,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   if (flags.forget_workers_after_ms > 0) {
     options.forget_workers_after = absl::Milliseconds(flags.forget_workers_after_ms);
   }
+  options.device_models = flags.device_models;
   options.jobs.lease_ttl = absl::Milliseconds(flags.lease_ttl_ms);
   options.jobs.lease_idle_limit = absl::Seconds(flags.lease_idle_limit_s);
   options.jobs.lease_max_age = absl::Seconds(flags.lease_max_age_s);

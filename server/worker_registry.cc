@@ -10,10 +10,12 @@
 namespace tunefleet::server {
 
 WorkerRegistry::WorkerRegistry(absl::Duration timeout, Clock clock,
-                               absl::Duration forget_after)
+                               absl::Duration forget_after,
+                               std::vector<std::string> device_models)
     : timeout_(timeout),
       clock_(std::move(clock)),
-      forget_after_(forget_after == absl::InfiniteDuration() ? 10 * timeout : forget_after) {}
+      forget_after_(forget_after == absl::InfiniteDuration() ? 10 * timeout : forget_after),
+      device_models_(device_models.begin(), device_models.end()) {}
 
 int WorkerRegistry::Prune() {
   absl::MutexLock lock(&mu_);
@@ -42,6 +44,11 @@ absl::StatusOr<std::string> WorkerRegistry::Register(
         device.backend() == v1::BACKEND_UNSPECIFIED) {
       return absl::InvalidArgumentError(absl::StrCat(
           "device \"", device.id(), "\" needs an id, a model and a backend"));
+    }
+    if (!device_models_.empty() && !device_models_.contains(device.model())) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "device model \"", device.model(), "\" is not one this fleet tunes for (the "
+          "coordinator's --device-model list)"));
     }
     models.insert(device.model());
   }

@@ -58,11 +58,15 @@ class WorkerRegistry {
   using Clock = std::function<absl::Time()>;
   // A worker not heard from for `timeout` is no longer alive; Prune forgets
   // it once it has been silent for `forget_after` (default 10 × timeout).
+  // `device_models`, when not empty, are the only device models a worker
+  // may register (the operator's allowlist, --device-model).
   WorkerRegistry(absl::Duration timeout, Clock clock,
-                 absl::Duration forget_after = absl::InfiniteDuration());
+                 absl::Duration forget_after = absl::InfiniteDuration(),
+                 std::vector<std::string> device_models = {});
 
   // InvalidArgument when the request names no device or a device without a
-  // model or backend, or no principal. Returns the new worker id.
+  // model or backend, or no principal; PermissionDenied for a device model
+  // not on the allowlist. Returns the new worker id.
   absl::StatusOr<std::string> Register(const WorkerRegistration& registration);
   // False when the worker is unknown (e.g. the coordinator restarted).
   bool Touch(const std::string& worker_id);
@@ -113,6 +117,7 @@ class WorkerRegistry {
   const absl::Duration timeout_;
   const Clock clock_;
   const absl::Duration forget_after_;
+  const absl::flat_hash_set<std::string> device_models_;  // empty: any
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> workers_ ABSL_GUARDED_BY(mu_);
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;

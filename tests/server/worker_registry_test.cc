@@ -105,6 +105,24 @@ TEST_F(WorkerRegistryTest, ARegistrationNamesBoundedDevicesAndModels) {
   EXPECT_OK(registry_.Register(invented));
 }
 
+TEST_F(WorkerRegistryTest, WithAnAllowlistOnlyItsModelsRegister) {
+  WorkerRegistry allowlisted(absl::Seconds(3), [this] { return now_; }, absl::Seconds(30),
+                             {"NVIDIA H100 80GB HBM3", "NVIDIA H200"});
+  EXPECT_OK(allowlisted.Register(Cpu("NVIDIA H200")));
+  EXPECT_THAT(allowlisted.Register(Cpu("NVIDIA H100")),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  // One invented model refuses the whole registration, and is never seen.
+  WorkerRegistration mixed = Cpu("NVIDIA H100 80GB HBM3");
+  mixed.devices.push_back(Cpu("invented").devices[0]);
+  mixed.devices.back().set_id("cpu1");
+  EXPECT_THAT(allowlisted.Register(mixed), StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_FALSE(allowlisted.SawModel("invented"));
+  EXPECT_FALSE(allowlisted.SawModel("NVIDIA H100 80GB HBM3"));
+  // Compile-only workers register no device: the list does not concern them.
+  WorkerRegistration builder{"builder", {}, "nvrtc 13.0", "builder", "sm_90"};
+  EXPECT_OK(allowlisted.Register(builder));
+}
+
 TEST_F(WorkerRegistryTest, LiveDevicesOfAModelCarryTheirPrincipals) {
   WorkerRegistration a = Cpu("m");
   a.principal = "host-a";
