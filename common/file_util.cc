@@ -72,4 +72,14 @@ absl::Status WriteFileAtomic(const std::string& path, const std::string& data, m
   return WriteAndRename(path, data, mode, /*exact=*/true);
 }
 
+absl::StatusOr<std::string> FileVersion(const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) {
+    return absl::NotFoundError(absl::StrCat("cannot stat ", path, ": ", std::strerror(errno)));
+  }
+  const int64_t mtime_ns =
+      static_cast<int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec;
+  return absl::StrCat(info.st_dev, "-", info.st_ino, "-", mtime_ns, "-", info.st_size);
+}
+
 }  // namespace tunefleet

@@ -23,6 +23,12 @@ absl::Status WriteFileAtomic(const std::string& path, const std::string& data);
 // only) from its creation on, whatever the process's umask.
 absl::Status WriteFileAtomic(const std::string& path, const std::string& data, mode_t mode);
 
+// Which version of the file at `path` is there now: its device, inode,
+// modification time (ns) and size, "dev-ino-mtime-size". A file written
+// again (WriteFileAtomic, a rename over it) is another version. NotFound
+// when it cannot be stat'ed.
+absl::StatusOr<std::string> FileVersion(const std::string& path);
+
 }  // namespace tunefleet
 
 #endif  // TUNEFLEET_COMMON_FILE_UTIL_H_

@@ -228,7 +228,9 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
   grant.tuning_key = target.info.tuning_key();
   grant.kind = lease.finalists ? v1::LEASE_KIND_FINALISTS : v1::LEASE_KIND_SEARCH;
   grant.best_seconds = target.BestFor(lease);
-  grant.own_build = lease.finalists || lease.verify || lease.spot;
+  // Not a spot check's lease: it stays a search lease to the worker (a
+  // checker never holds the claimant's artifacts, which are its principal's).
+  grant.own_build = lease.finalists;
   for (uint64_t ordinal : lease.ordinals) {
     grant.trials.emplace_back(ordinal, target.trials->space()->ConfigAt(ordinal));
   }

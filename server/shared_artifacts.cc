@@ -132,6 +132,8 @@ absl::Status SharedArtifacts::Put(const ArtifactPublisher& publisher, const std:
   const std::string name = NameOf(publisher.principal, key);
   const absl::Status conflicted = absl::FailedPreconditionError(absl::StrCat(
       "artifact ", key, " is shared no more: two publishes of it differed"));
+  // One publish at a time: what is compared is what is written over.
+  absl::MutexLock publishing(&publish_mu_);
   std::optional<std::string> served;
   {
     absl::MutexLock lock(&mu_);
@@ -148,7 +150,11 @@ absl::Status SharedArtifacts::Put(const ArtifactPublisher& publisher, const std:
         Conflict(publisher, key, name, *served);
         return conflicted;
       }
-      if (*served == name) return absl::OkStatus();  // the same bytes again
+      if (*served == name) {  // the same bytes again
+        absl::MutexLock lock(&mu_);
+        if (auto it = entries_.find(name); it != entries_.end()) it->second.last_used = ++uses_;
+        return absl::OkStatus();
+      }
     }
   }
   const std::string path = PathOf(name);
@@ -160,20 +166,14 @@ absl::Status SharedArtifacts::Put(const ArtifactPublisher& publisher, const std:
   std::vector<std::string> evicted;
   {
     absl::MutexLock lock(&mu_);
-    if (conflicted_.contains(name)) {  // a conflict came while it was written
-      evicted.push_back(path);
-    } else {
-      auto [it, added] = entries_.try_emplace(name);
-      it->second.last_used = ++uses_;
-      if (added) {
-        it->second.bytes = static_cast<int64_t>(bytes.size());
-        it->second.worker_id = publisher.worker_id;
-        it->second.job_id = publisher.job_id;
-        bytes_ += it->second.bytes;
-      }
-      evicted = EvictLocked();
-      ReportSizeLocked();
-    }
+    Entry& entry = entries_[name];  // new, or a damaged copy written over
+    bytes_ += static_cast<int64_t>(bytes.size()) - entry.bytes;
+    entry.bytes = static_cast<int64_t>(bytes.size());
+    entry.last_used = ++uses_;
+    entry.worker_id = publisher.worker_id;
+    entry.job_id = publisher.job_id;
+    evicted = EvictLocked();
+    ReportSizeLocked();
   }
   for (const std::string& old : evicted) fs::remove(old, error);
   return absl::OkStatus();
@@ -191,36 +191,42 @@ std::optional<std::string> SharedArtifacts::ServedNameLocked(const std::string& 
 
 void SharedArtifacts::Conflict(const ArtifactPublisher& publisher, const std::string& key,
                                const std::string& own, const std::string& served) {
-  std::string first_by = "an earlier run";
+  // Against a builder's copy, only the publisher's principal stops sharing
+  // the key (and stops being served the builder's copy of it): one
+  // principal's publish never takes a builder's artifact from the others.
+  const bool builders = served != own;
+  std::string first_by = "an earlier run of the coordinator";
   {
     absl::MutexLock lock(&mu_);
     if (auto it = entries_.find(served); it != entries_.end() && !it->second.worker_id.empty()) {
       first_by = absl::StrCat("worker ", it->second.worker_id, " (job ", it->second.job_id, ")");
     }
-    for (const std::string& name : {own, served}) {
-      ForgetLocked(name);
-      conflicted_.insert(name);
-    }
+  }
+  // The marker first: a crash before the copy is gone must not serve it again.
+  const std::string marker = absl::StrCat(options_.dir, "/", kConflicts, "/", own);
+  std::error_code error;
+  fs::create_directories(fs::path(marker).parent_path(), error);
+  if (absl::Status kept = WriteFileAtomic(marker, ""); !kept.ok()) {
+    spdlog::error("shared artifacts: cannot record the conflict of {} (it holds until a "
+                  "restart): {}",
+                  own, kept.ToString());
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    ForgetLocked(own);
+    conflicted_.insert(own);
     ReportSizeLocked();
   }
-  std::error_code error;
-  for (const std::string& name : {own, served}) {
-    fs::remove(PathOf(name), error);
-    const std::string marker = absl::StrCat(options_.dir, "/", kConflicts, "/", name);
-    fs::create_directories(fs::path(marker).parent_path(), error);
-    if (absl::Status kept = WriteFileAtomic(marker, ""); !kept.ok()) {
-      spdlog::error("shared artifacts: cannot record the conflict of {}: {}", name,
-                    kept.ToString());
-    }
-  }
+  fs::remove(PathOf(own), error);
   if (metrics_ != nullptr) metrics_->ArtifactConflicted();
   spdlog::warn(
       "shared artifacts: CONFLICT on key {}: worker {} of {} (job {}) compiled content that "
-      "differs from the copy {} published{}; the key is shared no more (every worker "
-      "compiles it itself). One of them published bytes its sources do not compile to: "
-      "check the hosts, and `tunectl admin invalidate --worker` the one that lied",
+      "differs from the copy {} published{}; {} shares the key no more (its workers compile "
+      "it themselves). One side published bytes the key's sources do not compile to: a "
+      "poisoned artifact, or a host whose toolchain differs. Check both hosts; `tunectl admin "
+      "invalidate --worker` the one at fault",
       key, publisher.worker_id, publisher.principal, publisher.job_id, first_by,
-      served == own ? "" : " (a builder's)");
+      builders ? " (a builder's, which others are still served)" : "", publisher.principal);
 }
 
 void SharedArtifacts::ForgetLocked(const std::string& name) {
@@ -240,10 +246,13 @@ int64_t SharedArtifacts::Purge(const std::string& principal) {
       if (OwnerOf(name) == owner) names.push_back(name);
     }
     for (const std::string& name : names) ForgetLocked(name);
+    // Its conflicts are forgotten too: the repaired host shares again.
+    absl::erase_if(conflicted_, [&](const std::string& name) { return OwnerOf(name) == owner; });
     ReportSizeLocked();
   }
   std::error_code error;
   for (const std::string& name : names) fs::remove(PathOf(name), error);
+  fs::remove_all(absl::StrCat(options_.dir, "/", kConflicts, "/", owner), error);
   if (!names.empty()) {
     spdlog::warn("shared artifacts: dropped the {} artifacts {} published", names.size(),
                  principal);
@@ -256,6 +265,13 @@ absl::StatusOr<v1::Artifact> SharedArtifacts::Get(const std::string& principal,
   if (absl::Status valid = CheckArtifactKey(key); !valid.ok()) return valid;
   if (!enabled()) {
     return absl::FailedPreconditionError("the coordinator shares no artifacts");
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (conflicted_.contains(NameOf(principal, key))) {
+      if (metrics_ != nullptr) metrics_->ArtifactRequested(false);
+      return absl::NotFoundError("the artifact is shared no more: two publishes differed");
+    }
   }
   absl::StatusOr<v1::Artifact> own = GetOwn(principal, key);
   for (size_t i = 0; absl::IsNotFound(own.status()) && i < options_.builders.size(); ++i) {

@@ -22,21 +22,25 @@
 //   the artifacts of another that holds no more than its share. A lost
 //   artifact costs a compile, nothing else. An artifact over
 //   `max_artifact_bytes` is refused (InvalidArgument).
-// - The key names the bytes: a compile is deterministic, so every publish of
+// - The key names the bytes: compiles are deterministic, so every publish of
 //   a key must carry the content already shared under it (the publisher's
 //   own, else the builder's it would be served). One that does is
-//   acknowledged and dropped. One that does not is a **conflict**: somebody
-//   published bytes the key's sources do not compile to (a poisoned
-//   artifact), or compiled them wrong. Both copies are dropped, the key is
-//   shared no more for either name (every worker compiles it itself; a
-//   later publish is FailedPrecondition), the conflict is logged and
-//   counted (tunefleet_coordinator_artifact_conflicts_total), and it is
-//   kept across restarts. Which publishes the shelf takes at all (only for
-//   leased work) is the worker service's rule.
+//   acknowledged (kept as the publisher's own copy where it had none). One
+//   that does not is a **conflict**: one side published bytes the key's
+//   sources do not compile to (a poisoned artifact), or built them with
+//   another toolchain. The publisher's principal shares the key no more:
+//   its copy is dropped, it is not served the key (not even a builder's
+//   copy, which the other principals keep), a later publish of it is
+//   FailedPrecondition, and the conflict is logged and counted
+//   (tunefleet_coordinator_artifact_conflicts_total), kept across restarts
+//   until Purge. Publishes are one at a time, compare and write together.
+//   Which publishes the shelf takes at all (only for leased work) is the
+//   worker service's rule.
 //
 // On disk: <dir>/<SHA-256 of the principal, 16 hex digits>/<key>, each file a
 // serialized v1::Artifact written with an atomic rename; a conflicted name
-// is an empty file <dir>/conflicts/<principal digest>/<key>. Open() indexes
+// is an empty file <dir>/conflicts/<principal digest>/<key>, written before
+// the copy is removed. Open() indexes
 // what an earlier run left.
 #ifndef TUNEFLEET_SERVER_SHARED_ARTIFACTS_H_
 #define TUNEFLEET_SERVER_SHARED_ARTIFACTS_H_
@@ -97,9 +101,9 @@ class SharedArtifacts {
   // FailedPrecondition when sharing is off.
   absl::StatusOr<v1::Artifact> Get(const std::string& principal, const std::string& key);
 
-  // Drops every artifact `principal` published (tunectl admin invalidate
-  // --worker: what a host measured wrong, it may have compiled wrong); the
-  // count dropped.
+  // Drops every artifact `principal` published, and forgets its conflicts
+  // (tunectl admin invalidate --worker: what a host measured wrong, it may
+  // have compiled wrong; once repaired it shares again); the count dropped.
   int64_t Purge(const std::string& principal);
 
   bool enabled() const { return options_.capacity_bytes > 0; }
@@ -130,9 +134,10 @@ class SharedArtifacts {
   std::optional<std::string> ServedNameLocked(const std::string& principal,
                                               const std::string& key) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records a conflict between `publisher`'s content for `own` and the
-  // copy `served`: drops both, marks both names conflicted (on disk too),
-  // logs and counts it.
+  // Records a conflict between `publisher`'s content for `own` (its name)
+  // and the copy `served` (its own, or a builder's): marks `own` conflicted
+  // (on disk first), drops it, logs and counts it. A builder's copy stays
+  // for the other principals.
   void Conflict(const ArtifactPublisher& publisher, const std::string& key,
                 const std::string& own, const std::string& served);
   // Forgets `name` (the caller deletes its file). REQUIRES: mu_ held.
@@ -144,6 +149,8 @@ class SharedArtifacts {
 
   const SharedArtifactsOptions options_;
   CoordinatorMetrics* const metrics_;
+  // Held across a publish's compare and write (taken before mu_).
+  absl::Mutex publish_mu_;
   mutable absl::Mutex mu_;
   // By path relative to dir: "<principal digest>/<key>".
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);

@@ -14,7 +14,10 @@
 namespace tunefleet::worker {
 
 std::string ArtifactKey(const ArtifactKeyInputs& inputs) {
-  std::string text = "tunefleet-artifact-v1\n";
+  // v2: shared artifacts are compared byte for byte (CPU builds map their
+  // staging directory; fetched copies are marked), so no key of v1 is
+  // shared again.
+  std::string text = "tunefleet-artifact-v2\n";
   absl::StrAppend(&text, "backend=", inputs.backend, "\n", "toolkit=", inputs.toolkit,
                   "\n", "target=", inputs.target, "\n");
   for (const auto& [path, digest] : inputs.sources) {

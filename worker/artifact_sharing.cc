@@ -23,31 +23,25 @@ absl::StatusOr<CompileOutcome> ArtifactSharing::Compile(const CompileJob& job) {
   const std::optional<ArtifactLocation> where = compiler_->Locate(job);
   if (!where.has_value()) return compiler_->Compile(job);
   std::error_code error;
+  CompileJob build = job;
   bool fetched = false;
   if (job.own_build) {
-    SetAsideFetched(*where);
+    // A copy fetched from the coordinator is built again, in place.
+    build.rebuild = std::filesystem::exists(FetchedMarker(*where), error);
   } else {
     fetched = !std::filesystem::exists(where->artifact_path, error) && Fetch(*where);
   }
-  absl::StatusOr<CompileOutcome> outcome = compiler_->Compile(job);
+  absl::StatusOr<CompileOutcome> outcome = compiler_->Compile(build);
   if (!outcome.ok() || !outcome->ok) return outcome;
+  if (build.rebuild) std::filesystem::remove(FetchedMarker(*where), error);  // built here now
   if (fetched && outcome->cached) {
     outcome->fetched = true;
-  } else if (!outcome->cached) {
+  } else if (!outcome->cached || job.own_build) {
+    // What was built here is published; an own build always is, so that
+    // the coordinator compares it with whatever it shares under the key now.
     Share(job, *where);
   }
   return outcome;
-}
-
-void ArtifactSharing::SetAsideFetched(const ArtifactLocation& where) {
-  std::error_code error;
-  if (!std::filesystem::exists(FetchedMarker(where), error)) return;
-  // The artifact first: a marker without one is harmless.
-  std::filesystem::remove(where.artifact_path, error);
-  if (!error) std::filesystem::remove(FetchedMarker(where), error);
-  if (error) {
-    spdlog::warn("shared artifacts: cannot set aside a fetched artifact: {}", error.message());
-  }
 }
 
 bool ArtifactSharing::Fetch(const ArtifactLocation& where) {

@@ -10,10 +10,11 @@
 // | nowhere                                    | compiled, then shared (Put)                 |
 // | backend not shareable (Locate: nullopt)    | the backend's Compile, nothing shared       |
 // | own build (CompileJob.own_build)           | compiled here unless compiled here before   |
-// |                                            | (a fetched copy is set aside), then shared  |
+// |                                            | (a fetched copy is built again in place:    |
+// |                                            | CompileJob.rebuild), then published         |
 //
-// An own build is how a poisoned artifact is caught: the leases that check
-// results compile from the sources, and the coordinator compares what they
+// An own build is how a poisoned artifact is caught: the leases whose
+// measurements decide the served best compile from the sources, and the coordinator compares what they
 // publish with what it shares under the key (a conflict: the key is shared
 // no more). A fetched artifact is marked (`<artifact>.fetched`) so that an
 // own build knows it from one compiled here.
@@ -55,9 +56,6 @@ class ArtifactSharing final : public Compiler {
   // Writes the principal's artifact of `where` into this worker's cache;
   // false when there is none to fetch.
   bool Fetch(const ArtifactLocation& where);
-  // Removes the artifact of `where` when it was fetched, so that the
-  // compiler compiles it.
-  void SetAsideFetched(const ArtifactLocation& where);
   // Publishes the artifact `job` compiled at `where`.
   void Share(const CompileJob& job, const ArtifactLocation& where);
 

@@ -33,9 +33,12 @@ struct CompileJob {
   // The job it compiles for: an artifact is published for that job's work.
   std::string job_id = {};
   // Compile here whatever was shared (v1::Lease.own_build): ArtifactSharing
-  // fetches nothing, sets aside an artifact fetched before, and publishes
-  // what it compiled, for the coordinator to compare.
+  // fetches nothing, builds again an artifact fetched before (`rebuild`),
+  // and publishes what it has, for the coordinator to compare.
   bool own_build = false;
+  // Compile even when the artifact is in the cache, replacing it by an
+  // atomic rename (readers see the old file or the new one, never none).
+  bool rebuild = false;
 };
 
 // Settings every Compiler takes.

@@ -3,16 +3,14 @@
 #include <signal.h>
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
 
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 
@@ -24,18 +22,16 @@ namespace fs = std::filesystem;
 
 // `artifact` in `inbox`, hard-linked when the file systems allow, copied
 // otherwise; returns the new path. The name carries the artifact file's
-// inode: a file compiled again under the same name (an own build replacing
-// a fetched artifact) is a new inode, so it gets a new name, which the
-// child loads afresh (dlopen would return a library still loaded under
-// the old name).
+// version (FileVersion): a file compiled again under the same name (an own
+// build replacing a fetched artifact) gets a new name, which the child
+// loads afresh (dlopen would return a library still loaded under the old
+// name).
 absl::StatusOr<std::string> IntoInbox(const std::string& inbox, const std::string& artifact) {
-  struct stat info;
-  if (stat(artifact.c_str(), &info) != 0) {
-    return absl::InternalError(absl::StrCat("cannot stat ", artifact, ": ", std::strerror(errno)));
-  }
+  absl::StatusOr<std::string> version = FileVersion(artifact);
+  if (!version.ok()) return absl::InternalError(version.status().message());
   const fs::path source(artifact);
   const fs::path target =
-      fs::path(inbox) / absl::StrCat(source.stem().string(), "-", info.st_ino,
+      fs::path(inbox) / absl::StrCat(source.stem().string(), "-", *version,
                                      source.extension().string());
   std::error_code error;
   if (fs::exists(target, error)) return target.string();

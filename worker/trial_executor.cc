@@ -11,6 +11,7 @@
 #include "common/calibration.h"
 #include "common/config_space.h"
 #include "common/config_text.h"
+#include "common/file_util.h"
 #include "common/spec_loader.h"
 #include "common/status_macros.h"
 #include "common/tuning_key.h"
@@ -128,7 +129,11 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
                        absl::StrCat("the reference does not compile:\n", reference.log));
     return absl::OkStatus();
   }
-  const std::string job_key = absl::StrCat(JobPrepareKey(*batch), "|", reference.artifact);
+  // The reference file's version too: one built again (an own build) is
+  // prepared again.
+  const std::string job_key =
+      absl::StrCat(JobPrepareKey(*batch), "|", reference.artifact, "|",
+                   reference.artifact.empty() ? "" : FileVersion(reference.artifact).value_or(""));
   if (std::optional<v1::TrialResult> failed = failed_prepares_->Find(job_key)) {
     *failure = *std::move(failed);
     return absl::OkStatus();

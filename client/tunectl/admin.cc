@@ -35,7 +35,9 @@ void SetDeadline(const ClientOptions& options, grpc::ClientContext* context) {
   context->set_deadline(std::chrono::system_clock::now() + options.deadline);
 }
 
-void PrintInvalidation(const v1::InvalidateTrialsResponse& response, const Console& console) {
+// `worker`: the request named one, so its principal's artifacts were dropped.
+void PrintInvalidation(const v1::InvalidateTrialsResponse& response, bool worker,
+                       const Console& console) {
   if (console.format == OutputFormat::kJson) {
     nlohmann::json json = {{"trials_excluded", response.trials_excluded()},
                            {"keys_changed", response.keys_changed()},
@@ -48,9 +50,7 @@ void PrintInvalidation(const v1::InvalidateTrialsResponse& response, const Conso
   *console.out << response.trials_excluded() << " trials excluded; " << response.keys_changed()
                << " best configs changed (of " << response.tuning_keys_size()
                << " tuning keys touched)";
-  if (response.artifacts_dropped() > 0) {
-    *console.out << "; " << response.artifacts_dropped() << " shared artifacts dropped";
-  }
+  if (worker) *console.out << "; " << response.artifacts_dropped() << " shared artifacts dropped";
   *console.out << "\n";
 }
 
@@ -73,7 +73,7 @@ int RunAdminInvalidate(const ClientOptions& options, const InvalidateFlags& flag
   if (!stub.ok()) return ReportError(console, stub.status());
   grpc::Status status = (*stub)->InvalidateTrials(&context, request, &response);
   if (!status.ok()) return ReportError(console, FromGrpcStatus(status));
-  PrintInvalidation(response, console);
+  PrintInvalidation(response, !flags.worker.empty(), console);
   return kExitOk;
 }
 

@@ -121,7 +121,7 @@ TEST(SharedArtifactsTest, APublishOfTheSameBytesIsAcknowledgedAndOtherBytesAreAC
   EXPECT_EQ(again->Get(kAlice, Key("b"))->content(), "b");
 }
 
-TEST(SharedArtifactsTest, ABuildersCopyThatAnotherCompileContradictsIsDropped) {
+TEST(SharedArtifactsTest, ABuildersCopyContradictedByOnePrincipalIsNoMoreServedToItAlone) {
   TempDir dir;
   SharedArtifactsOptions options;
   options.dir = dir.path();
@@ -131,8 +131,11 @@ TEST(SharedArtifactsTest, ABuildersCopyThatAnotherCompileContradictsIsDropped) {
   ASSERT_OK((*shelf)->Put({"host:builder"}, Key("a"), Cubin("built")));
   EXPECT_THAT((*shelf)->Put({kAlice}, Key("a"), Cubin("compiled")),
               StatusIs(absl::StatusCode::kFailedPrecondition));
-  EXPECT_THAT((*shelf)->Get(kBob, Key("a")).status(), StatusIs(absl::StatusCode::kNotFound));
-  EXPECT_EQ((*shelf)->count(), 0);
+  // Alice compiles the key herself now; one principal's word does not take
+  // the builder's artifact from the others.
+  EXPECT_THAT((*shelf)->Get(kAlice, Key("a")).status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_EQ((*shelf)->Get(kBob, Key("a"))->content(), "built");
+  EXPECT_EQ((*shelf)->count(), 1);
 }
 
 TEST(SharedArtifactsTest, PurgeDropsEveryArtifactOfOnePrincipal) {
@@ -145,6 +148,11 @@ TEST(SharedArtifactsTest, PurgeDropsEveryArtifactOfOnePrincipal) {
   EXPECT_EQ(shelf->Purge(kAlice), 0);
   EXPECT_THAT(shelf->Get(kAlice, Key("a")).status(), StatusIs(absl::StatusCode::kNotFound));
   ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("a")));  // a purge is no conflict
+  // A purge forgets the principal's conflicts: the repaired host shares again.
+  EXPECT_THAT(shelf->Put({kAlice}, Key("a"), Cubin("other")),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(shelf->Purge(kAlice), 0);
+  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("a")));
   shelf.reset();
   std::unique_ptr<SharedArtifacts> again = Open(dir.path());
   EXPECT_EQ(again->count(), 2);

@@ -207,7 +207,7 @@ absl::StatusOr<CompileOutcome> CpuCompiler::Compile(const CompileJob& job) {
   }
   ASSIGN_OR_RETURN(CommandLine cmd, BuildCommand(job, program_, toolkit_));
   const std::string artifact = cache_.PathFor(ArtifactKey(cmd.key), ".so");
-  if (cache_.Contains(artifact)) {
+  if (!job.rebuild && cache_.Contains(artifact)) {
     outcome.ok = outcome.cached = true;
     outcome.artifact = artifact;
     return outcome;

@@ -300,7 +300,7 @@ absl::StatusOr<CompileOutcome> NvrtcCompiler::Compile(const CompileJob& job) {
   const std::string& log_path = where.log_path;
 
   std::error_code exists_error;
-  if (fs::exists(cubin_path, exists_error)) {
+  if (!job.rebuild && fs::exists(cubin_path, exists_error)) {
     outcome.ok = true;
     outcome.cached = true;
     outcome.artifact = cubin_path;
