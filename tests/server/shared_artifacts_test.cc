@@ -19,6 +19,7 @@ using ::tunefleet::testing::TempDir;
 
 constexpr char kAlice[] = "host:alice";
 constexpr char kBob[] = "host:bob";
+constexpr char kBuilder[] = "host:builder";
 
 std::string Key(const std::string& name) { return Sha256Hex(name); }
 
@@ -29,12 +30,13 @@ v1::Artifact Cubin(const std::string& content, const std::string& log = "") {
   return artifact;
 }
 
-std::unique_ptr<SharedArtifacts> Open(const std::string& dir, int64_t capacity = 1 << 20) {
+std::unique_ptr<SharedArtifacts> Open(const std::string& dir, int64_t capacity = 1 << 20,
+                                      CoordinatorMetrics* metrics = nullptr) {
   SharedArtifactsOptions options;
   options.dir = dir;
   options.capacity_bytes = capacity;
   options.max_artifact_bytes = 4096;
-  absl::StatusOr<std::unique_ptr<SharedArtifacts>> shelf = SharedArtifacts::Open(options);
+  absl::StatusOr<std::unique_ptr<SharedArtifacts>> shelf = SharedArtifacts::Open(options, metrics);
   EXPECT_TRUE(shelf.ok()) << shelf.status();
   return shelf.ok() ? *std::move(shelf) : nullptr;
 }
@@ -51,6 +53,16 @@ class ShelfMetrics : public NullMetrics {
   int64_t count_ = -1, bytes_ = -1, hits_ = 0, misses_ = 0, conflicts_ = 0;
 };
 
+// A shelf whose builder (--artifact-builders) is kBuilder.
+std::unique_ptr<SharedArtifacts> OpenWithBuilder(const std::string& dir) {
+  SharedArtifactsOptions options;
+  options.dir = dir;
+  options.builders = {kBuilder};
+  absl::StatusOr<std::unique_ptr<SharedArtifacts>> shelf = SharedArtifacts::Open(options);
+  EXPECT_TRUE(shelf.ok()) << shelf.status();
+  return shelf.ok() ? *std::move(shelf) : nullptr;
+}
+
 TEST(SharedArtifactsTest, ServesAnArtifactToItsPrincipalOnly) {
   TempDir dir;
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
@@ -66,32 +78,24 @@ TEST(SharedArtifactsTest, ServesAnArtifactToItsPrincipalOnly) {
 
 TEST(SharedArtifactsTest, ABuildersArtifactsServeEveryPrincipalAfterItsOwn) {
   TempDir dir;
-  SharedArtifactsOptions options;
-  options.dir = dir.path();
-  options.builders = {"host:builder"};
-  absl::StatusOr<std::unique_ptr<SharedArtifacts>> shelf = SharedArtifacts::Open(options);
-  ASSERT_OK(shelf);
-  ASSERT_OK((*shelf)->Put({"host:builder"}, Key("a"), Cubin("built")));
-  EXPECT_EQ((*shelf)->Get(kAlice, Key("a"))->content(), "built");
+  std::unique_ptr<SharedArtifacts> shelf = OpenWithBuilder(dir.path());
+  ASSERT_OK(shelf->Put({kBuilder}, Key("a"), Cubin("built")));
+  EXPECT_EQ(shelf->Get(kAlice, Key("a"))->content(), "built");
   // Bob compiled it too: the same bytes, kept as its own copy.
-  ASSERT_OK((*shelf)->Put({kBob}, Key("a"), Cubin("built")));
-  EXPECT_EQ((*shelf)->count(), 2);
+  ASSERT_OK(shelf->Put({kBob}, Key("a"), Cubin("built")));
+  EXPECT_EQ(shelf->count(), 2);
   // Alice's artifacts serve neither Bob nor the builder.
-  ASSERT_OK((*shelf)->Put({kAlice}, Key("b"), Cubin("alice's")));
-  EXPECT_THAT((*shelf)->Get(kBob, Key("b")).status(), StatusIs(absl::StatusCode::kNotFound));
-  EXPECT_THAT((*shelf)->Get("host:builder", Key("b")).status(),
+  ASSERT_OK(shelf->Put({kAlice}, Key("b"), Cubin("alice's")));
+  EXPECT_THAT(shelf->Get(kBob, Key("b")).status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(shelf->Get(kBuilder, Key("b")).status(),
               StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST(SharedArtifactsTest, APublishOfTheSameBytesIsAcknowledgedAndOtherBytesAreAConflict) {
   TempDir dir;
   ShelfMetrics metrics;
-  SharedArtifactsOptions options;
-  options.dir = dir.path();
-  absl::StatusOr<std::unique_ptr<SharedArtifacts>> opened =
-      SharedArtifacts::Open(options, &metrics);
-  ASSERT_OK(opened);
-  SharedArtifacts& shelf = **opened;
+  std::unique_ptr<SharedArtifacts> opened = Open(dir.path(), 1 << 20, &metrics);
+  SharedArtifacts& shelf = *opened;
   const ArtifactPublisher alice{kAlice, "w-1", "j-1"};
   ASSERT_OK(shelf.Put(alice, Key("a"), Cubin("compiled", "log one")));
   ASSERT_OK(shelf.Put(alice, Key("a"), Cubin("compiled", "log two")));  // the same content
@@ -112,7 +116,7 @@ TEST(SharedArtifactsTest, APublishOfTheSameBytesIsAcknowledgedAndOtherBytesAreAC
   ASSERT_OK(shelf.Put(alice, Key("b"), Cubin("b")));  // other keys are shared as before
 
   // The conflict outlives a restart.
-  opened->reset();
+  opened.reset();
   std::unique_ptr<SharedArtifacts> again = Open(dir.path());
   EXPECT_EQ(again->count(), 2);
   EXPECT_THAT(again->Get(kAlice, Key("a")).status(), StatusIs(absl::StatusCode::kNotFound));
@@ -123,19 +127,15 @@ TEST(SharedArtifactsTest, APublishOfTheSameBytesIsAcknowledgedAndOtherBytesAreAC
 
 TEST(SharedArtifactsTest, ABuildersCopyContradictedByOnePrincipalIsNoMoreServedToItAlone) {
   TempDir dir;
-  SharedArtifactsOptions options;
-  options.dir = dir.path();
-  options.builders = {"host:builder"};
-  absl::StatusOr<std::unique_ptr<SharedArtifacts>> shelf = SharedArtifacts::Open(options);
-  ASSERT_OK(shelf);
-  ASSERT_OK((*shelf)->Put({"host:builder"}, Key("a"), Cubin("built")));
-  EXPECT_THAT((*shelf)->Put({kAlice}, Key("a"), Cubin("compiled")),
+  std::unique_ptr<SharedArtifacts> shelf = OpenWithBuilder(dir.path());
+  ASSERT_OK(shelf->Put({kBuilder}, Key("a"), Cubin("built")));
+  EXPECT_THAT(shelf->Put({kAlice}, Key("a"), Cubin("compiled")),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   // Alice compiles the key herself now; one principal's word does not take
   // the builder's artifact from the others.
-  EXPECT_THAT((*shelf)->Get(kAlice, Key("a")).status(), StatusIs(absl::StatusCode::kNotFound));
-  EXPECT_EQ((*shelf)->Get(kBob, Key("a"))->content(), "built");
-  EXPECT_EQ((*shelf)->count(), 1);
+  EXPECT_THAT(shelf->Get(kAlice, Key("a")).status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_EQ(shelf->Get(kBob, Key("a"))->content(), "built");
+  EXPECT_EQ(shelf->count(), 1);
 }
 
 TEST(SharedArtifactsTest, PurgeDropsEveryArtifactOfOnePrincipal) {
@@ -254,16 +254,13 @@ TEST(SharedArtifactsTest, WithNoCapacitySharingIsOff) {
 TEST(SharedArtifactsTest, TellsTheMetricsItsSizeAndEachRequestsResult) {
   TempDir dir;
   ShelfMetrics metrics;
-  SharedArtifactsOptions options;
-  options.dir = dir.path();
-  absl::StatusOr<std::unique_ptr<SharedArtifacts>> shelf = SharedArtifacts::Open(options, &metrics);
-  ASSERT_OK(shelf);
+  std::unique_ptr<SharedArtifacts> shelf = Open(dir.path(), 1 << 20, &metrics);
   EXPECT_EQ(metrics.count_, 0);
-  ASSERT_OK((*shelf)->Put({kAlice}, Key("a"), Cubin("cubin a")));
+  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("cubin a")));
   EXPECT_EQ(metrics.count_, 1);
-  EXPECT_EQ(metrics.bytes_, (*shelf)->bytes());
-  ASSERT_OK((*shelf)->Get(kAlice, Key("a")).status());
-  EXPECT_FALSE((*shelf)->Get(kBob, Key("a")).ok());
+  EXPECT_EQ(metrics.bytes_, shelf->bytes());
+  ASSERT_OK(shelf->Get(kAlice, Key("a")).status());
+  EXPECT_FALSE(shelf->Get(kBob, Key("a")).ok());
   EXPECT_EQ(metrics.hits_, 1);
   EXPECT_EQ(metrics.misses_, 1);
 }
