@@ -79,6 +79,11 @@ struct JobManagerOptions {
   // Most configs of one target proposed ahead for compile-only workers and
   // not yet leased (TargetTrials::ProposeAhead). Default 32.
   int compile_ahead = 32;
+  // The share of search (and spot-check) leases that build their configs
+  // from the sources (own_build) instead of fetching shared artifacts, so
+  // that a poisoned artifact is caught in the search round too. The
+  // finalists round and verifications always do. Default 0.05.
+  double audit_build_rate = 0.05;
   // When a job's best is re-measured by another worker before it is served.
   VerifyOptions verify;
   // Which search results are re-measured by another principal while the
@@ -372,9 +377,9 @@ class JobManager final : public LeaseSource {
   // Principals overruled and not yet stored as quarantined (Quarantine):
   // refused as the quarantined are, meanwhile.
   absl::flat_hash_set<std::string> overruled_ ABSL_GUARDED_BY(mu_);
-  // Samples the spot checks: an insider cannot tell which of its results
-  // are checked.
-  std::mt19937_64 spot_sampler_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
+  // Samples the spot checks and the audit builds: an insider cannot tell
+  // which of its results are checked, nor which leases build from sources.
+  std::mt19937_64 sampler_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
   static constexpr int kActiveWindowTtls = 10;
 };
 

@@ -213,6 +213,9 @@ std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, Lease lease, in
   held->finalists = finalists;
   held->spot = spot;
   held->referee = spot && referee;
+  // Spot checks are drawn as search leases are, so own_build tells neither.
+  held->own_build =
+      finalists || std::bernoulli_distribution(options_.audit_build_rate)(sampler_);
   if (spot) held->idle_until = std::min(held->idle_until, clock_() + IdleLimitOf(*held));
   return GrantOf(job, *held, pending);
 }
@@ -228,9 +231,7 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
   grant.tuning_key = target.info.tuning_key();
   grant.kind = lease.finalists ? v1::LEASE_KIND_FINALISTS : v1::LEASE_KIND_SEARCH;
   grant.best_seconds = target.BestFor(lease);
-  // Not a spot check's lease: it stays a search lease to the worker (a
-  // checker never holds the claimant's artifacts, which are its principal's).
-  grant.own_build = lease.finalists;
+  grant.own_build = lease.own_build;
   for (uint64_t ordinal : lease.ordinals) {
     grant.trials.emplace_back(ordinal, target.trials->space()->ConfigAt(ordinal));
   }

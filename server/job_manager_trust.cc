@@ -52,6 +52,7 @@ std::optional<LeaseGrant> JobManager::VerifyFrom(Job* job, int t, Lease lease,
   lease.finalists = true;  // measured interleaved on one device
   lease.verify = true;
   lease.referee = verification.disputed();
+  lease.own_build = true;  // the measurement that decides what is served
   const Lease& granted = leases_.Grant(std::move(lease));
   Lease* held = leases_.Find(granted.id, granted.epoch, granted.worker_id);
   held->ordinals = verification.Take(held->id, held->epoch, held->principal);
@@ -154,7 +155,7 @@ void JobManager::SampleSpotChecks(const std::vector<RecordedResult>& recorded,
   std::optional<std::vector<std::string>> active;  // walks the fleet: once, when needed
   for (const RecordedResult& claim : recorded) {
     if (!target->spot_checks.Claim(claim.ordinal, lease.principal, claim.result, claim.new_best,
-                                   options_.spot.rate, uniform(spot_sampler_))) {
+                                   options_.spot.rate, uniform(sampler_))) {
       continue;
     }
     if (!active.has_value()) active = ActivePrincipals(*target);

@@ -41,6 +41,10 @@ struct Lease {
   bool verify = false;     // a verification: re-measures another principal's claim
   bool spot = false;       // spot checks: re-measures other principals' search results
   bool referee = false;    // with verify or spot: settles a dispute (a third principal)
+  // Build every config from the sources (v1::Lease.own_build): the
+  // finalists round, verifications, and the search leases drawn for an
+  // audit build.
+  bool own_build = false;
 };
 
 // Thread-safety: not thread-safe; owned and locked by the JobManager.

@@ -71,6 +71,7 @@ struct Flags {
   double verify_tolerance = 0.25;
   int64_t verify_wait_ms = 5000;
   double spot_check_rate = 0.1;
+  double audit_build_rate = 0.05;
   double spot_check_tolerance = 1.0;
   int64_t spot_check_wait_ms = 30000;
 };
@@ -128,6 +129,12 @@ void AddVerifyFlags(CLI::App& app, Flags& flags) {
   app.add_option("--spot-check-rate", flags.spot_check_rate,
                  "the share of each principal's search results re-measured by another "
                  "principal (besides its first, every new best and a suspect's); 0: none")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--audit-build-rate", flags.audit_build_rate,
+                 "the share of search leases whose configs a worker builds from the sources "
+                 "instead of fetching shared artifacts, which catches a poisoned artifact in "
+                 "the search too (the finalists round and verifications always build)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--spot-check-tolerance", flags.spot_check_tolerance,
@@ -336,6 +343,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.jobs.max_leases_per_device = flags.max_leases_per_device;
   options.jobs.verify = VerifyOptionsFromFlags(flags);
   options.jobs.spot.rate = flags.spot_check_rate;
+  options.jobs.audit_build_rate = flags.audit_build_rate;
   options.jobs.spot.tolerance = flags.spot_check_tolerance;
   options.jobs.spot.wait = absl::Milliseconds(flags.spot_check_wait_ms);
   options.report_threads = flags.report_threads;

@@ -41,6 +41,8 @@ class ArtifactSharingTest : public ::testing::Test {
     FleetOptions options;
     options.bin_dir = BuildDir() + "/bin";
     options.data_dir = dir_.path();
+    // Every search fetches what it can: no lease is drawn for an audit build.
+    options.coordinator_flags = {"--audit-build-rate=0"};
     fleet_ = std::make_unique<Fleet>(options);
     ASSERT_OK(fleet_->StartCoordinator());
     absl::StatusOr<std::unique_ptr<Client>> client = ConnectPlaintext(*fleet_);

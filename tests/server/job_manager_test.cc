@@ -47,6 +47,7 @@ class JobManagerTest : public ::testing::Test {
     options_.batch_size = 3;
     options_.max_lease_attempts = 2;
     options_.finalists = 0;  // the finalists tests turn it on
+    options_.audit_build_rate = 0;  // drawn at random: one test turns it on
     options_.write_backoff = absl::Milliseconds(1);
     Restart();
     absl::StatusOr<KernelBundle> bundle = LoadKernelDir(SourceDir() + "/kernels/cpu/matmul");
@@ -850,6 +851,17 @@ TEST_F(JobManagerTest, FinishedJobsSurviveRestart) {
   EXPECT_EQ(reloaded.state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_EQ(reloaded.trials_done(), 3);
   EXPECT_EQ(reloaded.top_trials_size(), 3);
+}
+
+TEST_F(JobManagerTest, AnAuditBuildRateOfOneBuildsEverySearchLeaseFromTheSources) {
+  options_.audit_build_rate = 1;
+  Restart();
+  std::string worker = AddWorker();
+  ASSERT_OK(jobs_->Submit(Spec()));
+  std::optional<v1::Lease> lease = Lease(worker);
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ(lease->kind(), v1::LEASE_KIND_SEARCH);
+  EXPECT_TRUE(lease->own_build());
 }
 
 TEST_F(JobManagerTest, FinalistsRoundPicksTheWinnerByItsFinalMeasurement) {
