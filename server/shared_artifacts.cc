@@ -92,6 +92,7 @@ absl::Status SharedArtifacts::Index() {
       entry.last_used = ++uses_;
       bytes_ += size;
     }
+    conflicts_.store(static_cast<int64_t>(conflicted_.size()));
     // A conflict recorded while its copy's file was being written.
     for (const std::string& name : conflicted_) {
       if (entries_.contains(name)) {
@@ -215,6 +216,7 @@ void SharedArtifacts::Conflict(const ArtifactPublisher& publisher, const std::st
     absl::MutexLock lock(&mu_);
     ForgetLocked(own);
     conflicted_.insert(own);
+    conflicts_.store(static_cast<int64_t>(conflicted_.size()));
     ReportSizeLocked();
   }
   fs::remove(PathOf(own), error);
@@ -248,6 +250,7 @@ int64_t SharedArtifacts::Purge(const std::string& principal) {
     for (const std::string& name : names) ForgetLocked(name);
     // Its conflicts are forgotten too: the repaired host shares again.
     absl::erase_if(conflicted_, [&](const std::string& name) { return OwnerOf(name) == owner; });
+    conflicts_.store(static_cast<int64_t>(conflicted_.size()));
     ReportSizeLocked();
   }
   std::error_code error;
@@ -328,6 +331,21 @@ std::vector<std::string> SharedArtifacts::EvictLocked() {
     paths.push_back(PathOf(name));
   }
   return paths;
+}
+
+std::vector<std::string> SharedArtifacts::Unshared(const std::string& principal) const {
+  constexpr size_t kMost = 1024;
+  const std::string owner = OwnerDigest(principal);
+  std::vector<std::string> keys;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const std::string& name : conflicted_) {
+      if (OwnerOf(name) == owner) keys.push_back(name.substr(name.find('/') + 1));
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+  if (keys.size() > kMost) keys.resize(kMost);
+  return keys;
 }
 
 int64_t SharedArtifacts::bytes() const {

@@ -45,6 +45,7 @@
 #ifndef TUNEFLEET_SERVER_SHARED_ARTIFACTS_H_
 #define TUNEFLEET_SERVER_SHARED_ARTIFACTS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -106,6 +107,12 @@ class SharedArtifacts {
   // have compiled wrong; once repaired it shares again); the count dropped.
   int64_t Purge(const std::string& principal);
 
+  // The keys `principal` shares no more (its conflicts), at most 1024,
+  // sorted: its workers build their fetched copies of them again.
+  std::vector<std::string> Unshared(const std::string& principal) const;
+  // How many names conflicted, all principals (cheap: no lock).
+  int64_t conflicts() const { return conflicts_.load(std::memory_order_relaxed); }
+
   bool enabled() const { return options_.capacity_bytes > 0; }
   // What the shelf holds now.
   int64_t bytes() const;
@@ -154,8 +161,10 @@ class SharedArtifacts {
   mutable absl::Mutex mu_;
   // By path relative to dir: "<principal digest>/<key>".
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
-  // Names ("<principal digest>/<key>") whose publishes conflicted.
+  // Names ("<principal digest>/<key>") whose publishes conflicted, and how
+  // many (kept with it, read without the lock).
   absl::flat_hash_set<std::string> conflicted_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> conflicts_{0};
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t uses_ ABSL_GUARDED_BY(mu_) = 0;
 };

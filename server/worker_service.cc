@@ -183,6 +183,14 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
   }
   if (workers_->Touch(request->worker_id())) {
     for (LeaseSource* source : sources_) source->RenewLeases(request->worker_id());
+    if (artifacts_->conflicts() > 0) {  // rare: a principal lookup only then
+      if (absl::StatusOr<std::string> principal = workers_->PrincipalOf(request->worker_id());
+          principal.ok()) {
+        for (std::string& key : artifacts_->Unshared(*principal)) {
+          response->add_unshared_artifacts(std::move(key));
+        }
+      }
+    }
   } else {
     response->set_reregister(true);
   }

@@ -1,6 +1,7 @@
 #include "worker/artifact_sharing.h"
 
 #include <filesystem>
+#include <iterator>
 #include <system_error>
 #include <utility>
 
@@ -25,7 +26,12 @@ absl::StatusOr<CompileOutcome> ArtifactSharing::Compile(const CompileJob& job) {
   std::error_code error;
   CompileJob build = job;
   bool fetched = false;
-  if (job.own_build) {
+  bool unshared = false;
+  {
+    absl::MutexLock lock(&unshared_mu_);
+    unshared = unshared_.contains(where->key);
+  }
+  if (job.own_build || unshared) {
     // A copy fetched from the coordinator is built again, in place.
     build.rebuild = std::filesystem::exists(FetchedMarker(*where), error);
   } else {
@@ -36,12 +42,18 @@ absl::StatusOr<CompileOutcome> ArtifactSharing::Compile(const CompileJob& job) {
   if (build.rebuild) std::filesystem::remove(FetchedMarker(*where), error);  // built here now
   if (fetched && outcome->cached) {
     outcome->fetched = true;
-  } else if (!outcome->cached || job.own_build) {
+  } else if (!unshared && (!outcome->cached || job.own_build)) {
     // What was built here is published; an own build always is, so that
     // the coordinator compares it with whatever it shares under the key now.
     Share(job, *where);
   }
   return outcome;
+}
+
+void ArtifactSharing::SetUnshared(std::vector<std::string> keys) {
+  absl::MutexLock lock(&unshared_mu_);
+  unshared_ = absl::flat_hash_set<std::string>(std::make_move_iterator(keys.begin()),
+                                               std::make_move_iterator(keys.end()));
 }
 
 bool ArtifactSharing::Fetch(const ArtifactLocation& where) {

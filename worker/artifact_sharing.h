@@ -12,6 +12,8 @@
 // | own build (CompileJob.own_build)           | compiled here unless compiled here before   |
 // |                                            | (a fetched copy is built again in place:    |
 // |                                            | CompileJob.rebuild), then published         |
+// | unshared by the coordinator (SetUnshared)  | a fetched copy built again; nothing fetched |
+// |                                            | or published                                |
 //
 // An own build is how a poisoned artifact is caught: the leases whose
 // measurements decide the served best compile from the sources, and the coordinator compares what they
@@ -28,6 +30,10 @@
 #include <atomic>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 
 #include "absl/status/statusor.h"
 #include "worker/backend.h"
@@ -48,6 +54,11 @@ class ArtifactSharing final : public Compiler {
   }
   std::string toolkit() const override { return compiler_->toolkit(); }
 
+  // The keys the coordinator shares no more for this principal (its
+  // heartbeat's answer): a fetched copy of one is built again before it is
+  // used, and nothing of them is fetched or published.
+  void SetUnshared(std::vector<std::string> keys);
+
   // Artifacts fetched from and shared with the coordinator so far.
   int64_t fetched() const { return fetched_.load(); }
   int64_t shared() const { return shared_.load(); }
@@ -65,6 +76,8 @@ class ArtifactSharing final : public Compiler {
   std::atomic<int64_t> shared_{0};
   std::atomic<bool> warned_fetch_{false};
   std::atomic<bool> warned_share_{false};
+  mutable absl::Mutex unshared_mu_;
+  absl::flat_hash_set<std::string> unshared_ ABSL_GUARDED_BY(unshared_mu_);
 };
 
 }  // namespace tunefleet::worker

@@ -179,6 +179,8 @@ void WorkerDaemon::HeartbeatLoop() {
       Register(id);
     } else if (!response.ok()) {
       spdlog::debug("heartbeat failed: {}", response.status().ToString());
+    } else if (options_.on_heartbeat) {
+      options_.on_heartbeat(*response);
     }
   }
 }

@@ -9,6 +9,7 @@
 #define TUNEFLEET_WORKER_WORKER_DAEMON_H_
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,6 +76,9 @@ struct WorkerOptions {
   // the benchmark children are killed (TrialExecutor::Interrupt) and the
   // interrupted trials handed back. Default 10 s.
   absl::Duration drain_time = absl::Seconds(10);
+  // Hears each heartbeat's answer (e.g. the artifacts the coordinator
+  // shares no more: ArtifactSharing::SetUnshared). May be empty.
+  std::function<void(const v1::HeartbeatResponse&)> on_heartbeat;
 };
 
 // Thread-safety: Run blocks its caller; Stop may be called from any thread

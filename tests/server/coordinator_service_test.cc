@@ -825,6 +825,17 @@ TEST_F(LeaseLimitsTest, ArtifactsAreCheckedAndServedOnlyToTheirPrincipal) {
   // served no more.
   EXPECT_EQ(put(alice, key, "other bytes").error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(get(alice, key, &artifact).error_code(), grpc::StatusCode::NOT_FOUND);
+  // Every worker of the principal hears of it, to build its fetched copy again.
+  auto unshared = [&](const std::string& worker) {
+    v1::HeartbeatRequest heartbeat;
+    heartbeat.set_worker_id(worker);
+    v1::HeartbeatResponse beat;
+    EXPECT_TRUE(workers_->Heartbeat(Context().get(), heartbeat, &beat).ok());
+    return std::vector<std::string>(beat.unshared_artifacts().begin(),
+                                    beat.unshared_artifacts().end());
+  };
+  EXPECT_EQ(unshared(alice_again), std::vector<std::string>{key});
+  EXPECT_TRUE(unshared(bob).empty());
   EXPECT_THAT(HttpGet(coordinator_->metrics_port(), "/metrics"),
               ::testing::HasSubstr("tunefleet_coordinator_artifact_conflicts_total 1"));
   ExpectServing();
