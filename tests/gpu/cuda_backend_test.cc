@@ -22,6 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_support.h"
+#include "tests/support/unimplemented_coordinator.h"
 #include "common/file_util.h"
 #include "worker/artifact_sharing.h"
 #include "worker/backends.h"
@@ -224,7 +225,7 @@ TEST(NvrtcCompiler, CachesByConfigAndSource) {
 
 // The coordinator's shelf as one principal sees it: an in-memory stand-in
 // behind the worker's Coordinator seam (the real one: artifact_sharing_test).
-class Shelf final : public Coordinator {
+class Shelf final : public ::tunefleet::testing::UnimplementedCoordinator {
  public:
   absl::StatusOr<v1::Artifact> GetArtifact(const std::string& key) override {
     auto it = artifacts_.find(key);
@@ -241,25 +242,6 @@ class Shelf final : public Coordinator {
   }
   size_t size() const { return artifacts_.size(); }
   int conflicts() const { return conflicts_; }
-
-  absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
-      const v1::RegisterWorkerRequest&) override { return absl::UnimplementedError("shelf"); }
-  absl::StatusOr<v1::LeaseWorkResponse> LeaseWork(const v1::LeaseWorkRequest&) override {
-    return absl::UnimplementedError("shelf");
-  }
-  absl::StatusOr<v1::ReportResultsResponse> ReportResults(
-      const v1::ReportResultsRequest&) override { return absl::UnimplementedError("shelf"); }
-  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest&) override {
-    return absl::UnimplementedError("shelf");
-  }
-  absl::StatusOr<std::string> GetBlob(const std::string&) override {
-    return absl::UnimplementedError("shelf");
-  }
-  absl::StatusOr<v1::GetCompileWorkResponse> GetCompileWork(
-      const v1::GetCompileWorkRequest&) override {
-    return absl::UnimplementedError("shelf");
-  }
-  void InterruptLeaseWaits() override {}
 
  private:
   std::map<std::string, v1::Artifact> artifacts_;

@@ -12,6 +12,7 @@
 #include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_support.h"
+#include "tests/support/unimplemented_coordinator.h"
 
 namespace tunefleet::worker {
 namespace {
@@ -49,7 +50,7 @@ class FileCompiler final : public Compiler {
 };
 
 // Shares "poisoned" bytes under every key, and records what is published.
-class Shelf final : public Coordinator {
+class Shelf final : public ::tunefleet::testing::UnimplementedCoordinator {
  public:
   absl::StatusOr<v1::Artifact> GetArtifact(const std::string&) override {
     v1::Artifact artifact;
@@ -60,28 +61,6 @@ class Shelf final : public Coordinator {
     published.push_back(request);
     return absl::OkStatus();
   }
-  absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
-      const v1::RegisterWorkerRequest&) override {
-    return absl::UnimplementedError("shelf");
-  }
-  absl::StatusOr<v1::LeaseWorkResponse> LeaseWork(const v1::LeaseWorkRequest&) override {
-    return absl::UnimplementedError("shelf");
-  }
-  absl::StatusOr<v1::ReportResultsResponse> ReportResults(
-      const v1::ReportResultsRequest&) override {
-    return absl::UnimplementedError("shelf");
-  }
-  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest&) override {
-    return absl::UnimplementedError("shelf");
-  }
-  absl::StatusOr<std::string> GetBlob(const std::string&) override {
-    return absl::UnimplementedError("shelf");
-  }
-  absl::StatusOr<v1::GetCompileWorkResponse> GetCompileWork(
-      const v1::GetCompileWorkRequest&) override {
-    return absl::UnimplementedError("shelf");
-  }
-  void InterruptLeaseWaits() override {}
 
   std::vector<v1::PutArtifactRequest> published;
 };
