@@ -44,8 +44,8 @@ struct LeaseGrant {
   // known, and for finalists and verification leases (never cut).
   double best_seconds = 0;
   // Compile every config here, fetching no shared artifact (v1::Lease's
-  // own_build): the finalists round and verifications, the leases whose
-  // measurements decide the served best.
+  // own_build): the finalists round and verifications, whose measurements
+  // decide the served best, and the search leases drawn for an audit build.
   bool own_build = false;
   std::vector<std::pair<uint64_t, v1::Config>> trials;  // ordinal, config
 };

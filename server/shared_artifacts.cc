@@ -133,8 +133,10 @@ absl::Status SharedArtifacts::Put(const ArtifactPublisher& publisher, const std:
   const std::string name = NameOf(publisher.principal, key);
   const absl::Status conflicted = absl::FailedPreconditionError(absl::StrCat(
       "artifact ", key, " is shared no more: two publishes of it differed"));
-  // One publish at a time: what is compared is what is written over.
-  absl::MutexLock publishing(&publish_mu_);
+  // What is compared is what is written over: no other publish of the key
+  // in between, and no purge.
+  absl::ReaderMutexLock publishing(&publish_mu_);
+  KeyLocks::Hold hold(&publishing_, key);
   std::optional<std::string> served;
   {
     absl::MutexLock lock(&mu_);
@@ -240,6 +242,7 @@ void SharedArtifacts::ForgetLocked(const std::string& name) {
 
 int64_t SharedArtifacts::Purge(const std::string& principal) {
   if (!enabled()) return 0;
+  absl::MutexLock publishing(&publish_mu_);  // no publish half done meanwhile
   const std::string owner = OwnerDigest(principal);
   std::vector<std::string> names;
   {

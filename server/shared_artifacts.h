@@ -33,7 +33,8 @@
 //   copy, which the other principals keep), a later publish of it is
 //   FailedPrecondition, and the conflict is logged and counted
 //   (tunefleet_coordinator_artifact_conflicts_total), kept across restarts
-//   until Purge. Publishes are one at a time, compare and write together.
+//   until Purge. The compare and the write of a key are one step (no other
+//   publish of that key in between).
 //   Which publishes the shelf takes at all (only for leased work) is the
 //   worker service's rule.
 //
@@ -58,6 +59,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/key_locks.h"
 #include "server/metrics.h"
 #include "tunefleet/v1/worker_service.pb.h"
 
@@ -96,7 +98,7 @@ class SharedArtifacts {
   // InvalidArgument for a bad key or an oversized artifact; FailedPrecondition
   // for a conflict, now or before; Unavailable when the disk refuses it.
   absl::Status Put(const ArtifactPublisher& publisher, const std::string& key,
-                   const v1::Artifact& artifact);
+                   const v1::Artifact& artifact) ABSL_LOCKS_EXCLUDED(publish_mu_, mu_);
   // `principal`'s artifact `key`, else a builder's. NotFound when neither
   // published one (or it was evicted); InvalidArgument for a bad key;
   // FailedPrecondition when sharing is off.
@@ -105,7 +107,7 @@ class SharedArtifacts {
   // Drops every artifact `principal` published, and forgets its conflicts
   // (tunectl admin invalidate --worker: what a host measured wrong, it may
   // have compiled wrong; once repaired it shares again); the count dropped.
-  int64_t Purge(const std::string& principal);
+  int64_t Purge(const std::string& principal) ABSL_LOCKS_EXCLUDED(publish_mu_, mu_);
 
   // The keys `principal` shares no more (its conflicts), at most 1024,
   // sorted: its workers build their fetched copies of them again.
@@ -146,7 +148,8 @@ class SharedArtifacts {
   // (on disk first), drops it, logs and counts it. A builder's copy stays
   // for the other principals.
   void Conflict(const ArtifactPublisher& publisher, const std::string& key,
-                const std::string& own, const std::string& served);
+                const std::string& own, const std::string& served)
+      ABSL_SHARED_LOCKS_REQUIRED(publish_mu_);
   // Forgets `name` (the caller deletes its file). REQUIRES: mu_ held.
   void ForgetLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets the least recently used entries of the principals over their
@@ -156,8 +159,11 @@ class SharedArtifacts {
 
   const SharedArtifactsOptions options_;
   CoordinatorMetrics* const metrics_;
-  // Held across a publish's compare and write (taken before mu_).
-  absl::Mutex publish_mu_;
+  // A publish holds it shared, and its key's lock across the compare and
+  // the write, so publishes of different keys go on together; a purge
+  // holds it exclusive. Taken before mu_.
+  absl::Mutex publish_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  KeyLocks publishing_;
   mutable absl::Mutex mu_;
   // By path relative to dir: "<principal digest>/<key>".
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);

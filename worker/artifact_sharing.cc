@@ -23,6 +23,9 @@ std::string FetchedMarker(const ArtifactLocation& where) {
 absl::StatusOr<CompileOutcome> ArtifactSharing::Compile(const CompileJob& job) {
   const std::optional<ArtifactLocation> where = compiler_->Locate(job);
   if (!where.has_value()) return compiler_->Compile(job);
+  // Another compile of the key (the reference of two leases, say) must not
+  // fetch over what this one builds, nor this one publish what it fetched.
+  KeyLocks::Hold hold(&building_, where->key);
   std::error_code error;
   CompileJob build = job;
   bool fetched = false;
@@ -38,6 +41,11 @@ absl::StatusOr<CompileOutcome> ArtifactSharing::Compile(const CompileJob& job) {
     fetched = !std::filesystem::exists(where->artifact_path, error) && Fetch(*where);
   }
   absl::StatusOr<CompileOutcome> outcome = compiler_->Compile(build);
+  if (build.rebuild && outcome.ok() && !outcome->ok) {
+    // The sources do not compile: the fetched copy is no build of them.
+    std::filesystem::remove(where->artifact_path, error);
+    std::filesystem::remove(FetchedMarker(*where), error);
+  }
   if (!outcome.ok() || !outcome->ok) return outcome;
   if (build.rebuild) std::filesystem::remove(FetchedMarker(*where), error);  // built here now
   if (fetched && outcome->cached) {

@@ -16,10 +16,13 @@
 // |                                            | or published                                |
 //
 // An own build is how a poisoned artifact is caught: the leases whose
-// measurements decide the served best compile from the sources, and the coordinator compares what they
+// measurements decide the served best, and audit builds drawn among the
+// others, compile from the sources, and the coordinator compares what they
 // publish with what it shares under the key (a conflict: the key is shared
 // no more). A fetched artifact is marked (`<artifact>.fetched`) so that an
-// own build knows it from one compiled here.
+// own build knows it from one compiled here; one whose sources do not
+// compile here is removed. Compiles of one key take turns (fetch, build,
+// publish), so none fetches over what another builds.
 //
 // Sharing never fails a compile: when the coordinator cannot be reached or
 // refuses, the config is compiled (or the artifact kept) here, and the
@@ -34,6 +37,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "common/key_locks.h"
 
 #include "absl/status/statusor.h"
 #include "worker/backend.h"
@@ -76,6 +80,7 @@ class ArtifactSharing final : public Compiler {
   std::atomic<int64_t> shared_{0};
   std::atomic<bool> warned_fetch_{false};
   std::atomic<bool> warned_share_{false};
+  KeyLocks building_;  // one Compile of a key at a time: fetch, build, publish
   mutable absl::Mutex unshared_mu_;
   absl::flat_hash_set<std::string> unshared_ ABSL_GUARDED_BY(unshared_mu_);
 };

@@ -35,6 +35,11 @@ class FileCompiler final : public Compiler {
     }
     ++compiles;
     outcome.seconds = 0.5;
+    if (fail) {
+      outcome.ok = false;
+      outcome.log = "error: does not compile";
+      return outcome;
+    }
     if (absl::Status written = WriteFileAtomic(path_, "built"); !written.ok()) return written;
     return outcome;
   }
@@ -44,6 +49,7 @@ class FileCompiler final : public Compiler {
   std::string toolkit() const override { return "test"; }
 
   int compiles = 0;
+  bool fail = false;  // every compile fails
 
  private:
   const std::string path_;
@@ -123,6 +129,19 @@ TEST_F(ArtifactSharingTest, AFetchedCopyOfAKeyTheCoordinatorUnsharedIsBuiltAgain
   std::filesystem::remove(path_);
   ASSERT_FALSE(sharing_.Compile(job_)->fetched);
   EXPECT_EQ(Content(), "built");
+}
+
+TEST_F(ArtifactSharingTest, AFetchedCopyWhoseSourcesDoNotCompileHereIsRemoved) {
+  ASSERT_TRUE(sharing_.Compile(job_)->fetched);
+  compiler_.fail = true;
+  CompileJob own = job_;
+  own.own_build = true;
+  absl::StatusOr<CompileOutcome> built = sharing_.Compile(own);
+  ASSERT_TRUE(built.ok());
+  EXPECT_FALSE(built->ok);
+  EXPECT_FALSE(std::filesystem::exists(path_));  // no search measures it again
+  EXPECT_FALSE(std::filesystem::exists(path_ + ".fetched"));
+  EXPECT_TRUE(shelf_.published.empty());
 }
 
 }  // namespace
