@@ -93,6 +93,9 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
   response->set_worker_id(*id);
   response->set_heartbeat_interval_ms(absl::ToInt64Milliseconds(heartbeat_interval_));
   response->set_lease_ttl_ms(absl::ToInt64Milliseconds(lease_ttl_));
+  for (std::string& key : artifacts_->Unshared(registration.principal)) {
+    response->add_unshared_artifacts(std::move(key));
+  }
   return grpc::Status::OK;
 }
 

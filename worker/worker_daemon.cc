@@ -145,6 +145,11 @@ bool WorkerDaemon::Register(const std::string& stale_id) {
   while (!stopping()) {
     absl::StatusOr<v1::RegisterWorkerResponse> response = coordinator_->RegisterWorker(request);
     if (response.ok()) {
+      // Before any lease: no fetched copy of an unshared key is used.
+      if (options_.on_unshared_artifacts) {
+        const auto& keys = response->unshared_artifacts();
+        options_.on_unshared_artifacts({keys.begin(), keys.end()});
+      }
       absl::MutexLock lock(&mu_);
       worker_id_ = response->worker_id();
       if (response->heartbeat_interval_ms() > 0) {
@@ -179,8 +184,9 @@ void WorkerDaemon::HeartbeatLoop() {
       Register(id);
     } else if (!response.ok()) {
       spdlog::debug("heartbeat failed: {}", response.status().ToString());
-    } else if (options_.on_heartbeat) {
-      options_.on_heartbeat(*response);
+    } else if (options_.on_unshared_artifacts) {
+      const auto& keys = response->unshared_artifacts();
+      options_.on_unshared_artifacts({keys.begin(), keys.end()});
     }
   }
 }

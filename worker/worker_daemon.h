@@ -76,9 +76,10 @@ struct WorkerOptions {
   // the benchmark children are killed (TrialExecutor::Interrupt) and the
   // interrupted trials handed back. Default 10 s.
   absl::Duration drain_time = absl::Seconds(10);
-  // Hears each heartbeat's answer (e.g. the artifacts the coordinator
-  // shares no more: ArtifactSharing::SetUnshared). May be empty.
-  std::function<void(const v1::HeartbeatResponse&)> on_heartbeat;
+  // Hears, at registration and at each heartbeat, the artifact keys the
+  // coordinator shares no more for this worker's principal
+  // (ArtifactSharing::SetUnshared). May be empty.
+  std::function<void(std::vector<std::string>)> on_unshared_artifacts;
 };
 
 // Thread-safety: Run blocks its caller; Stop may be called from any thread

@@ -399,9 +399,8 @@ int RunWorker(const WorkerHostOptions& options) {
           : DefaultLookaheadTrials(threads, static_cast<int>(devices->size()));
   daemon_options.pool_meter = &pool_meter;
   daemon_options.drain_time = absl::Seconds(options.drain_time);
-  daemon_options.on_heartbeat = [&sharing](const v1::HeartbeatResponse& response) {
-    const auto& keys = response.unshared_artifacts();
-    sharing.SetUnshared({keys.begin(), keys.end()});
+  daemon_options.on_unshared_artifacts = [&sharing](std::vector<std::string> keys) {
+    sharing.SetUnshared(std::move(keys));
   };
   WorkerDaemon daemon(daemon_options, coordinator.get(), &sources, std::move(executors), sink,
                       std::move(profilers));

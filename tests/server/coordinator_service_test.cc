@@ -76,6 +76,11 @@ class CoordinatorServiceTest : public ::testing::Test {
   // Registers a worker with one CPU device of `model`, as any program can;
   // returns its id.
   std::string Register(const std::string& host, const std::string& model = "test-cpu") {
+    return Registered(host, model).worker_id();
+  }
+  // What the coordinator answers a worker of `host` registering.
+  v1::RegisterWorkerResponse Registered(const std::string& host,
+                                        const std::string& model = "test-cpu") {
     v1::RegisterWorkerRequest request;
     request.set_host(host);
     request.set_toolkit("g++ test");
@@ -91,7 +96,7 @@ class CoordinatorServiceTest : public ::testing::Test {
     }
     v1::RegisterWorkerResponse response;
     EXPECT_TRUE(workers_->RegisterWorker(Context().get(), request, &response).ok());
-    return response.worker_id();
+    return response;
   }
 
   // The best row of `shape` on `model` with `toolkit`, keyed by `spec`'s code.
@@ -836,6 +841,10 @@ TEST_F(LeaseLimitsTest, ArtifactsAreCheckedAndServedOnlyToTheirPrincipal) {
   };
   EXPECT_EQ(unshared(alice_again), std::vector<std::string>{key});
   EXPECT_TRUE(unshared(bob).empty());
+  const v1::RegisterWorkerResponse restarted = Registered("alice");  // before its first lease
+  EXPECT_EQ(std::vector<std::string>(restarted.unshared_artifacts().begin(),
+                                     restarted.unshared_artifacts().end()),
+            std::vector<std::string>{key});
   EXPECT_THAT(HttpGet(coordinator_->metrics_port(), "/metrics"),
               ::testing::HasSubstr("tunefleet_coordinator_artifact_conflicts_total 1"));
   ExpectServing();
