@@ -23,6 +23,14 @@ v1::TrialResult Failed(v1::TrialStatus status = v1::TRIAL_STATUS_WRONG_RESULT) {
 
 constexpr double kTolerance = 1.0;
 
+// a's claim of config 1 (sampled at once), checked by b: the verdict.
+SpotChecks::Verdict ClaimedAndChecked(SpotChecks* checks, const v1::TrialResult& claimed,
+                                      const v1::TrialResult& checked) {
+  checks->Claim(1, "a", claimed, false, 1, 0);
+  checks->Queued(1);
+  return checks->Checked(1, "b", checked, kTolerance);
+}
+
 // The time a verdict ranks its config at (-1 for none).
 double RankOf(const SpotChecks::Verdict& verdict) {
   return verdict.rank.has_value() ? verdict.rank->result.measurement().median_seconds() : -1;
@@ -81,9 +89,7 @@ TEST(SpotChecksTest, AnAgreeingCheckLeavesTheClaimsRankAndVouchesForIt) {
 
 TEST(SpotChecksTest, ADisputeRanksAtTheFasterAndARefereeOverrulesTheSideFarFromIt) {
   SpotChecks hidden;  // a claims a fast config slow; the referee sides with b
-  hidden.Claim(1, "a", Ran(5.0), false, 1, 0);
-  hidden.Queued(1);
-  const SpotChecks::Verdict disputed = hidden.Checked(1, "b", Ran(0.25), kTolerance);
+  const SpotChecks::Verdict disputed = ClaimedAndChecked(&hidden, Ran(5.0), Ran(0.25));
   ASSERT_EQ(disputed.kind, Kind::kDisputed);
   EXPECT_EQ(disputed.principals, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(RankOf(disputed), 0.25);  // the hidden config is back in the ranking
@@ -96,18 +102,14 @@ TEST(SpotChecksTest, ADisputeRanksAtTheFasterAndARefereeOverrulesTheSideFarFromI
   EXPECT_TRUE(hidden.IsSuspect("a"));
 
   SpotChecks slandered;  // b checks a's honest claim slow; the referee sides with a
-  slandered.Claim(1, "a", Ran(0.25), false, 1, 0);
-  slandered.Queued(1);
-  ASSERT_EQ(slandered.Checked(1, "b", Ran(5.0), kTolerance).kind, Kind::kDisputed);
+  ASSERT_EQ(ClaimedAndChecked(&slandered, Ran(0.25), Ran(5.0)).kind, Kind::kDisputed);
   const SpotChecks::Verdict overruled = slandered.Checked(1, "c", Ran(0.26), kTolerance);
   EXPECT_EQ(overruled.kind, Kind::kOverruled);
   EXPECT_EQ(overruled.principals, std::vector<std::string>{"b"});
   EXPECT_FALSE(slandered.IsSuspect("a"));
 
   SpotChecks faked;  // a claims 3x too fast: the referee sides with b
-  faked.Claim(1, "a", Ran(0.1), false, 1, 0);
-  faked.Queued(1);
-  ASSERT_EQ(faked.Checked(1, "b", Ran(0.3), kTolerance).kind, Kind::kDisputed);
+  ASSERT_EQ(ClaimedAndChecked(&faked, Ran(0.1), Ran(0.3)).kind, Kind::kDisputed);
   const SpotChecks::Verdict near = faked.Checked(1, "c", Ran(0.3), kTolerance);
   EXPECT_EQ(near.kind, Kind::kUnsettled);  // not far enough to quarantine: suspected
   EXPECT_EQ(near.principals, std::vector<std::string>{"a"});  // the faster side, here
@@ -117,9 +119,8 @@ TEST(SpotChecksTest, ADisputeRanksAtTheFasterAndARefereeOverrulesTheSideFarFromI
 
 TEST(SpotChecksTest, AFailureClaimedForAConfigThatRunsIsADisputeThatSuspectsAndNeverQuarantines) {
   SpotChecks checks;
-  checks.Claim(1, "a", Failed(v1::TRIAL_STATUS_WRONG_RESULT), false, 1, 0);
-  checks.Queued(1);
-  const SpotChecks::Verdict disputed = checks.Checked(1, "b", Ran(0.2), kTolerance);
+  const SpotChecks::Verdict disputed =
+      ClaimedAndChecked(&checks, Failed(v1::TRIAL_STATUS_WRONG_RESULT), Ran(0.2));
   ASSERT_EQ(disputed.kind, Kind::kDisputed);
   EXPECT_EQ(RankOf(disputed), 0.2);
   // A wrong result can be a race in the kernel or a flaky device.
@@ -157,9 +158,8 @@ TEST(SpotChecksTest, NoOnePrincipalsNumberQuarantines) {
 
 TEST(SpotChecksTest, ATransientFailureBlamesNobodyAndARunRanksTheConfig) {
   SpotChecks crashed;  // a's run crashed (or was said to): b's run ranks it
-  crashed.Claim(1, "a", Failed(v1::TRIAL_STATUS_TIMEOUT), false, 1, 0);
-  crashed.Queued(1);
-  const SpotChecks::Verdict ran = crashed.Checked(1, "b", Ran(0.2), kTolerance);
+  const SpotChecks::Verdict ran =
+      ClaimedAndChecked(&crashed, Failed(v1::TRIAL_STATUS_TIMEOUT), Ran(0.2));
   EXPECT_EQ(ran.kind, Kind::kNone);
   EXPECT_EQ(RankOf(ran), 0.2);
   EXPECT_TRUE(ran.vouches);
@@ -194,9 +194,7 @@ TEST(SpotChecksTest, EachSideOfDisputesNobodySettlesIsASuspectAtItsSecond) {
   EXPECT_TRUE(checks.IsSuspect("b"));
 
   SpotChecks split;  // the referee agrees with neither side: a strike each
-  split.Claim(1, "a", Ran(0.1), false, 1, 0);
-  split.Queued(1);
-  ASSERT_EQ(split.Checked(1, "b", Ran(1.0), kTolerance).kind, Kind::kDisputed);
+  ASSERT_EQ(ClaimedAndChecked(&split, Ran(0.1), Ran(1.0)).kind, Kind::kDisputed);
   const SpotChecks::Verdict neither = split.Checked(1, "c", Ran(10.0), kTolerance);
   EXPECT_EQ(neither.kind, Kind::kUnsettled);
   EXPECT_TRUE(neither.principals.empty());
