@@ -33,6 +33,9 @@ std::string OwnerOf(const std::string& name) { return name.substr(0, name.find('
 
 // The directory of conflicted names, below the shelf's.
 constexpr char kConflicts[] = "conflicts";
+// A principal with this many conflicts is broken or lying: its publishes
+// are refused (each conflict holds a marker file and a name in memory).
+constexpr int kMaxConflictsPerPrincipal = 1024;
 
 }  // namespace
 
@@ -92,7 +95,7 @@ absl::Status SharedArtifacts::Index() {
       entry.last_used = ++uses_;
       bytes_ += size;
     }
-    conflicts_.store(static_cast<int64_t>(conflicted_.size()));
+    CountConflictsLocked();
     // A conflict recorded while its copy's file was being written.
     for (const std::string& name : conflicted_) {
       if (entries_.contains(name)) {
@@ -131,8 +134,10 @@ absl::Status SharedArtifacts::Put(const ArtifactPublisher& publisher, const std:
                                                    options_.max_artifact_bytes));
   }
   const std::string name = NameOf(publisher.principal, key);
-  const absl::Status conflicted = absl::FailedPreconditionError(absl::StrCat(
-      "artifact ", key, " is shared no more: two publishes of it differed"));
+  auto conflicted = [&] {
+    return absl::FailedPreconditionError(
+        absl::StrCat("artifact ", key, " is shared no more: two publishes of it differed"));
+  };
   // What is compared is what is written over: no other publish of the key
   // in between, and no purge.
   absl::ReaderMutexLock publishing(&publish_mu_);
@@ -140,7 +145,13 @@ absl::Status SharedArtifacts::Put(const ArtifactPublisher& publisher, const std:
   std::optional<std::string> served;
   {
     absl::MutexLock lock(&mu_);
-    if (conflicted_.contains(name)) return conflicted;
+    if (conflicted_.contains(name)) return conflicted();
+    if (auto it = conflicts_by_owner_.find(OwnerOf(name));
+        it != conflicts_by_owner_.end() && it->second >= kMaxConflictsPerPrincipal) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          publisher.principal, " published ", it->second, " artifacts that conflicted: its "
+          "publishes are refused until `tunectl admin invalidate --worker` repairs it"));
+    }
     served = ServedNameLocked(publisher.principal, key);
   }
   if (served.has_value()) {
@@ -151,7 +162,7 @@ absl::Status SharedArtifacts::Put(const ArtifactPublisher& publisher, const std:
     if (shelved.ok() && copy.ParseFromString(*shelved)) {
       if (copy.content() != artifact.content()) {
         Conflict(publisher, key, name, *served);
-        return conflicted;
+        return conflicted();
       }
       if (*served == name) {  // the same bytes again
         absl::MutexLock lock(&mu_);
@@ -218,7 +229,7 @@ void SharedArtifacts::Conflict(const ArtifactPublisher& publisher, const std::st
     absl::MutexLock lock(&mu_);
     ForgetLocked(own);
     conflicted_.insert(own);
-    conflicts_.store(static_cast<int64_t>(conflicted_.size()));
+    CountConflictsLocked();
     ReportSizeLocked();
   }
   fs::remove(PathOf(own), error);
@@ -231,6 +242,12 @@ void SharedArtifacts::Conflict(const ArtifactPublisher& publisher, const std::st
       "invalidate --worker` the one at fault",
       key, publisher.worker_id, publisher.principal, publisher.job_id, first_by,
       builders ? " (a builder's, which others are still served)" : "", publisher.principal);
+}
+
+void SharedArtifacts::CountConflictsLocked() {
+  conflicts_.store(static_cast<int64_t>(conflicted_.size()), std::memory_order_relaxed);
+  conflicts_by_owner_.clear();
+  for (const std::string& name : conflicted_) ++conflicts_by_owner_[OwnerOf(name)];
 }
 
 void SharedArtifacts::ForgetLocked(const std::string& name) {
@@ -253,7 +270,7 @@ int64_t SharedArtifacts::Purge(const std::string& principal) {
     for (const std::string& name : names) ForgetLocked(name);
     // Its conflicts are forgotten too: the repaired host shares again.
     absl::erase_if(conflicted_, [&](const std::string& name) { return OwnerOf(name) == owner; });
-    conflicts_.store(static_cast<int64_t>(conflicted_.size()));
+    CountConflictsLocked();
     ReportSizeLocked();
   }
   std::error_code error;

@@ -34,7 +34,8 @@
 //   FailedPrecondition, and the conflict is logged and counted
 //   (tunefleet_coordinator_artifact_conflicts_total), kept across restarts
 //   until Purge. The compare and the write of a key are one step (no other
-//   publish of that key in between).
+//   publish of that key in between). A principal with 1024 conflicts is
+//   refused further publishes (ResourceExhausted) until Purge.
 //   Which publishes the shelf takes at all (only for leased work) is the
 //   worker service's rule.
 //
@@ -150,6 +151,9 @@ class SharedArtifacts {
   void Conflict(const ArtifactPublisher& publisher, const std::string& key,
                 const std::string& own, const std::string& served)
       ABSL_SHARED_LOCKS_REQUIRED(publish_mu_);
+  // Sets conflicts_ and conflicts_by_owner_ from conflicted_. REQUIRES: mu_
+  // held.
+  void CountConflictsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets `name` (the caller deletes its file). REQUIRES: mu_ held.
   void ForgetLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets the least recently used entries of the principals over their
@@ -171,6 +175,9 @@ class SharedArtifacts {
   // many (kept with it, read without the lock).
   absl::flat_hash_set<std::string> conflicted_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> conflicts_{0};
+  // Conflicted names per principal digest: past 1024 its publishes are
+  // refused.
+  absl::flat_hash_map<std::string, int> conflicts_by_owner_ ABSL_GUARDED_BY(mu_);
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t uses_ ABSL_GUARDED_BY(mu_) = 0;
 };

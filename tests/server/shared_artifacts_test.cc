@@ -138,6 +138,25 @@ TEST(SharedArtifactsTest, ABuildersCopyContradictedByOnePrincipalIsNoMoreServedT
   EXPECT_EQ(shelf->count(), 1);
 }
 
+TEST(SharedArtifactsTest, APrincipalWithTooManyConflictsIsRefusedUntilPurged) {
+  TempDir dir;
+  std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
+  for (int i = 0; i < 1024; ++i) {
+    const std::string key = Key(std::to_string(i));
+    ASSERT_OK(shelf->Put({kAlice}, key, Cubin("a")));
+    ASSERT_THAT(shelf->Put({kAlice}, key, Cubin("b")),
+                StatusIs(absl::StatusCode::kFailedPrecondition));
+  }
+  EXPECT_EQ(shelf->Unshared(kAlice).size(), 1024u);
+  EXPECT_THAT(shelf->Put({kAlice}, Key("next"), Cubin("a")),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  ASSERT_OK(shelf->Put({kBob}, Key("next"), Cubin("a")));  // others publish as before
+  EXPECT_TRUE(shelf->Unshared(kBob).empty());
+  EXPECT_EQ(shelf->Purge(kAlice), 0);
+  EXPECT_EQ(shelf->conflicts(), 0);
+  ASSERT_OK(shelf->Put({kAlice}, Key("next"), Cubin("a")));
+}
+
 TEST(SharedArtifactsTest, PurgeDropsEveryArtifactOfOnePrincipal) {
   TempDir dir;
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
