@@ -15,6 +15,14 @@
 namespace tunefleet::bench {
 namespace {
 
+// Log-normal around 1 ms, drawn from a generator seeded by the job and the
+// config: the same config of the same job always takes the same time.
+double MadeUpMedian(const std::string& job_id, const v1::Config& config) {
+  std::mt19937_64 rng(std::hash<std::string>{}(absl::StrCat(job_id, "/", config.SerializeAsString())));
+  std::lognormal_distribution<double> seconds(std::log(1e-3), 0.3);
+  return seconds(rng);
+}
+
 constexpr absl::Duration kCallTimeout = absl::Seconds(10);  // on top of a long-poll
 constexpr absl::Duration kRetryAfter = absl::Milliseconds(200);
 
@@ -57,7 +65,6 @@ struct FakeWorkers::Loop {
   const FakeWorkerOptions* options = nullptr;
   std::vector<std::unique_ptr<v1::WorkerService::Stub>> stubs;  // one per connection
   std::vector<std::unique_ptr<Worker>> workers;
-  std::mt19937_64 rng;
   std::atomic<int> registered{0};
   absl::Mutex mu;
   WorkerCounters counters ABSL_GUARDED_BY(mu);
@@ -133,19 +140,21 @@ class FakeWorkers::Worker {
   }
 
   // Every trial of the lease at once, OK, with a made-up median near 1 ms.
+  // The median is a function of the job and the config, as a real device's
+  // would be, so that every principal's spot checks, verifications and
+  // referees agree and the load is the fleet's ordinary traffic.
   void Report(const v1::Lease& lease) {
     v1::ReportResultsRequest request;
     request.set_worker_id(id_);
     request.set_lease_id(lease.lease_id());
     request.set_epoch(lease.epoch());
-    std::lognormal_distribution<double> seconds(std::log(1e-3), 0.3);
     for (const v1::Trial& trial : lease.trials()) {
       v1::ReportedTrial* reported = request.add_trials();
       reported->set_index(trial.index());
       v1::TrialResult* result = reported->mutable_result();
       result->set_status(v1::TRIAL_STATUS_OK);
       result->set_device_id("cpu0");
-      const double median = seconds(loop_->rng);
+      const double median = MadeUpMedian(lease.job_id(), trial.config());
       result->mutable_measurement()->set_median_seconds(median);
       result->mutable_measurement()->set_p20_seconds(median * 0.98);
       result->mutable_measurement()->set_p80_seconds(median * 1.02);
@@ -229,7 +238,6 @@ absl::StatusOr<std::unique_ptr<FakeWorkers>> FakeWorkers::Start(
   for (int i = 0; i < loops; ++i) {
     auto loop = std::make_unique<Loop>();
     loop->options = &fleet->options_;
-    loop->rng.seed(options.seed + i);
     fleet->loops_.push_back(std::move(loop));
   }
   const int connections =

@@ -27,7 +27,6 @@ struct FakeWorkerOptions {
   std::string toolkit = "load-bench g++ 12.2";
   int64_t lease_wait_ms = 5000;  // LeaseWork long-poll, as the real worker's default
   int max_trials = 0;            // per lease; 0 = the coordinator's batch size
-  uint64_t seed = 1;             // of the made-up timings
 };
 
 // What the workers saw since the last ResetCounters.
