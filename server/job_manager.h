@@ -269,11 +269,9 @@ class JobManager final : public LeaseSource {
                        const Lease& lease, Target* target, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues a re-measurement of `ordinal` by a principal not in `not_by`,
-  // when one takes part now (`active_principals`, else ActivePrincipals);
-  // false otherwise.
+  // when one takes part now (AnyActivePrincipal); false otherwise.
   bool QueueCheck(Target* target, uint64_t ordinal, bool referee,
-                  std::vector<std::string> not_by, Pending* pending,
-                  const std::vector<std::string>* active_principals = nullptr)
+                  std::vector<std::string> not_by, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Acts on a spot check's verdict: a dispute goes to a referee (else it is
   // unsettled), an overruled principal is quarantined, a suspect's claims
@@ -304,12 +302,16 @@ class JobManager final : public LeaseSource {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReturnLease(const Lease& lease, bool expired, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The principals with a live device of `target`'s model and toolkit that
-  // are not quarantined and asked for work within kActiveWindowTtls lease
-  // TTLs: those that take part (a worker that only heartbeats does not).
-  std::vector<std::string> ActivePrincipals(const Target& target) const
+  // Whether a principal not in `besides` takes part in `target`: it has a
+  // live device of the target's model and toolkit, is not quarantined and
+  // asked for work within kActiveWindowTtls lease TTLs (a worker that only
+  // heartbeats does not). Every caller asks only this, for a check or a
+  // lost config, so the walk of the fleet stops at the first such
+  // principal and copies nothing: a report of a fleet of a thousand
+  // principals looks at a device or two.
+  bool AnyActivePrincipal(const Target& target, const std::vector<std::string>& besides) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // `principal` and ActivePrincipals(target), for the loss rule
+  // `principal` and AnyActivePrincipal(target, ...), for the loss rule
   // (TargetTrials::Take, Release).
   Holder HolderOf(const Target& target, const std::string& principal) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);

@@ -369,24 +369,22 @@ void JobManager::ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResu
   Changed(job);
 }
 
-std::vector<std::string> JobManager::ActivePrincipals(const Target& target) const {
-  std::vector<std::string> active;
-  absl::flat_hash_set<std::string> seen;  // a fleet has thousands of devices
+bool JobManager::AnyActivePrincipal(const Target& target,
+                                    const std::vector<std::string>& besides) const {
   const absl::Time since = clock_() - kActiveWindowTtls * options_.lease_ttl;
-  for (const LiveDevice& device :
-       workers_->LiveDevices(target.info.device_model(), target.info.toolkit())) {
-    auto asked = asked_.find(device.principal);
-    if (asked == asked_.end() || asked->second < since ||
-        quarantine_->Contains(device.principal) || !seen.insert(device.principal).second) {
-      continue;
-    }
-    active.push_back(device.principal);
-  }
-  return active;
+  return workers_->AnyLiveDevice(
+      target.info.device_model(), target.info.toolkit(), [&](const std::string& principal) {
+        if (std::find(besides.begin(), besides.end(), principal) != besides.end()) return false;
+        auto asked = asked_.find(principal);
+        return asked != asked_.end() && asked->second >= since &&
+               !quarantine_->Contains(principal);
+      });
 }
 
 Holder JobManager::HolderOf(const Target& target, const std::string& principal) const {
-  return Holder{principal, {}, [this, &target] { return ActivePrincipals(target); }};
+  return Holder{principal, {}, [this, &target](const std::vector<std::string>& besides) {
+                  return AnyActivePrincipal(target, besides);
+                }};
 }
 
 void JobManager::ReturnLease(const Lease& lease, bool expired, Pending* pending) {

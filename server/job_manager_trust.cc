@@ -18,19 +18,6 @@
 #include "spdlog/spdlog.h"
 
 namespace tunefleet::server {
-namespace {
-
-// Whether a principal of `active` (those taking part) is not in `not_by`:
-// someone who may take a check.
-bool AnyoneMayTake(const std::vector<std::string>& active,
-                   const std::vector<std::string>& not_by) {
-  return std::any_of(active.begin(), active.end(), [&](const std::string& principal) {
-    return std::find(not_by.begin(), not_by.end(), principal) == not_by.end();
-  });
-}
-
-}  // namespace
-
 std::optional<LeaseGrant> JobManager::VerifyFrom(Job* job, int t, Lease lease,
                                                  const std::vector<LiveDevice>& live,
                                                  Pending* pending) {
@@ -152,25 +139,18 @@ void JobManager::SampleSpotChecks(const std::vector<RecordedResult>& recorded,
                                   const Lease& lease, Target* target, Pending* pending) {
   if (options_.verify.mode == VerifyMode::kOff || options_.spot.rate <= 0) return;
   std::uniform_real_distribution<double> uniform(0, 1);
-  std::optional<std::vector<std::string>> active;  // walks the fleet: once, when needed
   for (const RecordedResult& claim : recorded) {
-    if (!target->spot_checks.Claim(claim.ordinal, lease.principal, claim.result, claim.new_best,
-                                   options_.spot.rate, uniform(sampler_))) {
-      continue;
+    if (target->spot_checks.Claim(claim.ordinal, lease.principal, claim.result, claim.new_best,
+                                  options_.spot.rate, uniform(sampler_))) {
+      QueueCheck(target, claim.ordinal, /*referee=*/false, {lease.principal}, pending);
     }
-    if (!active.has_value()) active = ActivePrincipals(*target);
-    QueueCheck(target, claim.ordinal, /*referee=*/false, {lease.principal}, pending, &*active);
   }
 }
 
 bool JobManager::QueueCheck(Target* target, uint64_t ordinal, bool referee,
-                            std::vector<std::string> not_by, Pending* pending,
-                            const std::vector<std::string>* active_principals) {
-  std::optional<std::vector<std::string>> found;
-  if (active_principals == nullptr) found = ActivePrincipals(*target);
-  const std::vector<std::string>& active = found.has_value() ? *found : *active_principals;
+                            std::vector<std::string> not_by, Pending* pending) {
   // Once the target's verification was decided its ranking is final.
-  if (!AnyoneMayTake(active, not_by) || target->verify_decided ||
+  if (target->verify_decided || !AnyActivePrincipal(*target, not_by) ||
       !target->trials->Recheck(ordinal, referee, std::move(not_by), clock_() + options_.spot.wait)) {
     return false;
   }
@@ -244,9 +224,8 @@ void JobManager::Judge(const Job& job, Target* target, uint64_t ordinal,
 void JobManager::Remeasure(Target* target, const std::string& principal, Pending* pending) {
   const std::vector<uint64_t> unchecked = target->spot_checks.Unchecked(principal);
   if (unchecked.empty()) return;
-  const std::vector<std::string> active = ActivePrincipals(*target);  // walks the fleet once
   for (uint64_t ordinal : unchecked) {
-    if (!QueueCheck(target, ordinal, /*referee=*/false, {principal}, pending, &active)) return;
+    if (!QueueCheck(target, ordinal, /*referee=*/false, {principal}, pending)) return;
   }
 }
 
@@ -269,18 +248,17 @@ void JobManager::ForgetPrincipal(const std::string& principal, Pending* pending)
       const std::vector<uint64_t> unranked = target.trials->Unrank(principal);
       const std::vector<uint64_t> unchecked = target.spot_checks.Unchecked(principal);
       if (unranked.empty() && unchecked.empty()) continue;
-      const std::vector<std::string> active = ActivePrincipals(target);
       for (uint64_t ordinal : unranked) {
         // Ranked again at once by what another principal measured of it,
         // else measured again.
         if (std::optional<SpotChecks::Measured> trusted = target.spot_checks.TrustedRank(ordinal)) {
           target.trials->Rerank(ordinal, trusted->result, trusted->principal);
         } else {
-          QueueCheck(&target, ordinal, /*referee=*/false, {principal}, pending, &active);
+          QueueCheck(&target, ordinal, /*referee=*/false, {principal}, pending);
         }
       }
       for (uint64_t ordinal : unchecked) {
-        if (!QueueCheck(&target, ordinal, /*referee=*/false, {principal}, pending, &active)) {
+        if (!QueueCheck(&target, ordinal, /*referee=*/false, {principal}, pending)) {
           break;
         }
       }
@@ -290,23 +268,15 @@ void JobManager::ForgetPrincipal(const std::string& principal, Pending* pending)
 }
 
 void JobManager::DropStaleChecks(Pending* pending) {
-  // The principals taking part, per (device model, toolkit): a walk of the
-  // fleet each, once per tick.
-  absl::flat_hash_map<std::pair<std::string, std::string>, std::vector<std::string>> active_of;
   for (auto& [sequence, job] : jobs_) {
     if (!job->Live()) continue;
     bool dropped = false;
     for (Target& target : job->targets) {
       if (target.trials == nullptr || target.trials->rechecks() == 0) continue;
-      const auto model = std::make_pair(target.info.device_model(), target.info.toolkit());
-      auto active = active_of.find(model);
-      if (active == active_of.end()) {
-        active = active_of.emplace(model, ActivePrincipals(target)).first;
-      }
       // A check waits while a principal that may take it takes part: one
       // whose devices all died leaves it to the deadline no longer.
       const auto takeable = [&](const std::vector<std::string>& not_by) {
-        return AnyoneMayTake(active->second, not_by);
+        return AnyActivePrincipal(target, not_by);
       };
       for (const auto& [ordinal, referee] :
            target.trials->DropStaleRechecks(clock_(), takeable)) {

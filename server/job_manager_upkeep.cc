@@ -100,7 +100,7 @@ void JobManager::AbandonOrphans(Pending* pending) {
   for (auto& [sequence, job] : jobs_) {
     if (!job->Live()) continue;
     const std::vector<std::string> abandoned = job->AbandonOrphans(
-        [this](const Target& target) { return !ActivePrincipals(target).empty(); }, clock_(),
+        [this](const Target& target) { return AnyActivePrincipal(target, {}); }, clock_(),
         options_.orphan_timeout);
     if (abandoned.empty()) continue;
     for (const std::string& reason : abandoned) spdlog::warn("job {}: {}", job->view.id(), reason);

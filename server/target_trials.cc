@@ -26,13 +26,6 @@ TargetTrials::TargetTrials(std::unique_ptr<ConfigSpace> space,
       plateau_(plateau_batches),
       finalists_(finalists) {}
 
-bool TargetTrials::UntriedPrincipalLive(const std::vector<std::string>& lost_by,
-                                        const std::vector<std::string>& live) {
-  return std::any_of(live.begin(), live.end(), [&lost_by](const std::string& principal) {
-    return std::find(lost_by.begin(), lost_by.end(), principal) == lost_by.end();
-  });
-}
-
 void TargetTrials::NoteLoss(const Holder& holder, std::vector<std::string>* lost_by) {
   if (!holder.principal.empty() &&
       std::find(lost_by->begin(), lost_by->end(), holder.principal) == lost_by->end()) {
@@ -43,7 +36,7 @@ void TargetTrials::NoteLoss(const Holder& holder, std::vector<std::string>* lost
 bool TargetTrials::LeaveToOthers(const Holder& holder, const std::vector<std::string>& lost_by) {
   return !holder.principal.empty() &&
          std::find(lost_by.begin(), lost_by.end(), holder.principal) != lost_by.end() &&
-         UntriedPrincipalLive(lost_by, holder.Live());
+         holder.AnyLiveBesides(lost_by);
 }
 
 std::vector<uint64_t> TargetTrials::Take(int max, const std::string& lease_id,
@@ -398,7 +391,7 @@ std::optional<v1::TrialResult> TargetTrials::Release(
     // One release ends the whole finalists lease (they run as one round).
     if (expired) NoteLoss(holder, &finals_lost_by_);
     if (expired && ++finals_lost_ >= max_attempts_ &&
-        !UntriedPrincipalLive(finals_lost_by_, holder.Live())) {
+        !holder.AnyLiveBesides(finals_lost_by_)) {
       EndFinals();
     } else {
       finals_ = Finals::kWaiting;
@@ -416,7 +409,7 @@ std::optional<v1::TrialResult> TargetTrials::Release(
   slot.lease_id.clear();
   if (expired) NoteLoss(holder, &slot.lost_by);
   if (expired && ++slot.lost_leases >= max_attempts_ &&
-      !UntriedPrincipalLive(slot.lost_by, holder.Live())) {
+      !holder.AnyLiveBesides(slot.lost_by)) {
     v1::TrialResult lost;
     *lost.mutable_config() = space_->ConfigAt(ordinal);
     lost.set_status(v1::TRIAL_STATUS_WORKER_LOST);

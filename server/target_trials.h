@@ -38,17 +38,17 @@ struct TrialOutcome {
 struct Holder {
   std::string principal;
   // The live principals with a device of the target's model and toolkit,
-  // or (`find_live`) where to find them once the loss rule asks: finding
-  // them walks the fleet, and most leases never need them.
+  // or (`any_live_besides`) whether one not in a list lives: the loss rule
+  // asks only that, and answering it walks the fleet only until the first.
   std::vector<std::string> live;
-  std::function<std::vector<std::string>()> find_live;
-  // find_live's answer, once asked.
-  mutable std::optional<std::vector<std::string>> found;
+  std::function<bool(const std::vector<std::string>& besides)> any_live_besides;
 
-  const std::vector<std::string>& Live() const {
-    if (!find_live) return live;
-    if (!found.has_value()) found = find_live();
-    return *found;
+  // Whether a live principal is not in `besides`.
+  bool AnyLiveBesides(const std::vector<std::string>& besides) const {
+    if (any_live_besides) return any_live_besides(besides);
+    return std::any_of(live.begin(), live.end(), [&besides](const std::string& principal) {
+      return std::find(besides.begin(), besides.end(), principal) == besides.end();
+    });
   }
 };
 
@@ -226,9 +226,6 @@ class TargetTrials {
     int lost_leases = 0;
     std::vector<std::string> lost_by;  // principals that lost a lease of it
   };
-  // True when a principal of `live` is not in `lost_by`.
-  static bool UntriedPrincipalLive(const std::vector<std::string>& lost_by,
-                                   const std::vector<std::string>& live);
   // Notes that `holder` lost a lease of what `lost_by` belongs to.
   static void NoteLoss(const Holder& holder, std::vector<std::string>* lost_by);
   // Whether `holder` should leave what `lost_by` belongs to for another

@@ -92,8 +92,10 @@ bool WorkerRegistry::Touch(const std::string& worker_id) {
   return true;
 }
 
-bool WorkerRegistry::IsAlive(const Entry& entry) const {
-  return clock_() - entry.last_seen <= timeout_;
+bool WorkerRegistry::IsAlive(const Entry& entry) const { return IsAlive(entry, clock_()); }
+
+bool WorkerRegistry::IsAlive(const Entry& entry, absl::Time now) const {
+  return now - entry.last_seen <= timeout_;
 }
 
 bool WorkerRegistry::Alive(const std::string& worker_id) {
@@ -148,15 +150,31 @@ std::optional<v1::Device> WorkerRegistry::DeviceOf(const std::string& model) {
 std::vector<LiveDevice> WorkerRegistry::LiveDevices(const std::string& model,
                                                     const std::string& toolkit) {
   absl::ReaderMutexLock lock(&mu_);
+  const absl::Time now = clock_();
   std::vector<LiveDevice> out;
   for (const auto& [id, entry] : workers_) {
-    if (!IsAlive(entry) || entry.info.toolkit() != toolkit) continue;
+    if (!IsAlive(entry, now) || entry.info.toolkit() != toolkit) continue;
     for (const v1::Device& device : entry.info.devices()) {
       if (device.model() != model) continue;
       out.push_back(LiveDevice{id, device.id(), entry.principal, entry.info.host()});
     }
   }
   return out;
+}
+
+bool WorkerRegistry::AnyLiveDevice(const std::string& model, const std::string& toolkit,
+                                   absl::FunctionRef<bool(const std::string& principal)> wanted) {
+  absl::ReaderMutexLock lock(&mu_);
+  const absl::Time now = clock_();
+  for (const auto& [id, entry] : workers_) {
+    if (!IsAlive(entry, now) || entry.info.toolkit() != toolkit) continue;
+    const auto& devices = entry.info.devices();
+    const bool has_model = std::any_of(devices.begin(), devices.end(), [&](const v1::Device& d) {
+      return d.model() == model;
+    });
+    if (has_model && wanted(entry.principal)) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<v1::WorkerInfo> WorkerRegistry::Info(const std::string& worker_id) {

@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -86,6 +87,11 @@ class WorkerRegistry {
   std::vector<WorkerDevice> LiveModels(v1::Backend backend);
   // Every device of a live worker of `model` and `toolkit`.
   std::vector<LiveDevice> LiveDevices(const std::string& model, const std::string& toolkit);
+  // Whether `wanted` holds for the principal of a device of a live worker
+  // of `model` and `toolkit`; stops at the first and copies nothing.
+  // `wanted` runs under the registry's lock: it must not call back.
+  bool AnyLiveDevice(const std::string& model, const std::string& toolkit,
+                     absl::FunctionRef<bool(const std::string& principal)> wanted);
   // A device of `model` of a registered worker (alive or not) as the worker
   // reported it, with its limits; nullopt when none has one. Scans every worker.
   std::optional<v1::Device> DeviceOf(const std::string& model);
@@ -113,6 +119,7 @@ class WorkerRegistry {
     absl::Time last_seen;
   };
   bool IsAlive(const Entry& entry) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  bool IsAlive(const Entry& entry, absl::Time now) const;
 
   const absl::Duration timeout_;
   const Clock clock_;
