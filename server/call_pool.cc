@@ -1,9 +1,27 @@
 #include "server/call_pool.h"
 
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include "common/thread_priority.h"
+#include "spdlog/spdlog.h"
+
 namespace tunefleet::server {
 
-CallPool::CallPool(int threads) {
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
+CallPool::CallPool(Options options) : options_(std::move(options)) {
+  for (int i = 0; i < std::max(1, options_.threads); ++i) {
+    threads_.emplace_back([this] {
+      pthread_setname_np(pthread_self(), options_.name.substr(0, 15).c_str());
+      if (absl::Status lowered = LowerThisThreadPriority(options_.nice); !lowered.ok()) {
+        static std::atomic<bool> warned{false};  // once, not once per thread
+        if (!warned.exchange(true)) spdlog::warn("{} pool: {}", options_.name, lowered.ToString());
+      }
+      Work();
+    });
+  }
 }
 
 CallPool::~CallPool() {

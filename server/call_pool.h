@@ -1,11 +1,17 @@
 // CallPool: a fixed set of threads that run RPC bodies which may block (on
-// the store), so that gRPC's callback threads never do and the number of
-// threads does not grow with the number of callers.
+// the store or the JobManager's lock), so that gRPC's callback threads never
+// do and the number of threads does not grow with the number of callers.
+//
+// The pool's threads may run below the process's CPU priority (`nice`), as
+// a database's background threads run below its foreground ones: when the
+// core is saturated, the calls gRPC's own threads answer (an application's
+// GetBestConfig, an index lookup) are scheduled before the queued bulk.
 #ifndef TUNEFLEET_SERVER_CALL_POOL_H_
 #define TUNEFLEET_SERVER_CALL_POOL_H_
 
 #include <deque>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -18,8 +24,15 @@ namespace tunefleet::server {
 // at most `threads` at once.
 class CallPool {
  public:
-  // REQUIRES: threads >= 1.
-  explicit CallPool(int threads);
+  struct Options {
+    int threads = 1;  // REQUIRES: >= 1
+    // Added to each thread's nice value (Linux: a per-thread attribute), at
+    // most up to 19; 0 leaves the threads at the process's priority.
+    int nice = 0;
+    std::string name = "call-pool";  // the threads' name (15 bytes at most shown)
+  };
+
+  explicit CallPool(Options options);
   // Runs every call already queued, then joins the threads.
   ~CallPool();
 
@@ -28,6 +41,7 @@ class CallPool {
  private:
   void Work();
 
+  const Options options_;
   absl::Mutex mu_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -265,7 +265,8 @@ absl::Status Coordinator::Lead(const std::string& listen) {
   tuning_service_ = std::make_unique<TuningServiceImpl>(
       jobs_.get(), workers_.get(), index_.get(), history_.get(), transfer_.get(),
       profiles_.get(), names_.get(), watches_.get());
-  report_pool_ = std::make_unique<CallPool>(options.report_threads);
+  report_pool_ = std::make_unique<CallPool>(
+      CallPool::Options{options.report_threads, options.report_nice, "reports"});
   worker_service_ = std::make_unique<WorkerServiceImpl>(
       jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(), report_pool_.get(),
       options.heartbeat_interval, options.jobs.lease_ttl, lease_sources, artifacts_.get());

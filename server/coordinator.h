@@ -81,6 +81,10 @@ struct CoordinatorOptions {
   // Threads that record reported results (they wait on the store; reports
   // that arrive together share its transactions). Default 64.
   int report_threads = 64;
+  // How far below gRPC's threads (which answer the applications' reads)
+  // those threads run: added to their nice value, 0 to 19. Default 10: on
+  // a saturated core a GetBestConfig waits for no report.
+  int report_nice = 10;
   // Longest LeaseWork long-poll. Default 30 s.
   absl::Duration max_long_poll = absl::Seconds(30);
   // Largest request or response message. Default 32 MiB.

@@ -56,6 +56,7 @@ struct Flags {
   int history_rows = 512;
   double history_max_factor = 16;
   int report_threads = 64;
+  int report_nice = 10;
   std::string tls_cert;
   std::string tls_key;
   std::string tls_client_ca;
@@ -271,6 +272,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "one store transaction)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
+  app.add_option("--report-nice", flags.report_nice,
+                 "how far below the threads that answer applications' reads those threads run "
+                 "(added to their nice value; 0 runs them alike)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 19));
   app.add_option("--max-trials", flags.max_trials,
                  "most configs one job measures per device model")->capture_default_str();
   app.add_option("--log-level", flags.log_level,
@@ -347,6 +353,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.jobs.spot.tolerance = flags.spot_check_tolerance;
   options.jobs.spot.wait = absl::Milliseconds(flags.spot_check_wait_ms);
   options.report_threads = flags.report_threads;
+  options.report_nice = flags.report_nice;
   options.tls = tunefleet::ServerTls{flags.tls_cert, flags.tls_key, flags.tls_client_ca};
   options.admin_token_file = flags.admin_token_file;
   options.jobs.quotas.max_active_jobs = flags.max_active_jobs;

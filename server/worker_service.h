@@ -23,8 +23,10 @@ namespace tunefleet::server {
 
 // LeaseWork, ReportResults and Heartbeat use gRPC's callback API: a
 // long-poll holds no thread while it waits (LongPolls finishes it), a report
-// (which waits on the store) runs on a CallPool, and a heartbeat never
-// blocks. Registration and blobs are rare and run on the sync server's pool.
+// (which waits on the store, and is most of a worker's cost) runs on a
+// CallPool whose threads run below gRPC's, so that on a saturated core an
+// application's read waits for no report, and a heartbeat never blocks.
+// Registration and blobs are rare and run on the sync server's pool.
 using WorkerServiceBase = v1::WorkerService::WithCallbackMethod_LeaseWork<
     v1::WorkerService::WithCallbackMethod_ReportResults<
         v1::WorkerService::WithCallbackMethod_Heartbeat<v1::WorkerService::Service>>>;
