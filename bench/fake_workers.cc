@@ -3,11 +3,13 @@
 #include <grpcpp/create_channel.h>
 
 #include <atomic>
+#include <cstdio>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "bench/call_loop.h"
 #include "common/config_space.h"
+#include "common/thread_priority.h"
 #include "common/tuning_key.h"
 #include "common/version.h"
 #include "tunefleet/v1/worker_service.grpc.pb.h"
@@ -257,6 +259,9 @@ absl::StatusOr<std::unique_ptr<FakeWorkers>> FakeWorkers::Start(
   for (auto& loop : fleet->loops_) {
     Loop* raw = loop.get();
     raw->calls.Post([raw] {
+      if (absl::Status lowered = LowerThisThreadPriority(raw->options->nice); !lowered.ok()) {
+        std::fprintf(stderr, "fake workers: %s\n", std::string(lowered.message()).c_str());
+      }
       for (auto& worker : raw->workers) worker->Register();
     });
   }

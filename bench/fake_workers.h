@@ -27,6 +27,10 @@ struct FakeWorkerOptions {
   std::string toolkit = "load-bench g++ 12.2";
   int64_t lease_wait_ms = 5000;  // LeaseWork long-poll, as the real worker's default
   int max_trials = 0;            // per lease; 0 = the coordinator's batch size
+  // Added to the nice value of the loops' threads: beside query callers on
+  // the same core, the workers then queue behind them, so that the callers
+  // measure the coordinator's latency rather than the load generator's.
+  int nice = 0;
 };
 
 // What the workers saw since the last ResetCounters.

@@ -60,6 +60,7 @@ struct Flags {
   int64_t heartbeat_ms = 1000;
   int64_t lease_ttl_ms = 10000;
   int finalists = -1;  // -1: the scenario's default
+  std::vector<std::string> coordinator_flags;  // appended to the started coordinator's
   int in_flight = 0;   // 0: the scenario's default
   std::string bin_dir;
   std::string matmul_dir = TUNEFLEET_SOURCE_DIR "/kernels/cpu/matmul";
@@ -105,6 +106,7 @@ std::unique_ptr<Target> MakeTarget(const Flags& flags, int finalists) {
   options.batch_size = flags.batch_size;
   options.finalists = finalists;
   options.coordinator_cpu = flags.coordinator_cpu;
+  options.coordinator_flags = flags.coordinator_flags;
   target->fleet = std::make_unique<Fleet>(options);
   target->database_url = target->fleet->database_url();
   return target;
@@ -506,7 +508,11 @@ int RunBestScenario(const Flags& flags) {
     JobDriverOptions feed = FeedOptions(target->address, *load_kernel);
     feed.deadline = absl::Now() + absl::Seconds(3 * seconds * callers->size() + 120);
     driver = std::make_unique<JobDriver>(feed);
-    auto started = FakeWorkers::Start(WorkerOptions(flags, target->address, flags.with_workers));
+    FakeWorkerOptions options = WorkerOptions(flags, target->address, flags.with_workers);
+    // The callers share the load's core with the workers: the workers run
+    // below them, as the coordinator's reports run below its reads.
+    options.nice = 10;
+    auto started = FakeWorkers::Start(options);
     if (!started.ok()) return Fail(started.status());
     workers = *std::move(started);
     absl::SleepFor(absl::Seconds(2));
@@ -705,6 +711,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--lease-ttl-ms", flags.lease_ttl_ms, "the coordinator's --lease-ttl-ms")
       ->capture_default_str();
+  app.add_option("--coordinator-flag", flags.coordinator_flags,
+                 "a flag for the started coordinator, e.g. --coordinator-flag=--report-nice=0 "
+                 "(repeat for more)");
   app.add_option("--finalists", flags.finalists,
                  "the coordinator's --finalists (default: soak 0, else 5)");
   app.add_option("--in-flight", flags.in_flight, "soak: unfinished jobs kept (default 32)");
