@@ -197,8 +197,11 @@ class JobManager final : public LeaseSource {
   // config to compile (ProposeCompiles); PermissionDenied otherwise.
   absl::Status CheckArtifactLeased(const std::string& worker_id, const std::string& job_id,
                                    const v1::Config& config, bool reference) override;
-  // Renews every lease of the worker (cost independent of other leases).
-  void RenewLeases(const std::string& worker_id) override;
+  // Renews every lease of the worker from now on: notes when the worker was
+  // heard, without the JobManager's lock, and Tick renews its leases from
+  // then before it expires any (leases expire nowhere else), so that the
+  // heartbeats of a thousand workers never queue behind leases and reports.
+  void RenewLeases(const std::string& worker_id) override ABSL_LOCKS_EXCLUDED(heard_mu_);
   // Periodic upkeep (the composition root calls it every 200 ms): expires
   // overdue leases, retries writes the store refused, and repairs any job
   // left with nothing leased and nothing to lease.
@@ -383,6 +386,11 @@ class JobManager final : public LeaseSource {
   // which of its results are checked, nor which leases build from sources.
   std::mt19937_64 sampler_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
   static constexpr int kActiveWindowTtls = 10;
+
+  // When each worker last heartbeat, since the last Tick (RenewLeases).
+  // Taken alone, never with mu_.
+  absl::Mutex heard_mu_;
+  absl::flat_hash_map<std::string, absl::Time> heard_ ABSL_GUARDED_BY(heard_mu_);
 };
 
 }  // namespace tunefleet::server

@@ -424,8 +424,9 @@ bool JobManager::Grants(const std::string& lease_id) const {
 }
 
 void JobManager::RenewLeases(const std::string& worker_id) {
-  absl::MutexLock lock(&mu_);
-  leases_.RenewWorker(worker_id, clock_() + options_.lease_ttl);
+  const absl::Time now = clock_();
+  absl::MutexLock lock(&heard_mu_);
+  heard_[worker_id] = now;
 }
 
 }  // namespace tunefleet::server

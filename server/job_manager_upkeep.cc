@@ -19,8 +19,15 @@ void JobManager::Tick() {
       workers.begin(), workers.end(), [](const v1::WorkerInfo& w) { return w.alive(); })));
   Pending pending;
   std::vector<std::pair<std::string, int64_t>> queued;
+  absl::flat_hash_map<std::string, absl::Time> heard;
+  {
+    absl::MutexLock lock(&heard_mu_);
+    heard.swap(heard_);
+  }
   {
     absl::MutexLock lock(&mu_);
+    // The heartbeats since the last Tick, before anything expires.
+    for (const auto& [worker_id, at] : heard) leases_.RenewWorker(worker_id, at + options_.lease_ttl);
     for (const Lease& lease : leases_.TakeExpired(clock_())) {
       metrics_->LeaseExpired();
       job_log::LeaseExpired(lease);

@@ -38,6 +38,7 @@ void LeaseBook::Renew(const std::string& id, absl::Time expires) {
   auto it = leases_.find(id);
   if (it == leases_.end()) return;
   expires = std::min({expires, it->second.idle_until, it->second.deadline});
+  if (expires <= it->second.expires) return;
   by_expiry_.erase({it->second.expires, id});
   it->second.expires = expires;
   by_expiry_.emplace(expires, id);

@@ -104,15 +104,26 @@ TEST(LeaseBookTest, NoRenewalMovesALeasePastItsDeadline) {
   EXPECT_EQ(expired[0].id, id);
 }
 
-TEST(LeaseBookTest, ExpiresInDeadlineOrder) {
+TEST(LeaseBookTest, ExpiresInExpiryOrder) {
   LeaseBook book(1);
-  const std::string late = book.Grant(LeaseOf("w1", "j1", absl::Seconds(20))).id;
-  const std::string early = book.Grant(LeaseOf("w2", "j1", absl::Seconds(5))).id;
-  book.Renew(late, kStart + absl::Seconds(3));
+  const std::string renewed = book.Grant(LeaseOf("w1", "j1", absl::Seconds(3))).id;
+  const std::string plain = book.Grant(LeaseOf("w2", "j1", absl::Seconds(5))).id;
+  book.Renew(renewed, kStart + absl::Seconds(8));
+  EXPECT_TRUE(book.TakeExpired(kStart + absl::Seconds(4)).empty());
   std::vector<Lease> expired = book.TakeExpired(kStart + absl::Seconds(10));
   ASSERT_EQ(expired.size(), 2u);
-  EXPECT_EQ(expired[0].id, late);
-  EXPECT_EQ(expired[1].id, early);
+  EXPECT_EQ(expired[0].id, plain);
+  EXPECT_EQ(expired[1].id, renewed);
+}
+
+TEST(LeaseBookTest, ARenewalNeverShortensALease) {
+  LeaseBook book(1);
+  const std::string id = book.Grant(LeaseOf("w1", "j1", absl::Seconds(10))).id;
+  // A heartbeat's renewal applied late, after a report renewed further.
+  book.Renew(id, kStart + absl::Seconds(20));
+  book.RenewWorker("w1", kStart + absl::Seconds(12));
+  EXPECT_TRUE(book.TakeExpired(kStart + absl::Seconds(15)).empty());
+  EXPECT_EQ(book.TakeExpired(kStart + absl::Seconds(21)).size(), 1u);
 }
 
 TEST(LeaseBookTest, TakesEveryLeaseOfAJob) {
