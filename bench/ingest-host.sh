@@ -12,7 +12,8 @@
 #
 # Binaries run through bundle/run.sh (scripts/gpu-bundle.sh with
 # TARGETS="tunefleet-coordinator load_bench"). Environment: SECONDS_PER (20),
-# WORKERS (1000), LOOPS (8: the fake workers' completion-queue threads),
+# WORKERS (1000), LOOPS (32: the fake workers' completion-queue threads; 8
+# saturate them beside a 16-core coordinator),
 # CORES ("0 0-3 0-15"). Tables go to stdout and $OUT/ingest-host.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/ingest-host}"
 SECONDS_PER="${SECONDS_PER:-20}"
 WORKERS="${WORKERS:-1000}"
-LOOPS="${LOOPS:-8}"
+LOOPS="${LOOPS:-32}"
 CORES="${CORES:-0 0-3 0-15}"
 RUN=bundle/run.sh
 LOAD=("${RUN}" bundle/bin/load_bench)
