@@ -42,8 +42,21 @@ grpc::Status AdminServiceImpl::InvalidateTrials(grpc::ServerContext*,
                "changed",
                result->trials, filter.worker, filter.tuning_key, filter.job_id, result->keys);
   if (!filter.worker.empty()) {
-    const absl::StatusOr<std::string> principal = workers_->PrincipalOf(filter.worker);
-    response->set_artifacts_dropped(artifacts_->Purge(principal.value_or(filter.worker)));
+    // The artifacts its principal shared go too: the registry's word for a
+    // worker it knows; for one it forgot, the principal that measured the
+    // rows just excluded; else `worker` names the principal itself.
+    std::vector<std::string> principals;
+    if (absl::StatusOr<std::string> principal = workers_->PrincipalOf(filter.worker);
+        principal.ok()) {
+      principals = {*principal};
+    } else if (!result->principals.empty()) {
+      principals = result->principals;
+    } else {
+      principals = {filter.worker};
+    }
+    int64_t dropped = 0;
+    for (const std::string& principal : principals) dropped += artifacts_->Purge(principal);
+    response->set_artifacts_dropped(dropped);
   }
   response->set_trials_excluded(result->trials);
   response->set_keys_changed(result->keys);

@@ -70,7 +70,7 @@ absl::StatusOr<bool> BestKeeper::Keep(const BestRecord& meta,
 absl::StatusOr<InvalidationResult> BestKeeper::Invalidate(const TrialFilter& filter) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Exclusion excluded, store_->ExcludeTrials(filter));
-  InvalidationResult result{excluded.trials, 0, excluded.tuning_keys};
+  InvalidationResult result{excluded.trials, 0, excluded.tuning_keys, excluded.principals};
   for (const std::string& key : excluded.tuning_keys) {
     absl::StatusOr<BestRecord> meta = store_->GetBest(key);
     if (absl::IsNotFound(meta.status())) continue;  // never served

@@ -29,6 +29,7 @@ struct InvalidationResult {
   int64_t trials = 0;             // rows newly excluded
   int64_t keys = 0;               // keys whose best changed or was removed
   std::vector<std::string> tuning_keys;  // every key the excluded rows belonged to
+  std::vector<std::string> principals;   // who measured the excluded rows
 };
 
 // Thread-safety: safe for concurrent use. Derivations run one at a time (a

@@ -80,7 +80,7 @@ constexpr Query kExcludeTrials = {
     "UPDATE trials SET excluded = TRUE WHERE NOT excluded "
     "AND ($1 = '' OR principal = $1 OR worker_id = $1) "
     "AND ($2 = '' OR tuning_key = $2) AND ($3 = '' OR job_id = $3) "
-    "RETURNING tuning_key"};
+    "RETURNING tuning_key, principal"};
 constexpr Query kPutBest = {
     "put_best",
     "INSERT INTO best_configs (" TF_BEST_COLUMNS
@@ -564,9 +564,16 @@ absl::StatusOr<Exclusion> PostgresStore::ExcludeTrials(const TrialFilter& filter
     pqxx::result result = txn.exec_prepared(kExcludeTrials.name, filter.worker,
                                             filter.tuning_key, filter.job_id);
     std::set<std::string> keys;
-    for (const pqxx::row& row : result) keys.insert(row[0].as<std::string>());
+    std::set<std::string> principals;
+    for (const pqxx::row& row : result) {
+      keys.insert(row[0].as<std::string>());
+      if (std::string principal = row[1].as<std::string>(); !principal.empty()) {
+        principals.insert(std::move(principal));
+      }
+    }
     return Exclusion{static_cast<int64_t>(result.size()),
-                     std::vector<std::string>(keys.begin(), keys.end())};
+                     std::vector<std::string>(keys.begin(), keys.end()),
+                     std::vector<std::string>(principals.begin(), principals.end())};
   });
 }
 

@@ -78,7 +78,7 @@ constexpr const char* kQuerySql[] = {
     "UPDATE trials SET excluded = 1 WHERE excluded = 0 "
     "AND (?1 = '' OR principal = ?1 OR worker_id = ?1) "
     "AND (?2 = '' OR tuning_key = ?2) AND (?3 = '' OR job_id = ?3) "
-    "RETURNING tuning_key",
+    "RETURNING tuning_key, principal",
     // kUpsertBest
     "INSERT INTO best_configs (" TF_BEST_COLUMNS
     ") VALUES "
@@ -521,14 +521,19 @@ absl::StatusOr<Exclusion> SqliteStore::ExcludeTrials(const TrialFilter& filter) 
     Call call(db_.get(), statements_[kExcludeTrials].get());
     call.BindText(filter.worker).BindText(filter.tuning_key).BindText(filter.job_id);
     std::set<std::string> keys;
+    std::set<std::string> principals;
     Exclusion exclusion;
     for (;;) {
       ASSIGN_OR_RETURN(bool row, call.Step());
       if (!row) break;
       ++exclusion.trials;
       keys.insert(call.ColumnBytes(0));
+      if (std::string principal = call.ColumnBytes(1); !principal.empty()) {
+        principals.insert(std::move(principal));
+      }
     }
     exclusion.tuning_keys.assign(keys.begin(), keys.end());
+    exclusion.principals.assign(principals.begin(), principals.end());
     return exclusion;
   });
 }

@@ -124,10 +124,12 @@ struct TrialFilter {
   std::string job_id;
 };
 
-// What ExcludeTrials changed: rows newly excluded, and their tuning keys.
+// What ExcludeTrials changed: rows newly excluded, their tuning keys and who
+// measured them.
 struct Exclusion {
   int64_t trials = 0;
   std::vector<std::string> tuning_keys;  // sorted, distinct
+  std::vector<std::string> principals;   // sorted, distinct; "" where unknown left out
 };
 
 // A worker principal whose results are no longer accepted.

@@ -54,6 +54,7 @@ class CoordinatorServiceTest : public ::testing::Test {
     options.max_message_bytes = 1 << 20;
     options.metrics_listen = "127.0.0.1:0";
     options.max_watches_per_principal = max_watches_per_principal_;
+    options.forget_workers_after = forget_workers_after_;
     absl::StatusOr<std::unique_ptr<Coordinator>> coordinator = Coordinator::Start(options);
     ASSERT_OK(coordinator);
     coordinator_ = *std::move(coordinator);
@@ -117,6 +118,7 @@ class CoordinatorServiceTest : public ::testing::Test {
   }
 
   int max_watches_per_principal_ = 64;
+  absl::Duration forget_workers_after_ = absl::InfiniteDuration();
 
   // Stores `rows` while the coordinator is down, then starts it again: it
   // serves them from its index after the restart.
@@ -847,6 +849,60 @@ TEST_F(LeaseLimitsTest, ArtifactsAreCheckedAndServedOnlyToTheirPrincipal) {
             std::vector<std::string>{key});
   EXPECT_THAT(HttpGet(coordinator_->metrics_port(), "/metrics"),
               ::testing::HasSubstr("tunefleet_coordinator_artifact_conflicts_total 1"));
+  ExpectServing();
+}
+
+TEST_F(LeaseLimitsTest, InvalidatingAForgottenWorkerDropsWhatItsPrincipalShared) {
+  coordinator_->Shutdown(absl::Seconds(1));
+  coordinator_.reset();
+  forget_workers_after_ = absl::Milliseconds(300);
+  StartCoordinator();
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(Submit(request_, &submitted).ok());
+  const std::string alice = Register("alice");
+  v1::LeaseWorkResponse leased;
+  ASSERT_TRUE(Lease(alice, 1, &leased).ok());
+  ASSERT_EQ(leased.lease().trials_size(), 1);
+  v1::PutArtifactRequest put;
+  put.set_worker_id(alice);
+  put.set_key(std::string(64, 'b'));
+  put.mutable_artifact()->set_content("cubin");
+  put.set_job_id(submitted.job().id());
+  *put.mutable_config() = leased.lease().trials(0).config();
+  v1::PutArtifactResponse put_response;
+  ASSERT_TRUE(workers_->PutArtifact(Context().get(), put, &put_response).ok());
+  v1::ReportResultsRequest report;
+  report.set_worker_id(alice);
+  report.set_lease_id(leased.lease().lease_id());
+  report.set_epoch(leased.lease().epoch());
+  v1::ReportedTrial* trial = report.add_trials();
+  trial->set_index(leased.lease().trials(0).index());
+  trial->mutable_result()->set_status(v1::TRIAL_STATUS_OK);
+  trial->mutable_result()->set_device_id("cpu0");
+  v1::Measurement* measured = trial->mutable_result()->mutable_measurement();
+  measured->set_median_seconds(1e-3);
+  measured->set_p20_seconds(0.98e-3);
+  measured->set_p80_seconds(1.02e-3);
+  measured->set_samples(10);
+  v1::ReportResultsResponse reported;
+  ASSERT_TRUE(workers_->ReportResults(Context().get(), report, &reported).ok());
+  ASSERT_FALSE(reported.cancelled());
+  // Alice falls silent, and the registry forgets her worker id.
+  const auto known = [&] {
+    v1::ListWorkersResponse listed;
+    EXPECT_TRUE(tuning_->ListWorkers(Context().get(), v1::ListWorkersRequest(), &listed).ok());
+    return !listed.workers().empty();
+  };
+  for (int i = 0; i < 100 && known(); ++i) absl::SleepFor(absl::Milliseconds(50));
+  ASSERT_FALSE(known());
+  // Invalidating that id finds her principal in the rows it excludes.
+  auto admin = v1::AdminService::NewStub(channel_);
+  v1::InvalidateTrialsRequest invalidate;
+  invalidate.set_worker(alice);
+  v1::InvalidateTrialsResponse invalidated;
+  ASSERT_TRUE(admin->InvalidateTrials(Context().get(), invalidate, &invalidated).ok());
+  EXPECT_EQ(invalidated.trials_excluded(), 1);
+  EXPECT_EQ(invalidated.artifacts_dropped(), 1);
   ExpectServing();
 }
 

@@ -1142,9 +1142,11 @@ TEST_P(StoreContractTest, ExcludeTrialsMarksMatchingRowsOnceAndKeepsThem) {
   ASSERT_OK(excluded);
   EXPECT_EQ(excluded->trials, 2);
   EXPECT_THAT(excluded->tuning_keys, ElementsAre("key-1", "key-2"));
+  EXPECT_THAT(excluded->principals, ElementsAre("rogue-host"));
   absl::StatusOr<Exclusion> again = store_->ExcludeTrials(TrialFilter{"rogue-host", "", ""});
   ASSERT_OK(again);
   EXPECT_EQ(again->trials, 0);
+  EXPECT_THAT(again->principals, IsEmpty());
 
   absl::StatusOr<std::vector<TrialRecord>> served = store_->ListKeyTrials("key-1");
   ASSERT_OK(served);
@@ -1161,6 +1163,8 @@ TEST_P(StoreContractTest, ExcludeTrialsMatchesWorkerIdKeyAndJob) {
   TrialRecord b = MakeTrial("job-2", "BM=64", 0.5);
   TrialRecord c = MakeTrial("job-2", "BM=32", 0.5);
   c.tuning_key = "key-2";
+  a.principal = "host:a";
+  c.principal = "host:c";  // b's is unknown ("")
   ASSERT_OK(store_->InsertTrials({a, b, c}));
 
   absl::StatusOr<Exclusion> by_job_and_key =
@@ -1170,6 +1174,7 @@ TEST_P(StoreContractTest, ExcludeTrialsMatchesWorkerIdKeyAndJob) {
   absl::StatusOr<Exclusion> by_worker_id = store_->ExcludeTrials(TrialFilter{"worker-a", "", ""});
   ASSERT_OK(by_worker_id);
   EXPECT_EQ(by_worker_id->trials, 2);
+  EXPECT_THAT(by_worker_id->principals, ElementsAre("host:a", "host:c"));
   EXPECT_THAT(store_->ExcludeTrials({}), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
