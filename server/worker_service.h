@@ -25,7 +25,8 @@ namespace tunefleet::server {
 // long-poll holds no thread while it waits (LongPolls finishes it), a report
 // (which waits on the store, and is most of a worker's cost) runs on a
 // CallPool whose threads run below gRPC's, so that on a saturated core an
-// application's read waits for no report, and a heartbeat never blocks.
+// application's read is scheduled before queued reports, and a heartbeat
+// never blocks.
 // Registration and blobs are rare and run on the sync server's pool.
 using WorkerServiceBase = v1::WorkerService::WithCallbackMethod_LeaseWork<
     v1::WorkerService::WithCallbackMethod_ReportResults<
