@@ -19,6 +19,9 @@ void JobManager::Tick() {
       workers.begin(), workers.end(), [](const v1::WorkerInfo& w) { return w.alive(); })));
   Pending pending;
   std::vector<std::pair<std::string, int64_t>> queued;
+  // Expiry is judged as of before the heartbeats are taken: one that comes
+  // while this waits for the lock counts at the next Tick, and judged by then.
+  const absl::Time now = clock_();
   absl::flat_hash_map<std::string, absl::Time> heard;
   {
     absl::MutexLock lock(&heard_mu_);
@@ -28,7 +31,7 @@ void JobManager::Tick() {
     absl::MutexLock lock(&mu_);
     // The heartbeats since the last Tick, before anything expires.
     for (const auto& [worker_id, at] : heard) leases_.RenewWorker(worker_id, at + options_.lease_ttl);
-    for (const Lease& lease : leases_.TakeExpired(clock_())) {
+    for (const Lease& lease : leases_.TakeExpired(now)) {
       metrics_->LeaseExpired();
       job_log::LeaseExpired(lease);
       ReturnLease(lease, /*expired=*/true, &pending);

@@ -37,8 +37,9 @@ Lease* LeaseBook::Find(const std::string& id, int64_t epoch,
 void LeaseBook::Renew(const std::string& id, absl::Time expires) {
   auto it = leases_.find(id);
   if (it == leases_.end()) return;
-  expires = std::min({expires, it->second.idle_until, it->second.deadline});
-  if (expires <= it->second.expires) return;
+  const absl::Time current = it->second.expires;
+  expires = std::min({std::max(expires, current), it->second.idle_until, it->second.deadline});
+  if (expires == current) return;
   by_expiry_.erase({it->second.expires, id});
   it->second.expires = expires;
   by_expiry_.emplace(expires, id);

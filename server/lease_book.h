@@ -64,10 +64,10 @@ class LeaseBook {
   // The lease `id` when it is still held under `epoch` by `worker_id`;
   // nullptr for an expired, returned or foreign lease.
   Lease* Find(const std::string& id, int64_t epoch, const std::string& worker_id);
-  // Moves the expiry of lease `id` on to `expires`, but no later than its
-  // idle_until and its deadline, and never earlier than it is (no-op when
-  // the lease is gone): a renewal applied late (a heartbeat's, in Tick)
-  // cannot shorten one made since.
+  // Moves the expiry of lease `id` on to `expires` (never back: a renewal
+  // applied late, a heartbeat's in Tick, cannot shorten one made since), but
+  // no later than its idle_until and its deadline, which do pull it back
+  // (no-op when the lease is gone).
   void Renew(const std::string& id, absl::Time expires);
   // Renew for every lease of `worker_id`.
   void RenewWorker(const std::string& worker_id, absl::Time expires);

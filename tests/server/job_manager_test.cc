@@ -1063,6 +1063,7 @@ TEST_F(JobManagerTest, ReportTheStoreRefusesIsUnavailableAndItsTrialsAreLeasedAg
   EXPECT_EQ(jobs_->Get(job->id())->trials_done(), 0);
   // The lease was returned: its heartbeats renew nothing, a retry is too late.
   jobs_->RenewLeases(worker);
+  jobs_->Tick();
   EXPECT_TRUE(ReportAll(worker, *lease).cancelled);
   faulty_->refuse_trials = false;
   std::optional<v1::Lease> again = Lease(worker);

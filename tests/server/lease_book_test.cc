@@ -126,6 +126,16 @@ TEST(LeaseBookTest, ARenewalNeverShortensALease) {
   EXPECT_EQ(book.TakeExpired(kStart + absl::Seconds(21)).size(), 1u);
 }
 
+TEST(LeaseBookTest, AnIdleLimitBelowTheExpiryPullsItBackAtTheNextRenewal) {
+  LeaseBook book(1);
+  Lease held = LeaseOf("w1", "j1", absl::Seconds(10));
+  held.idle_until = kStart + absl::Seconds(4);  // a spot check's shorter limit
+  const std::string id = book.Grant(held).id;
+  book.RenewWorker("w1", kStart + absl::Seconds(11));
+  EXPECT_TRUE(book.TakeExpired(kStart + absl::Seconds(3)).empty());
+  EXPECT_EQ(book.TakeExpired(kStart + absl::Seconds(5)).size(), 1u);
+}
+
 TEST(LeaseBookTest, TakesEveryLeaseOfAJob) {
   LeaseBook book(1);
   book.Grant(LeaseOf("w1", "j1", absl::Seconds(10)));
