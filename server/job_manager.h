@@ -205,7 +205,7 @@ class JobManager final : public LeaseSource {
   // Periodic upkeep (the composition root calls it every 200 ms): expires
   // overdue leases, retries writes the store refused, and repairs any job
   // left with nothing leased and nothing to lease.
-  void Tick();
+  void Tick() ABSL_LOCKS_EXCLUDED(mu_, heard_mu_);
 
   // Jobs held in memory (unfinished, or finishing).
   size_t live_jobs();
@@ -309,9 +309,11 @@ class JobManager final : public LeaseSource {
   // live device of the target's model and toolkit, is not quarantined and
   // asked for work within kActiveWindowTtls lease TTLs (a worker that only
   // heartbeats does not). Every caller asks only this, for a check or a
-  // lost config, so the walk of the fleet stops at the first such
-  // principal and copies nothing: a report of a fleet of a thousand
-  // principals looks at a device or two.
+  // lost config, so the walk (WorkerRegistry::AnyLiveDevice, over the
+  // model's principals) stops at the first such principal and copies
+  // nothing: most answers look at a principal or two, whatever the number
+  // of devices. Lock order: mu_, then the registry's, then the quarantine
+  // list's (both leaves).
   bool AnyActivePrincipal(const Target& target, const std::vector<std::string>& besides) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // `principal` and AnyActivePrincipal(target, ...), for the loss rule

@@ -149,7 +149,7 @@ class TargetTrials {
 
   // Gives back a config held by (lease_id, epoch), lost by `holder`'s
   // principal when `expired`. When the config has lost `max_attempts`
-  // leases and no live principal in `holder.live` has yet to lose it, it is
+  // leases and no live principal has yet to lose it (`holder.AnyLiveBesides`), it is
   // completed as WORKER_LOST and that result is returned so the caller can
   // store it. A lost finalists lease is offered again until it too has lost
   // `max_attempts` leases; then the first round's results stand.

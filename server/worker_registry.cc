@@ -17,11 +17,33 @@ WorkerRegistry::WorkerRegistry(absl::Duration timeout, Clock clock,
       forget_after_(forget_after == absl::InfiniteDuration() ? 10 * timeout : forget_after),
       device_models_(device_models.begin(), device_models.end()) {}
 
+namespace {
+
+// The distinct device models of a registration.
+std::vector<std::string> ModelsOf(const v1::WorkerInfo& info) {
+  std::vector<std::string> models;
+  for (const v1::Device& device : info.devices()) models.push_back(device.model());
+  std::sort(models.begin(), models.end());
+  models.erase(std::unique(models.begin(), models.end()), models.end());
+  return models;
+}
+
+}  // namespace
+
 int WorkerRegistry::Prune() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_();
-  return static_cast<int>(absl::erase_if(workers_, [&](const auto& entry) {
-    return now - entry.second.last_seen > forget_after_;
+  return static_cast<int>(absl::erase_if(workers_, [&](const auto& id_and_entry) {
+    const Entry& entry = id_and_entry.second;
+    if (now - entry.last_seen <= forget_after_) return false;
+    for (const std::string& model : ModelsOf(entry.info)) {
+      auto by_model = by_model_.find({model, entry.info.toolkit()});
+      auto of_principal = by_model->second.find(entry.principal);
+      std::erase(of_principal->second, &entry);
+      if (of_principal->second.empty()) by_model->second.erase(of_principal);
+      if (by_model->second.empty()) by_model_.erase(by_model);
+    }
+    return true;
   }));
 }
 
@@ -81,6 +103,9 @@ absl::StatusOr<std::string> WorkerRegistry::Register(
   entry.info.set_compile_target(request.compile_target);
   entry.principal = request.principal;
   entry.last_seen = clock_();
+  for (const std::string& model : ModelsOf(entry.info)) {
+    by_model_[{model, request.toolkit}][request.principal].push_back(&entry);
+  }
   return id;
 }
 
@@ -165,14 +190,15 @@ std::vector<LiveDevice> WorkerRegistry::LiveDevices(const std::string& model,
 bool WorkerRegistry::AnyLiveDevice(const std::string& model, const std::string& toolkit,
                                    absl::FunctionRef<bool(const std::string& principal)> wanted) {
   absl::ReaderMutexLock lock(&mu_);
+  auto by_model = by_model_.find({model, toolkit});
+  if (by_model == by_model_.end()) return false;
   const absl::Time now = clock_();
-  for (const auto& [id, entry] : workers_) {
-    if (!IsAlive(entry, now) || entry.info.toolkit() != toolkit) continue;
-    const auto& devices = entry.info.devices();
-    const bool has_model = std::any_of(devices.begin(), devices.end(), [&](const v1::Device& d) {
-      return d.model() == model;
-    });
-    if (has_model && wanted(entry.principal)) return true;
+  for (const auto& [principal, entries] : by_model->second) {
+    if (!wanted(principal)) continue;
+    if (std::any_of(entries.begin(), entries.end(),
+                    [&](const Entry* entry) { return IsAlive(*entry, now); })) {
+      return true;
+    }
   }
   return false;
 }

@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -87,9 +88,13 @@ class WorkerRegistry {
   std::vector<WorkerDevice> LiveModels(v1::Backend backend);
   // Every device of a live worker of `model` and `toolkit`.
   std::vector<LiveDevice> LiveDevices(const std::string& model, const std::string& toolkit);
-  // Whether `wanted` holds for the principal of a device of a live worker
-  // of `model` and `toolkit`; stops at the first and copies nothing.
-  // `wanted` runs under the registry's lock: it must not call back.
+  // Whether `wanted` holds for the principal of a live worker with a device
+  // of `model` and `toolkit`. Walks the principals of that model (not their
+  // devices), asks `wanted` first and then looks for one live worker of
+  // those it accepts; stops at the first and copies nothing: a fleet of one
+  // principal's thousand workers answers "anyone besides it?" at once.
+  // `wanted` runs under the registry's reader lock: it must not call the
+  // registry (taking another leaf lock, as the quarantine list's, is fine).
   bool AnyLiveDevice(const std::string& model, const std::string& toolkit,
                      absl::FunctionRef<bool(const std::string& principal)> wanted);
   // A device of `model` of a registered worker (alive or not) as the worker
@@ -126,7 +131,12 @@ class WorkerRegistry {
   const absl::Duration forget_after_;
   const absl::flat_hash_set<std::string> device_models_;  // empty: any
   absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Entry> workers_ ABSL_GUARDED_BY(mu_);
+  // Node-based: by_model_ points at its entries.
+  absl::node_hash_map<std::string, Entry> workers_ ABSL_GUARDED_BY(mu_);
+  // The workers with a device of each (model, toolkit), by principal.
+  absl::flat_hash_map<std::pair<std::string, std::string>,
+                      absl::flat_hash_map<std::string, std::vector<const Entry*>>>
+      by_model_ ABSL_GUARDED_BY(mu_);
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   mutable absl::Mutex seen_mu_;
   absl::flat_hash_set<std::string> seen_models_ ABSL_GUARDED_BY(seen_mu_);

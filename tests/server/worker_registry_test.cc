@@ -143,5 +143,43 @@ TEST_F(WorkerRegistryTest, LiveDevicesOfAModelCarryTheirPrincipals) {
   EXPECT_THAT(registry_.PrincipalOf("nobody"), StatusIs(absl::StatusCode::kNotFound));
 }
 
+TEST_F(WorkerRegistryTest, AnyLiveDeviceWalksTheModelsPrincipalsAndTheirLiveWorkers) {
+  const auto principal_of = [](const std::string& model, const std::string& principal) {
+    WorkerRegistration registration = Cpu(model);
+    registration.principal = principal;
+    return registration;
+  };
+  // One principal with many workers, another with one that falls silent.
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(registry_.Register(principal_of("m", "crowd")).ok());
+  const std::string lone = *registry_.Register(principal_of("m", "lone"));
+  ASSERT_TRUE(registry_.Register(principal_of("other", "elsewhere")).ok());
+  std::vector<std::string> asked;
+  const auto besides = [&](const std::string& excluded) {
+    asked.clear();
+    return registry_.AnyLiveDevice("m", "g++ 12", [&](const std::string& principal) {
+      asked.push_back(principal);
+      return principal != excluded;
+    });
+  };
+  EXPECT_TRUE(besides("crowd"));
+  EXPECT_LE(asked.size(), 2u) << "principals are asked, not devices";
+  EXPECT_TRUE(besides("lone"));
+  EXPECT_FALSE(registry_.AnyLiveDevice("m", "clang 17", [](const std::string&) { return true; }))
+      << "another toolkit";
+  EXPECT_FALSE(registry_.AnyLiveDevice("none", "g++ 12", [](const std::string&) { return true; }));
+
+  // Only the lone worker heartbeats: the crowd is dead, then forgotten.
+  now_ += absl::Seconds(4);
+  registry_.Touch(lone);
+  EXPECT_FALSE(besides("lone"));
+  EXPECT_TRUE(besides("crowd"));
+  now_ += absl::Seconds(27);
+  registry_.Touch(lone);
+  EXPECT_EQ(registry_.Prune(), 51);
+  EXPECT_FALSE(besides("lone"));
+  EXPECT_EQ(asked, std::vector<std::string>{"lone"}) << "the forgotten leave the walk";
+  ASSERT_EQ(registry_.LiveDevices("m", "g++ 12").size(), 1u);
+}
+
 }  // namespace
 }  // namespace tunefleet::server
