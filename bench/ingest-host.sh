@@ -6,6 +6,8 @@
 # coordinator on one core.
 #
 #   OUT=DIR bench/ingest-host.sh NAME=BINARY[:FLAGS] ...
+#     BINARY is a file named tunefleet-coordinator (the GetBestConfig part
+#     starts it from its directory); FLAGS are space-separated.
 #     e.g. base=bundle/base/tunefleet-coordinator
 #          new=bundle/bin/tunefleet-coordinator
 #          nice0=bundle/bin/tunefleet-coordinator:--report-nice=0
@@ -16,6 +18,7 @@
 # saturate them beside a 16-core coordinator),
 # CORES ("0 0-3 0-15"). Tables go to stdout and $OUT/ingest-host.txt.
 set -euo pipefail
+set -f  # FLAGS and CORES are split into words, never globbed
 cd "$(dirname "$0")/.."
 
 OUT="${OUT:-/tmp/ingest-host}"
@@ -29,6 +32,12 @@ ncpu=$(nproc)
 load_cpus="$((ncpu / 2))-$((ncpu - 1))"
 mkdir -p "${OUT}"
 [[ $# -gt 0 ]] || { echo "usage: ingest-host.sh NAME=BINARY[:FLAGS] ..." >&2; exit 2; }
+for cpus in ${CORES}; do
+  if (( ${cpus##*-} >= ncpu / 2 )); then
+    echo "ingest-host: coordinator CPUs ${cpus} overlap the load's (${load_cpus})" >&2
+    exit 2
+  fi
+done
 
 exec > >(tee "${OUT}/ingest-host.txt") 2>&1
 echo "ingest-host: $(date -u '+%Y-%m-%d %H:%M UTC'), ${ncpu} CPUs ($(lscpu | sed -n 's/^Model name: *//p')), load on CPUs ${load_cpus}"
@@ -50,7 +59,16 @@ start() {
     --address-file "${dir}/address" --insecure --metrics-listen "" $3 \
     > "${dir}/log" 2>&1 &
   pid=$!
-  for _ in $(seq 300); do [[ -s "${dir}/address" ]] && break; sleep 0.1; done
+  for _ in $(seq 300); do
+    [[ -s "${dir}/address" ]] && break
+    kill -0 "${pid}" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ ! -s "${dir}/address" ]]; then
+    echo "ingest-host: the coordinator $2 did not start:" >&2
+    cat "${dir}/log" >&2
+    exit 1
+  fi
   address=$(cat "${dir}/address")
 }
 
@@ -73,12 +91,13 @@ LD_LIBRARY_PATH="$(pwd)/bundle/lib${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
 export LD_LIBRARY_PATH
 for spec in "$@"; do
   name=${spec%%=*}; rest=${spec#*=}
-  binary=${rest%%:*}; flags=()
+  binary=${rest%%:*}; flags=(); shown=""
   if [[ "${rest}" == *:* ]]; then
-    for flag in ${rest#*:}; do flags+=("--coordinator-flag=${flag}"); done
+    shown=${rest#*:}
+    for flag in ${shown}; do flags+=("--coordinator-flag=${flag}"); done
   fi
-  echo; echo "== ${name}: GetBestConfig beside ${WORKERS} workers, coordinator on CPU 0 ${rest#*:}"
+  echo; echo "== ${name}: GetBestConfig beside ${WORKERS} workers, coordinator on CPU 0 ${shown}"
   "${LOAD[@]}" best --shapes 10000 --callers 8 --seconds 5 --with-workers "${WORKERS}" \
     --bin-dir "$(dirname "${binary}")" --coordinator-cpu 0 --load-cpu "$((ncpu / 2))" \
-    "${flags[@]}" 2>&1 | grep '^|'
+    ${flags[@]+"${flags[@]}"} 2>&1 | grep '^|'
 done
