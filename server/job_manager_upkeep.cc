@@ -14,9 +14,7 @@ void JobManager::Tick() {
   if (const int forgotten = workers_->Prune(); forgotten > 0) {
     job_log::WorkersForgotten(forgotten);
   }
-  std::vector<v1::WorkerInfo> workers = workers_->List();
-  metrics_->WorkersAlive(static_cast<int>(std::count_if(
-      workers.begin(), workers.end(), [](const v1::WorkerInfo& w) { return w.alive(); })));
+  metrics_->WorkersAlive(workers_->CountAlive());
   Pending pending;
   std::vector<std::pair<std::string, int64_t>> queued;
   // Expiry is judged as of before the heartbeats are taken: one that comes
@@ -72,7 +70,8 @@ std::vector<std::pair<std::string, int64_t>> JobManager::QueuedByModel() const {
 }
 
 bool JobManager::HasLiveWorker(const v1::StoredTarget& target) const {
-  return !workers_->LiveDevices(target.device_model(), target.toolkit()).empty();
+  return workers_->AnyLiveDevice(target.device_model(), target.toolkit(),
+                                 [](const std::string&) { return true; });
 }
 
 void JobManager::ExplainStalls() {

@@ -235,6 +235,14 @@ std::vector<std::string> WorkerRegistry::SeenModels() const {
   return models;
 }
 
+int WorkerRegistry::CountAlive() {
+  absl::ReaderMutexLock lock(&mu_);
+  const absl::Time now = clock_();
+  return static_cast<int>(std::count_if(workers_.begin(), workers_.end(), [&](const auto& entry) {
+    return IsAlive(entry.second, now);
+  }));
+}
+
 std::vector<v1::WorkerInfo> WorkerRegistry::List() {
   absl::ReaderMutexLock lock(&mu_);
   std::vector<v1::WorkerInfo> out;

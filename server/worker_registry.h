@@ -103,6 +103,8 @@ class WorkerRegistry {
   // The principal of a registered worker; NotFound for an unknown one.
   absl::StatusOr<std::string> PrincipalOf(const std::string& worker_id);
   std::vector<v1::WorkerInfo> List();
+  // How many registered workers are alive (List, counted, without copies).
+  int CountAlive();
   // A registered worker as List shows it; NotFound for an unknown one.
   absl::StatusOr<v1::WorkerInfo> Info(const std::string& worker_id);
   bool Alive(const std::string& worker_id);

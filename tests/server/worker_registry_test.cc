@@ -31,6 +31,7 @@ TEST_F(WorkerRegistryTest, SilentWorkersDieThenAreForgotten) {
   registry_.Touch(chatty);
   EXPECT_FALSE(registry_.Alive(quiet));
   EXPECT_TRUE(registry_.Alive(chatty));
+  EXPECT_EQ(registry_.CountAlive(), 1);
   // A call from a dead worker is a sign of life.
   absl::StatusOr<WorkerRegistry::ModelOf> model = registry_.TouchDevice(quiet, "cpu0");
   ASSERT_TRUE(model.ok());
