@@ -16,8 +16,9 @@ CallPool::CallPool(Options options) : options_(std::move(options)) {
     threads_.emplace_back([this] {
       pthread_setname_np(pthread_self(), options_.name.substr(0, 15).c_str());
       if (absl::Status lowered = LowerThisThreadPriority(options_.nice); !lowered.ok()) {
-        static std::atomic<bool> warned{false};  // once, not once per thread
-        if (!warned.exchange(true)) spdlog::warn("{} pool: {}", options_.name, lowered.ToString());
+        if (!warned_.exchange(true)) {  // once, not once per thread
+          spdlog::warn("{} pool: {}", options_.name, lowered.ToString());
+        }
       }
       Work();
     });

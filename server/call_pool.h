@@ -9,6 +9,7 @@
 #ifndef TUNEFLEET_SERVER_CALL_POOL_H_
 #define TUNEFLEET_SERVER_CALL_POOL_H_
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <string>
@@ -42,6 +43,7 @@ class CallPool {
   void Work();
 
   const Options options_;
+  std::atomic<bool> warned_{false};  // that the priority could not be lowered
   absl::Mutex mu_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -1493,7 +1493,7 @@ TEST_F(SpotCheckFlowTest, AnOverruledPrincipalsOpenLeaseIsTakenBackAndItsConfigs
   v1::Job done = *jobs_->Get(job->id());
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.reason();
   std::set<std::string> others;
-  for (const std::string& principal : {"host:honest", "host:referee"}) {
+  for (const char* principal : {"host:honest", "host:referee"}) {
     for (const std::string& config : ConfigsOf(job->id(), TrialRound::kSearch, principal)) {
       others.insert(config);
     }
