@@ -20,7 +20,8 @@ namespace {
 // Log-normal around 1 ms, drawn from a generator seeded by the job and the
 // config: the same config of the same job always takes the same time.
 double MadeUpMedian(const std::string& job_id, const v1::Config& config) {
-  std::mt19937_64 rng(std::hash<std::string>{}(absl::StrCat(job_id, "/", config.SerializeAsString())));
+  const std::string seed = absl::StrCat(job_id, "/", config.SerializeAsString());
+  std::mt19937_64 rng(std::hash<std::string>{}(seed));
   std::lognormal_distribution<double> seconds(std::log(1e-3), 0.3);
   return seconds(rng);
 }

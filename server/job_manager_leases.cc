@@ -5,7 +5,6 @@
 #include <cmath>
 #include <optional>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/calibration.h"
 #include "common/status_macros.h"
@@ -382,7 +381,7 @@ bool JobManager::AnyActivePrincipal(const Target& target,
 }
 
 Holder JobManager::HolderOf(const Target& target, const std::string& principal) const {
-  return Holder{principal, {}, [this, &target](const std::vector<std::string>& besides) {
+  return Holder{principal, [this, &target](const std::vector<std::string>& besides) {
                   return AnyActivePrincipal(target, besides);
                 }};
 }

@@ -28,7 +28,9 @@ void JobManager::Tick() {
   {
     absl::MutexLock lock(&mu_);
     // The heartbeats since the last Tick, before anything expires.
-    for (const auto& [worker_id, at] : heard) leases_.RenewWorker(worker_id, at + options_.lease_ttl);
+    for (const auto& [worker_id, at] : heard) {
+      leases_.RenewWorker(worker_id, at + options_.lease_ttl);
+    }
     for (const Lease& lease : leases_.TakeExpired(now)) {
       metrics_->LeaseExpired();
       job_log::LeaseExpired(lease);

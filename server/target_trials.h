@@ -37,18 +37,13 @@ struct TrialOutcome {
 // a job. The default (no principal) takes part in no such rule.
 struct Holder {
   std::string principal;
-  // The live principals with a device of the target's model and toolkit,
-  // or (`any_live_besides`) whether one not in a list lives: the loss rule
-  // asks only that, and answering it walks the fleet only until the first.
-  std::vector<std::string> live;
+  // Whether a live principal with a device of the target's model and
+  // toolkit is not in `besides` (JobManager::AnyActivePrincipal): the loss
+  // rule asks only that. Unset: none lives.
   std::function<bool(const std::vector<std::string>& besides)> any_live_besides;
 
-  // Whether a live principal is not in `besides`.
   bool AnyLiveBesides(const std::vector<std::string>& besides) const {
-    if (any_live_besides) return any_live_besides(besides);
-    return std::any_of(live.begin(), live.end(), [&besides](const std::string& principal) {
-      return std::find(besides.begin(), besides.end(), principal) == besides.end();
-    });
+    return any_live_besides && any_live_besides(besides);
   }
 };
 

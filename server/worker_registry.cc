@@ -175,13 +175,18 @@ std::optional<v1::Device> WorkerRegistry::DeviceOf(const std::string& model) {
 std::vector<LiveDevice> WorkerRegistry::LiveDevices(const std::string& model,
                                                     const std::string& toolkit) {
   absl::ReaderMutexLock lock(&mu_);
-  const absl::Time now = clock_();
   std::vector<LiveDevice> out;
-  for (const auto& [id, entry] : workers_) {
-    if (!IsAlive(entry, now) || entry.info.toolkit() != toolkit) continue;
-    for (const v1::Device& device : entry.info.devices()) {
-      if (device.model() != model) continue;
-      out.push_back(LiveDevice{id, device.id(), entry.principal, entry.info.host()});
+  auto by_model = by_model_.find({model, toolkit});
+  if (by_model == by_model_.end()) return out;
+  const absl::Time now = clock_();
+  for (const auto& [principal, entries] : by_model->second) {
+    for (const Entry* entry : entries) {
+      if (!IsAlive(*entry, now)) continue;
+      for (const v1::Device& device : entry->info.devices()) {
+        if (device.model() != model) continue;
+        out.push_back(LiveDevice{entry->info.worker_id(), device.id(), principal,
+                                 entry->info.host()});
+      }
     }
   }
   return out;

@@ -13,6 +13,15 @@ namespace {
 
 using ::tunefleet::testing::SourceDir;
 
+// `principal` taking or giving back configs while the `live` principals live.
+Holder Among(const std::string& principal, std::vector<std::string> live) {
+  return Holder{principal, [live = std::move(live)](const std::vector<std::string>& besides) {
+                  return std::any_of(live.begin(), live.end(), [&](const std::string& p) {
+                    return std::find(besides.begin(), besides.end(), p) == besides.end();
+                  });
+                }};
+}
+
 // Six valid configs of matmul, measured with the finalists round on.
 class TargetTrialsTest : public ::testing::Test {
  protected:
@@ -76,8 +85,8 @@ TEST_F(TargetTrialsTest, OrphanedConfigsGoBackToTheQueueWithoutCountingAsLost) {
 }
 
 TEST_F(TargetTrialsTest, AConfigOnePrincipalLostGoesToAnotherAndIsLostOnlyWhenAllLostIt) {
-  const Holder rogue{"host:rogue", {"host:rogue", "host:honest"}, {}};
-  const Holder honest{"host:honest", {"host:rogue", "host:honest"}, {}};
+  const Holder rogue = Among("host:rogue", {"host:rogue", "host:honest"});
+  const Holder honest = Among("host:honest", {"host:rogue", "host:honest"});
   bool finalists = false;
   std::vector<uint64_t> taken = trials_->Take(1, "l1", 1, &finalists, rogue);
   ASSERT_EQ(taken.size(), 1u);
@@ -95,13 +104,13 @@ TEST_F(TargetTrialsTest, AConfigOnePrincipalLostGoesToAnotherAndIsLostOnlyWhenAl
   ASSERT_TRUE(lost.has_value());
   EXPECT_EQ(lost->status(), v1::TRIAL_STATUS_WORKER_LOST);
   // With the honest principal gone, the rogue may take back what it lost.
-  const Holder alone{"host:rogue", {"host:rogue"}, {}};
+  const Holder alone = Among("host:rogue", {"host:rogue"});
   EXPECT_EQ(trials_->Take(1, "l4", 4, &finalists, alone), (std::vector<uint64_t>{again[0]}));
 }
 
 TEST_F(TargetTrialsTest, AFinalistsRoundOnePrincipalLostGoesToAnother) {
-  const Holder rogue{"host:rogue", {"host:rogue", "host:honest"}, {}};
-  const Holder honest{"host:honest", {"host:rogue", "host:honest"}, {}};
+  const Holder rogue = Among("host:rogue", {"host:rogue", "host:honest"});
+  const Holder honest = Among("host:honest", {"host:rogue", "host:honest"});
   bool finalists = false;
   std::vector<uint64_t> search = trials_->Take(6, "s", 1, &finalists, honest);
   ASSERT_EQ(search.size(), 6u);  // the whole budget
