@@ -119,13 +119,21 @@ void JobManager::ApplyVerification(
   }
   if (!verification.done()) return;
   const std::string reason = target->VerificationReason();
-  const bool agreed = verification.outcome() == Verification::Outcome::kAgreed;
-  metrics_->VerificationFinished(agreed ? CoordinatorMetrics::Verification::kAgreed
-                                        : CoordinatorMetrics::Verification::kDisagreed);
-  if (agreed) {
-    spdlog::info("verification agreed: {}", reason);
-  } else {
-    spdlog::warn("verification disagreed: {}", reason);
+  switch (verification.outcome()) {
+    case Verification::Outcome::kAgreed:
+      metrics_->VerificationFinished(CoordinatorMetrics::Verification::kAgreed);
+      spdlog::info("verification agreed: {}", reason);
+      break;
+    case Verification::Outcome::kDisputed:
+      metrics_->VerificationFinished(CoordinatorMetrics::Verification::kDisputed);
+      spdlog::warn("verification unsettled: {}; the referee agreed with both sides or "
+                   "neither: nobody is quarantined",
+                   reason);
+      break;
+    default:
+      metrics_->VerificationFinished(CoordinatorMetrics::Verification::kDisagreed);
+      spdlog::warn("verification disagreed: {}", reason);
+      break;
   }
   for (const std::string& principal : verification.Overruled()) {
     pending->quarantines.push_back(Quarantined{

@@ -281,10 +281,12 @@ TuningJob::Ending TuningJob::End(absl::Time now) const {
     }
     if (target.verification != nullptr &&
         target.verification->outcome() == Verification::Outcome::kDisputed) {
-      failed.push_back(absl::StrCat("the best of ", target.info.tuning_key(),
-                                    " is disputed (", target.VerificationReason(),
-                                    "; no referee came): each verified config counts at the "
-                                    "slower of the two measurements"));
+      const bool refereed = target.verification->verifiers().size() > 1;
+      failed.push_back(absl::StrCat(
+          "the best of ", target.info.tuning_key(), " is disputed (",
+          target.VerificationReason(),
+          refereed ? "; the referee agreed with both sides or neither" : "; no referee came",
+          "): each verified config counts at the upper median of its measurements"));
     }
     if (!target.abandoned.empty()) {  // a cut search, never verified: no best
       failed.push_back(target.abandoned);

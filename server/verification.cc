@@ -64,33 +64,111 @@ bool Verification::Complete(uint64_t ordinal, const std::string& lease_id, int64
   return true;
 }
 
+namespace {
+
+// a's time over b's: calibrated where both are (common/calibration.h), so
+// that devices running slower or faster compare fairly.
+double Ratio(const v1::Measurement& a, const v1::Measurement& b) {
+  return TimeRatio(a.median_seconds(), a.calibration_seconds(), b.median_seconds(),
+                   b.calibration_seconds());
+}
+
+// Within a factor of 1 + tolerance of each other, either way.
+bool Near(const v1::Measurement& a, const v1::Measurement& b, double tolerance) {
+  const double ratio = Ratio(a, b);
+  return ratio > 0 && ratio <= 1 + tolerance && 1 / ratio <= 1 + tolerance;
+}
+
+// The agreement rule (ClaimAgrees) between a claim and a measurement of it:
+// the claim is not faster beyond the tolerance and the measurer's noise. A
+// claim (or a measurement) of 0 s agrees with nothing.
+bool ClaimHolds(const v1::Measurement& claim, const v1::Measurement& measured, double tolerance,
+                double noise = 0) {
+  return ClaimAgrees(Ratio(claim, measured), 1, tolerance, noise);
+}
+
+bool Ran(const v1::TrialResult& result) { return result.status() == v1::TRIAL_STATUS_OK; }
+
+}  // namespace
+
 // A candidate the verifier could not even run (it failed, crashed, gave a
 // wrong result) disagrees with a claim that it ran.
 void Verification::Judge(double tolerance) {
   Round& round = rounds_.back();
   round.judged = true;
-  const v1::TrialResult& verified = round.results.at(candidate_);
-  if (verified.status() == v1::TRIAL_STATUS_OK) {
-    const v1::Measurement& measured = verified.measurement();
-    round.seconds = measured.median_seconds();
-    // Calibrated times where both sides are (common/calibration.h): the
-    // verifier's device may run slower or faster than the claimant's.
-    const bool calibrated =
-        Calibrated(claimed_.calibration_seconds()) && Calibrated(measured.calibration_seconds());
-    round.agreed = ClaimAgrees(calibrated ? CalibratedTime(claimed_) : claimed_.median_seconds(),
-                               calibrated ? CalibratedTime(measured) : measured.median_seconds(),
-                               tolerance, VerifierNoise(measured));
-  }
   lease_id_.clear();
+  const v1::TrialResult& verified = round.results.at(candidate_);
+  if (Ran(verified)) round.seconds = verified.measurement().median_seconds();
+  if (disputed_) {
+    JudgeReferee(tolerance);
+    return;
+  }
+  round.agreed = Ran(verified) && ClaimHolds(claimed_, verified.measurement(), tolerance,
+                                             VerifierNoise(verified.measurement()));
   if (round.agreed) {
     state_ = State::kDone;
     outcome_ = Outcome::kAgreed;
-  } else if (rounds_.size() == 1 && !IsClaimant(round.principal)) {
+  } else if (!IsClaimant(round.principal)) {
     disputed_ = true;  // one principal's word against another's
     state_ = State::kWaiting;
   } else {
-    state_ = State::kDone;
+    state_ = State::kDone;  // the claimant's own other device: a faulty device
     outcome_ = Outcome::kDisagreed;
+  }
+}
+
+// The referee settles the dispute only by agreeing with one side and not
+// the other (within the band, or else within its square while the other
+// side is beyond it). It overrules the other side (to be quarantined) only
+// when all three ran and that side is far from both others: beyond the
+// square of the band, which one host's noise does not reach. So no one
+// principal's number quarantines anyone, an honest side measured on a noisy
+// host is not quarantined for the noise, and a failure against runs (a race
+// in the kernel, a flaky device) quarantines nobody. The rule is the spot
+// checks' (server/spot_checks.h).
+void Verification::JudgeReferee(double tolerance) {
+  state_ = State::kDone;
+  Round& referee = rounds_.back();
+  const v1::TrialResult& checked = rounds_.front().results.at(candidate_);
+  const v1::TrialResult& refereed = referee.results.at(candidate_);
+  if (!Ran(refereed)) {
+    // With the verifier when it failed too: the claim stands alone.
+    outcome_ = Ran(checked) ? Outcome::kDisputed : Outcome::kDisagreed;
+    return;
+  }
+  const v1::Measurement& measured = refereed.measurement();
+  const double noise = VerifierNoise(measured);
+  const double far = (1 + tolerance) * (1 + tolerance) - 1;
+  bool with_claim = ClaimHolds(claimed_, measured, tolerance, noise);
+  bool with_verifier = Ran(checked) && Near(checked.measurement(), measured,
+                                            tolerance + std::min(noise, tolerance));
+  if (!with_claim && !with_verifier) {
+    // Neither within the band: a side within its square still wins when
+    // the other is beyond it (a lie is rarely as close as the noise).
+    with_claim = ClaimHolds(claimed_, measured, far);
+    with_verifier = Ran(checked) && Near(checked.measurement(), measured, far);
+  }
+  if (with_claim == with_verifier) {
+    outcome_ = Outcome::kDisputed;  // both or neither: the referee settles nothing
+    return;
+  }
+  referee.agreed = with_claim;
+  if (with_claim) {
+    outcome_ = Outcome::kAgreed;
+    const v1::Measurement& lost = checked.measurement();
+    if (Ran(checked) && !Near(lost, measured, far) && !Near(lost, claimed_, far)) {
+      overruled_.push_back(rounds_.front().principal);
+    }
+    return;
+  }
+  outcome_ = Outcome::kDisagreed;
+  if (!ClaimHolds(claimed_, measured, far) && !ClaimHolds(claimed_, checked.measurement(), far)) {
+    for (const Measurer& claimant : claimants_) {
+      if (std::find(overruled_.begin(), overruled_.end(), claimant.principal) ==
+          overruled_.end()) {
+        overruled_.push_back(claimant.principal);
+      }
+    }
   }
 }
 
@@ -125,23 +203,9 @@ std::vector<std::string> Verification::verifiers() const {
   return principals;
 }
 
-std::vector<std::string> Verification::Overruled() const {
-  std::vector<std::string> overruled;
-  if (outcome_ == Outcome::kAgreed && disputed_) {
-    overruled.push_back(rounds_.front().principal);
-  } else if (outcome_ == Outcome::kDisagreed && disputed_) {
-    for (const Measurer& claimant : claimants_) {
-      if (std::find(overruled.begin(), overruled.end(), claimant.principal) == overruled.end()) {
-        overruled.push_back(claimant.principal);
-      }
-    }
-  }
-  return overruled;
-}
-
 std::optional<std::pair<uint64_t, double>> Verification::FastestVerified() const {
   if (outcome_ == Outcome::kPending || outcome_ == Outcome::kUnverified) return std::nullopt;
-  const std::vector<std::string> overruled = Overruled();
+  const std::vector<std::string>& overruled = overruled_;
   auto counts = [&overruled](const std::string& principal) {
     return std::find(overruled.begin(), overruled.end(), principal) == overruled.end();
   };

@@ -7,11 +7,14 @@
 // another's. When the verifier agrees with the claim, the claim stands (two
 // principals measured it). When it disagrees, that is a dispute, which a
 // referee settles: a worker of a third principal measures the same configs,
-// and the side it agrees with wins; the overruled principal (the claimants'
-// or the verifier's) is quarantined. A dispute that no referee settles
-// quarantines nobody; the best counts each verified config at the slower of
-// the claimant's and the verifier's measurements (DeriveBest), so neither
-// side's number alone is served. Only when no other principal has a device of the model
+// and when it agrees with one side and not the other, that side wins; the
+// other side's principal (the claimants' or the verifier's) is overruled and
+// quarantined when all three ran and it is far from both others (beyond the
+// square of the band: no one principal's number, nor one host's noise,
+// quarantines anyone). A dispute that no referee settles (none came, or it
+// agreed with both sides or neither) quarantines nobody; the best counts
+// each verified config at the upper median of the measurements (DeriveBest),
+// so neither side's number alone is served. Only when no other principal has a device of the model
 // may another device of the claimant's own principal verify: a check against
 // a faulty device, not a lying host, and one that quarantines nobody.
 #ifndef TUNEFLEET_SERVER_VERIFICATION_H_
@@ -65,7 +68,8 @@ class Verification {
     kAgreed,     // the verifier agreed, or the referee sided with the claim
     kDisagreed,  // the verifier and the referee, or the claimant's own other
                  // device, contradicted the claim
-    kDisputed,   // the verifier contradicted the claim and no referee came
+    kDisputed,   // the verifier contradicted the claim and no referee settled
+                 // it: none came, or it agreed with both sides or neither
     kUnverified, // no verifier came
   };
 
@@ -117,10 +121,11 @@ class Verification {
   std::vector<std::string> verifiers() const;
   // The results of the last round judged, by ordinal (empty before one).
   const absl::flat_hash_map<uint64_t, v1::TrialResult>& LastJudgedResults() const;
-  // Once done: the principals whose word the outcome overruled, to be
-  // quarantined: the claimants' for kDisagreed (none when the claimant's own
-  // device disagreed), the verifier's for kAgreed after a dispute.
-  std::vector<std::string> Overruled() const;
+  // Once done: the principals whose word the referee overruled, to be
+  // quarantined: the claimants' for kDisagreed, the verifier's for kAgreed,
+  // each only when all three ran and it is far from both others; none
+  // without a referee (nor when the claimant's own device disagreed).
+  const std::vector<std::string>& Overruled() const { return overruled_; }
   // Once done: the fastest config, each at the upper median (by calibrated
   // time) of its OK measurements that count (the claim's, for the candidate,
   // unless the claimants were overruled; the verifiers' not overruled), as
@@ -142,6 +147,7 @@ class Verification {
   bool Holds(const std::string& lease_id, int64_t epoch) const;
   bool IsClaimant(const std::string& principal) const;
   void Judge(double tolerance);
+  void JudgeReferee(double tolerance);
 
   const uint64_t candidate_;
   const v1::Measurement claimed_;
@@ -155,6 +161,7 @@ class Verification {
   std::string lease_id_;
   int64_t epoch_ = 0;
   std::vector<Round> rounds_;  // the last one is being measured while kLeased
+  std::vector<std::string> overruled_;  // decided by the referee's round
 };
 
 }  // namespace tunefleet::server

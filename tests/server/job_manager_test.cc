@@ -1642,6 +1642,38 @@ TEST_F(VerificationFlowTest, ARogueVerifierIsOverruledByTheRefereeAndQuarantined
   EXPECT_OK(jobs_->TryLease(QueryFor(honest)));
 }
 
+TEST_F(VerificationFlowTest, ARefereeFarFromBothSidesQuarantinesNobody) {
+  // An honest claim measured on a noisy host, a rogue verifier's 0.5 s, and
+  // an honest referee twice the claim: past the square of the band (1.25^2)
+  // from both, so it settles nothing, and the middle of three is served.
+  std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  std::string rogue = AddWorker("test-cpu", 0, "host:rogue");
+  std::string referee = AddWorker("test-cpu", 0, "host:referee");
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  while (std::optional<v1::Lease> lease = Lease(honest)) ReportAll(honest, *lease);
+  const std::string key = jobs_->Get(job->id())->targets(0).tuning_key();
+  std::optional<v1::Lease> verify = Lease(rogue);
+  ASSERT_TRUE(verify.has_value());
+  ReportAll(rogue, *verify, false, [](int64_t) { return 0.5; });
+  std::optional<v1::Lease> refereed = Lease(referee);
+  ASSERT_TRUE(refereed.has_value());
+  ReportAll(referee, *refereed, false,
+            [](int64_t index) { return 2e-3 * (1 + index % 7); });  // twice the claim's
+  v1::Job done = *jobs_->Get(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.targets(0).verification().state(), v1::VERIFICATION_STATE_DISPUTED);
+  EXPECT_THAT(done.targets(0).verification().verifiers(),
+              ElementsAre("host:rogue", "host:referee"));
+  EXPECT_THAT(done.reason(), HasSubstr("the referee agreed with both sides or neither"));
+  EXPECT_TRUE(store_->ListQuarantine()->empty());
+  absl::StatusOr<BestRecord> best = store_->GetBest(key);
+  ASSERT_OK(best);
+  EXPECT_EQ(best->median_seconds, 2e-3 * (1 + refereed->trials(0).index() % 7));
+  EXPECT_OK(jobs_->TryLease(QueryFor(rogue)));
+  EXPECT_OK(jobs_->TryLease(QueryFor(honest)));
+}
+
 TEST_F(VerificationFlowTest, ADisputeNoRefereeSettlesQuarantinesNobodyAndServesTheSlowerSide) {
   std::string claimant = AddWorker("test-cpu", 0, "host:claimant");
   std::string other = AddWorker("test-cpu", 0, "host:other");

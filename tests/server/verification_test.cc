@@ -76,6 +76,67 @@ TEST(VerificationTest, ARefereeIsAThirdPrincipalAndMayOverruleTheVerifier) {
   EXPECT_EQ(fastest->second, 1.1e-5);  // the referee's round, not the overruled one
 }
 
+TEST(VerificationTest, ARefereeAgreeingWithNeitherSideOverrulesNobody) {
+  // An honest claim measured fast on a noisy host, a rogue verifier's 0.5 s,
+  // and an honest referee twice the claim: it agrees with neither side.
+  const Measurer honest{"host:honest", "w1", "cpu0"};
+  Verification verification(7, Claim(0.75e-4), {honest}, std::nullopt, kDeadline);
+  verification.Take("l1", 1, "host:rogue");
+  verification.Complete(7, "l1", 1, Ok(0.5), 0.25);
+  verification.Take("l2", 2, "host:referee");
+  verification.Complete(7, "l2", 2, Ok(1.5e-4), 0.25);
+  ASSERT_TRUE(verification.done());
+  EXPECT_EQ(verification.outcome(), Verification::Outcome::kDisputed);
+  EXPECT_TRUE(verification.Overruled().empty());
+  EXPECT_EQ(verification.verifiers(), (std::vector<std::string>{"host:rogue", "host:referee"}));
+  auto fastest = verification.FastestVerified();
+  ASSERT_TRUE(fastest.has_value());
+  EXPECT_EQ(fastest->second, 1.5e-4);  // the middle of three: neither side's number
+}
+
+TEST(VerificationTest, ARefereeAgreeingWithBothSidesOverrulesNobody) {
+  Verification verification(7, Claim(1.0e-4), {kRogue}, std::nullopt, kDeadline);
+  verification.Take("l1", 1, "host:honest");
+  verification.Complete(7, "l1", 1, Ok(1.3e-4), 0.25);  // just past the band
+  ASSERT_TRUE(verification.disputed());
+  verification.Take("l2", 2, "host:referee");
+  verification.Complete(7, "l2", 2, Ok(1.15e-4), 0.25);
+  EXPECT_EQ(verification.outcome(), Verification::Outcome::kDisputed);
+  EXPECT_TRUE(verification.Overruled().empty());
+}
+
+TEST(VerificationTest, ALoserNearTheOthersWinsNothingButIsNotQuarantined) {
+  // The referee sides with the verifier, but the claim is within the square
+  // of the band of both: one host's noise reaches that far, so the claim
+  // loses (the best comes from the others) and its principal stays.
+  Verification near(7, Claim(0.7e-4), {kRogue}, std::nullopt, kDeadline);
+  near.Take("l1", 1, "host:honest");
+  near.Complete(7, "l1", 1, Ok(1.0e-4), 0.25);
+  near.Take("l2", 2, "host:referee");
+  near.Complete(7, "l2", 2, Ok(1.0e-4), 0.25);
+  EXPECT_EQ(near.outcome(), Verification::Outcome::kDisagreed);
+  EXPECT_TRUE(near.Overruled().empty());
+  // Twice as fast as both is far: quarantined.
+  Verification far(7, Claim(0.5e-4), {kRogue}, std::nullopt, kDeadline);
+  far.Take("l1", 1, "host:honest");
+  far.Complete(7, "l1", 1, Ok(1.0e-4), 0.25);
+  far.Take("l2", 2, "host:referee");
+  far.Complete(7, "l2", 2, Ok(1.0e-4), 0.25);
+  EXPECT_EQ(far.outcome(), Verification::Outcome::kDisagreed);
+  EXPECT_EQ(far.Overruled(), (std::vector<std::string>{"host:rogue"}));
+  // A verifier that failed the candidate, against a claim and a referee that
+  // ran it, loses without being quarantined (a race, a flaky device).
+  Verification failed(7, Claim(1.0e-4), {kRogue}, std::nullopt, kDeadline);
+  failed.Take("l1", 1, "host:honest");
+  v1::TrialResult crashed;
+  crashed.set_status(v1::TRIAL_STATUS_CRASHED);
+  failed.Complete(7, "l1", 1, crashed, 0.25);
+  failed.Take("l2", 2, "host:referee");
+  failed.Complete(7, "l2", 2, Ok(1.0e-4), 0.25);
+  EXPECT_EQ(failed.outcome(), Verification::Outcome::kAgreed);
+  EXPECT_TRUE(failed.Overruled().empty());
+}
+
 TEST(VerificationTest, ADisputeNoRefereeSettlesOverrulesNobodyAndCountsTheSlowerSide) {
   Verification verification(7, Claim(1e-5), {kRogue}, std::nullopt, kDeadline);
   verification.Take("l1", 1, "host:honest");
@@ -120,6 +181,7 @@ TEST(VerificationTest, ACandidateTheVerifierCannotRunDisagrees) {
   verification.Take("l2", 2, "host:referee");
   EXPECT_TRUE(verification.Complete(7, "l2", 2, crashed, 0.25));
   EXPECT_EQ(verification.outcome(), Verification::Outcome::kDisagreed);
+  EXPECT_TRUE(verification.Overruled().empty());  // failures against a run: not served, not blamed
 }
 
 TEST(VerificationTest, AReleasedLeaseWaitsForAnotherVerifier) {
