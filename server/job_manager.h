@@ -36,6 +36,7 @@
 #include "server/lease.h"
 #include "server/job_repository.h"
 #include "server/lease_book.h"
+#include "server/lease_receipts.h"
 #include "server/metrics.h"
 #include "server/quarantine.h"
 #include "server/source_blobs.h"
@@ -123,6 +124,12 @@ struct JobManagerOptions {
   absl::Duration write_backoff = absl::Milliseconds(50);
   // What one principal may submit and measure.
   QuotaOptions quotas;
+  // Seals every plain search lease with a receipt and adopts, from its
+  // receipt, a lease another coordinator process of the database granted
+  // (server/lease_receipts.h), so that results measured across a restart or
+  // a takeover are kept. None: leases carry no receipt and die with the
+  // process (their trials are measured again).
+  std::shared_ptr<const LeaseReceipts> receipts;
 };
 
 // Thread-safety: safe for concurrent use. One lock guards the live jobs and
@@ -187,6 +194,13 @@ class JobManager final : public LeaseSource {
   // Unavailable when the store refused them after its retries: the lease is
   // then returned and its trials are queued again. PermissionDenied for a
   // quarantined worker (its lease is returned, its results dropped).
+  // A report of a lease this process does not hold, with a receipt another
+  // process of the database sealed (a restart, a takeover), is adopted: the
+  // configs of the receipt still to be measured (and those whose results
+  // came with it, from whatever lease holds them now) become a lease of the
+  // reporting worker, which the ack names, and the report is applied to it.
+  // PermissionDenied for a receipt that is forged, altered or another
+  // principal's.
   absl::StatusOr<ReportAck> Report(const ResultReport& report) override;
   // OK when a lease `worker_id` holds now carries a source file with
   // `digest`; PermissionDenied otherwise.
@@ -298,6 +312,15 @@ class JobManager final : public LeaseSource {
   // PermissionDenied (returning its lease) when the reporting worker is
   // quarantined.
   absl::Status RefuseQuarantined(const ResultReport& report) ABSL_LOCKS_EXCLUDED(mu_);
+  // Report for a lease this process holds (or held).
+  absl::StatusOr<ReportAck> ReportHeld(const ResultReport& report) ABSL_LOCKS_EXCLUDED(mu_);
+  // The report of a lease this process does not hold, moved to the lease
+  // adopted from its receipt; nullopt when nothing of it is left to adopt.
+  absl::StatusOr<std::optional<ResultReport>> Adopt(const ResultReport& report)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The receipt of a plain search lease (empty without receipts).
+  std::string ReceiptOf(const Job& job, const Lease& lease) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Records `results` (normalized, held by `lease` when the report came),
   // then returns what is left of the lease when `release`.
   void ApplyReport(const std::vector<std::pair<uint64_t, v1::TrialResult>>& results,
@@ -384,6 +407,15 @@ class JobManager final : public LeaseSource {
   // Principals overruled and not yet stored as quarantined (Quarantine):
   // refused as the quarantined are, meanwhile.
   absl::flat_hash_set<std::string> overruled_ ABSL_GUARDED_BY(mu_);
+  // Leases adopted from receipts, by the granting process's (incarnation,
+  // epoch): a report retried after its adoption goes to the same lease.
+  // Dropped once past lease_max_age (Tick).
+  struct Adopted {
+    std::string lease_id;
+    int64_t epoch = 0;
+    absl::Time issued;
+  };
+  absl::flat_hash_map<std::pair<uint64_t, int64_t>, Adopted> adopted_ ABSL_GUARDED_BY(mu_);
   // Samples the spot checks and the audit builds: an insider cannot tell
   // which of its results are checked, nor which leases build from sources.
   std::mt19937_64 sampler_ ABSL_GUARDED_BY(mu_){std::random_device{}()};

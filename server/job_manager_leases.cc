@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "server/job_log.h"
 #include "server/job_manager.h"
+#include "spdlog/spdlog.h"
 
 namespace tunefleet::server {
 namespace {
@@ -234,6 +235,7 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
   for (uint64_t ordinal : lease.ordinals) {
     grant.trials.emplace_back(ordinal, target.trials->space()->ConfigAt(ordinal));
   }
+  grant.receipt = ReceiptOf(*job, lease);
   metrics_->LeaseGranted(static_cast<int>(lease.ordinals.size()));
   if (job->view.state() == v1::JOB_STATE_QUEUED) {
     if (job->view.started_unix_ms() == 0) {
@@ -244,6 +246,23 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
     pending->snapshots.push_back(job->Snapshot());
   }
   return grant;
+}
+
+// Only a plain search lease: the finalists round, verifications and spot
+// checks hold state of their own round, which a restart does not keep.
+std::string JobManager::ReceiptOf(const Job& job, const Lease& lease) const {
+  if (options_.receipts == nullptr || lease.finalists || lease.verify || lease.spot) return "";
+  v1::LeaseReceiptBody body;
+  body.set_lease_id(lease.id);
+  body.set_epoch(lease.epoch);
+  body.set_incarnation(options_.receipts->incarnation());
+  body.set_principal(lease.principal);
+  body.set_device_id(lease.device_id);
+  body.set_job_id(job.view.id());
+  body.set_tuning_key(job.targets[lease.target].info.tuning_key());
+  for (uint64_t ordinal : lease.ordinals) body.add_ordinals(ordinal);
+  body.set_issued_unix_ms(absl::ToUnixMillis(clock_()));
+  return options_.receipts->Seal(body);
 }
 
 bool JobManager::ApplyTimeBudget(Job* job) {
@@ -283,13 +302,116 @@ absl::Status JobManager::RefuseQuarantined(const ResultReport& report) {
 
 absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
   RETURN_IF_ERROR(RefuseQuarantined(report));
+  bool held = true;
+  if (!report.receipt.empty() && options_.receipts != nullptr) {
+    absl::ReaderMutexLock lock(&mu_);
+    held = leases_.Find(report.lease_id, report.epoch, report.worker_id) != nullptr;
+  }
+  if (held) return ReportHeld(report);
+  ASSIGN_OR_RETURN(std::optional<ResultReport> adopted, Adopt(report));
+  if (!adopted.has_value()) return ReportAck::Cancelled();
+  ASSIGN_OR_RETURN(ReportAck ack, ReportHeld(*adopted));
+  if (!ack.cancelled) {
+    ack.adopted_lease_id = adopted->lease_id;
+    ack.adopted_epoch = adopted->epoch;
+  }
+  return ack;
+}
+
+// The checks that need no lock first; then, under it, the job and target
+// of the receipt, the configs still to be measured, and the new lease.
+absl::StatusOr<std::optional<ResultReport>> JobManager::Adopt(const ResultReport& report) {
+  absl::StatusOr<v1::LeaseReceiptBody> opened = options_.receipts->Open(report.receipt);
+  absl::StatusOr<std::string> principal = workers_->PrincipalOf(report.worker_id);
+  if (opened.ok() && principal.ok() && opened->principal() != *principal) {
+    opened = absl::PermissionDeniedError(
+        absl::StrCat("the lease receipt is another principal's (", opened->principal(), ")"));
+  }
+  if (!opened.ok()) {
+    metrics_->ReceiptRefused();
+    spdlog::warn("worker {}: lease receipt of {} refused: {}", report.worker_id, report.lease_id,
+                 std::string(opened.status().message()));
+    return opened.status();
+  }
+  const v1::LeaseReceiptBody& body = *opened;
+  const absl::Time issued = absl::FromUnixMillis(body.issued_unix_ms());
+  // This process granted it and no longer holds it (it ended), or it is too
+  // old to hold now, or the worker no longer has its device.
+  if (!principal.ok() || body.incarnation() == options_.receipts->incarnation() ||
+      clock_() > issued + options_.lease_max_age) {
+    return std::nullopt;
+  }
+  absl::StatusOr<WorkerRegistry::ModelOf> device =
+      workers_->TouchDevice(report.worker_id, body.device_id());
+  if (!device.ok()) return std::nullopt;
+  ResultReport adopted = report;
+  adopted.receipt.clear();
+  const std::pair<uint64_t, int64_t> granted{body.incarnation(), body.epoch()};
+  absl::MutexLock lock(&mu_);
+  if (auto it = adopted_.find(granted); it != adopted_.end()) {  // a retried report
+    adopted.lease_id = it->second.lease_id;
+    adopted.epoch = it->second.epoch;
+    if (leases_.Find(adopted.lease_id, adopted.epoch, report.worker_id) == nullptr) {
+      return std::nullopt;
+    }
+    return adopted;
+  }
+  Job* job = FindJob(body.job_id());
+  if (job == nullptr || !job->Live()) return std::nullopt;
+  int t = 0;
+  while (t < static_cast<int>(job->targets.size()) &&
+         job->targets[t].info.tuning_key() != body.tuning_key()) {
+    ++t;
+  }
+  if (t == static_cast<int>(job->targets.size())) return std::nullopt;
+  Target& target = job->targets[t];
+  if (target.trials == nullptr || target.verification != nullptr ||
+      target.info.device_model() != device->model || target.info.toolkit() != device->toolkit) {
+    return std::nullopt;
+  }
+  Lease lease;
+  lease.worker_id = report.worker_id;
+  lease.device_id = device->device_id;
+  lease.principal = *principal;
+  lease.job_id = body.job_id();
+  lease.target = t;
+  lease.expires = clock_() + options_.lease_ttl;
+  lease.idle_until = clock_() + options_.lease_idle_limit;
+  lease.deadline = issued + options_.lease_max_age;  // the receipt's age counts
+  const Lease& granted_lease = leases_.Grant(std::move(lease));
+  adopted.lease_id = granted_lease.id;
+  adopted.epoch = granted_lease.epoch;
+  const auto in_hand = [&report](uint64_t ordinal) {
+    return std::any_of(report.trials.begin(), report.trials.end(),
+                       [&](const auto& trial) { return trial.first == ordinal; });
+  };
+  std::vector<uint64_t> taken =
+      target.trials->Adopt(std::vector<uint64_t>(body.ordinals().begin(), body.ordinals().end()),
+                           in_hand, adopted.lease_id, adopted.epoch);
+  if (taken.empty()) {
+    leases_.Remove(adopted.lease_id);
+    return std::nullopt;
+  }
+  leases_.Disown(job->view.id(), t, taken, adopted.lease_id);
+  const int results = static_cast<int>(std::count_if(taken.begin(), taken.end(), in_hand));
+  leases_.Find(adopted.lease_id, adopted.epoch, report.worker_id)->ordinals = std::move(taken);
+  adopted_[granted] = Adopted{adopted.lease_id, adopted.epoch, issued};
+  metrics_->LeaseAdopted(results);
+  spdlog::info("job {}: lease {} (epoch {}) of another coordinator process adopted as lease {} "
+               "of worker {}: {} result(s) measured meanwhile kept",
+               body.job_id(), body.lease_id(), body.epoch(), adopted.lease_id, report.worker_id,
+               results);
+  return adopted;
+}
+
+absl::StatusOr<ReportAck> JobManager::ReportHeld(const ResultReport& report) {
   workers_->Touch(report.worker_id);
   std::vector<std::pair<uint64_t, v1::TrialResult>> results;  // held by the lease
   std::vector<TrialRecord> rows;
   {
     absl::MutexLock lock(&mu_);
     Lease* lease = leases_.Find(report.lease_id, report.epoch, report.worker_id);
-    if (lease == nullptr) return ReportAck{absl::InfinitePast(), /*cancelled=*/true};
+    if (lease == nullptr) return ReportAck::Cancelled();
     const Job& job = *FindJob(lease->job_id);
     const Target& target = job.targets[lease->target];
     for (const auto& [ordinal, result] : report.trials) {

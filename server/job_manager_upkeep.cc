@@ -55,6 +55,9 @@ void JobManager::Tick() {
         MaybeFinish(job.get(), &pending);
       }
     }
+    absl::erase_if(adopted_, [&](const auto& entry) {
+      return now > entry.second.issued + options_.lease_max_age;  // no receipt that old counts
+    });
     DropStaleChecks(&pending);
     RepairStranded(&pending);
     AbandonOrphans(&pending);

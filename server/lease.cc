@@ -20,6 +20,7 @@ v1::Lease LeaseToProto(const LeaseGrant& grant) {
   lease.set_profile(grant.kind == v1::LEASE_KIND_PROFILE);
   lease.set_best_seconds(grant.best_seconds);
   lease.set_own_build(grant.own_build);
+  lease.set_receipt(grant.receipt);
   for (const auto& [ordinal, config] : grant.trials) {
     v1::Trial* trial = lease.add_trials();
     trial->set_index(static_cast<int64_t>(ordinal));

@@ -48,6 +48,9 @@ struct LeaseGrant {
   // decide the served best, and the search leases drawn for an audit build.
   bool own_build = false;
   std::vector<std::pair<uint64_t, v1::Config>> trials;  // ordinal, config
+  // A plain search lease's receipt (server/lease_receipts.h); empty for
+  // the others.
+  std::string receipt;
 };
 
 // The lease as the worker receives it: `kind`, and the bools `finalists`
@@ -79,12 +82,24 @@ struct ResultReport {
   int64_t epoch = 0;
   std::vector<std::pair<uint64_t, v1::TrialResult>> trials;  // ordinal, result
   bool release = false;  // the worker gives back what it did not report
+  std::string receipt;   // the lease's, as granted (LeaseGrant::receipt)
 };
 
 struct ReportAck {
+  // The lease is gone: stop working on it.
+  static ReportAck Cancelled() {
+    ReportAck ack;
+    ack.cancelled = true;
+    return ack;
+  }
+
   absl::Time expires;
   bool cancelled = false;  // the lease is gone: stop working on it
   double best_seconds = 0;  // as LeaseGrant::best_seconds, as of the report
+  // Set when the report was adopted from its receipt into a lease of this
+  // process: the worker reports the rest under this id and epoch.
+  std::string adopted_lease_id;
+  int64_t adopted_epoch = 0;
 };
 
 // What grants leases: the JobManager (search and finalists leases) and the

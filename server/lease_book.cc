@@ -78,6 +78,19 @@ std::vector<Lease> LeaseBook::TakeExpired(absl::Time now) {
   return expired;
 }
 
+void LeaseBook::Disown(const std::string& job_id, int target,
+                       const std::vector<uint64_t>& ordinals, const std::string& except) {
+  auto it = by_job_.find(job_id);
+  if (it == by_job_.end()) return;
+  for (const std::string& id : it->second) {
+    Lease& lease = leases_.at(id);
+    if (id == except || lease.target != target) continue;
+    std::erase_if(lease.ordinals, [&](uint64_t ordinal) {
+      return std::find(ordinals.begin(), ordinals.end(), ordinal) != ordinals.end();
+    });
+  }
+}
+
 std::vector<Lease> LeaseBook::TakeJob(const std::string& job_id) {
   std::vector<Lease> taken;
   auto it = by_job_.find(job_id);

@@ -175,6 +175,11 @@ absl::StatusOr<std::vector<ProfileRequestRecord>> MeteredStore::ListProfileReque
   return Timed("ListProfileRequests", [&] { return store_->ListProfileRequests(); });
 }
 
+absl::StatusOr<std::string> MeteredStore::Secret(const std::string& name,
+                                                 const std::string& fresh) {
+  return Timed("Secret", [&] { return store_->Secret(name, fresh); });
+}
+
 absl::Status MeteredStore::CheckHealth() {
   return Timed("CheckHealth", [&] { return store_->CheckHealth(); });
 }

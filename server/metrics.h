@@ -31,6 +31,11 @@ class CoordinatorMetrics {
   virtual void TrialRecorded(v1::TrialStatus status) = 0;
   virtual void LeaseGranted(int trials) = 0;
   virtual void LeaseExpired() = 0;
+  // A lease another coordinator process granted was adopted from its
+  // receipt (server/lease_receipts.h) with `results` results in hand; or a
+  // receipt was refused (forged, altered, another principal's).
+  virtual void LeaseAdopted(int results) = 0;
+  virtual void ReceiptRefused() = 0;
   virtual void WorkersAlive(int count) = 0;
   // Best-vs-default speed-up of a finished job target.
   virtual void SpeedupObserved(double speedup) = 0;
@@ -90,6 +95,8 @@ class NullMetrics : public CoordinatorMetrics {
   void TrialRecorded(v1::TrialStatus) override {}
   void LeaseGranted(int) override {}
   void LeaseExpired() override {}
+  void LeaseAdopted(int) override {}
+  void ReceiptRefused() override {}
   void WorkersAlive(int) override {}
   void SpeedupObserved(double) override {}
   void StoreCall(absl::Duration) override {}

@@ -393,7 +393,7 @@ std::optional<std::vector<ProfileManager::Row>> ProfileManager::RowsOf(
 ReportAck ProfileManager::MarkDone(const ResultReport& report, const std::vector<Row>& rows) {
   absl::MutexLock lock(&mu_);
   Queued* request = FindLease(report.lease_id, report.epoch, report.worker_id);
-  if (request == nullptr) return ReportAck{absl::Time(), /*cancelled=*/true};
+  if (request == nullptr) return ReportAck::Cancelled();
   for (const Row& row : rows) request->done[row.ordinal] = true;
   const bool all_done = std::all_of(request->done.begin(), request->done.end(),
                                     [](bool done) { return done; });
@@ -403,13 +403,15 @@ ReportAck ProfileManager::MarkDone(const ResultReport& report, const std::vector
     request->lease_id.clear();
   }
   PublishPending();
-  if (all_done || report.release) return ReportAck{absl::Time(), /*cancelled=*/true};
-  return ReportAck{request->expires, /*cancelled=*/false};
+  if (all_done || report.release) return ReportAck::Cancelled();
+  ReportAck ack;
+  ack.expires = request->expires;
+  return ack;
 }
 
 absl::StatusOr<ReportAck> ProfileManager::Report(const ResultReport& report) {
   std::optional<std::vector<Row>> rows = RowsOf(report);
-  if (!rows.has_value()) return ReportAck{absl::Time(), /*cancelled=*/true};
+  if (!rows.has_value()) return ReportAck::Cancelled();
   for (const Row& row : *rows) {
     RETURN_IF_ERROR(store_->PutProfile(row.record));
     if (metrics_ != nullptr) metrics_->ProfileStored(row.read);

@@ -38,6 +38,9 @@ struct PrometheusMetrics::Families {
   prometheus::Counter* leases = nullptr;
   prometheus::Counter* leased_trials = nullptr;
   prometheus::Counter* expirations = nullptr;
+  prometheus::Counter* adopted_leases = nullptr;
+  prometheus::Counter* adopted_results = nullptr;
+  prometheus::Counter* refused_receipts = nullptr;
   prometheus::Gauge* workers = nullptr;
   prometheus::Histogram* speedup = nullptr;
   prometheus::Histogram* store_seconds = nullptr;
@@ -136,6 +139,24 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                        .Help("Leases that expired before their trials were reported")
                        .Register(registry)
                        .Add({});
+  auto& adopted = prometheus::BuildCounter()
+                      .Name("tunefleet_coordinator_leases_adopted_total")
+                      .Help("Leases another coordinator process granted, adopted from their "
+                            "receipts after a restart or takeover")
+                      .Register(registry);
+  f.adopted_leases = &adopted.Add({});
+  f.adopted_results = &prometheus::BuildCounter()
+                           .Name("tunefleet_coordinator_adopted_results_total")
+                           .Help("Results measured under an adopted lease before its adoption "
+                                 "(kept, not measured again)")
+                           .Register(registry)
+                           .Add({});
+  f.refused_receipts = &prometheus::BuildCounter()
+                            .Name("tunefleet_coordinator_lease_receipts_refused_total")
+                            .Help("Lease receipts refused: forged, altered, or another "
+                                  "principal's")
+                            .Register(registry)
+                            .Add({});
   f.workers = &prometheus::BuildGauge()
                    .Name("tunefleet_coordinator_workers_alive")
                    .Help("Workers that heartbeated recently")
@@ -290,6 +311,13 @@ void PrometheusMetrics::LeaseGranted(int trials) {
 }
 
 void PrometheusMetrics::LeaseExpired() { families_->expirations->Increment(); }
+
+void PrometheusMetrics::LeaseAdopted(int results) {
+  families_->adopted_leases->Increment();
+  families_->adopted_results->Increment(results);
+}
+
+void PrometheusMetrics::ReceiptRefused() { families_->refused_receipts->Increment(); }
 
 void PrometheusMetrics::WorkersAlive(int count) { families_->workers->Set(count); }
 

@@ -34,6 +34,8 @@ class PrometheusMetrics final : public CoordinatorMetrics {
   void TrialRecorded(v1::TrialStatus status) override;
   void LeaseGranted(int trials) override;
   void LeaseExpired() override;
+  void LeaseAdopted(int results) override;
+  void ReceiptRefused() override;
   void WorkersAlive(int count) override;
   void SpeedupObserved(double speedup) override;
   void StoreCall(absl::Duration elapsed) override;

@@ -93,6 +93,45 @@ void TargetTrials::ProposeNew(int max, std::vector<uint64_t>* into) {
   }
 }
 
+std::vector<uint64_t> TargetTrials::Adopt(const std::vector<uint64_t>& ordinals,
+                                          const std::function<bool(uint64_t)>& in_hand,
+                                          const std::string& lease_id, int64_t epoch) {
+  std::vector<uint64_t> taken;
+  if (finals_closed_ || finals_ != Finals::kNotYet) return taken;
+  std::vector<uint64_t> proposed;  // handed out here for the first time
+  for (uint64_t ordinal : ordinals) {
+    if (ordinal >= space_->full_size() ||
+        std::find(taken.begin(), taken.end(), ordinal) != taken.end()) {
+      continue;
+    }
+    auto slot = slots_.find(ordinal);
+    if (slot == slots_.end()) {
+      auto ahead = std::find(ahead_.begin(), ahead_.end(), ordinal);
+      if (ahead != ahead_.end()) {
+        ahead_.erase(ahead);
+      } else if (ProposalsOver()) {
+        continue;  // the search asks for nothing more
+      }
+      proposed.push_back(ordinal);
+      ++leased_;
+    } else if (slot->second.state == SlotState::kWaiting) {
+      auto queued = std::find(requeued_.begin(), requeued_.end(), ordinal);
+      if (queued == requeued_.end()) continue;
+      requeued_.erase(queued);
+      ++leased_;
+    } else if (slot->second.state != SlotState::kLeased || !in_hand(ordinal)) {
+      continue;  // measured, or leased and not measured yet either
+    }
+    Slot& held = slots_[ordinal];
+    held.state = SlotState::kLeased;
+    held.lease_id = lease_id;
+    held.epoch = epoch;
+    taken.push_back(ordinal);
+  }
+  plateau_.Proposed(proposed);
+  return taken;
+}
+
 std::vector<uint64_t> TargetTrials::ProposeAhead(int max, int limit) {
   std::vector<uint64_t> proposed;
   ProposeNew(std::min(max, limit - static_cast<int>(ahead_.size())), &proposed);

@@ -80,6 +80,17 @@ class TargetTrials {
   std::vector<uint64_t> Take(int max, const std::string& lease_id,
                              int64_t epoch, bool* finalists, const Holder& holder = {});
 
+  // Hands configs of a lease that another coordinator process granted
+  // (server/lease_receipts.h) to (lease_id, epoch), as far as each is still
+  // to be measured: one queued again, proposed ahead, or never handed out
+  // here (while the strategy still proposes); and, when `in_hand(ordinal)`
+  // (its result came with the receipt), also one leased now under another
+  // lease, whose later report of it is then stale. Returns those taken:
+  // none once the finalists round is out or over.
+  std::vector<uint64_t> Adopt(const std::vector<uint64_t>& ordinals,
+                              const std::function<bool(uint64_t)>& in_hand,
+                              const std::string& lease_id, int64_t epoch);
+
   // Proposes up to `max` configs before any device asks for them, so that
   // compile-only workers compile them first (docs/architecture.md, "Compile
   // once for the fleet"). Returns only configs never returned here before;

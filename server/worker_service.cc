@@ -44,6 +44,7 @@ ResultReport FromProto(const v1::ReportResultsRequest& request) {
   report.lease_id = request.lease_id();
   report.epoch = request.epoch();
   report.release = request.release();
+  report.receipt = request.receipt();
   report.trials.reserve(request.trials_size());
   for (const v1::ReportedTrial& trial : request.trials()) {
     report.trials.emplace_back(static_cast<uint64_t>(trial.index()), trial.result());
@@ -149,9 +150,17 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ReportResults(
     reactor->Finish(ToGrpcStatus(own));
     return reactor;
   }
+  if (!request->receipt().empty() && !workers_->PrincipalOf(request->worker_id()).ok()) {
+    // This process does not know the worker (it restarted, or took over):
+    // the lease is adopted once the worker registers again and reports it.
+    reactor->Finish(ToGrpcStatus(absl::NotFoundError(
+        absl::StrCat("unknown worker ", request->worker_id(),
+                     ": register again, then report the lease under the new worker id"))));
+    return reactor;
+  }
   reports_->Run([this, reactor, report = FromProto(*request), response] {
     // A lease no source granted is gone as far as the worker is concerned.
-    absl::StatusOr<ReportAck> ack = ReportAck{absl::InfinitePast(), /*cancelled=*/true};
+    absl::StatusOr<ReportAck> ack = ReportAck::Cancelled();
     for (LeaseSource* source : sources_) {
       if (source->Grants(report.lease_id)) {
         ack = source->Report(report);
@@ -166,6 +175,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ReportResults(
     if (!ack->cancelled) {
       response->set_expires_unix_ms(absl::ToUnixMillis(ack->expires));
       response->set_best_seconds(ack->best_seconds);
+      response->set_lease_id(ack->adopted_lease_id);
+      response->set_epoch(ack->adopted_epoch);
     }
     reactor->Finish(grpc::Status::OK);
   });

@@ -245,7 +245,6 @@ std::optional<v1::Lease> WorkerDaemon::TakeLease(TrialExecutor* executor, int ma
 }
 
 std::unique_ptr<WorkerDaemon::Held> WorkerDaemon::Accept(TrialExecutor* executor,
-                                                         const std::string& worker_id,
                                                          const v1::Lease& lease) {
   auto held = std::make_unique<Held>(options_.pool_meter, executor->device_meter());
   held->lease = lease;
@@ -255,8 +254,10 @@ std::unique_ptr<WorkerDaemon::Held> WorkerDaemon::Accept(TrialExecutor* executor
     absl::MutexLock lock(&mu_);
     reporter_options.renew_every = lease_ttl_ / 3;
   }
-  held->reporter =
-      std::make_unique<LeaseReporter>(coordinator_, worker_id, lease, reporter_options);
+  // The worker's id at each report: a lease adopted after a coordinator
+  // restart is reported under the id the worker registered with since.
+  held->reporter = std::make_unique<LeaseReporter>(
+      coordinator_, [this] { return worker_id(); }, lease, reporter_options);
   held->sources = sources_->Resolve(lease.sources());
   if (held->sources.ok() && KindOf(lease) == v1::LEASE_KIND_SEARCH) {
     JobContext job{lease.job_id(), lease.kernel(), *held->sources, lease.shape(), lease.seed(),
@@ -278,7 +279,7 @@ void WorkerDaemon::LeaseLoop(TrialExecutor* executor) {
           TakeLease(executor, options_.max_trials, /*quiet=*/false, &backoff);
       if (stopping()) break;  // a lease won now would only be handed back
       if (!lease.has_value()) continue;
-      current = Accept(executor, worker_id(), *lease);
+      current = Accept(executor, *lease);
     }
     // The next lease is asked for and its compiles start while this one runs.
     std::thread ahead;
@@ -287,7 +288,7 @@ void WorkerDaemon::LeaseLoop(TrialExecutor* executor) {
         absl::Duration quiet_backoff = options_.min_backoff;
         std::optional<v1::Lease> lease =
             TakeLease(executor, options_.lookahead_trials, /*quiet=*/true, &quiet_backoff);
-        if (lease.has_value()) next = Accept(executor, worker_id(), *lease);
+        if (lease.has_value()) next = Accept(executor, *lease);
       });
     }
     Serve(executor, current.get());

@@ -126,8 +126,7 @@ class WorkerDaemon {
   std::optional<v1::Lease> TakeLease(TrialExecutor* executor, int max_trials, bool quiet,
                                      absl::Duration* backoff);
   // Starts serving `lease`: reporter, sources, compiles. Thread-safe.
-  std::unique_ptr<Held> Accept(TrialExecutor* executor, const std::string& worker_id,
-                               const v1::Lease& lease);
+  std::unique_ptr<Held> Accept(TrialExecutor* executor, const v1::Lease& lease);
   // Runs a held lease to its end and reports it.
   void Serve(TrialExecutor* executor, Held* held);
   // Profiles each config of a profile lease and adds it to `reporter`;

@@ -101,6 +101,9 @@ class ForwardingStore : public Store {
   absl::Status PutProfileRequests(const std::vector<ProfileRequestRecord>& requests) override {
     return target_->PutProfileRequests(requests);
   }
+  absl::StatusOr<std::string> Secret(const std::string& name, const std::string& fresh) override {
+    return target_->Secret(name, fresh);
+  }
   absl::StatusOr<std::vector<ProfileRequestRecord>> ListProfileRequests() override {
     return target_->ListProfileRequests();
   }

@@ -159,6 +159,13 @@ CREATE TABLE coordinator_leader (
   since_unix_ms BIGINT NOT NULL);
 INSERT INTO coordinator_leader VALUES (1, 0, '', 0);
 )sql"},
+    // Secrets the coordinators of one database share (Store::Secret).
+    {15, R"sql(
+CREATE TABLE coordinator_secrets (
+  name TEXT PRIMARY KEY,
+  secret BYTEA NOT NULL,
+  created_unix_ms BIGINT NOT NULL);
+)sql"},
 };
 
 // Advisory lock key that serializes migrations of one database ("tunefleet"

@@ -179,13 +179,20 @@ constexpr Query kDeleteProfileRequest = {
     "delete_profile_request",
     "DELETE FROM profile_requests WHERE job_id = $1 AND tuning_key = $2 AND config = $3"};
 
+constexpr Query kPutSecret = {
+    "put_secret",
+    "INSERT INTO coordinator_secrets (name, secret, created_unix_ms) VALUES ($1, $2, $3) "
+    "ON CONFLICT (name) DO NOTHING"};
+constexpr Query kGetSecret = {"get_secret",
+                              "SELECT secret FROM coordinator_secrets WHERE name = $1"};
+
 constexpr Query kAllQueries[] = {
     kPutJob,  kGetJob,   kListJobs, kQueryJobs, kListTrials, kQueryTrials, kUpsertBest,
     kImportBest,
     kGetBest, kListBest, kPutBlob,  kGetBlob,     kPutKernel,  kListKernels,
     kListKeyTrials, kListReplacingJobs, kExcludeTrials, kPutBest, kDeleteBest, kPutQuarantine,
     kDeleteQuarantine, kListQuarantine, kPutToken, kListTokens, kPutProfile, kListProfiles,
-    kPutProfileRequest, kListProfileRequests, kDeleteProfileRequest};
+    kPutProfileRequest, kListProfileRequests, kDeleteProfileRequest, kPutSecret, kGetSecret};
 
 // libpq sends text parameters as C strings: a NUL byte would silently cut
 // the value short, so refuse it instead.
@@ -784,6 +791,16 @@ absl::Status PostgresStore::PutProfileRequests(
 absl::StatusOr<std::vector<ProfileRequestRecord>> PostgresStore::ListProfileRequests() {
   return Transact<std::vector<ProfileRequestRecord>>("ListProfileRequests", [&](pqxx::work& txn) {
     return ReadAll(txn.exec_prepared(kListProfileRequests.name), &ReadProfileRequest);
+  });
+}
+
+absl::StatusOr<std::string> PostgresStore::Secret(const std::string& name,
+                                                  const std::string& fresh) {
+  if (fresh.empty()) return absl::InvalidArgumentError("a secret is not empty");
+  RETURN_IF_ERROR(CheckText({name}));
+  return Write<std::string>("Secret", [&](pqxx::work& txn) {
+    txn.exec_prepared(kPutSecret.name, name, Bytes(fresh), schema::NowUnixMs());
+    return ReadBytes(txn.exec_prepared(kGetSecret.name, name)[0][0]);
   });
 }
 

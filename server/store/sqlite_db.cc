@@ -184,6 +184,13 @@ CREATE TABLE coordinator_leader (
   since_unix_ms INTEGER NOT NULL);
 INSERT INTO coordinator_leader VALUES (1, 0, '', 0);
 )sql"},
+    // Secrets the coordinators of one database share (Store::Secret).
+    {15, R"sql(
+CREATE TABLE coordinator_secrets (
+  name TEXT PRIMARY KEY,
+  secret BLOB NOT NULL,
+  created_unix_ms INTEGER NOT NULL);
+)sql"},
 };
 
 // The result codes an operator can fix or a retry can outlast, named for

@@ -152,6 +152,11 @@ constexpr const char* kQuerySql[] = {
     " FROM profile_requests ORDER BY job_id, tuning_key, rank",
     // kDeleteProfileRequest
     "DELETE FROM profile_requests WHERE job_id = ?1 AND tuning_key = ?2 AND config = ?3",
+    // kPutSecret
+    "INSERT INTO coordinator_secrets (name, secret, created_unix_ms) VALUES (?1, ?2, ?3) "
+    "ON CONFLICT (name) DO NOTHING",
+    // kGetSecret
+    "SELECT secret FROM coordinator_secrets WHERE name = ?1",
 };
 
 // A result row of `call`, as rows.h reads it: SQLite stores text and
@@ -738,6 +743,22 @@ absl::StatusOr<std::vector<ProfileRequestRecord>> SqliteStore::ListProfileReques
   RETURN_IF_ERROR(CheckFile());
   Call call(db_.get(), statements_[kListProfileRequests].get());
   return ReadAll(call, &ReadProfileRequest);
+}
+
+absl::StatusOr<std::string> SqliteStore::Secret(const std::string& name,
+                                                const std::string& fresh) {
+  if (fresh.empty()) return absl::InvalidArgumentError("a secret is not empty");
+  absl::MutexLock lock(&mu_);
+  return Write<std::string>([&]() -> absl::StatusOr<std::string> {
+    Call put(db_.get(), statements_[kPutSecret].get());
+    put.BindText(name).BindBlob(fresh).BindInt(schema::NowUnixMs());
+    RETURN_IF_ERROR(put.Execute().status());
+    Call get(db_.get(), statements_[kGetSecret].get());
+    get.BindText(name);
+    ASSIGN_OR_RETURN(bool row, get.Step());
+    if (!row) return absl::InternalError("sqlite: the secret just stored is not there");
+    return get.ColumnBytes(0);
+  });
 }
 
 // No write probe: it would append to the WAL on every call, and the

@@ -107,6 +107,7 @@ class SqliteStore : public Store {
   absl::StatusOr<std::vector<ProfileRecord>> ListProfiles(const std::string& job_id) override;
   absl::Status PutProfileRequests(const std::vector<ProfileRequestRecord>& requests) override;
   absl::StatusOr<std::vector<ProfileRequestRecord>> ListProfileRequests() override;
+  absl::StatusOr<std::string> Secret(const std::string& name, const std::string& fresh) override;
   absl::Status CheckHealth() override;
 
  private:
@@ -142,6 +143,8 @@ class SqliteStore : public Store {
     kPutProfileRequest,
     kListProfileRequests,
     kDeleteProfileRequest,
+    kPutSecret,
+    kGetSecret,
     kNumQueries,
   };
 

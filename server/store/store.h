@@ -323,6 +323,13 @@ class Store {
   // Every profile request row, by job_id, tuning_key and rank.
   virtual absl::StatusOr<std::vector<ProfileRequestRecord>> ListProfileRequests() = 0;
 
+  // The secret stored under `name` (table coordinator_secrets), storing
+  // `fresh` first when there is none: the first caller's stands, so that the
+  // coordinators of one database share it (the lease receipts' key).
+  // InvalidArgument for an empty `fresh`.
+  virtual absl::StatusOr<std::string> Secret(const std::string& name,
+                                             const std::string& fresh) = 0;
+
   // OK while the store can read and write. Unavailable, with a message an
   // operator can act on, when it cannot: the database cannot be reached,
   // or (SQLite) its file was deleted or replaced, or is read-only, or the

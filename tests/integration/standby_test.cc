@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -20,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "server/store/store.h"
 #include "tests/server/store/test_database.h"
+#include "tests/support/scrape.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
 #include "tunefleet/v1/tuning_service.pb.h"
@@ -34,6 +36,8 @@ using ::tunefleet::bench::RunProgram;
 using ::tunefleet::server::testing::Backend;
 using ::tunefleet::server::testing::SkipOrFailWithoutPostgres;
 using ::tunefleet::server::testing::TestDatabase;
+using ::tunefleet::testing::HttpGet;
+using ::tunefleet::testing::ParseSamples;
 
 // tunectl health for `address` (one, or a list): its exit code (0 one
 // serves, 6 none) and what it printed.
@@ -171,6 +175,18 @@ void TakeOverMidJob(StandbyTest* test, Outage outage) {
     return keys;
   };
   const std::set<std::tuple<std::string, std::string, int>> rows = stored_rows();
+  if (outage == Outage::kKilled) {
+    // The killed leader's leases were adopted from their receipts: what the
+    // workers measured across the takeover was kept, not measured again.
+    absl::StatusOr<std::string> metrics = HttpGet(standby->metrics_address(), "/metrics");
+    ASSERT_OK(metrics);
+    std::map<std::string, double> samples = ParseSamples(*metrics);
+    EXPECT_GE(samples["tunefleet_coordinator_leases_adopted_total"], 1);
+    EXPECT_EQ(samples["tunefleet_coordinator_lease_receipts_refused_total"], 0);
+    std::cout << "the standby adopted " << samples["tunefleet_coordinator_leases_adopted_total"]
+              << " lease(s) with " << samples["tunefleet_coordinator_adopted_results_total"]
+              << " result(s) measured across the takeover" << std::endl;
+  }
 
   if (outage == Outage::kPaused) {
     // The old leader wakes up holding a job it no longer leads: it finds it

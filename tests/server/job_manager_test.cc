@@ -722,6 +722,126 @@ TEST_F(JobManagerTest, RestartResumesAnUnfinishedJobWithoutRemeasuring) {
   EXPECT_EQ(store_->ListTrials(job->id())->size(), 9u);
 }
 
+// Lease receipts (server/lease_receipts.h): a search lease granted before a
+// restart is reported to the restarted process, by the worker registered
+// again under a new id, and kept.
+TEST_F(JobManagerTest, ALeaseGrantedBeforeARestartIsAdoptedFromItsReceipt) {
+  const std::string key = LeaseReceipts::NewKey();
+  options_.receipts = std::make_shared<LeaseReceipts>(key, /*incarnation=*/1);
+  Restart();
+  std::string worker = AddWorker();
+  v1::JobSpec spec = Spec();
+  spec.clear_config_set();
+  spec.set_strategy("random");
+  spec.set_budget(9);
+  absl::StatusOr<v1::Job> job = jobs_->Submit(spec);
+  ASSERT_OK(job);
+  std::optional<v1::Lease> lease = Lease(worker);
+  ASSERT_TRUE(lease.has_value());
+  ASSERT_EQ(lease->trials_size(), 3);
+  ASSERT_FALSE(lease->receipt().empty());
+  ResultReport first = ReportOf(worker, *lease, false, nullptr);
+  first.trials.resize(1);
+  ASSERT_OK(jobs_->Report(first));
+
+  // The restarted process, with the database's key and an incarnation of
+  // its own; the worker measured the other two meanwhile.
+  now_ += absl::Seconds(5);
+  options_.receipts = std::make_shared<LeaseReceipts>(key, /*incarnation=*/2);
+  Restart();
+  ASSERT_OK(jobs_->Recover());
+  const std::string again = AddWorker();
+  ResultReport rest = ReportOf(again, *lease, /*release=*/true, nullptr);
+  rest.trials.erase(rest.trials.begin());
+  rest.receipt = lease->receipt();
+  absl::StatusOr<ReportAck> ack = jobs_->Report(rest);
+  ASSERT_OK(ack);
+  EXPECT_FALSE(ack->cancelled);
+  EXPECT_FALSE(ack->adopted_lease_id.empty());
+  EXPECT_NE(ack->adopted_epoch, lease->epoch());
+  EXPECT_EQ(jobs_->Get(job->id())->trials_done(), 3);
+  // Retried (its answer lost): nothing is recorded twice.
+  EXPECT_TRUE(jobs_->Report(rest)->cancelled);
+  EXPECT_EQ(RunToCompletion(again), 6);
+  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
+  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials(job->id());
+  ASSERT_OK(trials);
+  std::set<std::string> configs;
+  for (const TrialRecord& trial : *trials) configs.insert(trial.config);
+  EXPECT_EQ(trials->size(), 9u);
+  EXPECT_EQ(configs.size(), 9u);
+}
+
+TEST_F(JobManagerTest, AReceiptForgedAlteredOrAnotherPrincipalsIsRefused) {
+  const std::string key = LeaseReceipts::NewKey();
+  options_.receipts = std::make_shared<LeaseReceipts>(key, 1);
+  Restart();
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  std::optional<v1::Lease> lease = Lease(worker);
+  ASSERT_TRUE(lease.has_value());
+  options_.receipts = std::make_shared<LeaseReceipts>(key, 2);
+  Restart();
+  ASSERT_OK(jobs_->Recover());
+  const std::string again = AddWorker();
+  const std::string rogue = AddWorker("test-cpu", 0, "rogue");
+
+  ResultReport altered = ReportOf(again, *lease, false, nullptr);
+  altered.receipt = lease->receipt();
+  altered.receipt.back() ^= 1;  // the MAC's last byte
+  EXPECT_THAT(jobs_->Report(altered), StatusIs(absl::StatusCode::kPermissionDenied));
+  // Sealed under another database's key: its configs chosen at will.
+  LeaseReceipts forger(LeaseReceipts::NewKey(), 1);
+  v1::LeaseReceiptBody body;
+  body.set_lease_id(lease->lease_id());
+  body.set_epoch(lease->epoch());
+  body.set_incarnation(1);
+  body.set_principal("localhost");
+  body.set_device_id("cpu0");
+  body.set_job_id(job->id());
+  body.set_tuning_key(lease->tuning_key());
+  body.add_ordinals(lease->trials(0).index());
+  body.set_issued_unix_ms(absl::ToUnixMillis(now_));
+  ResultReport forged = ReportOf(again, *lease, false, nullptr);
+  forged.receipt = forger.Seal(body);
+  EXPECT_THAT(jobs_->Report(forged), StatusIs(absl::StatusCode::kPermissionDenied));
+  // A true receipt, reported by a worker of another principal.
+  ResultReport stolen = ReportOf(rogue, *lease, false, nullptr);
+  stolen.receipt = lease->receipt();
+  EXPECT_THAT(jobs_->Report(stolen), StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_EQ(jobs_->Get(job->id())->trials_done(), 0);
+
+  // Too old to hold now: nothing is adopted.
+  now_ += options_.lease_max_age + absl::Seconds(1);
+  workers_->Touch(again);
+  ResultReport late = ReportOf(again, *lease, false, nullptr);
+  late.receipt = lease->receipt();
+  absl::StatusOr<ReportAck> ack = jobs_->Report(late);
+  ASSERT_OK(ack);
+  EXPECT_TRUE(ack->cancelled);
+  EXPECT_EQ(jobs_->Get(job->id())->trials_done(), 0);
+}
+
+TEST_F(JobManagerTest, AReceiptOfThisProcessAdoptsNothing) {
+  options_.receipts = std::make_shared<LeaseReceipts>(LeaseReceipts::NewKey(), 1);
+  Restart();
+  std::string worker = AddWorker();
+  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+  ASSERT_OK(job);
+  std::optional<v1::Lease> lease = Lease(worker);
+  ASSERT_TRUE(lease.has_value());
+  // The lease expires here: its receipt does not bring it back.
+  Elapse(options_.lease_ttl + absl::Seconds(1), {});
+  workers_->Touch(worker);
+  ResultReport report = ReportOf(worker, *lease, false, nullptr);
+  report.receipt = lease->receipt();
+  absl::StatusOr<ReportAck> ack = jobs_->Report(report);
+  ASSERT_OK(ack);
+  EXPECT_TRUE(ack->cancelled);
+  EXPECT_EQ(jobs_->Get(job->id())->trials_done(), 0);
+}
+
 TEST_F(JobManagerTest, TheStatusSaysWhyTheSearchStopped) {
   std::string worker = AddWorker();
   v1::Job set = *jobs_->Submit(Spec());  // the "quick" config set: every config of it

@@ -52,6 +52,32 @@ class TargetTrialsTest : public ::testing::Test {
   std::unique_ptr<TargetTrials> trials_;
 };
 
+// A lease another coordinator process granted (JobManager::Report's
+// adoption): what is still to be measured is taken, and a config whose
+// result came with the receipt is taken even from the lease holding it now.
+TEST_F(TargetTrialsTest, AdoptTakesWhatIsLeftAndWhatCameMeasured) {
+  bool finalists = false;
+  std::vector<uint64_t> other = trials_->Take(2, "other", 1, &finalists);  // granted here
+  ASSERT_EQ(other.size(), 2u);
+  ASSERT_TRUE(trials_->Complete(other[1], "other", 1, Ok(2e-3)));
+  // The old lease held other[0] (measured: in hand), other[1] (stored since)
+  // and two configs never handed out here.
+  std::vector<uint64_t> fresh = trials_->Take(2, "probe", 9, &finalists);
+  for (uint64_t ordinal : fresh) trials_->Release(ordinal, "probe", 9, /*expired=*/false);
+  const std::vector<uint64_t> receipt = {other[0], other[1], fresh[0], fresh[1]};
+  const auto in_hand = [&](uint64_t ordinal) { return ordinal == other[0]; };
+  std::vector<uint64_t> taken = trials_->Adopt(receipt, in_hand, "adopted", 2);
+  EXPECT_EQ(taken, (std::vector<uint64_t>{other[0], fresh[0], fresh[1]}));
+  EXPECT_FALSE(trials_->Complete(other[0], "other", 1, Ok(1e-3)));  // stale now
+  EXPECT_TRUE(trials_->Complete(other[0], "adopted", 2, Ok(1e-3)));
+  // Not taken twice, nor once measured.
+  EXPECT_TRUE(trials_->Adopt(receipt, in_hand, "again", 3).empty());
+  for (uint64_t ordinal : {fresh[0], fresh[1]}) {
+    EXPECT_TRUE(trials_->Complete(ordinal, "adopted", 2, Ok(3e-3)));
+  }
+  EXPECT_EQ(trials_->done(), 4);
+}
+
 TEST_F(TargetTrialsTest, OrphanedConfigsGoBackToTheQueueWithoutCountingAsLost) {
   bool finalists = false;
   std::vector<uint64_t> held = trials_->Take(3, "gone", 1, &finalists);

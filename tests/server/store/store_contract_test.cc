@@ -705,6 +705,24 @@ TEST_P(StoreContractTest, PutTokenStoresEveryFieldAndReplacesBySameId) {
   EXPECT_EQ((*tokens)[1].name, "bob");
 }
 
+TEST_P(StoreContractTest, TheFirstSecretStoredUnderANameStandsAcrossReopening) {
+  const std::string first("k\0\xff\x01 first", 10);  // any bytes
+  absl::StatusOr<std::string> stored = store_->Secret("lease-receipts", first);
+  ASSERT_OK(stored);
+  EXPECT_EQ(*stored, first);
+  absl::StatusOr<std::string> again = store_->Secret("lease-receipts", "a later one");
+  ASSERT_OK(again);
+  EXPECT_EQ(*again, first);
+  absl::StatusOr<std::string> other = store_->Secret("another", "its own");
+  ASSERT_OK(other);
+  EXPECT_EQ(*other, "its own");
+  EXPECT_THAT(store_->Secret("empty", ""), StatusIs(absl::StatusCode::kInvalidArgument));
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  absl::StatusOr<std::string> reopened = store_->Secret("lease-receipts", "after reopening");
+  ASSERT_OK(reopened);
+  EXPECT_EQ(*reopened, first);
+}
+
 TEST_P(StoreContractTest, ListTokensOfEmptyStoreIsEmpty) {
   absl::StatusOr<std::vector<TokenRecord>> tokens = store_->ListTokens();
   ASSERT_OK(tokens.status());
@@ -1023,8 +1041,8 @@ TEST_P(StoreContractTest, MigratingAVersion2DatabaseKeepsOldTrialsAndAddsProvena
   // 3: provenance and quarantine, 4: tokens, 5: cut_early, 6: job owners, imported bests,
   // 7: finalist rounds and low-clock samples, 8: profiles, 9: profile requests,
   // 10: replacing jobs, 11: sweeps, 12: best evidence, 13: calibration,
-  // 14: the coordinator leader
-  EXPECT_EQ(*migrations, 14);
+  // 14: the coordinator leader, 15: the coordinators' secrets
+  EXPECT_EQ(*migrations, 15);
   store->reset();  // closed before the database is dropped
 }
 
