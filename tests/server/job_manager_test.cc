@@ -1671,7 +1671,39 @@ TEST_F(SpotCheckFlowTest, AWorkerCannotReportItselfLost) {
   EXPECT_EQ(crashed, 2);
 }
 
-class VerificationFlowTest : public JobManagerTest {};
+class VerificationFlowTest : public JobManagerTest {
+ protected:
+  // An honest claimant's job whose candidate a rogue verifier measured at
+  // 0.5 s (a dispute), and the referee's lease of it.
+  struct Disputed {
+    std::string honest;
+    std::string rogue;
+    std::string referee;
+    std::string job_id;
+    std::string key;
+    v1::Lease refereed;
+  };
+  Disputed DisputeByARogueVerifier() {
+    Disputed out;
+    out.honest = AddWorker("test-cpu", 0, "host:honest");
+    out.rogue = AddWorker("test-cpu", 0, "host:rogue");
+    out.referee = AddWorker("test-cpu", 0, "host:referee");
+    absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
+    EXPECT_TRUE(job.ok()) << job.status();
+    if (!job.ok()) return out;
+    out.job_id = job->id();
+    while (std::optional<v1::Lease> lease = Lease(out.honest)) ReportAll(out.honest, *lease);
+    out.key = jobs_->Get(out.job_id)->targets(0).tuning_key();
+    std::optional<v1::Lease> verify = Lease(out.rogue);
+    EXPECT_TRUE(verify.has_value());
+    if (!verify.has_value()) return out;
+    ReportAll(out.rogue, *verify, false, [](int64_t) { return 0.5; });
+    std::optional<v1::Lease> refereed = Lease(out.referee);
+    EXPECT_TRUE(refereed.has_value());
+    if (refereed.has_value()) out.refereed = *refereed;
+    return out;
+  }
+};
 
 TEST_F(VerificationFlowTest, AClaimTheVerifierAndARefereeContradictIsQuarantined) {
   std::string rogue = AddWorker("test-cpu", 0, "host:rogue");
@@ -1732,23 +1764,12 @@ TEST_F(VerificationFlowTest, AClaimTheVerifierAndARefereeContradictIsQuarantined
 }
 
 TEST_F(VerificationFlowTest, ARogueVerifierIsOverruledByTheRefereeAndQuarantined) {
-  std::string honest = AddWorker("test-cpu", 0, "host:honest");
-  std::string rogue = AddWorker("test-cpu", 0, "host:rogue");
-  std::string referee = AddWorker("test-cpu", 0, "host:referee");
-  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
-  ASSERT_OK(job);
-  while (std::optional<v1::Lease> lease = Lease(honest)) ReportAll(honest, *lease);
-  const std::string key = jobs_->Get(job->id())->targets(0).tuning_key();
-  std::optional<v1::Lease> verify = Lease(rogue);
-  ASSERT_TRUE(verify.has_value());
-  ReportAll(rogue, *verify, false, [](int64_t) { return 0.5; });
+  const Disputed disputed = DisputeByARogueVerifier();
+  ASSERT_FALSE(disputed.refereed.lease_id().empty());
   EXPECT_TRUE(store_->ListQuarantine()->empty());  // its word alone decides nothing
-  EXPECT_THAT(store_->GetBest(key), StatusIs(absl::StatusCode::kNotFound));
-
-  std::optional<v1::Lease> refereed = Lease(referee);
-  ASSERT_TRUE(refereed.has_value());
-  ReportAll(referee, *refereed);  // the claim's own times: it agrees
-  v1::Job done = *jobs_->Get(job->id());
+  EXPECT_THAT(store_->GetBest(disputed.key), StatusIs(absl::StatusCode::kNotFound));
+  ReportAll(disputed.referee, disputed.refereed);  // the claim's own times: it agrees
+  v1::Job done = *jobs_->Get(disputed.job_id);
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_EQ(done.targets(0).verification().state(), v1::VERIFICATION_STATE_AGREED);
   absl::StatusOr<std::vector<QuarantineRecord>> stored = store_->ListQuarantine();
@@ -1756,42 +1777,32 @@ TEST_F(VerificationFlowTest, ARogueVerifierIsOverruledByTheRefereeAndQuarantined
   ASSERT_EQ(stored->size(), 1u);
   EXPECT_EQ((*stored)[0].principal, "host:rogue");
   EXPECT_THAT((*stored)[0].reason, HasSubstr("overruled by a referee"));
-  absl::StatusOr<BestRecord> best = store_->GetBest(key);
+  absl::StatusOr<BestRecord> best = store_->GetBest(disputed.key);
   ASSERT_OK(best);
   EXPECT_LT(best->median_seconds, 0.5);  // never the rogue's number
-  EXPECT_OK(jobs_->TryLease(QueryFor(honest)));
+  EXPECT_OK(jobs_->TryLease(QueryFor(disputed.honest)));
 }
 
 TEST_F(VerificationFlowTest, ARefereeFarFromBothSidesQuarantinesNobody) {
   // An honest claim measured on a noisy host, a rogue verifier's 0.5 s, and
   // an honest referee twice the claim: past the square of the band (1.25^2)
   // from both, so it settles nothing, and the middle of three is served.
-  std::string honest = AddWorker("test-cpu", 0, "host:honest");
-  std::string rogue = AddWorker("test-cpu", 0, "host:rogue");
-  std::string referee = AddWorker("test-cpu", 0, "host:referee");
-  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
-  ASSERT_OK(job);
-  while (std::optional<v1::Lease> lease = Lease(honest)) ReportAll(honest, *lease);
-  const std::string key = jobs_->Get(job->id())->targets(0).tuning_key();
-  std::optional<v1::Lease> verify = Lease(rogue);
-  ASSERT_TRUE(verify.has_value());
-  ReportAll(rogue, *verify, false, [](int64_t) { return 0.5; });
-  std::optional<v1::Lease> refereed = Lease(referee);
-  ASSERT_TRUE(refereed.has_value());
-  ReportAll(referee, *refereed, false,
+  const Disputed disputed = DisputeByARogueVerifier();
+  ASSERT_FALSE(disputed.refereed.lease_id().empty());
+  ReportAll(disputed.referee, disputed.refereed, false,
             [](int64_t index) { return 2e-3 * (1 + index % 7); });  // twice the claim's
-  v1::Job done = *jobs_->Get(job->id());
+  v1::Job done = *jobs_->Get(disputed.job_id);
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_EQ(done.targets(0).verification().state(), v1::VERIFICATION_STATE_DISPUTED);
   EXPECT_THAT(done.targets(0).verification().verifiers(),
               ElementsAre("host:rogue", "host:referee"));
   EXPECT_THAT(done.reason(), HasSubstr("the referee agreed with both sides or neither"));
   EXPECT_TRUE(store_->ListQuarantine()->empty());
-  absl::StatusOr<BestRecord> best = store_->GetBest(key);
+  absl::StatusOr<BestRecord> best = store_->GetBest(disputed.key);
   ASSERT_OK(best);
-  EXPECT_EQ(best->median_seconds, 2e-3 * (1 + refereed->trials(0).index() % 7));
-  EXPECT_OK(jobs_->TryLease(QueryFor(rogue)));
-  EXPECT_OK(jobs_->TryLease(QueryFor(honest)));
+  EXPECT_EQ(best->median_seconds, 2e-3 * (1 + disputed.refereed.trials(0).index() % 7));
+  EXPECT_OK(jobs_->TryLease(QueryFor(disputed.rogue)));
+  EXPECT_OK(jobs_->TryLease(QueryFor(disputed.honest)));
 }
 
 TEST_F(VerificationFlowTest, ADisputeNoRefereeSettlesQuarantinesNobodyAndServesTheSlowerSide) {
