@@ -60,7 +60,7 @@ absl::Status Fleet::StartCoordinator() {
       absl::StrCat(options_.data_dir, "/address-", restarts_++);
   SubprocessOptions options;
   options.argv = {BinPath("tunefleet-coordinator"),
-                  "--listen", "127.0.0.1:0",
+                  "--listen", listen_,
                   "--data-dir", options_.data_dir,
                   "--address-file", address_file,
                   "--lease-ttl-ms", std::to_string(options_.lease_ttl_ms),
@@ -103,6 +103,16 @@ absl::Status Fleet::StartCoordinator() {
 absl::StatusOr<ExitInfo> Fleet::StopCoordinator() {
   coordinator_->Kill(SIGTERM);
   return coordinator_->Wait(absl::Seconds(30));
+}
+
+absl::Status Fleet::RestartCoordinator(int signal, absl::Duration down) {
+  coordinator_->Kill(signal);
+  RETURN_IF_ERROR(coordinator_->Wait(absl::Seconds(30)).status());
+  absl::SleepFor(down);
+  listen_ = address_;
+  const absl::Status started = StartCoordinator();
+  listen_ = "127.0.0.1:0";
+  return started;
 }
 
 absl::StatusOr<int> Fleet::StartWorker() {

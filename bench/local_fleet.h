@@ -49,6 +49,10 @@ class Fleet {
   absl::Status StartCoordinator();
   // SIGTERM, then waits for a clean exit (code 0).
   absl::StatusOr<ExitInfo> StopCoordinator();
+  // Ends the coordinator with `signal` (SIGKILL: a crash), waits `down`,
+  // and starts it again on the same address and data, so that its workers
+  // find it again.
+  absl::Status RestartCoordinator(int signal, absl::Duration down);
   // Starts a worker (named test-worker-<index>: its certificate's identity,
   // or the host that is its principal without TLS); returns its index.
   absl::StatusOr<int> StartWorker();
@@ -101,6 +105,7 @@ class Fleet {
   std::string worker_target_;  // empty: address_
   std::string metrics_address_;
   int restarts_ = 0;
+  std::string listen_ = "127.0.0.1:0";
 };
 
 // Runs a program to completion, capturing stdout (stderr goes to the test log).

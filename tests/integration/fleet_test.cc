@@ -5,6 +5,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,7 @@
 #include "server/store/store.h"
 #include "bench/local_fleet.h"
 #include "tests/support/fleet_client.h"
+#include "tests/support/scrape.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
 
@@ -196,6 +198,49 @@ TEST_F(FleetTest, RestartedCoordinatorServesTheBestAndAnswersResubmitsFromTheSto
   ASSERT_EQ(forced.state, JobState::kSucceeded) << forced.reason;
   EXPECT_FALSE(forced.targets[0].cached);
   EXPECT_EQ(Trials(forced.id).size(), 6u);
+}
+
+// A coordinator that crashes mid-job and comes back on its address: the
+// worker keeps what it measured meanwhile, registers again and reports its
+// lease with the receipt, which the new process adopts; every config is
+// stored once.
+TEST_F(FleetTest, ACrashedCoordinatorBackOnItsAddressKeepsWhatTheWorkerMeasuredMeanwhile) {
+  ASSERT_OK(fleet_->StartWorker());
+  SubmitRequest request = Matmul();
+  request.strategy = "random";
+  request.budget = 24;
+  request.seed = 5;
+  absl::StatusOr<Job> job = client_->Submit(request);
+  ASSERT_OK(job);
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  Job midway;
+  while (absl::Now() < deadline) {
+    absl::StatusOr<Job> current = client_->GetJob(job->id);
+    if (current.ok() && current->trials_done >= 2) {
+      midway = *current;
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_GE(midway.trials_done, 2);
+  ASSERT_LT(midway.trials_done, midway.trials_total) << "the job ended too soon";
+  ASSERT_OK(fleet_->RestartCoordinator(SIGKILL, /*down=*/absl::Seconds(1)));
+  Connect();
+
+  absl::StatusOr<Job> done = client_->Watch(job->id, [](const Job&) {});
+  ASSERT_OK(done);
+  ASSERT_EQ(done->state, JobState::kSucceeded) << done->reason;
+  EXPECT_EQ(done->trials_done, done->trials_total);
+  const std::vector<server::TrialRecord> trials = Trials(job->id);
+  std::set<std::string> configs;
+  for (const auto& trial : trials) configs.insert(trial.config);
+  EXPECT_EQ(static_cast<int64_t>(trials.size()), done->trials_total);
+  EXPECT_EQ(configs.size(), trials.size()) << "a config stored twice";
+  absl::StatusOr<std::string> metrics = HttpGet(fleet_->metrics_address(), "/metrics");
+  ASSERT_OK(metrics);
+  std::map<std::string, double> samples = ParseSamples(*metrics);
+  EXPECT_GE(samples["tunefleet_coordinator_leases_adopted_total"], 1);
+  EXPECT_EQ(samples["tunefleet_coordinator_lease_receipts_refused_total"], 0);
 }
 
 TEST_F(FleetTest, KernelThatNeverCompilesFailsTheJobAndTheServerKeepsServing) {
