@@ -200,7 +200,7 @@ class JobManager final : public LeaseSource {
   // came with it, from whatever lease holds them now) become a lease of the
   // reporting worker, which the ack names, and the report is applied to it.
   // PermissionDenied for a receipt that is forged, altered or another
-  // principal's.
+  // principal's; InvalidArgument for bytes that are no receipt.
   absl::StatusOr<ReportAck> Report(const ResultReport& report) override;
   // OK when a lease `worker_id` holds now carries a source file with
   // `digest`; PermissionDenied otherwise.

@@ -366,8 +366,10 @@ absl::StatusOr<std::optional<ResultReport>> JobManager::Adopt(const ResultReport
   if (t == static_cast<int>(job->targets.size())) return std::nullopt;
   Target& target = job->targets[t];
   if (target.trials == nullptr || target.verification != nullptr ||
-      target.info.device_model() != device->model || target.info.toolkit() != device->toolkit) {
-    return std::nullopt;
+      target.info.device_model() != device->model || target.info.toolkit() != device->toolkit ||
+      leases_.CountOnDevice(report.worker_id, device->device_id) >=
+          std::max(1, options_.max_leases_per_device)) {
+    return std::nullopt;  // an adopted lease counts against the device's leases too
   }
   Lease lease;
   lease.worker_id = report.worker_id;
@@ -387,12 +389,17 @@ absl::StatusOr<std::optional<ResultReport>> JobManager::Adopt(const ResultReport
   };
   std::vector<uint64_t> taken =
       target.trials->Adopt(std::vector<uint64_t>(body.ordinals().begin(), body.ordinals().end()),
-                           in_hand, adopted.lease_id, adopted.epoch);
+                           in_hand, adopted.lease_id, adopted.epoch,
+                           HolderOf(target, *principal));
   if (taken.empty()) {
     leases_.Remove(adopted.lease_id);
     return std::nullopt;
   }
-  leases_.Disown(job->view.id(), t, taken, adopted.lease_id);
+  // A lease left with nothing goes: its worker hears `cancelled` at its
+  // next report and stops measuring configs that are not its own now.
+  for (const std::string& emptied : leases_.Disown(job->view.id(), t, taken, adopted.lease_id)) {
+    leases_.Remove(emptied);
+  }
   const int results = static_cast<int>(std::count_if(taken.begin(), taken.end(), in_hand));
   leases_.Find(adopted.lease_id, adopted.epoch, report.worker_id)->ordinals = std::move(taken);
   adopted_[granted] = Adopted{adopted.lease_id, adopted.epoch, issued};

@@ -127,7 +127,7 @@ void JobManager::ApplyVerification(
     case Verification::Outcome::kDisputed:
       metrics_->VerificationFinished(CoordinatorMetrics::Verification::kDisputed);
       spdlog::warn("verification unsettled: {}; the referee agreed with both sides or "
-                   "neither: nobody is quarantined",
+                   "neither, or its run failed: nobody is quarantined",
                    reason);
       break;
     default:

@@ -78,17 +78,21 @@ std::vector<Lease> LeaseBook::TakeExpired(absl::Time now) {
   return expired;
 }
 
-void LeaseBook::Disown(const std::string& job_id, int target,
-                       const std::vector<uint64_t>& ordinals, const std::string& except) {
+std::vector<std::string> LeaseBook::Disown(const std::string& job_id, int target,
+                                           const std::vector<uint64_t>& ordinals,
+                                           const std::string& except) {
+  std::vector<std::string> emptied;
   auto it = by_job_.find(job_id);
-  if (it == by_job_.end()) return;
+  if (it == by_job_.end()) return emptied;
   for (const std::string& id : it->second) {
     Lease& lease = leases_.at(id);
     if (id == except || lease.target != target) continue;
-    std::erase_if(lease.ordinals, [&](uint64_t ordinal) {
+    const size_t erased = std::erase_if(lease.ordinals, [&](uint64_t ordinal) {
       return std::find(ordinals.begin(), ordinals.end(), ordinal) != ordinals.end();
     });
+    if (erased > 0 && lease.ordinals.empty()) emptied.push_back(id);
   }
+  return emptied;
 }
 
 std::vector<Lease> LeaseBook::TakeJob(const std::string& job_id) {

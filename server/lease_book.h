@@ -76,9 +76,12 @@ class LeaseBook {
   // Removes and returns every lease that expired before `now`.
   std::vector<Lease> TakeExpired(absl::Time now);
   // Takes `ordinals` of target `target` of `job_id` out of every lease of
-  // the job but `except` (they were adopted into it: JobManager::Report).
-  void Disown(const std::string& job_id, int target, const std::vector<uint64_t>& ordinals,
-              const std::string& except);
+  // the job but `except` (they were adopted into it: JobManager::Report);
+  // returns the ids of the leases that held nothing else (the caller
+  // removes them).
+  std::vector<std::string> Disown(const std::string& job_id, int target,
+                                  const std::vector<uint64_t>& ordinals,
+                                  const std::string& except);
   // Removes and returns every lease of `job_id`.
   std::vector<Lease> TakeJob(const std::string& job_id);
   // True when some lease of `job_id` is out.

@@ -95,7 +95,8 @@ void TargetTrials::ProposeNew(int max, std::vector<uint64_t>* into) {
 
 std::vector<uint64_t> TargetTrials::Adopt(const std::vector<uint64_t>& ordinals,
                                           const std::function<bool(uint64_t)>& in_hand,
-                                          const std::string& lease_id, int64_t epoch) {
+                                          const std::string& lease_id, int64_t epoch,
+                                          const Holder& holder) {
   std::vector<uint64_t> taken;
   if (finals_closed_ || finals_ != Finals::kNotYet) return taken;
   std::vector<uint64_t> proposed;  // handed out here for the first time
@@ -116,7 +117,7 @@ std::vector<uint64_t> TargetTrials::Adopt(const std::vector<uint64_t>& ordinals,
       ++leased_;
     } else if (slot->second.state == SlotState::kWaiting) {
       auto queued = std::find(requeued_.begin(), requeued_.end(), ordinal);
-      if (queued == requeued_.end()) continue;
+      if (queued == requeued_.end() || LeaveToOthers(holder, slot->second.lost_by)) continue;
       requeued_.erase(queued);
       ++leased_;
     } else if (slot->second.state != SlotState::kLeased || !in_hand(ordinal)) {

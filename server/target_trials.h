@@ -85,11 +85,13 @@ class TargetTrials {
   // to be measured: one queued again, proposed ahead, or never handed out
   // here (while the strategy still proposes); and, when `in_hand(ordinal)`
   // (its result came with the receipt), also one leased now under another
-  // lease, whose later report of it is then stale. Returns those taken:
-  // none once the finalists round is out or over.
+  // lease, whose later report of it is then stale. One queued again that
+  // `holder`'s principal lost is left to others, as Take leaves it. Returns
+  // those taken: none once the finalists round is out or over.
   std::vector<uint64_t> Adopt(const std::vector<uint64_t>& ordinals,
                               const std::function<bool(uint64_t)>& in_hand,
-                              const std::string& lease_id, int64_t epoch);
+                              const std::string& lease_id, int64_t epoch,
+                              const Holder& holder = {});
 
   // Proposes up to `max` configs before any device asks for them, so that
   // compile-only workers compile them first (docs/architecture.md, "Compile

@@ -285,7 +285,9 @@ TuningJob::Ending TuningJob::End(absl::Time now) const {
       failed.push_back(absl::StrCat(
           "the best of ", target.info.tuning_key(), " is disputed (",
           target.VerificationReason(),
-          refereed ? "; the referee agreed with both sides or neither" : "; no referee came",
+          refereed ? "; the referee settled nothing: it agreed with both sides or neither, or "
+                     "its run failed"
+                   : "; no referee came",
           "): each verified config counts at the upper median of its measurements"));
     }
     if (!target.abandoned.empty()) {  // a cut search, never verified: no best

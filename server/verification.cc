@@ -215,21 +215,26 @@ std::optional<std::pair<uint64_t, double>> Verification::FastestVerified() const
   const v1::Measurement* fastest_measured = nullptr;  // its upper median
   for (std::optional<uint64_t> ordinal : {std::optional<uint64_t>(candidate_), served_}) {
     if (!ordinal.has_value()) continue;
+    // A run that failed counts as infinitely slow (nullptr), as DeriveBest
+    // counts a failed row.
     std::vector<const v1::Measurement*> measured;
     if (*ordinal == candidate_ && claim_counts) measured.push_back(&claimed_);
     for (const Round& round : rounds_) {
       if (!round.judged || !counts(round.principal)) continue;
       auto result = round.results.find(*ordinal);
-      if (result != round.results.end() && result->second.status() == v1::TRIAL_STATUS_OK) {
-        measured.push_back(&result->second.measurement());
-      }
+      if (result == round.results.end()) continue;
+      measured.push_back(result->second.status() == v1::TRIAL_STATUS_OK
+                             ? &result->second.measurement()
+                             : nullptr);
     }
     if (measured.empty()) continue;
     std::sort(measured.begin(), measured.end(),
               [](const v1::Measurement* a, const v1::Measurement* b) {
+                if (a == nullptr || b == nullptr) return b == nullptr && a != nullptr;
                 return CalibratedTime(*a) < CalibratedTime(*b);
               });
     const v1::Measurement* upper = measured[measured.size() / 2];
+    if (upper == nullptr) continue;  // its upper median failed
     if (fastest_measured == nullptr || CalibratedTime(*upper) < CalibratedTime(*fastest_measured)) {
       fastest = ordinal;
       fastest_measured = upper;

@@ -12,11 +12,12 @@
 // quarantined when all three ran and it is far from both others (beyond the
 // square of the band: no one principal's number, nor one host's noise,
 // quarantines anyone). A dispute that no referee settles (none came, or it
-// agreed with both sides or neither) quarantines nobody; the best counts
-// each verified config at the upper median of the measurements (DeriveBest),
-// so neither side's number alone is served. Only when no other principal has a device of the model
-// may another device of the claimant's own principal verify: a check against
-// a faulty device, not a lying host, and one that quarantines nobody.
+// agreed with both sides or neither, or its run failed) quarantines nobody;
+// the best counts each verified config at the upper median of the
+// measurements (DeriveBest), so neither side's number alone is served. Only
+// when no other principal has a device of the model may another device of
+// the claimant's own principal verify: a check against a faulty device, not
+// a lying host, and one that quarantines nobody.
 #ifndef TUNEFLEET_SERVER_VERIFICATION_H_
 #define TUNEFLEET_SERVER_VERIFICATION_H_
 
@@ -69,7 +70,8 @@ class Verification {
     kDisagreed,  // the verifier and the referee, or the claimant's own other
                  // device, contradicted the claim
     kDisputed,   // the verifier contradicted the claim and no referee settled
-                 // it: none came, or it agreed with both sides or neither
+                 // it: none came, or it agreed with both sides or neither,
+                 // or its run failed while the verifier's ran
     kUnverified, // no verifier came
   };
 
@@ -127,10 +129,11 @@ class Verification {
   // without a referee (nor when the claimant's own device disagreed).
   const std::vector<std::string>& Overruled() const { return overruled_; }
   // Once done: the fastest config, each at the upper median (by calibrated
-  // time) of its OK measurements that count (the claim's, for the candidate,
-  // unless the claimants were overruled; the verifiers' not overruled), as
-  // DeriveBest reads the rows, with that measurement's raw median. None for
-  // kUnverified.
+  // time) of its measurements that count (the claim's, for the candidate,
+  // unless the claimants were overruled; the verifiers' not overruled), a
+  // failed run counting as infinitely slow, as DeriveBest reads the rows,
+  // with that measurement's raw median. None for kUnverified, nor when every
+  // config's upper median failed.
   std::optional<std::pair<uint64_t, double>> FastestVerified() const;
 
  private:

@@ -92,7 +92,8 @@ absl::Status LeaseReporter::Send(bool release) {
     spdlog::info("lease {} cancelled by the coordinator", lease_id_);
     cancelled_.store(true);
     pending_.clear();
-  } else if (!response->lease_id().empty() && response->lease_id() != lease_id_) {
+  } else if (!response->lease_id().empty() &&
+             (response->lease_id() != lease_id_ || response->epoch() != epoch_)) {
     spdlog::info("lease {} (epoch {}) adopted by the coordinator as lease {} (epoch {}): "
                  "{} result(s) kept",
                  lease_id_, epoch_, response->lease_id(), response->epoch(), sent);
@@ -114,8 +115,10 @@ absl::Status LeaseReporter::Finish(bool release) {
   absl::Duration backoff = absl::Milliseconds(200);
   const absl::Time wait_until = absl::Now() + (receipt_.empty() ? absl::ZeroDuration()
                                                                  : options_.receipt_wait);
-  for (int attempt = 0; attempt < options_.final_attempts || absl::Now() < wait_until;
-       ++attempt) {
+  const auto may_wait = [this, wait_until] {
+    return absl::Now() < wait_until && (!options_.may_wait || options_.may_wait());
+  };
+  for (int attempt = 0; attempt < options_.final_attempts || may_wait(); ++attempt) {
     status = Send(release);
     if (status.ok()) return status;
     absl::SleepFor(backoff);

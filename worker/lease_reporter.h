@@ -41,6 +41,9 @@ struct LeaseReporterOptions {
   // coordinator that restarts, or a standby's takeover, takes seconds, and
   // the results wait for it rather than be measured again. Default 60 s.
   absl::Duration receipt_wait = absl::Seconds(60);
+  // While this says false (the worker shuts down), the final report does
+  // not wait the receipt_wait out. Empty: always true.
+  std::function<bool()> may_wait;
 };
 
 // Thread-safety: thread-safe. Owns a background thread from construction

@@ -254,6 +254,8 @@ std::unique_ptr<WorkerDaemon::Held> WorkerDaemon::Accept(TrialExecutor* executor
     absl::MutexLock lock(&mu_);
     reporter_options.renew_every = lease_ttl_ / 3;
   }
+  // A worker shutting down does not wait for a coordinator to come back.
+  reporter_options.may_wait = [this] { return !stopping(); };
   // The worker's id at each report: a lease adopted after a coordinator
   // restart is reported under the id the worker registered with since.
   held->reporter = std::make_unique<LeaseReporter>(

@@ -772,6 +772,35 @@ TEST_F(JobManagerTest, ALeaseGrantedBeforeARestartIsAdoptedFromItsReceipt) {
   EXPECT_EQ(configs.size(), 9u);
 }
 
+TEST_F(JobManagerTest, AnAdoptedLeaseCountsAgainstTheDevicesLeases) {
+  const std::string key = LeaseReceipts::NewKey();
+  options_.receipts = std::make_shared<LeaseReceipts>(key, 1);
+  options_.max_leases_per_device = 2;
+  Restart();
+  std::string worker = AddWorker();
+  v1::JobSpec spec = Spec();
+  spec.clear_config_set();
+  spec.set_strategy("random");
+  spec.set_budget(12);
+  absl::StatusOr<v1::Job> job = jobs_->Submit(spec);
+  ASSERT_OK(job);
+  std::optional<v1::Lease> lease = Lease(worker);
+  ASSERT_TRUE(lease.has_value());
+  now_ += absl::Seconds(5);
+  options_.receipts = std::make_shared<LeaseReceipts>(key, 2);
+  Restart();
+  ASSERT_OK(jobs_->Recover());
+  const std::string again = AddWorker();
+  ASSERT_TRUE(Lease(again).has_value());
+  ASSERT_TRUE(Lease(again).has_value());  // the device holds two now
+  ResultReport report = ReportOf(again, *lease, false, nullptr);
+  report.receipt = lease->receipt();
+  absl::StatusOr<ReportAck> ack = jobs_->Report(report);
+  ASSERT_OK(ack);
+  EXPECT_TRUE(ack->cancelled);
+  EXPECT_EQ(jobs_->Get(job->id())->trials_done(), 0);
+}
+
 TEST_F(JobManagerTest, AReceiptForgedAlteredOrAnotherPrincipalsIsRefused) {
   const std::string key = LeaseReceipts::NewKey();
   options_.receipts = std::make_shared<LeaseReceipts>(key, 1);
@@ -1796,7 +1825,7 @@ TEST_F(VerificationFlowTest, ARefereeFarFromBothSidesQuarantinesNobody) {
   EXPECT_EQ(done.targets(0).verification().state(), v1::VERIFICATION_STATE_DISPUTED);
   EXPECT_THAT(done.targets(0).verification().verifiers(),
               ElementsAre("host:rogue", "host:referee"));
-  EXPECT_THAT(done.reason(), HasSubstr("the referee agreed with both sides or neither"));
+  EXPECT_THAT(done.reason(), HasSubstr("the referee settled nothing"));
   EXPECT_TRUE(store_->ListQuarantine()->empty());
   absl::StatusOr<BestRecord> best = store_->GetBest(disputed.key);
   ASSERT_OK(best);

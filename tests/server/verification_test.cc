@@ -182,6 +182,7 @@ TEST(VerificationTest, ACandidateTheVerifierCannotRunDisagrees) {
   EXPECT_TRUE(verification.Complete(7, "l2", 2, crashed, 0.25));
   EXPECT_EQ(verification.outcome(), Verification::Outcome::kDisagreed);
   EXPECT_TRUE(verification.Overruled().empty());  // failures against a run: not served, not blamed
+  EXPECT_FALSE(verification.FastestVerified().has_value());  // two failures outweigh the claim
 }
 
 TEST(VerificationTest, AReleasedLeaseWaitsForAnotherVerifier) {
