@@ -151,6 +151,7 @@ class FakeWorkers::Worker {
     request.set_worker_id(id_);
     request.set_lease_id(lease.lease_id());
     request.set_epoch(lease.epoch());
+    request.set_receipt(lease.receipt());  // as a worker sends it with every report
     for (const v1::Trial& trial : lease.trials()) {
       v1::ReportedTrial* reported = request.add_trials();
       reported->set_index(trial.index());

@@ -243,10 +243,12 @@ absl::Status Coordinator::Lead(const std::string& listen) {
   // The receipts' key is the database's: a lease another process of it
   // granted (before a restart, or a takeover) is adopted here.
   JobManagerOptions job_options = options.jobs;
-  ASSIGN_OR_RETURN(const std::string receipts_key,
-                   store_->Secret(kLeaseReceiptsSecret, LeaseReceipts::NewKey()));
-  job_options.receipts =
-      std::make_shared<LeaseReceipts>(receipts_key, LeaseReceipts::RandomIncarnation());
+  if (options.lease_receipts) {
+    ASSIGN_OR_RETURN(const std::string receipts_key,
+                     store_->Secret(kLeaseReceiptsSecret, LeaseReceipts::NewKey()));
+    job_options.receipts =
+        std::make_shared<LeaseReceipts>(receipts_key, LeaseReceipts::RandomIncarnation());
+  }
   jobs_ = std::make_unique<JobManager>(job_options, store_.get(), workers_.get(),
                                        blobs_.get(), clock, metrics_.get(), index_.get(),
                                        quarantine_.get(), keeper_.get());

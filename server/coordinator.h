@@ -85,6 +85,10 @@ struct CoordinatorOptions {
   // those threads run: added to their nice value, 0 to 19. Default 10: on
   // a saturated core a GetBestConfig waits for no report.
   int report_nice = 10;
+  // Seal search leases with receipts (server/lease_receipts.h), so that a
+  // restart or a takeover keeps what workers measured across it; false:
+  // their configs are measured again. Default true.
+  bool lease_receipts = true;
   // Longest LeaseWork long-poll. Default 30 s.
   absl::Duration max_long_poll = absl::Seconds(30);
   // Largest request or response message. Default 32 MiB.

@@ -312,8 +312,10 @@ class JobManager final : public LeaseSource {
   // PermissionDenied (returning its lease) when the reporting worker is
   // quarantined.
   absl::Status RefuseQuarantined(const ResultReport& report) ABSL_LOCKS_EXCLUDED(mu_);
-  // Report for a lease this process holds (or held).
-  absl::StatusOr<ReportAck> ReportHeld(const ResultReport& report) ABSL_LOCKS_EXCLUDED(mu_);
+  // Report for a lease this process holds; cancelled, with `*unknown` set,
+  // for one it does not hold (expired, ended, or another process's).
+  absl::StatusOr<ReportAck> ReportHeld(const ResultReport& report, bool* unknown)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The report of a lease this process does not hold, moved to the lease
   // adopted from its receipt; nullopt when nothing of it is left to adopt.
   absl::StatusOr<std::optional<ResultReport>> Adopt(const ResultReport& report)

@@ -302,15 +302,12 @@ absl::Status JobManager::RefuseQuarantined(const ResultReport& report) {
 
 absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
   RETURN_IF_ERROR(RefuseQuarantined(report));
-  bool held = true;
-  if (!report.receipt.empty() && options_.receipts != nullptr) {
-    absl::ReaderMutexLock lock(&mu_);
-    held = leases_.Find(report.lease_id, report.epoch, report.worker_id) != nullptr;
-  }
-  if (held) return ReportHeld(report);
+  bool unknown = false;
+  absl::StatusOr<ReportAck> held = ReportHeld(report, &unknown);
+  if (!unknown || report.receipt.empty() || options_.receipts == nullptr) return held;
   ASSIGN_OR_RETURN(std::optional<ResultReport> adopted, Adopt(report));
   if (!adopted.has_value()) return ReportAck::Cancelled();
-  ASSIGN_OR_RETURN(ReportAck ack, ReportHeld(*adopted));
+  ASSIGN_OR_RETURN(ReportAck ack, ReportHeld(*adopted, &unknown));
   if (!ack.cancelled) {
     ack.adopted_lease_id = adopted->lease_id;
     ack.adopted_epoch = adopted->epoch;
@@ -411,14 +408,17 @@ absl::StatusOr<std::optional<ResultReport>> JobManager::Adopt(const ResultReport
   return adopted;
 }
 
-absl::StatusOr<ReportAck> JobManager::ReportHeld(const ResultReport& report) {
+absl::StatusOr<ReportAck> JobManager::ReportHeld(const ResultReport& report, bool* unknown) {
   workers_->Touch(report.worker_id);
   std::vector<std::pair<uint64_t, v1::TrialResult>> results;  // held by the lease
   std::vector<TrialRecord> rows;
   {
     absl::MutexLock lock(&mu_);
     Lease* lease = leases_.Find(report.lease_id, report.epoch, report.worker_id);
-    if (lease == nullptr) return ReportAck::Cancelled();
+    if (lease == nullptr) {
+      *unknown = true;
+      return ReportAck::Cancelled();
+    }
     const Job& job = *FindJob(lease->job_id);
     const Target& target = job.targets[lease->target];
     for (const auto& [ordinal, result] : report.trials) {

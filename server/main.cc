@@ -57,6 +57,7 @@ struct Flags {
   double history_max_factor = 16;
   int report_threads = 64;
   int report_nice = 10;
+  bool lease_receipts = true;
   std::string tls_cert;
   std::string tls_key;
   std::string tls_client_ca;
@@ -277,6 +278,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "(added to their nice value; 0 runs them alike)")
       ->capture_default_str()
       ->check(CLI::Range(0, 19));
+  app.add_flag("--lease-receipts,!--no-lease-receipts", flags.lease_receipts,
+               "seal search leases with receipts, so that a restart or a standby's takeover "
+               "keeps what workers measured across it (--no-lease-receipts: measured again)")
+      ->capture_default_str();
   app.add_option("--max-trials", flags.max_trials,
                  "most configs one job measures per device model")->capture_default_str();
   app.add_option("--log-level", flags.log_level,
@@ -354,6 +359,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.jobs.spot.wait = absl::Milliseconds(flags.spot_check_wait_ms);
   options.report_threads = flags.report_threads;
   options.report_nice = flags.report_nice;
+  options.lease_receipts = flags.lease_receipts;
   options.tls = tunefleet::ServerTls{flags.tls_cert, flags.tls_key, flags.tls_client_ca};
   options.admin_token_file = flags.admin_token_file;
   options.jobs.quotas.max_active_jobs = flags.max_active_jobs;
