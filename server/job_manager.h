@@ -246,6 +246,8 @@ class JobManager final : public LeaseSource {
     std::vector<Finish> finishes;
     std::vector<JobSnapshot> snapshots;
     bool work = false;  // trials became available
+    // The lease granted, to seal into its receipt without the lock.
+    std::optional<v1::LeaseReceiptBody> receipt;
   };
 
   static AdmissionLimits LimitsOf(const JobManagerOptions& options);
@@ -320,8 +322,9 @@ class JobManager final : public LeaseSource {
   // adopted from its receipt; nullopt when nothing of it is left to adopt.
   absl::StatusOr<std::optional<ResultReport>> Adopt(const ResultReport& report)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // The receipt of a plain search lease (empty without receipts).
-  std::string ReceiptOf(const Job& job, const Lease& lease) const
+  // What the receipt of a plain search lease seals (none without receipts,
+  // nor for other leases).
+  std::optional<v1::LeaseReceiptBody> ReceiptOf(const Job& job, const Lease& lease) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Records `results` (normalized, held by `lease` when the report came),
   // then returns what is left of the lease when `release`.

@@ -137,6 +137,9 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
       }
     }
   }
+  if (grant.has_value() && pending.receipt.has_value()) {
+    grant->receipt = options_.receipts->Seal(*pending.receipt);
+  }
   Flush(std::move(pending));
   return grant;
 }
@@ -235,7 +238,7 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
   for (uint64_t ordinal : lease.ordinals) {
     grant.trials.emplace_back(ordinal, target.trials->space()->ConfigAt(ordinal));
   }
-  grant.receipt = ReceiptOf(*job, lease);
+  pending->receipt = ReceiptOf(*job, lease);  // sealed once the lock is released
   metrics_->LeaseGranted(static_cast<int>(lease.ordinals.size()));
   if (job->view.state() == v1::JOB_STATE_QUEUED) {
     if (job->view.started_unix_ms() == 0) {
@@ -250,8 +253,11 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
 
 // Only a plain search lease: the finalists round, verifications and spot
 // checks hold state of their own round, which a restart does not keep.
-std::string JobManager::ReceiptOf(const Job& job, const Lease& lease) const {
-  if (options_.receipts == nullptr || lease.finalists || lease.verify || lease.spot) return "";
+std::optional<v1::LeaseReceiptBody> JobManager::ReceiptOf(const Job& job,
+                                                          const Lease& lease) const {
+  if (options_.receipts == nullptr || lease.finalists || lease.verify || lease.spot) {
+    return std::nullopt;
+  }
   v1::LeaseReceiptBody body;
   body.set_lease_id(lease.id);
   body.set_epoch(lease.epoch);
@@ -262,7 +268,7 @@ std::string JobManager::ReceiptOf(const Job& job, const Lease& lease) const {
   body.set_tuning_key(job.targets[lease.target].info.tuning_key());
   for (uint64_t ordinal : lease.ordinals) body.add_ordinals(ordinal);
   body.set_issued_unix_ms(absl::ToUnixMillis(clock_()));
-  return options_.receipts->Seal(body);
+  return body;
 }
 
 bool JobManager::ApplyTimeBudget(Job* job) {

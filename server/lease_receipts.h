@@ -15,6 +15,8 @@
 #ifndef TUNEFLEET_SERVER_LEASE_RECEIPTS_H_
 #define TUNEFLEET_SERVER_LEASE_RECEIPTS_H_
 
+#include <openssl/types.h>
+
 #include <cstdint>
 #include <string>
 
@@ -33,6 +35,9 @@ class LeaseReceipts {
   // `key`: the HMAC key, at least 16 bytes. `incarnation`: this process's
   // (RandomIncarnation), sealed into every receipt.
   LeaseReceipts(std::string key, uint64_t incarnation);
+  ~LeaseReceipts();
+  LeaseReceipts(const LeaseReceipts&) = delete;
+  LeaseReceipts& operator=(const LeaseReceipts&) = delete;
 
   // 32 random bytes, for the first coordinator of a database to store.
   static std::string NewKey();
@@ -46,12 +51,17 @@ class LeaseReceipts {
   // PermissionDenied for one not sealed under this key (forged, altered,
   // or another database's).
   absl::StatusOr<v1::LeaseReceiptBody> Open(absl::string_view receipt) const;
+  // HMAC-SHA256 (RFC 2104) of `data` under the key. The key's inner and
+  // outer blocks are hashed once, at construction, with a SHA-256 fetched
+  // once: a call copies those states and fetches nothing (OpenSSL 3's
+  // one-shot HMAC looks the digest up, under a global lock, every call).
+  std::string Mac(absl::string_view data) const;
 
  private:
-  std::string Mac(absl::string_view body) const;
-
-  const std::string key_;
   const uint64_t incarnation_;
+  EVP_MD* sha256_ = nullptr;
+  EVP_MD_CTX* inner_ = nullptr;  // after (key ^ ipad)
+  EVP_MD_CTX* outer_ = nullptr;  // after (key ^ opad)
 };
 
 }  // namespace tunefleet::server

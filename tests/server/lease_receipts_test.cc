@@ -1,5 +1,6 @@
 #include "server/lease_receipts.h"
 
+#include "absl/strings/escaping.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_support.h"
 
@@ -63,6 +64,17 @@ TEST(LeaseReceiptsTest, AnAlteredOrForgedReceiptIsRefused) {
               StatusIs(absl::StatusCode::kPermissionDenied));
   EXPECT_THAT(receipts.Open("\xff\xff\xff not a receipt"),
               StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+// RFC 4231, test cases 2 (a short key) and 6 (a key longer than a block).
+TEST(LeaseReceiptsTest, TheMacIsHmacSha256) {
+  LeaseReceipts jefe("Jefe", 1);
+  EXPECT_EQ(absl::BytesToHexString(jefe.Mac("what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  LeaseReceipts long_key(std::string(131, '\xaa'), 1);
+  EXPECT_EQ(absl::BytesToHexString(
+                long_key.Mac("Test Using Larger Than Block-Size Key - Hash Key First")),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
 }
 
 TEST(LeaseReceiptsTest, IncarnationsDiffer) {
