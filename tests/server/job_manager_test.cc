@@ -722,49 +722,72 @@ TEST_F(JobManagerTest, RestartResumesAnUnfinishedJobWithoutRemeasuring) {
   EXPECT_EQ(store_->ListTrials(job->id())->size(), 9u);
 }
 
-// Lease receipts (server/lease_receipts.h): a search lease granted before a
-// restart is reported to the restarted process, by the worker registered
-// again under a new id, and kept.
-TEST_F(JobManagerTest, ALeaseGrantedBeforeARestartIsAdoptedFromItsReceipt) {
-  const std::string key = LeaseReceipts::NewKey();
-  options_.receipts = std::make_shared<LeaseReceipts>(key, /*incarnation=*/1);
-  Restart();
-  std::string worker = AddWorker();
-  v1::JobSpec spec = Spec();
-  spec.clear_config_set();
-  spec.set_strategy("random");
-  spec.set_budget(9);
-  absl::StatusOr<v1::Job> job = jobs_->Submit(spec);
-  ASSERT_OK(job);
-  std::optional<v1::Lease> lease = Lease(worker);
-  ASSERT_TRUE(lease.has_value());
-  ASSERT_EQ(lease->trials_size(), 3);
-  ASSERT_FALSE(lease->receipt().empty());
-  ResultReport first = ReportOf(worker, *lease, false, nullptr);
-  first.trials.resize(1);
-  ASSERT_OK(jobs_->Report(first));
+// Lease receipts (server/lease_receipts.h): a search lease granted by a
+// process with receipts, then a restart: another incarnation with the same
+// key, and the worker registered again (`again`). `before` runs between the
+// grant and the restart.
+class ReceiptTest : public JobManagerTest {
+ protected:
+  void GrantThenRestart(int budget,
+                        const std::function<void(const std::string&)>& before = nullptr) {
+    const std::string key = LeaseReceipts::NewKey();
+    options_.receipts = std::make_shared<LeaseReceipts>(key, /*incarnation=*/1);
+    Restart();
+    const std::string worker = AddWorker();
+    v1::JobSpec spec = Spec();
+    spec.clear_config_set();
+    spec.set_strategy("random");
+    spec.set_budget(budget);
+    absl::StatusOr<v1::Job> job = jobs_->Submit(spec);
+    ASSERT_OK(job);
+    job_id_ = job->id();
+    std::optional<v1::Lease> lease = Lease(worker);
+    ASSERT_TRUE(lease.has_value());
+    ASSERT_FALSE(lease->receipt().empty());
+    lease_ = *lease;
+    if (before) before(worker);
+    now_ += absl::Seconds(5);
+    options_.receipts = std::make_shared<LeaseReceipts>(key, /*incarnation=*/2);
+    Restart();
+    ASSERT_OK(jobs_->Recover());
+    again_ = AddWorker();
+  }
 
-  // The restarted process, with the database's key and an incarnation of
-  // its own; the worker measured the other two meanwhile.
-  now_ += absl::Seconds(5);
-  options_.receipts = std::make_shared<LeaseReceipts>(key, /*incarnation=*/2);
-  Restart();
-  ASSERT_OK(jobs_->Recover());
-  const std::string again = AddWorker();
-  ResultReport rest = ReportOf(again, *lease, /*release=*/true, nullptr);
+  // The report of the lease by the worker under its new id, with the receipt.
+  ResultReport ReportAgain(bool release = false) {
+    ResultReport report = ReportOf(again_, lease_, release, nullptr);
+    report.receipt = lease_.receipt();
+    return report;
+  }
+
+  int64_t Done() { return jobs_->Get(job_id_)->trials_done(); }
+
+  std::string job_id_;
+  v1::Lease lease_;
+  std::string again_;
+};
+
+TEST_F(ReceiptTest, ALeaseGrantedBeforeARestartIsAdoptedFromItsReceipt) {
+  ASSERT_NO_FATAL_FAILURE(GrantThenRestart(9, [this](const std::string& worker) {
+    ASSERT_EQ(lease_.trials_size(), 3);
+    ResultReport first = ReportOf(worker, lease_, false, nullptr);
+    first.trials.resize(1);
+    ASSERT_OK(jobs_->Report(first));
+  }));
+  // The worker measured the other two while the coordinator was away.
+  ResultReport rest = ReportAgain(/*release=*/true);
   rest.trials.erase(rest.trials.begin());
-  rest.receipt = lease->receipt();
   absl::StatusOr<ReportAck> ack = jobs_->Report(rest);
   ASSERT_OK(ack);
   EXPECT_FALSE(ack->cancelled);
   EXPECT_FALSE(ack->adopted_lease_id.empty());
-  EXPECT_NE(ack->adopted_epoch, lease->epoch());
-  EXPECT_EQ(jobs_->Get(job->id())->trials_done(), 3);
+  EXPECT_NE(ack->adopted_epoch, lease_.epoch());
+  EXPECT_EQ(Done(), 3);
   // Retried (its answer lost): nothing is recorded twice.
   EXPECT_TRUE(jobs_->Report(rest)->cancelled);
-  EXPECT_EQ(RunToCompletion(again), 6);
-  EXPECT_EQ(jobs_->Get(job->id())->state(), v1::JOB_STATE_SUCCEEDED);
-  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials(job->id());
+  EXPECT_EQ(RunToCompletion(again_), 6);
+  EXPECT_EQ(jobs_->Get(job_id_)->state(), v1::JOB_STATE_SUCCEEDED);
+  absl::StatusOr<std::vector<TrialRecord>> trials = store_->ListTrials(job_id_);
   ASSERT_OK(trials);
   std::set<std::string> configs;
   for (const TrialRecord& trial : *trials) configs.insert(trial.config);
@@ -772,84 +795,54 @@ TEST_F(JobManagerTest, ALeaseGrantedBeforeARestartIsAdoptedFromItsReceipt) {
   EXPECT_EQ(configs.size(), 9u);
 }
 
-TEST_F(JobManagerTest, AnAdoptedLeaseCountsAgainstTheDevicesLeases) {
-  const std::string key = LeaseReceipts::NewKey();
-  options_.receipts = std::make_shared<LeaseReceipts>(key, 1);
+TEST_F(ReceiptTest, AnAdoptedLeaseCountsAgainstTheDevicesLeases) {
   options_.max_leases_per_device = 2;
-  Restart();
-  std::string worker = AddWorker();
-  v1::JobSpec spec = Spec();
-  spec.clear_config_set();
-  spec.set_strategy("random");
-  spec.set_budget(12);
-  absl::StatusOr<v1::Job> job = jobs_->Submit(spec);
-  ASSERT_OK(job);
-  std::optional<v1::Lease> lease = Lease(worker);
-  ASSERT_TRUE(lease.has_value());
-  now_ += absl::Seconds(5);
-  options_.receipts = std::make_shared<LeaseReceipts>(key, 2);
-  Restart();
-  ASSERT_OK(jobs_->Recover());
-  const std::string again = AddWorker();
-  ASSERT_TRUE(Lease(again).has_value());
-  ASSERT_TRUE(Lease(again).has_value());  // the device holds two now
-  ResultReport report = ReportOf(again, *lease, false, nullptr);
-  report.receipt = lease->receipt();
-  absl::StatusOr<ReportAck> ack = jobs_->Report(report);
+  ASSERT_NO_FATAL_FAILURE(GrantThenRestart(12));
+  ASSERT_TRUE(Lease(again_).has_value());
+  ASSERT_TRUE(Lease(again_).has_value());  // the device holds two now
+  absl::StatusOr<ReportAck> ack = jobs_->Report(ReportAgain());
   ASSERT_OK(ack);
   EXPECT_TRUE(ack->cancelled);
-  EXPECT_EQ(jobs_->Get(job->id())->trials_done(), 0);
+  EXPECT_EQ(Done(), 0);
 }
 
-TEST_F(JobManagerTest, AReceiptForgedAlteredOrAnotherPrincipalsIsRefused) {
-  const std::string key = LeaseReceipts::NewKey();
-  options_.receipts = std::make_shared<LeaseReceipts>(key, 1);
-  Restart();
-  std::string worker = AddWorker();
-  absl::StatusOr<v1::Job> job = jobs_->Submit(Spec());
-  ASSERT_OK(job);
-  std::optional<v1::Lease> lease = Lease(worker);
-  ASSERT_TRUE(lease.has_value());
-  options_.receipts = std::make_shared<LeaseReceipts>(key, 2);
-  Restart();
-  ASSERT_OK(jobs_->Recover());
-  const std::string again = AddWorker();
-  const std::string rogue = AddWorker("test-cpu", 0, "rogue");
-
-  ResultReport altered = ReportOf(again, *lease, false, nullptr);
-  altered.receipt = lease->receipt();
+TEST_F(ReceiptTest, AReceiptForgedAlteredOrAnotherPrincipalsIsRefused) {
+  ASSERT_NO_FATAL_FAILURE(GrantThenRestart(9));
+  ResultReport altered = ReportAgain();
   altered.receipt.back() ^= 1;  // the MAC's last byte
   EXPECT_THAT(jobs_->Report(altered), StatusIs(absl::StatusCode::kPermissionDenied));
   // Sealed under another database's key: its configs chosen at will.
   LeaseReceipts forger(LeaseReceipts::NewKey(), 1);
   v1::LeaseReceiptBody body;
-  body.set_lease_id(lease->lease_id());
-  body.set_epoch(lease->epoch());
+  body.set_lease_id(lease_.lease_id());
+  body.set_epoch(lease_.epoch());
   body.set_incarnation(1);
   body.set_principal("localhost");
   body.set_device_id("cpu0");
-  body.set_job_id(job->id());
-  body.set_tuning_key(lease->tuning_key());
-  body.add_ordinals(lease->trials(0).index());
+  body.set_job_id(job_id_);
+  body.set_tuning_key(lease_.tuning_key());
+  body.add_ordinals(lease_.trials(0).index());
   body.set_issued_unix_ms(absl::ToUnixMillis(now_));
-  ResultReport forged = ReportOf(again, *lease, false, nullptr);
+  ResultReport forged = ReportAgain();
   forged.receipt = forger.Seal(body);
   EXPECT_THAT(jobs_->Report(forged), StatusIs(absl::StatusCode::kPermissionDenied));
+  // Bytes that are no receipt.
+  ResultReport garbage = ReportAgain();
+  garbage.receipt = "\xff\xff not a receipt";
+  EXPECT_THAT(jobs_->Report(garbage), StatusIs(absl::StatusCode::kInvalidArgument));
   // A true receipt, reported by a worker of another principal.
-  ResultReport stolen = ReportOf(rogue, *lease, false, nullptr);
-  stolen.receipt = lease->receipt();
+  ResultReport stolen = ReportOf(AddWorker("test-cpu", 0, "rogue"), lease_, false, nullptr);
+  stolen.receipt = lease_.receipt();
   EXPECT_THAT(jobs_->Report(stolen), StatusIs(absl::StatusCode::kPermissionDenied));
-  EXPECT_EQ(jobs_->Get(job->id())->trials_done(), 0);
+  EXPECT_EQ(Done(), 0);
 
   // Too old to hold now: nothing is adopted.
   now_ += options_.lease_max_age + absl::Seconds(1);
-  workers_->Touch(again);
-  ResultReport late = ReportOf(again, *lease, false, nullptr);
-  late.receipt = lease->receipt();
-  absl::StatusOr<ReportAck> ack = jobs_->Report(late);
+  workers_->Touch(again_);
+  absl::StatusOr<ReportAck> ack = jobs_->Report(ReportAgain());
   ASSERT_OK(ack);
   EXPECT_TRUE(ack->cancelled);
-  EXPECT_EQ(jobs_->Get(job->id())->trials_done(), 0);
+  EXPECT_EQ(Done(), 0);
 }
 
 TEST_F(JobManagerTest, AReceiptOfThisProcessAdoptsNothing) {
