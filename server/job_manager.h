@@ -322,6 +322,13 @@ class JobManager final : public LeaseSource {
   // adopted from its receipt; nullopt when nothing of it is left to adopt.
   absl::StatusOr<std::optional<ResultReport>> Adopt(const ResultReport& report)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The body of `report`'s receipt when it opens under the key and names
+  // `principal` (the reporting worker's); PermissionDenied (InvalidArgument
+  // for bytes that are no receipt) otherwise, counted and logged at most
+  // every 10 s.
+  absl::StatusOr<v1::LeaseReceiptBody> OpenReceipt(const ResultReport& report,
+                                                   const std::string& principal)
+      ABSL_LOCKS_EXCLUDED(mu_, refused_mu_);
   // What the receipt of a plain search lease seals (none without receipts,
   // nor for other leases).
   std::optional<v1::LeaseReceiptBody> ReceiptOf(const Job& job, const Lease& lease) const
@@ -425,6 +432,11 @@ class JobManager final : public LeaseSource {
   // which of its results are checked, nor which leases build from sources.
   std::mt19937_64 sampler_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
   static constexpr int kActiveWindowTtls = 10;
+
+  // When a refused receipt was last logged, and those refused since.
+  absl::Mutex refused_mu_;
+  absl::Time refused_logged_ ABSL_GUARDED_BY(refused_mu_) = absl::InfinitePast();
+  int64_t refused_suppressed_ ABSL_GUARDED_BY(refused_mu_) = 0;
 
   // When each worker last heartbeat, since the last Tick (RenewLeases).
   // Taken alone, never with mu_.

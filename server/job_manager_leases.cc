@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/calibration.h"
@@ -321,26 +322,44 @@ absl::StatusOr<ReportAck> JobManager::Report(const ResultReport& report) {
   return ack;
 }
 
-// The checks that need no lock first; then, under it, the job and target
-// of the receipt, the configs still to be measured, and the new lease.
-absl::StatusOr<std::optional<ResultReport>> JobManager::Adopt(const ResultReport& report) {
+absl::StatusOr<v1::LeaseReceiptBody> JobManager::OpenReceipt(const ResultReport& report,
+                                                           const std::string& principal) {
   absl::StatusOr<v1::LeaseReceiptBody> opened = options_.receipts->Open(report.receipt);
-  absl::StatusOr<std::string> principal = workers_->PrincipalOf(report.worker_id);
-  if (opened.ok() && principal.ok() && opened->principal() != *principal) {
+  if (opened.ok() && opened->principal() != principal) {
     opened = absl::PermissionDeniedError(
         absl::StrCat("the lease receipt is another principal's (", opened->principal(), ")"));
   }
-  if (!opened.ok()) {
-    metrics_->ReceiptRefused();
-    spdlog::warn("worker {}: lease receipt of {} refused: {}", report.worker_id, report.lease_id,
-                 std::string(opened.status().message()));
-    return opened.status();
+  if (opened.ok()) return opened;
+  metrics_->ReceiptRefused();
+  // At most a line every 10 s: a worker that sends refused receipts with
+  // every report must not fill the log.
+  int64_t suppressed = 0;
+  {
+    absl::MutexLock lock(&refused_mu_);
+    const absl::Time now = absl::Now();
+    if (now - refused_logged_ < absl::Seconds(10)) {
+      ++refused_suppressed_;
+      return opened.status();
+    }
+    refused_logged_ = now;
+    suppressed = std::exchange(refused_suppressed_, 0);
   }
-  const v1::LeaseReceiptBody& body = *opened;
+  spdlog::warn("worker {} ({}): lease receipt of {} refused: {}{}", report.worker_id, principal,
+               report.lease_id, std::string(opened.status().message()),
+               suppressed == 0 ? "" : absl::StrCat(" (and ", suppressed, " more since the last)"));
+  return opened.status();
+}
+
+// The checks that need no lock first; then, under it, the job and target
+// of the receipt, the configs still to be measured, and the new lease.
+absl::StatusOr<std::optional<ResultReport>> JobManager::Adopt(const ResultReport& report) {
+  absl::StatusOr<std::string> principal = workers_->PrincipalOf(report.worker_id);
+  if (!principal.ok()) return std::nullopt;
+  ASSIGN_OR_RETURN(const v1::LeaseReceiptBody body, OpenReceipt(report, *principal));
   const absl::Time issued = absl::FromUnixMillis(body.issued_unix_ms());
   // This process granted it and no longer holds it (it ended), or it is too
   // old to hold now, or the worker no longer has its device.
-  if (!principal.ok() || body.incarnation() == options_.receipts->incarnation() ||
+  if (body.incarnation() == options_.receipts->incarnation() ||
       clock_() > issued + options_.lease_max_age) {
     return std::nullopt;
   }
@@ -360,13 +379,8 @@ absl::StatusOr<std::optional<ResultReport>> JobManager::Adopt(const ResultReport
     return adopted;
   }
   Job* job = FindJob(body.job_id());
-  if (job == nullptr || !job->Live()) return std::nullopt;
-  int t = 0;
-  while (t < static_cast<int>(job->targets.size()) &&
-         job->targets[t].info.tuning_key() != body.tuning_key()) {
-    ++t;
-  }
-  if (t == static_cast<int>(job->targets.size())) return std::nullopt;
+  const int t = job == nullptr || !job->Live() ? -1 : job->TargetOf(body.tuning_key());
+  if (t < 0) return std::nullopt;
   Target& target = job->targets[t];
   if (target.trials == nullptr || target.verification != nullptr ||
       target.info.device_model() != device->model || target.info.toolkit() != device->toolkit ||

@@ -32,7 +32,8 @@ inline constexpr char kLeaseReceiptsSecret[] = "lease-receipts";
 // Thread-safety: immutable after construction; safe for concurrent use.
 class LeaseReceipts {
  public:
-  // `key`: the HMAC key, at least 16 bytes. `incarnation`: this process's
+  // `key`: the HMAC key, any length (RFC 2104; the store's is 32 random
+  // bytes). `incarnation`: this process's
   // (RandomIncarnation), sealed into every receipt.
   LeaseReceipts(std::string key, uint64_t incarnation);
   ~LeaseReceipts();

@@ -578,6 +578,13 @@ BestRecord TuningJob::BestRow(const JobTarget& target, const TrialOutcome& best,
   return record;
 }
 
+int TuningJob::TargetOf(const std::string& tuning_key) const {
+  for (int t = 0; t < static_cast<int>(targets.size()); ++t) {
+    if (targets[t].info.tuning_key() == tuning_key) return t;
+  }
+  return -1;
+}
+
 void TuningJob::RecordRetune(const RetuneVerdict& verdict, const std::string& tuning_key,
                              JobSnapshot* snapshot) {
   if (verdict.outcome == RetuneOutcome::kNone) return;

@@ -126,6 +126,8 @@ struct TuningJob {
 
   // Neither final nor finishing: it may still lease, bind and change.
   bool Live() const;
+  // The index of the target of `tuning_key`; -1 when the job has none.
+  int TargetOf(const std::string& tuning_key) const;
   // True when the job has targets and none is searching any more.
   bool SearchesFinished() const;
   // What a job whose searches finished (and whose verifications settled)
