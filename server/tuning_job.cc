@@ -338,7 +338,9 @@ bool TuningJob::ApplyTimeBudget(absl::Time now) {
 }
 
 double JobTarget::BestFor(const Lease& lease) const {
-  if (lease.finalists || lease.verify || lease.spot || trials == nullptr) return 0;
+  // A spot check carries the best as the search does: a worker must not
+  // tell a check of its results from search work.
+  if (lease.finalists || lease.verify || trials == nullptr) return 0;
   return trials->best_seconds().value_or(0);
 }
 
