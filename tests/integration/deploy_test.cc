@@ -318,6 +318,44 @@ TEST_F(DeployTest, KubernetesSecretsCertificatesAndProbesLetTheFleetStart) {
                                  MountPath(worker_container, "tls") + "/"))
         << flag;
   }
+  // What bubblewrap needs in a container (packages_test.sh runs the image's
+  // worker so): user namespaces past the default seccomp profile, and a
+  // /proc of its own, which a masked /proc refuses (only in a pod of its
+  // own user namespace, for Kubernetes).
+  EXPECT_EQ(worker["securityContext"]["seccompProfile"]["type"].as<std::string>(), "Unconfined");
+  EXPECT_EQ(worker_container["securityContext"]["procMount"].as<std::string>(), "Unmasked");
+  EXPECT_FALSE(worker["hostUsers"].as<bool>());
+  EXPECT_FALSE(worker_container["securityContext"]["allowPrivilegeEscalation"].as<bool>());
+}
+
+// Every field of every built-in object is one the Kubernetes API knows at
+// that place, of its type, and none it requires is missing; the checker
+// itself refuses a misspelt and a missing field.
+TEST_F(DeployTest, KubernetesManifestsMatchTheApiSchema) {
+  if (!Shell("/usr/bin/python3 -c 'import kubernetes, yaml'").exit.success()) {
+    GTEST_SKIP() << "the Kubernetes schema is not installed (Debian: python3-kubernetes)";
+  }
+  const std::string check = SourceDir() + "/tests/integration/k8s_schema_check.py";
+  std::string manifests;
+  for (const auto& entry : fs::directory_iterator(SourceDir() + "/deploy/k8s")) {
+    if (entry.path().filename() != "kustomization.yaml") {
+      absl::StrAppend(&manifests, " ", entry.path().string());
+    }
+  }
+  RunResult checked = Shell("/usr/bin/python3 " + check + manifests);
+  EXPECT_TRUE(checked.exit.success()) << checked.out;
+  EXPECT_THAT(checked.out, HasSubstr(" 0 problems"));
+  EXPECT_THAT(checked.out, ::testing::Not(HasSubstr(" 0 documents checked")));
+
+  std::string broken = Slurp(SourceDir() + "/deploy/k8s/coordinator.yaml");
+  ASSERT_THAT(broken, HasSubstr("containerPort:"));
+  absl::StrReplaceAll({{"containerPort:", "port:"}}, &broken);
+  const std::string path = dir_.path() + "/coordinator.yaml";
+  std::ofstream(path) << broken;
+  RunResult refused = Shell("/usr/bin/python3 " + check + " " + path);
+  EXPECT_FALSE(refused.exit.success()) << refused.out;
+  EXPECT_THAT(refused.out, HasSubstr("port: no such field of V1ContainerPort"));
+  EXPECT_THAT(refused.out, HasSubstr("`container_port`, must not be `None`"));
 }
 
 TEST_F(DeployTest, AlertRulesPassPromtoolAndTheirUnitTests) {
