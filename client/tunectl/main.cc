@@ -533,14 +533,24 @@ CommandWords WordsOf(const CLI::App& app) {
   return words;
 }
 
-// Names a mistyped verb (CLI11 would only say that one is required).
+// Names a mistyped verb (CLI11 would only say that one is required), or
+// the mistyped global option before it whose value read as the verb.
 std::optional<std::string> MistypedVerb(const CLI::App& app, int argc, char** argv) {
   std::vector<std::string> verbs;
   for (const CLI::App* verb : app.get_subcommands({})) verbs.push_back(verb->get_name());
-  std::optional<std::string> word =
-      UnknownVerb(std::vector<std::string>(argv + 1, argv + argc), verbs,
-                  std::set<std::string>(kValueFlags.begin(), kValueFlags.end()));
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  const std::set<std::string> values(kValueFlags.begin(), kValueFlags.end());
+  std::optional<std::string> word = UnknownVerb(args, verbs, values);
   if (!word.has_value()) return std::nullopt;
+  std::set<std::string> flags;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& name : option->get_lnames()) flags.insert("--" + name);
+    for (const std::string& name : option->get_snames()) flags.insert("-" + name);
+  }
+  if (std::optional<std::string> option = UnknownOption(args, verbs, flags, values);
+      option.has_value()) {
+    return UnknownOptionMessage(*option, flags);
+  }
   return UnknownVerbMessage(*word, verbs);
 }
 

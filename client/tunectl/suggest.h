@@ -21,6 +21,18 @@ std::optional<std::string> UnknownVerb(const std::vector<std::string>& args,
 // (NearestName, common/suggest.h), and the hint to run --help.
 std::string UnknownVerbMessage(const std::string& word, const std::vector<std::string>& verbs);
 
+// The first option of `args` before its verb that is not in `flags`
+// (written `--name`, `--name=value` or `-n`); nullopt when there is none.
+// Its value, given as the next word, would read as the verb: `tunectl
+// --sever h:1 jobs` names the option, not "unknown command 'h:1'".
+std::optional<std::string> UnknownOption(const std::vector<std::string>& args,
+                                         const std::vector<std::string>& verbs,
+                                         const std::set<std::string>& flags,
+                                         const std::set<std::string>& value_options);
+
+// "unknown option '--sever'; did you mean '--server'?" and the hint.
+std::string UnknownOptionMessage(const std::string& option, const std::set<std::string>& flags);
+
 }  // namespace tunefleet::tunectl
 
 #endif  // TUNEFLEET_CLIENT_TUNECTL_SUGGEST_H_

@@ -20,5 +20,22 @@ TEST(SuggestTest, UnknownVerbSkipsOptionsAndTheirValues) {
             "Run 'tunectl --help' for the commands.");
 }
 
+// A mistyped global option whose value would read as the verb is what is
+// named; known options, their values and `--name=value` are skipped.
+TEST(SuggestTest, UnknownOptionIsTheMistypedFlagBeforeTheVerb) {
+  const std::set<std::string> flags = {"--server", "-o", "--output", "--insecure"};
+  const std::set<std::string> values = {"--server", "-o", "--output"};
+  EXPECT_EQ(UnknownOption({"--sever", "h:1", "jobs"}, kVerbs, flags, values), "--sever");
+  EXPECT_EQ(UnknownOption({"--server", "h:1", "--ouptut=json", "jobs"}, kVerbs, flags, values),
+            "--ouptut");
+  EXPECT_EQ(UnknownOption({"--server", "h:1", "-o", "json", "--insecure", "jobs", "--x"}, kVerbs,
+                          flags, values),
+            std::nullopt);  // a verb's own options are its parser's
+  EXPECT_EQ(UnknownOption({"--server=h:1", "stauts"}, kVerbs, flags, values), std::nullopt);
+  EXPECT_EQ(UnknownOptionMessage("--sever", flags),
+            "unknown option '--sever'; did you mean '--server'?\n"
+            "Run 'tunectl --help' for the global options.");
+}
+
 }  // namespace
 }  // namespace tunefleet::tunectl

@@ -157,6 +157,12 @@ TEST(TunectlBinaryTest, MistypedFlagsAndSubVerbsAreNamedWithTheNearestOne) {
               HasSubstr("unknown command 'tokn' for 'tunectl admin'; did you mean 'token'?"));
   run = Tunectl("admin");
   EXPECT_THAT(run.output, HasSubstr("'tunectl admin' needs one of: token, invalidate, release"));
+  // A mistyped global option with its value as the next word: the option
+  // is named, not its value as a command.
+  run = Tunectl("--sever 127.0.0.1:1 jobs");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("unknown option '--sever'; did you mean '--server'?"));
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("unknown command")));
 }
 
 TEST(TunectlBinaryTest, HelpVerbShowsThatVerbsHelp) {
