@@ -42,7 +42,7 @@ std::vector<uint64_t> Verification::Take(const std::string& lease_id, int64_t ep
   state_ = State::kLeased;
   lease_id_ = lease_id;
   epoch_ = epoch;
-  rounds_.push_back(Round{.principal = verifier_principal});
+  rounds_.emplace_back().principal = verifier_principal;
   std::vector<uint64_t> ordinals{candidate_};
   if (served_.has_value()) ordinals.push_back(*served_);
   return ordinals;
