@@ -18,7 +18,8 @@
 # tunefleet-worker tune_bench" scripts/gpu-bundle.sh build bundle.
 #   bench/answer-stability-gpu.sh [devices|repeat]...  (default: both)
 # Logs under $OUT (default /tmp/answer-stability); summaries printed last.
-# TUNE_TIMEOUT=S bounds each tune_bench (default 540 s); KERNEL=DIR and
+# GPUS="0 1" runs `devices` on those GPUs (default 0 1 2 3: a 2-GPU host
+# has 32 cores, 16 per GPU too). TUNE_TIMEOUT=S bounds each tune_bench (default 540 s); KERNEL=DIR and
 # SHAPE=... tune another kernel (default kernels/cuda/gemm_f16, M=N=K=4096);
 # TUNE_FLAGS adds tune_bench flags (e.g.
 # --worker-flag=--calibration-interval=-1: the same runs uncalibrated).
@@ -44,7 +45,7 @@ tune() {
 
 if want devices; then
   echo "== devices: one fleet per GPU"
-  for gpu in 0 1 2 3; do tune "$gpu" 1 "$out/gpu$gpu.log" & done
+  for gpu in ${GPUS:-0 1 2 3}; do tune "$gpu" 1 "$out/gpu$gpu.log" & done
   wait
 fi
 
