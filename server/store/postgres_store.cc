@@ -20,6 +20,7 @@
 #include "absl/types/span.h"
 #include "common/status_macros.h"
 #include "server/store/postgres_db.h"
+#include "server/store/postgres_queries.h"
 #include "server/store/rows.h"
 #include "server/store/schema.h"
 
@@ -30,169 +31,6 @@ using postgres::ApplyPendingMigrations;
 using postgres::CheckFence;
 using postgres::ClassifyCurrentException;
 using postgres::Failure;
-
-struct Query {
-  const char* name;
-  const char* sql;
-};
-
-constexpr Query kPutJob = {
-    "put_job",
-    "INSERT INTO jobs (" TF_JOB_COLUMNS
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
-    "ON CONFLICT (id) DO UPDATE SET kernel_name = EXCLUDED.kernel_name, "
-    "state = EXCLUDED.state, reason = EXCLUDED.reason, spec = EXCLUDED.spec, "
-    "targets = EXCLUDED.targets, created_unix_ms = EXCLUDED.created_unix_ms, "
-    "updated_unix_ms = EXCLUDED.updated_unix_ms, owner = EXCLUDED.owner, "
-    "replace_best = EXCLUDED.replace_best, sweep_id = EXCLUDED.sweep_id"};
-constexpr Query kGetJob = {"get_job",
-                           "SELECT " TF_JOB_COLUMNS " FROM jobs WHERE id = $1"};
-constexpr Query kListJobs = {"list_jobs",
-                             "SELECT " TF_JOB_COLUMNS
-                             " FROM jobs WHERE (NOT $1 OR state IN (1, 2)) "
-                             "ORDER BY created_unix_ms DESC, id DESC LIMIT $2"};
-constexpr Query kQueryJobs = {
-    "query_jobs",
-    "SELECT " TF_JOB_COLUMNS
-    " FROM jobs WHERE ($1 = 0 OR state = $1) AND ($2 = '' OR kernel_name = $2) "
-    "AND ($3 = '' OR owner = $3) AND ($7 = '' OR sweep_id = $7) "
-    "AND ($5 = '' OR (created_unix_ms, id) < ($4, $5)) "
-    "ORDER BY created_unix_ms DESC, id DESC LIMIT $6"};
-// One row more than asked, to know whether a page follows.
-constexpr Query kQueryTrials = {
-    "query_trials", "SELECT " TF_TRIAL_READ_COLUMNS
-                    ", seq FROM trials WHERE job_id = $1 AND ($2 = 0 OR status = $2) "
-                    "AND seq > $3 ORDER BY seq LIMIT $4"};
-constexpr Query kListTrials = {"list_trials",
-                               "SELECT " TF_TRIAL_READ_COLUMNS
-                               " FROM trials WHERE job_id = $1 ORDER BY seq"};
-constexpr Query kListKeyTrials = {
-    "list_key_trials", "SELECT " TF_TRIAL_READ_COLUMNS
-                       " FROM trials WHERE tuning_key = $1 AND status = 1 "
-                       "AND NOT excluded ORDER BY seq"};
-constexpr Query kListReplacingJobs = {
-    "list_replacing_jobs",
-    "SELECT id FROM jobs WHERE replace_best AND EXISTS "
-    "(SELECT 1 FROM trials WHERE trials.job_id = jobs.id AND trials.tuning_key = $1) "
-    "ORDER BY id"};
-constexpr Query kExcludeTrials = {
-    "exclude_trials",
-    "UPDATE trials SET excluded = TRUE WHERE NOT excluded "
-    "AND ($1 = '' OR principal = $1 OR worker_id = $1) "
-    "AND ($2 = '' OR tuning_key = $2) AND ($3 = '' OR job_id = $3) "
-    "RETURNING tuning_key, principal"};
-constexpr Query kPutBest = {
-    "put_best",
-    "INSERT INTO best_configs (" TF_BEST_COLUMNS
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
-    "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = EXCLUDED.kernel_name, "
-    "shape = EXCLUDED.shape, device_model = EXCLUDED.device_model, "
-    "toolkit = EXCLUDED.toolkit, config = EXCLUDED.config, "
-    "median_seconds = EXCLUDED.median_seconds, job_id = EXCLUDED.job_id, "
-    "updated_unix_ms = EXCLUDED.updated_unix_ms, imported = EXCLUDED.imported, "
-    "origin = EXCLUDED.origin, evidence = EXCLUDED.evidence"};
-constexpr Query kImportBest = {
-    "import_best",
-    "INSERT INTO best_configs (" TF_BEST_COLUMNS
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
-    "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = EXCLUDED.kernel_name, "
-    "shape = EXCLUDED.shape, device_model = EXCLUDED.device_model, "
-    "toolkit = EXCLUDED.toolkit, config = EXCLUDED.config, "
-    "median_seconds = EXCLUDED.median_seconds, job_id = EXCLUDED.job_id, "
-    "updated_unix_ms = EXCLUDED.updated_unix_ms, imported = EXCLUDED.imported, "
-    "origin = EXCLUDED.origin, evidence = EXCLUDED.evidence "
-    "WHERE best_configs.imported OR $13"};
-constexpr Query kDeleteBest = {"delete_best",
-                               "DELETE FROM best_configs WHERE tuning_key = $1"};
-constexpr Query kPutQuarantine = {
-    "put_quarantine", "INSERT INTO quarantine (" TF_QUARANTINE_COLUMNS
-                      ") VALUES ($1, $2, $3) ON CONFLICT (principal) DO UPDATE "
-                      "SET reason = EXCLUDED.reason, since_unix_ms = EXCLUDED.since_unix_ms"};
-constexpr Query kDeleteQuarantine = {"delete_quarantine",
-                                     "DELETE FROM quarantine WHERE principal = $1"};
-constexpr Query kListQuarantine = {
-    "list_quarantine", "SELECT " TF_QUARANTINE_COLUMNS " FROM quarantine ORDER BY principal"};
-constexpr Query kUpsertBest = {
-    "upsert_best",
-    "INSERT INTO best_configs (" TF_BEST_COLUMNS
-    ") VALUES "
-    "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
-    "ON CONFLICT (tuning_key) DO UPDATE SET kernel_name = "
-    "EXCLUDED.kernel_name, "
-    "shape = EXCLUDED.shape, device_model = EXCLUDED.device_model, "
-    "toolkit = EXCLUDED.toolkit, config = EXCLUDED.config, "
-    "median_seconds = EXCLUDED.median_seconds, job_id = EXCLUDED.job_id, "
-    "updated_unix_ms = EXCLUDED.updated_unix_ms, imported = EXCLUDED.imported, "
-    "origin = EXCLUDED.origin, evidence = EXCLUDED.evidence "
-    "WHERE best_configs.median_seconds > EXCLUDED.median_seconds"};
-constexpr Query kGetBest = {"get_best",
-                            "SELECT " TF_BEST_COLUMNS
-                            " FROM best_configs WHERE tuning_key = $1"};
-constexpr Query kListBest = {
-    "list_best",
-    "SELECT " TF_BEST_COLUMNS
-    " FROM best_configs WHERE ($1 = '' OR kernel_name = $1) "
-    "AND ($2 = '' OR device_model = $2) AND ($3 = '' OR toolkit = $3) "
-    "ORDER BY tuning_key"};
-constexpr Query kPutBlob = {"put_blob", "INSERT INTO blobs (" TF_BLOB_COLUMNS
-                                        ") VALUES ($1, $2) "
-                                        "ON CONFLICT (digest) DO NOTHING"};
-constexpr Query kGetBlob = {"get_blob",
-                            "SELECT content FROM blobs WHERE digest = $1"};
-constexpr Query kPutKernel = {
-    "put_kernel", "INSERT INTO kernels (" TF_KERNEL_COLUMNS
-                  ") VALUES ($1, $2, $3) "
-                  "ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, "
-                  "updated_unix_ms = EXCLUDED.updated_unix_ms"};
-constexpr Query kListKernels = {
-    "list_kernels", "SELECT " TF_KERNEL_COLUMNS " FROM kernels ORDER BY name"};
-
-constexpr Query kPutToken = {
-    "put_token", "INSERT INTO tokens (" TF_TOKEN_COLUMNS
-                 ") VALUES ($1, $2, $3, $4, $5, $6) "
-                 "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, "
-                 "role = EXCLUDED.role, secret_hash = EXCLUDED.secret_hash, "
-                 "created_unix_ms = EXCLUDED.created_unix_ms, "
-                 "revoked_unix_ms = EXCLUDED.revoked_unix_ms"};
-constexpr Query kListTokens = {
-    "list_tokens", "SELECT " TF_TOKEN_COLUMNS " FROM tokens ORDER BY id"};
-
-constexpr Query kPutProfile = {
-    "put_profile", "INSERT INTO profiles (" TF_PROFILE_COLUMNS
-                   ") VALUES ($1, $2, $3, $4, $5) "
-                   "ON CONFLICT (job_id, tuning_key, config) DO UPDATE SET "
-                   "profile = EXCLUDED.profile, profiled_unix_ms = EXCLUDED.profiled_unix_ms"};
-constexpr Query kListProfiles = {
-    "list_profiles", "SELECT " TF_PROFILE_COLUMNS
-                     " FROM profiles WHERE job_id = $1 ORDER BY tuning_key, config"};
-constexpr Query kPutProfileRequest = {
-    "put_profile_request",
-    "INSERT INTO profile_requests (" TF_PROFILE_REQUEST_COLUMNS
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
-    "ON CONFLICT (job_id, tuning_key, config) DO UPDATE SET "
-    "device_model = EXCLUDED.device_model, toolkit = EXCLUDED.toolkit, rank = EXCLUDED.rank, "
-    "median_seconds = EXCLUDED.median_seconds, requested_unix_ms = EXCLUDED.requested_unix_ms"};
-constexpr Query kListProfileRequests = {
-    "list_profile_requests", "SELECT " TF_PROFILE_REQUEST_COLUMNS
-                             " FROM profile_requests ORDER BY job_id, tuning_key, rank"};
-constexpr Query kDeleteProfileRequest = {
-    "delete_profile_request",
-    "DELETE FROM profile_requests WHERE job_id = $1 AND tuning_key = $2 AND config = $3"};
-
-constexpr Query kPutSecret = {
-    "put_secret",
-    "INSERT INTO coordinator_secrets (name, secret, created_unix_ms) VALUES ($1, $2, $3) "
-    "ON CONFLICT (name) DO NOTHING"};
-constexpr Query kGetSecret = {"get_secret",
-                              "SELECT secret FROM coordinator_secrets WHERE name = $1"};
-
-constexpr Query kAllQueries[] = {
-    kPutJob,  kGetJob,   kListJobs, kQueryJobs, kListTrials, kQueryTrials, kUpsertBest,
-    kImportBest,
-    kGetBest, kListBest, kPutBlob,  kGetBlob,     kPutKernel,  kListKernels,
-    kListKeyTrials, kListReplacingJobs, kExcludeTrials, kPutBest, kDeleteBest, kPutQuarantine,
-    kDeleteQuarantine, kListQuarantine, kPutToken, kListTokens, kPutProfile, kListProfiles,
-    kPutProfileRequest, kListProfileRequests, kDeleteProfileRequest, kPutSecret, kGetSecret};
 
 // libpq sends text parameters as C strings: a NUL byte would silently cut
 // the value short, so refuse it instead.
@@ -313,7 +151,7 @@ class PostgresStore::Connection {
  public:
   // Throws what pqxx throws when the server cannot be reached.
   explicit Connection(const std::string& conninfo) : connection_(conninfo) {
-    for (const Query& query : kAllQueries) {
+    for (const postgres::Query& query : postgres::kAllQueries) {
       connection_.prepare(query.name, query.sql);
     }
   }
@@ -452,7 +290,7 @@ absl::Status PostgresStore::PutJob(const JobRecord& job) {
   return Write<bool>("PutJob",
                         [&](pqxx::work& txn) {
                           txn.exec_prepared(
-                              kPutJob.name, job.id, job.kernel_name, job.state,
+                              postgres::kPutJob.name, job.id, job.kernel_name, job.state,
                               Bytes(job.reason), Bytes(job.spec),
                               Bytes(job.targets), job.created_unix_ms,
                               job.updated_unix_ms, job.owner, job.replace_best,
@@ -467,7 +305,7 @@ absl::StatusOr<JobRecord> PostgresStore::GetJob(const std::string& id) {
   ASSIGN_OR_RETURN(
       std::optional<JobRecord> job,
       Transact<std::optional<JobRecord>>("GetJob", [&](pqxx::work& txn) {
-        return ReadOne(txn.exec_prepared(kGetJob.name, id), &ReadJob);
+        return ReadOne(txn.exec_prepared(postgres::kGetJob.name, id), &ReadJob);
       }));
   if (!job.has_value()) return absl::NotFoundError(absl::StrCat("no job ", id));
   return *std::move(job);
@@ -477,7 +315,7 @@ absl::StatusOr<std::vector<JobRecord>> PostgresStore::ListJobs(
     bool unfinished_only, int limit) {
   const int64_t rows = limit > 0 ? limit : std::numeric_limits<int64_t>::max();
   return Transact<std::vector<JobRecord>>("ListJobs", [&](pqxx::work& txn) {
-    return ReadAll(txn.exec_prepared(kListJobs.name, unfinished_only, rows),
+    return ReadAll(txn.exec_prepared(postgres::kListJobs.name, unfinished_only, rows),
                    &ReadJob);
   });
 }
@@ -485,7 +323,7 @@ absl::StatusOr<std::vector<JobRecord>> PostgresStore::ListJobs(
 absl::StatusOr<std::vector<JobRecord>> PostgresStore::QueryJobs(const JobQuery& query) {
   RETURN_IF_ERROR(CheckText({query.kernel_name, query.owner, query.after_id, query.sweep_id}));
   return Transact<std::vector<JobRecord>>("QueryJobs", [&](pqxx::work& txn) {
-    return ReadAll(txn.exec_prepared(kQueryJobs.name, query.state, query.kernel_name,
+    return ReadAll(txn.exec_prepared(postgres::kQueryJobs.name, query.state, query.kernel_name,
                                      query.owner, query.after_created_unix_ms,
                                      query.after_id, query.limit, query.sweep_id),
                    &ReadJob);
@@ -527,14 +365,14 @@ absl::StatusOr<std::vector<TrialRecord>> PostgresStore::ListTrials(
     const std::string& job_id) {
   RETURN_IF_ERROR(CheckText({job_id}));
   return Transact<std::vector<TrialRecord>>("ListTrials", [&](pqxx::work& txn) {
-    return ReadAll(txn.exec_prepared(kListTrials.name, job_id), &ReadTrial);
+    return ReadAll(txn.exec_prepared(postgres::kListTrials.name, job_id), &ReadTrial);
   });
 }
 
 absl::StatusOr<TrialPage> PostgresStore::QueryTrials(const TrialQuery& query) {
   RETURN_IF_ERROR(CheckText({query.job_id}));
   return Transact<TrialPage>("QueryTrials", [&](pqxx::work& txn) {
-    pqxx::result result = txn.exec_prepared(kQueryTrials.name, query.job_id, query.status,
+    pqxx::result result = txn.exec_prepared(postgres::kQueryTrials.name, query.job_id, query.status,
                                             query.after_seq, int64_t{query.limit} + 1);
     TrialPage page;
     for (const pqxx::row& row : result) {
@@ -552,7 +390,7 @@ absl::StatusOr<std::vector<TrialRecord>> PostgresStore::ListKeyTrials(
     const std::string& tuning_key) {
   RETURN_IF_ERROR(CheckText({tuning_key}));
   return Transact<std::vector<TrialRecord>>("ListKeyTrials", [&](pqxx::work& txn) {
-    return ReadAll(txn.exec_prepared(kListKeyTrials.name, tuning_key), &ReadTrial);
+    return ReadAll(txn.exec_prepared(postgres::kListKeyTrials.name, tuning_key), &ReadTrial);
   });
 }
 
@@ -560,7 +398,7 @@ absl::StatusOr<std::vector<std::string>> PostgresStore::ListReplacingJobs(
     const std::string& tuning_key) {
   RETURN_IF_ERROR(CheckText({tuning_key}));
   return Transact<std::vector<std::string>>("ListReplacingJobs", [&](pqxx::work& txn) {
-    return ReadAll(txn.exec_prepared(kListReplacingJobs.name, tuning_key), &ReadId);
+    return ReadAll(txn.exec_prepared(postgres::kListReplacingJobs.name, tuning_key), &ReadId);
   });
 }
 
@@ -568,7 +406,7 @@ absl::StatusOr<Exclusion> PostgresStore::ExcludeTrials(const TrialFilter& filter
   RETURN_IF_ERROR(CheckFilter(filter));
   RETURN_IF_ERROR(CheckText({filter.worker, filter.tuning_key, filter.job_id}));
   return Write<Exclusion>("ExcludeTrials", [&](pqxx::work& txn) {
-    pqxx::result result = txn.exec_prepared(kExcludeTrials.name, filter.worker,
+    pqxx::result result = txn.exec_prepared(postgres::kExcludeTrials.name, filter.worker,
                                             filter.tuning_key, filter.job_id);
     std::set<std::string> keys;
     std::set<std::string> principals;
@@ -589,7 +427,7 @@ absl::Status PostgresStore::PutBest(const BestRecord& best) {
       CheckText({best.tuning_key, best.kernel_name, best.shape,
                  best.device_model, best.toolkit, best.config, best.job_id}));
   return Write<bool>("PutBest", [&](pqxx::work& txn) {
-           txn.exec_prepared(kPutBest.name, best.tuning_key, best.kernel_name, best.shape,
+           txn.exec_prepared(postgres::kPutBest.name, best.tuning_key, best.kernel_name, best.shape,
                              best.device_model, best.toolkit, best.config,
                              best.median_seconds, best.job_id, best.updated_unix_ms,
                              best.imported, best.origin, Bytes(best.evidence));
@@ -601,14 +439,14 @@ absl::Status PostgresStore::PutBest(const BestRecord& best) {
 absl::StatusOr<bool> PostgresStore::DeleteBest(const std::string& tuning_key) {
   RETURN_IF_ERROR(CheckText({tuning_key}));
   return Write<bool>("DeleteBest", [&](pqxx::work& txn) {
-    return txn.exec_prepared(kDeleteBest.name, tuning_key).affected_rows() > 0;
+    return txn.exec_prepared(postgres::kDeleteBest.name, tuning_key).affected_rows() > 0;
   });
 }
 
 absl::Status PostgresStore::PutQuarantine(const QuarantineRecord& record) {
   RETURN_IF_ERROR(CheckText({record.principal}));
   return Write<bool>("PutQuarantine", [&](pqxx::work& txn) {
-           txn.exec_prepared(kPutQuarantine.name, record.principal, Bytes(record.reason),
+           txn.exec_prepared(postgres::kPutQuarantine.name, record.principal, Bytes(record.reason),
                              record.since_unix_ms);
            return true;
          })
@@ -618,13 +456,13 @@ absl::Status PostgresStore::PutQuarantine(const QuarantineRecord& record) {
 absl::StatusOr<bool> PostgresStore::DeleteQuarantine(const std::string& principal) {
   RETURN_IF_ERROR(CheckText({principal}));
   return Write<bool>("DeleteQuarantine", [&](pqxx::work& txn) {
-    return txn.exec_prepared(kDeleteQuarantine.name, principal).affected_rows() > 0;
+    return txn.exec_prepared(postgres::kDeleteQuarantine.name, principal).affected_rows() > 0;
   });
 }
 
 absl::StatusOr<std::vector<QuarantineRecord>> PostgresStore::ListQuarantine() {
   return Transact<std::vector<QuarantineRecord>>("ListQuarantine", [&](pqxx::work& txn) {
-    return ReadAll(txn.exec_prepared(kListQuarantine.name), &ReadQuarantine);
+    return ReadAll(txn.exec_prepared(postgres::kListQuarantine.name), &ReadQuarantine);
   });
 }
 
@@ -634,7 +472,7 @@ absl::StatusOr<bool> PostgresStore::UpsertBest(const BestRecord& best) {
                  best.device_model, best.toolkit, best.config, best.job_id}));
   return Write<bool>("UpsertBest", [&](pqxx::work& txn) {
     pqxx::result result = txn.exec_prepared(
-        kUpsertBest.name, best.tuning_key, best.kernel_name, best.shape,
+        postgres::kUpsertBest.name, best.tuning_key, best.kernel_name, best.shape,
         best.device_model, best.toolkit, best.config, best.median_seconds,
         best.job_id, best.updated_unix_ms, best.imported, best.origin, Bytes(best.evidence));
     return result.affected_rows() > 0;
@@ -646,7 +484,7 @@ absl::StatusOr<bool> PostgresStore::ImportBest(const BestRecord& best, bool over
                              best.toolkit, best.config, best.job_id, best.origin}));
   return Write<bool>("ImportBest", [&](pqxx::work& txn) {
     pqxx::result result = txn.exec_prepared(
-        kImportBest.name, best.tuning_key, best.kernel_name, best.shape,
+        postgres::kImportBest.name, best.tuning_key, best.kernel_name, best.shape,
         best.device_model, best.toolkit, best.config, best.median_seconds,
         best.job_id, best.updated_unix_ms, best.imported, best.origin, Bytes(best.evidence),
         overwrite);
@@ -660,7 +498,7 @@ absl::StatusOr<BestRecord> PostgresStore::GetBest(
   ASSIGN_OR_RETURN(
       std::optional<BestRecord> best,
       Transact<std::optional<BestRecord>>("GetBest", [&](pqxx::work& txn) {
-        return ReadOne(txn.exec_prepared(kGetBest.name, tuning_key), &ReadBest);
+        return ReadOne(txn.exec_prepared(postgres::kGetBest.name, tuning_key), &ReadBest);
       }));
   if (!best.has_value()) {
     return absl::NotFoundError(absl::StrCat("no best for ", tuning_key));
@@ -674,7 +512,7 @@ absl::StatusOr<std::vector<BestRecord>> PostgresStore::ListBest(
   RETURN_IF_ERROR(CheckText({kernel_name, device_model, toolkit}));
   return Transact<std::vector<BestRecord>>("ListBest", [&](pqxx::work& txn) {
     return ReadAll(
-        txn.exec_prepared(kListBest.name, kernel_name, device_model, toolkit),
+        txn.exec_prepared(postgres::kListBest.name, kernel_name, device_model, toolkit),
         &ReadBest);
   });
 }
@@ -686,7 +524,7 @@ absl::Status PostgresStore::PutBlobs(const std::vector<BlobRecord>& blobs) {
   return Write<bool>("PutBlobs",
                         [&](pqxx::work& txn) {
                           for (const BlobRecord& blob : blobs) {
-                            txn.exec_prepared(kPutBlob.name, blob.digest,
+                            txn.exec_prepared(postgres::kPutBlob.name, blob.digest,
                                               Bytes(blob.content));
                           }
                           return true;
@@ -699,7 +537,7 @@ absl::StatusOr<std::string> PostgresStore::GetBlob(const std::string& digest) {
   ASSIGN_OR_RETURN(
       std::optional<std::string> content,
       Transact<std::optional<std::string>>("GetBlob", [&](pqxx::work& txn) {
-        pqxx::result result = txn.exec_prepared(kGetBlob.name, digest);
+        pqxx::result result = txn.exec_prepared(postgres::kGetBlob.name, digest);
         if (result.empty()) return std::optional<std::string>();
         return std::optional<std::string>(ReadBytes(result[0][0]));
       }));
@@ -713,7 +551,7 @@ absl::Status PostgresStore::PutKernel(const KernelRecord& kernel) {
   RETURN_IF_ERROR(CheckText({kernel.name}));
   return Write<bool>("PutKernel",
                         [&](pqxx::work& txn) {
-                          txn.exec_prepared(kPutKernel.name, kernel.name,
+                          txn.exec_prepared(postgres::kPutKernel.name, kernel.name,
                                             Bytes(kernel.spec),
                                             kernel.updated_unix_ms);
                           return true;
@@ -724,7 +562,7 @@ absl::Status PostgresStore::PutKernel(const KernelRecord& kernel) {
 absl::StatusOr<std::vector<KernelRecord>> PostgresStore::ListKernels() {
   return Transact<std::vector<KernelRecord>>(
       "ListKernels", [&](pqxx::work& txn) {
-        return ReadAll(txn.exec_prepared(kListKernels.name), &ReadKernel);
+        return ReadAll(txn.exec_prepared(postgres::kListKernels.name), &ReadKernel);
       });
 }
 
@@ -732,8 +570,8 @@ absl::Status PostgresStore::PutToken(const TokenRecord& token) {
   RETURN_IF_ERROR(CheckText({token.id, token.name, token.role, token.secret_hash}));
   return Write<bool>("PutToken",
                         [&](pqxx::work& txn) {
-                          txn.exec_prepared(kPutToken.name, token.id, token.name, token.role,
-                                            token.secret_hash, token.created_unix_ms,
+                          txn.exec_prepared(postgres::kPutToken.name, token.id, token.name,
+                                            token.role, token.secret_hash, token.created_unix_ms,
                                             token.revoked_unix_ms);
                           return true;
                         })
@@ -742,7 +580,7 @@ absl::Status PostgresStore::PutToken(const TokenRecord& token) {
 
 absl::StatusOr<std::vector<TokenRecord>> PostgresStore::ListTokens() {
   return Transact<std::vector<TokenRecord>>("ListTokens", [&](pqxx::work& txn) {
-    return ReadAll(txn.exec_prepared(kListTokens.name), &ReadToken);
+    return ReadAll(txn.exec_prepared(postgres::kListTokens.name), &ReadToken);
   });
 }
 
@@ -750,10 +588,11 @@ absl::Status PostgresStore::PutProfile(const ProfileRecord& profile) {
   RETURN_IF_ERROR(CheckText({profile.job_id, profile.tuning_key, profile.config}));
   return Write<bool>("PutProfile",
                         [&](pqxx::work& txn) {
-                          txn.exec_prepared(kPutProfile.name, profile.job_id, profile.tuning_key,
-                                            profile.config, Bytes(profile.profile),
+                          txn.exec_prepared(postgres::kPutProfile.name, profile.job_id,
+                                            profile.tuning_key, profile.config,
+                                            Bytes(profile.profile),
                                             profile.profiled_unix_ms);
-                          txn.exec_prepared(kDeleteProfileRequest.name, profile.job_id,
+                          txn.exec_prepared(postgres::kDeleteProfileRequest.name, profile.job_id,
                                             profile.tuning_key, profile.config);
                           return true;
                         })
@@ -763,7 +602,7 @@ absl::Status PostgresStore::PutProfile(const ProfileRecord& profile) {
 absl::StatusOr<std::vector<ProfileRecord>> PostgresStore::ListProfiles(
     const std::string& job_id) {
   return Transact<std::vector<ProfileRecord>>("ListProfiles", [&](pqxx::work& txn) {
-    return ReadAll(txn.exec_prepared(kListProfiles.name, job_id), &ReadProfile);
+    return ReadAll(txn.exec_prepared(postgres::kListProfiles.name, job_id), &ReadProfile);
   });
 }
 
@@ -777,7 +616,7 @@ absl::Status PostgresStore::PutProfileRequests(
   return Write<bool>("PutProfileRequests",
                         [&](pqxx::work& txn) {
                           for (const ProfileRequestRecord& request : requests) {
-                            txn.exec_prepared(kPutProfileRequest.name, request.job_id,
+                            txn.exec_prepared(postgres::kPutProfileRequest.name, request.job_id,
                                               request.tuning_key, request.device_model,
                                               request.toolkit, request.config, request.rank,
                                               request.median_seconds,
@@ -790,7 +629,7 @@ absl::Status PostgresStore::PutProfileRequests(
 
 absl::StatusOr<std::vector<ProfileRequestRecord>> PostgresStore::ListProfileRequests() {
   return Transact<std::vector<ProfileRequestRecord>>("ListProfileRequests", [&](pqxx::work& txn) {
-    return ReadAll(txn.exec_prepared(kListProfileRequests.name), &ReadProfileRequest);
+    return ReadAll(txn.exec_prepared(postgres::kListProfileRequests.name), &ReadProfileRequest);
   });
 }
 
@@ -799,8 +638,8 @@ absl::StatusOr<std::string> PostgresStore::Secret(const std::string& name,
   if (fresh.empty()) return absl::InvalidArgumentError("a secret is not empty");
   RETURN_IF_ERROR(CheckText({name}));
   return Write<std::string>("Secret", [&](pqxx::work& txn) {
-    txn.exec_prepared(kPutSecret.name, name, Bytes(fresh), schema::NowUnixMs());
-    return ReadBytes(txn.exec_prepared(kGetSecret.name, name)[0][0]);
+    txn.exec_prepared(postgres::kPutSecret.name, name, Bytes(fresh), schema::NowUnixMs());
+    return ReadBytes(txn.exec_prepared(postgres::kGetSecret.name, name)[0][0]);
   });
 }
 
