@@ -76,7 +76,6 @@ take no lock.
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 import operator
 import os
@@ -88,6 +87,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import kernel_dir, records, shapes
+from ._call_args import (arg_defaults, arg_names, config_values, key_mapping, launch_values,
+                         matches)
 from .errors import Error, FailedPreconditionError, InvalidArgumentError, StatusCode
 from .table import BestTable
 
@@ -222,29 +223,6 @@ class Submission:
         self.error: Optional[BaseException] = None
 
 
-def _config_values(config) -> Dict[str, Any]:
-    """A listed config as param -> value (for matching the fleet's answer)."""
-    if isinstance(config, Mapping):
-        return dict(config)
-    values = dict(getattr(config, "kwargs", {}))
-    for name in ("num_warps", "num_stages"):
-        value = getattr(config, name, None)
-        if value is not None:
-            values[name] = value
-    return values
-
-
-def _launch_values(config) -> Dict[str, Any]:
-    """What triton.autotune passes to JITFunction.run for this config."""
-    all_kwargs = getattr(config, "all_kwargs", None)
-    return dict(all_kwargs()) if callable(all_kwargs) else _config_values(config)
-
-
-def _matches(config, answer: Mapping[str, int]) -> bool:
-    values = _config_values(config)
-    return all(name in values and values[name] == value for name, value in answer.items())
-
-
 def _device_model() -> str:
     """The current CUDA device as workers name it, "<name> sm_<major><minor>"."""
     try:
@@ -259,36 +237,6 @@ def _device_model() -> str:
     return f"{torch.cuda.get_device_name()} sm_{major}{minor}"
 
 
-def _key_mapping(key) -> Dict[str, str]:
-    """`key` as argument name -> dim name."""
-    if isinstance(key, str):
-        key = [key]
-    if isinstance(key, Mapping):
-        return {str(a): str(d) for a, d in key.items()}
-    out = {}
-    for item in key:
-        arg, dim = (item, item) if isinstance(item, str) else item
-        out[str(arg)] = str(dim)
-    return out
-
-
-def _arg_names(fn) -> List[str]:
-    names = getattr(fn, "arg_names", None)  # a Triton JITFunction
-    if names is not None:
-        return list(names)
-    return [p.name for p in inspect.signature(fn).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-
-
-def _arg_defaults(fn) -> Dict[str, Any]:
-    fn = getattr(fn, "fn", fn) if hasattr(fn, "arg_names") else fn  # a JITFunction's Python function
-    try:
-        parameters = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return {}
-    return {p.name: p.default for p in parameters if p.default is not p.empty}
-
-
 class Autotuned:
     """A function decorated with @tunefleet.autotune (see the module doc)."""
 
@@ -299,8 +247,8 @@ class Autotuned:
                  checks: Optional[Mapping[str, Any]] = None):
         self.fn = fn
         functools.update_wrapper(self, fn, updated=())
-        self.arg_names = _arg_names(fn)
-        self.key = _key_mapping(key)
+        self.arg_names = arg_names(fn)
+        self.key = key_mapping(key)
         self._key_fn = key_fn
         if key_fn is not None and self.key:
             raise InvalidArgumentError("autotune takes key= or key_fn=, not both")
@@ -316,7 +264,7 @@ class Autotuned:
         if unknown:
             raise InvalidArgumentError(
                 f"autotune key argument {unknown[0]} is not an argument of {self.__name__}")
-        defaults = _arg_defaults(fn)
+        defaults = arg_defaults(fn)
         # (position, name, default) of each key argument, for the fast path.
         self._key_args = tuple((self.arg_names.index(a), a, defaults.get(a, _MISSING))
                                for a in self.key)
@@ -466,7 +414,7 @@ class Autotuned:
         allowed = self._allowed(args, kwargs)
         config = None
         if allowed is not None:
-            config = next((c for c in allowed if _matches(c, values)), None)
+            config = next((c for c in allowed if matches(c, values)), None)
             if config is None:
                 text = ",".join(f"{k}={v}" for k, v in values.items())
                 if function.source == "build":
@@ -573,8 +521,8 @@ class Autotuned:
     @staticmethod
     def _make(config, tier: str, source: str, why: str, best: Optional[records.BestConfig],
               shape: Dict[str, int], default_from: str = "") -> Choice:
-        return Choice(config=config, tier=tier, source=source, kwargs=_config_values(config),
-                      shape=shape, reason=why, launch_kwargs=_launch_values(config),
+        return Choice(config=config, tier=tier, source=source, kwargs=config_values(config),
+                      shape=shape, reason=why, launch_kwargs=launch_values(config),
                       median_seconds=best.median_seconds if best else 0.0,
                       tuning_key=best.tuning_key if best else "",
                       default_from=default_from, answer=best)
@@ -587,7 +535,7 @@ class Autotuned:
         def accept(values):
             if allowed is None:
                 return dict(values)
-            return next((c for c in allowed if _matches(c, values)), None)
+            return next((c for c in allowed if matches(c, values)), None)
 
         if answer is not None and answer.tier != records.DEFAULT:
             config = accept(answer.config)
