@@ -1,5 +1,6 @@
-"""The assembled package (build/python, stubs included) installs with pip:
-into a fresh virtual environment (`python3 -m venv --system-site-packages`,
+"""The assembled package (build/python, stubs included), and python/ of a
+source checkout (its setup.py generating the stubs from proto/), install
+with pip: into a fresh virtual environment (`python3 -m venv --system-site-packages`,
 so that Debian's grpcio and protobuf serve as the dependencies), offline
 (`pip install --no-build-isolation --no-deps --no-index`), and imports from
 there, the generated stubs with it. Skipped where the venv module (Debian:
@@ -98,3 +99,36 @@ def test_the_assembled_package_installs_with_pip_and_imports_from_the_venv(tmp_p
     assert any(r.startswith("protobuf") for r in requires), requires
     assert any(r.startswith("torch") and "extra == 'torch'" in r for r in requires), requires
     assert any(r.startswith("triton") and "extra == 'triton'" in r for r in requires), requires
+
+
+def test_the_source_tree_installs_with_pip_generating_its_stubs(tmp_path):
+    """`pip install python/` from a checkout: the stubs come from proto/
+    through protoc, and the installed files are the assembled tree's."""
+    _skip_without_venv_and_pip()
+    source = os.environ.get("TUNEFLEET_SOURCE_DIR")
+    if not source:
+        pytest.skip("TUNEFLEET_SOURCE_DIR is not set (ctest sets it)")
+    if shutil.which("protoc") is None or shutil.which("grpc_python_plugin") is None:
+        pytest.skip("protoc or grpc_python_plugin is missing "
+                    "(Debian: protobuf-compiler protobuf-compiler-grpc)")
+    for part in ("python", "proto"):  # a checkout's python/ beside its proto/
+        shutil.copytree(os.path.join(source, part), tmp_path / part, ignore=shutil.ignore_patterns(
+            "__pycache__", "build", "*.egg-info"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+                   check=True, env=env, timeout=240)
+    python = str(venv / "bin" / "python")
+    install = subprocess.run(
+        [python, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
+         str(tmp_path / "python")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+        timeout=240)
+    assert install.returncode == 0, install.stdout.decode()
+    done = subprocess.run([python, "-c", CHECK_SCRIPT], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path), timeout=60)
+    assert done.returncode == 0, done.stdout.decode()
+    found = json.loads(done.stdout.decode().splitlines()[-1])
+    assert found["file"].startswith(str(venv)), found["file"]
+    assert found["version"] == tunefleet.__version__
+    assert found["files"] == _python_files(PACKAGE_TREE)
