@@ -9,7 +9,8 @@
 #   - the Python package imports (generated stubs included) from there;
 #   - tunectl's completions parse, each verb has a man page, and no page
 #     names a build path;
-#   - `tunectl health` (deploy/k8s's readiness probe) says SERVING, and
+#   - `tunectl health` (deploy/k8s's readiness probe) says SERVING (exit 7
+#     trusting another CA, 6 in plaintext, each with its hint), and
 #     exits 6 once the coordinator is gone;
 #   - one client configuration: the C++ example application (from the build
 #     tree), the installed Python package and tunectl reach the fleet from
@@ -108,6 +109,20 @@ export TUNEFLEET_SERVER="$address" TUNEFLEET_CA_FILE="$ca/ca.crt" TUNEFLEET_CONF
 # The readiness probe of deploy/k8s: gRPC health over TLS, no token.
 health=$(HOME="$work" "$bin/tunectl" health) || fail "tunectl health: exit $? ($health)"
 [ "$health" = SERVING ] || fail "tunectl health printed '$health'"
+# Another fleet's CA, and plaintext: each mismatch named in tunectl's words
+# (exit 7 for a certificate not accepted; 6 for a closed connection, with
+# the hint to drop --insecure), never gRPC core's own line.
+"$source/scripts/dev-ca.sh" "$work/other-ca" coordinator >/dev/null
+status=0
+said=$(HOME="$work" "$bin/tunectl" --ca-file "$work/other-ca/ca.crt" --timeout 3 health 2>&1) \
+  || status=$?
+[ "$status" = 7 ] || fail "tunectl trusting another CA: exit $status, not 7 ($said)"
+grep -q "certificate was not accepted" <<<"$said" || fail "no word of the certificate: $said"
+status=0
+said=$(HOME="$work" "$bin/tunectl" --insecure --timeout 3 health 2>&1) || status=$?
+[ "$status" = 6 ] || fail "tunectl in plaintext to TLS: exit $status, not 6 ($said)"
+grep -q "drop --insecure" <<<"$said" || fail "no hint to drop --insecure: $said"
+! grep -q "ssl_transport_security" <<<"$said" || fail "gRPC core's own line: $said"
 TUNEFLEET_TOKEN=$("$bin/tunectl" --token-file "$work/admin.token" \
   admin token create --role submit --name installer) || fail "no submit token"
 export TUNEFLEET_TOKEN
