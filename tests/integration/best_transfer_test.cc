@@ -157,6 +157,36 @@ TEST_F(BestTransferTest, AnImportedTableIsServedAsOnTheFleetThatMeasuredIt) {
   EXPECT_EQ(exported["configs"][0]["job_id"], job.id);
 }
 
+// Kernel Tuner's T4 results, as `export --format t4` writes them, round-trip
+// through `import --format t4` into a fleet that never saw the kernel.
+TEST_F(BestTransferTest, AT4ExportImportsIntoAnotherFleetAndServesTheSameAnswer) {
+  Site a, b;
+  ASSERT_NO_FATAL_FAILURE(StartSite("a", &a));
+  ASSERT_NO_FATAL_FAILURE(StartSite("b", &b));
+  Job job = Tune(a, /*seed=*/1);
+  ASSERT_EQ(job.state, JobState::kSucceeded) << job.reason;
+  RunResult exported = Tunectl(a, {"export", "matmul", "--format", "t4"});
+  ASSERT_TRUE(exported.exit.success()) << exported.exit.ToString() << exported.out;
+  Json t4 = Json::parse(exported.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(t4.is_object()) << exported.out;
+  EXPECT_EQ(t4["schema_version"], "1.0.0");
+  ASSERT_THAT(t4["results"], SizeIs(1));
+  const std::string path = dir_.path() + "/matmul.t4.json";
+  std::ofstream(path) << exported.out;
+
+  Json imported = Import(b, {path, "--format", "t4"});
+  EXPECT_EQ(imported["imported"], 1);
+  EXPECT_EQ(imported["kernels_added"], 1);
+  BestConfig on_a = Best(a, kShape);
+  BestConfig on_b = Best(b, kShape);
+  EXPECT_EQ(on_b.source, BestConfig::Source::kExact);
+  EXPECT_EQ(on_b.config, on_a.config);
+  EXPECT_EQ(on_b.values, on_a.values);
+  EXPECT_EQ(on_b.tuning_key, on_a.tuning_key);
+  EXPECT_DOUBLE_EQ(on_b.median_seconds, on_a.median_seconds);
+  EXPECT_EQ(on_b.job_id, job.id);
+}
+
 TEST_F(BestTransferTest, AnImportNeverReplacesAMeasuredRowUnlessOverwriting) {
   Site a, b;
   ASSERT_NO_FATAL_FAILURE(StartSite("a", &a));
