@@ -41,8 +41,7 @@ struct LeaseGrant {
   // ProfileManager): v1::LeaseKind says what each asks of the worker.
   v1::LeaseKind kind = v1::LEASE_KIND_SEARCH;
   // The target's best median so far for the early-cut rule; 0 when none is
-  // known, and for finalists and verification leases (never cut). Spot
-  // checks carry it as search leases do, so they look like search work.
+  // known, and for finalists and verification leases (never cut).
   double best_seconds = 0;
   // Compile every config here, fetching no shared artifact (v1::Lease's
   // own_build): the finalists round and verifications, whose measurements

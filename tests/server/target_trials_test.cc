@@ -460,11 +460,6 @@ TEST_F(TargetTrialsTest, ARerankSetsAConfigsRankAndAReleasedRecheckGoesToAnother
   trials_->Rerank(held[1], failed, "b");  // no run: out of the ranking
   EXPECT_EQ(trials_->Fastest(1)[0].ordinal, held[2]);
   EXPECT_EQ(trials_->Fastest(16).size(), 5u);
-  v1::TrialResult cut = Ok(2e-3);
-  cut.set_cut_early(true);
-  trials_->Rerank(held[2], cut, "b");  // a partial time: out of the ranking
-  EXPECT_EQ(trials_->Fastest(1)[0].ordinal, held[3]);
-  EXPECT_EQ(trials_->Fastest(16).size(), 4u);
 
   ASSERT_TRUE(trials_->Recheck(held[3], false, {"a"}, absl::InfiniteFuture()));
   EXPECT_FALSE(trials_->HasRecheckFor("a"));
