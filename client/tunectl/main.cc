@@ -547,7 +547,7 @@ std::optional<std::string> MistypedVerb(const CLI::App& app, int argc, char** ar
     for (const std::string& name : option->get_lnames()) flags.insert("--" + name);
     for (const std::string& name : option->get_snames()) flags.insert("-" + name);
   }
-  if (std::optional<std::string> option = UnknownOption(args, verbs, flags, values);
+  if (std::optional<std::string> option = UnknownOption(args, flags, values);
       option.has_value()) {
     return UnknownOptionMessage(*option, flags);
   }

@@ -33,13 +33,14 @@ std::string UnknownVerbMessage(const std::string& word, const std::vector<std::s
 }
 
 std::optional<std::string> UnknownOption(const std::vector<std::string>& args,
-                                         const std::vector<std::string>& verbs,
                                          const std::set<std::string>& flags,
                                          const std::set<std::string>& value_options) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--" || !absl::StartsWith(arg, "-") || arg == "-") return std::nullopt;
-    const std::string name = arg.substr(0, arg.find('='));
+    // `--name=value`, or a short option with its value attached (`-ojson`).
+    const std::string name = absl::StartsWith(arg, "--") ? arg.substr(0, arg.find('='))
+                                                         : arg.substr(0, 2);
     if (!flags.contains(name)) return name;
     if (value_options.contains(arg)) ++i;  // its value follows
   }

@@ -21,12 +21,12 @@ std::optional<std::string> UnknownVerb(const std::vector<std::string>& args,
 // (NearestName, common/suggest.h), and the hint to run --help.
 std::string UnknownVerbMessage(const std::string& word, const std::vector<std::string>& verbs);
 
-// The first option of `args` before its verb that is not in `flags`
-// (written `--name`, `--name=value` or `-n`); nullopt when there is none.
-// Its value, given as the next word, would read as the verb: `tunectl
-// --sever h:1 jobs` names the option, not "unknown command 'h:1'".
+// The first option of `args` before the first word that is not an option
+// or the value of one of `value_options`, when it is not in `flags`
+// (written `--name`, `--name=value`, `-n` or `-nVALUE`); nullopt when there
+// is none. Its value, given as the next word, would read as the verb:
+// `tunectl --sever h:1 jobs` names the option, not "unknown command 'h:1'".
 std::optional<std::string> UnknownOption(const std::vector<std::string>& args,
-                                         const std::vector<std::string>& verbs,
                                          const std::set<std::string>& flags,
                                          const std::set<std::string>& value_options);
 

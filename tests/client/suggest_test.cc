@@ -25,13 +25,15 @@ TEST(SuggestTest, UnknownVerbSkipsOptionsAndTheirValues) {
 TEST(SuggestTest, UnknownOptionIsTheMistypedFlagBeforeTheVerb) {
   const std::set<std::string> flags = {"--server", "-o", "--output", "--insecure"};
   const std::set<std::string> values = {"--server", "-o", "--output"};
-  EXPECT_EQ(UnknownOption({"--sever", "h:1", "jobs"}, kVerbs, flags, values), "--sever");
-  EXPECT_EQ(UnknownOption({"--server", "h:1", "--ouptut=json", "jobs"}, kVerbs, flags, values),
+  EXPECT_EQ(UnknownOption({"--sever", "h:1", "jobs"}, flags, values), "--sever");
+  EXPECT_EQ(UnknownOption({"--server", "h:1", "--ouptut=json", "jobs"}, flags, values),
             "--ouptut");
-  EXPECT_EQ(UnknownOption({"--server", "h:1", "-o", "json", "--insecure", "jobs", "--x"}, kVerbs,
-                          flags, values),
+  EXPECT_EQ(UnknownOption({"--server", "h:1", "-o", "json", "--insecure", "jobs", "--x"}, flags,
+                          values),
             std::nullopt);  // a verb's own options are its parser's
-  EXPECT_EQ(UnknownOption({"--server=h:1", "stauts"}, kVerbs, flags, values), std::nullopt);
+  EXPECT_EQ(UnknownOption({"--server=h:1", "stauts"}, flags, values), std::nullopt);
+  EXPECT_EQ(UnknownOption({"-ojson", "stauts"}, flags, values), std::nullopt);  // -o json
+  EXPECT_EQ(UnknownOption({"-xjson", "jobs"}, flags, values), "-x");
   EXPECT_EQ(UnknownOptionMessage("--sever", flags),
             "unknown option '--sever'; did you mean '--server'?\n"
             "Run 'tunectl --help' for the global options.");
