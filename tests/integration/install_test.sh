@@ -118,6 +118,7 @@ said=$(HOME="$work" "$bin/tunectl" --ca-file "$work/other-ca/ca.crt" --timeout 3
   || status=$?
 [ "$status" = 7 ] || fail "tunectl trusting another CA: exit $status, not 7 ($said)"
 grep -q "certificate was not accepted" <<<"$said" || fail "no word of the certificate: $said"
+! grep -q "ssl_transport_security" <<<"$said" || fail "gRPC core's own line: $said"
 status=0
 said=$(HOME="$work" "$bin/tunectl" --insecure --timeout 3 health 2>&1) || status=$?
 [ "$status" = 6 ] || fail "tunectl in plaintext to TLS: exit $status, not 6 ($said)"
