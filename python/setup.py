@@ -1,11 +1,13 @@
 """Builds the tunefleet package's gRPC stubs when they are not in the tree.
 
 The package's metadata is pyproject.toml's. The stubs (tunefleet/v1/*_pb2.py,
-*_pb2_grpc.py) are generated from ../proto by the same protoc and gRPC
-Python plugin the CMake build uses (Debian: protobuf-compiler and
-protobuf-compiler-grpc), into the build directory: so `pip install python/`
-from a source checkout works like `pip install build/python`, whose
-assembled tree has them already. docs/python.md, "Install".
+*_pb2_grpc.py) are generated from ../proto by the protoc and gRPC Python
+plugin on PATH (Debian's protobuf-compiler and protobuf-compiler-grpc, the
+ones the CMake build uses; a newer protoc's output may need a newer
+protobuf runtime), into the build directory: so `pip install python/` from
+a source checkout works like `pip install build/python`, whose assembled
+tree has them already. An editable install (`pip install -e`) gets no
+stubs: use build/python for that. docs/python.md, "Install".
 """
 
 import glob
