@@ -65,14 +65,9 @@ def _python_files(tree: str):
                   for d, _, names in os.walk(package) for f in names if f.endswith(".py"))
 
 
-def test_the_assembled_package_installs_with_pip_and_imports_from_the_venv(tmp_path):
-    _skip_without_venv_and_pip()
-    assert os.path.isfile(os.path.join(PACKAGE_TREE, "pyproject.toml")), PACKAGE_TREE
-    # pip builds inside the tree it is given (build/, *.egg-info): a copy
-    # leaves build/python as the build made it.
-    tree = tmp_path / "python"
-    shutil.copytree(PACKAGE_TREE, tree, ignore=shutil.ignore_patterns(
-        "__pycache__", "CMakeFiles", "build", "*.egg-info"))
+def _pip_install_and_check(tmp_path, tree) -> dict:
+    """Installs `tree` with pip, offline, into a fresh venv under tmp_path;
+    what CHECK_SCRIPT found there, after checking it was the venv's."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
     venv = tmp_path / "venv"
@@ -83,12 +78,23 @@ def test_the_assembled_package_installs_with_pip_and_imports_from_the_venv(tmp_p
         [python, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
          str(tree)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=240)
     assert install.returncode == 0, install.stdout.decode()
-
     done = subprocess.run([python, "-c", CHECK_SCRIPT], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path), timeout=60)
     assert done.returncode == 0, done.stdout.decode()
     found = json.loads(done.stdout.decode().splitlines()[-1])
     assert found["file"].startswith(str(venv)), found["file"]  # not the build tree
+    return found
+
+
+def test_the_assembled_package_installs_with_pip_and_imports_from_the_venv(tmp_path):
+    _skip_without_venv_and_pip()
+    assert os.path.isfile(os.path.join(PACKAGE_TREE, "pyproject.toml")), PACKAGE_TREE
+    # pip builds inside the tree it is given (build/, *.egg-info): a copy
+    # leaves build/python as the build made it.
+    tree = tmp_path / "python"
+    shutil.copytree(PACKAGE_TREE, tree, ignore=shutil.ignore_patterns(
+        "__pycache__", "CMakeFiles", "build", "*.egg-info"))
+    found = _pip_install_and_check(tmp_path, tree)
     assert found["version"] == found["dist_version"] == tunefleet.__version__
     # Every source and every stub of the assembled tree, and nothing else.
     assert found["files"] == _python_files(PACKAGE_TREE)
@@ -114,21 +120,6 @@ def test_the_source_tree_installs_with_pip_generating_its_stubs(tmp_path):
     for part in ("python", "proto"):  # a checkout's python/ beside its proto/
         shutil.copytree(os.path.join(source, part), tmp_path / part, ignore=shutil.ignore_patterns(
             "__pycache__", "build", "*.egg-info"))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-                   check=True, env=env, timeout=240)
-    python = str(venv / "bin" / "python")
-    install = subprocess.run(
-        [python, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
-         str(tmp_path / "python")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-        timeout=240)
-    assert install.returncode == 0, install.stdout.decode()
-    done = subprocess.run([python, "-c", CHECK_SCRIPT], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path), timeout=60)
-    assert done.returncode == 0, done.stdout.decode()
-    found = json.loads(done.stdout.decode().splitlines()[-1])
-    assert found["file"].startswith(str(venv)), found["file"]
+    found = _pip_install_and_check(tmp_path, tmp_path / "python")
     assert found["version"] == tunefleet.__version__
     assert found["files"] == _python_files(PACKAGE_TREE)
