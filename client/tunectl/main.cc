@@ -163,8 +163,9 @@ CLI::App* DefineSubmit(CLI::App& app, Flags& flags) {
   cmd->add_option("KERNEL_DIR", r.kernel_dir, "Directory of kernel.textproto")
       ->required();
   cmd->add_option("--shape", flags.shapes,
-                  "Problem shape, e.g. M=1024,N=1024,K=1024; repeat it to submit a sweep "
-                  "(one job per shape, followed as one: tunectl sweep SWEEP_ID)");
+                  "Problem shape, e.g. M=1024,N=1024,K=1024; repeat it, or give a dim a "
+                  "list or a range (M=16,32,64 or M=1,2,4,...,4096: every combination), to "
+                  "submit a sweep (one job per shape, followed as one: tunectl sweep SWEEP_ID)");
   cmd->add_option("--shapes-file", flags.shapes_file,
                   "A sweep's shapes, one a line ('#' starts a comment)");
   cmd->add_option("--strategy", r.strategy,
@@ -426,11 +427,17 @@ int RunAdmin(Client& client, const Verbs& verbs, const Flags& flags, const Conso
 
 // `submit`: one shape is a job (RunSubmit), several a sweep (RunSubmitSweep).
 int RunSubmitVerb(Client& client, const Flags& flags, const Console& console) {
-  std::vector<std::string> shapes = flags.shapes;
+  std::vector<std::string> given = flags.shapes;
   if (!flags.shapes_file.empty()) {
     absl::StatusOr<std::vector<std::string>> listed = ReadShapesFile(flags.shapes_file);
     if (!listed.ok()) return ReportError(console, listed.status());
-    shapes.insert(shapes.end(), listed->begin(), listed->end());
+    given.insert(given.end(), listed->begin(), listed->end());
+  }
+  std::vector<std::string> shapes;  // lists and ranges expanded
+  for (const std::string& shape : given) {
+    absl::StatusOr<std::vector<std::string>> named = ExpandShapes(shape);
+    if (!named.ok()) return ReportError(console, named.status());
+    shapes.insert(shapes.end(), named->begin(), named->end());
   }
   if (shapes.empty()) {
     *console.err << "tunectl: submit needs --shape (or --shapes-file)\n";

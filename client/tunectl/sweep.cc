@@ -1,13 +1,19 @@
 #include "client/tunectl/sweep.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
+#include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client/tunectl/exit_codes.h"
 #include "client/tunectl/format.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace tunefleet::tunectl {
@@ -60,6 +66,99 @@ absl::StatusOr<std::vector<std::string>> ReadShapesFile(const std::string& path)
     if (!text.empty()) shapes.push_back(text);
   }
   if (shapes.empty()) return absl::InvalidArgumentError(absl::StrCat(path, " holds no shape"));
+  return shapes;
+}
+
+namespace {
+
+// The values of one dim's terms ("1", "2", "4", "...", "4096"), at most
+// `max_values` of them.
+absl::StatusOr<std::vector<int64_t>> DimValues(const std::string& dim,
+                                               const std::vector<std::string>& terms,
+                                               size_t max_values) {
+  const auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("shape dim ", dim, "=",
+                                                   absl::StrJoin(terms, ","), ": ", why));
+  };
+  std::vector<int64_t> values;
+  size_t dots = terms.size();
+  for (size_t i = 0; i < terms.size(); ++i) {
+    if (terms[i] == "...") {
+      if (dots != terms.size()) return bad("one \"...\" at most");
+      dots = i;
+      continue;
+    }
+    int64_t value = 0;
+    if (!absl::SimpleAtoi(terms[i], &value)) {
+      return bad(absl::StrCat("'", terms[i], "' is not a number"));
+    }
+    values.push_back(value);
+  }
+  if (dots == terms.size()) return values;
+  if (dots < 2 || dots != terms.size() - 2) {
+    return bad("a range is two or more terms, \"...\", then the last term");
+  }
+  const int64_t last = values.back();
+  values.pop_back();
+  const int64_t step = values[1] - values[0];
+  bool arithmetic = step != 0;
+  bool geometric = values[0] != 0 && values[1] % values[0] == 0 && values[1] / values[0] > 1;
+  const int64_t ratio = geometric ? values[1] / values[0] : 0;
+  for (size_t i = 2; i < values.size(); ++i) {
+    arithmetic &= values[i] - values[i - 1] == step;
+    geometric &= values[i] == values[i - 1] * ratio;
+  }
+  if (!arithmetic && !geometric) {
+    return bad("the terms before \"...\" have neither one difference nor one integer ratio");
+  }
+  int64_t next = values.back();
+  while (next != last) {
+    next = arithmetic ? next + step : next * ratio;
+    if ((arithmetic && step > 0 && next > last) || (arithmetic && step < 0 && next < last) ||
+        (!arithmetic && next > last)) {
+      return bad(absl::StrCat(last, " is not a term of the range"));
+    }
+    if (values.size() >= max_values) return bad(absl::StrCat("more than ", max_values, " terms"));
+    values.push_back(next);
+  }
+  return values;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> ExpandShapes(const std::string& text,
+                                                      size_t max_shapes) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> dims;  // name, terms
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    const std::string term(absl::StripAsciiWhitespace(part));
+    const size_t equals = term.find('=');
+    if (equals != std::string::npos) {
+      dims.push_back({term.substr(0, equals), {term.substr(equals + 1)}});
+    } else if (!dims.empty()) {
+      dims.back().second.push_back(term);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape '", text, "': it starts with NAME=VALUE"));
+    }
+  }
+  bool lists = false;
+  for (const auto& [name, terms] : dims) lists |= terms.size() > 1;
+  if (!lists) return std::vector<std::string>{text};
+  std::vector<std::string> shapes = {""};
+  for (const auto& [name, terms] : dims) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> values, DimValues(name, terms, max_shapes));
+    if (shapes.size() * values.size() > max_shapes) {
+      return absl::InvalidArgumentError(absl::StrCat("shape '", text, "' names more than ",
+                                                     max_shapes, " shapes"));
+    }
+    std::vector<std::string> longer;
+    for (const std::string& shape : shapes) {
+      for (int64_t value : values) {
+        longer.push_back(absl::StrCat(shape, shape.empty() ? "" : ",", name, "=", value));
+      }
+    }
+    shapes = std::move(longer);
+  }
   return shapes;
 }
 

@@ -19,6 +19,18 @@ namespace tunefleet::tunectl {
 // InvalidArgument when it holds no shape.
 absl::StatusOr<std::vector<std::string>> ReadShapesFile(const std::string& path);
 
+// The shapes one `--shape` (or shapes-file line) names. A dim takes one
+// value, a list ("M=16,32,64") or a range ending "...,LAST": the terms
+// before "..." are arithmetic when their differences are equal
+// ("M=64,128,...,512": 64, 128, ..., 512), else geometric when their ratios
+// are one integer ("M=1,2,4,...,4096"); LAST must be a term. The shapes are
+// every combination, the first dim varying slowest: "M=1,2,N=8,16" is
+// M=1,N=8 / M=1,N=16 / M=2,N=8 / M=2,N=16. A shape without lists is
+// returned as written. InvalidArgument naming what does not parse, and
+// for more than `max_shapes` shapes.
+absl::StatusOr<std::vector<std::string>> ExpandShapes(const std::string& text,
+                                                      size_t max_shapes = 1024);
+
 // One row per job of a sweep, in the order given: shape, job, state, trials,
 // best config, best time, and a last line with the totals.
 std::string SweepTable(const std::string& sweep_id, const std::vector<Job>& jobs);

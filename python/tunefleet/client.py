@@ -86,14 +86,20 @@ def _load(kernel: KernelSource) -> kernel_dir.KernelBundle:
 
 
 def _is_shape_list(shape) -> bool:
-    """A list (or tuple) of shapes, as opposed to one shape (text or mapping)."""
-    return isinstance(shape, (list, tuple))
+    """A list (or tuple) of shapes, or a text naming several (a dim's list
+    or range: shapes.expand), as opposed to one shape."""
+    return isinstance(shape, (list, tuple)) or (
+        isinstance(shape, str) and len(shapes.expand(shape)) > 1)
 
 
 def _shape_list(shape, shapes_file: str) -> List[shapes.NameValues]:
-    """The shapes of a sweep: `shape` (one or a list), then the file's."""
-    listed = list(shape) if _is_shape_list(shape) else ([] if shape is None else [shape])
-    return listed + (shapes.read_file(shapes_file) if shapes_file else [])
+    """The shapes of a sweep: `shape` (one or a list), then the file's, each
+    text's lists and ranges expanded."""
+    listed = list(shape) if isinstance(shape, (list, tuple)) else \
+        ([] if shape is None else [shape])
+    listed += shapes.read_file(shapes_file) if shapes_file else []
+    return [named for item in listed
+            for named in (shapes.expand(item) if isinstance(item, str) else [item])]
 
 
 class Client:
@@ -165,8 +171,9 @@ class Client:
         """Reads the kernel directory (its kernel.textproto and every source it
         names) and submits a tuning job for `shape` ("M=1024,N=1024" or a
         dict), as `tunectl submit` does; returns the Job. A list of shapes,
-        or `shapes_file`, submits a sweep instead (submit_sweep) and returns
-        the Sweep. The options are tunectl submit's flags, each setting the
+        a text with a dim's list or range ("M=1,2,4,...,4096,N=4096":
+        shapes.expand), or `shapes_file`, submits a sweep instead
+        (submit_sweep) and returns the Sweep. The options are tunectl submit's flags, each setting the
         JobSpec field of the same name (see _JobOptions):
 
             strategy             --strategy        "" is the server's default (exhaustive);
@@ -187,6 +194,7 @@ class Client:
             replace_reason       --replace-reason  why, for the coordinator's log (needs
                                                    replace_best)
             shape=[A, B]         --shape A --shape B  a sweep: SubmitSweepRequest.shapes
+            shape="M=1,2,...,8"  --shape "M=1,2,...,8"  a sweep over a dim's range
             shapes_file          --shapes-file     more of its shapes, one a line, after
                                                    the list's
             wait, on_update      --wait            follow the job (or the sweep's jobs)

@@ -6,7 +6,7 @@ items, integer values, each name once, blanks around items ignored.
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Union
+from typing import Dict, List, Mapping, Tuple, Union
 
 from .errors import InvalidArgumentError, NotFoundError
 
@@ -67,6 +67,78 @@ def read_file(path: str) -> List[str]:
     if not listed:
         raise InvalidArgumentError(f"{path} holds no shape")
     return listed
+
+
+def _dim_values(dim: str, terms: List[str], max_values: int) -> List[int]:
+    """The values of one dim's terms ("1", "2", "4", "...", "4096")."""
+    def bad(why: str) -> InvalidArgumentError:
+        return InvalidArgumentError(f"shape dim {dim}={','.join(terms)}: {why}")
+
+    values: List[int] = []
+    dots = None
+    for i, term in enumerate(terms):
+        if term == "...":
+            if dots is not None:
+                raise bad('one "..." at most')
+            dots = i
+            continue
+        try:
+            values.append(int(term))
+        except ValueError:
+            raise bad(f"'{term}' is not a number") from None
+    if dots is None:
+        return values
+    if dots < 2 or dots != len(terms) - 2:
+        raise bad('a range is two or more terms, "...", then the last term')
+    last = values.pop()
+    step = values[1] - values[0]
+    arithmetic = step != 0
+    geometric = values[0] != 0 and values[1] % values[0] == 0 and values[1] // values[0] > 1
+    ratio = values[1] // values[0] if geometric else 0
+    for previous, value in zip(values, values[1:]):
+        arithmetic = arithmetic and value - previous == step
+        geometric = geometric and value == previous * ratio
+    if not arithmetic and not geometric:
+        raise bad('the terms before "..." have neither one difference nor one integer ratio')
+    value = values[-1]
+    while value != last:
+        value = value + step if arithmetic else value * ratio
+        if (arithmetic and ((step > 0 and value > last) or (step < 0 and value < last))) or \
+                (not arithmetic and value > last):
+            raise bad(f"{last} is not a term of the range")
+        if len(values) >= max_values:
+            raise bad(f"more than {max_values} terms")
+        values.append(value)
+    return values
+
+
+def expand(text: str, max_shapes: int = 1024) -> List[str]:
+    """The shapes one shape text names, as `tunectl submit --shape` reads it
+    (client/tunectl/sweep.h ExpandShapes): a dim takes one value, a list
+    ("M=16,32,64") or a range ending "...,LAST" ("M=1,2,4,...,4096",
+    geometric; "M=64,128,...,512", arithmetic); the shapes are every
+    combination, the first dim varying slowest. A text without lists is
+    returned as written. InvalidArgumentError names what does not parse,
+    and more than `max_shapes` shapes."""
+    dims: List[Tuple[str, List[str]]] = []
+    for part in text.split(","):
+        term = part.strip()
+        name, equals, value = term.partition("=")
+        if equals:
+            dims.append((name, [value]))
+        elif dims:
+            dims[-1][1].append(term)
+        else:
+            raise InvalidArgumentError(f"shape '{text}': it starts with NAME=VALUE")
+    if not any(len(terms) > 1 for _, terms in dims):
+        return [text]
+    out = [""]
+    for name, terms in dims:
+        values = _dim_values(name, terms, max_shapes)
+        if len(out) * len(values) > max_shapes:
+            raise InvalidArgumentError(f"shape '{text}' names more than {max_shapes} shapes")
+        out = [f"{shape}{',' if shape else ''}{name}={value}" for shape in out for value in values]
+    return out
 
 
 def as_dict(values: NameValues) -> Dict[str, int]:

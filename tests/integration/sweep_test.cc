@@ -96,6 +96,27 @@ TEST_F(SweepTest, OneSubmissionTunesEveryShapeAndEachShapeServesItsOwnBest) {
   EXPECT_EQ(Tunectl({"sweep", "s-unknown"}).exit.code, 5);
 }
 
+// A dim's range (and a list) in one --shape is a sweep over its terms, in
+// order; a range whose last value is not a term submits nothing.
+TEST_F(SweepTest, ARangeInOneShapeIsASweepOverItsTerms) {
+  RunResult run = Tunectl({"-o", "json", "submit", SourceDir() + "/kernels/cpu/matmul",
+                           "--config-set", "quick", "--shape", "M=64,128,...,256,N=64,K=64,128"});
+  ASSERT_TRUE(run.exit.success()) << run.exit.ToString() << "\n" << run.out;
+  Json sweep = Json::parse(run.out);
+  std::vector<std::string> shapes;
+  for (const Json& job : sweep["jobs"]) shapes.push_back(job["shape"]);
+  EXPECT_THAT(shapes, ::testing::ElementsAre("M=64,N=64,K=64", "M=64,N=64,K=128",
+                                             "M=128,N=64,K=64", "M=128,N=64,K=128",
+                                             "M=192,N=64,K=64", "M=192,N=64,K=128",
+                                             "M=256,N=64,K=64", "M=256,N=64,K=128"));
+  RunResult bad = Tunectl({"submit", SourceDir() + "/kernels/cpu/matmul", "--shape",
+                           "M=64,128,...,250,N=64,K=64"});
+  EXPECT_FALSE(bad.exit.success());  // why is on stderr (ExpandShapesTest)
+  absl::StatusOr<JobPage> page = client_->ListJobs(JobFilter{});
+  ASSERT_OK(page);
+  EXPECT_THAT(page->jobs, SizeIs(8));  // the sweep's, nothing of the bad range
+}
+
 TEST_F(SweepTest, EveryShapeIsCheckedBeforeAnyJobIsMade) {
   absl::StatusOr<Sweep> bad =
       client_->SubmitSweep(Matmul(), {kShapes[0], "M=128,N=128", kShapes[2]});

@@ -400,3 +400,19 @@ def test_the_channel_balances_by_the_tuning_services_health():
     # A coordinator that stopped running is dropped once it answers no ping.
     assert options["grpc.keepalive_time_ms"] == 5000
     assert options["grpc.keepalive_permit_without_calls"] == 1
+
+
+def _shape_range_cases():
+    source = os.environ.get("TUNEFLEET_SOURCE_DIR", str(pathlib.Path(__file__).parents[2]))
+    with open(os.path.join(source, "tests", "data", "shape_ranges.json")) as f:
+        return json.load(f)["cases"]
+
+
+@pytest.mark.parametrize("case", _shape_range_cases(), ids=lambda case: case["text"])
+def test_shape_ranges_expand_as_tunectl_expands_them(case):
+    from tunefleet import shapes
+    if "error" in case:
+        with pytest.raises(tunefleet.InvalidArgumentError, match=re.escape(case["error"])):
+            shapes.expand(case["text"])
+    else:
+        assert shapes.expand(case["text"]) == case["expect"]

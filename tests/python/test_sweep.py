@@ -80,3 +80,20 @@ def test_a_shapes_file_is_read_as_tunectl_reads_it(fleet, client, tmp_path):
     (tmp_path / "empty").write_text("# nothing\n\n")
     with pytest.raises(tunefleet.InvalidArgumentError):
         client.submit_sweep(softmax, shapes_file=str(tmp_path / "empty"))
+
+
+def test_a_range_in_one_shape_is_a_sweep_as_tunectl_makes_it(fleet, client):
+    # A CUDA kernel on a CPU-only fleet: the jobs wait in the queue.
+    softmax = os.path.join(fleet_mod.SOURCE_DIR, "kernels", "cuda", "softmax")
+    text = "ROWS=32,64,...,128,COLS=512,1024"
+    theirs = json.loads(fleet_mod.tunectl(fleet, "-o", "json", "submit", softmax, "--shape",
+                                          text, "--budget", "3", "--strategy", "random"))
+    ours = client.submit(softmax, text, budget=3, strategy="random")
+    try:
+        assert isinstance(ours, tunefleet.Sweep)
+        assert [j.shape for j in ours.jobs] == [j["shape"] for j in theirs["jobs"]] == [
+            "ROWS=32,COLS=512", "ROWS=32,COLS=1024", "ROWS=64,COLS=512", "ROWS=64,COLS=1024",
+            "ROWS=96,COLS=512", "ROWS=96,COLS=1024", "ROWS=128,COLS=512", "ROWS=128,COLS=1024"]
+    finally:
+        for job_id in [j.id for j in ours.jobs] + [j["id"] for j in theirs["jobs"]]:
+            client.cancel(job_id)
