@@ -98,6 +98,10 @@ logger = logging.getLogger("tunefleet")
 RETRY_SECONDS = 60.0
 #: Seconds allowed for one lookup on the fleet.
 DEFAULT_LOOKUP_DEADLINE = 1.0
+#: Misses of one decorated function within this many seconds of the first
+#: are submitted together, as one sweep (a serving engine's warm-up calls
+#: shape after shape).
+SWEEP_WINDOW_SECONDS = 0.25
 
 _MISSING = object()
 # What the warning of a served default calls each Choice.default_from.
@@ -296,6 +300,9 @@ class Autotuned:
         self._kernel_summary: Optional[kernel_dir.SpecSummary] = None
         self._kernel_bundle: Optional[kernel_dir.KernelBundle] = None
         self._lock = threading.Lock()
+        # Misses waiting for their sweep's window to close, by force_retune.
+        self._batch_lock = threading.Lock()
+        self._batches: Dict[bool, List[Tuple[Submission, Dict[str, int]]]] = {}
         self.cache: Dict[tuple, Choice] = {}
         # Choices pinned by contextual functions, by (key, the function's
         # tuning key, the pinned values).
@@ -635,18 +642,47 @@ class Autotuned:
                 return
             submission = _submitted[key] = Submission()
         self.submissions[key] = submission
-        thread = threading.Thread(target=self._submit_in_background,
-                                  args=(submission, shape, force_retune), daemon=True,
-                                  name=f"tunefleet-submit-{self.kernel_name}")
+        with self._batch_lock:
+            batch = self._batches.setdefault(force_retune, [])
+            batch.append((submission, shape))
+            if len(batch) > 1:
+                return  # the window of the batch's first miss is open
+        thread = threading.Thread(target=self._submit_in_background, args=(force_retune,),
+                                  daemon=True, name=f"tunefleet-submit-{self.kernel_name}")
         thread.start()
 
-    def _submit_in_background(self, submission: Submission, shape: Dict[str, int],
-                              force_retune: bool) -> None:
+    def _submit_in_background(self, force_retune: bool) -> None:
+        """After SWEEP_WINDOW_SECONDS, submits the misses gathered meanwhile:
+        one as a job, several as one sweep (each Submission gets its
+        shape's job). A sweep is made all or none: when it is refused, each
+        shape is submitted alone, so that one bad shape fails only itself."""
+        time.sleep(SWEEP_WINDOW_SECONDS)
+        with self._batch_lock:
+            batch = self._batches.pop(force_retune, [])
+        options = dict(device_model=self.device_model, **self._submit_options)
+        if force_retune:
+            options["force_retune"] = True
         try:
             client = self._client or _fleet_for(self._server, self._lookup_deadline).client()
-            options = dict(device_model=self.device_model, **self._submit_options)
-            if force_retune:
-                options["force_retune"] = True
+            if len(batch) > 1:
+                sweep = client.submit_sweep(self._bundle(), [shape for _, shape in batch],
+                                            **options)
+                for (submission, _), job in zip(batch, sweep.jobs):
+                    submission.job = job
+                    submission.done.set()
+                logger.info("%s: submitted %d shapes as sweep %s", self.kernel_name,
+                            len(batch), sweep.id)
+                return
+        except Exception as e:  # noqa: BLE001 (a background thread reports, never raises)
+            logger.warning("%s: submitting %d shapes as a sweep failed (%s); submitting each "
+                           "alone", self.kernel_name, len(batch), e)
+        for submission, shape in batch:
+            self._submit_one(submission, shape, options)
+
+    def _submit_one(self, submission: Submission, shape: Dict[str, int],
+                    options: Dict[str, Any]) -> None:
+        try:
+            client = self._client or _fleet_for(self._server, self._lookup_deadline).client()
             submission.job = client.submit(self._bundle(), shape, **options)
             logger.info("%s %s: submitted tuning job %s", self.kernel_name,
                         shapes.format(shape), submission.job.id)
@@ -715,7 +751,8 @@ def autotune(kernel: str, configs: Union[Sequence[Any], Callable[[], Sequence[An
         default: the current torch CUDA device, "<name> sm_<cc>". "" matches
         any model.
     toolkit: the toolkit to match ("" any).
-    submit_on_miss: submit a tuning job for a key not tuned exactly.
+    submit_on_miss: submit a tuning job for a key not tuned exactly (the
+        misses within SWEEP_WINDOW_SECONDS of the first, as one sweep).
     table: a best-config table (path or BestTable) instead of a fleet;
         default $TUNEFLEET_BEST_TABLE.
     server, client: the fleet (default: resolved as tunectl resolves it).

@@ -3,8 +3,10 @@ fleet of conftest.py (lookups, cache, fallbacks, submit on miss, tables)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
+import time
 
 import pytest
 
@@ -189,6 +191,33 @@ def test_submit_on_miss_tunes_the_key_for_the_next_process(fleet, client, tuned_
     fn.cache_clear()
     fn(None, None, **shape)
     assert fn.last_choice.tier == tunefleet.EXACT
+
+
+def test_misses_in_one_window_are_submitted_as_one_sweep(fleet, client, tuned_job,
+                                                         device_model, monkeypatch):
+    """A warm-up that calls shape after shape: the misses of one decorator
+    within SWEEP_WINDOW_SECONDS go as one sweep, each key its own job; a
+    miss after the window is a sweep (or a job) of its own."""
+    monkeypatch.setenv("TUNEFLEET_INSECURE", "1")
+    fn = tunefleet.autotune(kernel=fleet_mod.MATMUL_DIR, key=["M", "N", "K"],
+                            device=device_model, server=fleet.address, submit_on_miss=True,
+                            submit_options={"config_set": "quick"})(fake_matmul)
+    warm_up = [{"M": 64, "N": 512, "K": 256}, {"M": 128, "N": 512, "K": 256},
+               {"M": 192, "N": 512, "K": 256}]
+    for shape in warm_up:
+        fn(None, None, **shape)
+    submissions = fn.wait_for_submissions(timeout=60)
+    assert len(submissions) == 3
+    assert all(s.error is None and s.job is not None for s in submissions)
+    assert len({s.job.sweep_id for s in submissions}) == 1 and submissions[0].job.sweep_id
+    assert [s.job.shape for s in submissions] == [
+        "M=64,N=512,K=256", "M=128,N=512,K=256", "M=192,N=512,K=256"]
+    time.sleep(importlib.import_module("tunefleet.autotune").SWEEP_WINDOW_SECONDS * 2)
+    fn(None, None, M=320, N=512, K=256)
+    later = fn.wait_for_submissions(timeout=60)[-1]
+    assert later.error is None and later.job.sweep_id == ""  # alone: a job
+    for s in submissions + [later]:
+        assert client.wait(s.job.id).state == "SUCCEEDED"
 
 
 def test_an_exported_table_answers_without_a_server(fleet, tuned_job, device_model,
