@@ -98,24 +98,31 @@ absl::StatusOr<std::vector<int64_t>> DimValues(const std::string& dim,
   if (dots < 2 || dots != terms.size() - 2) {
     return bad("a range is two or more terms, \"...\", then the last term");
   }
+  if (std::any_of(values.begin(), values.end(), [](int64_t v) { return v < 0; })) {
+    return bad("a range's terms are not negative");
+  }
   const int64_t last = values.back();
   values.pop_back();
+  // Terms are in [0, INT64_MAX]: differences cannot overflow; products and
+  // sums past INT64_MAX are past `last` too.
   const int64_t step = values[1] - values[0];
   bool arithmetic = step != 0;
-  bool geometric = values[0] != 0 && values[1] % values[0] == 0 && values[1] / values[0] > 1;
+  bool geometric = values[0] > 0 && values[1] % values[0] == 0 && values[1] / values[0] > 1;
   const int64_t ratio = geometric ? values[1] / values[0] : 0;
   for (size_t i = 2; i < values.size(); ++i) {
+    int64_t product = 0;
     arithmetic &= values[i] - values[i - 1] == step;
-    geometric &= values[i] == values[i - 1] * ratio;
+    geometric &= !__builtin_mul_overflow(values[i - 1], ratio, &product) && values[i] == product;
   }
   if (!arithmetic && !geometric) {
     return bad("the terms before \"...\" have neither one difference nor one integer ratio");
   }
   int64_t next = values.back();
   while (next != last) {
-    next = arithmetic ? next + step : next * ratio;
-    if ((arithmetic && step > 0 && next > last) || (arithmetic && step < 0 && next < last) ||
-        (!arithmetic && next > last)) {
+    const bool overflow = arithmetic ? __builtin_add_overflow(next, step, &next)
+                                     : __builtin_mul_overflow(next, ratio, &next);
+    const bool growing = !arithmetic || step > 0;
+    if (overflow || (growing ? next > last : next < last)) {
       return bad(absl::StrCat(last, " is not a term of the range"));
     }
     if (values.size() >= max_values) return bad(absl::StrCat("more than ", max_values, " terms"));
@@ -128,12 +135,14 @@ absl::StatusOr<std::vector<int64_t>> DimValues(const std::string& dim,
 
 absl::StatusOr<std::vector<std::string>> ExpandShapes(const std::string& text,
                                                       size_t max_shapes) {
+  if (absl::StripAsciiWhitespace(text).empty()) return std::vector<std::string>{text};
   std::vector<std::pair<std::string, std::vector<std::string>>> dims;  // name, terms
   for (absl::string_view part : absl::StrSplit(text, ',')) {
     const std::string term(absl::StripAsciiWhitespace(part));
     const size_t equals = term.find('=');
     if (equals != std::string::npos) {
-      dims.push_back({term.substr(0, equals), {term.substr(equals + 1)}});
+      dims.push_back({std::string(absl::StripAsciiWhitespace(term.substr(0, equals))),
+                      {std::string(absl::StripAsciiWhitespace(term.substr(equals + 1)))}});
     } else if (!dims.empty()) {
       dims.back().second.push_back(term);
     } else {

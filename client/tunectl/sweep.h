@@ -23,7 +23,8 @@ absl::StatusOr<std::vector<std::string>> ReadShapesFile(const std::string& path)
 // value, a list ("M=16,32,64") or a range ending "...,LAST": the terms
 // before "..." are arithmetic when their differences are equal
 // ("M=64,128,...,512": 64, 128, ..., 512), else geometric when their ratios
-// are one integer ("M=1,2,4,...,4096"); LAST must be a term. The shapes are
+// are one integer ("M=1,2,4,...,4096"); a range's terms are not negative
+// and LAST must be one. The shapes are
 // every combination, the first dim varying slowest: "M=1,2,N=8,16" is
 // M=1,N=8 / M=1,N=16 / M=2,N=8 / M=2,N=16. A shape without lists is
 // returned as written. InvalidArgument naming what does not parse, and

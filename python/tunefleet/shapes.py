@@ -6,6 +6,7 @@ items, integer values, each name once, blanks around items ignored.
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Mapping, Tuple, Union
 
 from .errors import InvalidArgumentError, NotFoundError
@@ -69,8 +70,14 @@ def read_file(path: str) -> List[str]:
     return listed
 
 
+_INT64_MAX = 2**63 - 1
+_NUMBER = re.compile(r"[+-]?[0-9]+")
+_ASCII_BLANKS = " \t\n\v\f\r"
+
+
 def _dim_values(dim: str, terms: List[str], max_values: int) -> List[int]:
-    """The values of one dim's terms ("1", "2", "4", "...", "4096")."""
+    """The values of one dim's terms ("1", "2", "4", "...", "4096"), as
+    tunectl reads them (64-bit integers, ASCII digits)."""
     def bad(why: str) -> InvalidArgumentError:
         return InvalidArgumentError(f"shape dim {dim}={','.join(terms)}: {why}")
 
@@ -82,18 +89,20 @@ def _dim_values(dim: str, terms: List[str], max_values: int) -> List[int]:
                 raise bad('one "..." at most')
             dots = i
             continue
-        try:
-            values.append(int(term))
-        except ValueError:
-            raise bad(f"'{term}' is not a number") from None
+        value = int(term) if _NUMBER.fullmatch(term) else None
+        if value is None or not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+            raise bad(f"'{term}' is not a number")
+        values.append(value)
     if dots is None:
         return values
     if dots < 2 or dots != len(terms) - 2:
         raise bad('a range is two or more terms, "...", then the last term')
+    if any(value < 0 for value in values):
+        raise bad("a range's terms are not negative")
     last = values.pop()
     step = values[1] - values[0]
     arithmetic = step != 0
-    geometric = values[0] != 0 and values[1] % values[0] == 0 and values[1] // values[0] > 1
+    geometric = values[0] > 0 and values[1] % values[0] == 0 and values[1] // values[0] > 1
     ratio = values[1] // values[0] if geometric else 0
     for previous, value in zip(values, values[1:]):
         arithmetic = arithmetic and value - previous == step
@@ -101,10 +110,10 @@ def _dim_values(dim: str, terms: List[str], max_values: int) -> List[int]:
     if not arithmetic and not geometric:
         raise bad('the terms before "..." have neither one difference nor one integer ratio')
     value = values[-1]
+    growing = not arithmetic or step > 0
     while value != last:
         value = value + step if arithmetic else value * ratio
-        if (arithmetic and ((step > 0 and value > last) or (step < 0 and value < last))) or \
-                (not arithmetic and value > last):
+        if value > _INT64_MAX or (value > last if growing else value < last):
             raise bad(f"{last} is not a term of the range")
         if len(values) >= max_values:
             raise bad(f"more than {max_values} terms")
@@ -116,16 +125,18 @@ def expand(text: str, max_shapes: int = 1024) -> List[str]:
     """The shapes one shape text names, as `tunectl submit --shape` reads it
     (client/tunectl/sweep.h ExpandShapes): a dim takes one value, a list
     ("M=16,32,64") or a range ending "...,LAST" ("M=1,2,4,...,4096",
-    geometric; "M=64,128,...,512", arithmetic); the shapes are every
-    combination, the first dim varying slowest. A text without lists is
-    returned as written. InvalidArgumentError names what does not parse,
-    and more than `max_shapes` shapes."""
+    geometric; "M=64,128,...,512", arithmetic; its terms not negative); the
+    shapes are every combination, the first dim varying slowest. A text
+    without lists is returned as written. InvalidArgumentError names what
+    does not parse, and more than `max_shapes` shapes."""
+    if not text.strip(_ASCII_BLANKS):
+        return [text]
     dims: List[Tuple[str, List[str]]] = []
     for part in text.split(","):
-        term = part.strip()
+        term = part.strip(_ASCII_BLANKS)
         name, equals, value = term.partition("=")
         if equals:
-            dims.append((name, [value]))
+            dims.append((name.strip(_ASCII_BLANKS), [value.strip(_ASCII_BLANKS)]))
         elif dims:
             dims[-1][1].append(term)
         else:
