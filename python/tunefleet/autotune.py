@@ -89,7 +89,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from . import kernel_dir, records, shapes
 from ._call_args import (arg_defaults, arg_names, config_values, key_mapping, launch_values,
                          matches)
-from .errors import Error, FailedPreconditionError, InvalidArgumentError, StatusCode
+from .errors import (Error, FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError,
+                     StatusCode)
 from .table import BestTable
 
 logger = logging.getLogger("tunefleet")
@@ -659,30 +660,40 @@ class Autotuned:
         time.sleep(SWEEP_WINDOW_SECONDS)
         with self._batch_lock:
             batch = self._batches.pop(force_retune, [])
-        options = dict(device_model=self.device_model, **self._submit_options)
-        if force_retune:
-            options["force_retune"] = True
         try:
+            options = dict(device_model=self.device_model, **self._submit_options)
+            if force_retune:
+                options["force_retune"] = True
             client = self._client or _fleet_for(self._server, self._lookup_deadline).client()
             if len(batch) > 1:
-                sweep = client.submit_sweep(self._bundle(), [shape for _, shape in batch],
-                                            **options)
-                for (submission, _), job in zip(batch, sweep.jobs):
-                    submission.job = job
-                    submission.done.set()
-                logger.info("%s: submitted %d shapes as sweep %s", self.kernel_name,
-                            len(batch), sweep.id)
-                return
+                try:
+                    sweep = client.submit_sweep(self._bundle(), [shape for _, shape in batch],
+                                                **options)
+                except (InvalidArgumentError, ResourceExhaustedError) as e:
+                    # Refused whole (one bad shape, or a cap): each shape alone.
+                    logger.warning("%s: the sweep of %d shapes was refused (%s); submitting "
+                                   "each alone", self.kernel_name, len(batch), e)
+                else:
+                    for (submission, _), job in zip(batch, sweep.jobs):
+                        submission.job = job
+                    logger.info("%s: submitted %d shapes as sweep %s", self.kernel_name,
+                                len(batch), sweep.id)
+                    return
+            for submission, shape in batch:
+                self._submit_one(client, submission, shape, options)
         except Exception as e:  # noqa: BLE001 (a background thread reports, never raises)
-            logger.warning("%s: submitting %d shapes as a sweep failed (%s); submitting each "
-                           "alone", self.kernel_name, len(batch), e)
-        for submission, shape in batch:
-            self._submit_one(submission, shape, options)
+            logger.warning("%s: submitting %d tuning job(s) failed: %s", self.kernel_name,
+                           len(batch), e)
+            for submission, _ in batch:
+                if submission.job is None and submission.error is None:
+                    submission.error = e
+        finally:
+            for submission, _ in batch:
+                submission.done.set()
 
-    def _submit_one(self, submission: Submission, shape: Dict[str, int],
+    def _submit_one(self, client, submission: Submission, shape: Dict[str, int],
                     options: Dict[str, Any]) -> None:
         try:
-            client = self._client or _fleet_for(self._server, self._lookup_deadline).client()
             submission.job = client.submit(self._bundle(), shape, **options)
             logger.info("%s %s: submitted tuning job %s", self.kernel_name,
                         shapes.format(shape), submission.job.id)
@@ -690,8 +701,6 @@ class Autotuned:
             submission.error = e
             logger.warning("%s %s: submitting a tuning job failed: %s", self.kernel_name,
                            shapes.format(shape), e)
-        finally:
-            submission.done.set()
 
 
 def _spec_checks(checks: Mapping[str, Any]) -> Dict[str, Any]:

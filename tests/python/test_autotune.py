@@ -6,7 +6,9 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import threading
 import time
+import types
 
 import pytest
 
@@ -199,6 +201,12 @@ def test_misses_in_one_window_are_submitted_as_one_sweep(fleet, client, tuned_jo
     within SWEEP_WINDOW_SECONDS go as one sweep, each key its own job; a
     miss after the window is a sweep (or a job) of its own."""
     monkeypatch.setenv("TUNEFLEET_INSECURE", "1")
+    # The window closes when the test says: a loaded machine's lookups may
+    # take longer than SWEEP_WINDOW_SECONDS between two misses.
+    autotune_module = importlib.import_module("tunefleet.autotune")
+    window = threading.Event()
+    monkeypatch.setattr(autotune_module, "time", types.SimpleNamespace(
+        sleep=lambda _seconds: window.wait(60), monotonic=time.monotonic))
     fn = tunefleet.autotune(kernel=fleet_mod.MATMUL_DIR, key=["M", "N", "K"],
                             device=device_model, server=fleet.address, submit_on_miss=True,
                             submit_options={"config_set": "quick"})(fake_matmul)
@@ -206,14 +214,14 @@ def test_misses_in_one_window_are_submitted_as_one_sweep(fleet, client, tuned_jo
                {"M": 192, "N": 512, "K": 256}]
     for shape in warm_up:
         fn(None, None, **shape)
+    window.set()
     submissions = fn.wait_for_submissions(timeout=60)
     assert len(submissions) == 3
     assert all(s.error is None and s.job is not None for s in submissions)
     assert len({s.job.sweep_id for s in submissions}) == 1 and submissions[0].job.sweep_id
     assert [s.job.shape for s in submissions] == [
         "M=64,N=512,K=256", "M=128,N=512,K=256", "M=192,N=512,K=256"]
-    time.sleep(importlib.import_module("tunefleet.autotune").SWEEP_WINDOW_SECONDS * 2)
-    fn(None, None, M=320, N=512, K=256)
+    fn(None, None, M=320, N=512, K=256)  # a window of its own
     later = fn.wait_for_submissions(timeout=60)[-1]
     assert later.error is None and later.job.sweep_id == ""  # alone: a job
     for s in submissions + [later]:
