@@ -44,7 +44,15 @@ TEST(ReportHtmlTest, InlinesChartJsAndTheDataAndEscapesTheTitle) {
 TEST(JobReportDataTest, KeepsOneTrialPerConfigPreferringTheSearchRound) {
   Job job;
   job.id = "j-1";
-  job.targets.push_back({"cpu", "gcc", "k", false, 3, 3, "A=1,B=2", 0.001, 0.004});
+  JobTarget target;
+  target.device_model = "cpu";
+  target.toolkit = "gcc";
+  target.tuning_key = "k";
+  target.trials_total = target.trials_done = 3;
+  target.best_config = "A=1,B=2";
+  target.best_seconds = 0.001;
+  target.default_seconds = 0.004;
+  job.targets.push_back(target);
   Trial excluded = MakeTrial("A=9,B=9", "OK", 0.5);
   excluded.excluded = true;
   Trial failed = MakeTrial("A=4,B=2", "COMPILE_ERROR", 0);
@@ -65,7 +73,7 @@ TEST(JobReportDataTest, KeepsOneTrialPerConfigPreferringTheSearchRound) {
 }
 
 TEST(KernelReportDataTest, ListsEveryPointWithUnknownTimesAsNull) {
-  std::vector<HistoryPoint> points = {{1000, "M=1", "cpu", "j-1", "A=1", 0.5, 0, false}};
+  std::vector<HistoryPoint> points = {{1000, "M=1", "cpu", "j-1", "A=1", 0.5, 0, false, ""}};
   Json data = KernelReportData("matmul", points);
   EXPECT_EQ(data["kind"], "kernel");
   EXPECT_EQ(data["history"][0]["best_seconds"], 0.5);

@@ -72,7 +72,9 @@ class RetuneTest : public ::testing::Test {
   }
 
   Job LatestJob() {
-    absl::StatusOr<JobPage> page = client_->ListJobs(JobFilter{.limit = 1});
+    JobFilter newest;
+    newest.limit = 1;
+    absl::StatusOr<JobPage> page = client_->ListJobs(newest);
     EXPECT_TRUE(page.ok()) << page.status();
     return page.ok() && !page->jobs.empty() ? page->jobs[0] : Job();
   }

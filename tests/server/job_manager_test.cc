@@ -111,7 +111,7 @@ class JobManagerTest : public ::testing::Test {
   // the config (or on `seconds`, when given).
   ResultReport ReportOf(const std::string& worker, const v1::Lease& lease, bool release,
                         std::function<double(int64_t)> seconds) {
-    ResultReport report{worker, lease.lease_id(), lease.epoch(), {}, release};
+    ResultReport report{worker, lease.lease_id(), lease.epoch(), {}, release, ""};
     for (const v1::Trial& trial : lease.trials()) {
       v1::TrialResult result;
       *result.mutable_config() = trial.config();
@@ -403,7 +403,7 @@ TEST_F(JobManagerTest, ALeaseThatReportsNothingIsTakenBackWhileItsWorkerHeartbea
   ASSERT_TRUE(held.has_value());
   // Heartbeats and empty reports carry the lease to its idle limit, no
   // further.
-  const ResultReport empty{hoarder, held->lease_id(), held->epoch(), {}, false};
+  const ResultReport empty{hoarder, held->lease_id(), held->epoch(), {}, false, ""};
   for (int i = 0; i < 4; ++i) {
     now_ += absl::Seconds(6);
     workers_->Touch(hoarder);

@@ -109,7 +109,7 @@ class ProfileManagerTest : public ::testing::Test {
 
   ResultReport Report(const LeaseGrant& grant, const std::string& worker, size_t first,
                       size_t count) {
-    ResultReport report{worker, grant.lease_id, grant.epoch, {}, false};
+    ResultReport report{worker, grant.lease_id, grant.epoch, {}, false, ""};
     for (size_t i = first; i < first + count; ++i) {
       v1::TrialResult result;
       result.set_status(v1::TRIAL_STATUS_OK);

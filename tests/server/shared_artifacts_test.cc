@@ -21,6 +21,9 @@ constexpr char kAlice[] = "host:alice";
 constexpr char kBob[] = "host:bob";
 constexpr char kBuilder[] = "host:builder";
 
+// A publisher known by its principal alone.
+ArtifactPublisher By(const std::string& principal) { return {principal, "", ""}; }
+
 std::string Key(const std::string& name) { return Sha256Hex(name); }
 
 v1::Artifact Cubin(const std::string& content, const std::string& log = "") {
@@ -66,7 +69,7 @@ std::unique_ptr<SharedArtifacts> OpenWithBuilder(const std::string& dir) {
 TEST(SharedArtifactsTest, ServesAnArtifactToItsPrincipalOnly) {
   TempDir dir;
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
-  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("cubin a", "ptxas: 40 registers")));
+  ASSERT_OK(shelf->Put(By(kAlice), Key("a"), Cubin("cubin a", "ptxas: 40 registers")));
 
   absl::StatusOr<v1::Artifact> got = shelf->Get(kAlice, Key("a"));
   ASSERT_TRUE(got.ok()) << got.status();
@@ -79,13 +82,13 @@ TEST(SharedArtifactsTest, ServesAnArtifactToItsPrincipalOnly) {
 TEST(SharedArtifactsTest, ABuildersArtifactsServeEveryPrincipalAfterItsOwn) {
   TempDir dir;
   std::unique_ptr<SharedArtifacts> shelf = OpenWithBuilder(dir.path());
-  ASSERT_OK(shelf->Put({kBuilder}, Key("a"), Cubin("built")));
+  ASSERT_OK(shelf->Put(By(kBuilder), Key("a"), Cubin("built")));
   EXPECT_EQ(shelf->Get(kAlice, Key("a"))->content(), "built");
   // Bob compiled it too: the same bytes, kept as its own copy.
-  ASSERT_OK(shelf->Put({kBob}, Key("a"), Cubin("built")));
+  ASSERT_OK(shelf->Put(By(kBob), Key("a"), Cubin("built")));
   EXPECT_EQ(shelf->count(), 2);
   // Alice's artifacts serve neither Bob nor the builder.
-  ASSERT_OK(shelf->Put({kAlice}, Key("b"), Cubin("alice's")));
+  ASSERT_OK(shelf->Put(By(kAlice), Key("b"), Cubin("alice's")));
   EXPECT_THAT(shelf->Get(kBob, Key("b")).status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(shelf->Get(kBuilder, Key("b")).status(),
               StatusIs(absl::StatusCode::kNotFound));
@@ -99,7 +102,7 @@ TEST(SharedArtifactsTest, APublishOfTheSameBytesIsAcknowledgedAndOtherBytesAreAC
   const ArtifactPublisher alice{kAlice, "w-1", "j-1"};
   ASSERT_OK(shelf.Put(alice, Key("a"), Cubin("compiled", "log one")));
   ASSERT_OK(shelf.Put(alice, Key("a"), Cubin("compiled", "log two")));  // the same content
-  ASSERT_OK(shelf.Put({kBob}, Key("a"), Cubin("bob's")));  // Bob's own namespace
+  ASSERT_OK(shelf.Put(By(kBob), Key("a"), Cubin("bob's")));  // Bob's own namespace
   EXPECT_EQ(shelf.count(), 2);
   EXPECT_EQ(metrics.conflicts_, 0);
 
@@ -128,8 +131,8 @@ TEST(SharedArtifactsTest, APublishOfTheSameBytesIsAcknowledgedAndOtherBytesAreAC
 TEST(SharedArtifactsTest, ABuildersCopyContradictedByOnePrincipalIsNoMoreServedToItAlone) {
   TempDir dir;
   std::unique_ptr<SharedArtifacts> shelf = OpenWithBuilder(dir.path());
-  ASSERT_OK(shelf->Put({kBuilder}, Key("a"), Cubin("built")));
-  EXPECT_THAT(shelf->Put({kAlice}, Key("a"), Cubin("compiled")),
+  ASSERT_OK(shelf->Put(By(kBuilder), Key("a"), Cubin("built")));
+  EXPECT_THAT(shelf->Put(By(kAlice), Key("a"), Cubin("compiled")),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   // Alice compiles the key herself now; one principal's word does not take
   // the builder's artifact from the others.
@@ -143,35 +146,35 @@ TEST(SharedArtifactsTest, APrincipalWithTooManyConflictsIsRefusedUntilPurged) {
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
   for (int i = 0; i < 1024; ++i) {
     const std::string key = Key(std::to_string(i));
-    ASSERT_OK(shelf->Put({kAlice}, key, Cubin("a")));
-    ASSERT_THAT(shelf->Put({kAlice}, key, Cubin("b")),
+    ASSERT_OK(shelf->Put(By(kAlice), key, Cubin("a")));
+    ASSERT_THAT(shelf->Put(By(kAlice), key, Cubin("b")),
                 StatusIs(absl::StatusCode::kFailedPrecondition));
   }
   EXPECT_EQ(shelf->Unshared(kAlice).size(), 1024u);
-  EXPECT_THAT(shelf->Put({kAlice}, Key("next"), Cubin("a")),
+  EXPECT_THAT(shelf->Put(By(kAlice), Key("next"), Cubin("a")),
               StatusIs(absl::StatusCode::kResourceExhausted));
-  ASSERT_OK(shelf->Put({kBob}, Key("next"), Cubin("a")));  // others publish as before
+  ASSERT_OK(shelf->Put(By(kBob), Key("next"), Cubin("a")));  // others publish as before
   EXPECT_TRUE(shelf->Unshared(kBob).empty());
   EXPECT_EQ(shelf->Purge(kAlice), 0);
   EXPECT_EQ(shelf->conflicts(), 0);
-  ASSERT_OK(shelf->Put({kAlice}, Key("next"), Cubin("a")));
+  ASSERT_OK(shelf->Put(By(kAlice), Key("next"), Cubin("a")));
 }
 
 TEST(SharedArtifactsTest, PurgeDropsEveryArtifactOfOnePrincipal) {
   TempDir dir;
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
-  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("a")));
-  ASSERT_OK(shelf->Put({kAlice}, Key("b"), Cubin("b")));
-  ASSERT_OK(shelf->Put({kBob}, Key("a"), Cubin("bob's")));
+  ASSERT_OK(shelf->Put(By(kAlice), Key("a"), Cubin("a")));
+  ASSERT_OK(shelf->Put(By(kAlice), Key("b"), Cubin("b")));
+  ASSERT_OK(shelf->Put(By(kBob), Key("a"), Cubin("bob's")));
   EXPECT_EQ(shelf->Purge(kAlice), 2);
   EXPECT_EQ(shelf->Purge(kAlice), 0);
   EXPECT_THAT(shelf->Get(kAlice, Key("a")).status(), StatusIs(absl::StatusCode::kNotFound));
-  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("a")));  // a purge is no conflict
+  ASSERT_OK(shelf->Put(By(kAlice), Key("a"), Cubin("a")));  // a purge is no conflict
   // A purge forgets the principal's conflicts: the repaired host shares again.
-  EXPECT_THAT(shelf->Put({kAlice}, Key("a"), Cubin("other")),
+  EXPECT_THAT(shelf->Put(By(kAlice), Key("a"), Cubin("other")),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(shelf->Purge(kAlice), 0);
-  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("a")));
+  ASSERT_OK(shelf->Put(By(kAlice), Key("a"), Cubin("a")));
   shelf.reset();
   std::unique_ptr<SharedArtifacts> again = Open(dir.path());
   EXPECT_EQ(again->count(), 2);
@@ -184,12 +187,12 @@ TEST(SharedArtifactsTest, RefusesBadKeysAndOversizedArtifacts) {
   for (const std::string& key : {std::string(""), std::string("../../etc/passwd"),
                                  Key("a").substr(1), absl::AsciiStrToUpper(Key("a")),
                                  Key("a") + "0"}) {
-    EXPECT_THAT(shelf->Put({kAlice}, key, Cubin("x")), StatusIs(absl::StatusCode::kInvalidArgument))
+    EXPECT_THAT(shelf->Put(By(kAlice), key, Cubin("x")), StatusIs(absl::StatusCode::kInvalidArgument))
         << key;
     EXPECT_THAT(shelf->Get(kAlice, key).status(), StatusIs(absl::StatusCode::kInvalidArgument))
         << key;
   }
-  EXPECT_THAT(shelf->Put({kAlice}, Key("big"), Cubin(std::string(5000, 'x'))),
+  EXPECT_THAT(shelf->Put(By(kAlice), Key("big"), Cubin(std::string(5000, 'x'))),
               StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(shelf->count(), 0);
 }
@@ -199,11 +202,11 @@ TEST(SharedArtifactsTest, EvictsTheLeastRecentlyUsedBeyondItsCapacity) {
   const std::string kilobyte(1000, 'x');
   const int64_t one = static_cast<int64_t>(Cubin(kilobyte).SerializeAsString().size());
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path(), /*capacity=*/3 * one);
-  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin(kilobyte)));
-  ASSERT_OK(shelf->Put({kAlice}, Key("b"), Cubin(kilobyte)));
-  ASSERT_OK(shelf->Put({kAlice}, Key("c"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Put(By(kAlice), Key("a"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Put(By(kAlice), Key("b"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Put(By(kAlice), Key("c"), Cubin(kilobyte)));
   ASSERT_OK(shelf->Get(kAlice, Key("a")).status());  // b is now the least recent
-  ASSERT_OK(shelf->Put({kAlice}, Key("d"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Put(By(kAlice), Key("d"), Cubin(kilobyte)));
 
   EXPECT_THAT(shelf->Get(kAlice, Key("b")).status(), StatusIs(absl::StatusCode::kNotFound));
   for (const char* kept : {"a", "c", "d"}) EXPECT_OK(shelf->Get(kAlice, Key(kept)).status());
@@ -222,10 +225,10 @@ TEST(SharedArtifactsTest, APrincipalOverItsShareEvictsItsOwnArtifactsFirst) {
   const std::string kilobyte(1000, 'x');
   const int64_t one = static_cast<int64_t>(Cubin(kilobyte).SerializeAsString().size());
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path(), /*capacity=*/4 * one);
-  ASSERT_OK(shelf->Put({kBob}, Key("bob-1"), Cubin(kilobyte)));  // the least recent
-  ASSERT_OK(shelf->Put({kBob}, Key("bob-2"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Put(By(kBob), Key("bob-1"), Cubin(kilobyte)));  // the least recent
+  ASSERT_OK(shelf->Put(By(kBob), Key("bob-2"), Cubin(kilobyte)));
   for (int i = 0; i < 20; ++i) {
-    ASSERT_OK(shelf->Put({kAlice}, Key("flood-" + std::to_string(i)), Cubin(kilobyte)));
+    ASSERT_OK(shelf->Put(By(kAlice), Key("flood-" + std::to_string(i)), Cubin(kilobyte)));
   }
   EXPECT_OK(shelf->Get(kBob, Key("bob-1")).status());
   EXPECT_OK(shelf->Get(kBob, Key("bob-2")).status());
@@ -233,14 +236,14 @@ TEST(SharedArtifactsTest, APrincipalOverItsShareEvictsItsOwnArtifactsFirst) {
   EXPECT_THAT(shelf->Get(kAlice, Key("flood-0")).status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(shelf->bytes(), 4 * one);
   // Over its share, bob loses its own least recent artifact first.
-  ASSERT_OK(shelf->Put({kBob}, Key("bob-3"), Cubin(kilobyte)));
+  ASSERT_OK(shelf->Put(By(kBob), Key("bob-3"), Cubin(kilobyte)));
   EXPECT_THAT(shelf->Get(kBob, Key("bob-1")).status(), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(shelf->count(), 4);
 }
 
 TEST(SharedArtifactsTest, ARestartedShelfServesWhatTheLastOneKept) {
   TempDir dir;
-  ASSERT_OK(Open(dir.path())->Put({kAlice}, Key("a"), Cubin("cubin a")));
+  ASSERT_OK(Open(dir.path())->Put(By(kAlice), Key("a"), Cubin("cubin a")));
   // A temporary file a crashed write left is not an artifact.
   ASSERT_OK(WriteFileAtomic(dir.path() + "/stray.tmp", "junk"));
 
@@ -252,7 +255,7 @@ TEST(SharedArtifactsTest, ARestartedShelfServesWhatTheLastOneKept) {
 TEST(SharedArtifactsTest, ADamagedFileIsNotServed) {
   TempDir dir;
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path());
-  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("cubin a")));
+  ASSERT_OK(shelf->Put(By(kAlice), Key("a"), Cubin("cubin a")));
   for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path())) {
     if (entry.is_regular_file()) ASSERT_OK(WriteFileAtomic(entry.path().string(), "\xff\xff"));
   }
@@ -264,7 +267,7 @@ TEST(SharedArtifactsTest, WithNoCapacitySharingIsOff) {
   TempDir dir;
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path(), /*capacity=*/0);
   EXPECT_FALSE(shelf->enabled());
-  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("cubin a")));  // dropped
+  ASSERT_OK(shelf->Put(By(kAlice), Key("a"), Cubin("cubin a")));  // dropped
   EXPECT_THAT(shelf->Get(kAlice, Key("a")).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/" + Sha256Hex(kAlice).substr(0, 16)));
@@ -275,7 +278,7 @@ TEST(SharedArtifactsTest, TellsTheMetricsItsSizeAndEachRequestsResult) {
   ShelfMetrics metrics;
   std::unique_ptr<SharedArtifacts> shelf = Open(dir.path(), 1 << 20, &metrics);
   EXPECT_EQ(metrics.count_, 0);
-  ASSERT_OK(shelf->Put({kAlice}, Key("a"), Cubin("cubin a")));
+  ASSERT_OK(shelf->Put(By(kAlice), Key("a"), Cubin("cubin a")));
   EXPECT_EQ(metrics.count_, 1);
   EXPECT_EQ(metrics.bytes_, shelf->bytes());
   ASSERT_OK(shelf->Get(kAlice, Key("a")).status());
