@@ -62,7 +62,7 @@ absl::StatusOr<std::vector<Step>> Parse(std::string path) {
       }
       i = end + 1;
     } else if (steps.empty() && i == 0) {
-      path.insert(0, ".");  // "state" reads as ".state"
+      path = "." + path;  // "state" reads as ".state"
     } else {
       return bad(absl::StrCat("unexpected '", std::string(1, path[i]), "'"));
     }
