@@ -86,10 +86,8 @@ def _load(kernel: KernelSource) -> kernel_dir.KernelBundle:
 
 
 def _is_shape_list(shape) -> bool:
-    """A list (or tuple) of shapes, or a text naming several (a dim's list
-    or range: shapes.expand), as opposed to one shape."""
-    return isinstance(shape, (list, tuple)) or (
-        isinstance(shape, str) and len(shapes.expand(shape)) > 1)
+    """A list (or tuple) of shapes, as opposed to one shape (text or mapping)."""
+    return isinstance(shape, (list, tuple))
 
 
 def _shape_list(shape, shapes_file: str) -> List[shapes.NameValues]:
@@ -216,6 +214,9 @@ class Client:
                               plateau_batches=plateau_batches, config_set=config_set,
                               device_model=device_model, seed=seed, force_retune=force_retune,
                               replace_best=replace_best, replace_reason=replace_reason)
+        if isinstance(shape, str):
+            named = shapes.expand(shape)  # a dim's list or range names several
+            shape = named if len(named) > 1 else shape
         if shapes_file or _is_shape_list(shape):
             sweep = self._submit_sweep(kernel, _shape_list(shape, shapes_file), options)
             return self.wait(sweep, on_update) if wait else sweep
