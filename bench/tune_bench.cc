@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -93,16 +94,25 @@ struct Run {
   double pool_idle_seconds = 0;
   double device_idle_seconds = 0;
   BestConfig served;  // GetBestConfig after the run
+  // Where the measured trials' time went (the workers' TrialPhaseTotals):
+  // how many trials, and seconds per phase, in WorkerTotals' order.
+  double phased_trials = 0;
+  std::array<double, 5> phase_seconds{};
 };
 
-// The sums of the workers' idle-time files (WriteIdleStats) under `dir`.
-struct IdleTotals {
+// The sums of the workers' stats files (WriteIdleStats) under `dir`.
+struct WorkerTotals {
   double pool_idle = 0;
   double device_idle = 0;
+  double phased_trials = 0;
+  std::array<double, 5> phases{};  // kPhaseNames' order
 };
 
-IdleTotals ReadIdle(const std::string& dir) {
-  IdleTotals totals;
+constexpr std::array<const char*, 5> kPhaseNames = {"load", "check", "warmup", "sampling",
+                                                     "outside"};
+
+WorkerTotals ReadTotals(const std::string& dir) {
+  WorkerTotals totals;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     if (entry.path().extension() != ".stats") continue;
@@ -112,6 +122,10 @@ IdleTotals ReadIdle(const std::string& dir) {
     while (in >> name >> value) {
       if (name == "compile_pool_idle_seconds") totals.pool_idle += value;
       if (name == "device_idle_seconds") totals.device_idle += value;
+      if (name == "trials_phased") totals.phased_trials += value;
+      for (size_t i = 0; i < kPhaseNames.size(); ++i) {
+        if (name == absl::StrCat("trial_", kPhaseNames[i], "_seconds")) totals.phases[i] += value;
+      }
     }
   }
   return totals;
@@ -137,7 +151,7 @@ absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, b
   SubmitRequest request = RequestOf(flags);
   request.force_retune = force;
   Run run;
-  const IdleTotals idle_before = ReadIdle(stats_dir);
+  const WorkerTotals idle_before = ReadTotals(stats_dir);
   const absl::Time start = absl::Now();
   absl::StatusOr<Job> job = client->Submit(request);
   if (!job.ok()) return job.status();
@@ -148,9 +162,13 @@ absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, b
   // The workers rewrite their files every 200 ms; the last lease's share is
   // in after the next write.
   absl::SleepFor(absl::Milliseconds(500));
-  const IdleTotals idle_after = ReadIdle(stats_dir);
+  const WorkerTotals idle_after = ReadTotals(stats_dir);
   run.pool_idle_seconds = idle_after.pool_idle - idle_before.pool_idle;
   run.device_idle_seconds = idle_after.device_idle - idle_before.device_idle;
+  run.phased_trials = idle_after.phased_trials - idle_before.phased_trials;
+  for (size_t i = 0; i < kPhaseNames.size(); ++i) {
+    run.phase_seconds[i] = idle_after.phases[i] - idle_before.phases[i];
+  }
   absl::StatusOr<std::unique_ptr<server::Store>> store = server::OpenStore(fleet->database_url());
   if (!store.ok()) return store.status();
   absl::StatusOr<std::vector<server::TrialRecord>> trials = (*store)->ListTrials(done->id);
@@ -173,7 +191,7 @@ absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, b
 // sweep's wall time and device idle time.
 int TuneSweep(const Flags& flags, Client* client, const std::string& stats_dir) {
   const SubmitRequest request = RequestOf(flags);
-  const IdleTotals idle_before = ReadIdle(stats_dir);
+  const WorkerTotals idle_before = ReadTotals(stats_dir);
   const absl::Time start = absl::Now();
   absl::StatusOr<Sweep> sweep = client->SubmitSweep(request, flags.shapes);
   if (!sweep.ok()) {
@@ -197,7 +215,7 @@ int TuneSweep(const Flags& flags, Client* client, const std::string& stats_dir) 
   }
   const double wall = absl::ToDoubleSeconds(absl::Now() - start);
   absl::SleepFor(absl::Milliseconds(500));  // the workers' last idle-file write
-  const IdleTotals idle_after = ReadIdle(stats_dir);
+  const WorkerTotals idle_after = ReadTotals(stats_dir);
   for (const auto& [at, job] : finished) {
     const JobTarget* target = job.targets.empty() ? nullptr : &job.targets.front();
     const int64_t ok = job.outcomes.count("OK") > 0 ? job.outcomes.at("OK") : 0;
@@ -241,6 +259,23 @@ void PrintRun(int index, const Run& run, const KernelBundle& bundle, const Flags
               run.device_idle_seconds, target ? target->best_config.c_str() : "-", best * 1e3,
               MetricText(bundle, flags.shape, best).c_str(),
               def > 0 && best > 0 ? absl::StrFormat("%.2fx", def / best).c_str() : "-");
+}
+
+// Where each run's trials spent their time, per trial: the benchmark
+// child's phases (kernel = samples x median, the rest of sampling being the
+// flushes, leads and synchronisations) and the worker's wait beyond them.
+void PrintPhases(const std::vector<Run>& runs) {
+  std::printf("\n| run | trials | load ms | check ms | warm-up ms | sampling ms | of it kernel ms "
+              "| outside the child ms |\n|---|---|---|---|---|---|---|---|\n");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Run& run = runs[i];
+    if (run.phased_trials <= 0) continue;  // a backend whose child keeps no phases
+    const double per = 1e3 / run.phased_trials;
+    std::printf("| %zu | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", i + 1,
+                run.phased_trials, run.phase_seconds[0] * per, run.phase_seconds[1] * per,
+                run.phase_seconds[2] * per, run.phase_seconds[3] * per,
+                run.measured_seconds * per, run.phase_seconds[4] * per);
+  }
 }
 
 // Every trial of a run: config, outcome, time, the first line of its error.
@@ -521,6 +556,7 @@ int TuneShape(const Flags& flags, const KernelBundle& bundle, Client* client, Fl
     runs.push_back(*std::move(run));
   }
   PrintSpread(runs);
+  PrintPhases(runs);
   std::printf("\n");
   return 0;
 }

@@ -112,6 +112,11 @@ class KernelRunner {
   // respawns it. A child killed by a signal or by the daemon's deadline is
   // classified by the daemon itself. `request.config` is normalized.
   virtual v1::TrialResult Run(const v1::RunRequest& request) = 0;
+  // Where the last Run's wall time went, phase by phase: what a trial costs
+  // beyond its kernel. Empty where a runner keeps none.
+  virtual const v1::TrialPhases& last_phases() const {
+    return v1::TrialPhases::default_instance();
+  }
   // True when this process can no longer serve any request (a CUDA context
   // broken by a sticky error, in Prepare as well as in Run): the child then
   // exits after its answer.

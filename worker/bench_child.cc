@@ -32,6 +32,8 @@ int ServeBenchChild(KernelRunner* runner, int in_fd, int out_fd) {
     } else if (request.has_run()) {
       response.set_index(request.run().index());
       *response.mutable_result() = runner->Run(request.run());
+      const v1::TrialPhases& phases = runner->last_phases();
+      if (phases.ByteSizeLong() > 0) *response.mutable_phases() = phases;
       const v1::TrialStatus status = response.result().status();
       response.set_exiting(status == v1::TRIAL_STATUS_CRASHED ||
                            status == v1::TRIAL_STATUS_TIMEOUT);

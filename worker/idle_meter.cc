@@ -55,8 +55,28 @@ double IdleMeter::busy_seconds() {
   return busy_time_;
 }
 
+void TrialPhaseTotals::Add(const v1::TrialPhases& phases, absl::Duration elapsed) {
+  if (phases.ByteSizeLong() == 0) return;
+  const double inside = phases.load_seconds() + phases.check_seconds() +
+                        phases.warmup_seconds() + phases.sampling_seconds();
+  absl::MutexLock lock(&mu_);
+  ++sums_.trials;
+  v1::TrialPhases& sum = sums_.phases;
+  sum.set_load_seconds(sum.load_seconds() + phases.load_seconds());
+  sum.set_check_seconds(sum.check_seconds() + phases.check_seconds());
+  sum.set_warmup_seconds(sum.warmup_seconds() + phases.warmup_seconds());
+  sum.set_sampling_seconds(sum.sampling_seconds() + phases.sampling_seconds());
+  sums_.outside_seconds += std::max(0.0, absl::ToDoubleSeconds(elapsed) - inside);
+}
+
+TrialPhaseTotals::Sums TrialPhaseTotals::sums() const {
+  absl::MutexLock lock(&mu_);
+  return sums_;
+}
+
 absl::Status WriteIdleStats(const std::string& path, IdleMeter* pool,
-                            const std::vector<IdleMeter*>& devices) {
+                            const std::vector<IdleMeter*>& devices,
+                            const TrialPhaseTotals* phases) {
   double device_idle = 0;
   double device_busy = 0;
   for (IdleMeter* device : devices) {
@@ -64,7 +84,7 @@ absl::Status WriteIdleStats(const std::string& path, IdleMeter* pool,
     device_idle += device->idle_seconds();
     device_busy += device->busy_seconds();
   }
-  const std::string text = absl::StrCat(
+  std::string text = absl::StrCat(
       "compile_pool_threads ", pool ? pool->units() : 0, "\n",
       "compile_pool_idle_seconds ", pool ? pool->idle_seconds() : 0, "\n",
       "compile_pool_busy_seconds ", pool ? pool->busy_seconds() : 0, "\n",
@@ -72,6 +92,15 @@ absl::Status WriteIdleStats(const std::string& path, IdleMeter* pool,
       "devices ", devices.size(), "\n",
       "device_idle_seconds ", device_idle, "\n",
       "device_busy_seconds ", device_busy, "\n");
+  if (phases != nullptr) {
+    const TrialPhaseTotals::Sums sums = phases->sums();
+    absl::StrAppend(&text, "trials_phased ", sums.trials, "\n",
+                    "trial_load_seconds ", sums.phases.load_seconds(), "\n",
+                    "trial_check_seconds ", sums.phases.check_seconds(), "\n",
+                    "trial_warmup_seconds ", sums.phases.warmup_seconds(), "\n",
+                    "trial_sampling_seconds ", sums.phases.sampling_seconds(), "\n",
+                    "trial_outside_seconds ", sums.outside_seconds, "\n");
+  }
   const std::string temporary = path + ".tmp";
   {
     std::ofstream out(temporary, std::ios::trunc);
@@ -85,10 +114,12 @@ absl::Status WriteIdleStats(const std::string& path, IdleMeter* pool,
 }
 
 IdleStatsWriter::IdleStatsWriter(const std::string& dir, IdleMeter* pool,
-                                 std::vector<IdleMeter*> devices)
+                                 std::vector<IdleMeter*> devices,
+                                 const TrialPhaseTotals* phases)
     : path_(dir.empty() ? "" : absl::StrCat(dir, "/worker-", getpid(), ".stats")),
       pool_(pool),
-      devices_(std::move(devices)) {
+      devices_(std::move(devices)),
+      phases_(phases) {
   if (path_.empty()) return;
   thread_ = std::thread([this] {
     absl::MutexLock lock(&mu_);
@@ -111,7 +142,7 @@ void IdleStatsWriter::Stop() {
 }
 
 void IdleStatsWriter::Write() {
-  absl::Status written = WriteIdleStats(path_, pool_, devices_);
+  absl::Status written = WriteIdleStats(path_, pool_, devices_, phases_);
   if (!written.ok()) spdlog::warn("{}", written.ToString());
 }
 

@@ -3,10 +3,11 @@
 // the worker held work for them: the integral over time of
 // (units - busy units) while at least one lease is held. It answers "did the
 // look-ahead keep everything busy?"; tunefleet-worker --stats-dir writes it
-// for bench/tune_bench.
+// for bench/tune_bench, with where the trials' time went (TrialPhaseTotals).
 #ifndef TUNEFLEET_WORKER_IDLE_METER_H_
 #define TUNEFLEET_WORKER_IDLE_METER_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "tunefleet/v1/bench_child.pb.h"
 
 namespace tunefleet::worker {
 
@@ -73,13 +75,38 @@ class BusyScope {
   IdleMeter* const meter_;
 };
 
+// Where the measured trials' time went: the benchmark children's own
+// TrialPhases summed over every trial that reported them, and the rest of
+// the daemon's wait for those trials (`outside`: the request and answer
+// through the child's pipe, and whatever the child did not count).
+// Thread-safety: thread-safe.
+class TrialPhaseTotals {
+ public:
+  // One trial whose child reported `phases` (ignored when empty) and that
+  // the daemon waited `elapsed` for.
+  void Add(const v1::TrialPhases& phases, absl::Duration elapsed);
+  struct Sums {
+    int64_t trials = 0;
+    v1::TrialPhases phases;
+    double outside_seconds = 0;
+  };
+  Sums sums() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  Sums sums_ ABSL_GUARDED_BY(mu_);
+};
+
 // Writes the meters to `path` (through a temporary file and a rename, so a
 // reader never sees half a file) as "name value" lines: compile_pool_threads,
 // compile_pool_idle_seconds, compile_pool_busy_seconds, held_seconds (of the
 // pool), devices, device_idle_seconds and device_busy_seconds (summed over
-// `devices`). Null meters count as zero.
+// `devices`); with `phases`, also trials_phased, trial_load_seconds,
+// trial_check_seconds, trial_warmup_seconds, trial_sampling_seconds and
+// trial_outside_seconds (TrialPhaseTotals). Null meters count as zero.
 absl::Status WriteIdleStats(const std::string& path, IdleMeter* pool,
-                            const std::vector<IdleMeter*>& devices);
+                            const std::vector<IdleMeter*>& devices,
+                            const TrialPhaseTotals* phases = nullptr);
 
 // Keeps <dir>/worker-<pid>.stats up to date (WriteIdleStats every 200 ms,
 // once more on Stop) for tools that read a running worker's idle time
@@ -88,7 +115,8 @@ absl::Status WriteIdleStats(const std::string& path, IdleMeter* pool,
 // REQUIRES: the meters outlive the writer.
 class IdleStatsWriter {
  public:
-  IdleStatsWriter(const std::string& dir, IdleMeter* pool, std::vector<IdleMeter*> devices);
+  IdleStatsWriter(const std::string& dir, IdleMeter* pool, std::vector<IdleMeter*> devices,
+                  const TrialPhaseTotals* phases = nullptr);
   // Stop().
   ~IdleStatsWriter();
   // Writes a last time and joins the thread. Idempotent.
@@ -100,6 +128,7 @@ class IdleStatsWriter {
   const std::string path_;
   IdleMeter* const pool_;
   const std::vector<IdleMeter*> devices_;
+  const TrialPhaseTotals* const phases_;
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

@@ -28,8 +28,8 @@ std::vector<size_t> LowClockSamples(const v1::MeasureOptions& options,
                                     const std::vector<double>& clock_mhz,
                                     double recent_max_mhz);
 
-// The warm-up a GPU run takes before sampling: options.warmup_seconds when
-// the device idled, but once it has been busy measuring until moments ago
+// The warm-up a run takes before sampling (a GPU's, a CPU core's):
+// options.warmup_seconds when the device idled, but once it has been busy measuring until moments ago
 // (`idle_seconds`, since its previous measurement ended, under
 // kHotIdleSeconds) it runs at its clocks already and needs only enough
 // calls to load the kernel's code and fill its caches: max(kHotWarmupSeconds,
@@ -125,6 +125,22 @@ class Calibration {
  private:
   double seconds_ = 0;
   std::optional<Clock::time_point> at_;
+};
+
+// A stopwatch read in laps, for a trial's TrialPhases: Lap() is the seconds
+// since the previous Lap (or since it was made).
+class LapClock {
+ public:
+  using Clock = std::chrono::steady_clock;
+  double Lap() {
+    const Clock::time_point now = Clock::now();
+    const double seconds = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return seconds;
+  }
+
+ private:
+  Clock::time_point last_ = Clock::now();
 };
 
 // One config's finalists-round measurement from its per-round measurements:

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "tunefleet/v1/bench_child.pb.h"
 #include "tunefleet/v1/types.pb.h"
 
 namespace tunefleet::worker {
@@ -21,10 +22,11 @@ class WorkerMetrics {
   // compile_seconds when it was compiled).
   virtual void TrialFinished(const std::string& device_id, const v1::TrialResult& result) = 0;
   // The benchmark child ran a config for `elapsed` (check, warm-up and
-  // timing); a CRASHED or TIMEOUT result means the child was killed and
-  // will be started again.
+  // timing), `phases` being where the child says that time went (empty when
+  // it keeps none); a CRASHED or TIMEOUT result means the child was killed
+  // and will be started again.
   virtual void Measured(const std::string& device_id, const v1::TrialResult& result,
-                        absl::Duration elapsed) = 0;
+                        absl::Duration elapsed, const v1::TrialPhases& phases) = 0;
   // The device's benchmark child has been started `starts` times in all.
   virtual void ChildStarts(const std::string& device_id, int starts) = 0;
   // One LeaseWork call for the device waited `waited`; `granted`: it
@@ -36,7 +38,8 @@ class WorkerMetrics {
 class NullWorkerMetrics final : public WorkerMetrics {
  public:
   void TrialFinished(const std::string&, const v1::TrialResult&) override {}
-  void Measured(const std::string&, const v1::TrialResult&, absl::Duration) override {}
+  void Measured(const std::string&, const v1::TrialResult&, absl::Duration,
+                const v1::TrialPhases&) override {}
   void ChildStarts(const std::string&, int) override {}
   void LeaseWaited(const std::string&, absl::Duration, bool) override {}
 };

@@ -1,5 +1,6 @@
 #include "worker/prometheus_metrics.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <exception>
@@ -66,6 +67,12 @@ struct PrometheusWorkerMetrics::Device {
   prometheus::Gauge* sm_clock = nullptr;
   prometheus::Histogram* lease_wait = nullptr;
   prometheus::Counter* leases = nullptr;
+  // Where measured trials' time went: the child's phases, then the rest.
+  prometheus::Counter* phase_load = nullptr;
+  prometheus::Counter* phase_check = nullptr;
+  prometheus::Counter* phase_warmup = nullptr;
+  prometheus::Counter* phase_sampling = nullptr;
+  prometheus::Counter* phase_outside = nullptr;
   std::atomic<int> starts_seen{0};
 };
 
@@ -123,8 +130,23 @@ absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> PrometheusWorkerMetrics
                      .Name("tunefleet_worker_leases_total")
                      .Help("Leases this worker was granted, by device")
                      .Register(registry);
+  auto& phases = prometheus::BuildCounter()
+                     .Name("tunefleet_worker_trial_phase_seconds_total")
+                     .Help("Where measured trials' time went, by device and phase: load, "
+                           "check, warmup and sampling in the benchmark child (samples x "
+                           "median of it is the kernel), outside the rest of the worker's wait "
+                           "for the child")
+                     .Register(registry);
   for (const v1::Device& device : devices) {
     auto entry = std::make_unique<Device>();
+    auto phase = [&](const char* name) {
+      return &phases.Add({{"device", device.id()}, {"phase", name}});
+    };
+    entry->phase_load = phase("load");
+    entry->phase_check = phase("check");
+    entry->phase_warmup = phase("warmup");
+    entry->phase_sampling = phase("sampling");
+    entry->phase_outside = phase("outside");
     const prometheus::Labels labels{{"device", device.id()}};
     for (int s = 1; s < kTrialStatuses; ++s) {
       entry->trials[s] = &trials.Add({{"device", device.id()}, {"outcome", OutcomeLabel(s)}});
@@ -158,10 +180,21 @@ void PrometheusWorkerMetrics::TrialFinished(const std::string& device_id,
 }
 
 void PrometheusWorkerMetrics::Measured(const std::string& device_id,
-                                       const v1::TrialResult& result, absl::Duration elapsed) {
+                                       const v1::TrialResult& result, absl::Duration elapsed,
+                                       const v1::TrialPhases& phases) {
   Device* device = Find(device_id);
   if (device == nullptr) return;
-  device->measure_seconds->Observe(absl::ToDoubleSeconds(elapsed));
+  const double seconds = absl::ToDoubleSeconds(elapsed);
+  device->measure_seconds->Observe(seconds);
+  if (phases.ByteSizeLong() > 0) {
+    device->phase_load->Increment(phases.load_seconds());
+    device->phase_check->Increment(phases.check_seconds());
+    device->phase_warmup->Increment(phases.warmup_seconds());
+    device->phase_sampling->Increment(phases.sampling_seconds());
+    device->phase_outside->Increment(
+        std::max(0.0, seconds - phases.load_seconds() - phases.check_seconds() -
+                          phases.warmup_seconds() - phases.sampling_seconds()));
+  }
   if (result.status() == v1::TRIAL_STATUS_CRASHED) device->restarts_crashed->Increment();
   if (result.status() == v1::TRIAL_STATUS_TIMEOUT) device->restarts_timeout->Increment();
   const double mhz = result.measurement().clock_mhz();

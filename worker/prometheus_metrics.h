@@ -44,7 +44,7 @@ class PrometheusWorkerMetrics final : public WorkerMetrics {
 
   void TrialFinished(const std::string& device_id, const v1::TrialResult& result) override;
   void Measured(const std::string& device_id, const v1::TrialResult& result,
-                absl::Duration elapsed) override;
+                absl::Duration elapsed, const v1::TrialPhases& phases) override;
   void ChildStarts(const std::string& device_id, int starts) override;
   void LeaseWaited(const std::string& device_id, absl::Duration waited, bool granted) override;
 

@@ -245,15 +245,19 @@ absl::StatusOr<v1::TrialResult> TrialExecutor::Measure(Batch* batch, const v1::T
     answered = child_.Call(request, TrialDeadline());
   }
   ASSIGN_OR_RETURN(ChildReply reply, std::move(answered));
+  const absl::Duration elapsed = absl::Now() - start;
   v1::TrialResult result;
   switch (reply.kind) {
     case ChildReply::Kind::kAnswered:
       result = reply.response.result();
       if (reply.response.has_phases()) {  // where the child's time went
         const v1::TrialPhases& p = reply.response.phases();
-        spdlog::debug("trial {}: child ms: load {:.1f}, check {:.1f}, warm-up {:.1f}, samples {:.1f}",
+        spdlog::debug("trial {}: ms: load {:.2f}, check {:.2f}, warm-up {:.2f}, samples {:.2f}, "
+                      "outside the child {:.2f}",
                       trial.index(), p.load_seconds() * 1e3, p.check_seconds() * 1e3,
-                      p.warmup_seconds() * 1e3, p.sampling_seconds() * 1e3);
+                      p.warmup_seconds() * 1e3, p.sampling_seconds() * 1e3,
+                      (absl::ToDoubleSeconds(elapsed) - p.load_seconds() - p.check_seconds() -
+                       p.warmup_seconds() - p.sampling_seconds()) * 1e3);
       }
       break;
     case ChildReply::Kind::kDied:
@@ -264,7 +268,7 @@ absl::StatusOr<v1::TrialResult> TrialExecutor::Measure(Batch* batch, const v1::T
       result = Outcome(v1::TRIAL_STATUS_TIMEOUT, reply.detail);
       break;
   }
-  if (options_.on_measured) options_.on_measured(result, absl::Now() - start);
+  if (options_.on_measured) options_.on_measured(result, elapsed, reply.response.phases());
   const bool killed = result.status() == v1::TRIAL_STATUS_CRASHED ||
                       result.status() == v1::TRIAL_STATUS_TIMEOUT;
   if (killed && CountKill(ConfigKey(*batch, trial.config()))) {

@@ -66,10 +66,13 @@ struct ExecutorOptions {
   std::function<void(int round, int64_t index, const v1::TrialResult& result)>
       on_finalist_step;
   // Called after every run of a config in the benchmark child (correctness
-  // check, warm-up and timing), with its result and how long the child
-  // took, crashes and timeouts included. For metrics; runs on the
-  // executor's thread. Default: none.
-  std::function<void(const v1::TrialResult& result, absl::Duration elapsed)> on_measured;
+  // check, warm-up and timing), with its result, how long the daemon waited
+  // for the child and where the child says that time went (empty where it
+  // keeps no phases, and for crashes and timeouts, which are included). For
+  // metrics; runs on the executor's thread. Default: none.
+  std::function<void(const v1::TrialResult& result, absl::Duration elapsed,
+                     const v1::TrialPhases& phases)>
+      on_measured;
   // Counts the device busy while its child runs a trial, for the idle time
   // the worker reports (tunefleet-worker --stats-dir). Default: null.
   std::shared_ptr<IdleMeter> device_meter;

@@ -364,6 +364,7 @@ int RunWorker(const WorkerHostOptions& options) {
   std::filesystem::create_directories(profiler_options.scratch_dir, ignored_error);
   profiler_options.executor.prepare_deadline = absl::Seconds(options.prepare_deadline);
   std::vector<IdleMeter*> device_meters;
+  TrialPhaseTotals phase_totals;
   const std::string self = SelfExecutable().empty() ? "tunefleet-worker" : SelfExecutable();
   for (const v1::Device& device : *devices) {
     executor_options.device_meter = std::make_shared<IdleMeter>(/*units=*/1);
@@ -373,12 +374,12 @@ int RunWorker(const WorkerHostOptions& options) {
                        ChildEnvironment(device), *sandbox,
                        ChildSandboxPolicy(backend, self, inbox), inbox};
     ExecutorOptions device_options = executor_options;
-    if (sink != nullptr) {
-      device_options.on_measured = [sink, id = device.id()](const v1::TrialResult& result,
-                                                            absl::Duration elapsed) {
-        sink->Measured(id, result, elapsed);
-      };
-    }
+    device_options.on_measured = [sink, &phase_totals, id = device.id()](
+                                     const v1::TrialResult& result, absl::Duration elapsed,
+                                     const v1::TrialPhases& phases) {
+      phase_totals.Add(phases, elapsed);
+      if (sink != nullptr) sink->Measured(id, result, elapsed, phases);
+    };
     profilers[device.id()] =
         std::make_unique<NcuProfiler>(&pool, device, child, profiler_options);
     executors.push_back(
@@ -409,7 +410,7 @@ int RunWorker(const WorkerHostOptions& options) {
 
   spdlog::info("tunefleet-worker {} serving {} for {}", daemon_options.host,
                daemon_options.toolkit, options.coordinator);
-  IdleStatsWriter stats(options.stats_dir, &pool_meter, device_meters);
+  IdleStatsWriter stats(options.stats_dir, &pool_meter, device_meters, &phase_totals);
   daemon.Run();
   stats.Stop();
   double devices_idle = 0;

@@ -82,6 +82,30 @@ TEST_F(IdleMeterTest, TheStatsWriterLeavesTheMetersInItsFileOnStop) {
   EXPECT_THAT(*text, ::testing::HasSubstr("devices 1\n"));
 }
 
+TEST_F(IdleMeterTest, TheStatsFileSaysWhereTheTrialsTimeWent) {
+  ::tunefleet::testing::TempDir dir;
+  TrialPhaseTotals totals;
+  v1::TrialPhases phases;
+  phases.set_load_seconds(0.5);
+  phases.set_check_seconds(1);
+  phases.set_warmup_seconds(0.25);
+  phases.set_sampling_seconds(2);
+  totals.Add(phases, absl::Seconds(4));
+  totals.Add(phases, absl::Seconds(3));     // the child counted more than the wait: 0 outside
+  totals.Add({}, absl::Seconds(9));         // no phases (a crash): not counted
+  IdleStatsWriter writer(dir.path(), &meter_, {}, &totals);
+  writer.Stop();
+  absl::StatusOr<std::string> text =
+      ReadFile(absl::StrCat(dir.path(), "/worker-", getpid(), ".stats"));
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, ::testing::HasSubstr("trials_phased 2\n"));
+  EXPECT_THAT(*text, ::testing::HasSubstr("trial_load_seconds 1\n"));
+  EXPECT_THAT(*text, ::testing::HasSubstr("trial_check_seconds 2\n"));
+  EXPECT_THAT(*text, ::testing::HasSubstr("trial_warmup_seconds 0.5\n"));
+  EXPECT_THAT(*text, ::testing::HasSubstr("trial_sampling_seconds 4\n"));
+  EXPECT_THAT(*text, ::testing::HasSubstr("trial_outside_seconds 0.25\n"));
+}
+
 // No --stats-dir: no file at all, not one at "/worker-<pid>.stats" nor in
 // the working directory.
 TEST_F(IdleMeterTest, TheStatsWriterWithoutADirectoryWritesNothing) {

@@ -68,10 +68,10 @@ TEST_F(PrometheusWorkerMetricsTest, CountsEachDeviceApartAndDropsUnknownDevices)
 
 TEST_F(PrometheusWorkerMetricsTest, KillsCountAsRestartsAndClocksOnlyWhereKnown) {
   metrics_->Measured("GPU-a", Result(v1::TRIAL_STATUS_OK, 0, /*clock_mhz=*/1980),
-                     absl::Milliseconds(250));
-  metrics_->Measured("GPU-a", Result(v1::TRIAL_STATUS_CRASHED), absl::Milliseconds(10));
-  metrics_->Measured("GPU-a", Result(v1::TRIAL_STATUS_TIMEOUT), absl::Seconds(2));
-  metrics_->Measured("cpu0", Result(v1::TRIAL_STATUS_OK), absl::Milliseconds(5));
+                     absl::Milliseconds(250), {});
+  metrics_->Measured("GPU-a", Result(v1::TRIAL_STATUS_CRASHED), absl::Milliseconds(10), {});
+  metrics_->Measured("GPU-a", Result(v1::TRIAL_STATUS_TIMEOUT), absl::Seconds(2), {});
+  metrics_->Measured("cpu0", Result(v1::TRIAL_STATUS_OK), absl::Milliseconds(5), {});
   std::map<std::string, double> samples = Scrape();
   EXPECT_EQ(samples["tunefleet_worker_measure_seconds_count{device=\"GPU-a\"}"], 3);
   EXPECT_EQ(samples["tunefleet_worker_child_restarts_total{device=\"GPU-a\",reason=\"crashed\"}"], 1);
@@ -79,6 +79,32 @@ TEST_F(PrometheusWorkerMetricsTest, KillsCountAsRestartsAndClocksOnlyWhereKnown)
   EXPECT_EQ(samples["tunefleet_worker_child_restarts_total{device=\"cpu0\",reason=\"crashed\"}"], 0);
   EXPECT_EQ(samples["tunefleet_worker_sm_clock_mhz{device=\"GPU-a\"}"], 1980);
   EXPECT_FALSE(samples.contains("tunefleet_worker_sm_clock_mhz{device=\"cpu0\"}"));
+}
+
+TEST_F(PrometheusWorkerMetricsTest, PhasesAddUpAndTheRestIsOutsideTheChild) {
+  v1::TrialPhases phases;
+  phases.set_load_seconds(0.001);
+  phases.set_check_seconds(0.004);
+  phases.set_warmup_seconds(0.002);
+  phases.set_sampling_seconds(0.018);
+  metrics_->Measured("GPU-a", Result(v1::TRIAL_STATUS_OK), absl::Milliseconds(30), phases);
+  metrics_->Measured("GPU-a", Result(v1::TRIAL_STATUS_OK), absl::Milliseconds(30), phases);
+  // A child that keeps no phases adds nothing; nor does a wait shorter than
+  // the child's own count (clocks of two processes) make `outside` negative.
+  metrics_->Measured("GPU-a", Result(v1::TRIAL_STATUS_CRASHED), absl::Seconds(1), {});
+  metrics_->Measured("cpu0", Result(v1::TRIAL_STATUS_OK), absl::Milliseconds(20), phases);
+  std::map<std::string, double> samples = Scrape();
+  auto phase = [&](const std::string& device, const std::string& name) {
+    return samples[absl::StrCat("tunefleet_worker_trial_phase_seconds_total{device=\"", device,
+                                "\",phase=\"", name, "\"}")];
+  };
+  EXPECT_DOUBLE_EQ(phase("GPU-a", "load"), 0.002);
+  EXPECT_DOUBLE_EQ(phase("GPU-a", "check"), 0.008);
+  EXPECT_DOUBLE_EQ(phase("GPU-a", "warmup"), 0.004);
+  EXPECT_DOUBLE_EQ(phase("GPU-a", "sampling"), 0.036);
+  EXPECT_NEAR(phase("GPU-a", "outside"), 0.010, 1e-12);
+  EXPECT_DOUBLE_EQ(phase("cpu0", "sampling"), 0.018);
+  EXPECT_DOUBLE_EQ(phase("cpu0", "outside"), 0);
 }
 
 TEST_F(PrometheusWorkerMetricsTest, ChildStartsAndLeaseWaitsAccumulate) {

@@ -272,6 +272,42 @@ TEST_F(TrialExecutorTest, MeasuresMatmulConfigs) {
   for (const auto& [index, result] : results) ExpectMeasured(result);
 }
 
+// Each run in the child says where its time went, and the daemon waited
+// at least that long; a config that kills the child says nothing.
+TEST_F(TrialExecutorTest, TheChildSaysWhereEachTrialsTimeWent) {
+  struct Measured {
+    v1::TrialStatus status;
+    absl::Duration elapsed;
+    v1::TrialPhases phases;
+  };
+  std::vector<Measured> measured;
+  ExecutorOptions options = FastOptions();
+  options.on_measured = [&](const v1::TrialResult& result, absl::Duration elapsed,
+                            const v1::TrialPhases& phases) {
+    measured.push_back({result.status(), elapsed, phases});
+  };
+  executor_ = std::make_unique<TrialExecutor>(compile_.pool.get(), DiscoverCpuDevice(),
+                                              CpuChild(cache_.path()), options);
+  auto results = RunTrials(LoadJob(kFaulty, "N=4096"), {"FAULT=0,UNROLL=1", "FAULT=1,UNROLL=1",
+                                                        "FAULT=0,UNROLL=4"});
+  ASSERT_EQ(results.size(), 3u);
+  ASSERT_EQ(measured.size(), 3u);
+  for (const Measured& m : measured) {
+    if (m.status == v1::TRIAL_STATUS_CRASHED) {
+      EXPECT_EQ(m.phases.ByteSizeLong(), 0u);
+      continue;
+    }
+    ASSERT_EQ(m.status, v1::TRIAL_STATUS_OK);
+    const v1::TrialPhases& p = m.phases;
+    EXPECT_GT(p.load_seconds(), 0);
+    EXPECT_GT(p.check_seconds(), 0);
+    EXPECT_GT(p.warmup_seconds(), 0);
+    EXPECT_GT(p.sampling_seconds(), 0);
+    EXPECT_LE(p.load_seconds() + p.check_seconds() + p.warmup_seconds() + p.sampling_seconds(),
+              absl::ToDoubleSeconds(m.elapsed));
+  }
+}
+
 TEST_F(TrialExecutorTest, MeasuresTransposeConfigs) {
   // Odd sizes: full tiles take the micro-block path, edges the plain loop.
   JobContext job = LoadJob("kernels/cpu/transpose", "M=100,N=72");

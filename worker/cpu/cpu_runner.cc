@@ -271,12 +271,17 @@ void CpuKernelRunner::Calibrate() {
 
 v1::Measurement CpuKernelRunner::Time(KernelFn fn, const v1::MeasureOptions& options,
                                       double call_seconds, double best_seconds,
-                                      bool* cut_early) {
+                                      bool* cut_early, double* warmup_seconds) {
   const v1::MeasureOptions measure = FitToDeadline(options, call_seconds);
   void** args = arg_ptrs_.data();
   int warmup_calls = 0;
   const Clock::time_point warmup_start = Clock::now();
-  while (SecondsSince(warmup_start) < measure.warmup_seconds()) {
+  // A core that timed a kernel moments ago runs at its clock already.
+  const double idle_seconds =
+      last_timed_.has_value() ? std::chrono::duration<double>(warmup_start - *last_timed_).count()
+                              : HUGE_VAL;
+  const double warmup = WarmupSeconds(measure, idle_seconds, call_seconds);
+  while (SecondsSince(warmup_start) < warmup) {
     RestoreInouts();
     fn(args);
     ++warmup_calls;
@@ -292,6 +297,9 @@ v1::Measurement CpuKernelRunner::Time(KernelFn fn, const v1::MeasureOptions& opt
   }
   std::vector<double> samples;  // ascending
   const Clock::time_point start = Clock::now();
+  if (warmup_seconds != nullptr) {
+    *warmup_seconds = std::chrono::duration<double>(start - warmup_start).count();
+  }
   *cut_early = false;
   while (WantMoreSamples(measure, samples, SecondsSince(start))) {
     RestoreInouts();
@@ -303,10 +311,13 @@ v1::Measurement CpuKernelRunner::Time(KernelFn fn, const v1::MeasureOptions& opt
       break;
     }
   }
+  last_timed_ = Clock::now();
   return Summarize(std::move(samples));
 }
 
 v1::TrialResult CpuKernelRunner::Run(const v1::RunRequest& request) {
+  phases_.Clear();
+  const Clock::time_point began = Clock::now();
   if (!prepared_) {
     return Failed(request, v1::TRIAL_STATUS_LAUNCH_ERROR, "runner is not prepared");
   }
@@ -323,17 +334,23 @@ v1::TrialResult CpuKernelRunner::Run(const v1::RunRequest& request) {
 
   ResetArgs();
   const Clock::time_point start = Clock::now();
+  phases_.set_load_seconds(std::chrono::duration<double>(start - began).count());
   (*fn)(arg_ptrs_.data());
   const double call_seconds = SecondsSince(start);
   absl::Status same = CheckOutputs();
+  phases_.set_check_seconds(SecondsSince(start));
   if (!same.ok()) return Failed(request, v1::TRIAL_STATUS_WRONG_RESULT, same.message());
 
   v1::TrialResult result;
   *result.mutable_config() = request.config();
   bool cut_early = false;
+  const Clock::time_point timed = Clock::now();
+  double warmup_seconds = 0;
   *result.mutable_measurement() =
-      Time(*fn, measure_, call_seconds, request.best_seconds(), &cut_early);
-  Calibrate();
+      Time(*fn, measure_, call_seconds, request.best_seconds(), &cut_early, &warmup_seconds);
+  Calibrate();  // its kernel's time counts with the samples'
+  phases_.set_warmup_seconds(warmup_seconds);
+  phases_.set_sampling_seconds(SecondsSince(timed) - warmup_seconds);
   result.mutable_measurement()->set_calibration_seconds(calibration_.seconds());
   result.set_status(v1::TRIAL_STATUS_OK);
   result.set_cut_early(cut_early);

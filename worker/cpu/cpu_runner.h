@@ -10,7 +10,8 @@
 // Protocol per Run: inputs restored from pristine copies (a kernel that
 // scribbles on its inputs cannot poison the next config), outputs poisoned
 // with all-ones bytes (NaN for float dtypes), one checked run, warm-up by
-// time, then samples until the budget (fewer for a kernel too slow for the
+// time (shorter on a core that timed a kernel moments ago: WarmupSeconds),
+// then samples until the budget (fewer for a kernel too slow for the
 // daemon's deadline: FitToDeadline). Kernels under ~20 us are timed in
 // batches of calls (not when an argument is INOUT, which must be restored
 // before every call). Caches are not flushed: CPU kernels are timed warm.
@@ -19,8 +20,10 @@
 #ifndef TUNEFLEET_WORKER_CPU_CPU_RUNNER_H_
 #define TUNEFLEET_WORKER_CPU_CPU_RUNNER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "common/config_space.h"
@@ -37,6 +40,7 @@ class CpuKernelRunner : public KernelRunner {
 
   absl::Status Prepare(const v1::PrepareRequest& request) override;
   v1::TrialResult Run(const v1::RunRequest& request) override;
+  const v1::TrialPhases& last_phases() const override { return phases_; }
 
  private:
   struct Buffer;
@@ -54,9 +58,9 @@ class CpuKernelRunner : public KernelRunner {
   absl::Status CheckOutputs();
   // Times `fn` whose checked run took `call_seconds` under `options`; stops
   // early, setting `*cut_early`, when the early-cut rule says so against
-  // `best_seconds`.
+  // `best_seconds`. `*warmup_seconds` (when not null): how long its warm-up took.
   v1::Measurement Time(KernelFn fn, const v1::MeasureOptions& options, double call_seconds,
-                       double best_seconds, bool* cut_early);
+                       double best_seconds, bool* cut_early, double* warmup_seconds = nullptr);
   // Times the backend's calibration kernel when the calibration is due.
   void Calibrate();
 
@@ -69,6 +73,9 @@ class CpuKernelRunner : public KernelRunner {
   bool has_inout_ = false;
   bool prepared_ = false;
   Calibration calibration_;
+  v1::TrialPhases phases_;  // the last Run's
+  // When Time last ended (none yet: the core counts as idle), for the warm-up.
+  std::optional<std::chrono::steady_clock::time_point> last_timed_;
 };
 
 }  // namespace tunefleet::worker

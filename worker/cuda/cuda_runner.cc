@@ -340,6 +340,8 @@ absl::StatusOr<v1::Measurement> CudaRunner::MeasureReference() {
 // ---------------------------------------------------------------- Run
 
 v1::TrialResult CudaRunner::Run(const v1::RunRequest& request) {
+  phases_.Clear();
+  LapClock clock;
   v1::TrialResult result;
   *result.mutable_config() = request.config();
   result.set_device_id(device_.id());
@@ -356,12 +358,20 @@ v1::TrialResult CudaRunner::Run(const v1::RunRequest& request) {
   if (verdict.ok()) verdict = LoadKernel(request.artifact(), job_->spec.entry(), &kernel);
   if (verdict.ok()) verdict = CheckResources(&kernel);
   if (verdict.ok()) verdict = ResetOutputs();
+  phases_.set_load_seconds(clock.Lap());
   const LaunchFn launch = KernelLaunch(&kernel);
   if (verdict.ok()) verdict = LaunchAndWait(launch, options_.launch_timeout_seconds);
   if (verdict.ok()) verdict = CompareOutputs();
+  phases_.set_check_seconds(clock.Lap());
   bool cut_early = false;
-  if (verdict.ok()) verdict = Measure(launch, &measurement, request.best_seconds(), &cut_early);
+  if (verdict.ok()) {
+    verdict = Measure(launch, &measurement, request.best_seconds(), &cut_early);
+    const double timed = clock.Lap();
+    phases_.set_warmup_seconds(std::min(timer_->last_warmup_seconds(), timed));
+    phases_.set_sampling_seconds(timed - phases_.warmup_seconds());
+  }
   if (kernel.module != nullptr && !poisoned_) driver_->ModuleUnload(kernel.module);
+  phases_.set_load_seconds(phases_.load_seconds() + clock.Lap());
 
   result.set_status(verdict.status);
   if (verdict.ok()) {

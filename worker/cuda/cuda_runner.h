@@ -74,6 +74,7 @@ class CudaRunner : public KernelRunner {
 
   absl::Status Prepare(const v1::PrepareRequest& request) override;
   v1::TrialResult Run(const v1::RunRequest& request) override;
+  const v1::TrialPhases& last_phases() const override { return phases_; }
 
   // True once a trial left the context unusable (see the file comment).
   bool poisoned() const override { return poisoned_; }
@@ -130,6 +131,7 @@ class CudaRunner : public KernelRunner {
   std::unique_ptr<DeviceComparator> comparator_;  // made by the first checked job
   std::unique_ptr<Job> job_;
   bool poisoned_ = false;
+  v1::TrialPhases phases_;  // the last Run's
 };
 
 }  // namespace tunefleet::worker::cuda

@@ -59,6 +59,7 @@ struct Trial {
   CompileOutcome compiled;
   std::string compile_error;  // infrastructure failure
   v1::TrialResult result;
+  v1::TrialPhases phases;  // where its Run's time went
   double metric = 0;
 };
 
@@ -119,12 +120,16 @@ std::string FirstLine(const std::string& text) {
 
 void PrintResult(const Trial& trial, const std::string& metric_name) {
   const v1::Measurement& m = trial.result.measurement();
+  const v1::TrialPhases& p = trial.phases;
   std::printf("RESULT %-14s median_us=%.3f p20_us=%.3f p80_us=%.3f n=%lld clock_mhz=%.0f %s=%.2f "
-              "compile_s=%.2f config=%s%s%s\n",
+              "compile_s=%.2f load_ms=%.2f check_ms=%.2f warmup_ms=%.2f samples_ms=%.2f "
+              "config=%s%s%s\n",
               TrialStatus_Name(trial.result.status()).substr(13).c_str(),
               m.median_seconds() * 1e6, m.p20_seconds() * 1e6, m.p80_seconds() * 1e6,
               static_cast<long long>(m.samples()), m.clock_mhz(), metric_name.c_str(),
-              trial.metric, trial.compiled.seconds, ConfigToString(trial.config).c_str(),
+              trial.metric, trial.compiled.seconds, p.load_seconds() * 1e3,
+              p.check_seconds() * 1e3, p.warmup_seconds() * 1e3, p.sampling_seconds() * 1e3,
+              ConfigToString(trial.config).c_str(),
               trial.result.error().empty() ? "" : " error=",
               FirstLine(trial.result.error()).c_str());
   std::fflush(stdout);
@@ -230,6 +235,7 @@ int Main(const Flags& flags) {
       *run.mutable_config() = trial.config;
       run.set_artifact(trial.compiled.artifact);
       trial.result = (*runner)->Run(run);
+      trial.phases = (*runner)->last_phases();
     }
     if (trial.result.status() == v1::TRIAL_STATUS_OK) {
       (void)space->get()->Bind(trial.config);

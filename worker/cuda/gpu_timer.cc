@@ -210,6 +210,8 @@ GpuResult GpuTimer::Measure(const LaunchFn& launch, const v1::MeasureOptions& op
                             double launch_timeout_seconds, v1::Measurement* out,
                             double best_seconds, bool* cut_early) {
   const v1::MeasureOptions opts = WithMeasureDefaults(options);
+  const auto began = Clock::now();
+  last_warmup_seconds_ = 0;
   double estimate = 0;
   GpuResult result = TimeBatch(launch, 1, launch_timeout_seconds, &estimate);
   if (!result.ok()) return result;
@@ -255,6 +257,7 @@ GpuResult GpuTimer::Measure(const LaunchFn& launch, const v1::MeasureOptions& op
 
   std::vector<double> samples;  // ascending
   auto start = Clock::now();
+  last_warmup_seconds_ = std::chrono::duration<double>(start - began).count();
   auto spent = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   bool cut = false;
   while (!cut && WantMoreSamples(opts, samples, spent())) {

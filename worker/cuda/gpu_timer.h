@@ -83,6 +83,10 @@ class GpuTimer {
                     double launch_timeout_seconds, v1::Measurement* out,
                     double best_seconds = 0, bool* cut_early = nullptr);
 
+  // How long the last Measure spent before its first sample (its timed
+  // call and warm-up), in seconds.
+  double last_warmup_seconds() const { return last_warmup_seconds_; }
+
   // The current SM clock in MHz (0 when the probe could not run).
   double ProbeClockMhz();
 
@@ -123,6 +127,7 @@ class GpuTimer {
   std::deque<double> recent_max_mhz_;
   // When the last measurement ended (none yet: the device counts as idle).
   std::optional<std::chrono::steady_clock::time_point> last_measured_;
+  double last_warmup_seconds_ = 0;
   bool abandoned_ = false;
 };
 
