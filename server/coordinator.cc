@@ -14,6 +14,7 @@
 #include "common/config_space.h"
 #include "common/coordinator_channel.h"
 #include "common/status_macros.h"
+#include "common/usable_cpus.h"
 #include "common/version.h"
 #include "server/auth_processor.h"
 #include "server/admin_service.h"
@@ -109,7 +110,9 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
     url = absl::StrCat("sqlite://", dir.string(), "/tunefleet.db");
   }
   if (!options.metrics_listen.empty()) {
-    ASSIGN_OR_RETURN(metrics_, PrometheusMetrics::Start(options.metrics_listen, kVersion));
+    ASSIGN_OR_RETURN(metrics_, PrometheusMetrics::Start(
+                                   options.metrics_listen, kVersion,
+                                   CoordinatorPools{UsableCpus(), options.report_threads}));
   }
   fence_ = std::make_shared<LeaderFence>();
   ASSIGN_OR_RETURN(store_, OpenStore(url, fence_));

@@ -462,6 +462,8 @@ int main(int argc, char** argv) {
                (*coordinator)->metrics_port() == 0
                    ? ""
                    : absl::StrCat(", metrics on port ", (*coordinator)->metrics_port()));
+  spdlog::info("{} usable CPUs (affinity and cgroup quota); {} report threads",
+               tunefleet::UsableCpus(), flags.report_threads);
   WriteAddressFile(flags.address_file, address);
   // Until a stop signal, or until the coordinator lost its database's lead
   // (another took over): then it must not serve on, and a supervisor starts

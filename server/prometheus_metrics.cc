@@ -94,7 +94,7 @@ PrometheusMetrics::PrometheusMetrics()
 PrometheusMetrics::~PrometheusMetrics() = default;
 
 absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
-    const std::string& listen, const std::string& version) {
+    const std::string& listen, const std::string& version, const CoordinatorPools& pools) {
   std::unique_ptr<PrometheusMetrics> metrics(new PrometheusMetrics());
   prometheus::Registry& registry = *metrics->registry_;
   Families& f = *metrics->families_;
@@ -104,6 +104,18 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
       .Register(registry)
       .Add({{"version", version}})
       .Set(1);
+  prometheus::BuildGauge()
+      .Name("tunefleet_coordinator_usable_cpus")
+      .Help("CPUs the coordinator may use: its affinity mask bounded by its cgroup's CPU quota")
+      .Register(registry)
+      .Add({})
+      .Set(pools.usable_cpus);
+  prometheus::BuildGauge()
+      .Name("tunefleet_coordinator_report_threads")
+      .Help("Threads that record reported results (--report-threads); they wait on the store")
+      .Register(registry)
+      .Add({})
+      .Set(pools.report_threads);
   auto& submitted = prometheus::BuildCounter()
                         .Name("tunefleet_coordinator_jobs_submitted_total")
                         .Help("Jobs submitted, by result")

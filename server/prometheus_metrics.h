@@ -17,6 +17,13 @@ class Registry;
 
 namespace tunefleet::server {
 
+// How the coordinator sized itself, exported once at start-up as gauges:
+// tunefleet_coordinator_usable_cpus and tunefleet_coordinator_report_threads.
+struct CoordinatorPools {
+  int usable_cpus = 0;     // UsableCpus(): affinity and cgroup quota
+  int report_threads = 0;  // the CallPool that records reports (--report-threads)
+};
+
 // Thread-safety: safe for concurrent use.
 class PrometheusMetrics final : public CoordinatorMetrics {
  public:
@@ -24,7 +31,7 @@ class PrometheusMetrics final : public CoordinatorMetrics {
   // process_* metrics beside the coordinator's. Unavailable when it cannot
   // listen.
   static absl::StatusOr<std::unique_ptr<PrometheusMetrics>> Start(
-      const std::string& listen, const std::string& version);
+      const std::string& listen, const std::string& version, const CoordinatorPools& pools = {});
   ~PrometheusMetrics() override;
 
   int port() const { return endpoint_->port(); }

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/local_fleet.h"
 #include "common/subprocess.h"
+#include "common/usable_cpus.h"
 #include "gtest/gtest.h"
 #include "tests/support/scrape.h"
 #include "tests/support/test_support.h"
@@ -130,6 +131,15 @@ TEST_F(OperationsTest, JobsGaugeStaysExactThroughCachedSubmits) {
   EXPECT_EQ(samples["tunefleet_coordinator_jobs{state=\"succeeded\"}"], 3);
   EXPECT_EQ(samples["tunefleet_coordinator_jobs_submitted_total{result=\"cached\"}"], 2);
   EXPECT_EQ(samples["tunefleet_coordinator_jobs_submitted_total{result=\"accepted\"}"], 1);
+}
+
+// The coordinator sizes itself by the CPUs it may use (this test's own:
+// the same affinity and cgroup), and says so.
+TEST_F(OperationsTest, ExportsHowTheCoordinatorSizedItself) {
+  StartFleet({"--report-threads", "7"});
+  std::map<std::string, double> samples = Scrape();
+  EXPECT_EQ(samples["tunefleet_coordinator_usable_cpus"], UsableCpus());
+  EXPECT_EQ(samples["tunefleet_coordinator_report_threads"], 7);
 }
 
 TEST_F(OperationsTest, DeadWorkerLeavesTheWorkerListAfterItsExpiry) {
