@@ -307,12 +307,15 @@ void DefineTransfer(CLI::App& app, Flags& flags, Verbs* verbs) {
 
 CLI::App* DefineReport(CLI::App& app, Flags& flags) {
   CLI::App* cmd = app.add_subcommand(
-      "report", "Write an HTML page of a job's configs and failures, or of a kernel's history");
+      "report",
+      "Write an HTML page of a job's configs and failures, of a sweep's shapes, or of a "
+      "kernel's history");
   ReportFlags& r = flags.report;
-  cmd->add_option("JOB_OR_KERNEL", r.subject, "A job id, else a kernel name")->required();
+  cmd->add_option("JOB_SWEEP_OR_KERNEL", r.subject, "A job id, else a sweep id, else a kernel name")
+      ->required();
   cmd->add_option("--device", r.device_model, "Only this device model");
   cmd->add_option("--out", r.path,
-                  "The page to write; - for stdout (default: report-JOB_OR_KERNEL.html)");
+                  "The page to write; - for stdout (default: report-JOB_SWEEP_OR_KERNEL.html)");
   cmd->add_option("--chart-js", r.chart_js, "Chart.js to inline (from libjs-chart.js)")
       ->capture_default_str();
   return cmd;

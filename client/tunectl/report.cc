@@ -1,5 +1,6 @@
 #include "client/tunectl/report.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -10,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/tunectl/exit_codes.h"
+#include "client/tunectl/sweep.h"
 #include "common/config_text.h"
 #include "common/file_util.h"
 
@@ -148,6 +150,15 @@ absl::StatusOr<std::pair<std::string, Json>> Subject(Client& client, const Repor
   if (!absl::IsNotFound(job.status()) && !absl::IsInvalidArgument(job.status())) {
     return job.status();
   }
+  absl::StatusOr<std::vector<Job>> sweep = SweepJobs(client, flags.subject);
+  if (sweep.ok()) {
+    return std::make_pair(absl::StrCat(sweep->front().kernel, ": sweep ", flags.subject, " over ",
+                                       sweep->size(), " shapes"),
+                          SweepReportData(flags.subject, *sweep, flags.device_model));
+  }
+  if (!absl::IsNotFound(sweep.status()) && !absl::IsInvalidArgument(sweep.status())) {
+    return sweep.status();
+  }
   absl::StatusOr<std::vector<Job>> jobs =
       SucceededJobs(client, flags.subject, flags.device_model);
   if (absl::IsNotFound(jobs.status())) {
@@ -203,6 +214,50 @@ Json JobReportData(const Job& job, const std::vector<Trial>& trials,
           {"trials", trial_list},
           {"excluded_trials", excluded},
           {"profiles", profile_list}};
+}
+
+Json SweepReportData(const std::string& sweep_id, const std::vector<Job>& jobs,
+                     const std::string& device_model) {
+  std::map<std::string, int64_t> states;
+  int64_t done = 0, total = 0, created = 0, updated = 0;
+  Json rows = Json::array();
+  for (const Job& job : jobs) {
+    ++states[absl::AsciiStrToLower(JobStateName(job.state))];
+    done += job.trials_done;
+    total += job.trials_total;
+    if (created == 0 || job.created_unix_ms < created) created = job.created_unix_ms;
+    updated = std::max(updated, job.updated_unix_ms);
+    Json row = {{"shape", job.shape},
+                {"job_id", job.id},
+                {"state", JobStateName(job.state)},
+                {"reason", job.reason},
+                {"trials_done", job.trials_done},
+                {"trials_total", job.trials_total}};
+    if (job.targets.empty() && device_model.empty()) {
+      rows.push_back(row);
+      continue;
+    }
+    for (const JobTarget& target : job.targets) {
+      if (!device_model.empty() && target.device_model != device_model) continue;
+      Json per_target = row;
+      per_target.update(TargetJson(target));
+      rows.push_back(std::move(per_target));
+    }
+  }
+  Json state_counts = Json::object();
+  for (const auto& [state, count] : states) state_counts[state] = count;
+  return {{"kind", "sweep"},
+          {"sweep", {{"id", sweep_id},
+                     {"kernel", jobs.empty() ? std::string() : jobs.front().kernel},
+                     {"strategy", jobs.empty() ? std::string() : jobs.front().strategy},
+                     {"owner", jobs.empty() ? std::string() : jobs.front().owner},
+                     {"shapes", jobs.size()},
+                     {"states", state_counts},
+                     {"trials_done", done},
+                     {"trials_total", total},
+                     {"created", Date(created)},
+                     {"updated", Date(updated)}}},
+          {"rows", rows}};
 }
 
 Json KernelReportData(const std::string& kernel, const std::vector<HistoryPoint>& points) {

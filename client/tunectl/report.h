@@ -1,7 +1,8 @@
 // tunectl's `report` verb: one self-contained HTML page about a job (every
 // config's time, failures with their reasons, the distribution of times, best
-// against default, each parameter's effect) or about a kernel (its best per
-// shape and device model over time, as `history` lists it).
+// against default, each parameter's effect), about a sweep (each shape's
+// state, best and speed-up, and the sweep as a whole) or about a kernel (its
+// best per shape and device model over time, as `history` lists it).
 //
 // The page opens offline: Chart.js (Debian's libjs-chart.js) is inlined, the
 // data is embedded as JSON, nothing else is referenced. When the charts are
@@ -26,7 +27,7 @@ namespace tunefleet::tunectl {
 inline constexpr char kDefaultChartJs[] = "/usr/share/javascript/chart.js/chart.min.js";
 
 struct ReportFlags {
-  std::string subject;       // a job id, else a kernel name
+  std::string subject;       // a job id, else a sweep id, else a kernel name
   std::string device_model;  // only this device model; default: every one
   // Where the page goes; "-" is stdout. Default: report-<subject>.html.
   std::string path;
@@ -43,6 +44,13 @@ nlohmann::ordered_json JobReportData(const Job& job, const std::vector<Trial>& t
                                      const std::string& device_model,
                                      const std::vector<KernelProfile>& profiles = {});
 
+// The data of a sweep's page: the sweep's totals and one row per shape and
+// device model, in the sweep's order (`jobs` as SweepJobs returns them), a
+// shape with no target yet (queued) in one row without a device model.
+// Only `device_model`'s rows when it is not empty.
+nlohmann::ordered_json SweepReportData(const std::string& sweep_id, const std::vector<Job>& jobs,
+                                       const std::string& device_model);
+
 // The data of a kernel's page: `points` as HistoryOf orders them.
 nlohmann::ordered_json KernelReportData(const std::string& kernel,
                                         const std::vector<HistoryPoint>& points);
@@ -57,7 +65,8 @@ std::string ReportHtml(absl::string_view title, const nlohmann::ordered_json& da
                        absl::string_view chart_js);
 
 // Writes the page of the job `flags.subject`, or, when no job has that id,
-// of the kernel of that name (NotFound when it has no succeeded job either).
+// of the sweep of that id, else of the kernel of that name (NotFound when it
+// has no succeeded job either).
 // FailedPrecondition when Chart.js cannot be read.
 int RunReport(Client& client, const ReportFlags& flags, const Console& console);
 

@@ -51,7 +51,8 @@ constexpr char kScript[] = R"JS(
 const DATA = JSON.parse(document.getElementById("report-data").textContent);
 const COLORS = { OK: "#2f6fdb", BEST: "#1e9e5a", DEFAULT: "#e08a00", COMPILE_ERROR: "#d64545",
   INVALID_CONFIG: "#8c8c8c", LAUNCH_ERROR: "#e8663d", CRASHED: "#8e44ad", TIMEOUT: "#c9a227",
-  WRONG_RESULT: "#b0235b", QUARANTINED: "#6b7785", WORKER_LOST: "#a0a8b4" };
+  WRONG_RESULT: "#b0235b", QUARANTINED: "#6b7785", WORKER_LOST: "#a0a8b4",
+  SUCCEEDED: "#1e9e5a", FAILED: "#d64545", RUNNING: "#2f6fdb", QUEUED: "#8c8c8c", CANCELLED: "#6b7785" };
 const SERIES = ["#2f6fdb", "#1e9e5a", "#e08a00", "#8e44ad", "#d64545", "#17a2b8", "#6b7785",
   "#b0235b", "#c9a227", "#2c3e50"];
 const colorOf = (status) => COLORS[status] || "#555";
@@ -352,9 +353,57 @@ function kernelPage() {
     table(["when", "shape", "device", "best", "config", "job", "outcome"], all)]));
 }
 
+// ---- A sweep -----------------------------------------------------------------
+function sweepPage() {
+  const { sweep, rows } = DATA;
+  const main = document.getElementById("main");
+  document.getElementById("subtitle").textContent = "Sweep " + sweep.id + " \u00b7 kernel " +
+    sweep.kernel + " \u00b7 " + sweep.shapes + " shapes, one job each";
+  const states = Object.entries(sweep.states).map(([k, v]) => v + " " + k).join(", ");
+  const tuned = rows.filter((r) => r.best_seconds && r.default_seconds);
+  const speedups = tuned.map((r) => r.default_seconds / r.best_seconds);
+  const finished = ["succeeded", "failed", "cancelled"].reduce((n, k) => n + (sweep.states[k] || 0), 0);
+  main.append(el("div", { className: "cards" }, [card("Shapes", sweep.shapes, states),
+    card("Finished", finished + " of " + sweep.shapes),
+    card("Trials", sweep.trials_done + " of " + sweep.trials_total),
+    card("Speed-up over default", speedups.length ? fmtRatio(median(speedups)) : "-",
+      speedups.length ? "median of " + speedups.length + "; " + fmtRatio(Math.min(...speedups)) +
+        " to " + fmtRatio(Math.max(...speedups)) : "no shape tuned yet")]));
+  main.append(el("p", { className: "note" }, "Submitted by " + (sweep.owner || "-") + " on " +
+    sweep.created + " (strategy " + (sweep.strategy || "-") + "); last change " + sweep.updated + "."));
+  const shapes = [...new Set(rows.map((r) => r.shape))];
+  const models = [...new Set(rows.map((r) => r.device_model).filter((m) => m))];
+  const of = (shape, model) => rows.find((r) => r.shape === shape && r.device_model === model);
+  const times = tuned.map((r) => r.best_seconds).concat(tuned.map((r) => r.default_seconds));
+  if (models.length && times.length) {
+    main.append(el("h2", {}, "Best and default time per shape"));
+    main.append(el("p", { className: "note" }, "In the sweep's order of shapes; a shape not tuned " +
+      "yet (or that failed) has no bar."));
+    const datasets = [];
+    models.forEach((m, i) => {
+      datasets.push({ label: "best on " + m, backgroundColor: SERIES[i % SERIES.length],
+        data: shapes.map((s) => { const r = of(s, m); return r ? r.best_seconds : null; }) });
+      datasets.push({ label: "default on " + m, backgroundColor: SERIES[i % SERIES.length] + "55",
+        data: shapes.map((s) => { const r = of(s, m); return r ? r.default_seconds : null; }) });
+    });
+    new Chart(chartBox(main), { type: "bar", data: { labels: shapes, datasets },
+      options: { ...BASE, scales: { y: timeAxis("median time", logScale(times)) },
+        plugins: { tooltip: { callbacks: { label: (item) => item.dataset.label + ": " + fmtSec(item.raw) } } } } });
+  }
+  main.append(el("h2", {}, "Every shape"));
+  const body = rows.map((r) => el("tr", {}, [td(r.shape, "cfg"), td(badge(r.state)),
+    td(r.device_model || "-"), td(r.trials_done + "/" + r.trials_total, "num"),
+    td(fmtSec(r.best_seconds), "num"), td(fmtSec(r.default_seconds), "num"),
+    td(r.best_seconds && r.default_seconds ? fmtRatio(r.default_seconds / r.best_seconds) : "-", "num"),
+    td(r.best_config || (r.reason ? firstLines(r.reason, 160) : "-"), "cfg", r.reason),
+    td(r.job_id, "cfg")]));
+  main.append(table(["shape", "state", "device", "trials", "best", "default", "speed-up",
+    "best config", "job"], body));
+}
+
 try {
   if (typeof Chart === "undefined") throw new Error("Chart.js did not load");
-  if (DATA.kind === "job") jobPage(); else kernelPage();
+  if (DATA.kind === "job") jobPage(); else if (DATA.kind === "sweep") sweepPage(); else kernelPage();
   if (!document.body.dataset.error) document.body.dataset.rendered = "true";
 } catch (e) {
   fail(e && e.stack ? e.stack : e);

@@ -17,9 +17,7 @@
 #include "nlohmann/json.hpp"
 
 namespace tunefleet::tunectl {
-namespace {
 
-// Every job of the sweep, in submission order (oldest first).
 absl::StatusOr<std::vector<Job>> SweepJobs(Client& client, const std::string& sweep_id) {
   JobFilter filter;
   filter.sweep_id = sweep_id;
@@ -31,6 +29,8 @@ absl::StatusOr<std::vector<Job>> SweepJobs(Client& client, const std::string& sw
   std::reverse(jobs.begin(), jobs.end());
   return jobs;
 }
+
+namespace {
 
 bool AllFinal(const std::vector<Job>& jobs) {
   return std::all_of(jobs.begin(), jobs.end(), [](const Job& job) { return IsFinal(job.state); });

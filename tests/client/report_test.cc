@@ -72,6 +72,56 @@ TEST(JobReportDataTest, KeepsOneTrialPerConfigPreferringTheSearchRound) {
   EXPECT_EQ(JobReportData(job, trials, "")["trials"].size(), 4u);
 }
 
+TEST(SweepReportDataTest, ARowPerShapeAndDeviceModelInTheSweepsOrder) {
+  auto job = [](const std::string& id, const std::string& shape, JobState state) {
+    Job j;
+    j.id = id;
+    j.kernel = "matmul";
+    j.shape = shape;
+    j.state = state;
+    j.trials_done = 4;
+    j.trials_total = 8;
+    j.created_unix_ms = 1'700'000'000'000;
+    j.updated_unix_ms = 1'700'000'060'000;
+    return j;
+  };
+  auto target = [](const std::string& model, double best, double def) {
+    JobTarget t;
+    t.device_model = model;
+    t.best_config = best > 0 ? "A=1" : "";
+    t.best_seconds = best;
+    t.default_seconds = def;
+    return t;
+  };
+  Job tuned = job("j-1", "M=1", JobState::kSucceeded);
+  tuned.targets = {target("H100", 0.001, 0.003), target("cpu", 0.5, 0.5)};
+  Job failed = job("j-2", "M=2", JobState::kFailed);
+  failed.reason = "no config passed";
+  failed.targets = {target("H100", 0, 0)};
+  Job queued = job("j-3", "M=4", JobState::kQueued);  // no target yet
+  const std::vector<Job> jobs = {tuned, failed, queued};
+
+  Json data = SweepReportData("s-1", jobs, "");
+  EXPECT_EQ(data["kind"], "sweep");
+  EXPECT_EQ(data["sweep"]["shapes"], 3);
+  EXPECT_EQ(data["sweep"]["trials_done"], 12);
+  EXPECT_EQ(data["sweep"]["states"]["succeeded"], 1);
+  EXPECT_EQ(data["sweep"]["states"]["queued"], 1);
+  ASSERT_EQ(data["rows"].size(), 4u);
+  EXPECT_EQ(data["rows"][0]["shape"], "M=1");
+  EXPECT_EQ(data["rows"][0]["device_model"], "H100");
+  EXPECT_EQ(data["rows"][0]["default_seconds"], 0.003);
+  EXPECT_EQ(data["rows"][1]["device_model"], "cpu");
+  EXPECT_TRUE(data["rows"][2]["best_seconds"].is_null());  // failed: no best
+  EXPECT_EQ(data["rows"][2]["reason"], "no config passed");
+  EXPECT_EQ(data["rows"][3]["job_id"], "j-3");
+  EXPECT_FALSE(data["rows"][3].contains("device_model"));
+
+  Json h100 = SweepReportData("s-1", jobs, "H100");  // the queued shape has no H100 row yet
+  ASSERT_EQ(h100["rows"].size(), 2u);
+  EXPECT_EQ(h100["rows"][1]["shape"], "M=2");
+}
+
 TEST(KernelReportDataTest, ListsEveryPointWithUnknownTimesAsNull) {
   std::vector<HistoryPoint> points = {{1000, "M=1", "cpu", "j-1", "A=1", 0.5, 0, false, ""}};
   Json data = KernelReportData("matmul", points);

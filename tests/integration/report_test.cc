@@ -176,6 +176,33 @@ TEST_F(ReportTest, AKernelsPageShowsItsBestPerShapeAndDeviceOverTime) {
   EXPECT_THAT(dom, HasSubstr("M=256,N=128,K=128"));
 }
 
+TEST_F(ReportTest, ASweepsPageShowsEachShapesBestAndTheSweepAsAWhole) {
+  // The partly broken kernel, made by a job first.
+  RunPartlyBrokenJob("M=64,N=64,K=64");
+  RunResult run = Tunectl({"-q", "submit", dir_.path() + "/matmul", "--shape",
+                           "M=32,96,N=64,K=64", "--strategy", "random", "--budget", "8",
+                           "--seed", "5"});
+  ASSERT_TRUE(run.exit.success()) << run.exit.ToString() << "\n" << run.out;
+  const std::string sweep(absl::StripAsciiWhitespace(run.out));
+  run = Tunectl({"-q", "sweep", sweep, "--wait"});
+  // 3 when a shape drew an UNROLL=4 config (a failed trial).
+  EXPECT_TRUE(run.exit.code == 0 || run.exit.code == 3) << run.exit.ToString() << "\n" << run.out;
+  const std::string page = dir_.path() + "/sweep-report.html";
+  run = Tunectl({"report", sweep, "--out", page});
+  ASSERT_TRUE(run.exit.success()) << run.exit.ToString() << "\n" << run.out;
+  absl::StatusOr<std::string> html = ReadFile(page);
+  ASSERT_OK(html);
+  ExpectSelfContained(*html);
+  EXPECT_THAT(*html, HasSubstr("sweep " + sweep + " over 2 shapes"));
+  std::string dom = RenderedDom(page, dir_.path() + "/sweep-report.png");
+  ExpectDrawn(dom);
+  EXPECT_THAT(dom, HasSubstr("Best and default time per shape"));
+  EXPECT_THAT(dom, HasSubstr("Every shape"));
+  EXPECT_THAT(dom, HasSubstr("M=32,N=64,K=64"));
+  EXPECT_THAT(dom, HasSubstr("M=96,N=64,K=64"));
+  EXPECT_THAT(dom, HasSubstr("SUCCEEDED"));
+}
+
 // A job no worker can take (a CUDA kernel; the worker has only a CPU):
 // QUEUED, no trial yet.
 TEST_F(ReportTest, AQueuedJobsPageDrawsAndAScriptErrorIsShownInThePage) {
