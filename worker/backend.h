@@ -104,6 +104,16 @@ class KernelRunner {
   // Generates the inputs (seeded) and the expected output of a job. Non-OK
   // when the job cannot be served at all (bad reference, out of memory).
   virtual absl::Status Prepare(const v1::PrepareRequest& request) = 0;
+  // Takes `measure` as the prepared job's measure options, keeping its inputs
+  // and expected outputs: the benchmark child calls it for a Prepare that
+  // differs from the last successful one in its measure options only (a
+  // finalists round or a verification measures with its own budget). False
+  // where the runner cannot (no job prepared, or it keeps nothing derived
+  // from the options apart): the child then prepares again.
+  virtual bool Remeasure(const v1::MeasureOptions& measure) {
+    (void)measure;
+    return false;
+  }
   // Checks one artifact against the expected output, then times it. Every
   // outcome, good or bad, is a TrialResult status (never a crash of the
   // runner for a bad kernel that the backend can detect). CRASHED or TIMEOUT

@@ -6,17 +6,32 @@
 #include <unistd.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "google/protobuf/util/message_differencer.h"
 #include "spdlog/spdlog.h"
 #include "worker/backends.h"
 #include "worker/child_protocol.h"
 
 namespace tunefleet::worker {
 
+namespace {
+
+// `request` without its measure options: what a job's inputs and expected
+// outputs are made from.
+v1::PrepareRequest JobOf(const v1::PrepareRequest& request) {
+  v1::PrepareRequest job = request;
+  job.clear_measure();
+  return job;
+}
+
+}  // namespace
+
 int ServeBenchChild(KernelRunner* runner, int in_fd, int out_fd) {
   MessageReader reader(in_fd);
+  std::optional<v1::PrepareRequest> prepared;  // JobOf the last successful Prepare
   while (true) {
     v1::ChildRequest request;
     absl::Status read = reader.Read(&request);
@@ -27,8 +42,18 @@ int ServeBenchChild(KernelRunner* runner, int in_fd, int out_fd) {
     }
     v1::ChildResponse response;
     if (request.has_prepare()) {
-      absl::Status prepared = runner->Prepare(request.prepare());
-      if (!prepared.ok()) response.set_error(prepared.ToString());
+      v1::PrepareRequest job = JobOf(request.prepare());
+      const bool same_job = prepared.has_value() &&
+                            google::protobuf::util::MessageDifferencer::Equals(job, *prepared);
+      if (!same_job || !runner->Remeasure(request.prepare().measure())) {
+        prepared.reset();
+        absl::Status status = runner->Prepare(request.prepare());
+        if (status.ok()) {
+          prepared = std::move(job);
+        } else {
+          response.set_error(status.ToString());
+        }
+      }
     } else if (request.has_run()) {
       response.set_index(request.run().index());
       *response.mutable_result() = runner->Run(request.run());

@@ -7,6 +7,7 @@ how a checker's verdict becomes a trial's outcome; the GPU tier
 (tests/gpu/python_backend_test.py, tests/gpu/user_inputs) runs the same on
 a device through the fleet."""
 
+import os
 import sys
 import textwrap
 import types
@@ -15,6 +16,7 @@ import zipfile
 import pytest
 
 from tunefleet.backend import bench_child
+from tunefleet.backend import framing
 from tunefleet.v1 import bench_child_pb2
 from tunefleet.v1 import kernel_spec_pb2
 from google.protobuf import text_format
@@ -82,12 +84,10 @@ SPEC = """
 """
 
 
-@pytest.fixture
-def prepared(tmp_path, monkeypatch):
-    """A Runner prepared for n=3 with SOURCE's supply and check, and the
-    calls its functions saw."""
-    import sys
-    import types
+def _prepare_request(tmp_path, monkeypatch, source=SOURCE):
+    """A PrepareRequest for n=3 with `source`'s supply and check, and the list
+    of the calls its functions will see (the child keeps the module of an
+    artifact it loaded: a test that counts calls anew sends other source)."""
     calls = []
     support = types.ModuleType("tests_support_calls")
     support.CALLS = calls
@@ -97,13 +97,21 @@ def prepared(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "bench_child_test_torch", fake)
     artifact = tmp_path / "reference.zip"
     with zipfile.ZipFile(artifact, "w") as archive:
-        archive.writestr("doubled.py", textwrap.dedent(SOURCE))
+        archive.writestr("doubled.py", textwrap.dedent(source))
     request = bench_child_pb2.PrepareRequest()
     text_format.Parse(textwrap.dedent(SPEC), request.kernel)
     request.shape.dims.add(name="n", value=3)
     request.seed = 42
     request.reference_artifact = str(artifact)
     request.limits.add(name="l2_bytes", value=1024)
+    return request, calls
+
+
+@pytest.fixture
+def prepared(tmp_path, monkeypatch):
+    """A Runner prepared for n=3 with SOURCE's supply and check, and the
+    calls its functions saw."""
+    request, calls = _prepare_request(tmp_path, monkeypatch)
     runner = bench_child.Runner(FakeTorch)
     runner.prepare(request)
     return runner, calls
@@ -143,3 +151,39 @@ def test_a_supply_that_returns_the_wrong_arguments_fails_the_prepare(prepared):
     with pytest.raises(ValueError, match="argument y is list, not a CUDA tensor"):
         runner._supplied(lambda shape, seed: [FakeTensor([1]), [0]], request,
                          [("x", None, [3]), ("y", None, [3])])
+
+
+def test_a_prepare_with_new_measure_options_only_keeps_the_job(tmp_path, monkeypatch):
+    """A finalists round's Prepare (the same job, another budget) neither
+    supplies the inputs nor runs the reference again; another job does."""
+    request, calls = _prepare_request(tmp_path, monkeypatch, SOURCE + "    # served\n")
+    runner = bench_child.Runner(FakeTorch)
+    requests = []
+    for seed, budget in ((42, 0.1), (42, 0.03), (43, 0.03)):
+        child_request = bench_child_pb2.ChildRequest()
+        child_request.prepare.CopyFrom(request)
+        child_request.prepare.seed = seed
+        child_request.prepare.measure.budget_seconds = budget
+        requests.append(child_request)
+    read_in, write_in = os.pipe()
+    read_out, write_out = os.pipe()
+    for child_request in requests[:2]:
+        framing.write_message(write_in, child_request)
+    os.close(write_in)
+    assert bench_child.serve(runner, read_in, write_out) == bench_child.EXIT_OK
+    assert calls == [("supply", {"n": 3}, 42), ("reference", [7, 8, 9])]
+    assert runner.prepared["options"].budget_seconds == pytest.approx(0.03)
+    read_in, write_in = os.pipe()
+    framing.write_message(write_in, requests[2])
+    os.close(write_in)
+    # A new serve loop holds no job: it prepares whatever it is sent.
+    assert bench_child.serve(runner, read_in, write_out) == bench_child.EXIT_OK
+    assert [c[0] for c in calls] == ["supply", "reference", "supply", "reference"]
+    os.close(write_out)
+    responses = []
+    while True:
+        response = bench_child_pb2.ChildResponse()
+        if not framing.read_message(read_out, response):
+            break
+        responses.append(response)
+    assert [r.error for r in responses] == ["", "", ""]

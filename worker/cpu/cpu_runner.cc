@@ -258,6 +258,12 @@ absl::Status CpuKernelRunner::Prepare(const v1::PrepareRequest& request) {
   return absl::OkStatus();
 }
 
+bool CpuKernelRunner::Remeasure(const v1::MeasureOptions& measure) {
+  if (!prepared_) return false;
+  measure_ = WithMeasureDefaults(measure);
+  return true;
+}
+
 void CpuKernelRunner::Calibrate() {
   if (!calibration_.Due(measure_, Clock::now())) return;
   // The core is warm from the run before; the millisecond sizes batches.

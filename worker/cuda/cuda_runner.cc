@@ -337,6 +337,12 @@ absl::StatusOr<v1::Measurement> CudaRunner::MeasureReference() {
   return measurement;
 }
 
+bool CudaRunner::Remeasure(const v1::MeasureOptions& measure) {
+  if (!job_ || poisoned_) return false;
+  job_->measure = WithMeasureDefaults(measure);
+  return true;
+}
+
 // ---------------------------------------------------------------- Run
 
 v1::TrialResult CudaRunner::Run(const v1::RunRequest& request) {

@@ -73,6 +73,7 @@ class CudaRunner : public KernelRunner {
   CudaRunner& operator=(const CudaRunner&) = delete;
 
   absl::Status Prepare(const v1::PrepareRequest& request) override;
+  bool Remeasure(const v1::MeasureOptions& measure) override;
   v1::TrialResult Run(const v1::RunRequest& request) override;
   const v1::TrialPhases& last_phases() const override { return phases_; }
 
