@@ -69,7 +69,7 @@ gemm() {
     --shape M=4096,N=4096,K=4096 --strategy random --budget "$configs" \
     --measure-budget 0.1 --repeat 2 "${flags[@]}" > "$log" 2>&1
   # | run | state | wall s | ok/trials | cut | configs/s | compile s | measured s | pool idle | device idle | best config | best ms |
-  grep -E '^\| [0-9]+ \| ' "$log" | awk -F'|' -v b="$build" -v w="$what" -v g="$gpus" -v l="$layout" \
+  grep -E '^\| [0-9]+ \| [A-Z]+ \| ' "$log" | awk -F'|' -v b="$build" -v w="$what" -v g="$gpus" -v l="$layout" \
     '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", b, w, g, l, $2+0, $4+0, $5, $11+0, $13+0}' \
     >> "$table"
 }

@@ -555,6 +555,11 @@ TEST_F(ScrapedFleetTest, RealPrometheusScrapesTheCoordinatorAndAWorker) {
   ASSERT_EQ(trials.value("status", ""), "success");
   ASSERT_EQ(trials["data"]["result"].size(), 1u) << trials.dump();
   EXPECT_GT(std::stod(trials["data"]["result"][0]["value"][1].get<std::string>()), 0);
+  // The benchmark child said where its trials' time went.
+  nlohmann::json sampling = query("tunefleet_worker_trial_phase_seconds_total{phase=\"sampling\"}");
+  ASSERT_EQ(sampling.value("status", ""), "success");
+  ASSERT_EQ(sampling["data"]["result"].size(), 1u) << sampling.dump();
+  EXPECT_GT(std::stod(sampling["data"]["result"][0]["value"][1].get<std::string>()), 0);
   // Every dashboard expression is PromQL Prometheus accepts.
   for (const std::string& expr : DashboardExpressions()) {
     const std::string resolved = absl::StrReplaceAll(expr, {{"$instance", ".*"}});
