@@ -7,11 +7,18 @@
 // served; as a verifier, its word against an honest claim is overruled by a
 // referee and quarantines the rogue, not the honest worker; and reporting
 // every search trial slow, to hide the fast configs, is caught by the spot
-// checks, which quarantine it and measure what it measured again.
+// checks, which quarantine it and measure what it measured again. Three that
+// stall instead (one heartbeats and never reports, one vanishes with a
+// lease, one registers invented device models and leaves) delay a job by
+// their limits, and every config is still measured by honest workers.
+#include <atomic>
 #include <csignal>
+#include <thread>
 #include <grpcpp/grpcpp.h>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 #include "common/file_util.h"
 #include "common/tuning_key.h"
@@ -81,6 +88,35 @@ class RogueWorker {
     v1::RegisterWorkerResponse registered;
     ASSERT_TRUE(workers_->RegisterWorker(Context().get(), request, &registered).ok());
     id_ = registered.worker_id();
+  }
+
+  // Registers `models` devices of invented models (the honest worker's
+  // toolkit and backend), as one that wants jobs bound to devices nobody has.
+  grpc::Status RegisterInvented(int models) {
+    v1::ListWorkersResponse listed;
+    grpc::Status status = tuning_->ListWorkers(Context().get(), v1::ListWorkersRequest(), &listed);
+    if (!status.ok() || listed.workers_size() == 0) return status;
+    v1::RegisterWorkerRequest request;
+    request.set_host(kRogueHost);
+    request.set_toolkit(listed.workers(0).toolkit());
+    request.set_measurement_protocol(kMeasurementProtocolVersion);
+    for (int i = 0; i < models; ++i) {
+      v1::Device* device = request.add_devices();
+      *device = listed.workers(0).devices(0);
+      device->set_id(absl::StrCat("invented", i));
+      device->set_model(absl::StrCat("Invented Accelerator ", i));
+    }
+    v1::RegisterWorkerResponse registered;
+    status = workers_->RegisterWorker(Context().get(), request, &registered);
+    if (status.ok()) id_ = registered.worker_id();
+    return status;
+  }
+
+  grpc::Status Heartbeat() {
+    v1::HeartbeatRequest request;
+    request.set_worker_id(id_);
+    v1::HeartbeatResponse response;
+    return workers_->Heartbeat(Context().get(), request, &response);
   }
 
   grpc::Status Lease(v1::LeaseWorkResponse* response, int wait_ms = 1000, int max_trials = 1000) {
@@ -160,9 +196,11 @@ class RogueWorker {
 
 class RogueWorkerTest : public ::testing::Test {
  protected:
-  void StartFleet(std::vector<std::string> coordinator_flags, int honest_workers) {
+  void StartFleet(std::vector<std::string> coordinator_flags, int honest_workers,
+                  int64_t lease_ttl_ms = 0) {
     FleetOptions options = SecureFleetOptions(dir_.path());
     options.coordinator_flags = std::move(coordinator_flags);
+    if (lease_ttl_ms > 0) options.lease_ttl_ms = lease_ttl_ms;
     // Honest CPU workers sharing this machine's cores can measure one config
     // up to twice apart; the rogues' numbers are orders of magnitude off.
     options.coordinator_flags.push_back("--verify-tolerance=1");
@@ -208,6 +246,39 @@ class RogueWorkerTest : public ::testing::Test {
   // Stops (or resumes) every honest worker process.
   void SignalWorkers(int count, int signal) {
     for (int i = 0; i < count; ++i) fleet_->worker(i)->Kill(signal);
+  }
+
+  // With the honest worker stopped, the rogue registers and takes the search
+  // work of a new job (what a stopped worker's waiting LeaseWork got comes
+  // back once that lease expires); then the honest worker runs again.
+  // Returns the job's id and the rogue's lease.
+  std::pair<std::string, v1::Lease> RogueTakesAJob() {
+    SignalWorkers(1, SIGSTOP);
+    WaitUntilAlive(0);
+    rogue_->Register();
+    absl::StatusOr<Job> job = client_->Submit(Matmul(/*force=*/false));
+    EXPECT_TRUE(job.ok()) << job.status();
+    v1::LeaseWorkResponse leased;
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (job.ok() && !leased.has_lease() && absl::Now() < deadline) {
+      const grpc::Status asked = rogue_->Lease(&leased);
+      EXPECT_TRUE(asked.ok()) << asked.error_code() << ": " << asked.error_message();
+    }
+    EXPECT_TRUE(leased.has_lease());
+    EXPECT_EQ(leased.lease().kind(), v1::LEASE_KIND_SEARCH);
+    SignalWorkers(1, SIGCONT);
+    return {job.ok() ? job->id : "", leased.lease()};
+  }
+
+  // Every config of the job measured, by honest workers only, none lost.
+  void ExpectMeasuredByHonestWorkersOnly(const Job& done) {
+    EXPECT_EQ(done.state, JobState::kSucceeded) << done.reason;
+    EXPECT_EQ(done.outcomes.count("WORKER_LOST"), 0u);
+    ASSERT_EQ(done.outcomes.count("OK"), 1u);
+    EXPECT_EQ(done.outcomes.at("OK"), Matmul(false).budget);
+    absl::StatusOr<std::vector<Trial>> trials = client_->ListAllTrials(done.id);
+    ASSERT_OK(trials);
+    for (const Trial& trial : *trials) EXPECT_NE(trial.principal, kRoguePrincipal) << trial.config;
   }
 
   void WaitUntilAlive(size_t honest_workers) {
@@ -431,6 +502,68 @@ TEST_F(RogueWorkerTest, ASearchLiarIsCaughtBySpotChecksQuarantinedAndItsConfigsM
   EXPECT_LT(served.median_seconds, 0.01);  // never the rogue's 20 ms
   EXPECT_LT(served.median_seconds, 3 * honest.median_seconds);
   EXPECT_TRUE(searched.contains(served.config)) << served.config;
+}
+
+// A worker that takes a job's configs and heartbeats but never reports:
+// its lease is taken back at the idle limit however it heartbeats, and the
+// honest worker measures every config.
+TEST_F(RogueWorkerTest, AHoarderThatHeartbeatsAndNeverReportsCannotStallAJob) {
+  ASSERT_NO_FATAL_FAILURE(StartFleet({"--lease-idle-limit-s", "2"}, /*honest_workers=*/1));
+  auto [job_id, hoarded] = RogueTakesAJob();
+  ASSERT_FALSE(job_id.empty());
+  EXPECT_GE(hoarded.trials_size(), 2);
+  std::atomic<bool> beating{true};
+  std::thread heartbeats([&] {
+    while (beating) {
+      EXPECT_TRUE(rogue_->Heartbeat().ok());
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+  });
+  const Job done = Wait(job_id);
+  beating = false;
+  heartbeats.join();
+  ExpectMeasuredByHonestWorkersOnly(done);
+}
+
+// A worker that takes a job's configs and vanishes (no heartbeat, no
+// report): its lease expires and its configs are leased again, not stored
+// as lost.
+TEST_F(RogueWorkerTest, AWorkerThatLeasesAndVanishesLosesNoConfig) {
+  ASSERT_NO_FATAL_FAILURE(StartFleet({}, /*honest_workers=*/1, /*lease_ttl_ms=*/2000));
+  auto [job_id, taken] = RogueTakesAJob();
+  ASSERT_FALSE(job_id.empty());
+  EXPECT_GE(taken.trials_size(), 2);
+  ExpectMeasuredByHonestWorkersOnly(Wait(job_id));
+}
+
+// A worker registering devices of invented models binds a job's targets to
+// them, then leaves: those targets are given up after the orphan timeout
+// (stop reason no_workers) and the job ends with the honest target's best.
+// A worker of more devices than the cap is refused.
+TEST_F(RogueWorkerTest, InventedDeviceModelsCannotHoldAJobForGood) {
+  ASSERT_NO_FATAL_FAILURE(StartFleet({"--orphan-timeout-s", "2"}, /*honest_workers=*/1));
+  const grpc::Status too_many = rogue_->RegisterInvented(65);
+  EXPECT_EQ(too_many.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(too_many.error_message().find("at most 64 devices"), std::string::npos);
+  const grpc::Status registered = rogue_->RegisterInvented(8);
+  ASSERT_TRUE(registered.ok()) << registered.error_message();
+  absl::StatusOr<Job> job = client_->Submit(Matmul(/*force=*/false));
+  ASSERT_OK(job);
+  ASSERT_EQ(job->targets.size(), 9u);  // the honest worker's model and the eight invented
+  const Job done = Wait(job->id);  // the rogue never heartbeats: it dies, its targets wait
+  EXPECT_EQ(done.state, JobState::kSucceeded) << done.reason;
+  ASSERT_EQ(done.targets.size(), 9u);
+  int given_up = 0;
+  for (const JobTarget& target : done.targets) {
+    if (absl::StartsWith(target.device_model, "Invented Accelerator ")) {
+      EXPECT_EQ(target.stop_reason, "no_workers") << target.device_model;
+      EXPECT_EQ(target.trials_done, 0) << target.device_model;
+      ++given_up;
+    } else {
+      EXPECT_FALSE(target.best_config.empty());
+    }
+  }
+  EXPECT_EQ(given_up, 8);
 }
 
 }  // namespace
