@@ -262,10 +262,13 @@ void PrintRun(int index, const Run& run, const KernelBundle& bundle, const Flags
 }
 
 // Where each run's trials spent their time, per trial: the benchmark
-// child's phases (kernel = samples x median, the rest of sampling being the
-// flushes, leads and synchronisations) and the worker's wait beyond them.
+// child's phases and the worker's wait beyond them. "samples x median" is
+// the stored trials' samples times their medians over the same trials: the
+// kernel's time in sampling where each sample is one launch (kernels under
+// 20 us are timed in batches, a sample per batch, and count less); the rest
+// of sampling is the flushes, leads and synchronisations.
 void PrintPhases(const std::vector<Run>& runs) {
-  std::printf("\n| run | trials | load ms | check ms | warm-up ms | sampling ms | of it kernel ms "
+  std::printf("\n| run | trials | load ms | check ms | warm-up ms | sampling ms | samples x median ms "
               "| outside the child ms |\n|---|---|---|---|---|---|---|---|\n");
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& run = runs[i];

@@ -13,7 +13,7 @@ namespace tunefleet {
 
 // The measurement-protocol version (docs/measurement.md). It salts every key:
 // bumping it disowns every stored result.
-inline constexpr int kMeasurementProtocolVersion = 5;
+inline constexpr int kMeasurementProtocolVersion = 6;
 
 struct TuningKeyInputs {
   const v1::KernelSpec* spec = nullptr;

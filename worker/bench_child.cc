@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "spdlog/spdlog.h"
 #include "worker/backends.h"
@@ -20,10 +22,15 @@ namespace tunefleet::worker {
 namespace {
 
 // `request` without its measure options: what a job's inputs and expected
-// outputs are made from.
+// outputs are made from, the reference file's version included (one built
+// again where it was is another reference).
 v1::PrepareRequest JobOf(const v1::PrepareRequest& request) {
   v1::PrepareRequest job = request;
   job.clear_measure();
+  if (!request.reference_artifact().empty()) {
+    job.set_reference_artifact(absl::StrCat(request.reference_artifact(), "@",
+                                            FileVersion(request.reference_artifact()).value_or("")));
+  }
   return job;
 }
 
@@ -31,7 +38,10 @@ v1::PrepareRequest JobOf(const v1::PrepareRequest& request) {
 
 int ServeBenchChild(KernelRunner* runner, int in_fd, int out_fd) {
   MessageReader reader(in_fd);
-  std::optional<v1::PrepareRequest> prepared;  // JobOf the last successful Prepare
+  // JobOf the last successful Prepare, while every run since was OK: a
+  // config that failed may have written past its outputs into the job's
+  // inputs or expected outputs, so the job is not kept past a failure.
+  std::optional<v1::PrepareRequest> prepared;
   while (true) {
     v1::ChildRequest request;
     absl::Status read = reader.Read(&request);
@@ -60,6 +70,7 @@ int ServeBenchChild(KernelRunner* runner, int in_fd, int out_fd) {
       const v1::TrialPhases& phases = runner->last_phases();
       if (phases.ByteSizeLong() > 0) *response.mutable_phases() = phases;
       const v1::TrialStatus status = response.result().status();
+      if (status != v1::TRIAL_STATUS_OK) prepared.reset();
       response.set_exiting(status == v1::TRIAL_STATUS_CRASHED ||
                            status == v1::TRIAL_STATUS_TIMEOUT);
     } else {

@@ -133,9 +133,9 @@ absl::StatusOr<std::unique_ptr<PrometheusWorkerMetrics>> PrometheusWorkerMetrics
   auto& phases = prometheus::BuildCounter()
                      .Name("tunefleet_worker_trial_phase_seconds_total")
                      .Help("Where measured trials' time went, by device and phase: load, "
-                           "check, warmup and sampling in the benchmark child (samples x "
-                           "median of it is the kernel), outside the rest of the worker's wait "
-                           "for the child")
+                           "check, warmup and sampling (the kernel's samples with their "
+                           "flushes and synchronisations) in the benchmark child, outside the "
+                           "rest of the worker's wait for the child")
                      .Register(registry);
   for (const v1::Device& device : devices) {
     auto entry = std::make_unique<Device>();

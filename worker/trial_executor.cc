@@ -140,8 +140,9 @@ absl::Status TrialExecutor::EnsurePrepared(Batch* batch, v1::TrialResult* failur
   }
   ServeCode(batch->code);
   // The same job with the same measure options in the same child process
-  // needs no second Prepare (a finalists round measures with a smaller
-  // budget than the leases before it).
+  // needs no second Prepare; with other measure options (a finalists round
+  // measures with a smaller budget than the leases before it) the child
+  // keeps the job and takes the options (ServeBenchChild, Remeasure).
   const std::string key = absl::StrCat(job_key, "|", batch->measure.ShortDebugString());
   if (child_.running() && prepared_for_ == key && prepared_in_ == child_.starts()) {
     return absl::OkStatus();

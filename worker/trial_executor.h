@@ -68,7 +68,8 @@ struct ExecutorOptions {
   // Called after every run of a config in the benchmark child (correctness
   // check, warm-up and timing), with its result, how long the daemon waited
   // for the child and where the child says that time went (empty where it
-  // keeps no phases, and for crashes and timeouts, which are included). For
+  // keeps none, and for a child that died or was killed; a child that
+  // answers CRASHED or TIMEOUT itself may fill them). For
   // metrics; runs on the executor's thread. Default: none.
   std::function<void(const v1::TrialResult& result, absl::Duration elapsed,
                      const v1::TrialPhases& phases)>

@@ -372,8 +372,12 @@ function sweepPage() {
   main.append(el("p", { className: "note" }, "Submitted by " + (sweep.owner || "-") + " on " +
     sweep.created + " (strategy " + (sweep.strategy || "-") + "); last change " + sweep.updated + "."));
   const shapes = [...new Set(rows.map((r) => r.shape))];
-  const models = [...new Set(rows.map((r) => r.device_model).filter((m) => m))];
-  const of = (shape, model) => rows.find((r) => r.shape === shape && r.device_model === model);
+  // A target is a device model and a toolkit; the toolkit is named only where a model has several.
+  const modelOf = (r) => r.device_model ? r.device_model + "\u0000" + (r.toolkit || "") : "";
+  const models = [...new Set(rows.map(modelOf).filter((m) => m))];
+  const several = (m) => models.filter((n) => n.split("\u0000")[0] === m.split("\u0000")[0]).length > 1;
+  const nameOf = (m) => m.split("\u0000")[0] + (several(m) ? " (" + m.split("\u0000")[1] + ")" : "");
+  const of = (shape, model) => rows.find((r) => r.shape === shape && modelOf(r) === model);
   const times = tuned.map((r) => r.best_seconds).concat(tuned.map((r) => r.default_seconds));
   if (models.length && times.length) {
     main.append(el("h2", {}, "Best and default time per shape"));
@@ -381,9 +385,9 @@ function sweepPage() {
       "yet (or that failed) has no bar."));
     const datasets = [];
     models.forEach((m, i) => {
-      datasets.push({ label: "best on " + m, backgroundColor: SERIES[i % SERIES.length],
+      datasets.push({ label: "best on " + nameOf(m), backgroundColor: SERIES[i % SERIES.length],
         data: shapes.map((s) => { const r = of(s, m); return r ? r.best_seconds : null; }) });
-      datasets.push({ label: "default on " + m, backgroundColor: SERIES[i % SERIES.length] + "55",
+      datasets.push({ label: "default on " + nameOf(m), backgroundColor: SERIES[i % SERIES.length] + "55",
         data: shapes.map((s) => { const r = of(s, m); return r ? r.default_seconds : null; }) });
     });
     new Chart(chartBox(main), { type: "bar", data: { labels: shapes, datasets },
@@ -392,7 +396,7 @@ function sweepPage() {
   }
   main.append(el("h2", {}, "Every shape"));
   const body = rows.map((r) => el("tr", {}, [td(r.shape, "cfg"), td(badge(r.state)),
-    td(r.device_model || "-"), td(r.trials_done + "/" + r.trials_total, "num"),
+    td(r.device_model ? nameOf(modelOf(r)) : "-"), td(r.trials_done + "/" + r.trials_total, "num"),
     td(fmtSec(r.best_seconds), "num"), td(fmtSec(r.default_seconds), "num"),
     td(r.best_seconds && r.default_seconds ? fmtRatio(r.default_seconds / r.best_seconds) : "-", "num"),
     td(r.best_config || (r.reason ? firstLines(r.reason, 160) : "-"), "cfg", r.reason),

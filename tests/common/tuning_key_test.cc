@@ -39,10 +39,10 @@ TEST_F(TuningKeyTest, FixedInputsGiveAFixedKey) {
   // versioned decision (it disowns every stored result). Protocol 5:
   // calibration (4: the precision rule; 3: the low-clock rule; 2: the
   // early-cut rule).
-  EXPECT_EQ(Key(spec, sources, "N=1"), "96afe30ef6cf6200b9653de2512eb3b5");
+  EXPECT_EQ(Key(spec, sources, "N=1"), "1a07822b85751428cef8b3fa4f7ec86c");
   EXPECT_EQ(CanonicalKeyText({&spec, &sources, *ParseShape("N=1"), "cpu", "g++ 12"}),
             "tunefleet-tuning-key\nkernel=k\ncode=" + KernelDigest(spec, sources) +
-                "\nshape=N=1\ndtypes=\ndevice_model=cpu\ntoolkit=g++ 12\nprotocol=5\n");
+                "\nshape=N=1\ndtypes=\ndevice_model=cpu\ntoolkit=g++ 12\nprotocol=6\n");
 }
 
 TEST_F(TuningKeyTest, EveryInputChangesTheKey) {

@@ -547,10 +547,21 @@ TEST_F(RogueWorkerTest, InventedDeviceModelsCannotHoldAJobForGood) {
   EXPECT_NE(too_many.error_message().find("at most 64 devices"), std::string::npos);
   const grpc::Status registered = rogue_->RegisterInvented(8);
   ASSERT_TRUE(registered.ok()) << registered.error_message();
+  // Alive while the job is submitted (so that its targets bind to the
+  // invented models), silent from then on: it dies, and its targets wait.
+  std::atomic<bool> beating{true};
+  std::thread heartbeats([&] {
+    while (beating) {
+      EXPECT_TRUE(rogue_->Heartbeat().ok());
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  });
   absl::StatusOr<Job> job = client_->Submit(Matmul(/*force=*/false));
+  beating = false;
+  heartbeats.join();
   ASSERT_OK(job);
   ASSERT_EQ(job->targets.size(), 9u);  // the honest worker's model and the eight invented
-  const Job done = Wait(job->id);  // the rogue never heartbeats: it dies, its targets wait
+  const Job done = Wait(job->id);
   EXPECT_EQ(done.state, JobState::kSucceeded) << done.reason;
   ASSERT_EQ(done.targets.size(), 9u);
   int given_up = 0;

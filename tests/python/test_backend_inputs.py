@@ -19,6 +19,7 @@ from tunefleet.backend import bench_child
 from tunefleet.backend import framing
 from tunefleet.v1 import bench_child_pb2
 from tunefleet.v1 import kernel_spec_pb2
+from tunefleet.v1 import types_pb2
 from google.protobuf import text_format
 
 
@@ -173,6 +174,7 @@ def test_a_prepare_with_new_measure_options_only_keeps_the_job(tmp_path, monkeyp
     assert bench_child.serve(runner, read_in, write_out) == bench_child.EXIT_OK
     assert calls == [("supply", {"n": 3}, 42), ("reference", [7, 8, 9])]
     assert runner.prepared["options"].budget_seconds == pytest.approx(0.03)
+    os.close(read_in)
     read_in, write_in = os.pipe()
     framing.write_message(write_in, requests[2])
     os.close(write_in)
@@ -187,3 +189,46 @@ def test_a_prepare_with_new_measure_options_only_keeps_the_job(tmp_path, monkeyp
             break
         responses.append(response)
     assert [r.error for r in responses] == ["", "", ""]
+    os.close(read_in)
+    os.close(read_out)
+
+
+def test_a_failed_run_ends_the_prepared_job():
+    """After a run that failed (a config may have written past its outputs)
+    the job is prepared again, whatever the next prepare changes."""
+    class Stub:
+        prepared = None
+        poisoned = False
+
+        def __init__(self):
+            self.prepares = self.remeasures = 0
+
+        def prepare(self, request):
+            self.prepares += 1
+            self.prepared = {}
+
+        def remeasure(self, options):
+            self.remeasures += 1
+
+        def run(self, request, result, phases):
+            result.status = types_pb2.TRIAL_STATUS_WRONG_RESULT
+
+    requests = []
+    for kind, budget in (("prepare", 0.1), ("run", 0), ("prepare", 0.03), ("prepare", 0.02)):
+        request = bench_child_pb2.ChildRequest()
+        if kind == "prepare":
+            request.prepare.seed = 1
+            request.prepare.measure.budget_seconds = budget
+        else:
+            request.run.index = 1
+        requests.append(request)
+    read_in, write_in = os.pipe()
+    read_out, write_out = os.pipe()
+    for request in requests:
+        framing.write_message(write_in, request)
+    os.close(write_in)
+    stub = Stub()
+    assert bench_child.serve(stub, read_in, write_out) == bench_child.EXIT_OK
+    assert (stub.prepares, stub.remeasures) == (2, 1)
+    for fd in (read_in, read_out, write_out):
+        os.close(fd)

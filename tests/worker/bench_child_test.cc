@@ -29,8 +29,13 @@ class CountingRunner : public KernelRunner {
     budget = measure.budget_seconds();
     return true;
   }
-  v1::TrialResult Run(const v1::RunRequest&) override { return {}; }
+  v1::TrialResult Run(const v1::RunRequest&) override {
+    v1::TrialResult result;
+    result.set_status(next_status);
+    return result;
+  }
 
+  v1::TrialStatus next_status = v1::TRIAL_STATUS_OK;
   int prepares = 0;
   int remeasures = 0;
   double budget = 0;
@@ -82,6 +87,24 @@ TEST(BenchChildTest, OnlyNewMeasureOptionsKeepThePreparedJob) {
   EXPECT_EQ(runner.prepares, 4);
   EXPECT_EQ(runner.remeasures, 1);
   EXPECT_DOUBLE_EQ(runner.budget, 0.03);
+}
+
+v1::ChildRequest RunRequest() {
+  v1::ChildRequest request;
+  request.mutable_run()->set_index(1);
+  return request;
+}
+
+// After a failed run (a config that may have written past its outputs) the
+// job is prepared again, whatever the next Prepare changes.
+TEST(BenchChildTest, AFailedRunEndsThePreparedJob) {
+  CountingRunner runner;
+  runner.next_status = v1::TRIAL_STATUS_WRONG_RESULT;
+  std::vector<v1::ChildResponse> responses =
+      Serve(&runner, {Prepare(1, 0.1), RunRequest(), Prepare(1, 0.03), Prepare(1, 0.02)});
+  ASSERT_EQ(responses.size(), 4u);
+  EXPECT_EQ(runner.prepares, 2);
+  EXPECT_EQ(runner.remeasures, 1);  // the last: no run failed since the second Prepare
 }
 
 // A runner that cannot take new options alone (the default) is prepared again.

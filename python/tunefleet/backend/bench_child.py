@@ -453,15 +453,26 @@ class Runner:
 
 def _job_of(prepare):
     """A PrepareRequest without its measure options: what a job's inputs and
-    expected outputs are made from."""
+    expected outputs are made from, the reference file's version included
+    (one built again where it was is another reference)."""
     job = bench_child_pb2.PrepareRequest()
     job.CopyFrom(prepare)
     job.ClearField("measure")
+    if job.reference_artifact:
+        try:
+            stat = os.stat(job.reference_artifact)
+            job.reference_artifact += "@%d-%d-%d-%d" % (stat.st_dev, stat.st_ino,
+                                                         stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            pass
     return job
 
 
 def serve(runner, in_fd, out_fd):
-    prepared = None  # _job_of the last successful prepare
+    # _job_of the last successful prepare, while every run since was OK: a
+    # config that failed may have written past its outputs into the job's
+    # inputs or expected outputs, so the job is not kept past a failure.
+    prepared = None
     while True:
         request = bench_child_pb2.ChildRequest()
         try:
@@ -492,6 +503,8 @@ def serve(runner, in_fd, out_fd):
         elif kind == "run":
             response.index = request.run.index
             runner.run(request.run, response.result, response.phases)
+            if response.result.status != ST.TRIAL_STATUS_OK:
+                prepared = None
             response.exiting = response.result.status in (
                 ST.TRIAL_STATUS_CRASHED, ST.TRIAL_STATUS_TIMEOUT)
         else:
