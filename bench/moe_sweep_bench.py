@@ -261,12 +261,14 @@ def first_result_seconds(log):
 
 def child_phases(log):
     """Mean milliseconds per trial of each phase in the benchmark children
-    (the workers' debug lines "trial N: child ms: load a, check b, ...")."""
+    and the rest of the worker's wait for them (the workers' debug lines
+    "trial N: ms: load a, check b, warm-up c, samples d, outside the child e")."""
     sums, count = {}, 0
-    for match in re.finditer(r"child ms: load ([\d.]+), check ([\d.]+), warm-up ([\d.]+), "
-                             r"samples ([\d.]+)", log):
+    for match in re.finditer(r"ms: load ([\d.]+), check ([\d.]+), warm-up ([\d.]+), "
+                             r"samples ([\d.]+), outside the child (-?[\d.]+)", log):
         count += 1
-        for name, value in zip(("load", "check", "warm-up", "samples"), match.groups()):
+        for name, value in zip(("load", "check", "warm-up", "samples", "outside"),
+                               match.groups()):
             sums[name] = sums.get(name, 0.0) + float(value)
     return {"trials": count, **{k: v / count for k, v in sums.items()}} if count else None
 
@@ -395,10 +397,12 @@ def main():
             "%.2fx" % (loop["seconds"] / f["wall_seconds"]) if loop else "-",
             f["device_idle_seconds"]))
 
-    print("\nWhere a trial's time went: the first result after the submission, and the"
-          " benchmark children's mean milliseconds per trial (the kernel: samples x median).")
-    print("\n| run | first result s | trials | load ms | check ms | warm-up ms | samples ms |")
-    print("|---|---|---|---|---|---|---|")
+    print("\nWhere a trial's time went: the first result after the submission, the"
+          " benchmark children's mean milliseconds per trial, and the rest of the worker's"
+          " wait for them (outside).")
+    print("\n| run | first result s | trials | load ms | check ms | warm-up ms | samples ms"
+          " | outside ms |")
+    print("|---|---|---|---|---|---|---|---|")
     for f in fleets:
         ph = f["phases"] or {}
         first = f["first_result_seconds"]
@@ -406,7 +410,7 @@ def main():
             f["gpus"], f["layout"], "%.2f" % first if first is not None else "-",
             ph.get("trials", "-"), " | ".join(
                 "%.1f" % ph[k] if k in ph else "-"
-                for k in ("load", "check", "warm-up", "samples"))))
+                for k in ("load", "check", "warm-up", "samples", "outside"))))
 
     print("\nWinners as BLOCK_SIZE_M/N/K, GROUP_SIZE_M, warps, stages; each gap is the"
           " fleet winner's time over the loop winner's, both timed again here.")
