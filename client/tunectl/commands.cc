@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "client/tunectl/connection.h"
 #include "client/tunectl/exit_codes.h"
+#include "client/tunectl/sweep.h"
 #include "client/tunectl/validate.h"
 #include "common/config_text.h"
 
@@ -139,6 +140,10 @@ int RunWatch(Client& client, const std::string& job_id,
 int RunStatus(Client& client, const std::string& job_id,
               const Console& console) {
   absl::StatusOr<Job> job = client.GetJob(job_id);
+  // Not a job's id: a sweep's, shown as `sweep ID` shows it.
+  if (absl::IsNotFound(job.status()) && SweepJobs(client, job_id).ok()) {
+    return RunSweep(client, job_id, /*wait=*/false, console);
+  }
   if (!job.ok()) return ReportError(console, job.status());
   return PrintJob(console, *job);
 }

@@ -345,7 +345,7 @@ Verbs DefineVerbs(CLI::App& app, Flags& flags) {
   verbs.submit = DefineSubmit(app, flags);
   verbs.watch =
       DefineJobVerb(app, flags, "watch", "Follow a job until it finishes");
-  verbs.status = DefineJobVerb(app, flags, "status", "Show a job");
+  verbs.status = DefineJobVerb(app, flags, "status", "Show a job (or, given a sweep's id, its jobs)");
   verbs.sweep = app.add_subcommand("sweep", "Show a sweep's jobs, one row per shape");
   verbs.sweep->add_option("SWEEP", flags.sweep_id, "Sweep id (from submit)")->required();
   verbs.sweep->add_flag("--wait", flags.wait, "Follow the sweep until every shape finished");

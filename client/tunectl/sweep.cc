@@ -24,7 +24,12 @@ absl::StatusOr<std::vector<Job>> SweepJobs(Client& client, const std::string& sw
   filter.limit = 1000;
   absl::StatusOr<std::vector<Job>> listed = ListAllJobs(client, filter);
   if (!listed.ok()) return listed.status();
-  std::vector<Job> jobs = *std::move(listed);
+  // A coordinator that knows no sweeps ignores the filter: only the jobs
+  // that say they are the sweep's are.
+  std::vector<Job> jobs;
+  for (Job& job : *listed) {
+    if (job.sweep_id == sweep_id) jobs.push_back(std::move(job));
+  }
   if (jobs.empty()) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
   std::reverse(jobs.begin(), jobs.end());
   return jobs;

@@ -33,7 +33,8 @@ absl::StatusOr<std::vector<std::string>> ExpandShapes(const std::string& text,
                                                       size_t max_shapes = 1024);
 
 // The jobs of sweep `sweep_id`, in the order they were submitted (the
-// sweep's order of shapes). NotFound when it has none.
+// sweep's order of shapes); only jobs that carry that sweep id, whatever
+// the coordinator answers. NotFound when it has none.
 absl::StatusOr<std::vector<Job>> SweepJobs(Client& client, const std::string& sweep_id);
 
 // One row per job of a sweep, in the order given: shape, job, state, trials,

@@ -93,7 +93,9 @@ TEST_F(SweepTest, OneSubmissionTunesEveryShapeAndEachShapeServesItsOwnBest) {
   ASSERT_TRUE(table.exit.success()) << table.out;
   for (const std::string& shape : kShapes) EXPECT_THAT(table.out, HasSubstr(shape));
   EXPECT_THAT(table.out, HasSubstr("3 shapes, 3 succeeded"));
+  EXPECT_EQ(Tunectl({"status", sweep_id}).out, table.out);  // status takes a sweep's id too
   EXPECT_EQ(Tunectl({"sweep", "s-unknown"}).exit.code, 5);
+  EXPECT_EQ(Tunectl({"status", "s-unknown"}).exit.code, 5);
 }
 
 // A dim's range (and a list) in one --shape is a sweep over its terms, in
