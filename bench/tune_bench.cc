@@ -93,6 +93,10 @@ struct Run {
   // compile-pool thread-seconds and device-seconds.
   double pool_idle_seconds = 0;
   double device_idle_seconds = 0;
+  // The devices' busy seconds (a trial in the child) and how many devices:
+  // idle against devices x wall counts devices left without any lease too.
+  double device_busy_seconds = 0;
+  double devices = 0;
   BestConfig served;  // GetBestConfig after the run
   // Where the measured trials' time went (the workers' TrialPhaseTotals):
   // how many trials, and seconds per phase, in WorkerTotals' order.
@@ -104,6 +108,8 @@ struct Run {
 struct WorkerTotals {
   double pool_idle = 0;
   double device_idle = 0;
+  double device_busy = 0;
+  double devices = 0;
   double phased_trials = 0;
   std::array<double, 5> phases{};  // kPhaseNames' order
 };
@@ -122,6 +128,8 @@ WorkerTotals ReadTotals(const std::string& dir) {
     while (in >> name >> value) {
       if (name == "compile_pool_idle_seconds") totals.pool_idle += value;
       if (name == "device_idle_seconds") totals.device_idle += value;
+      if (name == "device_busy_seconds") totals.device_busy += value;
+      if (name == "devices") totals.devices += value;
       if (name == "trials_phased") totals.phased_trials += value;
       for (size_t i = 0; i < kPhaseNames.size(); ++i) {
         if (name == absl::StrCat("trial_", kPhaseNames[i], "_seconds")) totals.phases[i] += value;
@@ -165,6 +173,8 @@ absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, b
   const WorkerTotals idle_after = ReadTotals(stats_dir);
   run.pool_idle_seconds = idle_after.pool_idle - idle_before.pool_idle;
   run.device_idle_seconds = idle_after.device_idle - idle_before.device_idle;
+  run.device_busy_seconds = idle_after.device_busy - idle_before.device_busy;
+  run.devices = idle_after.devices;
   run.phased_trials = idle_after.phased_trials - idle_before.phased_trials;
   for (size_t i = 0; i < kPhaseNames.size(); ++i) {
     run.phase_seconds[i] = idle_after.phases[i] - idle_before.phases[i];
@@ -250,15 +260,24 @@ void PrintRun(int index, const Run& run, const KernelBundle& bundle, const Flags
   const JobTarget* target = run.job.targets.empty() ? nullptr : &run.job.targets[0];
   const double best = target ? target->best_seconds : 0;
   const double def = target ? target->default_seconds : 0;
+  // Devices x wall against the devices' busy seconds: the idle of devices
+  // without a lease counts too (the "device idle s" column counts only
+  // devices that hold work).
+  const double device_wall = run.devices * run.wall_seconds;
+  const std::string idle_of_wall =
+      device_wall > 0
+          ? absl::StrFormat("%.1f%%", 100 * std::max(0.0, 1 - run.device_busy_seconds / device_wall))
+          : "-";
   std::printf("| %d | %s | %.2f | %lld/%lld | %lld | %.1f | %.2f | %.2f | %.2f | %.2f | %s | %.4g "
-              "| %s | %s |\n",
+              "| %s | %s | %s |\n",
               index, JobStateName(run.job.state), run.wall_seconds,
               static_cast<long long>(run.ok), static_cast<long long>(run.trials),
               static_cast<long long>(run.cut), run.trials / std::max(run.wall_seconds, 1e-9),
               run.compile_seconds, run.measured_seconds, run.pool_idle_seconds,
               run.device_idle_seconds, target ? target->best_config.c_str() : "-", best * 1e3,
               MetricText(bundle, flags.shape, best).c_str(),
-              def > 0 && best > 0 ? absl::StrFormat("%.2fx", def / best).c_str() : "-");
+              def > 0 && best > 0 ? absl::StrFormat("%.2fx", def / best).c_str() : "-",
+              idle_of_wall.c_str());
 }
 
 // Where each run's trials spent their time, per trial: the benchmark
@@ -527,7 +546,8 @@ int TuneShape(const Flags& flags, const KernelBundle& bundle, Client* client, Fl
               flags.measure_budget);
   std::printf("| run | state | wall s | ok/trials | cut early | configs/s | compile s | measured s "
               "| pool idle thread-s | device idle s | best config | best ms | best metric "
-              "| vs default |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+              "| vs default | devices idle of wall |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<Run> runs;
   for (int i = 0; i < flags.repeat; ++i) {
     if (i > 0 && flags.fresh_workers) {
