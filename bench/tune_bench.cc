@@ -80,6 +80,37 @@ struct Flags {
   bool sweep = false;
 };
 
+constexpr std::array<const char*, 5> kPhaseNames = {"load", "check", "warmup", "sampling",
+                                                     "outside"};
+
+// The sums of the workers' stats files (tunefleet-worker --stats-dir,
+// WriteIdleStats) under a directory, or their change over a run.
+struct WorkerTotals {
+  // Idle while the workers held leases: compile-pool thread-seconds and
+  // device-seconds.
+  double pool_idle = 0;
+  double device_idle = 0;
+  // The devices' busy seconds (a trial in the child) and how many devices:
+  // idle against devices x wall counts devices left without any lease too.
+  double device_busy = 0;
+  double devices = 0;
+  // Where the measured trials' time went (TrialPhaseTotals): how many
+  // trials, and seconds per phase in kPhaseNames' order.
+  double phased_trials = 0;
+  std::array<double, 5> phases{};
+
+  // The change from `before` to these sums (the number of devices: these).
+  WorkerTotals Since(const WorkerTotals& before) const {
+    WorkerTotals change = *this;
+    change.pool_idle -= before.pool_idle;
+    change.device_idle -= before.device_idle;
+    change.device_busy -= before.device_busy;
+    change.phased_trials -= before.phased_trials;
+    for (size_t i = 0; i < phases.size(); ++i) change.phases[i] -= before.phases[i];
+    return change;
+  }
+};
+
 struct Run {
   Job job;
   std::vector<server::TrialRecord> records;
@@ -89,33 +120,9 @@ struct Run {
   int64_t trials = 0;
   int64_t ok = 0;
   int64_t cut = 0;  // OK trials cut early (docs/measurement.md)
-  // Idle time while the workers held leases (tunefleet-worker --stats-dir):
-  // compile-pool thread-seconds and device-seconds.
-  double pool_idle_seconds = 0;
-  double device_idle_seconds = 0;
-  // The devices' busy seconds (a trial in the child) and how many devices:
-  // idle against devices x wall counts devices left without any lease too.
-  double device_busy_seconds = 0;
-  double devices = 0;
+  WorkerTotals workers;  // over the run
   BestConfig served;  // GetBestConfig after the run
-  // Where the measured trials' time went (the workers' TrialPhaseTotals):
-  // how many trials, and seconds per phase, in WorkerTotals' order.
-  double phased_trials = 0;
-  std::array<double, 5> phase_seconds{};
 };
-
-// The sums of the workers' stats files (WriteIdleStats) under `dir`.
-struct WorkerTotals {
-  double pool_idle = 0;
-  double device_idle = 0;
-  double device_busy = 0;
-  double devices = 0;
-  double phased_trials = 0;
-  std::array<double, 5> phases{};  // kPhaseNames' order
-};
-
-constexpr std::array<const char*, 5> kPhaseNames = {"load", "check", "warmup", "sampling",
-                                                     "outside"};
 
 WorkerTotals ReadTotals(const std::string& dir) {
   WorkerTotals totals;
@@ -159,7 +166,7 @@ absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, b
   SubmitRequest request = RequestOf(flags);
   request.force_retune = force;
   Run run;
-  const WorkerTotals idle_before = ReadTotals(stats_dir);
+  const WorkerTotals before = ReadTotals(stats_dir);
   const absl::Time start = absl::Now();
   absl::StatusOr<Job> job = client->Submit(request);
   if (!job.ok()) return job.status();
@@ -170,15 +177,7 @@ absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, b
   // The workers rewrite their files every 200 ms; the last lease's share is
   // in after the next write.
   absl::SleepFor(absl::Milliseconds(500));
-  const WorkerTotals idle_after = ReadTotals(stats_dir);
-  run.pool_idle_seconds = idle_after.pool_idle - idle_before.pool_idle;
-  run.device_idle_seconds = idle_after.device_idle - idle_before.device_idle;
-  run.device_busy_seconds = idle_after.device_busy - idle_before.device_busy;
-  run.devices = idle_after.devices;
-  run.phased_trials = idle_after.phased_trials - idle_before.phased_trials;
-  for (size_t i = 0; i < kPhaseNames.size(); ++i) {
-    run.phase_seconds[i] = idle_after.phases[i] - idle_before.phases[i];
-  }
+  run.workers = ReadTotals(stats_dir).Since(before);
   absl::StatusOr<std::unique_ptr<server::Store>> store = server::OpenStore(fleet->database_url());
   if (!store.ok()) return store.status();
   absl::StatusOr<std::vector<server::TrialRecord>> trials = (*store)->ListTrials(done->id);
@@ -201,7 +200,7 @@ absl::StatusOr<Run> TuneOnce(Client* client, Fleet* fleet, const Flags& flags, b
 // sweep's wall time and device idle time.
 int TuneSweep(const Flags& flags, Client* client, const std::string& stats_dir) {
   const SubmitRequest request = RequestOf(flags);
-  const WorkerTotals idle_before = ReadTotals(stats_dir);
+  const WorkerTotals before = ReadTotals(stats_dir);
   const absl::Time start = absl::Now();
   absl::StatusOr<Sweep> sweep = client->SubmitSweep(request, flags.shapes);
   if (!sweep.ok()) {
@@ -225,7 +224,7 @@ int TuneSweep(const Flags& flags, Client* client, const std::string& stats_dir) 
   }
   const double wall = absl::ToDoubleSeconds(absl::Now() - start);
   absl::SleepFor(absl::Milliseconds(500));  // the workers' last idle-file write
-  const WorkerTotals idle_after = ReadTotals(stats_dir);
+  const WorkerTotals workers = ReadTotals(stats_dir).Since(before);
   for (const auto& [at, job] : finished) {
     const JobTarget* target = job.targets.empty() ? nullptr : &job.targets.front();
     const int64_t ok = job.outcomes.count("OK") > 0 ? job.outcomes.at("OK") : 0;
@@ -236,8 +235,7 @@ int TuneSweep(const Flags& flags, Client* client, const std::string& stats_dir) 
                 target != nullptr ? target->best_seconds * 1e3 : 0.0);
   }
   std::printf("\nsweep wall %.2f s, device idle %.2f s, compile pool idle %.2f thread-s\n\n", wall,
-              idle_after.device_idle - idle_before.device_idle,
-              idle_after.pool_idle - idle_before.pool_idle);
+              workers.device_idle, workers.pool_idle);
   return 0;
 }
 
@@ -263,18 +261,18 @@ void PrintRun(int index, const Run& run, const KernelBundle& bundle, const Flags
   // Devices x wall against the devices' busy seconds: the idle of devices
   // without a lease counts too (the "device idle s" column counts only
   // devices that hold work).
-  const double device_wall = run.devices * run.wall_seconds;
+  const double device_wall = run.workers.devices * run.wall_seconds;
   const std::string idle_of_wall =
       device_wall > 0
-          ? absl::StrFormat("%.1f%%", 100 * std::max(0.0, 1 - run.device_busy_seconds / device_wall))
+          ? absl::StrFormat("%.1f%%", 100 * std::max(0.0, 1 - run.workers.device_busy / device_wall))
           : "-";
   std::printf("| %d | %s | %.2f | %lld/%lld | %lld | %.1f | %.2f | %.2f | %.2f | %.2f | %s | %.4g "
               "| %s | %s | %s |\n",
               index, JobStateName(run.job.state), run.wall_seconds,
               static_cast<long long>(run.ok), static_cast<long long>(run.trials),
               static_cast<long long>(run.cut), run.trials / std::max(run.wall_seconds, 1e-9),
-              run.compile_seconds, run.measured_seconds, run.pool_idle_seconds,
-              run.device_idle_seconds, target ? target->best_config.c_str() : "-", best * 1e3,
+              run.compile_seconds, run.measured_seconds, run.workers.pool_idle,
+              run.workers.device_idle, target ? target->best_config.c_str() : "-", best * 1e3,
               MetricText(bundle, flags.shape, best).c_str(),
               def > 0 && best > 0 ? absl::StrFormat("%.2fx", def / best).c_str() : "-",
               idle_of_wall.c_str());
@@ -290,13 +288,12 @@ void PrintPhases(const std::vector<Run>& runs) {
   std::printf("\n| run | trials | load ms | check ms | warm-up ms | sampling ms | samples x median ms "
               "| outside the child ms |\n|---|---|---|---|---|---|---|---|\n");
   for (size_t i = 0; i < runs.size(); ++i) {
-    const Run& run = runs[i];
-    if (run.phased_trials <= 0) continue;  // a backend whose child keeps no phases
-    const double per = 1e3 / run.phased_trials;
+    const WorkerTotals& w = runs[i].workers;
+    if (w.phased_trials <= 0) continue;  // a backend whose child keeps no phases
+    const double per = 1e3 / w.phased_trials;
     std::printf("| %zu | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", i + 1,
-                run.phased_trials, run.phase_seconds[0] * per, run.phase_seconds[1] * per,
-                run.phase_seconds[2] * per, run.phase_seconds[3] * per,
-                run.measured_seconds * per, run.phase_seconds[4] * per);
+                w.phased_trials, w.phases[0] * per, w.phases[1] * per, w.phases[2] * per,
+                w.phases[3] * per, runs[i].measured_seconds * per, w.phases[4] * per);
   }
 }
 

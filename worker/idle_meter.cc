@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
+#include "worker/measurement.h"
 
 namespace tunefleet::worker {
 
@@ -57,8 +58,7 @@ double IdleMeter::busy_seconds() {
 
 void TrialPhaseTotals::Add(const v1::TrialPhases& phases, absl::Duration elapsed) {
   if (phases.ByteSizeLong() == 0) return;
-  const double inside = phases.load_seconds() + phases.check_seconds() +
-                        phases.warmup_seconds() + phases.sampling_seconds();
+  const double outside = OutsideSeconds(phases, absl::ToDoubleSeconds(elapsed));
   absl::MutexLock lock(&mu_);
   ++sums_.trials;
   v1::TrialPhases& sum = sums_.phases;
@@ -66,7 +66,7 @@ void TrialPhaseTotals::Add(const v1::TrialPhases& phases, absl::Duration elapsed
   sum.set_check_seconds(sum.check_seconds() + phases.check_seconds());
   sum.set_warmup_seconds(sum.warmup_seconds() + phases.warmup_seconds());
   sum.set_sampling_seconds(sum.sampling_seconds() + phases.sampling_seconds());
-  sums_.outside_seconds += std::max(0.0, absl::ToDoubleSeconds(elapsed) - inside);
+  sums_.outside_seconds += outside;
 }
 
 TrialPhaseTotals::Sums TrialPhaseTotals::sums() const {

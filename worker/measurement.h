@@ -4,6 +4,7 @@
 #ifndef TUNEFLEET_WORKER_MEASUREMENT_H_
 #define TUNEFLEET_WORKER_MEASUREMENT_H_
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <optional>
@@ -29,9 +30,9 @@ std::vector<size_t> LowClockSamples(const v1::MeasureOptions& options,
                                     double recent_max_mhz);
 
 // The warm-up a run takes before sampling (a GPU's, a CPU core's):
-// options.warmup_seconds when the device idled, but once it has been busy measuring until moments ago
-// (`idle_seconds`, since its previous measurement ended, under
-// kHotIdleSeconds) it runs at its clocks already and needs only enough
+// options.warmup_seconds when the device idled, but once it has been busy
+// measuring until moments ago (`idle_seconds`, since its previous
+// measurement ended, under kHotIdleSeconds) it runs at its clocks already and needs only enough
 // calls to load the kernel's code and fill its caches: max(kHotWarmupSeconds,
 // 3 x `call_seconds`, one call's estimated time), never more than
 // warmup_seconds. REQUIRES: options with defaults.
@@ -126,6 +127,14 @@ class Calibration {
   double seconds_ = 0;
   std::optional<Clock::time_point> at_;
 };
+
+// The rest of `elapsed` (the daemon's wait for one run in the child) beyond
+// the child's own `phases`: the request and answer through the pipe, and
+// whatever the child did not count; never negative.
+inline double OutsideSeconds(const v1::TrialPhases& phases, double elapsed_seconds) {
+  return std::max(0.0, elapsed_seconds - phases.load_seconds() - phases.check_seconds() -
+                           phases.warmup_seconds() - phases.sampling_seconds());
+}
 
 // A stopwatch read in laps, for a trial's TrialPhases: Lap() is the seconds
 // since the previous Lap (or since it was made).

@@ -1,6 +1,5 @@
 #include "worker/prometheus_metrics.h"
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <exception>
@@ -14,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/metrics_endpoint.h"
 #include "common/status_macros.h"
+#include "worker/measurement.h"
 
 namespace tunefleet::worker {
 namespace {
@@ -191,9 +191,7 @@ void PrometheusWorkerMetrics::Measured(const std::string& device_id,
     device->phase_check->Increment(phases.check_seconds());
     device->phase_warmup->Increment(phases.warmup_seconds());
     device->phase_sampling->Increment(phases.sampling_seconds());
-    device->phase_outside->Increment(
-        std::max(0.0, seconds - phases.load_seconds() - phases.check_seconds() -
-                          phases.warmup_seconds() - phases.sampling_seconds()));
+    device->phase_outside->Increment(OutsideSeconds(phases, seconds));
   }
   if (result.status() == v1::TRIAL_STATUS_CRASHED) device->restarts_crashed->Increment();
   if (result.status() == v1::TRIAL_STATUS_TIMEOUT) device->restarts_timeout->Increment();

@@ -257,8 +257,7 @@ absl::StatusOr<v1::TrialResult> TrialExecutor::Measure(Batch* batch, const v1::T
                       "outside the child {:.2f}",
                       trial.index(), p.load_seconds() * 1e3, p.check_seconds() * 1e3,
                       p.warmup_seconds() * 1e3, p.sampling_seconds() * 1e3,
-                      (absl::ToDoubleSeconds(elapsed) - p.load_seconds() - p.check_seconds() -
-                       p.warmup_seconds() - p.sampling_seconds()) * 1e3);
+                      OutsideSeconds(p, absl::ToDoubleSeconds(elapsed)) * 1e3);
       }
       break;
     case ChildReply::Kind::kDied:

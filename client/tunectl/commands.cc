@@ -140,9 +140,9 @@ int RunWatch(Client& client, const std::string& job_id,
 int RunStatus(Client& client, const std::string& job_id,
               const Console& console) {
   absl::StatusOr<Job> job = client.GetJob(job_id);
-  // Not a job's id: a sweep's, shown as `sweep ID` shows it.
-  if (absl::IsNotFound(job.status()) && SweepJobs(client, job_id).ok()) {
-    return RunSweep(client, job_id, /*wait=*/false, console);
+  if (absl::IsNotFound(job.status())) {  // a sweep's id, shown as `sweep ID` shows it
+    absl::StatusOr<std::vector<Job>> sweep = SweepJobs(client, job_id);
+    if (sweep.ok()) return PrintSweep(job_id, *sweep, console);
   }
   if (!job.ok()) return ReportError(console, job.status());
   return PrintJob(console, *job);

@@ -230,8 +230,13 @@ int RunSweep(Client& client, const std::string& sweep_id, bool wait, const Conso
     jobs = SweepJobs(client, sweep_id);
   }
   if (!jobs.ok()) return ReportError(console, jobs.status());
-  *console.out << (WantsJson(console) ? SweepJson(sweep_id, *jobs) : SweepTable(sweep_id, *jobs));
-  return ExitCodeForSweep(*jobs);
+  return PrintSweep(sweep_id, *jobs, console);
+}
+
+int PrintSweep(const std::string& sweep_id, const std::vector<Job>& jobs,
+               const Console& console) {
+  *console.out << (WantsJson(console) ? SweepJson(sweep_id, jobs) : SweepTable(sweep_id, jobs));
+  return ExitCodeForSweep(jobs);
 }
 
 }  // namespace tunefleet::tunectl

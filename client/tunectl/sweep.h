@@ -47,6 +47,10 @@ std::string SweepJson(const std::string& sweep_id, const std::vector<Job>& jobs)
 // or the sweep (json). With `wait`, follows it to its end as RunSweep does.
 int RunSubmitSweep(Client& client, const SubmitRequest& request,
                    const std::vector<std::string>& shapes, bool wait, const Console& console);
+// Prints `jobs` (SweepJobs) as `sweep` does, table or json; the exit code
+// as RunSweep's.
+int PrintSweep(const std::string& sweep_id, const std::vector<Job>& jobs, const Console& console);
+
 // Prints the jobs of sweep `sweep_id`; with `wait`, first follows them until
 // every one finished (progress on `err` every `poll`). Exit codes as a
 // job's: 3 when any shape failed or has failed trials, 5 for an unknown id.

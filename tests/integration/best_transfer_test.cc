@@ -43,6 +43,15 @@ class BestTransferTest : public ::testing::Test {
     site->client = *std::move(client);
   }
 
+  // Starts sites a and b (coordinators only) and tunes matmul on a: the
+  // fleet that measured, and the one an exported table goes to.
+  void StartSitesAndTuneOnA(Site* a, Site* b, Job* job) {
+    ASSERT_NO_FATAL_FAILURE(StartSite("a", a));
+    ASSERT_NO_FATAL_FAILURE(StartSite("b", b));
+    *job = Tune(*a, /*seed=*/1);
+    ASSERT_EQ(job->state, JobState::kSucceeded) << job->reason;
+  }
+
   // Tunes matmul's quick set at kShape on `site` (starting a worker there).
   Job Tune(Site& site, uint64_t seed) {
     EXPECT_OK(site.fleet->StartWorker());
@@ -109,10 +118,8 @@ class BestTransferTest : public ::testing::Test {
 
 TEST_F(BestTransferTest, AnImportedTableIsServedAsOnTheFleetThatMeasuredIt) {
   Site a, b;
-  ASSERT_NO_FATAL_FAILURE(StartSite("a", &a));
-  ASSERT_NO_FATAL_FAILURE(StartSite("b", &b));
-  Job job = Tune(a, /*seed=*/1);
-  ASSERT_EQ(job.state, JobState::kSucceeded) << job.reason;
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(StartSitesAndTuneOnA(&a, &b, &job));
   const std::string file = Export(a, "best.json");
 
   absl::StatusOr<std::string> text = ReadFile(file);
@@ -161,10 +168,8 @@ TEST_F(BestTransferTest, AnImportedTableIsServedAsOnTheFleetThatMeasuredIt) {
 // through `import --format t4` into a fleet that never saw the kernel.
 TEST_F(BestTransferTest, AT4ExportImportsIntoAnotherFleetAndServesTheSameAnswer) {
   Site a, b;
-  ASSERT_NO_FATAL_FAILURE(StartSite("a", &a));
-  ASSERT_NO_FATAL_FAILURE(StartSite("b", &b));
-  Job job = Tune(a, /*seed=*/1);
-  ASSERT_EQ(job.state, JobState::kSucceeded) << job.reason;
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(StartSitesAndTuneOnA(&a, &b, &job));
   RunResult exported = Tunectl(a, {"export", "matmul", "--format", "t4"});
   ASSERT_TRUE(exported.exit.success()) << exported.exit.ToString() << exported.out;
   Json t4 = Json::parse(exported.out, nullptr, /*allow_exceptions=*/false);

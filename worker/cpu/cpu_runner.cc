@@ -323,7 +323,7 @@ v1::Measurement CpuKernelRunner::Time(KernelFn fn, const v1::MeasureOptions& opt
 
 v1::TrialResult CpuKernelRunner::Run(const v1::RunRequest& request) {
   phases_.Clear();
-  const Clock::time_point began = Clock::now();
+  LapClock clock;
   if (!prepared_) {
     return Failed(request, v1::TRIAL_STATUS_LAUNCH_ERROR, "runner is not prepared");
   }
@@ -339,24 +339,23 @@ v1::TrialResult CpuKernelRunner::Run(const v1::RunRequest& request) {
   if (!fn.ok()) return Failed(request, v1::TRIAL_STATUS_LAUNCH_ERROR, fn.status().message());
 
   ResetArgs();
+  phases_.set_load_seconds(clock.Lap());
   const Clock::time_point start = Clock::now();
-  phases_.set_load_seconds(std::chrono::duration<double>(start - began).count());
   (*fn)(arg_ptrs_.data());
   const double call_seconds = SecondsSince(start);
   absl::Status same = CheckOutputs();
-  phases_.set_check_seconds(SecondsSince(start));
+  phases_.set_check_seconds(clock.Lap());
   if (!same.ok()) return Failed(request, v1::TRIAL_STATUS_WRONG_RESULT, same.message());
 
   v1::TrialResult result;
   *result.mutable_config() = request.config();
   bool cut_early = false;
-  const Clock::time_point timed = Clock::now();
   double warmup_seconds = 0;
   *result.mutable_measurement() =
       Time(*fn, measure_, call_seconds, request.best_seconds(), &cut_early, &warmup_seconds);
   Calibrate();  // its kernel's time counts with the samples'
   phases_.set_warmup_seconds(warmup_seconds);
-  phases_.set_sampling_seconds(SecondsSince(timed) - warmup_seconds);
+  phases_.set_sampling_seconds(clock.Lap() - warmup_seconds);
   result.mutable_measurement()->set_calibration_seconds(calibration_.seconds());
   result.set_status(v1::TRIAL_STATUS_OK);
   result.set_cut_early(cut_early);
