@@ -96,7 +96,8 @@ class FakeCoordinator : public Coordinator {
     if (request.release() || unreported_[request.lease_id()].empty()) {
       unreported_.erase(request.lease_id());
     }
-    response.set_cancelled(cancel_after_ > 0 && static_cast<int>(results_.size()) >= cancel_after_);
+    response.set_cancelled(request.lease_id() == cancel_lease_ && cancel_after_ > 0 &&
+                           static_cast<int>(results_.size()) >= cancel_after_);
     return response;
   }
 
@@ -184,6 +185,9 @@ class FakeCoordinator : public Coordinator {
   int register_failures_ ABSL_GUARDED_BY(mu_) = 0;
   int heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
   int blob_fetches_ ABSL_GUARDED_BY(mu_) = 0;
+  // Reports for `cancel_lease_` are answered `cancelled` once this many
+  // results arrived; other leases are never cancelled this way.
+  std::string cancel_lease_ ABSL_GUARDED_BY(mu_);
   int cancel_after_ ABSL_GUARDED_BY(mu_) = 0;
   bool forget_worker_once_ ABSL_GUARDED_BY(mu_) = false;
   bool interrupted_ ABSL_GUARDED_BY(mu_) = false;
@@ -347,6 +351,7 @@ TEST_F(WorkerDaemonTest, DropsALeaseTheCoordinatorCancelled) {
   for (int i = 0; i < 300; ++i) trials.push_back(MakeTrial(i, "FAULT=0,UNROLL=4"));
   {
     absl::MutexLock lock(&coordinator_.mu_);
+    coordinator_.cancel_lease_ = "lease-1";  // a renewal of the second must not cancel it
     coordinator_.cancel_after_ = 1;
   }
   coordinator_.AddLease(job, trials);
