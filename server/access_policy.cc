@@ -47,7 +47,7 @@ Role RequiredRole(absl::string_view method) {
 }
 
 bool Caller::MayActFor(absl::string_view owner) const {
-  return !authenticated || role == Role::kAdmin || principal == owner;
+  return !authenticated || role == Role::kAdmin || (!principal.empty() && principal == owner);
 }
 
 Caller AnonymousCaller() { return Caller{"", Role::kAdmin, /*authenticated=*/false}; }

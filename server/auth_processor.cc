@@ -1,20 +1,18 @@
 #include "server/auth_processor.h"
 
+#include <map>
 #include <string>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 
 namespace tunefleet::server {
 namespace {
 
-constexpr char kPrincipalProperty[] = "tunefleet.principal";
-constexpr char kRoleProperty[] = "tunefleet.role";
 constexpr char kBearer[] = "Bearer ";
 
-std::string Find(const grpc::AuthMetadataProcessor::InputMetadata& metadata,
+std::string Find(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
                  const std::string& key) {
   auto it = metadata.find(key);
   return it == metadata.end() ? "" : std::string(it->second.data(), it->second.size());
@@ -25,10 +23,13 @@ std::string Property(const grpc::AuthContext& context, const std::string& name) 
   return values.empty() ? "" : std::string(values[0].data(), values[0].size());
 }
 
-}  // namespace
+using Metadata = std::multimap<grpc::string_ref, grpc::string_ref>;
 
-absl::StatusOr<Caller> AuthProcessor::Authenticate(const InputMetadata& metadata,
-                                                   const grpc::AuthContext& context) {
+// The caller a call's `metadata` and its connection's `context` name: its
+// bearer token's, else its certificate's. Unauthenticated without either, or
+// with a token nobody issued (or revoked).
+absl::StatusOr<Caller> Authenticate(TokenBook& tokens, const Metadata& metadata,
+                                    const grpc::AuthContext& context) {
   // gRPC verified the certificate against the fleet's CA before the call.
   const std::string worker = Property(context, "x509_common_name");
   const std::string authorization = Find(metadata, "authorization");
@@ -36,7 +37,7 @@ absl::StatusOr<Caller> AuthProcessor::Authenticate(const InputMetadata& metadata
     if (!absl::StartsWith(authorization, kBearer)) {
       return absl::UnauthenticatedError("the authorization header is not a bearer token");
     }
-    std::optional<Caller> caller = tokens_->Authenticate(
+    std::optional<Caller> caller = tokens.Authenticate(
         absl::string_view(authorization).substr(sizeof(kBearer) - 1));
     if (!caller.has_value()) return absl::UnauthenticatedError("unknown or revoked token");
     return *caller;
@@ -47,40 +48,33 @@ absl::StatusOr<Caller> AuthProcessor::Authenticate(const InputMetadata& metadata
       "certificate of the fleet's CA");
 }
 
+}  // namespace
+
 grpc::Status AuthProcessor::Process(const InputMetadata& metadata, grpc::AuthContext* context,
-                                    OutputMetadata* consumed, OutputMetadata* /*response*/) {
+                                    OutputMetadata* /*consumed*/, OutputMetadata* /*response*/) {
+  // The token stays in the call's metadata: Callers reads it again.
   const std::string method = Find(metadata, ":path");
-  const std::string authorization = Find(metadata, "authorization");
-  if (!authorization.empty()) consumed->insert({"authorization", authorization});
-  // A call open to anyone (health) sets nothing: the context is the
-  // connection's, and its first principal is what every later call reads,
-  // so an anonymous call ahead of a worker's (a channel's health watch)
-  // must not leave an empty one.
   if (RequiredRole(method) == Role::kNone) return grpc::Status::OK;
-  absl::StatusOr<Caller> authenticated = Authenticate(metadata, *context);
+  absl::StatusOr<Caller> authenticated = Authenticate(*tokens_, metadata, *context);
   if (!authenticated.ok()) {
     metrics_->CallRefused(/*authenticated=*/false);
     return ToGrpcStatus(authenticated.status());
   }
-  const Caller caller = *std::move(authenticated);
-  if (absl::Status allowed = CheckAllowed(caller, method); !allowed.ok()) {
+  if (absl::Status allowed = CheckAllowed(*authenticated, method); !allowed.ok()) {
     metrics_->CallRefused(/*authenticated=*/true);
     return ToGrpcStatus(allowed);
   }
-  context->AddProperty(kPrincipalProperty, caller.principal);
-  context->AddProperty(kRoleProperty, std::to_string(static_cast<int>(caller.role)));
-  if (!caller.principal.empty()) context->SetPeerIdentityPropertyName(kPrincipalProperty);
   return grpc::Status::OK;
 }
 
-Caller CallerOf(const grpc::ServerContextBase& context) {
+Caller Callers::Of(const grpc::ServerContextBase& context) const {
+  if (tokens_ == nullptr) return AnonymousCaller();
   std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
-  if (auth == nullptr) return AnonymousCaller();
-  const std::string role = Property(*auth, kRoleProperty);
-  int number = 0;
-  if (role.empty() || !absl::SimpleAtoi(role, &number)) return AnonymousCaller();
-  return Caller{Property(*auth, kPrincipalProperty), static_cast<Role>(number),
-                /*authenticated=*/true};
+  if (auth != nullptr) {
+    absl::StatusOr<Caller> caller = Authenticate(*tokens_, context.client_metadata(), *auth);
+    if (caller.ok()) return *std::move(caller);
+  }
+  return Caller{"", Role::kNone, /*authenticated=*/true};
 }
 
 }  // namespace tunefleet::server

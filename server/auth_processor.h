@@ -4,8 +4,13 @@
 // name, clients by their bearer token; the method's required role comes from
 // access_policy.h. A call that fails is answered UNAUTHENTICATED (no or a
 // bad credential) or PERMISSION_DENIED (a role that may not call) and never
-// reaches its handler. The caller is recorded in the call's AuthContext,
-// where CallerOf finds it.
+// reaches its handler.
+//
+// The AuthContext gRPC hands the processor and the handler is the
+// connection's, shared by every call on it, and calls of one connection run
+// at once (and may carry different tokens). So the processor writes nothing
+// there: a handler asks Callers, which reads the call's own token again, or
+// the connection's certificate, which nothing changes after the handshake.
 #ifndef TUNEFLEET_SERVER_AUTH_PROCESSOR_H_
 #define TUNEFLEET_SERVER_AUTH_PROCESSOR_H_
 
@@ -32,18 +37,27 @@ class AuthProcessor : public grpc::AuthMetadataProcessor {
                        OutputMetadata* consumed, OutputMetadata* response) override;
 
  private:
-  absl::StatusOr<Caller> Authenticate(const InputMetadata& metadata,
-                                      const grpc::AuthContext& context);
-
   TokenBook* const tokens_;
   NullMetrics null_metrics_;
   CoordinatorMetrics* const metrics_;
 };
 
-// The caller of the RPC `context` serves: the one the AuthProcessor
-// recorded, or AnonymousCaller() when the server authenticates nobody
-// (--insecure).
-Caller CallerOf(const grpc::ServerContextBase& context);
+// The caller of a call that the AuthProcessor let through, for handlers.
+// Thread-safety: safe for concurrent use.
+class Callers {
+ public:
+  // `tokens` must outlive this; null when the server authenticates nobody
+  // (--insecure): every caller is then AnonymousCaller().
+  explicit Callers(TokenBook* tokens) : tokens_(tokens) {}
+
+  // The caller of the RPC `context` serves: its token's, else its
+  // certificate's; a caller with no role (principal empty, Role::kNone) when
+  // neither is valid any more (its token was revoked since the check).
+  Caller Of(const grpc::ServerContextBase& context) const;
+
+ private:
+  TokenBook* const tokens_;
+};
 
 }  // namespace tunefleet::server
 

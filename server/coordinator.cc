@@ -226,10 +226,11 @@ absl::Status Coordinator::Lead(const std::string& listen) {
   }
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                    MakeServerCredentials(options.tls));
+  callers_ = std::make_unique<Callers>(options.tls.insecure() ? nullptr : tokens_.get());
   if (!options.tls.insecure()) {
     credentials->SetAuthMetadataProcessor(std::make_shared<AuthProcessor>(tokens_.get(), metrics_.get()));
   }
-  token_service_ = std::make_unique<TokenServiceImpl>(tokens_.get());
+  token_service_ = std::make_unique<TokenServiceImpl>(tokens_.get(), callers_.get());
   blobs_ = std::make_unique<SourceBlobs>(store_.get());
   SharedArtifactsOptions artifact_options;
   artifact_options.dir = options.artifact_dir.empty()
@@ -273,15 +274,18 @@ absl::Status Coordinator::Lead(const std::string& listen) {
   RETURN_IF_ERROR(profiles_->Recover());
   history_ = std::make_unique<JobHistory>(store_.get(), jobs_.get());
   names_ = std::make_unique<FleetNames>(index_.get(), workers_.get());
-  watches_ = std::make_unique<StreamSlots>(options.max_watches_per_principal, options.max_watches);
+  watches_ = std::make_unique<JobWatches>(
+      jobs_.get(), JobWatches::Options{.max_per_principal = options.max_watches_per_principal,
+                                       .max_total = options.max_watches});
   tuning_service_ = std::make_unique<TuningServiceImpl>(
       jobs_.get(), workers_.get(), index_.get(), history_.get(), transfer_.get(),
-      profiles_.get(), names_.get(), watches_.get());
+      profiles_.get(), names_.get(), watches_.get(), callers_.get());
   report_pool_ = std::make_unique<CallPool>(
       CallPool::Options{options.report_threads, options.report_nice, "reports"});
   worker_service_ = std::make_unique<WorkerServiceImpl>(
       jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(), report_pool_.get(),
-      options.heartbeat_interval, options.jobs.lease_ttl, lease_sources, artifacts_.get());
+      options.heartbeat_interval, options.jobs.lease_ttl, lease_sources, artifacts_.get(),
+      callers_.get());
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen, credentials, &port_);
@@ -374,6 +378,7 @@ void Coordinator::Shutdown(absl::Duration deadline) {
   stop_keepalive_.Notify();
   if (keepalive_.joinable()) keepalive_.join();
   if (long_polls_ != nullptr) long_polls_->Shutdown();  // so the drain is quick
+  if (watches_ != nullptr) watches_->Shutdown();
   if (standby_server_ != nullptr) {
     standby_server_->Shutdown(absl::ToChronoTime(absl::Now()));
     standby_server_->Wait();

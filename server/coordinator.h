@@ -52,7 +52,8 @@ class PrometheusMetrics;
 class TuningServiceImpl;
 class JobHistory;
 class BestTransfer;
-class StreamSlots;
+class Callers;
+class JobWatches;
 class TokenBook;
 class TokenServiceImpl;
 class AdminServiceImpl;
@@ -108,8 +109,8 @@ struct CoordinatorOptions {
   // Principals whose shared artifacts serve every worker (compile-only
   // builders). Default none.
   std::vector<std::string> artifact_builders;
-  // WatchJob streams open at once, per principal and in all (each holds a
-  // server thread; StreamSlots). Defaults 64 and 1024.
+  // WatchJob streams open at once, per principal and in all (each holds its
+  // state and an HTTP/2 stream, no thread; JobWatches). Defaults 64 and 1024.
   int max_watches_per_principal = 64;
   int max_watches = 1024;
   // How often a standby tries for its database's lead, and a leader checks
@@ -182,6 +183,7 @@ class Coordinator {
   std::unique_ptr<SourceBlobs> blobs_;
   std::unique_ptr<SharedArtifacts> artifacts_;
   std::unique_ptr<TokenBook> tokens_;
+  std::unique_ptr<Callers> callers_;
   std::unique_ptr<TokenServiceImpl> token_service_;
   std::unique_ptr<QuarantineList> quarantine_;
   std::unique_ptr<BestKeeper> keeper_;
@@ -191,7 +193,7 @@ class Coordinator {
   std::unique_ptr<LongPolls> long_polls_;
   std::unique_ptr<JobHistory> history_;
   std::unique_ptr<FleetNames> names_;
-  std::unique_ptr<StreamSlots> watches_;
+  std::unique_ptr<JobWatches> watches_;
   std::unique_ptr<TuningServiceImpl> tuning_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<CallPool> report_pool_;  // outlives the server

@@ -162,7 +162,7 @@ void JobManager::Evict(Job* job) {
   auto it = sequence_of_.find(job->view.id());
   jobs_.erase(it->second);
   sequence_of_.erase(it);
-  changed_cv_.SignalAll();
+  changes_.fetch_add(1, std::memory_order_release);
 }
 
 size_t JobManager::live_jobs() {
@@ -223,28 +223,12 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id) {
   return Get(job_id);  // it finished meanwhile
 }
 
-absl::StatusOr<v1::Job> JobManager::WaitForChange(const std::string& job_id,
-                                                  int64_t* version,
-                                                  absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  {
-    absl::MutexLock lock(&mu_);
-    while (Job* job = FindJob(job_id)) {
-      if (job->version != *version || absl::Now() >= deadline) {
-        *version = job->version;
-        return job->View();
-      }
-      changed_cv_.WaitWithDeadline(&mu_, deadline);
-    }
-  }
-  // Not live: finished (and answered from the store), or unknown.
-  ASSIGN_OR_RETURN(v1::Job stored, Get(job_id));
-  if (!IsFinal(stored.state())) {
-    // Stored but not live yet (being submitted or resumed): wait a little.
-    absl::SleepFor(std::min(timeout, absl::Milliseconds(100)));
-  }
-  *version = std::numeric_limits<int64_t>::max();
-  return stored;
+absl::StatusOr<int64_t> JobManager::LiveVersion(const std::string& job_id, v1::Job* view) {
+  absl::ReaderMutexLock lock(&mu_);
+  const Job* job = FindJob(job_id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", job_id, " is not live"));
+  if (view != nullptr) *view = job->View();
+  return job->version;
 }
 
 void JobManager::OnWorkerRegistered() {
@@ -391,7 +375,7 @@ void JobManager::SetState(Job* job, v1::JobState state, const std::string& reaso
 void JobManager::Changed(Job* job) {
   job->view.set_updated_unix_ms(absl::ToUnixMillis(clock_()));
   ++job->version;
-  changed_cv_.SignalAll();
+  changes_.fetch_add(1, std::memory_order_release);
 }
 
 absl::Status JobManager::Recover() {

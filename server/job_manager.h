@@ -14,6 +14,7 @@
 #ifndef TUNEFLEET_SERVER_JOB_MANAGER_H_
 #define TUNEFLEET_SERVER_JOB_MANAGER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -77,6 +78,12 @@ struct JobManagerOptions {
   // ResourceExhausted. Default 2 (a worker measures one lease per device at
   // a time; the second covers a report still on its way).
   int max_leases_per_device = 2;
+  // While another principal could measure them, one principal holds at
+  // most this share of a target's open configs (neither measured nor given
+  // up; at least one), however many devices it registers: a certificate
+  // that leases and never reports holds no more until its leases are taken
+  // back. 1 turns the bound off. Default 0.5.
+  double max_lease_share = 0.5;
   // Most configs of one target proposed ahead for compile-only workers and
   // not yet leased (TargetTrials::ProposeAhead). Default 32.
   int compile_ahead = 32;
@@ -168,11 +175,13 @@ class JobManager final : public LeaseSource {
   // The jobs `query` selects, newest first, as last stored; a live job's
   // counts are current.
   absl::StatusOr<std::vector<v1::Job>> List(const JobQuery& query);
-  // Returns the job once its version differs from `*version` (at once for
-  // *version < 0, or for a job no longer in memory) or when `timeout`
-  // passes; updates `*version`.
-  absl::StatusOr<v1::Job> WaitForChange(const std::string& job_id, int64_t* version,
-                                        absl::Duration timeout);
+  // For watchers (JobWatches). A count of the changes to live jobs: a view
+  // changed, or a job left memory (finished). Never blocks.
+  int64_t changes() const { return changes_.load(std::memory_order_acquire); }
+  // The live job's version (it grows with every change of its view), and its
+  // view in `*view` unless null. NotFound when the job is not in memory:
+  // finished, not yet resumed, or unknown (Get says which).
+  absl::StatusOr<int64_t> LiveVersion(const std::string& job_id, v1::Job* view = nullptr);
 
   // Binds waiting jobs to the device models now live.
   void OnWorkerRegistered();
@@ -355,6 +364,12 @@ class JobManager final : public LeaseSource {
   // (TargetTrials::Take, Release).
   Holder HolderOf(const Target& target, const std::string& principal) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // How many of target `t`'s search configs `principal` may take now, `max`
+  // at most: less where taking `max` would put it over max_lease_share of
+  // the target's open configs while another principal takes part
+  // (AnyActivePrincipal, asked only then).
+  int ShareAllows(const Job& job, int t, const std::string& principal, int max) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void MaybeFinish(Job* job, Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RepairStranded(Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gives up the targets no live worker could take for orphan_timeout.
@@ -402,7 +417,7 @@ class JobManager final : public LeaseSource {
   std::function<void()> work_listener_;
 
   absl::Mutex mu_;
-  absl::CondVar changed_cv_;  // some job changed
+  std::atomic<int64_t> changes_{0};  // see changes()
   // Live jobs by submission sequence (leases go to the oldest first).
   std::map<int64_t, std::unique_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, int64_t> sequence_of_ ABSL_GUARDED_BY(mu_);

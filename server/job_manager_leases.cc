@@ -204,8 +204,11 @@ std::optional<LeaseGrant> JobManager::LeaseFrom(Job* job, int t, Lease lease, in
       target.trials->TakeRechecks(max, granted.principal, lease_id, epoch, &referee);
   const bool spot = !ordinals.empty();
   if (!spot) {
-    ordinals = target.trials->Take(max, lease_id, epoch, &finalists,
-                                   HolderOf(target, granted.principal));
+    const int allowed = ShareAllows(*job, t, granted.principal, max);
+    if (allowed > 0) {
+      ordinals = target.trials->Take(allowed, lease_id, epoch, &finalists,
+                                     HolderOf(target, granted.principal));
+    }
   }
   if (ordinals.empty()) {
     leases_.Remove(lease_id);
@@ -527,6 +530,19 @@ bool JobManager::AnyActivePrincipal(const Target& target,
         return asked != asked_.end() && asked->second >= since &&
                !quarantine_->Contains(principal);
       });
+}
+
+int JobManager::ShareAllows(const Job& job, int t, const std::string& principal,
+                            int max) const {
+  const Target& target = job.targets[t];
+  // Only the search: the finalists round is one lease, whatever its size.
+  if (options_.max_lease_share >= 1 || target.trials->queued() == 0) return max;
+  const int64_t open = std::max<int64_t>(target.trials->total() - target.trials->done(), 0);
+  const int64_t share = std::max<int64_t>(
+      1, static_cast<int64_t>(std::ceil(options_.max_lease_share * static_cast<double>(open))));
+  const int64_t held = leases_.HeldBy(job.view.id(), t, principal);
+  if (held + max <= share || !AnyActivePrincipal(target, {principal})) return max;
+  return static_cast<int>(std::clamp<int64_t>(share - held, 0, max));
 }
 
 Holder JobManager::HolderOf(const Target& target, const std::string& principal) const {

@@ -19,6 +19,7 @@ const Lease& LeaseBook::Grant(Lease lease) {
   lease.epoch = next_epoch_++;
   by_worker_[lease.worker_id].insert(lease.id);
   by_job_[lease.job_id].insert(lease.id);
+  by_job_principal_[{lease.job_id, lease.principal}].insert(lease.id);
   by_expiry_.emplace(lease.expires, lease.id);
   auto [it, inserted] = leases_.emplace(lease.id, std::move(lease));
   return it->second;
@@ -59,6 +60,9 @@ void LeaseBook::Unindex(const Lease& lease) {
   auto job = by_job_.find(lease.job_id);
   job->second.erase(lease.id);
   if (job->second.empty()) by_job_.erase(job);
+  auto mine = by_job_principal_.find({lease.job_id, lease.principal});
+  mine->second.erase(lease.id);
+  if (mine->second.empty()) by_job_principal_.erase(mine);
 }
 
 Lease LeaseBook::Remove(const std::string& id) {
@@ -129,6 +133,18 @@ int LeaseBook::CountOnDevice(const std::string& worker_id,
   int count = 0;
   for (const Lease* lease : OfWorker(worker_id)) count += lease->device_id == device_id;
   return count;
+}
+
+int64_t LeaseBook::HeldBy(const std::string& job_id, int target,
+                          const std::string& principal) const {
+  auto it = by_job_principal_.find({job_id, principal});
+  if (it == by_job_principal_.end()) return 0;
+  int64_t held = 0;
+  for (const std::string& id : it->second) {
+    const Lease& lease = leases_.at(id);
+    if (lease.target == target) held += static_cast<int64_t>(lease.ordinals.size());
+  }
+  return held;
 }
 
 }  // namespace tunefleet::server

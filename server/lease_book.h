@@ -48,7 +48,8 @@ struct Lease {
 };
 
 // Thread-safety: not thread-safe; owned and locked by the JobManager.
-// Costs: Grant, Find, Remove are O(log n); RenewWorker is O(k log n) for a
+// Costs: Grant, Find, Remove are O(log n); HeldBy O(k) for the k leases
+// one principal holds of one job; RenewWorker is O(k log n) for a
 // worker holding k leases, whatever the number n of leases in the book;
 // TakeExpired is O(e log n) for e expired leases.
 class LeaseBook {
@@ -93,6 +94,9 @@ class LeaseBook {
   std::vector<std::string> IdsOfPrincipal(const std::string& principal) const;
   // How many of them run on `device_id`.
   int CountOnDevice(const std::string& worker_id, const std::string& device_id) const;
+  // The configs of target `target` of `job_id` that `principal`'s leases
+  // hold now, of every kind (O(k) for its k leases of the job).
+  int64_t HeldBy(const std::string& job_id, int target, const std::string& principal) const;
   size_t size() const { return leases_.size(); }
 
  private:
@@ -103,6 +107,9 @@ class LeaseBook {
   absl::flat_hash_map<std::string, Lease> leases_;
   absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> by_worker_;
   absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> by_job_;
+  // (job id, principal) -> lease ids.
+  absl::flat_hash_map<std::pair<std::string, std::string>, absl::flat_hash_set<std::string>>
+      by_job_principal_;
   std::set<std::pair<absl::Time, std::string>> by_expiry_;
 };
 

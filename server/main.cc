@@ -66,6 +66,7 @@ struct Flags {
   int max_active_jobs = 100;
   int64_t max_trials_per_day = 5'000'000;
   int max_leases_per_device = 2;
+  double max_lease_share = 0.5;
   std::string log_level = "info";
   std::string log_format = "text";
   std::string verify_best = "auto";
@@ -110,6 +111,11 @@ void AddVerifyFlags(CLI::App& app, Flags& flags) {
                  "most leases one worker device holds at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  app.add_option("--max-lease-share", flags.max_lease_share,
+                 "while another principal takes part, one principal holds at most this share "
+                 "of a job target's open configs (1: no bound)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 1.0));
   app.add_option("--verify-best", flags.verify_best,
                  "re-measure a new best on another worker before serving it: auto (serve "
                  "unverified when no verifier is alive or none came within --verify-wait-ms), "
@@ -213,8 +219,8 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "was granted, however it reports")
       ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-watches-per-principal", flags.max_watches_per_principal,
-                 "WatchJob streams one principal may hold open at once (each holds a "
-                 "server thread)")
+                 "WatchJob streams one principal may hold open at once (each holds "
+                 "memory, not a thread)")
       ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-watches", flags.max_watches, "WatchJob streams open at once in all")
       ->check(CLI::PositiveNumber)->capture_default_str();
@@ -352,6 +358,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.jobs.history.rows = static_cast<size_t>(flags.history_rows);
   options.jobs.history.max_distance = std::log(flags.history_max_factor);
   options.jobs.max_leases_per_device = flags.max_leases_per_device;
+  options.jobs.max_lease_share = flags.max_lease_share;
   options.jobs.verify = VerifyOptionsFromFlags(flags);
   options.jobs.spot.rate = flags.spot_check_rate;
   options.jobs.audit_build_rate = flags.audit_build_rate;

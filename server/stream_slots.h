@@ -1,7 +1,7 @@
 // StreamSlots: bounds the server streams open at once, per principal and in
-// all. A WatchJob stream holds a thread of the sync server for its whole
-// life, so without a bound one read token could tie up every thread (and
-// its stack) of the coordinator.
+// all. A WatchJob stream holds no thread (JobWatches) but holds memory for
+// its whole life, so without a bound one read token could fill the
+// coordinator's memory, or keep every other principal's watch out.
 #ifndef TUNEFLEET_SERVER_STREAM_SLOTS_H_
 #define TUNEFLEET_SERVER_STREAM_SLOTS_H_
 

@@ -26,7 +26,7 @@ grpc::Status TokenServiceImpl::CreateToken(grpc::ServerContext* context,
   if (!role.ok()) return ToGrpcStatus(role.status());
   absl::StatusOr<TokenBook::Issued> issued = tokens_->Create(request->name(), *role);
   if (!issued.ok()) return ToGrpcStatus(issued.status());
-  spdlog::info("{} created token {} for {} (role {})", CallerOf(*context).principal,
+  spdlog::info("{} created token {} for {} (role {})", callers_->Of(*context).principal,
                issued->record.id, issued->record.name, issued->record.role);
   *response->mutable_info() = ToProto(issued->record);
   response->set_token(std::move(issued->token));
@@ -44,7 +44,7 @@ grpc::Status TokenServiceImpl::RevokeToken(grpc::ServerContext* context,
                                            v1::RevokeTokenResponse* response) {
   absl::StatusOr<TokenRecord> revoked = tokens_->Revoke(request->id());
   if (!revoked.ok()) return ToGrpcStatus(revoked.status());
-  spdlog::info("{} revoked token {} of {}", CallerOf(*context).principal, revoked->id,
+  spdlog::info("{} revoked token {} of {}", callers_->Of(*context).principal, revoked->id,
                revoked->name);
   *response->mutable_info() = ToProto(*revoked);
   return grpc::Status::OK;

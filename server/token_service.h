@@ -3,6 +3,7 @@
 #ifndef TUNEFLEET_SERVER_TOKEN_SERVICE_H_
 #define TUNEFLEET_SERVER_TOKEN_SERVICE_H_
 
+#include "server/auth_processor.h"
 #include "server/token_book.h"
 #include "tunefleet/v1/token_service.grpc.pb.h"
 
@@ -11,8 +12,9 @@ namespace tunefleet::server {
 // Thread-safety: safe for concurrent use.
 class TokenServiceImpl final : public v1::TokenService::Service {
  public:
-  // `tokens` must outlive the service.
-  explicit TokenServiceImpl(TokenBook* tokens) : tokens_(tokens) {}
+  // `tokens` and `callers` must outlive the service.
+  TokenServiceImpl(TokenBook* tokens, const Callers* callers)
+      : tokens_(tokens), callers_(callers) {}
 
   grpc::Status CreateToken(grpc::ServerContext* context, const v1::CreateTokenRequest* request,
                            v1::CreateTokenResponse* response) override;
@@ -23,6 +25,7 @@ class TokenServiceImpl final : public v1::TokenService::Service {
 
  private:
   TokenBook* const tokens_;
+  const Callers* const callers_;
 };
 
 }  // namespace tunefleet::server

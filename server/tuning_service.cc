@@ -73,7 +73,8 @@ void ToProto(BestConfigAnswer answer, v1::GetBestConfigResponse* response) {
 TuningServiceImpl::TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                                      const BestConfigIndex* best_configs, JobHistory* history,
                                      BestTransfer* transfer, ProfileManager* profiles,
-                                     const FleetNames* names, StreamSlots* watches)
+                                     const FleetNames* names, JobWatches* watches,
+                                     const Callers* callers)
     : jobs_(jobs),
       sweeps_(jobs),
       workers_(workers),
@@ -82,7 +83,8 @@ TuningServiceImpl::TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
       transfer_(transfer),
       profiles_(profiles),
       names_(names),
-      watches_(watches) {}
+      watches_(watches),
+      callers_(callers) {}
 
 grpc::Status TuningServiceImpl::SubmitJob(grpc::ServerContext* context,
                                           const v1::SubmitJobRequest* request,
@@ -90,7 +92,7 @@ grpc::Status TuningServiceImpl::SubmitJob(grpc::ServerContext* context,
   if (!request->has_spec()) return MissingField("spec");
   v1::JobSpec spec = request->spec();
   spec.clear_sweep_id();  // the coordinator's to set (SubmitSweep)
-  absl::StatusOr<v1::Job> job = jobs_->Submit(spec, CallerOf(*context).principal);
+  absl::StatusOr<v1::Job> job = jobs_->Submit(spec, callers_->Of(*context).principal);
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response->mutable_job() = *std::move(job);
   return grpc::Status::OK;
@@ -103,7 +105,7 @@ grpc::Status TuningServiceImpl::SubmitSweep(grpc::ServerContext* context,
   v1::JobSpec spec = request->spec();
   spec.clear_sweep_id();
   absl::StatusOr<SweepGrant> sweep = sweeps_.Submit(
-      spec, {request->shapes().begin(), request->shapes().end()}, CallerOf(*context).principal);
+      spec, {request->shapes().begin(), request->shapes().end()}, callers_->Of(*context).principal);
   if (!sweep.ok()) return ToGrpcStatus(sweep.status());
   response->set_sweep_id(sweep->sweep_id);
   for (v1::Job& job : sweep->jobs) *response->add_jobs() = std::move(job);
@@ -120,26 +122,9 @@ grpc::Status TuningServiceImpl::GetJob(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::WatchJob(grpc::ServerContext* context,
-                                         const v1::WatchJobRequest* request,
-                                         grpc::ServerWriter<v1::WatchJobEvent>* writer) {
-  if (request->job_id().empty()) return MissingField("job_id");
-  absl::StatusOr<StreamSlots::Slot> slot = watches_->Acquire(CallerOf(*context).principal);
-  if (!slot.ok()) return ToGrpcStatus(slot.status());
-  int64_t version = -1;
-  int64_t sent = -2;
-  while (!context->IsCancelled()) {
-    absl::StatusOr<v1::Job> job =
-        jobs_->WaitForChange(request->job_id(), &version, absl::Milliseconds(500));
-    if (!job.ok()) return ToGrpcStatus(job.status());
-    if (version == sent) continue;
-    sent = version;
-    v1::WatchJobEvent event;
-    *event.mutable_job() = *job;
-    if (!writer->Write(event)) break;  // the client went away
-    if (IsFinal(job->state())) return grpc::Status::OK;
-  }
-  return grpc::Status(grpc::StatusCode::CANCELLED, "watch ended by the client");
+grpc::ServerWriteReactor<v1::WatchJobEvent>* TuningServiceImpl::WatchJob(
+    grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
+  return watches_->Open(*request, callers_->Of(*context).principal);
 }
 
 grpc::Status TuningServiceImpl::CancelJob(grpc::ServerContext* context,
@@ -149,7 +134,7 @@ grpc::Status TuningServiceImpl::CancelJob(grpc::ServerContext* context,
   // The owner never changes, so reading it first leaves no race.
   absl::StatusOr<v1::Job> owned = jobs_->Get(request->job_id());
   if (!owned.ok()) return ToGrpcStatus(owned.status());
-  const Caller caller = CallerOf(*context);
+  const Caller caller = callers_->Of(*context);
   if (!caller.MayActFor(owned->owner())) {
     return ToGrpcStatus(absl::PermissionDeniedError(
         absl::StrCat("job ", owned->id(), " belongs to ", owned->owner(),
@@ -167,7 +152,7 @@ grpc::Status TuningServiceImpl::ProfileJob(grpc::ServerContext* context,
   if (request->job_id().empty()) return MissingField("job_id");
   absl::StatusOr<v1::Job> owned = jobs_->Get(request->job_id());
   if (!owned.ok()) return ToGrpcStatus(owned.status());
-  if (!CallerOf(*context).MayActFor(owned->owner())) {
+  if (!callers_->Of(*context).MayActFor(owned->owner())) {
     return ToGrpcStatus(absl::PermissionDeniedError(
         absl::StrCat("job ", owned->id(), " belongs to ", owned->owner(),
                      ": profiling another principal's job needs role admin")));
@@ -240,7 +225,7 @@ grpc::Status TuningServiceImpl::ListTrials(grpc::ServerContext* context,
   bool owner_sees = true;
   if (wrong) {  // the job's owner is read only for a page that needs it
     absl::StatusOr<v1::Job> owned = jobs_->Get(request->job_id());
-    owner_sees = owned.ok() && CallerOf(*context).MayActFor(owned->owner());
+    owner_sees = owned.ok() && callers_->Of(*context).MayActFor(owned->owner());
   }
   for (v1::TrialRecord& trial : page->trials) {
     if (!owner_sees && trial.status() == v1::TRIAL_STATUS_WRONG_RESULT) {

@@ -4,6 +4,7 @@
 #ifndef TUNEFLEET_SERVER_TUNING_SERVICE_H_
 #define TUNEFLEET_SERVER_TUNING_SERVICE_H_
 
+#include "server/auth_processor.h"
 #include "server/best_config_index.h"
 #include "server/best_transfer.h"
 #include "server/fleet_names.h"
@@ -11,7 +12,7 @@
 #include "server/job_manager.h"
 #include "server/sweeps.h"
 #include "server/profile_manager.h"
-#include "server/stream_slots.h"
+#include "server/job_watches.h"
 #include "server/worker_registry.h"
 #include "tunefleet/v1/tuning_service.grpc.pb.h"
 
@@ -19,10 +20,11 @@ namespace tunefleet::server {
 
 // GetBestConfig, the call every application makes at start-up, uses gRPC's
 // callback API: it never blocks (an index lookup), so it runs on gRPC's own
-// threads without a hand-off to the sync pool. The others may wait on the
-// store and run on the sync server's threads.
-using TuningServiceBase =
-    v1::TuningService::WithCallbackMethod_GetBestConfig<v1::TuningService::Service>;
+// threads without a hand-off to the sync pool. WatchJob does too: a stream
+// holds no thread while it waits for changes (JobWatches). The others may
+// wait on the store and run on the sync server's threads.
+using TuningServiceBase = v1::TuningService::WithCallbackMethod_GetBestConfig<
+    v1::TuningService::WithCallbackMethod_WatchJob<v1::TuningService::Service>>;
 
 // Thread-safety: safe for concurrent use.
 class TuningServiceImpl final : public TuningServiceBase {
@@ -30,11 +32,11 @@ class TuningServiceImpl final : public TuningServiceBase {
   // Every pointer must outlive the service. `names` checks the kernel and
   // device model a read names (GetBestConfig, ListJobs, ExportBest): one
   // nothing knows is NOT_FOUND, listing the known names. `watches` bounds
-  // the WatchJob streams (RESOURCE_EXHAUSTED beyond).
+  // the WatchJob streams (RESOURCE_EXHAUSTED beyond) and writes them.
   TuningServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                     const BestConfigIndex* best_configs, JobHistory* history,
                     BestTransfer* transfer, ProfileManager* profiles, const FleetNames* names,
-                    StreamSlots* watches);
+                    JobWatches* watches, const Callers* callers);
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
                          v1::SubmitJobResponse* response) override;
@@ -42,8 +44,8 @@ class TuningServiceImpl final : public TuningServiceBase {
                            v1::SubmitSweepResponse* response) override;
   grpc::Status GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
                       v1::GetJobResponse* response) override;
-  grpc::Status WatchJob(grpc::ServerContext* context, const v1::WatchJobRequest* request,
-                        grpc::ServerWriter<v1::WatchJobEvent>* writer) override;
+  grpc::ServerWriteReactor<v1::WatchJobEvent>* WatchJob(
+      grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) override;
   grpc::Status CancelJob(grpc::ServerContext* context, const v1::CancelJobRequest* request,
                          v1::CancelJobResponse* response) override;
   grpc::Status ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest* request,
@@ -74,7 +76,8 @@ class TuningServiceImpl final : public TuningServiceBase {
   BestTransfer* const transfer_;
   ProfileManager* const profiles_;
   const FleetNames* const names_;
-  StreamSlots* const watches_;
+  JobWatches* const watches_;
+  const Callers* const callers_;
 };
 
 }  // namespace tunefleet::server

@@ -23,8 +23,7 @@ absl::Status MissingFieldError(const char* field) {
 // the certificate's identity, here and nowhere else.
 // A worker's principal: its certificate's identity; without authentication
 // (--insecure), the host it names, which nothing vouches for.
-std::string PrincipalOf(grpc::ServerContext* context, const v1::RegisterWorkerRequest& request) {
-  const Caller caller = CallerOf(*context);
+std::string PrincipalOf(const Caller& caller, const v1::RegisterWorkerRequest& request) {
   if (caller.authenticated) return caller.principal;
   return request.host().empty() ? std::string("host:unnamed") : "host:" + request.host();
 }
@@ -58,7 +57,7 @@ WorkerServiceImpl::WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                                      LongPolls* long_polls, SourceBlobs* blobs,
                                      CallPool* reports, absl::Duration heartbeat_interval,
                                      absl::Duration lease_ttl, std::vector<LeaseSource*> sources,
-                                     SharedArtifacts* artifacts)
+                                     SharedArtifacts* artifacts, const Callers* callers)
     : jobs_(jobs),
       sources_(std::move(sources)),
       workers_(workers),
@@ -67,7 +66,8 @@ WorkerServiceImpl::WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers,
       artifacts_(artifacts),
       reports_(reports),
       heartbeat_interval_(heartbeat_interval),
-      lease_ttl_(lease_ttl) {}
+      lease_ttl_(lease_ttl),
+      callers_(callers) {}
 
 grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
                                                const v1::RegisterWorkerRequest* request,
@@ -86,7 +86,7 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
   }
   WorkerRegistration registration{request->host(),
                                   {request->devices().begin(), request->devices().end()},
-                                  request->toolkit(), PrincipalOf(context, *request),
+                                  request->toolkit(), PrincipalOf(callers_->Of(*context), *request),
                                   request->compile_target()};
   absl::StatusOr<std::string> id = workers_->Register(registration);
   if (!id.ok()) return ToGrpcStatus(id.status());
@@ -102,7 +102,7 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
 
 absl::Status WorkerServiceImpl::CheckActsFor(const grpc::ServerContextBase& context,
                                              const std::string& worker_id) {
-  const Caller caller = CallerOf(context);
+  const Caller caller = callers_->Of(context);
   if (!caller.authenticated) return absl::OkStatus();
   absl::StatusOr<std::string> principal = workers_->PrincipalOf(worker_id);
   if (!principal.ok() || *principal == caller.principal) return absl::OkStatus();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "server/auth_processor.h"
 #include "server/call_pool.h"
 #include "server/job_manager.h"
 #include "server/lease.h"
@@ -43,7 +44,7 @@ class WorkerServiceImpl final : public WorkerServiceBase {
   WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers, LongPolls* long_polls,
                     SourceBlobs* blobs, CallPool* reports, absl::Duration heartbeat_interval,
                     absl::Duration lease_ttl, std::vector<LeaseSource*> sources,
-                    SharedArtifacts* artifacts);
+                    SharedArtifacts* artifacts, const Callers* callers);
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
                               const v1::RegisterWorkerRequest* request,
@@ -91,6 +92,7 @@ class WorkerServiceImpl final : public WorkerServiceBase {
   CallPool* const reports_;
   const absl::Duration heartbeat_interval_;
   const absl::Duration lease_ttl_;
+  const Callers* const callers_;
 };
 
 }  // namespace tunefleet::server

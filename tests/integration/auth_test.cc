@@ -2,8 +2,12 @@
 // with a development CA, worker processes with certificates, tunectl and the
 // client library with bearer tokens, and raw WorkerService calls made the
 // way a rogue program would.
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -12,12 +16,14 @@
 #include "absl/time/clock.h"
 #include "bench/local_fleet.h"
 #include "common/grpc_security.h"
+#include "common/file_util.h"
 #include "common/grpc_status.h"
 #include "common/tuning_key.h"
 #include "gtest/gtest.h"
 #include "tests/support/fleet_client.h"
 #include "tests/support/test_support.h"
 #include "tunefleet/client.h"
+#include "tunefleet/v1/tuning_service.grpc.pb.h"
 #include "tunefleet/v1/worker_service.grpc.pb.h"
 
 namespace tunefleet::testing {
@@ -151,6 +157,60 @@ TEST_F(AuthTest, OnlyTheOwnerOrAnAdminCancelsAJob) {
   absl::StatusOr<Job> own_cancelled = alice->CancelJob(own->id);
   ASSERT_OK(own_cancelled);
   EXPECT_EQ(own_cancelled->state, JobState::kCancelled);
+}
+
+// One connection carrying calls of two tokens, at once: each call is its own
+// token's caller. (gRPC gives every call of a connection the same
+// AuthContext; a caller recorded there would be the first token's for all.)
+TEST_F(AuthTest, CallsOfTwoTokensOnOneConnectionAreEachTheirOwnCaller) {
+  std::unique_ptr<Client> alice = Connect(NewToken("alice", "submit"));
+  const std::string alice_token = NewToken("alice2", "submit");
+  const std::string bob_token = NewToken("bob", "submit");
+  absl::StatusOr<Job> job = alice->Submit(Matmul());  // no worker: it waits
+  ASSERT_OK(job);
+  absl::StatusOr<std::string> ca = ReadFile(fleet_->ca_file());
+  ASSERT_OK(ca);
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(
+      fleet_->address(), grpc::SslCredentials({.pem_root_certs = *ca,
+                                               .pem_private_key = "",
+                                               .pem_cert_chain = ""}));
+  auto tuning = v1::TuningService::NewStub(channel);
+  auto context_as = [](const std::string& token) {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_credentials(grpc::AccessTokenCredentials(token));
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    return context;
+  };
+  // The admin's call comes first on the connection.
+  v1::ListJobsResponse listed;
+  ASSERT_TRUE(tuning->ListJobs(context_as(admin_token_).get(), {}, &listed).ok());
+  // Many calls of both tokens at once, on the one connection.
+  std::vector<std::thread> threads;
+  std::atomic<int> failed{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        v1::GetJobRequest get;
+        get.set_job_id(job->id);
+        v1::GetJobResponse got;
+        const std::string& token = (t + i) % 2 ? bob_token : alice_token;
+        if (!tuning->GetJob(context_as(token).get(), get, &got).ok()) ++failed;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failed.load(), 0);
+  // Bob is not the admin whose call came first, nor alice.
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(job->id);
+  v1::CancelJobResponse cancelled;
+  grpc::Status bobs = tuning->CancelJob(context_as(bob_token).get(), cancel, &cancelled);
+  EXPECT_EQ(bobs.error_code(), grpc::StatusCode::PERMISSION_DENIED) << bobs.error_message();
+  absl::StatusOr<Job> still = admin_->GetJob(job->id);
+  ASSERT_OK(still);
+  EXPECT_FALSE(IsFinal(still->state));
+  ASSERT_TRUE(tuning->CancelJob(context_as(admin_token_).get(), cancel, &cancelled).ok());
+  EXPECT_EQ(cancelled.job().state(), v1::JOB_STATE_CANCELLED);
 }
 
 TEST_F(AuthTest, APrincipalOverItsActiveJobQuotaIsResourceExhausted) {
