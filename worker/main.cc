@@ -7,7 +7,7 @@
 //                    [--backend cpu|cuda|python] [--python PATH]
 //                    [--python-package DIR]
 //                    [--sandbox bwrap|none] [--sandbox-ro PATH]...
-//                    [--sandbox-memory-mb MB]
+//                    [--sandbox-memory-mb MB] [--sandbox-cgroup-memory-mb MB]
 //   tunefleet-worker --preflight [--backend ...]   checks, then exits
 //
 // Child mode (started by the daemon itself, one per device):
@@ -104,6 +104,13 @@ int main(int argc, char** argv) {
                  "MiB (0 = half of this host's memory, at least 4096; GPU children are not "
                  "limited: their runtimes reserve far more than they use)")
       ->capture_default_str();
+  app.add_option("--sandbox-cgroup-memory-mb", flags.sandbox_cgroup_memory_mb,
+                 "the memory all sandboxed processes together may use, GPU children included, "
+                 "in MiB: a memory cgroup, where the host lets the worker make one (cgroup v2 "
+                 "delegated to it, or a writable v1 hierarchy); 0 = three quarters of this "
+                 "host's memory, -1 = no cgroup")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
   app.add_option("--prepare-deadline", flags.prepare_deadline,
                  "seconds a job's input generation and reference run may take; a job that "
                  "overruns it is not prepared again by this worker")

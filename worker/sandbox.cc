@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "spdlog/spdlog.h"
 
 namespace tunefleet::worker {
 namespace {
@@ -165,12 +166,40 @@ absl::StatusOr<Sandbox> Sandbox::Create(SandboxOptions options) {
       .file_size_bytes = Capped(RLIMIT_FSIZE, wanted.file_size_bytes)};
   ASSIGN_OR_RETURN(CommandResult probe,
                    RunCommand(sandbox.Wrap({}, {"/usr/bin/true"}), absl::Seconds(30)));
+  if (probe.exit.success() && options.memory_bytes >= 0) sandbox.JoinMemoryCgroup(options);
   if (!probe.exit.success()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "sandbox: ", sandbox.bwrap_, " cannot create its namespaces here (", probe.exit.ToString(),
         ": ", probe.output, "); ", fix));
   }
   return sandbox;
+}
+
+void Sandbox::JoinMemoryCgroup(const SandboxOptions& options) {
+  const uint64_t limit = options.memory_bytes > 0 ? static_cast<uint64_t>(options.memory_bytes)
+                                                  : DefaultSandboxMemoryBytes();
+  absl::StatusOr<std::string> shell = FindProgram("sh");
+  absl::StatusOr<std::unique_ptr<MemoryCgroup>> cgroup =
+      shell.ok() ? MemoryCgroup::Create(limit) : shell.status();
+  if (!cgroup.ok()) {
+    spdlog::warn("sandbox: no memory cgroup ({}); job code is bounded by its rlimits only",
+                 std::string(cgroup.status().message()));
+    return;
+  }
+  shell_ = *shell;
+  memory_ = *std::move(cgroup);
+  // The join itself, once: a host that lets the worker make the cgroup but
+  // not move processes into it gets no cgroup rather than failing trials.
+  absl::StatusOr<CommandResult> joined = RunCommand(Wrap({}, {"/usr/bin/true"}), absl::Seconds(30));
+  if (!joined.ok() || !joined->exit.success()) {
+    spdlog::warn("sandbox: cannot join the memory cgroup {} ({}); job code is bounded by its "
+                 "rlimits only",
+                 memory_->dir(), joined.ok() ? joined->output : joined.status().ToString());
+    memory_.reset();
+    return;
+  }
+  spdlog::info("sandbox: job code shares the memory cgroup {} (v{}), {} MiB at most",
+               memory_->dir(), memory_->version(), memory_->limit_bytes() >> 20);
 }
 
 ExitInfo Sandbox::CommandExit(ExitInfo bwrap_exit) const {
@@ -210,7 +239,12 @@ std::vector<std::string> Sandbox::Wrap(const SandboxPolicy& policy,
   MergePolicy(extra, &full);
   // prlimit sets the limits and execs env, which execs bwrap with nothing in
   // its environment: one process, whose exit status is bwrap's.
-  std::vector<std::string> argv = {prlimit_};
+  std::vector<std::string> argv;
+  if (memory_ != nullptr) {
+    // The shell joins the cgroup and execs prlimit: one process still.
+    argv = {shell_, "-c", "echo $$ > \"$0\" && exec \"$@\"", memory_->procs_file()};
+  }
+  argv.push_back(prlimit_);
   Append(LimitFlags(full), &argv);
   argv.insert(argv.end(), {"--", env_, "-i", "--"});
   Append(BwrapArgv(bwrap_, full, command), &argv);

@@ -19,6 +19,10 @@
 //   - resource limits (SandboxLimits, set with prlimit before bwrap starts and
 //     inherited by everything inside): processes, open files, file size, and
 //     address space for processes that start no GPU runtime;
+//   - where the host lets the worker make one, a memory cgroup that every
+//     sandboxed process joins before it execs (MemoryCgroup): job code
+//     together uses at most its limit of the host's memory, GPU runtimes
+//     included, and the OOM killer picks inside it, never the daemon;
 //   - killed when the thread that started it ends (--die-with-parent), and
 //     with its whole PID namespace when bwrap is killed.
 // When the worker runs as root, uid 65534 inside maps to root outside: the
@@ -31,12 +35,14 @@
 #define TUNEFLEET_WORKER_SANDBOX_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/subprocess.h"
+#include "worker/memory_cgroup.h"
 
 namespace tunefleet::worker {
 
@@ -121,6 +127,11 @@ struct SandboxOptions {
   std::vector<std::string> extra_read_only;
   // Default: SandboxLimits' defaults.
   SandboxLimits limits;
+  // What every sandboxed process together may use of the host's memory
+  // (MemoryCgroup), where the host lets the worker make a cgroup; without
+  // one the worker says why at start and runs on. Default 0:
+  // DefaultSandboxMemoryBytes(); negative: no cgroup.
+  int64_t memory_bytes = 0;
 };
 
 // How the worker starts job code. Copyable; a default Sandbox runs commands
@@ -146,8 +157,11 @@ class Sandbox {
   // 128 + N when its command was killed by signal N. Unchanged when
   // disabled (a command exiting with 128 + N itself reads as killed by N).
   ExitInfo CommandExit(ExitInfo bwrap_exit) const;
-  // The argv that runs `command` under `policy`: prlimit, then `env -i`,
-  // then bwrap; `command` when disabled. Read-only paths already inside the
+  // The memory cgroup sandboxed processes join; null without one.
+  const MemoryCgroup* memory_cgroup() const { return memory_.get(); }
+  // The argv that runs `command` under `policy`: /bin/sh joining the memory
+  // cgroup (when there is one), prlimit, then `env -i`, then bwrap;
+  // `command` when disabled. Read-only paths already inside the
   // system view are left out.
   std::vector<std::string> Wrap(const SandboxPolicy& policy,
                                 const std::vector<std::string>& command) const;
@@ -156,6 +170,9 @@ class Sandbox {
   // True when `path` lies in a read-only directory of the system view.
   bool InSystem(const std::string& path) const;
 
+  // Makes the memory cgroup of `options` and checks that a sandboxed
+  // process joins it; without, logs why and leaves memory_ null.
+  void JoinMemoryCgroup(const SandboxOptions& options);
   // The prlimit options for `policy`.
   std::vector<std::string> LimitFlags(const SandboxPolicy& policy) const;
 
@@ -165,6 +182,9 @@ class Sandbox {
   std::string env_;
   SandboxPolicy system_;  // HostSystemPolicy() + extra_read_only
   SandboxLimits limits_;  // capped at the worker's hard limits
+  std::string shell_;     // /bin/sh, which joins memory_ and execs prlimit
+  // Shared by the copies; removed with the last.
+  std::shared_ptr<const MemoryCgroup> memory_;
 };
 
 }  // namespace tunefleet::worker

@@ -111,6 +111,9 @@ absl::StatusOr<Sandbox> MakeSandbox(const WorkerHostOptions& options) {
   SandboxOptions sandbox;
   sandbox.extra_read_only = options.sandbox_read_only;
   sandbox.limits.address_space_bytes = options.sandbox_memory_mb << 20;
+  sandbox.memory_bytes = options.sandbox_cgroup_memory_mb < 0
+                             ? -1
+                             : options.sandbox_cgroup_memory_mb * (int64_t{1} << 20);
   if (options.sandbox == "none") {
     spdlog::warn("*** --sandbox=none: kernels submitted by clients are compiled and run "
                  "WITHOUT a sandbox, with this worker's user, files and network. Use it only "
@@ -264,6 +267,13 @@ int RunPreflight(const WorkerHostOptions& options, std::ostream& out) {
   report("sandbox", sandbox.ok() ? TrySandbox(*sandbox) : sandbox.status(),
          sandbox.ok() && sandbox->enabled() ? "bwrap" : "none");
   if (!sandbox.ok()) return 1;
+  if (const MemoryCgroup* memory = sandbox->memory_cgroup(); memory != nullptr) {
+    out << "sandbox memory: " << (memory->limit_bytes() >> 20) << " MiB for all job code, cgroup "
+        << memory->dir() << " (v" << memory->version() << ")" << std::endl;
+  } else if (sandbox->enabled()) {
+    out << "sandbox memory: no cgroup (the log says why): job code is bounded by its rlimits "
+           "only" << std::endl;
+  }
   if (options.backend == v1::BACKEND_PYTHON) {
     absl::StatusOr<const python::PythonInfo*> info = ConfigurePython(options);
     report("python", info.ok() ? absl::OkStatus() : info.status(),

@@ -48,6 +48,8 @@ struct WorkerHostOptions {
   std::string sandbox = "bwrap";  // or "none"
   std::vector<std::string> sandbox_read_only;
   uint64_t sandbox_memory_mb = 0;  // 0 = DefaultAddressSpaceBytes()
+  // The memory cgroup of all job code: 0 = DefaultSandboxMemoryBytes(), -1 = none.
+  int64_t sandbox_cgroup_memory_mb = 0;
   int max_trials = 0;              // per lease; 0 = the coordinator's
   int lookahead_trials = -1;       // per device; 0 = off, -1 = DefaultLookaheadTrials
   std::string stats_dir;           // where worker-<pid>.stats is kept up to date

@@ -139,6 +139,43 @@ TEST_F(SandboxProcessTest, RunsUnderItsResourceLimits) {
   EXPECT_THAT(unlimited.output, HasSubstr("unlimited unlimited"));
 }
 
+// Where the host lets the worker make a memory cgroup (cgroup v2 delegated
+// to it, or a writable v1 hierarchy), job code uses at most its limit, GPU
+// runtimes' processes (no address-space rlimit) too: a buffer over it is
+// killed by the OOM killer inside the cgroup, one within it runs, and the
+// cgroup goes with the last copy of the sandbox.
+TEST(SandboxMemoryTest, JobCodeOverTheCgroupsLimitIsKilledAndWithinItRuns) {
+  SandboxOptions options;
+  options.mode = SandboxMode::kBwrap;
+  options.memory_bytes = int64_t{64} << 20;
+  absl::StatusOr<Sandbox> sandbox = Sandbox::Create(options);
+  ASSERT_OK(sandbox);
+  if (sandbox->memory_cgroup() == nullptr) {
+    GTEST_SKIP() << "this host lets the worker make no memory cgroup (see the log line)";
+  }
+  const std::string dir = sandbox->memory_cgroup()->dir();
+  EXPECT_TRUE(std::filesystem::exists(dir + "/cgroup.procs"));
+  SandboxPolicy gpu;
+  gpu.unlimited_address_space = true;  // only the cgroup bounds it
+  auto run = [&](const std::string& script) {
+    absl::StatusOr<CommandResult> result =
+        RunCommand(sandbox->Wrap(gpu, {"/bin/sh", "-c", script}), absl::Seconds(60));
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? *result : CommandResult();
+  };
+  CommandResult within = run("dd if=/dev/zero of=/dev/null bs=16M count=4 2>&1");
+  EXPECT_TRUE(within.exit.success()) << within.output;
+  const int64_t kills_before = sandbox->memory_cgroup()->oom_kills();
+  CommandResult over = run("exec dd if=/dev/zero of=/dev/null bs=256M count=1");
+  const ExitInfo exit = sandbox->CommandExit(over.exit);
+  EXPECT_TRUE(exit.signaled && exit.signal == SIGKILL) << exit.ToString() << ": " << over.output;
+  EXPECT_GT(sandbox->memory_cgroup()->oom_kills(), kills_before);
+  // The worker, outside, runs on; the next process inside too.
+  EXPECT_TRUE(run("true").exit.success());
+  *sandbox = Sandbox();
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
 TEST_F(SandboxProcessTest, ReportsASignalDeathAsTheSignal) {
   CommandResult killed = Shell("kill -SEGV $$");
   EXPECT_EQ(killed.exit.code, 128 + SIGSEGV);

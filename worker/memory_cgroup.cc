@@ -1,0 +1,242 @@
+#include "worker/memory_cgroup.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace tunefleet::worker {
+namespace {
+
+constexpr char kPrefix[] = "tunefleet-sandbox-";
+constexpr char kWorkerLeaf[] = "tunefleet-worker";
+
+struct Mount {
+  std::string root;   // the hierarchy's path mounted there
+  std::string point;  // where it is mounted
+};
+
+// The cgroup file system of the given kind in `mountinfo`: v2 ("cgroup2"),
+// or the v1 hierarchy with the memory controller.
+std::optional<Mount> FindMount(absl::string_view mountinfo, bool v2) {
+  for (absl::string_view line : absl::StrSplit(mountinfo, '\n', absl::SkipEmpty())) {
+    const size_t dash = line.find(" - ");
+    if (dash == absl::string_view::npos) continue;
+    const std::vector<absl::string_view> left = absl::StrSplit(line.substr(0, dash), ' ');
+    const std::vector<absl::string_view> right = absl::StrSplit(line.substr(dash + 3), ' ');
+    if (left.size() < 5 || right.size() < 3) continue;
+    if (right[0] != (v2 ? "cgroup2" : "cgroup")) continue;
+    if (!v2) {
+      const std::vector<absl::string_view> options = absl::StrSplit(right[2], ',');
+      if (std::find(options.begin(), options.end(), "memory") == options.end()) continue;
+    }
+    return Mount{std::string(left[3]), std::string(left[4])};
+  }
+  return std::nullopt;
+}
+
+// The directory of cgroup `path` (as /proc/self/cgroup names it) under
+// `mount`.
+std::string DirOf(const Mount& mount, const std::string& path) {
+  std::string relative = path;
+  if (mount.root != "/" && absl::StartsWith(relative, mount.root)) {
+    relative = relative.substr(mount.root.size());
+  }
+  if (relative == "/") relative.clear();
+  return mount.point + relative;
+}
+
+// Writes `text` to the control file `path` (one write, as the kernel wants).
+absl::Status WriteControl(const std::string& path, const std::string& text) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot open ", path, ": ",
+                                                      std::strerror(errno)));
+  }
+  const ssize_t written = write(fd, text.data(), text.size());
+  const int error = errno;
+  close(fd);
+  if (written != static_cast<ssize_t>(text.size())) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot write '", text, "' to ", path, ": ",
+                                                      std::strerror(error)));
+  }
+  return absl::OkStatus();
+}
+
+bool HasToken(const std::string& text, absl::string_view token) {
+  for (absl::string_view word : absl::StrSplit(text, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
+    if (word == token) return true;
+  }
+  return false;
+}
+
+absl::Status MakeDir(const std::string& dir) {
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot make ", dir, ": ",
+                                                      std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// Removes the sandbox cgroups under `base` of worker processes that are
+// gone (an empty cgroup is removed with rmdir).
+void RemoveStale(const std::string& base) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(base, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!absl::StartsWith(name, kPrefix)) continue;
+    const std::vector<std::string> parts = absl::StrSplit(name.substr(strlen(kPrefix)), '-');
+    int pid = 0;
+    if (parts.empty() || !absl::SimpleAtoi(parts[0], &pid) || pid == getpid()) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (rmdir(entry.path().c_str()) == 0) spdlog::info("removed the stale cgroup {}", name);
+  }
+}
+
+std::string NextName() {
+  static std::atomic<int> made{0};
+  return absl::StrCat(kPrefix, getpid(), "-", made.fetch_add(1));
+}
+
+// cgroup v2 under `base`, the worker's own cgroup.
+absl::StatusOr<std::string> MakeV2(const std::string& base, uint64_t limit_bytes) {
+  ASSIGN_OR_RETURN(std::string controllers, ReadFile(base + "/cgroup.controllers"));
+  if (!HasToken(controllers, "memory")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cgroup v2: the memory controller is not delegated to ", base,
+        " (systemd: Delegate=yes in the worker's unit)"));
+  }
+  ASSIGN_OR_RETURN(std::string subtree, ReadFile(base + "/cgroup.subtree_control"));
+  if (!HasToken(subtree, "memory")) {
+    // A cgroup with processes may not enable controllers for its children:
+    // the worker moves into a leaf of its own first.
+    ASSIGN_OR_RETURN(std::string procs, ReadFile(base + "/cgroup.procs"));
+    if (!procs.empty()) {
+      const std::string leaf = absl::StrCat(base, "/", kWorkerLeaf);
+      RETURN_IF_ERROR(MakeDir(leaf));
+      RETURN_IF_ERROR(WriteControl(leaf + "/cgroup.procs", absl::StrCat(getpid())));
+    }
+    absl::Status enabled = WriteControl(base + "/cgroup.subtree_control", "+memory");
+    if (!enabled.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          enabled.message(), " (other processes share the worker's cgroup? run it in one of "
+                             "its own)"));
+    }
+  }
+  RemoveStale(base);
+  const std::string dir = absl::StrCat(base, "/", NextName());
+  RETURN_IF_ERROR(MakeDir(dir));
+  absl::Status limited = WriteControl(dir + "/memory.max", absl::StrCat(limit_bytes));
+  if (!limited.ok()) {
+    rmdir(dir.c_str());
+    return limited;
+  }
+  WriteControl(dir + "/memory.swap.max", "0").IgnoreError();  // absent without swap accounting
+  return dir;
+}
+
+// cgroup v1: the memory hierarchy's `base`.
+absl::StatusOr<std::string> MakeV1(const std::string& base, uint64_t limit_bytes) {
+  RemoveStale(base);
+  const std::string dir = absl::StrCat(base, "/", NextName());
+  RETURN_IF_ERROR(MakeDir(dir));
+  absl::Status limited = WriteControl(dir + "/memory.limit_in_bytes", absl::StrCat(limit_bytes));
+  if (!limited.ok()) {
+    rmdir(dir.c_str());
+    return limited;
+  }
+  // Memory plus swap, where swap is accounted (swapaccount=1).
+  if (access((dir + "/memory.memsw.limit_in_bytes").c_str(), F_OK) == 0) {
+    WriteControl(dir + "/memory.memsw.limit_in_bytes", absl::StrCat(limit_bytes)).IgnoreError();
+  }
+  return dir;
+}
+
+}  // namespace
+
+CgroupPaths ParseProcCgroup(absl::string_view text) {
+  CgroupPaths paths;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    const std::vector<absl::string_view> fields = absl::StrSplit(line, absl::MaxSplits(':', 2));
+    if (fields.size() != 3) continue;
+    if (fields[0] == "0" && fields[1].empty()) {
+      paths.unified = std::string(fields[2]);
+      continue;
+    }
+    for (absl::string_view controller : absl::StrSplit(fields[1], ',')) {
+      if (controller == "memory") paths.v1_memory = std::string(fields[2]);
+    }
+  }
+  return paths;
+}
+
+std::optional<std::string> V1MemoryMount(absl::string_view mountinfo) {
+  std::optional<Mount> mount = FindMount(mountinfo, /*v2=*/false);
+  if (!mount.has_value()) return std::nullopt;
+  return mount->point;
+}
+
+absl::StatusOr<std::unique_ptr<MemoryCgroup>> MemoryCgroup::Create(uint64_t limit_bytes) {
+  ASSIGN_OR_RETURN(std::string own_text, ReadFile("/proc/self/cgroup"));
+  ASSIGN_OR_RETURN(std::string mountinfo, ReadFile("/proc/self/mountinfo"));
+  const CgroupPaths own = ParseProcCgroup(own_text);
+  std::vector<std::string> why;
+  if (own.v1_memory.has_value()) {
+    // A hybrid host mounts v2 too, without the memory controller: v1 first.
+    if (std::optional<Mount> mount = FindMount(mountinfo, /*v2=*/false)) {
+      absl::StatusOr<std::string> dir = MakeV1(DirOf(*mount, *own.v1_memory), limit_bytes);
+      if (dir.ok()) return std::unique_ptr<MemoryCgroup>(new MemoryCgroup(*dir, limit_bytes, 1));
+      why.emplace_back(dir.status().message());
+    }
+  } else if (own.unified.has_value()) {
+    if (std::optional<Mount> mount = FindMount(mountinfo, /*v2=*/true)) {
+      absl::StatusOr<std::string> dir = MakeV2(DirOf(*mount, *own.unified), limit_bytes);
+      if (dir.ok()) return std::unique_ptr<MemoryCgroup>(new MemoryCgroup(*dir, limit_bytes, 2));
+      why.emplace_back(dir.status().message());
+    }
+  }
+  if (why.empty()) return absl::NotFoundError("no cgroup file system with a memory controller");
+  return absl::FailedPreconditionError(absl::StrJoin(why, "; "));
+}
+
+MemoryCgroup::~MemoryCgroup() {
+  if (rmdir(dir_.c_str()) != 0 && errno != ENOENT) {
+    spdlog::warn("cannot remove the sandbox cgroup {}: {}", dir_, std::strerror(errno));
+  }
+}
+
+int64_t MemoryCgroup::oom_kills() const {
+  const std::string file = dir_ + (version_ == 2 ? "/memory.events" : "/memory.oom_control");
+  absl::StatusOr<std::string> text = ReadFile(file);
+  if (!text.ok()) return 0;
+  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+    int64_t count = 0;
+    if (absl::ConsumePrefix(&line, "oom_kill ") && absl::SimpleAtoi(line, &count)) return count;
+  }
+  return 0;
+}
+
+uint64_t DefaultSandboxMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size) / 4 * 3;
+}
+
+}  // namespace tunefleet::worker
