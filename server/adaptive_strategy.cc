@@ -72,6 +72,19 @@ void AdaptiveStrategy::Observe(uint64_t ordinal, const v1::TrialResult& result) 
   Learned();
 }
 
+void AdaptiveStrategy::Amend(uint64_t ordinal, const std::optional<v1::TrialResult>& trusted) {
+  const size_t erased = std::erase_if(
+      observations_, [ordinal](const Observation& o) { return o.ordinal == ordinal; });
+  if (erased == 0 && !trusted.has_value()) return;
+  if (trusted.has_value()) {
+    observations_.push_back(Observation{
+        ordinal,
+        trusted->status() == v1::TRIAL_STATUS_OK && trusted->measurement().median_seconds() > 0,
+        trusted->measurement().median_seconds()});
+  }
+  Relearn();
+}
+
 void AdaptiveStrategy::Use(uint64_t ordinal) {
   if (used_.insert(ordinal).second) coverage_.Add(digits_.Digits(ordinal));
 }

@@ -29,6 +29,7 @@ class AdaptiveStrategy : public SearchStrategy {
  public:
   std::vector<uint64_t> Propose(int max) final;
   void Observe(uint64_t ordinal, const v1::TrialResult& result) final;
+  void Amend(uint64_t ordinal, const std::optional<v1::TrialResult>& trusted) final;
   bool Exhausted() const final { return proposed_ >= total_; }
   int64_t planned_total() const final { return total_; }
   bool covers_space() const final { return covers_space_; }
@@ -51,6 +52,8 @@ class AdaptiveStrategy : public SearchStrategy {
   virtual std::vector<uint64_t> Choose(int max) = 0;
   // A new observation was added to observations().
   virtual void Learned() {}
+  // An observation was replaced or removed (Amend).
+  virtual void Relearn() {}
 
   bool Used(uint64_t ordinal) const { return used_.contains(ordinal); }
   // Binds the space: the config satisfies every constraint.

@@ -62,6 +62,7 @@ class CoordinateStrategy : public SearchStrategy {
     const bool awaited = waiting_.erase(ordinal) > 0;
     if (result.status() == v1::TRIAL_STATUS_OK && !result.cut_early()) {
       const double time = CalibratedTime(result.measurement());
+      times_[ordinal] = time;
       if (!best_.has_value() || time < best_time_ * (1 - kMinImprovement)) {
         best_ = ordinal;
         best_time_ = time;
@@ -70,6 +71,28 @@ class CoordinateStrategy : public SearchStrategy {
     // The phase's last result: the next phase is made now, so that
     // Exhausted() says at once whether the search converged.
     if (awaited && waiting_.empty() && next_ >= phase_.size() && !Exhausted()) NextPhase();
+  }
+
+  // The best is chosen again from the results that stand; the incumbent
+  // moves to it at the next phase.
+  void Amend(uint64_t ordinal, const std::optional<v1::TrialResult>& trusted) override {
+    times_.erase(ordinal);
+    if (trusted.has_value() && trusted->status() == v1::TRIAL_STATUS_OK && !trusted->cut_early()) {
+      times_[ordinal] = CalibratedTime(trusted->measurement());
+    }
+    // With nothing standing, the walk keeps its place.
+    std::optional<uint64_t> best;
+    double best_time = 0;
+    for (const auto& [measured, time] : times_) {
+      if (!best.has_value() || time < best_time || (time == best_time && measured < *best)) {
+        best = measured;
+        best_time = time;
+      }
+    }
+    if (best.has_value()) {
+      best_ = best;
+      best_time_ = best_time;
+    }
   }
 
   bool Exhausted() const override { return converged_ || ended_ || proposed() >= budget_; }
@@ -173,6 +196,7 @@ class CoordinateStrategy : public SearchStrategy {
   absl::flat_hash_set<uint64_t> waiting_;  // proposed, no result yet
   std::optional<uint64_t> best_;           // the fastest OK result so far
   double best_time_ = 0;                   // its calibrated time
+  absl::flat_hash_map<uint64_t, double> times_;  // every OK result's calibrated time
   std::optional<uint64_t> incumbent_;
   int group_ = -1;    // the group of the current phase; -1 before the first
   int settled_ = 0;   // groups in a row searched from the incumbent without moving it

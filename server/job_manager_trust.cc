@@ -248,10 +248,22 @@ void JobManager::ForgetPrincipal(const std::string& principal, Pending* pending)
       // A target whose verification was decided has its ranking final: its
       // verification's rows decide its best without the principal's.
       if (target.trials == nullptr || target.verify_decided) continue;
+      std::vector<uint64_t> theirs;
       for (auto& [ordinal, measurers] : target.measured_by) {
-        std::erase_if(measurers, [&](const Measurer& m) { return m.principal == principal; });
+        if (std::erase_if(measurers, [&](const Measurer& m) { return m.principal == principal; })) {
+          theirs.push_back(ordinal);
+        }
       }
       target.spot_checks.MarkOverruled(principal);
+      // The search strategy forgets what it learned from the principal (a
+      // learned model of lies, a population of them): another principal's
+      // measurement of the config takes its place, where there is one.
+      for (uint64_t ordinal : theirs) {
+        std::optional<SpotChecks::Measured> trusted = target.spot_checks.TrustedRank(ordinal);
+        target.trials->Amend(ordinal, trusted.has_value()
+                                          ? std::optional<v1::TrialResult>(trusted->result)
+                                          : std::nullopt);
+      }
       const std::vector<uint64_t> unranked = target.trials->Unrank(principal);
       const std::vector<uint64_t> unchecked = target.spot_checks.Unchecked(principal);
       if (unranked.empty() && unchecked.empty()) continue;

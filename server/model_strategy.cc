@@ -57,6 +57,8 @@ class ModelStrategy : public AdaptiveStrategy {
     const size_t seen = observations().size();
     if (seen >= fitted_on_ + std::max<size_t>(kMinResults, fitted_on_ / 5)) stale_ = true;
   }
+  // A result it was fitted on may be a lie: fitted again before the next pick.
+  void Relearn() override { stale_ = true; }
 
   std::vector<uint64_t> Choose(int max) override {
     size_t ok = 0;

@@ -24,6 +24,12 @@ class SearchStrategy {
   virtual std::vector<uint64_t> Propose(int max) = 0;
   // The result of a proposed config (any status).
   virtual void Observe(uint64_t ordinal, const v1::TrialResult& result) = 0;
+  // What was observed of `ordinal` no longer holds: its result came from a
+  // principal quarantined since, or a re-measurement by another principal
+  // ranks it now. The strategy forgets what it observed of it and learns
+  // `trusted` instead, when there is one. Strategies that do not learn
+  // ignore it.
+  virtual void Amend(uint64_t ordinal, const std::optional<v1::TrialResult>& trusted) {}
   // True when Propose will never return anything again.
   virtual bool Exhausted() const = 0;
   // How many configs the strategy will have proposed in the end.

@@ -268,6 +268,11 @@ void TargetTrials::Rerank(uint64_t ordinal, const v1::TrialResult& result,
   if (result.status() == v1::TRIAL_STATUS_OK && !result.cut_early()) {
     Rank(TrialOutcome{ordinal, result, principal});
   }
+  strategy_->Amend(ordinal, result);
+}
+
+void TargetTrials::Amend(uint64_t ordinal, const std::optional<v1::TrialResult>& trusted) {
+  strategy_->Amend(ordinal, trusted);
 }
 
 std::vector<std::pair<uint64_t, bool>> TargetTrials::DropStaleRechecks(

@@ -139,7 +139,8 @@ class TargetTrials {
                       const std::string& principal, absl::Time deadline);
   // Ranks `ordinal` at `result` measured by `principal`, whatever its rank
   // was (a result that is not an OK run measured in full takes it out of
-  // the ranking).
+  // the ranking); the strategy learns `result` in place of what it observed
+  // (SearchStrategy::Amend).
   void Rerank(uint64_t ordinal, const v1::TrialResult& result, const std::string& principal);
   // After EndRecheck and Rerank: starts the finalists round (or ends the
   // search) when nothing else is left.
@@ -152,6 +153,9 @@ class TargetTrials {
   // Takes `principal`'s measurements out of the ranking (a quarantined
   // principal's); returns their configs, which rank again once re-measured.
   std::vector<uint64_t> Unrank(const std::string& principal);
+  // The strategy forgets what it observed of `ordinal` (a quarantined
+  // principal's result) and learns `trusted` instead, when there is one.
+  void Amend(uint64_t ordinal, const std::optional<v1::TrialResult>& trusted);
   // Rechecks queued or leased.
   int64_t rechecks() const { return static_cast<int64_t>(rechecks_.size()); }
 

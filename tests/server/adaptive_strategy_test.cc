@@ -164,6 +164,32 @@ TEST_P(AdaptiveStrategyTest, RestoredResultsCountAgainstTheBudgetAndAreNotPropos
   }
 }
 
+// Results it learned from that turn out lies (their principal quarantined)
+// are forgotten or replaced; the budget counts them still, and none is
+// proposed again.
+TEST_P(AdaptiveStrategyTest, AmendedResultsAreNeitherProposedAgainNorRecounted) {
+  std::unique_ptr<SearchStrategy> strategy = Make(60, 5);
+  std::vector<uint64_t> first = strategy->Propose(16);
+  ASSERT_EQ(first.size(), 16u);
+  v1::TrialResult lie;
+  lie.set_status(v1::TRIAL_STATUS_OK);
+  lie.mutable_measurement()->set_median_seconds(1e-12);
+  for (uint64_t ordinal : first) strategy->Observe(ordinal, lie);
+  for (size_t i = 0; i < first.size(); ++i) {
+    if (i % 2) {
+      strategy->Amend(first[i], std::nullopt);  // measured again later, or never
+    } else {
+      strategy->Amend(first[i], landscape_.result(space_->ConfigAt(first[i])));
+    }
+  }
+  EXPECT_EQ(strategy->planned_total(), 60);
+  std::vector<uint64_t> rest = Run(strategy.get(), 8);
+  EXPECT_EQ(rest.size(), 44u);
+  for (uint64_t ordinal : first) {
+    EXPECT_EQ(std::count(rest.begin(), rest.end(), ordinal), 0) << ordinal;
+  }
+}
+
 TEST_P(AdaptiveStrategyTest, ABudgetOverTheSpaceTakesEveryValidConfigOnce) {
   spec_.add_constraints()->set_expr("P2 == 3 && P3 <= 2");  // 2 x (valid P0, P1 pairs)
   Build();

@@ -250,6 +250,56 @@ TEST_F(CoordinateStrategyTest, SearchesOneGroupAtATimeFromTheBestSoFarToAFixedPo
   EXPECT_EQ(strategy->planned_total(), static_cast<int64_t>(proposals.size()));
 }
 
+// A result it was told that turns out a lie (its principal quarantined, the
+// config measured again by another) never moves the walk: the next phase
+// starts from the fastest result that stands.
+TEST_F(CoordinateStrategyTest, AnAmendedLieNeverBecomesTheIncumbent) {
+  const uint64_t start = Ordinal(spec_.default_config());
+  std::unique_ptr<SearchStrategy> strategy = Make(10000, {start});
+  ASSERT_NE(strategy, nullptr);
+  ASSERT_EQ(strategy->Propose(5), std::vector<uint64_t>{start});
+  strategy->Observe(start, PairTime(space_->ConfigAt(start)));
+  std::vector<uint64_t> phase;
+  for (std::vector<uint64_t> batch = strategy->Propose(5); !batch.empty();
+       batch = strategy->Propose(5)) {
+    phase.insert(phase.end(), batch.begin(), batch.end());
+  }
+  ASSERT_GE(phase.size(), 3u);
+  // The slowest config of the phase (but its last) claimed at 1 ns.
+  uint64_t lie = phase.front();
+  for (size_t i = 0; i + 1 < phase.size(); ++i) {
+    if (Seconds(phase[i]) > Seconds(lie)) lie = phase[i];
+  }
+  v1::TrialResult claimed = PairTime(space_->ConfigAt(lie));
+  claimed.set_status(v1::TRIAL_STATUS_OK);
+  claimed.mutable_measurement()->set_median_seconds(1e-9);
+  uint64_t truly_fastest = start;
+  for (uint64_t ordinal : phase) {
+    if (ordinal == phase.back()) continue;
+    strategy->Observe(ordinal, ordinal == lie ? claimed : PairTime(space_->ConfigAt(ordinal)));
+  }
+  strategy->Amend(lie, PairTime(space_->ConfigAt(lie)));  // measured again by another
+  strategy->Observe(phase.back(), PairTime(space_->ConfigAt(phase.back())));
+  for (uint64_t ordinal : phase) {
+    if (Seconds(ordinal) < Seconds(truly_fastest)) truly_fastest = ordinal;
+  }
+  ASSERT_NE(truly_fastest, lie);
+  // The next phase varies one group of the truly fastest config.
+  const ConfigDigits digits(spec_);
+  const ParamGroups groups = GroupParams(spec_);
+  std::vector<uint64_t> next = strategy->Propose(100);
+  ASSERT_FALSE(next.empty());
+  for (uint64_t ordinal : next) {
+    std::set<int> differ;
+    const std::vector<int> a = digits.Digits(truly_fastest);
+    const std::vector<int> b = digits.Digits(ordinal);
+    for (size_t p = 0; p < a.size(); ++p) {
+      if (a[p] != b[p]) differ.insert(groups.group_of_param[p]);
+    }
+    EXPECT_EQ(differ.size(), 1u) << space_->ConfigAt(ordinal).ShortDebugString();
+  }
+}
+
 TEST_F(CoordinateStrategyTest, RestoredResultsAreUsedAndNeverProposed) {
   // A job resumed after a restart: some configs of the first groups were
   // measured before it.
