@@ -114,8 +114,14 @@ std::string NextName() {
   return absl::StrCat(kPrefix, getpid(), "-", made.fetch_add(1));
 }
 
-// cgroup v2 under `base`, the worker's own cgroup.
-absl::StatusOr<std::string> MakeV2(const std::string& base, uint64_t limit_bytes) {
+// cgroup v2 under `own`, the worker's own cgroup.
+absl::StatusOr<std::string> MakeV2(const std::string& own, uint64_t limit_bytes) {
+  // A worker that moved into its leaf before (an earlier sandbox of this
+  // process) makes its cgroups beside the leaf, not under it.
+  std::string base = own;
+  if (std::filesystem::path(own).filename() == kWorkerLeaf) {
+    base = std::filesystem::path(own).parent_path().string();
+  }
   ASSIGN_OR_RETURN(std::string controllers, ReadFile(base + "/cgroup.controllers"));
   if (!HasToken(controllers, "memory")) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -127,16 +133,21 @@ absl::StatusOr<std::string> MakeV2(const std::string& base, uint64_t limit_bytes
     // A cgroup with processes may not enable controllers for its children:
     // the worker moves into a leaf of its own first.
     ASSIGN_OR_RETURN(std::string procs, ReadFile(base + "/cgroup.procs"));
-    if (!procs.empty()) {
-      const std::string leaf = absl::StrCat(base, "/", kWorkerLeaf);
+    const std::string leaf = absl::StrCat(base, "/", kWorkerLeaf);
+    const bool moved = !procs.empty();
+    if (moved) {
       RETURN_IF_ERROR(MakeDir(leaf));
       RETURN_IF_ERROR(WriteControl(leaf + "/cgroup.procs", absl::StrCat(getpid())));
     }
     absl::Status enabled = WriteControl(base + "/cgroup.subtree_control", "+memory");
     if (!enabled.ok()) {
+      if (moved) {  // back where it was, as if it had never tried
+        WriteControl(base + "/cgroup.procs", absl::StrCat(getpid())).IgnoreError();
+        rmdir(leaf.c_str());
+      }
       return absl::FailedPreconditionError(absl::StrCat(
-          enabled.message(), " (other processes share the worker's cgroup? run it in one of "
-                             "its own)"));
+          enabled.message(), " (other processes share the worker's cgroup: run it in one of "
+                             "its own, as systemd's Delegate= does)"));
     }
   }
   RemoveStale(base);
