@@ -2,6 +2,8 @@
 //   workers  N fake workers lease, report and heartbeat while jobs keep coming
 //   best     GetBestConfig callers over a store seeded with T tuned shapes
 //   soak     many small jobs through fake workers; the coordinator's RSS
+//   watch    N WatchJob streams of one job: the coordinator's threads and RSS
+//            as they open, and how soon all of them see the job end
 // The coordinator is started from the build (SQLite in a temporary directory
 // or --database), or is an already running one (--server).
 #include <sched.h>
@@ -28,6 +30,7 @@
 #include "bench/job_driver.h"
 #include "bench/load_stats.h"
 #include "bench/local_fleet.h"
+#include "bench/watch_streams.h"
 #include "common/config_text.h"
 #include "common/grpc_status.h"
 #include "common/spec_loader.h"
@@ -53,6 +56,7 @@ struct Flags {
   int soak_shapes = 0;
   bool soak_cached = false;  // soak: repeated shapes answered from the store
   int jobs = 10'000;
+  int watchers = 10'000;
   int with_workers = 0;
   int loops = 1;
   int batch_size = 4;
@@ -630,6 +634,77 @@ int RunSoakScenario(const Flags& flags) {
   return 0;
 }
 
+// --- watch -------------------------------------------------------------
+
+int RunWatchScenario(const Flags& flags) {
+  Flags with_caps = flags;
+  for (const char* cap : {"--max-watches-per-principal", "--max-watches"}) {
+    with_caps.coordinator_flags.push_back(absl::StrCat(cap, "=", flags.watchers));
+  }
+  std::unique_ptr<Target> target = MakeTarget(with_caps, /*finalists=*/0);
+  if (absl::Status started = StartTarget(target.get()); !started.ok()) return Fail(started);
+  absl::StatusOr<KernelBundle> matmul = LoadKernelDir(flags.matmul_dir);
+  if (!matmul.ok()) return Fail(matmul.status());
+  // A job no worker runs: it waits, with its watchers.
+  auto stub = v1::TuningService::NewStub(
+      grpc::CreateChannel(target->address, grpc::InsecureChannelCredentials()));
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = JobOf(*matmul, MakeShape({{"M", 256}, {"N", 256}, {"K", 256}}));
+  submit.mutable_spec()->set_config_set("quick");
+  v1::SubmitJobResponse submitted;
+  grpc::ClientContext submit_context;
+  grpc::Status status = stub->SubmitJob(&submit_context, submit, &submitted);
+  if (!status.ok()) return Fail(FromGrpcStatus(status));
+  const std::string job_id = submitted.job().id();
+
+  WatchStreams streams(target->address, grpc::InsecureChannelCredentials(), /*channels=*/8);
+  Table table({"streams open", "coordinator threads", "RSS MiB", "KiB per stream",
+               "open s"});
+  absl::StatusOr<ProcessSample> base = Sample(*target);
+  auto row = [&](int open, double seconds) {
+    absl::StatusOr<ProcessSample> now = Sample(*target);
+    const bool known = now.ok() && base.ok();
+    table.AddRow({absl::StrCat(open), known ? absl::StrCat(now->threads) : "-",
+                  known ? FormatMib(now->rss_kib) : "-",
+                  known && open > 0 ? absl::StrFormat("%.1f", static_cast<double>(
+                                                                   now->rss_kib - base->rss_kib) /
+                                                                   open)
+                                    : "-",
+                  absl::StrFormat("%.2f", seconds)});
+  };
+  row(0, 0);
+  int open = 0;
+  for (int step : {flags.watchers / 10, flags.watchers / 2, flags.watchers}) {
+    if (step <= open) continue;
+    const absl::Time start = absl::Now();
+    streams.Open(step - open, job_id);
+    if (!streams.Await(step, 0, absl::Minutes(2))) {
+      return Fail(absl::DeadlineExceededError(
+          absl::StrCat(streams.opened(), " of ", step, " streams open after 2 minutes (",
+                       streams.ended(), " ended)")));
+    }
+    open = step;
+    row(open, absl::ToDoubleSeconds(absl::Now() - start));
+  }
+  table.Print();
+  // One change, every stream: the job's end.
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(job_id);
+  v1::CancelJobResponse cancelled;
+  grpc::ClientContext cancel_context;
+  const absl::Time cancel_start = absl::Now();
+  status = stub->CancelJob(&cancel_context, cancel, &cancelled);
+  if (!status.ok()) return Fail(FromGrpcStatus(status));
+  const bool all = streams.Await(open, open, absl::Minutes(2));
+  const double fan_out_ms = absl::ToDoubleMilliseconds(absl::Now() - cancel_start);
+  std::printf("%d of %d streams ended %s %.0f ms after CancelJob was sent; %d saw CANCELLED, "
+              "%d ended OK\n",
+              streams.ended(), open, all ? "within" : "(not all) after", fan_out_ms,
+              streams.last_states()[v1::JOB_STATE_CANCELLED],
+              streams.codes()[grpc::StatusCode::OK]);
+  return all ? 0 : 1;
+}
+
 // --- main --------------------------------------------------------------
 
 std::string LoadAverage() {
@@ -672,12 +747,14 @@ int Main(const std::string& command, const Flags& flags) {
   if (flags.scenario == "workers") return RunWorkersScenario(flags);
   if (flags.scenario == "best") return RunBestScenario(flags);
   if (flags.scenario == "soak") return RunSoakScenario(flags);
+  if (flags.scenario == "watch") return RunWatchScenario(flags);
   return Fail(absl::InvalidArgumentError(
-      absl::StrCat("unknown scenario '", flags.scenario, "' (workers, best or soak)")));
+      absl::StrCat("unknown scenario '", flags.scenario, "' (workers, best, soak or watch)")));
 }
 
 void AddFlags(CLI::App& app, Flags& flags) {
-  app.add_option("scenario,--scenario", flags.scenario, "workers, best or soak")->required();
+  app.add_option("scenario,--scenario", flags.scenario, "workers, best, soak or watch")
+      ->required();
   app.add_option("--database", flags.database,
                  "the coordinator's store: empty = SQLite in a temporary directory, or a "
                  "postgresql:// URL (use an empty database: best seeds it, the coordinator "
@@ -699,6 +776,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--shapes", flags.shapes, "best: tuned shapes seeded")->capture_default_str();
   app.add_option("--jobs", flags.jobs, "soak: jobs to run")->capture_default_str();
+  app.add_option("--watchers", flags.watchers, "watch: WatchJob streams opened")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1'000'000));
   app.add_option("--with-workers", flags.with_workers,
                  "best: run this many fake workers (as in 'workers') meanwhile");
   app.add_option("--loops", flags.loops, "threads that run the fake workers")
@@ -738,7 +818,8 @@ int main(int argc, char** argv) {
       "load_bench: drives a real coordinator over loopback gRPC and prints tables.\n"
       "  workers  fake workers lease, report and heartbeat while jobs keep coming\n"
       "  best     GetBestConfig callers (exact, nearest, default) over seeded shapes\n"
-      "  soak     many small jobs through fake workers; the coordinator's RSS"};
+      "  soak     many small jobs through fake workers; the coordinator's RSS\n"
+      "  watch    WatchJob streams of one job: the coordinator's threads and RSS"};
   tunefleet::bench::Flags flags;
   flags.bin_dir = std::filesystem::absolute(argv[0]).parent_path().string();
   tunefleet::bench::AddFlags(app, flags);
