@@ -67,14 +67,11 @@ grpc::Status AuthProcessor::Process(const InputMetadata& metadata, grpc::AuthCon
   return grpc::Status::OK;
 }
 
-Caller Callers::Of(const grpc::ServerContextBase& context) const {
+absl::StatusOr<Caller> Callers::Of(const grpc::ServerContextBase& context) const {
   if (tokens_ == nullptr) return AnonymousCaller();
   std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
-  if (auth != nullptr) {
-    absl::StatusOr<Caller> caller = Authenticate(*tokens_, context.client_metadata(), *auth);
-    if (caller.ok()) return *std::move(caller);
-  }
-  return Caller{"", Role::kNone, /*authenticated=*/true};
+  if (auth == nullptr) return absl::UnauthenticatedError("the call has no credentials");
+  return Authenticate(*tokens_, context.client_metadata(), *auth);
 }
 
 }  // namespace tunefleet::server

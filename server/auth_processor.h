@@ -51,9 +51,9 @@ class Callers {
   explicit Callers(TokenBook* tokens) : tokens_(tokens) {}
 
   // The caller of the RPC `context` serves: its token's, else its
-  // certificate's; a caller with no role (principal empty, Role::kNone) when
-  // neither is valid any more (its token was revoked since the check).
-  Caller Of(const grpc::ServerContextBase& context) const;
+  // certificate's. Unauthenticated when neither is valid any more (its token
+  // was revoked while the call waited for its handler).
+  absl::StatusOr<Caller> Of(const grpc::ServerContextBase& context) const;
 
  private:
   TokenBook* const tokens_;

@@ -78,11 +78,12 @@ struct JobManagerOptions {
   // ResourceExhausted. Default 2 (a worker measures one lease per device at
   // a time; the second covers a report still on its way).
   int max_leases_per_device = 2;
-  // While another principal could measure them, one principal holds at
-  // most this share of a target's open configs (neither measured nor given
-  // up; at least one), however many devices it registers: a certificate
-  // that leases and never reports holds no more until its leases are taken
-  // back. 1 turns the bound off. Default 0.5.
+  // While another principal asked for a target's work lately, one
+  // principal's search leases hold at most this share of the target's open
+  // configs (neither measured nor given up; at least one), however many
+  // devices it registers: a certificate that leases and never reports holds
+  // no more until its leases are taken back. 1 turns the bound off.
+  // Default 0.5.
   double max_lease_share = 0.5;
   // Most configs of one target proposed ahead for compile-only workers and
   // not yet leased (TargetTrials::ProposeAhead). Default 32.
@@ -366,8 +367,9 @@ class JobManager final : public LeaseSource {
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // How many of target `t`'s search configs `principal` may take now, `max`
   // at most: less where taking `max` would put it over max_lease_share of
-  // the target's open configs while another principal takes part
-  // (AnyActivePrincipal, asked only then).
+  // the target's open configs while another principal (not quarantined)
+  // asked for this target's work within the active window
+  // (JobTarget::wanted_by, read only then).
   int ShareAllows(const Job& job, int t, const std::string& principal, int max) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void MaybeFinish(Job* job, Pending* pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -133,6 +133,7 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
       for (int t = 0; t < static_cast<int>(job->targets.size()) && !grant; ++t) {
         const Target& target = job->targets[t];
         if (runs_here(target) && target.verification == nullptr && target.trials->HasWork()) {
+          job->targets[t].wanted_by[device.principal] = clock_();
           grant = LeaseFrom(job.get(), t, lease, max, &pending);
         }
       }
@@ -541,7 +542,16 @@ int JobManager::ShareAllows(const Job& job, int t, const std::string& principal,
   const int64_t share = std::max<int64_t>(
       1, static_cast<int64_t>(std::ceil(options_.max_lease_share * static_cast<double>(open))));
   const int64_t held = leases_.HeldBy(job.view.id(), t, principal);
-  if (held + max <= share || !AnyActivePrincipal(target, {principal})) return max;
+  if (held + max <= share) return max;
+  // Shared only with a principal that asked for this target's work lately
+  // (one busy with older jobs takes none of it) and may measure.
+  const absl::Time since = clock_() - kActiveWindowTtls * options_.lease_ttl;
+  const bool shared = std::any_of(
+      target.wanted_by.begin(), target.wanted_by.end(), [&](const auto& entry) {
+        return entry.first != principal && entry.second >= since &&
+               !quarantine_->Contains(entry.first) && !overruled_.contains(entry.first);
+      });
+  if (!shared) return max;
   return static_cast<int>(std::clamp<int64_t>(share - held, 0, max));
 }
 

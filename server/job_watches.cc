@@ -50,6 +50,13 @@ class JobWatches::Stream final : public grpc::ServerWriteReactor<v1::WatchJobEve
     return version_;
   }
 
+  // True once it writes nothing more: finished, or its last view (or its
+  // end) queued.
+  bool settled() const {
+    absl::MutexLock lock(&mu_);
+    return ended_ || cancelled_ || finish_after_.has_value();
+  }
+
   // Writes `event` (the view at `version`), then finishes OK when `last`.
   void Send(Event event, int64_t version, bool last) {
     const v1::WatchJobEvent* next = nullptr;
@@ -75,8 +82,11 @@ class JobWatches::Stream final : public grpc::ServerWriteReactor<v1::WatchJobEve
       absl::MutexLock lock(&mu_);
       if (ended_) return;
       if (writing_) {
-        waiting_.reset();
-        finish_after_ = std::move(status);
+        // A final view already queued ends it as it would have (OK).
+        if (!finish_after_.has_value()) {
+          waiting_.reset();
+          finish_after_ = std::move(status);
+        }
         return;
       }
       ended_ = true;
@@ -152,14 +162,23 @@ grpc::ServerWriteReactor<v1::WatchJobEvent>* JobWatches::Open(const v1::WatchJob
   if (!slot.ok()) return new Refusal(ToGrpcStatus(slot.status()));
   auto stream = std::make_shared<Stream>(this, request.job_id(), *std::move(slot));
   stream->Own(stream);
-  absl::MutexLock lock(&mu_);
-  if (stopping_) {
+  bool stopping = false;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping = stopping_;
+    if (!stopping) {
+      streams_.emplace(stream.get(), stream);
+      fresh_ = true;
+    }
+  }
+  if (stopping) {
     stream->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the coordinator is stopping"));
-  } else {
-    streams_.emplace(stream.get(), stream);
-    fresh_ = true;
   }
   return stream.get();
+}
+
+grpc::ServerWriteReactor<v1::WatchJobEvent>* JobWatches::Refuse(grpc::Status status) {
+  return new Refusal(std::move(status));
 }
 
 void JobWatches::Shutdown() {
@@ -208,8 +227,13 @@ void JobWatches::Pump() {
 }
 
 bool JobWatches::Pass(const std::vector<std::shared_ptr<Stream>>& streams) {
+  // Streams whose last view is queued are left out: a client that stops
+  // reading holds its final write, and must not make every pass read the
+  // store for a finished job.
   absl::flat_hash_map<std::string, std::vector<Stream*>> by_job;
-  for (const std::shared_ptr<Stream>& stream : streams) by_job[stream->job_id()].push_back(stream.get());
+  for (const std::shared_ptr<Stream>& stream : streams) {
+    if (!stream->settled()) by_job[stream->job_id()].push_back(stream.get());
+  }
   bool stored_waiting = false;
   for (const auto& [job_id, watchers] : by_job) {
     absl::StatusOr<int64_t> version = jobs_->LiveVersion(job_id);

@@ -52,6 +52,9 @@ class JobWatches {
   grpc::ServerWriteReactor<v1::WatchJobEvent>* Open(const v1::WatchJobRequest& request,
                                                     const std::string& principal);
 
+  // A call answered at once with `status` (a caller refused before Open).
+  static grpc::ServerWriteReactor<v1::WatchJobEvent>* Refuse(grpc::Status status);
+
   // Ends every open stream with UNAVAILABLE, and refuses new ones so: for a
   // coordinator that stops, so that the server's drain is quick.
   void Shutdown();

@@ -142,7 +142,9 @@ int64_t LeaseBook::HeldBy(const std::string& job_id, int target,
   int64_t held = 0;
   for (const std::string& id : it->second) {
     const Lease& lease = leases_.at(id);
-    if (lease.target == target) held += static_cast<int64_t>(lease.ordinals.size());
+    if (lease.target == target && !lease.finalists && !lease.verify && !lease.spot) {
+      held += static_cast<int64_t>(lease.ordinals.size());
+    }
   }
   return held;
 }

@@ -94,8 +94,9 @@ class LeaseBook {
   std::vector<std::string> IdsOfPrincipal(const std::string& principal) const;
   // How many of them run on `device_id`.
   int CountOnDevice(const std::string& worker_id, const std::string& device_id) const;
-  // The configs of target `target` of `job_id` that `principal`'s leases
-  // hold now, of every kind (O(k) for its k leases of the job).
+  // The configs of target `target` of `job_id` that `principal`'s plain
+  // search leases hold now: no finalists, verification or spot-check lease
+  // (O(k) for its k leases of the job).
   int64_t HeldBy(const std::string& job_id, int target, const std::string& principal) const;
   size_t size() const { return leases_.size(); }
 

@@ -112,8 +112,8 @@ void AddVerifyFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   app.add_option("--max-lease-share", flags.max_lease_share,
-                 "while another principal takes part, one principal holds at most this share "
-                 "of a job target's open configs (1: no bound)")
+                 "while another principal asks for a job target's work, one principal's search "
+                 "leases hold at most this share of the target's open configs (1: no bound)")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 1.0));
   app.add_option("--verify-best", flags.verify_best,

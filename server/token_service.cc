@@ -22,11 +22,13 @@ v1::TokenInfo ToProto(const TokenRecord& record) {
 grpc::Status TokenServiceImpl::CreateToken(grpc::ServerContext* context,
                                            const v1::CreateTokenRequest* request,
                                            v1::CreateTokenResponse* response) {
+  absl::StatusOr<Caller> caller = callers_->Of(*context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   absl::StatusOr<Role> role = ParseTokenRole(request->role());
   if (!role.ok()) return ToGrpcStatus(role.status());
   absl::StatusOr<TokenBook::Issued> issued = tokens_->Create(request->name(), *role);
   if (!issued.ok()) return ToGrpcStatus(issued.status());
-  spdlog::info("{} created token {} for {} (role {})", callers_->Of(*context).principal,
+  spdlog::info("{} created token {} for {} (role {})", caller->principal,
                issued->record.id, issued->record.name, issued->record.role);
   *response->mutable_info() = ToProto(issued->record);
   response->set_token(std::move(issued->token));
@@ -42,9 +44,11 @@ grpc::Status TokenServiceImpl::ListTokens(grpc::ServerContext*, const v1::ListTo
 grpc::Status TokenServiceImpl::RevokeToken(grpc::ServerContext* context,
                                            const v1::RevokeTokenRequest* request,
                                            v1::RevokeTokenResponse* response) {
+  absl::StatusOr<Caller> caller = callers_->Of(*context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   absl::StatusOr<TokenRecord> revoked = tokens_->Revoke(request->id());
   if (!revoked.ok()) return ToGrpcStatus(revoked.status());
-  spdlog::info("{} revoked token {} of {}", callers_->Of(*context).principal, revoked->id,
+  spdlog::info("{} revoked token {} of {}", caller->principal, revoked->id,
                revoked->name);
   *response->mutable_info() = ToProto(*revoked);
   return grpc::Status::OK;

@@ -55,6 +55,10 @@ struct JobTarget {
   absl::flat_hash_map<std::string, absl::flat_hash_set<uint64_t>> compile_grants;
   // Since when no live worker of the model could take it (AbandonOrphans).
   std::optional<absl::Time> orphaned_since;
+  // When each principal last asked for work that this target's search
+  // could give it (its older jobs had none): the principals it is shared
+  // between (JobManager::ShareAllows).
+  absl::flat_hash_map<std::string, absl::Time> wanted_by;
   std::string abandoned;  // why it was given up; empty while it is not
 
   // What a lease of this target is told of its best (the early-cut rule's

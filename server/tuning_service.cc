@@ -92,7 +92,9 @@ grpc::Status TuningServiceImpl::SubmitJob(grpc::ServerContext* context,
   if (!request->has_spec()) return MissingField("spec");
   v1::JobSpec spec = request->spec();
   spec.clear_sweep_id();  // the coordinator's to set (SubmitSweep)
-  absl::StatusOr<v1::Job> job = jobs_->Submit(spec, callers_->Of(*context).principal);
+  absl::StatusOr<Caller> caller = callers_->Of(*context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  absl::StatusOr<v1::Job> job = jobs_->Submit(spec, caller->principal);
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response->mutable_job() = *std::move(job);
   return grpc::Status::OK;
@@ -104,8 +106,10 @@ grpc::Status TuningServiceImpl::SubmitSweep(grpc::ServerContext* context,
   if (!request->has_spec()) return MissingField("spec");
   v1::JobSpec spec = request->spec();
   spec.clear_sweep_id();
+  absl::StatusOr<Caller> caller = callers_->Of(*context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   absl::StatusOr<SweepGrant> sweep = sweeps_.Submit(
-      spec, {request->shapes().begin(), request->shapes().end()}, callers_->Of(*context).principal);
+      spec, {request->shapes().begin(), request->shapes().end()}, caller->principal);
   if (!sweep.ok()) return ToGrpcStatus(sweep.status());
   response->set_sweep_id(sweep->sweep_id);
   for (v1::Job& job : sweep->jobs) *response->add_jobs() = std::move(job);
@@ -124,7 +128,9 @@ grpc::Status TuningServiceImpl::GetJob(grpc::ServerContext*,
 
 grpc::ServerWriteReactor<v1::WatchJobEvent>* TuningServiceImpl::WatchJob(
     grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
-  return watches_->Open(*request, callers_->Of(*context).principal);
+  absl::StatusOr<Caller> caller = callers_->Of(*context);
+  if (!caller.ok()) return JobWatches::Refuse(ToGrpcStatus(caller.status()));
+  return watches_->Open(*request, caller->principal);
 }
 
 grpc::Status TuningServiceImpl::CancelJob(grpc::ServerContext* context,
@@ -134,8 +140,9 @@ grpc::Status TuningServiceImpl::CancelJob(grpc::ServerContext* context,
   // The owner never changes, so reading it first leaves no race.
   absl::StatusOr<v1::Job> owned = jobs_->Get(request->job_id());
   if (!owned.ok()) return ToGrpcStatus(owned.status());
-  const Caller caller = callers_->Of(*context);
-  if (!caller.MayActFor(owned->owner())) {
+  absl::StatusOr<Caller> caller = callers_->Of(*context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (!caller->MayActFor(owned->owner())) {
     return ToGrpcStatus(absl::PermissionDeniedError(
         absl::StrCat("job ", owned->id(), " belongs to ", owned->owner(),
                      ": cancelling another principal's job needs role admin")));
@@ -152,7 +159,9 @@ grpc::Status TuningServiceImpl::ProfileJob(grpc::ServerContext* context,
   if (request->job_id().empty()) return MissingField("job_id");
   absl::StatusOr<v1::Job> owned = jobs_->Get(request->job_id());
   if (!owned.ok()) return ToGrpcStatus(owned.status());
-  if (!callers_->Of(*context).MayActFor(owned->owner())) {
+  absl::StatusOr<Caller> caller = callers_->Of(*context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (!caller->MayActFor(owned->owner())) {
     return ToGrpcStatus(absl::PermissionDeniedError(
         absl::StrCat("job ", owned->id(), " belongs to ", owned->owner(),
                      ": profiling another principal's job needs role admin")));
@@ -225,7 +234,8 @@ grpc::Status TuningServiceImpl::ListTrials(grpc::ServerContext* context,
   bool owner_sees = true;
   if (wrong) {  // the job's owner is read only for a page that needs it
     absl::StatusOr<v1::Job> owned = jobs_->Get(request->job_id());
-    owner_sees = owned.ok() && callers_->Of(*context).MayActFor(owned->owner());
+    absl::StatusOr<Caller> caller = callers_->Of(*context);
+    owner_sees = owned.ok() && caller.ok() && caller->MayActFor(owned->owner());
   }
   for (v1::TrialRecord& trial : page->trials) {
     if (!owner_sees && trial.status() == v1::TRIAL_STATUS_WRONG_RESULT) {

@@ -84,9 +84,11 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
         " and the coordinator stores results under protocol ", kMeasurementProtocolVersion,
         " (docs/measurement.md): run a worker of the coordinator's release")));
   }
+  absl::StatusOr<Caller> caller = callers_->Of(*context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   WorkerRegistration registration{request->host(),
                                   {request->devices().begin(), request->devices().end()},
-                                  request->toolkit(), PrincipalOf(callers_->Of(*context), *request),
+                                  request->toolkit(), PrincipalOf(*caller, *request),
                                   request->compile_target()};
   absl::StatusOr<std::string> id = workers_->Register(registration);
   if (!id.ok()) return ToGrpcStatus(id.status());
@@ -102,12 +104,13 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
 
 absl::Status WorkerServiceImpl::CheckActsFor(const grpc::ServerContextBase& context,
                                              const std::string& worker_id) {
-  const Caller caller = callers_->Of(context);
-  if (!caller.authenticated) return absl::OkStatus();
+  absl::StatusOr<Caller> caller = callers_->Of(context);
+  if (!caller.ok()) return caller.status();
+  if (!caller->authenticated) return absl::OkStatus();
   absl::StatusOr<std::string> principal = workers_->PrincipalOf(worker_id);
-  if (!principal.ok() || *principal == caller.principal) return absl::OkStatus();
+  if (!principal.ok() || *principal == caller->principal) return absl::OkStatus();
   return absl::PermissionDeniedError(absl::StrCat("worker ", worker_id, " registered with "
-                                                  "another certificate than ", caller.principal));
+                                                  "another certificate than ", caller->principal));
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::LeaseWork(grpc::CallbackServerContext* context,

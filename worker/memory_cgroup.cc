@@ -94,24 +94,39 @@ absl::Status MakeDir(const std::string& dir) {
   return absl::OkStatus();
 }
 
-// Removes the sandbox cgroups under `base` of worker processes that are
-// gone (an empty cgroup is removed with rmdir).
+// This process's PID namespace (the inode of /proc/self/ns/pid): pids in a
+// cgroup's name mean something only within it.
+std::string PidNamespace() {
+  struct stat info;
+  if (stat("/proc/self/ns/pid", &info) != 0) return "0";
+  return absl::StrCat(info.st_ino);
+}
+
+// Removes the sandbox cgroups under `base` of worker processes of this PID
+// namespace that are gone (an empty cgroup is removed with rmdir; one with
+// processes stays). Names of other namespaces (workers in other containers
+// sharing a v1 hierarchy) are left alone.
 void RemoveStale(const std::string& base) {
+  const std::string ns = PidNamespace();
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(base, error)) {
     const std::string name = entry.path().filename().string();
     if (!absl::StartsWith(name, kPrefix)) continue;
     const std::vector<std::string> parts = absl::StrSplit(name.substr(strlen(kPrefix)), '-');
     int pid = 0;
-    if (parts.empty() || !absl::SimpleAtoi(parts[0], &pid) || pid == getpid()) continue;
+    if (parts.size() != 3 || parts[0] != ns || !absl::SimpleAtoi(parts[1], &pid) ||
+        pid == getpid()) {
+      continue;
+    }
     if (kill(pid, 0) == 0 || errno != ESRCH) continue;
     if (rmdir(entry.path().c_str()) == 0) spdlog::info("removed the stale cgroup {}", name);
   }
 }
 
+// tunefleet-sandbox-<pid namespace>-<pid>-<n>.
 std::string NextName() {
   static std::atomic<int> made{0};
-  return absl::StrCat(kPrefix, getpid(), "-", made.fetch_add(1));
+  return absl::StrCat(kPrefix, PidNamespace(), "-", getpid(), "-", made.fetch_add(1));
 }
 
 // cgroup v2 under `own`, the worker's own cgroup.
@@ -227,9 +242,14 @@ absl::StatusOr<std::unique_ptr<MemoryCgroup>> MemoryCgroup::Create(uint64_t limi
 }
 
 MemoryCgroup::~MemoryCgroup() {
-  if (rmdir(dir_.c_str()) != 0 && errno != ENOENT) {
-    spdlog::warn("cannot remove the sandbox cgroup {}: {}", dir_, std::strerror(errno));
+  // A sandbox's last processes may still be exiting (bwrap's namespace is
+  // torn down after bwrap itself): EBUSY for a moment.
+  for (int attempt = 0;; ++attempt) {
+    if (rmdir(dir_.c_str()) == 0 || errno == ENOENT) return;
+    if (errno != EBUSY || attempt == 100) break;
+    usleep(10'000);
   }
+  spdlog::warn("cannot remove the sandbox cgroup {}: {}", dir_, std::strerror(errno));
 }
 
 int64_t MemoryCgroup::oom_kills() const {

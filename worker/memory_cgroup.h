@@ -8,21 +8,28 @@
 // It is made under the worker's own cgroup, where the host lets the worker
 // write there:
 //   - cgroup v2 with the memory controller delegated to the worker's cgroup
-//     (systemd's Delegate=yes, as deploy/systemd's unit sets): the worker
-//     moves itself into a leaf `tunefleet-worker` (a cgroup with processes
-//     may not enable controllers for its children), enables `memory` for
-//     the children and makes `tunefleet-sandbox-<pid>` with memory.max and
+//     (systemd's Delegate=memory, as deploy/systemd's unit sets): the
+//     worker moves itself into a leaf `tunefleet-worker` (a cgroup with
+//     processes may not enable controllers for its children), enables
+//     `memory` for the children and makes
+//     `tunefleet-sandbox-<pidns>-<pid>-<n>` with memory.max and
 //     memory.swap.max 0;
 //   - cgroup v1 with a writable memory hierarchy (a root worker):
-//     `tunefleet-sandbox-<pid>` with memory.limit_in_bytes (and
+//     `tunefleet-sandbox-<pidns>-<pid>-<n>` with memory.limit_in_bytes (and
 //     memory.memsw.limit_in_bytes where swap is accounted).
 // Elsewhere (a container whose cgroup files are read-only, an unprivileged
 // worker without delegation) Create says why, and the rlimits of the
 // sandbox are the only bound.
 //
 // A process joins by writing its pid to procs_file() before it execs job
-// code (Sandbox::Wrap does so with /bin/sh). Directories of workers that
-// died are removed at the next Create under the same parent.
+// code (Sandbox::Wrap does so with /bin/sh). Directories of workers of this
+// PID namespace that died are removed at the next Create under the same
+// parent.
+//
+// The OOM killer picks the process of the cgroup with the largest memory
+// (the job code that grew, most often, but not always): one job's code
+// past the limit can cost another job's trial, which then reads as killed
+// by SIGKILL. The limit is the host's protection, not a per-job one.
 //
 // Thread-safety: immutable after Create.
 #ifndef TUNEFLEET_WORKER_MEMORY_CGROUP_H_

@@ -189,8 +189,9 @@ void Sandbox::JoinMemoryCgroup(const SandboxOptions& options) {
   shell_ = *shell;
   memory_ = *std::move(cgroup);
   // The join itself, once: a host that lets the worker make the cgroup but
-  // not move processes into it gets no cgroup rather than failing trials.
-  absl::StatusOr<CommandResult> joined = RunCommand(Wrap({}, {"/usr/bin/true"}), absl::Seconds(30));
+  // not move processes into it gets no cgroup.
+  absl::StatusOr<CommandResult> joined = RunCommand(
+      {shell_, "-c", "echo $$ > \"$0\"", memory_->procs_file()}, absl::Seconds(30));
   if (!joined.ok() || !joined->exit.success()) {
     spdlog::warn("sandbox: cannot join the memory cgroup {} ({}); job code is bounded by its "
                  "rlimits only",
@@ -241,8 +242,13 @@ std::vector<std::string> Sandbox::Wrap(const SandboxPolicy& policy,
   // its environment: one process, whose exit status is bwrap's.
   std::vector<std::string> argv;
   if (memory_ != nullptr) {
-    // The shell joins the cgroup and execs prlimit: one process still.
-    argv = {shell_, "-c", "echo $$ > \"$0\" && exec \"$@\"", memory_->procs_file()};
+    // The shell joins the cgroup and execs prlimit: one process still. A
+    // join that fails (the cgroup removed by hand since) is said on stderr
+    // and the command runs without it, rather than failing as job code.
+    argv = {shell_, "-c",
+            "{ echo $$ > \"$0\"; } 2>/dev/null || echo \"tunefleet sandbox: cannot join the "
+            "memory cgroup $0\" >&2; exec \"$@\"",
+            memory_->procs_file()};
   }
   argv.push_back(prlimit_);
   Append(LimitFlags(full), &argv);

@@ -427,13 +427,16 @@ TEST_F(JobManagerTest, ALeaseThatReportsNothingIsTakenBackWhileItsWorkerHeartbea
 }
 
 // One principal with many leases (or devices) holds at most half of a
-// target's open configs while another principal asks for work; alone, it
-// takes what it asks.
+// target's open configs while another principal asks for that target's
+// work; alone, or beside one that asked only while the job did not exist
+// (busy elsewhere, say), it takes what it asks.
 TEST_F(JobManagerTest, APrincipalHoldsAtMostItsShareOfATargetsOpenConfigsWhileAnotherAsks) {
   options_.max_leases_per_device = 64;
   options_.verify.mode = VerifyMode::kOff;
   Restart();
   std::string hoarder = AddWorker("test-cpu", 0, "host:hoarder");
+  std::string honest = AddWorker("test-cpu", 0, "host:honest");
+  EXPECT_FALSE(Lease(honest).has_value());  // it asks, before there is a job
   v1::JobSpec spec = Spec();
   spec.clear_config_set();  // the whole space
   absl::StatusOr<v1::Job> job = jobs_->Submit(spec);
@@ -442,13 +445,15 @@ TEST_F(JobManagerTest, APrincipalHoldsAtMostItsShareOfATargetsOpenConfigsWhileAn
   ASSERT_GE(total, 40);
   LeaseQuery big = QueryFor(hoarder);
   big.max_trials = 8;
-  std::optional<LeaseGrant> alone = *jobs_->TryLease(big);
-  ASSERT_TRUE(alone.has_value());
-  EXPECT_EQ(alone->trials.size(), 8u);  // nobody else takes part
-  std::string honest = AddWorker("test-cpu", 0, "host:honest");
-  std::optional<v1::Lease> honest_lease = Lease(honest);  // it asks: it takes part
+  int64_t held = 0;
+  for (int i = 0; i < 4; ++i) {
+    std::optional<LeaseGrant> alone = *jobs_->TryLease(big);
+    ASSERT_TRUE(alone.has_value());
+    EXPECT_EQ(alone->trials.size(), 8u);  // nobody else asked for this job's work
+    held += static_cast<int64_t>(alone->trials.size());
+  }
+  std::optional<v1::Lease> honest_lease = Lease(honest);  // now it does
   ASSERT_TRUE(honest_lease.has_value());
-  int64_t held = static_cast<int64_t>(alone->trials.size());
   for (int i = 0; i < 20; ++i) {
     absl::StatusOr<std::optional<LeaseGrant>> more = jobs_->TryLease(big);
     ASSERT_OK(more);
@@ -456,7 +461,7 @@ TEST_F(JobManagerTest, APrincipalHoldsAtMostItsShareOfATargetsOpenConfigsWhileAn
     held += static_cast<int64_t>((*more)->trials.size());
   }
   const int64_t share = (total + 1) / 2;
-  EXPECT_EQ(held, share) << "of " << total << " open configs";
+  EXPECT_EQ(held, std::max<int64_t>(share, 32)) << "of " << total << " open configs";
   // The rest stays for the honest principal.
   std::optional<v1::Lease> next = Lease(honest);
   ASSERT_TRUE(next.has_value());
@@ -1537,8 +1542,7 @@ TEST_F(SpotCheckFlowTest, ASearchLiarIsOverruledByARefereeQuarantinedAndItsConfi
   // 1 s for every config, whose true times are 1-7 ms: none would be a finalist.
   std::optional<v1::Lease> lied = Lease(liar);
   ASSERT_TRUE(lied.has_value());
-  // Half the open configs (max_lease_share), with two others asking.
-  ASSERT_EQ(lied->trials_size(), 2);
+  ASSERT_EQ(lied->trials_size(), 3);  // the others asked before the job: no share yet
   ReportAll(liar, *lied, false, [](int64_t) { return 1.0; });
 
   // Its first result goes to another principal before any search work,
@@ -1569,10 +1573,8 @@ TEST_F(SpotCheckFlowTest, ASearchLiarIsOverruledByARefereeQuarantinedAndItsConfi
   v1::Job done = *jobs_->Get(job->id());
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.reason();
   const std::set<std::string> claimed = ConfigsOf(job->id(), TrialRound::kSearch, "host:liar");
-  EXPECT_EQ(claimed.size(), 2u);
-  // Each measured again by another principal (with the rate, others' too).
-  EXPECT_THAT(ConfigsOf(job->id(), TrialRound::kSpotCheck, "host:liar", /*other=*/true),
-              ::testing::IsSupersetOf(claimed));
+  EXPECT_EQ(claimed.size(), 3u);
+  EXPECT_EQ(ConfigsOf(job->id(), TrialRound::kSpotCheck, "host:liar", /*other=*/true), claimed);
   EXPECT_EQ(ConfigsOf(job->id(), TrialRound::kSpotReferee, "host:referee").size(), 1u);
   absl::StatusOr<BestRecord> best = store_->GetBest(done.targets(0).tuning_key());
   ASSERT_OK(best);
