@@ -59,7 +59,6 @@ class JobWatches {
   // coordinator that stops, so that the server's drain is quick.
   void Shutdown();
 
-  int open() const { return slots_.open(); }
 
  private:
   class Stream;

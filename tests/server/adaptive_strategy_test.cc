@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "server/adaptive_strategy.h"
 #include "server/pair_coverage.h"
 #include "server/search_strategy.h"
 #include "server/valid_configs.h"
@@ -188,6 +189,39 @@ TEST_P(AdaptiveStrategyTest, AmendedResultsAreNeitherProposedAgainNorRecounted) 
   for (uint64_t ordinal : first) {
     EXPECT_EQ(std::count(rest.begin(), rest.end(), ordinal), 0) << ordinal;
   }
+}
+
+// What an adaptive strategy keeps of its results, seen from inside.
+class ObservationsProbe final : public AdaptiveStrategy {
+ public:
+  explicit ObservationsProbe(ConfigSpace* space)
+      : AdaptiveStrategy(space, ValidConfigs::Collect(space, 1 << 20), /*budget=*/60,
+                         /*seed=*/1, /*leading=*/{}) {}
+  using AdaptiveStrategy::Fastest;
+  std::vector<uint64_t> Choose(int) override { return {}; }
+};
+
+TEST(AdaptiveStrategyAmendTest, AnAmendedLieIsReplacedByTheTrustedTimeOrForgotten) {
+  v1::KernelSpec spec;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kSpec, &spec));
+  absl::StatusOr<std::unique_ptr<ConfigSpace>> space = ConfigSpace::Create(
+      spec, *NormalizeShape(spec, *ParseShape("N=1")), PlaceholderLimits(v1::BACKEND_CPU));
+  ASSERT_OK(space);
+  ObservationsProbe probe(space->get());
+  const std::vector<uint64_t> ordinals = {1, 2, 3};
+  v1::TrialResult lie;
+  lie.set_status(v1::TRIAL_STATUS_OK);
+  lie.mutable_measurement()->set_median_seconds(1e-12);
+  for (uint64_t ordinal : ordinals) probe.Observe(ordinal, lie);
+  v1::TrialResult trusted = lie;
+  trusted.mutable_measurement()->set_median_seconds(2e-3);
+  probe.Amend(1, trusted);        // another principal measured it
+  probe.Amend(2, std::nullopt);   // nobody else did: forgotten
+  const auto fastest = probe.Fastest(10);
+  ASSERT_EQ(fastest.size(), 2u);
+  EXPECT_EQ(fastest[0].ordinal, 3u);  // a lie no one has amended yet
+  EXPECT_EQ(fastest[1].ordinal, 1u);
+  EXPECT_EQ(fastest[1].seconds, 2e-3);
 }
 
 TEST_P(AdaptiveStrategyTest, ABudgetOverTheSpaceTakesEveryValidConfigOnce) {
