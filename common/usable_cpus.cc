@@ -35,13 +35,6 @@ std::optional<int64_t> ReadInt(const std::string& path) {
   return value;
 }
 
-// One cgroup hierarchy the process belongs to: the directory of its own
-// cgroup and the hierarchy's mount point (the top of the walk upwards).
-struct Hierarchy {
-  std::string leaf;
-  std::string top;
-};
-
 // Whether the comma-separated `list` holds `item`.
 bool ListHas(absl::string_view list, absl::string_view item) {
   for (absl::string_view entry : absl::StrSplit(list, ',')) {
@@ -64,9 +57,10 @@ std::optional<std::string> CgroupPath(const ProcFiles& files, absl::string_view 
   return std::nullopt;
 }
 
-// Where the hierarchy of `controller` ("" for v2) is mounted, and the
-// process's cgroup directory under it.
-std::optional<Hierarchy> FindHierarchy(const ProcFiles& files, absl::string_view controller) {
+}  // namespace
+
+std::optional<CgroupHierarchy> FindCgroupHierarchy(absl::string_view controller,
+                                                   const ProcFiles& files) {
   std::optional<std::string> path = CgroupPath(files, controller);
   if (!path.has_value()) return std::nullopt;
   std::ifstream in(files.mountinfo);
@@ -87,14 +81,18 @@ std::optional<Hierarchy> FindHierarchy(const ProcFiles& files, absl::string_view
     std::string below = *path;
     if (root != "/" && below.rfind(root, 0) == 0) below = below.substr(root.size());
     if (below == "/") below.clear();
-    return Hierarchy{point + below, point};
+    return CgroupHierarchy{point + below, point};
   }
   return std::nullopt;
 }
 
+namespace {
+
+
 // Calls `visit(dir)` for the process's cgroup and each ancestor up to the
 // mount point.
-void WalkUp(const Hierarchy& hierarchy, const std::function<void(const std::string&)>& visit) {
+void WalkUp(const CgroupHierarchy& hierarchy,
+            const std::function<void(const std::string&)>& visit) {
   std::string dir = hierarchy.leaf;
   while (true) {
     visit(dir);
@@ -120,7 +118,7 @@ std::optional<double> Tightest(const ProcFiles& files, std::optional<double> tig
                                const LimitOf& v1) {
   const std::pair<absl::string_view, const LimitOf*> trees[] = {{"", &v2}, {controller, &v1}};
   for (const auto& [name, limit_of] : trees) {
-    std::optional<Hierarchy> hierarchy = FindHierarchy(files, name);
+    std::optional<CgroupHierarchy> hierarchy = FindCgroupHierarchy(name, files);
     if (!hierarchy.has_value()) continue;
     WalkUp(*hierarchy, [&](const std::string& dir) {
       if (std::optional<double> limit = (*limit_of)(dir)) KeepSmaller(tightest, *limit);

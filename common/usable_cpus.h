@@ -28,6 +28,8 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/string_view.h"
+
 namespace tunefleet {
 
 // Where the process's cgroup membership and mounts are read. Tests point
@@ -37,6 +39,21 @@ struct ProcFiles {
   std::string mountinfo = "/proc/self/mountinfo";
   std::string meminfo = "/proc/meminfo";
 };
+
+// One cgroup hierarchy the process belongs to: the directory of its own
+// cgroup and the hierarchy's mount point (the top of a walk upwards).
+struct CgroupHierarchy {
+  std::string leaf;
+  std::string top;
+};
+
+// The process's cgroup in the hierarchy of `controller` ("" for the v2 tree;
+// else the v1 hierarchy whose controllers hold it), found through
+// /proc/self/cgroup and mountinfo as `files` name them; nullopt when the
+// process is in none or none is mounted. A container without a cgroup
+// namespace sees its own cgroup as the mount's root.
+std::optional<CgroupHierarchy> FindCgroupHierarchy(absl::string_view controller,
+                                                   const ProcFiles& files = {});
 
 // What bounds the CPUs of this process.
 struct CpuBudget {

@@ -11,14 +11,13 @@
 #include <filesystem>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
+#include "common/usable_cpus.h"
 #include "spdlog/spdlog.h"
 
 namespace tunefleet::worker {
@@ -26,41 +25,6 @@ namespace {
 
 constexpr char kPrefix[] = "tunefleet-sandbox-";
 constexpr char kWorkerLeaf[] = "tunefleet-worker";
-
-struct Mount {
-  std::string root;   // the hierarchy's path mounted there
-  std::string point;  // where it is mounted
-};
-
-// The cgroup file system of the given kind in `mountinfo`: v2 ("cgroup2"),
-// or the v1 hierarchy with the memory controller.
-std::optional<Mount> FindMount(absl::string_view mountinfo, bool v2) {
-  for (absl::string_view line : absl::StrSplit(mountinfo, '\n', absl::SkipEmpty())) {
-    const size_t dash = line.find(" - ");
-    if (dash == absl::string_view::npos) continue;
-    const std::vector<absl::string_view> left = absl::StrSplit(line.substr(0, dash), ' ');
-    const std::vector<absl::string_view> right = absl::StrSplit(line.substr(dash + 3), ' ');
-    if (left.size() < 5 || right.size() < 3) continue;
-    if (right[0] != (v2 ? "cgroup2" : "cgroup")) continue;
-    if (!v2) {
-      const std::vector<absl::string_view> options = absl::StrSplit(right[2], ',');
-      if (std::find(options.begin(), options.end(), "memory") == options.end()) continue;
-    }
-    return Mount{std::string(left[3]), std::string(left[4])};
-  }
-  return std::nullopt;
-}
-
-// The directory of cgroup `path` (as /proc/self/cgroup names it) under
-// `mount`.
-std::string DirOf(const Mount& mount, const std::string& path) {
-  std::string relative = path;
-  if (mount.root != "/" && absl::StartsWith(relative, mount.root)) {
-    relative = relative.substr(mount.root.size());
-  }
-  if (relative == "/") relative.clear();
-  return mount.point + relative;
-}
 
 // Writes `text` to the control file `path` (one write, as the kernel wants).
 absl::Status WriteControl(const std::string& path, const std::string& text) {
@@ -196,49 +160,20 @@ absl::StatusOr<std::string> MakeV1(const std::string& base, uint64_t limit_bytes
 
 }  // namespace
 
-CgroupPaths ParseProcCgroup(absl::string_view text) {
-  CgroupPaths paths;
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-    const std::vector<absl::string_view> fields = absl::StrSplit(line, absl::MaxSplits(':', 2));
-    if (fields.size() != 3) continue;
-    if (fields[0] == "0" && fields[1].empty()) {
-      paths.unified = std::string(fields[2]);
-      continue;
-    }
-    for (absl::string_view controller : absl::StrSplit(fields[1], ',')) {
-      if (controller == "memory") paths.v1_memory = std::string(fields[2]);
-    }
-  }
-  return paths;
-}
-
-std::optional<std::string> V1MemoryMount(absl::string_view mountinfo) {
-  std::optional<Mount> mount = FindMount(mountinfo, /*v2=*/false);
-  if (!mount.has_value()) return std::nullopt;
-  return mount->point;
-}
-
 absl::StatusOr<std::unique_ptr<MemoryCgroup>> MemoryCgroup::Create(uint64_t limit_bytes) {
-  ASSIGN_OR_RETURN(std::string own_text, ReadFile("/proc/self/cgroup"));
-  ASSIGN_OR_RETURN(std::string mountinfo, ReadFile("/proc/self/mountinfo"));
-  const CgroupPaths own = ParseProcCgroup(own_text);
-  std::vector<std::string> why;
-  if (own.v1_memory.has_value()) {
-    // A hybrid host mounts v2 too, without the memory controller: v1 first.
-    if (std::optional<Mount> mount = FindMount(mountinfo, /*v2=*/false)) {
-      absl::StatusOr<std::string> dir = MakeV1(DirOf(*mount, *own.v1_memory), limit_bytes);
-      if (dir.ok()) return std::unique_ptr<MemoryCgroup>(new MemoryCgroup(*dir, limit_bytes, 1));
-      why.emplace_back(dir.status().message());
-    }
-  } else if (own.unified.has_value()) {
-    if (std::optional<Mount> mount = FindMount(mountinfo, /*v2=*/true)) {
-      absl::StatusOr<std::string> dir = MakeV2(DirOf(*mount, *own.unified), limit_bytes);
-      if (dir.ok()) return std::unique_ptr<MemoryCgroup>(new MemoryCgroup(*dir, limit_bytes, 2));
-      why.emplace_back(dir.status().message());
-    }
+  // A hybrid host mounts v2 too, without the memory controller: v1 first.
+  absl::StatusOr<std::string> dir = absl::NotFoundError("");
+  int version = 1;
+  if (std::optional<CgroupHierarchy> v1 = FindCgroupHierarchy("memory")) {
+    dir = MakeV1(v1->leaf, limit_bytes);
+  } else if (std::optional<CgroupHierarchy> v2 = FindCgroupHierarchy("")) {
+    dir = MakeV2(v2->leaf, limit_bytes);
+    version = 2;
+  } else {
+    return absl::NotFoundError("no cgroup file system with a memory controller");
   }
-  if (why.empty()) return absl::NotFoundError("no cgroup file system with a memory controller");
-  return absl::FailedPreconditionError(absl::StrJoin(why, "; "));
+  if (!dir.ok()) return dir.status();
+  return std::unique_ptr<MemoryCgroup>(new MemoryCgroup(*dir, limit_bytes, version));
 }
 
 MemoryCgroup::~MemoryCgroup() {

@@ -41,22 +41,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 
 namespace tunefleet::worker {
-
-// Where a process's cgroup is, from the text of /proc/PID/cgroup: the
-// unified (v2) path, and the path in the v1 hierarchy that has the memory
-// controller. Either may be absent.
-struct CgroupPaths {
-  std::optional<std::string> unified;
-  std::optional<std::string> v1_memory;
-};
-CgroupPaths ParseProcCgroup(absl::string_view text);
-
-// The mount point of the cgroup v1 hierarchy with the memory controller,
-// from the text of /proc/self/mountinfo; nullopt when none is mounted.
-std::optional<std::string> V1MemoryMount(absl::string_view mountinfo);
 
 class MemoryCgroup {
  public:

@@ -104,6 +104,24 @@ TEST(CgroupCpuQuotaTest, AHybridHostTakesTheTightestOfBothTrees) {
   EXPECT_EQ(CgroupCpuQuota(cgroup.files()), 3.0);
 }
 
+// The worker's memory cgroup is made where this finds its cgroup: the v1
+// memory hierarchy on a hybrid host, the v2 tree otherwise.
+TEST(FindCgroupHierarchyTest, FindsTheMemoryHierarchyOfAHybridHostAndTheV2Tree) {
+  CgroupFixture cgroup;
+  cgroup.Member("9:memory,foo:/system.slice/w.service");
+  cgroup.Member("0::/system.slice/w.service");
+  cgroup.Mount("memory", "/", "cgroup", "rw,memory");
+  cgroup.Mount("unified", "/", "cgroup2", "rw");
+  std::optional<CgroupHierarchy> memory = FindCgroupHierarchy("memory", cgroup.files());
+  ASSERT_TRUE(memory.has_value());
+  EXPECT_TRUE(memory->leaf.ends_with("/memory/system.slice/w.service")) << memory->leaf;
+  EXPECT_TRUE(memory->top.ends_with("/memory")) << memory->top;
+  std::optional<CgroupHierarchy> v2 = FindCgroupHierarchy("", cgroup.files());
+  ASSERT_TRUE(v2.has_value());
+  EXPECT_TRUE(v2->leaf.ends_with("/unified/system.slice/w.service")) << v2->leaf;
+  EXPECT_FALSE(FindCgroupHierarchy("pids", cgroup.files()).has_value());
+}
+
 TEST(CgroupCpuQuotaTest, AContainerSeesItsOwnCgroupAsTheMountRoot) {
   CgroupFixture cgroup;
   // No cgroup namespace: the path names the container's cgroup, which is

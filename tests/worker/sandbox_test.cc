@@ -122,25 +122,5 @@ TEST(SandboxTest, MissingBwrapIsAFailedPreconditionThatSaysWhatToDo) {
   EXPECT_THAT(std::string(sandbox.status().message()), ::testing::HasSubstr("--sandbox=none"));
 }
 
-TEST(MemoryCgroupTest, FindsTheWorkersCgroupOnV1HybridAndV2Hosts) {
-  // A v1 host with a hybrid unified mount: the memory hierarchy's path.
-  CgroupPaths v1 = ParseProcCgroup(
-      "12:pids:/system.slice/w.service\n9:memory,foo:/system.slice/w.service\n"
-      "1:name=systemd:/system.slice/w.service\n0::/system.slice/w.service\n");
-  EXPECT_EQ(v1.v1_memory, "/system.slice/w.service");
-  EXPECT_EQ(v1.unified, "/system.slice/w.service");
-  // A v2 host: only the unified line.
-  CgroupPaths v2 = ParseProcCgroup("0::/system.slice/tunefleet-worker.service\n");
-  EXPECT_EQ(v2.unified, "/system.slice/tunefleet-worker.service");
-  EXPECT_FALSE(v2.v1_memory.has_value());
-  EXPECT_FALSE(ParseProcCgroup("garbage\n").unified.has_value());
-  EXPECT_EQ(V1MemoryMount(
-                "33 25 0:29 / /sys/fs/cgroup/unified rw shared:10 - cgroup2 cgroup2 rw\n"
-                "37 25 0:33 / /sys/fs/cgroup/cpu rw shared:15 - cgroup cgroup rw,cpu\n"
-                "38 25 0:34 / /sys/fs/cgroup/memory rw shared:16 - cgroup cgroup rw,memory\n"),
-            "/sys/fs/cgroup/memory");
-  EXPECT_FALSE(V1MemoryMount("33 25 0:29 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n").has_value());
-}
-
 }  // namespace
 }  // namespace tunefleet::worker
