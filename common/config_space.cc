@@ -131,6 +131,7 @@ absl::Status ConfigSpace::Compile(const DeviceLimits& limits) {
   }
   tensor_shapes_.resize(spec_.args_size());
   scalars_.resize(spec_.args_size());
+  tensor_maps_.resize(spec_.args_size());
   for (int i = 0; i < spec_.args_size(); ++i) {
     const v1::Argument& arg = spec_.args(i);
     if (arg.has_tensor()) {
@@ -139,6 +140,32 @@ absl::Status ConfigSpace::Compile(const DeviceLimits& limits) {
             tensor_shapes_[i].emplace_back(),
             CompileExpr(arg.tensor().shape(d),
                         absl::StrCat("argument ", arg.name(), " shape[", d, "]")));
+      }
+    } else if (arg.has_tensor_map()) {
+      const v1::TensorMapArg& map = arg.tensor_map();
+      TensorMapExprs& exprs = tensor_maps_[i];
+      for (int t = 0; t < spec_.args_size(); ++t) {
+        if (spec_.args(t).name() == map.tensor() && spec_.args(t).has_tensor()) {
+          exprs.tensor_arg = t;
+        }
+      }
+      if (exprs.tensor_arg < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "argument ", arg.name(), ": \"", map.tensor(), "\" is no tensor argument"));
+      }
+      for (int d = 0; d < map.box_size(); ++d) {
+        ASSIGN_OR_RETURN(exprs.box.emplace_back(),
+                         CompileExpr(map.box(d), absl::StrCat("argument ", arg.name(),
+                                                              " box[", d, "]")));
+      }
+      if (!map.swizzle_bytes().empty()) {
+        ASSIGN_OR_RETURN(exprs.swizzle_bytes,
+                         CompileExpr(map.swizzle_bytes(),
+                                     absl::StrCat("argument ", arg.name(), " swizzle_bytes")));
+      }
+      if (!map.when().empty()) {
+        ASSIGN_OR_RETURN(exprs.when, CompileExpr(map.when(), absl::StrCat("argument ",
+                                                                          arg.name(), " when")));
       }
     } else {
       ASSIGN_OR_RETURN(scalars_[i],
@@ -375,6 +402,19 @@ absl::StatusOr<int64_t> ConfigSpace::TensorElements(int arg_index) {
   return elements;
 }
 
+absl::StatusOr<std::vector<int64_t>> ConfigSpace::TensorDims(int arg_index) {
+  if (arg_index < 0 || arg_index >= static_cast<int>(tensor_shapes_.size()) ||
+      tensor_shapes_[arg_index].empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("argument #", arg_index, " is not a tensor"));
+  }
+  std::vector<int64_t> dims;
+  for (const auto& dim : tensor_shapes_[arg_index]) {
+    ASSIGN_OR_RETURN(dims.emplace_back(), EvalSize(dim.get(), 1));
+  }
+  return dims;
+}
+
 absl::StatusOr<double> ConfigSpace::ScalarValue(int arg_index) {
   if (arg_index < 0 || arg_index >= static_cast<int>(scalars_.size()) ||
       scalars_[arg_index] == nullptr) {
@@ -382,6 +422,27 @@ absl::StatusOr<double> ConfigSpace::ScalarValue(int arg_index) {
         absl::StrCat("argument #", arg_index, " is not a scalar"));
   }
   return scalars_[arg_index]->Eval();
+}
+
+absl::StatusOr<ConfigSpace::TensorMapBox> ConfigSpace::TensorMapValue(int arg_index) {
+  if (arg_index < 0 || arg_index >= static_cast<int>(tensor_maps_.size()) ||
+      tensor_maps_[arg_index].tensor_arg < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("argument #", arg_index, " is not a tensor map"));
+  }
+  const TensorMapExprs& exprs = tensor_maps_[arg_index];
+  TensorMapBox out;
+  out.tensor_arg = exprs.tensor_arg;
+  if (exprs.when != nullptr) {
+    ASSIGN_OR_RETURN(double when, exprs.when->Eval());
+    if (when == 0) return out;
+  }
+  out.used = true;
+  for (const auto& dim : exprs.box) {
+    ASSIGN_OR_RETURN(out.box.emplace_back(), EvalSize(dim.get(), 1));
+  }
+  ASSIGN_OR_RETURN(out.swizzle_bytes, EvalSize(exprs.swizzle_bytes.get(), 0));
+  return out;
 }
 
 absl::StatusOr<double> ConfigSpace::Metric(int index, double seconds) {

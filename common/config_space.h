@@ -69,7 +69,19 @@ class ConfigSpace {
   absl::StatusOr<int64_t> SharedMemBytes();
   // Element count of tensor argument `arg_index` (product of its shape).
   absl::StatusOr<int64_t> TensorElements(int arg_index);
+  // The sizes of its dims, outermost first.
+  absl::StatusOr<std::vector<int64_t>> TensorDims(int arg_index);
   absl::StatusOr<double> ScalarValue(int arg_index);
+  // A tensor map argument at the bound config (kernel_spec.proto,
+  // TensorMapArg): `used` false where its `when` is zero, else the box
+  // (outermost dim first) and the swizzle span in bytes.
+  struct TensorMapBox {
+    bool used = false;
+    int tensor_arg = -1;  // the index of the tensor argument it maps
+    std::vector<int64_t> box;
+    int64_t swizzle_bytes = 0;
+  };
+  absl::StatusOr<TensorMapBox> TensorMapValue(int arg_index);
   // Metric `index` for a median time of `seconds`.
   absl::StatusOr<double> Metric(int index, double seconds);
   // Any expression over the same names, evaluated once (for tools and tests).
@@ -128,6 +140,13 @@ class ConfigSpace {
   std::array<std::unique_ptr<CompiledExpr>, 7> launch_;
   std::vector<std::vector<std::unique_ptr<CompiledExpr>>> tensor_shapes_;
   std::vector<std::unique_ptr<CompiledExpr>> scalars_;
+  struct TensorMapExprs {
+    int tensor_arg = -1;
+    std::vector<std::unique_ptr<CompiledExpr>> box;
+    std::unique_ptr<CompiledExpr> swizzle_bytes;  // null: 0
+    std::unique_ptr<CompiledExpr> when;           // null: always
+  };
+  std::vector<TensorMapExprs> tensor_maps_;  // by argument; tensor_arg -1 for others
   std::vector<std::unique_ptr<CompiledExpr>> metrics_;
   std::unique_ptr<CompiledExpr> priority_;
   std::vector<Level> levels_;  // params + 1 of them

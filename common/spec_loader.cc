@@ -73,6 +73,38 @@ absl::Status CheckNames(const v1::KernelSpec& spec) {
   return absl::OkStatus();
 }
 
+// A tensor map (BACKEND_CUDA) names a tensor argument and gives a box
+// expression for each of its dims.
+absl::Status CheckTensorMap(const v1::KernelSpec& spec, const v1::Argument& arg) {
+  const v1::TensorMapArg& map = arg.tensor_map();
+  auto bad = [&](absl::string_view problem) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor map argument ", arg.name(), " ", problem));
+  };
+  if (spec.backend() != v1::BACKEND_CUDA) {
+    return bad("is a CUDA tensor map; only BACKEND_CUDA kernels take one");
+  }
+  const v1::Argument* tensor = nullptr;
+  for (const v1::Argument& other : spec.args()) {
+    if (other.name() == map.tensor() && other.has_tensor()) tensor = &other;
+  }
+  if (tensor == nullptr) {
+    return bad(absl::StrCat("names \"", map.tensor(), "\", which is no tensor argument"));
+  }
+  if (tensor->tensor().shape_size() > 5) {
+    return bad(absl::StrCat("maps tensor ", map.tensor(), " of ",
+                            tensor->tensor().shape_size(), " dims; a map has at most 5"));
+  }
+  if (map.box_size() != tensor->tensor().shape_size()) {
+    return bad(absl::StrCat("has ", map.box_size(), " box dims; tensor ", map.tensor(),
+                            " has ", tensor->tensor().shape_size()));
+  }
+  for (const std::string& box : map.box()) {
+    if (box.empty()) return bad("has an empty box expression");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckArgs(const v1::KernelSpec& spec) {
   bool has_output = false;
   for (const v1::Argument& arg : spec.args()) {
@@ -100,9 +132,11 @@ absl::Status CheckArgs(const v1::KernelSpec& spec) {
         return absl::InvalidArgumentError(
             absl::StrCat("scalar argument ", arg.name(), " has no expr"));
       }
+    } else if (arg.has_tensor_map()) {
+      RETURN_IF_ERROR(CheckTensorMap(spec, arg));
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
-          "argument ", arg.name(), " is neither a tensor nor a scalar"));
+          "argument ", arg.name(), " is neither a tensor, a scalar nor a tensor map"));
     }
   }
   if (!has_output) {

@@ -87,6 +87,35 @@ TEST(SpecLoaderTest, ValidationNamesTheProblem) {
   EXPECT_THAT(ValidateKernelSpec(bad_name), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
+TEST(SpecLoaderTest, TensorMapsNameATensorOfTheirRankOnCudaOnly) {
+  v1::KernelSpec spec = MatmulSpec();
+  spec.set_backend(v1::BACKEND_CUDA);
+  v1::Argument* map = spec.add_args();
+  map->set_name("A_map");
+  map->mutable_tensor_map()->set_tensor(spec.args(0).name());
+  map->mutable_tensor_map()->add_box("BLOCK_M");
+  map->mutable_tensor_map()->add_box("BLOCK_K");
+  EXPECT_OK(ValidateKernelSpec(spec));
+
+  v1::KernelSpec on_cpu = spec;
+  on_cpu.set_backend(v1::BACKEND_CPU);
+  EXPECT_THAT(ValidateKernelSpec(on_cpu),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "only BACKEND_CUDA"));
+  v1::KernelSpec no_tensor = spec;
+  no_tensor.mutable_args(spec.args_size() - 1)->mutable_tensor_map()->set_tensor("M");
+  EXPECT_THAT(ValidateKernelSpec(no_tensor),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "which is no tensor argument"));
+  v1::KernelSpec short_box = spec;
+  short_box.mutable_args(spec.args_size() - 1)->mutable_tensor_map()->mutable_box()->RemoveLast();
+  EXPECT_THAT(ValidateKernelSpec(short_box),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "has 1 box dims"));
+  v1::KernelSpec unknown_name = spec;
+  unknown_name.mutable_args(spec.args_size() - 1)->mutable_tensor_map()->set_when("NOPE");
+  v1::Shape shape = *NormalizeShape(spec, *ParseShape("M=64,N=64,K=64"));
+  EXPECT_THAT(ConfigSpace::Create(unknown_name, shape, PlaceholderLimits(v1::BACKEND_CUDA)),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "A_map when"));
+}
+
 TEST(SpecLoaderTest, NormalizeShapeOrdersAndChecksDims) {
   v1::KernelSpec spec = MatmulSpec();
   absl::StatusOr<v1::Shape> shape = NormalizeShape(spec, *ParseShape("K=3,N=2,M=1"));

@@ -141,6 +141,10 @@ absl::Status CpuKernelRunner::AllocateArgs() {
     const v1::Argument& spec_arg = spec_.args(i);
     Arg& arg = args_[i];
     arg.name = spec_arg.name();
+    if (spec_arg.has_tensor_map()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("argument ", arg.name, ": tensor maps are CUDA's"));
+    }
     if (!spec_arg.has_tensor()) {
       arg.dtype = spec_arg.scalar().dtype();
       arg_ptrs_[i] = &arg.scalar;

@@ -62,7 +62,8 @@ namespace tunefleet::worker::cuda {
   X(EventDestroy, cuEventDestroy)                        \
   X(EventRecord, cuEventRecord)                          \
   X(EventQuery, cuEventQuery)                            \
-  X(EventElapsedTime, cuEventElapsedTime)
+  X(EventElapsedTime, cuEventElapsedTime)                \
+  X(TensorMapEncodeTiled, cuTensorMapEncodeTiled)
 
 #define TF_NVRTC_FUNCTIONS(X)                            \
   X(Version, nvrtcVersion)                               \

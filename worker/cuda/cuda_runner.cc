@@ -15,6 +15,7 @@
 #include "worker/cuda/cublas_gemm.h"
 #include "worker/cuda/cuda_devices.h"
 #include "worker/cuda/device_compare.h"
+#include "worker/cuda/tensor_map.h"
 #include "worker/host_tensors.h"
 #include "worker/measurement.h"
 
@@ -93,6 +94,7 @@ struct CudaRunner::Kernel {
   std::array<int64_t, 3> block = {1, 1, 1};
   int64_t smem = 0;
   std::vector<uint64_t> scalars;  // one slot per argument
+  std::vector<CUtensorMap> maps;  // one per argument (zeros but for used tensor maps)
   std::vector<void*> params;      // cuLaunchKernel's kernelParams
 };
 
@@ -411,11 +413,17 @@ CudaRunner::Verdict CudaRunner::PrepareLaunch(const v1::Config& config, Kernel* 
   kernel->block = *block;
   kernel->smem = *smem;
   kernel->scalars.assign(job.spec.args_size(), 0);
+  kernel->maps.assign(job.spec.args_size(), CUtensorMap{});
   kernel->params.assign(job.spec.args_size(), nullptr);
   for (int i = 0; i < job.spec.args_size(); ++i) {
     const v1::Argument& arg = job.spec.args(i);
     if (arg.has_tensor()) {
       kernel->params[i] = &job.tensors[job.tensor_of_arg[i]].data;
+      continue;
+    }
+    if (arg.has_tensor_map()) {
+      if (absl::Status s = EncodeMap(i, &kernel->maps[i]); !s.ok()) return invalid(s);
+      kernel->params[i] = &kernel->maps[i];
       continue;
     }
     absl::StatusOr<double> value = job.space->ScalarValue(i);
@@ -427,6 +435,23 @@ CudaRunner::Verdict CudaRunner::PrepareLaunch(const v1::Config& config, Kernel* 
     kernel->params[i] = &kernel->scalars[i];
   }
   return Verdict();
+}
+
+absl::Status CudaRunner::EncodeMap(int arg, CUtensorMap* map) {
+  Job& job = *job_;
+  ASSIGN_OR_RETURN(const ConfigSpace::TensorMapBox box, job.space->TensorMapValue(arg));
+  if (!box.used) return absl::OkStatus();  // the kernel gets zeros
+  ASSIGN_OR_RETURN(const std::vector<int64_t> dims, job.space->TensorDims(box.tensor_arg));
+  const Tensor& tensor = job.tensors[job.tensor_of_arg[box.tensor_arg]];
+  absl::StatusOr<TensorMapLayout> layout =
+      PlanTensorMap(tensor.dtype, dims, box.box, box.swizzle_bytes);
+  absl::Status status = layout.ok() ? EncodeTensorMap(*driver_, *layout, tensor.data, map)
+                                    : layout.status();
+  if (!status.ok()) {
+    return absl::Status(status.code(),
+                        absl::StrCat(job.spec.args(arg).name(), ": ", status.message()));
+  }
+  return absl::OkStatus();
 }
 
 CudaRunner::Verdict CudaRunner::LoadKernel(const std::string& artifact,

@@ -112,6 +112,9 @@ class CudaRunner : public KernelRunner {
   enum class Constraints { kApply, kIgnore };
   Verdict PrepareLaunch(const v1::Config& config, Kernel* kernel,
                         Constraints constraints = Constraints::kApply);
+  // Encodes tensor map argument `arg` at the bound config into `*map` (left
+  // zero where its `when` is); InvalidArgument naming the argument.
+  absl::Status EncodeMap(int arg, CUtensorMap* map);
   Verdict CheckResources(Kernel* kernel);
   Verdict ResetOutputs();
   Verdict LaunchAndWait(const LaunchFn& launch, double timeout_seconds);
