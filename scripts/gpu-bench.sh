@@ -34,7 +34,7 @@ step() {  # step NAME SECONDS COMMAND...: runs, logs (appending), notes the exit
 step tests 200 "$R" "$BIN/cuda_backend_test" --gtest_brief=1
 step refs-cublas 60 "$R" "$BIN/tunefleet-cuda-trial" --kernel kernels/cuda/gemm_f16 \
   --shape M=4096,N=4096,K=4096 --reference --budget 0.3 \
-  --config MMA=0,BLOCK_M=128,BLOCK_N=128,BLOCK_K=32,WARPS_M=2,WARPS_N=2,STAGES=4,GROUP_M=8,SPLIT_K=1,EPILOGUE=0,PERSISTENT=0
+  --config MMA=0,BLOCK_M=128,BLOCK_N=128,BLOCK_K=32,WARPS_M=2,WARPS_N=2,STAGES=4,GROUP_M=8,SPLIT_K=1,EPILOGUE=0,PERSISTENT=0,LOAD=0
 step refs-torch 120 python3 - <<'PY'
 import torch, torch.nn.functional as F
 def bench(fn, n=50):

@@ -111,6 +111,40 @@ TEST(ConfigSpaceTest, EvaluatesSizesScalarsMetricsAndFunctions) {
   EXPECT_EQ(*space->Evaluate("floor(7 / 2) + ceil(7 / 2)"), 7);
 }
 
+// gemm_f16's tensor maps: encoded only where LOAD=1, with the tile's box
+// and the swizzle its BLOCK_K asks for; zeros elsewhere.
+TEST(ConfigSpaceTest, TensorMapsGiveTheirBoxWhereTheyAreUsed) {
+  absl::StatusOr<KernelBundle> gemm = LoadKernelDir(SourceDir() + "/kernels/cuda/gemm_f16");
+  ASSERT_OK(gemm);
+  auto space = Space(gemm->spec, "M=1000,N=1032,K=1000", PlaceholderLimits(v1::BACKEND_CUDA));
+  int a_map = -1;
+  for (int i = 0; i < gemm->spec.args_size(); ++i) {
+    if (gemm->spec.args(i).name() == "A_map") a_map = i;
+  }
+  ASSERT_GE(a_map, 0);
+  const std::string tma =
+      "MMA=3,BLOCK_M=128,BLOCK_N=256,BLOCK_K=32,WARPS_M=8,WARPS_N=1,STAGES=8,GROUP_M=8,"
+      "SPLIT_K=1,EPILOGUE=0,PERSISTENT=0,LOAD=1";
+  ASSERT_OK(space->Bind(*ParseConfig(tma)));
+  absl::StatusOr<ConfigSpace::TensorMapBox> box = space->TensorMapValue(a_map);
+  ASSERT_OK(box);
+  EXPECT_TRUE(box->used);
+  EXPECT_EQ(gemm->spec.args(box->tensor_arg).name(), "A");
+  EXPECT_EQ(box->box, (std::vector<int64_t>{128, 32}));
+  EXPECT_EQ(box->swizzle_bytes, 64);
+  EXPECT_EQ(*space->TensorDims(box->tensor_arg), (std::vector<int64_t>{1000, 1000}));
+
+  std::string cp_async = tma;
+  cp_async.back() = '0';
+  ASSERT_OK(space->Bind(*ParseConfig(cp_async)));
+  box = space->TensorMapValue(a_map);
+  ASSERT_OK(box);
+  EXPECT_FALSE(box->used);
+  EXPECT_TRUE(box->box.empty());
+  EXPECT_THAT(space->TensorMapValue(0), StatusIsWith(absl::StatusCode::kInvalidArgument,
+                                                     "is not a tensor map"));
+}
+
 TEST(ConfigSpaceTest, UnknownNameInExpressionIsNamed) {
   v1::KernelSpec spec = MatmulSpec();
   spec.mutable_constraints(0)->set_expr("BLOCK_M * WIDTH <= 4");

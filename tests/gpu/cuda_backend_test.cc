@@ -609,6 +609,70 @@ TEST(CudaRunner, GemmSplitKConfigsAreRightAtShortMShapes) {
   }
 }
 
+// The TMA producer (LOAD=1) and the TMA store of C (EPILOGUE=2), each config
+// checked against cuBLAS: boxes past M, N and K read zeros and stores past
+// them are clipped; split-K clusters; persistent blocks (with C staged in
+// shared memory of its own, either producer); a K whose rows are not
+// 16-byte aligned is no place for a tensor map.
+TEST(CudaRunner, GemmTmaConfigsAreRightAtEdgesSplitsAndPersistentBlocks) {
+  REQUIRE_GPU();
+  const std::string tail = ",WARPS_N=1,EPILOGUE=0,LOAD=1";
+  const std::pair<const char*, std::string> cases[] = {
+      {"M=1000,N=1032,K=1000",
+       "MMA=3,BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,WARPS_M=8,STAGES=5,GROUP_M=8,SPLIT_K=1,"
+       "PERSISTENT=0" + tail},
+      {"M=1000,N=1032,K=1000",
+       "MMA=3,BLOCK_M=128,BLOCK_N=256,BLOCK_K=32,WARPS_M=8,STAGES=8,GROUP_M=8,SPLIT_K=1,"
+       "PERSISTENT=0,WARPS_N=1,EPILOGUE=1,LOAD=1"},
+      {"M=16,N=4096,K=4096",
+       "MMA=3,BLOCK_M=64,BLOCK_N=64,BLOCK_K=64,WARPS_M=4,STAGES=8,GROUP_M=1,SPLIT_K=2,"
+       "PERSISTENT=0" + tail},
+      {"M=129,N=77,K=1000",
+       "MMA=3,BLOCK_M=64,BLOCK_N=64,BLOCK_K=32,WARPS_M=4,STAGES=8,GROUP_M=1,SPLIT_K=4,"
+       "PERSISTENT=0" + tail},
+      {"M=4000,N=4104,K=1000",
+       "MMA=3,BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS_M=8,STAGES=4,GROUP_M=8,SPLIT_K=1,"
+       "PERSISTENT=1" + tail},
+      {"M=4000,N=4104,K=1000",  // C staged in shared memory of its own
+       "MMA=3,BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS_M=8,STAGES=3,GROUP_M=8,SPLIT_K=1,"
+       "PERSISTENT=1,WARPS_N=1,EPILOGUE=1,LOAD=1"},
+      {"M=4000,N=4104,K=1000",
+       "MMA=3,BLOCK_M=128,BLOCK_N=256,BLOCK_K=32,WARPS_M=8,STAGES=6,GROUP_M=8,SPLIT_K=1,"
+       "PERSISTENT=1,WARPS_N=1,EPILOGUE=1,LOAD=0"},
+      // C stored by TMA (EPILOGUE=2), clipped at the edges, from either producer.
+      {"M=1000,N=1032,K=1000",
+       "MMA=3,BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS_M=8,STAGES=4,GROUP_M=8,SPLIT_K=1,"
+       "PERSISTENT=0,WARPS_N=1,EPILOGUE=2,LOAD=1"},
+      {"M=4000,N=4104,K=1000",
+       "MMA=3,BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS_M=8,STAGES=3,GROUP_M=8,SPLIT_K=1,"
+       "PERSISTENT=1,WARPS_N=1,EPILOGUE=2,LOAD=1"},
+      {"M=4000,N=4104,K=1000",
+       "MMA=3,BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,WARPS_M=8,STAGES=5,GROUP_M=8,SPLIT_K=1,"
+       "PERSISTENT=1,WARPS_N=1,EPILOGUE=2,LOAD=0"},
+      {"M=16,N=4096,K=4096",
+       "MMA=3,BLOCK_M=64,BLOCK_N=64,BLOCK_K=64,WARPS_M=4,STAGES=8,GROUP_M=1,SPLIT_K=2,"
+       "PERSISTENT=0,WARPS_N=1,EPILOGUE=2,LOAD=1"},
+  };
+  for (const auto& [shape, config] : cases) {
+    GpuJob job(SharedRunner(), "kernels/cuda/gemm_f16", shape);
+    ASSERT_OK(job.prepared());
+    absl::StatusOr<v1::Measurement> cublas = SharedRunner()->MeasureReference();
+    ASSERT_OK(cublas);
+    v1::TrialResult result = job.Run(config);
+    EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << shape << " " << config << " "
+                                                    << Describe(result);
+    std::printf("gemm %s %s: %.2f us (cuBLAS %.2f us)\n", shape, config.c_str(),
+                result.measurement().median_seconds() * 1e6, cublas->median_seconds() * 1e6);
+  }
+  GpuJob odd_k(SharedRunner(), "kernels/cuda/gemm_f16", "M=129,N=77,K=1001");
+  ASSERT_OK(odd_k.prepared());
+  EXPECT_EQ(odd_k.Run(std::string("MMA=3,BLOCK_M=64,BLOCK_N=64,BLOCK_K=32,WARPS_M=4,STAGES=8,"
+                                  "GROUP_M=1,SPLIT_K=4,PERSISTENT=0") +
+                      tail)
+                .status(),
+            v1::TRIAL_STATUS_INVALID_CONFIG);
+}
+
 // The low-clock rule (docs/measurement.md) on real per-sample clocks: a
 // fraction over 1 makes every sample "low" (none is above its own maximum),
 // so samples are taken again and the still-low retakes are kept and counted;

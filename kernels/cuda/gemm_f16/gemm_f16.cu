@@ -32,19 +32,42 @@
 // cluster of SPLIT_K blocks, whose partial tiles the first block sums from
 // its peers' shared memory; for short-M shapes whose tiles alone leave SMs
 // idle), EPILOGUE (wgmma paths: 0 stores the accumulators straight from
-// registers, 1 stages them through shared memory), PERSISTENT (MMA=3: a
+// registers, 1 stages them through shared memory; MMA=3: 2 stages them in
+// swizzled boxes that one thread stores by TMA through C_map, N a multiple
+// of 8), PERSISTENT (MMA=3: a
 // grid of one wave whose blocks walk the C tiles, the producer loading the
-// next tile's stages while the consumers store the last one).
+// next tile's stages while the consumers store the last one; with
+// EPILOGUE 1 or 2 the staging tile has shared memory of its own, after the
+// ring, and EPILOGUE=2's store drains during the next tile), LOAD (MMA=3:
+// how the producer fills the ring: 0 cp.async from its 128 threads, 1 TMA:
+// one thread issues a bulk tensor copy per operand and stage through the
+// tensor maps A_map and B_map, which land in the same swizzle the
+// descriptors read and complete the stage's "full" mbarrier by their bytes;
+// K a multiple of 8).
 // Launch: grid.x = cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) * SPLIT_K (PERSISTENT:
 // at most one wave), block.x = 32 *
 // WARPS_M * WARPS_N (+ 128, the producer, with MMA=3), dynamic shared memory
 // STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 bytes (+ 1 KiB with wgmma, to
-// align the tiles to 1 KiB; + 256 bytes of mbarriers with MMA=3).
+// align the tiles to 1 KiB; + 256 bytes of mbarriers with MMA=3; + the
+// staging tile's BLOCK_M * (BLOCK_N + 8) * 2 with PERSISTENT and EPILOGUE=1).
 #include <cuda_fp16.h>
 
 #ifndef BLOCK_M
 #error "compile with -DBLOCK_M=... (and the other params)"
 #endif
+
+// A CUtensorMap (cuda.h is not at hand under NVRTC): 128 opaque bytes,
+// passed by value as a __grid_constant__ parameter, whose generic address
+// the bulk tensor copies take.
+struct alignas(64) TensorMap {
+  unsigned long long opaque[16];
+};
+
+// Every path takes the tensor maps (zeros unless LOAD=1, EPILOGUE=2).
+#define GEMM_PARAMS                                                                       \
+  const half *__restrict__ A, const half *__restrict__ B, half *__restrict__ C, int M,    \
+      int N, int K, const __grid_constant__ TensorMap A_map,                              \
+      const __grid_constant__ TensorMap B_map, const __grid_constant__ TensorMap C_map
 
 namespace {
 
@@ -62,6 +85,10 @@ using u32 = unsigned int;
 #ifndef PERSISTENT
 #define PERSISTENT 0
 #endif
+#ifndef LOAD
+#define LOAD 0
+#endif
+static_assert(LOAD == 0 || MMA == 3, "LOAD=1 (TMA) is the warp-specialised producer's");
 
 constexpr int kMathThreads = WARPS_M * WARPS_N * 32;
 // MMA=3 adds a producer warpgroup, which alone loads the tiles.
@@ -219,8 +246,7 @@ __device__ __forceinline__ void StorePair(half* C, int M, int N, int row, int co
 
 #if MMA == 0
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    gemm_f16(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C,
-             int M, int N, int K) {
+    gemm_f16(GEMM_PARAMS) {
   extern __shared__ __align__(128) unsigned char smem[];
   half* const tiles_a = reinterpret_cast<half*>(smem);
   half* const tiles_b = tiles_a + STAGES * kTileA;
@@ -462,10 +488,12 @@ __device__ __forceinline__ void MathBarrier() {
 
 // The epilogue's staging tile (EPILOGUE=1): BLOCK_M rows of BLOCK_N halves,
 // padded by 8 so that the fragments' rows fall in different banks, in the
-// pipeline's shared memory.
+// pipeline's shared memory (PERSISTENT: after it, since the ring is loading
+// the next tile meanwhile).
 constexpr int kStagedPitch = BLOCK_N + 8;
 constexpr bool kStagedEpilogue = EPILOGUE == 1;
-static_assert(!kStagedEpilogue || BLOCK_M * kStagedPitch <= STAGES * (kTileA + kTileB),
+static_assert(!kStagedEpilogue || PERSISTENT ||
+                  BLOCK_M * kStagedPitch <= STAGES * (kTileA + kTileB),
               "EPILOGUE=1: the staging tile fits in the pipeline's shared memory");
 
 // Epilogue: per n8 block j, registers 4j..4j+3 hold rows g and g + 8 of
@@ -555,6 +583,68 @@ __device__ __forceinline__ void BarrierWait(u32 bar, u32 parity) {
   } while (!done);
 }
 
+// Arrives on `bar` and expects `bytes` more from bulk copies this phase.
+__device__ __forceinline__ void BarrierArriveExpect(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+               "r"(bytes)
+               : "memory");
+}
+
+// Copies the box of `map` at (column c0, row c1) to `dst`; the copy's bytes
+// count against `bar`'s expected ones as they land.
+__device__ __forceinline__ void TmaLoad(u32 dst, const TensorMap& map, int c0, int c1, u32 bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+
+// Stores the box of `map` at (column c0, row c1) from `src` (bulk group).
+__device__ __forceinline__ void TmaStore(const TensorMap& map, int c0, int c1, u32 src) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+          reinterpret_cast<unsigned long long>(&map)),
+      "r"(c0), "r"(c1), "r"(src)
+      : "memory");
+}
+
+// EPILOGUE=2: the fragments as fp16 into `staging`, BLOCK_N / 64 boxes of
+// BLOCK_M rows of 128 bytes in the 128-byte swizzle (16-byte chunk ^= row %
+// 8: a warp's half2 stores hit 32 banks) that C_map reads; then one thread
+// stores the boxes by TMA, which clips them to C. The store drains while the
+// consumers go on to the next tile; the staging is written again only after
+// that thread saw the last store read it, behind the math barrier.
+// REQUIRES: every math thread calls it, its wgmma batches done.
+__device__ __forceinline__ void StoreAccumulatorsTma(const TensorMap& c_map, int m0, int n0,
+                                                     int warp, int lane, int tid, half* staging,
+                                                     const float (&acc)[kAcc]) {
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const int slab_row = (warp / 4) * 64 + (warp % 4) * 16 + g;  // row % 8 == g
+  if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+  MathBarrier();
+#pragma unroll
+  for (int j = 0; j < BLOCK_N / 8; ++j) {
+    half* const box = staging + (j / 8) * BLOCK_M * 64;
+    const int chunk = ((j % 8) ^ g) * 8 + 2 * t;
+    *reinterpret_cast<half2*>(box + slab_row * 64 + chunk) =
+        __floats2half2_rn(acc[4 * j], acc[4 * j + 1]);
+    *reinterpret_cast<half2*>(box + (slab_row + 8) * 64 + chunk) =
+        __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
+  }
+  // Written through the generic proxy, read by the bulk copy (async proxy).
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  MathBarrier();
+  if (tid == 0) {
+#pragma unroll
+    for (int b = 0; b < BLOCK_N / 64; ++b) {
+      TmaStore(c_map, n0 + b * 64, m0, SharedAddress(staging + b * BLOCK_M * 64));
+    }
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+  }
+}
+
 // The blocks of one C tile's K splits, a cluster: arrive and wait for all
 // of them (release, acquire).
 __device__ __forceinline__ void ClusterSync() {
@@ -584,8 +674,7 @@ __device__ __forceinline__ float PeerLoad(u32 address) {
 #endif
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) GEMM_CLUSTER
-    gemm_f16(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C,
-             int M, int N, int K) {
+    gemm_f16(GEMM_PARAMS) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   half* const tiles_a = AlignedTiles(smem_raw);
   half* const tiles_b = tiles_a + STAGES * kTileA;
@@ -601,9 +690,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) GEMM_CLUSTER
   const int tiles = ((M + BLOCK_M - 1) / BLOCK_M) * ((N + BLOCK_N - 1) / BLOCK_N);
   const int first_tile = PERSISTENT ? blockIdx.x : blockIdx.x / SPLIT_K;
   const int tile_step = PERSISTENT ? gridDim.x : tiles;
-  static_assert(!PERSISTENT || (SPLIT_K == 1 && EPILOGUE == 0),
-                "PERSISTENT: one block per tile's K, C stored from registers (the ring "
-                "keeps loading the next tile)");
+  static_assert(!PERSISTENT || SPLIT_K == 1, "PERSISTENT: one block per tile's K");
+  // PERSISTENT, EPILOGUE 1 or 2: the staging tile, after the mbarriers (at
+  // the next 1 KiB for the swizzled boxes of EPILOGUE=2).
+  half* const staging =
+      PERSISTENT ? tiles_b + STAGES * kTileB + (EPILOGUE == 2 ? 512 : 128) : tiles_a;
   // This block's K tiles: split `split` of SPLIT_K (the rank in its cluster).
   const int split = blockIdx.x % SPLIT_K;
   const int k_total = (K + BLOCK_K - 1) / BLOCK_K;
@@ -612,13 +703,42 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) GEMM_CLUSTER
   const int k_tiles = min(k_total, k_first + k_per_split) - k_first;
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      BarrierInit(full + 8 * s, kLoaders);
+      BarrierInit(full + 8 * s, LOAD == 1 ? 1 : kLoaders);
       BarrierInit(empty + 8 * s, kMathThreads);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
 
+  if (tid >= kMathThreads && LOAD == 1) {  // the producer: one thread's bulk copies
+    if (tid == kMathThreads) {
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&A_map))
+                   : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&B_map))
+                   : "memory");
+      constexpr u32 kStageBytes = (kTileA + kTileB) * 2;
+      int it = 0;  // stage uses so far, over every tile
+      for (int tile = first_tile; tile < tiles; tile += tile_step) {
+        int m0 = 0, n0 = 0;
+        TileOrigin(M, N, tile, &m0, &n0);
+        for (int i = 0; i < k_tiles; ++i, ++it) {
+          const int stage = it % STAGES;
+          const int use = it / STAGES;
+          if (use > 0) BarrierWait(empty + 8 * stage, (use - 1) & 1);
+          const u32 bar = full + 8 * stage;
+          const int k0 = (k_first + i) * BLOCK_K;
+          BarrierArriveExpect(bar, kStageBytes);
+          TmaLoad(SharedAddress(tiles_a + stage * kTileA), A_map, k0, m0, bar);
+          TmaLoad(SharedAddress(tiles_b + stage * kTileB), B_map, k0, n0, bar);
+        }
+      }
+    }
+    if (SPLIT_K > 1) {  // the cluster's two barriers of the reduction below
+      ClusterSync();
+      ClusterSync();
+    }
+    return;
+  }
   if (tid >= kMathThreads) {  // the producer warpgroup
     const int loader = tid - kMathThreads;
     const bool vector = (K & 7) == 0;
@@ -663,9 +783,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) GEMM_CLUSTER
     for (int i = 0; i < k_tiles; ++i, ++it) {
       const int stage = it % STAGES;
       BarrierWait(full + 8 * stage, (it / STAGES) & 1);
-      // The tiles were written through the generic proxy; wgmma reads them
-      // through the async one.
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      // cp.async wrote the tiles through the generic proxy; wgmma reads them
+      // through the async one (as the bulk copies of LOAD=1 wrote them).
+      if (LOAD == 0) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
       MmaStage(acc, SharedAddress(tiles_a + stage * kTileA + group * 64 * BLOCK_K),
                SharedAddress(tiles_b + stage * kTileB));
       // The batch before this one is done (kInFlight = 1): its stage is free.
@@ -698,15 +818,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) GEMM_CLUSTER
       ClusterSync();  // the peers' memory stays theirs until it was read
       if (split != 0) return;
     }
-    StoreAccumulators(C, M, N, m0, n0, warp, lane, tid, tiles_a, acc);
+    if (EPILOGUE == 2) {
+      StoreAccumulatorsTma(C_map, m0, n0, warp, lane, tid, staging, acc);
+    } else {
+      StoreAccumulators(C, M, N, m0, n0, warp, lane, tid, staging, acc);
+    }
   }
+  // The last tile's store is done before the block's memory goes.
+  if (EPILOGUE == 2 && tid == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
 #else  // MMA 1 or 2
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    gemm_f16(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C,
-             int M, int N, int K) {
+    gemm_f16(GEMM_PARAMS) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   half* const tiles_a = AlignedTiles(smem_raw);
   half* const tiles_b = tiles_a + STAGES * kTileA;
