@@ -652,6 +652,16 @@ TEST(CudaRunner, GemmTmaConfigsAreRightAtEdgesSplitsAndPersistentBlocks) {
       {"M=16,N=4096,K=4096",
        "MMA=3,BLOCK_M=64,BLOCK_N=64,BLOCK_K=64,WARPS_M=4,STAGES=8,GROUP_M=1,SPLIT_K=2,"
        "PERSISTENT=0,WARPS_N=1,EPILOGUE=2,LOAD=1"},
+      // 192-wide tiles (m64n192 wgmma), a partial one at the edge.
+      {"M=1000,N=1032,K=1000",
+       "MMA=3,BLOCK_M=128,BLOCK_N=192,BLOCK_K=64,WARPS_M=8,STAGES=5,GROUP_M=8,SPLIT_K=1,"
+       "PERSISTENT=0,WARPS_N=1,EPILOGUE=1,LOAD=1"},
+      {"M=4000,N=4104,K=1000",
+       "MMA=3,BLOCK_M=128,BLOCK_N=192,BLOCK_K=64,WARPS_M=8,STAGES=4,GROUP_M=8,SPLIT_K=1,"
+       "PERSISTENT=1,WARPS_N=1,EPILOGUE=2,LOAD=1"},
+      {"M=1000,N=1032,K=1000",
+       "MMA=1,BLOCK_M=128,BLOCK_N=192,BLOCK_K=64,WARPS_M=8,STAGES=4,GROUP_M=8,SPLIT_K=1,"
+       "PERSISTENT=0,WARPS_N=1,EPILOGUE=0,LOAD=0"},
   };
   for (const auto& [shape, config] : cases) {
     GpuJob job(SharedRunner(), "kernels/cuda/gemm_f16", shape);
