@@ -662,6 +662,9 @@ TEST(CudaRunner, GemmTmaConfigsAreRightAtEdgesSplitsAndPersistentBlocks) {
       {"M=1000,N=1032,K=1000",
        "MMA=1,BLOCK_M=128,BLOCK_N=192,BLOCK_K=64,WARPS_M=8,STAGES=4,GROUP_M=8,SPLIT_K=1,"
        "PERSISTENT=0,WARPS_N=1,EPILOGUE=0,LOAD=0"},
+      {"M=1000,N=1032,K=1000",
+       "MMA=0,BLOCK_M=128,BLOCK_N=192,BLOCK_K=32,WARPS_M=2,STAGES=4,GROUP_M=8,SPLIT_K=1,"
+       "PERSISTENT=0,WARPS_N=4,EPILOGUE=0,LOAD=0"},
   };
   for (const auto& [shape, config] : cases) {
     GpuJob job(SharedRunner(), "kernels/cuda/gemm_f16", shape);
