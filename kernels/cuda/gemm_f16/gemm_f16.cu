@@ -836,6 +836,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) GEMM_CLUSTER
       static_assert(SPLIT_K == 1 || 4 * BLOCK_M * BLOCK_N <= STAGES * (kTileA + kTileB) * 2,
                     "the partial tile fits in the pipeline's shared memory");
       float* const partial = reinterpret_cast<float*>(tiles_a);
+      // Every warpgroup's wgmma reads of the pipeline are done before any
+      // thread writes over it (each waited for its own batches only).
+      MathBarrier();
       if (split != 0) {
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) partial[i * kMathThreads + tid] = acc[i];
