@@ -48,6 +48,17 @@ decode=(
   "BLOCK_M=64,BLOCK_N=128,BLOCK_K=64,WARPS_M=4,STAGES=4,GROUP_M=1,SPLIT_K=4,EPILOGUE=2,PERSISTENT=0"
   "BLOCK_M=128,BLOCK_N=64,BLOCK_K=64,WARPS_M=8,STAGES=8,GROUP_M=8,SPLIT_K=2,EPILOGUE=2,PERSISTENT=0"
 )
+# The swapped decode path (MMA=4), its tiles named by the rows they take.
+swapped=(
+  "BLOCK_M=16,BLOCK_N=64,BLOCK_K=64,WARPS_M=4,STAGES=8,GROUP_M=1,SPLIT_K=1"
+  "BLOCK_M=16,BLOCK_N=64,BLOCK_K=64,WARPS_M=4,STAGES=8,GROUP_M=1,SPLIT_K=2"
+  "BLOCK_M=16,BLOCK_N=64,BLOCK_K=64,WARPS_M=4,STAGES=6,GROUP_M=1,SPLIT_K=4"
+  "BLOCK_M=16,BLOCK_N=128,BLOCK_K=64,WARPS_M=8,STAGES=8,GROUP_M=1,SPLIT_K=2"
+  "BLOCK_M=16,BLOCK_N=128,BLOCK_K=64,WARPS_M=8,STAGES=6,GROUP_M=1,SPLIT_K=4"
+  "BLOCK_M=32,BLOCK_N=64,BLOCK_K=64,WARPS_M=4,STAGES=8,GROUP_M=1,SPLIT_K=2"
+  "BLOCK_M=64,BLOCK_N=64,BLOCK_K=64,WARPS_M=4,STAGES=8,GROUP_M=1,SPLIT_K=2"
+  "BLOCK_M=64,BLOCK_N=128,BLOCK_K=64,WARPS_M=8,STAGES=6,GROUP_M=1,SPLIT_K=2"
+)
 shapes=("$@")
 [ ${#shapes[@]} -eq 0 ] && shapes=(M=4096,N=4096,K=4096 M=8192,N=8192,K=8192
   M=3072,N=5120,K=2048 M=4096,N=4096,K=1024 M=4096,N=4096,K=8192 M=1000,N=1032,K=1000
@@ -59,6 +70,13 @@ for shape in "${shapes[@]}"; do
   for t in "${tiles[@]}"; do
     for load in 0 1; do args+=(--config "MMA=3,WARPS_N=1,$t,LOAD=$load"); done
   done
+  if [ "$m" -le 128 ]; then
+    for t in "${swapped[@]}"; do
+      for load in 0 1; do
+        args+=(--config "MMA=4,WARPS_N=1,$t,EPILOGUE=0,PERSISTENT=0,LOAD=$load")
+      done
+    done
+  fi
   [ "$m" -gt 128 ] && args+=(--config "MMA=1,WARPS_N=1,BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS_M=8,STAGES=4,GROUP_M=8,SPLIT_K=1,EPILOGUE=1,PERSISTENT=0,LOAD=0")
   reversed=()
   for ((i = ${#args[@]} - 1; i >= 1; i -= 2)); do reversed+=(--config "${args[i]}"); done

@@ -665,6 +665,25 @@ TEST(CudaRunner, GemmTmaConfigsAreRightAtEdgesSplitsAndPersistentBlocks) {
       {"M=1000,N=1032,K=1000",
        "MMA=0,BLOCK_M=128,BLOCK_N=192,BLOCK_K=32,WARPS_M=2,STAGES=4,GROUP_M=8,SPLIT_K=1,"
        "PERSISTENT=0,WARPS_N=4,EPILOGUE=0,LOAD=0"},
+      // The swapped decode path (MMA=4): weights on wgmma's M side.
+      {"M=1,N=4096,K=4096",
+       "MMA=4,BLOCK_M=16,BLOCK_N=64,BLOCK_K=64,WARPS_M=4,STAGES=8,GROUP_M=1,SPLIT_K=2,"
+       "PERSISTENT=0,WARPS_N=1,EPILOGUE=0,LOAD=1"},
+      {"M=16,N=1032,K=1000",
+       "MMA=4,BLOCK_M=16,BLOCK_N=64,BLOCK_K=64,WARPS_M=4,STAGES=8,GROUP_M=1,SPLIT_K=1,"
+       "PERSISTENT=0,WARPS_N=1,EPILOGUE=0,LOAD=1"},
+      {"M=40,N=4096,K=4096",
+       "MMA=4,BLOCK_M=32,BLOCK_N=128,BLOCK_K=64,WARPS_M=8,STAGES=6,GROUP_M=1,SPLIT_K=4,"
+       "PERSISTENT=0,WARPS_N=1,EPILOGUE=0,LOAD=1"},
+      {"M=100,N=1032,K=1000",
+       "MMA=4,BLOCK_M=64,BLOCK_N=64,BLOCK_K=64,WARPS_M=4,STAGES=8,GROUP_M=8,SPLIT_K=2,"
+       "PERSISTENT=0,WARPS_N=1,EPILOGUE=0,LOAD=0"},
+      // Two consumer warpgroups reading the whole activation tile while the
+      // first to finish would write its split's partial over it (wrong in 10
+      // of 12 runs before the math barrier).
+      {"M=64,N=4096,K=4096",
+       "MMA=4,BLOCK_M=16,BLOCK_N=128,BLOCK_K=64,WARPS_M=8,STAGES=6,GROUP_M=1,SPLIT_K=4,"
+       "PERSISTENT=0,WARPS_N=1,EPILOGUE=0,LOAD=1"},
   };
   for (const auto& [shape, config] : cases) {
     GpuJob job(SharedRunner(), "kernels/cuda/gemm_f16", shape);

@@ -24,6 +24,11 @@
 //          the producer waits on before refilling it. No block-wide barrier
 //          in the main loop: loads run STAGES tiles ahead of the tensor
 //          cores, whatever either side stalls on.
+//   MMA=4: MMA=3 with the operands swapped, for decode shapes: each
+//          consumer warpgroup multiplies 64 rows of the weights (B) on
+//          wgmma's M side by the tile's BLOCK_M (16, 32 or 64) rows of
+//          activations on its N side, so a 16-row tile wastes nothing of a
+//          64-row wgmma; its accumulators hold C transposed.
 //
 // Params (from -D): MMA, BLOCK_M, BLOCK_N, BLOCK_K (32 or 64), WARPS_M,
 // WARPS_N, STAGES (>= 2; >= 3 for MMA=1), GROUP_M (block rasterization:
@@ -88,12 +93,12 @@ using u32 = unsigned int;
 #ifndef LOAD
 #define LOAD 0
 #endif
-static_assert(LOAD == 0 || MMA == 3, "LOAD=1 (TMA) is the warp-specialised producer's");
+static_assert(LOAD == 0 || MMA >= 3, "LOAD=1 (TMA) is the warp-specialised producer's");
 
 constexpr int kMathThreads = WARPS_M * WARPS_N * 32;
 // MMA=3 adds a producer warpgroup, which alone loads the tiles.
-constexpr int kThreads = kMathThreads + (MMA == 3 ? 128 : 0);
-constexpr int kLoaders = MMA == 3 ? 128 : kThreads;
+constexpr int kThreads = kMathThreads + (MMA >= 3 ? 128 : 0);
+constexpr int kLoaders = MMA >= 3 ? 128 : kThreads;
 constexpr int kWarpM = BLOCK_M / WARPS_M;  // rows of C per warp
 constexpr int kWarpN = BLOCK_N / WARPS_N;  // columns of C per warp
 constexpr int kMmaM = kWarpM / 16;         // m16 tiles per warp
@@ -103,7 +108,8 @@ constexpr int kTileA = BLOCK_M * BLOCK_K;  // halves per stage
 constexpr int kTileB = BLOCK_N * BLOCK_K;
 
 static_assert(BLOCK_K == 32 || BLOCK_K == 64, "BLOCK_K must be 32 or 64");
-static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0, "warp tile must be a multiple of 16");
+static_assert(MMA != 0 || (kWarpM % 16 == 0 && kWarpN % 16 == 0),
+              "warp tile must be a multiple of 16");
 static_assert((BLOCK_M * kChunksK) % kLoaders == 0, "A tile chunks must divide among loaders");
 static_assert((BLOCK_N * kChunksK) % kLoaders == 0, "B tile chunks must divide among loaders");
 static_assert(STAGES >= 2, "STAGES >= 2");
@@ -348,16 +354,52 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 
 namespace {
 
+// MMA=4 swaps the operands: the weights (B) are wgmma's A side, 64 of
+// their rows per warpgroup, and the few rows of activations (A) its N side.
+constexpr bool kSwapped = MMA == 4;
+constexpr int kMmaRows = kSwapped ? BLOCK_N : BLOCK_M;  // wgmma's M side of the tile
+constexpr int kMmaCols = kSwapped ? BLOCK_M : BLOCK_N;  // wgmma's N
 constexpr int kWarpGroups = WARPS_M / 4;  // one (consumer) warpgroup per 64 rows
-constexpr int kAcc = BLOCK_N / 2;         // fp32 accumulators per thread
-static_assert(WARPS_N == 1 && BLOCK_M == 64 * kWarpGroups && WARPS_M % 4 == 0,
-              "MMA=1: WARPS_N = 1, WARPS_M = BLOCK_M / 16 (whole warpgroups)");
+constexpr int kAcc = kMmaCols / 2;        // fp32 accumulators per thread
+static_assert(WARPS_N == 1 && kMmaRows == 64 * kWarpGroups && WARPS_M % 4 == 0,
+              "wgmma: WARPS_N = 1, WARPS_M = 16 per 64 rows of wgmma's M side (BLOCK_M; "
+              "BLOCK_N with MMA=4)");
 // wgmma batches left in flight across the next barrier (MMA=1, 3: one).
 constexpr int kInFlight = MMA == 2 ? 0 : 1;
 constexpr int kPrefetch = STAGES - 1 - kInFlight;  // tiles loading ahead (MMA=1, 2)
 static_assert(kPrefetch >= 1, "MMA=1, 3: STAGES >= 3; MMA=2: STAGES >= 2");
-static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 192 || BLOCK_N == 256,
-              "wgmma: BLOCK_N 64/128/192/256");
+static_assert(kMmaCols == 16 || kMmaCols == 32 || kMmaCols == 64 || kMmaCols == 128 ||
+                  kMmaCols == 192 || kMmaCols == 256,
+              "wgmma: N of 16/32/64/128/192/256");
+
+__device__ __forceinline__ void Wgmma64x16(float (&d)[8], unsigned long long desc_a,
+                                          unsigned long long desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7}, "
+      "%8, %9, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+}
+
+__device__ __forceinline__ void Wgmma64x32(float (&d)[16], unsigned long long desc_a,
+                                          unsigned long long desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "%16, %17, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+}
 
 __device__ __forceinline__ void Wgmma64x64(float (&d)[32], unsigned long long desc_a,
                                            unsigned long long desc_b) {
@@ -480,15 +522,26 @@ __device__ __forceinline__ unsigned long long Descriptor(u32 address) {
          ((kAtomBytes >> 4) << 32) | (kMode << 62);
 }
 
-__device__ __forceinline__ void Wgmma(float (&d)[kAcc], u32 a, u32 b) {
-#if BLOCK_N == 256
-  Wgmma64x256(d, Descriptor(a), Descriptor(b));
-#elif BLOCK_N == 192
-  Wgmma64x192(d, Descriptor(a), Descriptor(b));
-#elif BLOCK_N == 128
-  Wgmma64x128(d, Descriptor(a), Descriptor(b));
+// kMmaCols, for the preprocessor.
+#if MMA == 4
+#define GEMM_MMA_COLS BLOCK_M
 #else
+#define GEMM_MMA_COLS BLOCK_N
+#endif
+
+__device__ __forceinline__ void Wgmma(float (&d)[kAcc], u32 a, u32 b) {
+#if GEMM_MMA_COLS == 256
+  Wgmma64x256(d, Descriptor(a), Descriptor(b));
+#elif GEMM_MMA_COLS == 192
+  Wgmma64x192(d, Descriptor(a), Descriptor(b));
+#elif GEMM_MMA_COLS == 128
+  Wgmma64x128(d, Descriptor(a), Descriptor(b));
+#elif GEMM_MMA_COLS == 64
   Wgmma64x64(d, Descriptor(a), Descriptor(b));
+#elif GEMM_MMA_COLS == 32
+  Wgmma64x32(d, Descriptor(a), Descriptor(b));
+#else
+  Wgmma64x16(d, Descriptor(a), Descriptor(b));
 #endif
 }
 
@@ -512,7 +565,7 @@ __device__ __forceinline__ void MmaStage(float (&acc)[kAcc], u32 a, u32 b) {
 // The math threads' barrier (MMA=3: the consumer warpgroups alone, on named
 // barrier 1; else the block's).
 __device__ __forceinline__ void MathBarrier() {
-  if (MMA == 3) {
+  if (MMA >= 3) {
     asm volatile("bar.sync 1, %0;\n" ::"n"(kMathThreads) : "memory");
   } else {
     __syncthreads();
@@ -582,7 +635,7 @@ __device__ __forceinline__ void StoreAccumulators(half* C, int M, int N, int m0,
 
 }  // namespace
 
-#if MMA == 3
+#if MMA >= 3
 
 namespace {
 
@@ -675,6 +728,27 @@ __device__ __forceinline__ void StoreAccumulatorsTma(const TensorMap& c_map, int
       TmaStore(c_map, n0 + b * 64, m0, SharedAddress(staging + b * BLOCK_M * 64));
     }
     asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+  }
+}
+
+// MMA=4: the accumulators hold C transposed (wgmma's rows are C's columns,
+// its columns C's rows): register 4j + r of lane (g, t) in warp w is
+// C[m0 + 8j + 2t + r % 2][n0 + 64 * (w / 4) + 16 * (w % 4) + g + 8 * (r / 2)].
+// A warp's store of one register writes eight consecutive halves of four
+// rows; C is a few rows here.
+__device__ __forceinline__ void StoreSwapped(half* C, int M, int N, int m0, int n0, int warp,
+                                             int lane, const float (&acc)[kAcc]) {
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const int n = n0 + (warp / 4) * 64 + (warp % 4) * 16 + g;
+#pragma unroll
+  for (int j = 0; j < kMmaCols / 8; ++j) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int m = m0 + 8 * j + 2 * t + (r & 1);
+      const int col = n + 8 * (r >> 1);
+      if (m < M && col < N) C[static_cast<size_t>(m) * N + col] = __float2half_rn(acc[4 * j + r]);
+    }
   }
 }
 
@@ -819,8 +893,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) GEMM_CLUSTER
       // cp.async wrote the tiles through the generic proxy; wgmma reads them
       // through the async one (as the bulk copies of LOAD=1 wrote them).
       if (LOAD == 0) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      MmaStage(acc, SharedAddress(tiles_a + stage * kTileA + group * 64 * BLOCK_K),
-               SharedAddress(tiles_b + stage * kTileB));
+      if (kSwapped) {  // this warpgroup's 64 rows of weights, all the activations
+        MmaStage(acc, SharedAddress(tiles_b + stage * kTileB + group * 64 * BLOCK_K),
+                 SharedAddress(tiles_a + stage * kTileA));
+      } else {
+        MmaStage(acc, SharedAddress(tiles_a + stage * kTileA + group * 64 * BLOCK_K),
+                 SharedAddress(tiles_b + stage * kTileB));
+      }
       // The batch before this one is done (kInFlight = 1): its stage is free.
       if (i > 0) BarrierArrive(empty + 8 * ((it - 1) % STAGES));
     }
@@ -854,7 +933,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) GEMM_CLUSTER
       ClusterSync();  // the peers' memory stays theirs until it was read
       if (split != 0) return;
     }
-    if (EPILOGUE == 2) {
+    if (kSwapped) {
+      StoreSwapped(C, M, N, m0, n0, warp, lane, acc);
+    } else if (EPILOGUE == 2) {
       StoreAccumulatorsTma(C_map, m0, n0, warp, lane, tid, staging, acc);
     } else {
       StoreAccumulators(C, M, N, m0, n0, warp, lane, tid, staging, acc);
@@ -865,6 +946,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) GEMM_CLUSTER
 }
 
 #else  // MMA 1 or 2
+static_assert(!kSwapped, "MMA=4 is warp-specialised");
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     gemm_f16(GEMM_PARAMS) {
@@ -915,5 +997,5 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   StoreAccumulators(C, M, N, m0, n0, warp, lane, tid, tiles_a, acc);
 }
 
-#endif  // MMA 3
+#endif  // MMA 3 or 4
 #endif  // MMA
