@@ -80,6 +80,7 @@ struct CudaRunner::Tensor {
   v1::DType dtype = v1::DTYPE_UNSPECIFIED;
   v1::Role role = v1::ROLE_UNSPECIFIED;
   int64_t elements = 0;
+  std::vector<int64_t> dims;  // as allocated (the default config's), outermost first
   size_t bytes = 0;
   CUdeviceptr data = 0;
   CUdeviceptr pristine = 0;  // ROLE_IN / ROLE_INOUT: the initial contents
@@ -228,6 +229,7 @@ absl::Status CudaRunner::AllocateTensors(uint64_t seed) {
     tensor.dtype = arg.tensor().dtype();
     tensor.role = arg.tensor().role();
     ASSIGN_OR_RETURN(tensor.elements, job.space->TensorElements(i));
+    ASSIGN_OR_RETURN(tensor.dims, job.space->TensorDims(i));
     ASSIGN_OR_RETURN(tensor.bytes, TensorBytes(arg.name(), tensor.dtype, tensor.elements));
     const size_t alloc = std::max<size_t>(tensor.bytes, 16);
     job.tensor_of_arg[i] = static_cast<int>(job.tensors.size());
@@ -441,10 +443,12 @@ absl::Status CudaRunner::EncodeMap(int arg, CUtensorMap* map) {
   Job& job = *job_;
   ASSIGN_OR_RETURN(const ConfigSpace::TensorMapBox box, job.space->TensorMapValue(arg));
   if (!box.used) return absl::OkStatus();  // the kernel gets zeros
-  ASSIGN_OR_RETURN(const std::vector<int64_t> dims, job.space->TensorDims(box.tensor_arg));
+  // The dims the tensor was allocated with, whatever a spec's shape
+  // expressions say at this config: the map never covers more than the
+  // allocation.
   const Tensor& tensor = job.tensors[job.tensor_of_arg[box.tensor_arg]];
   absl::StatusOr<TensorMapLayout> layout =
-      PlanTensorMap(tensor.dtype, dims, box.box, box.swizzle_bytes);
+      PlanTensorMap(tensor.dtype, tensor.dims, box.box, box.swizzle_bytes);
   absl::Status status = layout.ok() ? EncodeTensorMap(*driver_, *layout, tensor.data, map)
                                     : layout.status();
   if (!status.ok()) {
