@@ -93,21 +93,35 @@ class RogueWorker {
   // Registers `models` devices of invented models (the honest worker's
   // toolkit and backend), as one that wants jobs bound to devices nobody has.
   grpc::Status RegisterInvented(int models) {
+    // An honest worker's device is the template; it registers in its own
+    // time, after the fleet started it.
+    const v1::WorkerInfo* honest = nullptr;
     v1::ListWorkersResponse listed;
-    grpc::Status status = tuning_->ListWorkers(Context().get(), v1::ListWorkersRequest(), &listed);
-    if (!status.ok() || listed.workers_size() == 0) return status;
+    for (const absl::Time deadline = absl::Now() + absl::Seconds(30); honest == nullptr;) {
+      listed.Clear();
+      grpc::Status status =
+          tuning_->ListWorkers(Context().get(), v1::ListWorkersRequest(), &listed);
+      if (!status.ok()) return status;
+      for (const v1::WorkerInfo& worker : listed.workers()) {
+        if (worker.host() != kRogueHost && worker.devices_size() > 0) honest = &worker;
+      }
+      if (honest == nullptr && absl::Now() > deadline) {
+        return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "no honest worker registered");
+      }
+      if (honest == nullptr) absl::SleepFor(absl::Milliseconds(20));
+    }
     v1::RegisterWorkerRequest request;
     request.set_host(kRogueHost);
-    request.set_toolkit(listed.workers(0).toolkit());
+    request.set_toolkit(honest->toolkit());
     request.set_measurement_protocol(kMeasurementProtocolVersion);
     for (int i = 0; i < models; ++i) {
       v1::Device* device = request.add_devices();
-      *device = listed.workers(0).devices(0);
+      *device = honest->devices(0);
       device->set_id(absl::StrCat("invented", i));
       device->set_model(absl::StrCat("Invented Accelerator ", i));
     }
     v1::RegisterWorkerResponse registered;
-    status = workers_->RegisterWorker(Context().get(), request, &registered);
+    grpc::Status status = workers_->RegisterWorker(Context().get(), request, &registered);
     if (status.ok()) id_ = registered.worker_id();
     return status;
   }
