@@ -51,10 +51,11 @@
 // K a multiple of 8).
 // Launch: grid.x = cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) * SPLIT_K (PERSISTENT:
 // at most one wave), block.x = 32 *
-// WARPS_M * WARPS_N (+ 128, the producer, with MMA=3), dynamic shared memory
+// WARPS_M * WARPS_N (+ 128, the producer, with MMA=3 and 4), dynamic shared memory
 // STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 bytes (+ 1 KiB with wgmma, to
-// align the tiles to 1 KiB; + 256 bytes of mbarriers with MMA=3; + the
-// staging tile's BLOCK_M * (BLOCK_N + 8) * 2 with PERSISTENT and EPILOGUE=1).
+// align the tiles to 1 KiB; + 256 bytes of mbarriers with MMA=3 and 4; + the
+// staging tile's BLOCK_M * (BLOCK_N + 8) * 2 with PERSISTENT and EPILOGUE 1
+// or 2, whose boxes start 1 KiB past the tiles with EPILOGUE=2).
 #include <cuda_fp16.h>
 
 #ifndef BLOCK_M
