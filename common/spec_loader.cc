@@ -107,10 +107,15 @@ absl::Status CheckTensorMap(const v1::KernelSpec& spec, const v1::Argument& arg)
 
 absl::Status CheckArgs(const v1::KernelSpec& spec) {
   bool has_output = false;
+  absl::flat_hash_set<std::string> names;  // a tensor map names its tensor by name
   for (const v1::Argument& arg : spec.args()) {
     if (!IsIdentifier(arg.name())) {
       return absl::InvalidArgumentError(
           absl::StrCat("argument name \"", arg.name(), "\" is not an identifier"));
+    }
+    if (!names.insert(arg.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("argument name \"", arg.name(), "\" is used twice"));
     }
     if (arg.has_tensor()) {
       const v1::TensorArg& t = arg.tensor();

@@ -83,7 +83,7 @@ constexpr Rule kRules[] = {
     {R"re(^param name "(\w*)")re", "params", Rule::kNamed},
     {R"re(^derived name "(\w*)")re", "derived", Rule::kNamed},
     {R"re(^argument name "(\w*)")re", "args", Rule::kNamed},
-    {R"re(^(?:scalar )?argument (\w+))re", "args", Rule::kNamed},
+    {R"re(^(?:scalar |tensor map )?argument (\w+))re", "args", Rule::kNamed},
     {R"re(^param (\w+))re", "params", Rule::kNamed},
     {R"re(^derived (\w+))re", "derived", Rule::kNamed},
     {R"re(^metric (\w+))re", "metrics", Rule::kNamed},

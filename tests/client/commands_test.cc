@@ -95,7 +95,8 @@ constexpr char kSpec[] =
     "params { name: \"A\" values: [3] }\n"     // 4
     "constraints { expr: \"A > 0\" }\n"        // 5
     "constraints { expr: \"A <\" }\n"          // 6
-    "default_config: \"A=1\"\n";               // 7
+    "default_config: \"A=1\"\n"                // 7
+    "args { name: \"C_map\" tensor_map { tensor: \"X\" } }\n";  // 8
 
 TEST(TunectlSpecLocatorTest, FindsTheFieldAProblemNames) {
   EXPECT_EQ(LocateSpecProblem(kSpec, "constraint #2 \"A <\": bad"), 6);
@@ -103,6 +104,9 @@ TEST(TunectlSpecLocatorTest, FindsTheFieldAProblemNames) {
   EXPECT_EQ(LocateSpecProblem(kSpec, "default_config: param A=9 ..."), 7);
   EXPECT_EQ(LocateSpecProblem(kSpec, "kernel name \"\" is not an identifier"),
             1);
+  EXPECT_EQ(LocateSpecProblem(kSpec, "tensor map argument C_map names \"X\", which is no "
+                                     "tensor argument"),
+            8);
 }
 
 TEST(TunectlSpecLocatorTest, NoLineForAbsentFieldsOrUnparsableText) {

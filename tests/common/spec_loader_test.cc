@@ -109,6 +109,10 @@ TEST(SpecLoaderTest, TensorMapsNameATensorOfTheirRankOnCudaOnly) {
   short_box.mutable_args(spec.args_size() - 1)->mutable_tensor_map()->mutable_box()->RemoveLast();
   EXPECT_THAT(ValidateKernelSpec(short_box),
               StatusIsWith(absl::StatusCode::kInvalidArgument, "has 1 box dims"));
+  v1::KernelSpec twice = spec;
+  twice.mutable_args(spec.args_size() - 1)->set_name(spec.args(0).name());
+  EXPECT_THAT(ValidateKernelSpec(twice),
+              StatusIsWith(absl::StatusCode::kInvalidArgument, "is used twice"));
   v1::KernelSpec unknown_name = spec;
   unknown_name.mutable_args(spec.args_size() - 1)->mutable_tensor_map()->set_when("NOPE");
   v1::Shape shape = *NormalizeShape(spec, *ParseShape("M=64,N=64,K=64"));
