@@ -4,8 +4,9 @@
 //
 // PlanTensorMap checks a map against the rules of cuTensorMapEncodeTiled
 // and lays it out as the driver takes it (innermost dim first), without a
-// GPU; EncodeTensorMap asks the driver. A map's dims and strides are its
-// tensor's, so a copy through it reads nothing outside that tensor.
+// GPU; EncodeTensorMap asks the driver. The runner gives a map the dims its
+// tensor was allocated with, so a copy through it reads nothing outside that
+// tensor.
 //
 // Thread-safety: the functions are thread-safe.
 #ifndef TUNEFLEET_WORKER_CUDA_TENSOR_MAP_H_
