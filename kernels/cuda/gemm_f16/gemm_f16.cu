@@ -33,27 +33,27 @@
 // Params (from -D): MMA, BLOCK_M, BLOCK_N, BLOCK_K (32 or 64), WARPS_M,
 // WARPS_N, STAGES (>= 2; >= 3 for MMA=1), GROUP_M (block rasterization:
 // GROUP_M row-blocks of C are walked column by column so that they share B
-// tiles in L2), SPLIT_K (MMA=3: the K range of a C tile is split among a
+// tiles in L2), SPLIT_K (MMA=3, 4: the K range of a C tile is split among a
 // cluster of SPLIT_K blocks, whose partial tiles the first block sums from
 // its peers' shared memory; for short-M shapes whose tiles alone leave SMs
 // idle), EPILOGUE (wgmma paths: 0 stores the accumulators straight from
 // registers, 1 stages them through shared memory; MMA=3: 2 stages them in
 // swizzled boxes that one thread stores by TMA through C_map, N a multiple
-// of 8), PERSISTENT (MMA=3: a
-// grid of one wave whose blocks walk the C tiles, the producer loading the
-// next tile's stages while the consumers store the last one; with
-// EPILOGUE 1 or 2 the staging tile has shared memory of its own, after the
-// ring, and EPILOGUE=2's store drains during the next tile), LOAD (MMA=3:
+// of 8), PERSISTENT (MMA=3: a grid of one wave whose blocks walk the C
+// tiles, the producer loading the next tile's stages while the consumers
+// store the last one; with EPILOGUE 1 or 2 the staging tile has shared
+// memory of its own, after the ring, and EPILOGUE=2's store drains during
+// the next tile), LOAD (MMA=3, 4:
 // how the producer fills the ring: 0 cp.async from its 128 threads, 1 TMA:
 // one thread issues a bulk tensor copy per operand and stage through the
 // tensor maps A_map and B_map, which land in the same swizzle the
 // descriptors read and complete the stage's "full" mbarrier by their bytes;
 // K a multiple of 8).
 // Launch: grid.x = cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) * SPLIT_K (PERSISTENT:
-// at most one wave), block.x = 32 *
-// WARPS_M * WARPS_N (+ 128, the producer, with MMA=3 and 4), dynamic shared memory
-// STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 bytes (+ 1 KiB with wgmma, to
-// align the tiles to 1 KiB; + 256 bytes of mbarriers with MMA=3 and 4; + the
+// at most one wave), block.x = 32 * WARPS_M * WARPS_N (+ 128, the producer,
+// with MMA=3 and 4), dynamic shared memory STAGES * (BLOCK_M + BLOCK_N) *
+// BLOCK_K * 2 bytes (+ 1 KiB with wgmma, to align the tiles to 1 KiB; + 256
+// bytes of mbarriers with MMA=3 and 4; + the
 // staging tile's BLOCK_M * (BLOCK_N + 8) * 2 with PERSISTENT and EPILOGUE 1
 // or 2, whose boxes start 1 KiB past the tiles with EPILOGUE=2).
 #include <cuda_fp16.h>
@@ -97,7 +97,7 @@ using u32 = unsigned int;
 static_assert(LOAD == 0 || MMA >= 3, "LOAD=1 (TMA) is the warp-specialised producer's");
 
 constexpr int kMathThreads = WARPS_M * WARPS_N * 32;
-// MMA=3 adds a producer warpgroup, which alone loads the tiles.
+// MMA=3 and 4 add a producer warpgroup, which alone loads the tiles.
 constexpr int kThreads = kMathThreads + (MMA >= 3 ? 128 : 0);
 constexpr int kLoaders = MMA >= 3 ? 128 : kThreads;
 constexpr int kWarpM = BLOCK_M / WARPS_M;  // rows of C per warp
@@ -347,10 +347,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-#else  // MMA 1, 2 or 3: Hopper wgmma
+#else  // MMA 1 to 4: Hopper wgmma
 
 #if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#error "MMA=1/2/3 (wgmma) needs the arch-specific sm_90a target"
+#error "MMA=1 to 4 (wgmma) needs the arch-specific sm_90a target"
 #endif
 
 namespace {
