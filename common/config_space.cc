@@ -385,19 +385,14 @@ absl::StatusOr<int64_t> ConfigSpace::SharedMemBytes() {
 }
 
 absl::StatusOr<int64_t> ConfigSpace::TensorElements(int arg_index) {
-  if (arg_index < 0 || arg_index >= static_cast<int>(tensor_shapes_.size()) ||
-      tensor_shapes_[arg_index].empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("argument #", arg_index, " is not a tensor"));
-  }
+  ASSIGN_OR_RETURN(const std::vector<int64_t> dims, TensorDims(arg_index));
   int64_t elements = 1;
-  for (const auto& dim : tensor_shapes_[arg_index]) {
-    ASSIGN_OR_RETURN(int64_t size, EvalSize(dim.get(), 1));
-    if (size != 0 && elements > std::numeric_limits<int64_t>::max() / size) {
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] != 0 && elements > std::numeric_limits<int64_t>::max() / dims[d]) {
       return absl::InvalidArgumentError(
-          absl::StrCat(dim->what(), ": tensor size overflows"));
+          absl::StrCat(tensor_shapes_[arg_index][d]->what(), ": tensor size overflows"));
     }
-    elements *= size;
+    elements *= dims[d];
   }
   return elements;
 }

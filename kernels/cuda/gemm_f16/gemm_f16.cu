@@ -357,9 +357,15 @@ namespace {
 
 // MMA=4 swaps the operands: the weights (B) are wgmma's A side, 64 of
 // their rows per warpgroup, and the few rows of activations (A) its N side.
+// GEMM_MMA_COLS is wgmma's N, for the preprocessor (Wgmma below) too.
+#if MMA == 4
+#define GEMM_MMA_COLS BLOCK_M
+#else
+#define GEMM_MMA_COLS BLOCK_N
+#endif
 constexpr bool kSwapped = MMA == 4;
 constexpr int kMmaRows = kSwapped ? BLOCK_N : BLOCK_M;  // wgmma's M side of the tile
-constexpr int kMmaCols = kSwapped ? BLOCK_M : BLOCK_N;  // wgmma's N
+constexpr int kMmaCols = GEMM_MMA_COLS;
 constexpr int kWarpGroups = WARPS_M / 4;  // one (consumer) warpgroup per 64 rows
 constexpr int kAcc = kMmaCols / 2;        // fp32 accumulators per thread
 static_assert(WARPS_N == 1 && kMmaRows == 64 * kWarpGroups && WARPS_M % 4 == 0,
@@ -522,13 +528,6 @@ __device__ __forceinline__ unsigned long long Descriptor(u32 address) {
   return static_cast<unsigned long long>((address & 0x3FFFF) >> 4) | (1ull << 16) |
          ((kAtomBytes >> 4) << 32) | (kMode << 62);
 }
-
-// kMmaCols, for the preprocessor.
-#if MMA == 4
-#define GEMM_MMA_COLS BLOCK_M
-#else
-#define GEMM_MMA_COLS BLOCK_N
-#endif
 
 __device__ __forceinline__ void Wgmma(float (&d)[kAcc], u32 a, u32 b) {
 #if GEMM_MMA_COLS == 256
