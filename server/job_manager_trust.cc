@@ -258,13 +258,17 @@ void JobManager::ForgetPrincipal(const std::string& principal, Pending* pending)
       // The search strategy forgets what it learned from the principal (a
       // learned model of lies, a population of them): another principal's
       // measurement of the config takes its place, where there is one.
+      const std::vector<uint64_t> unranked = target.trials->Unrank(principal);
+      const absl::flat_hash_set<uint64_t> reranked(unranked.begin(), unranked.end());
       for (uint64_t ordinal : theirs) {
         std::optional<SpotChecks::Measured> trusted = target.spot_checks.TrustedRank(ordinal);
+        // Ranked again below by the trusted measurement, which amends the
+        // strategy with it too.
+        if (trusted.has_value() && reranked.contains(ordinal)) continue;
         target.trials->Amend(ordinal, trusted.has_value()
                                           ? std::optional<v1::TrialResult>(trusted->result)
                                           : std::nullopt);
       }
-      const std::vector<uint64_t> unranked = target.trials->Unrank(principal);
       const std::vector<uint64_t> unchecked = target.spot_checks.Unchecked(principal);
       if (unranked.empty() && unchecked.empty()) continue;
       for (uint64_t ordinal : unranked) {
