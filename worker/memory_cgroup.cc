@@ -93,6 +93,21 @@ std::string NextName() {
   return absl::StrCat(kPrefix, PidNamespace(), "-", getpid(), "-", made.fetch_add(1));
 }
 
+// A new sandbox cgroup under `base` (the stale ones removed first) whose
+// `limit_file` holds `limit_bytes`; none is left behind on failure.
+absl::StatusOr<std::string> MakeLimited(const std::string& base, absl::string_view limit_file,
+                                        uint64_t limit_bytes) {
+  RemoveStale(base);
+  const std::string dir = absl::StrCat(base, "/", NextName());
+  RETURN_IF_ERROR(MakeDir(dir));
+  absl::Status limited = WriteControl(absl::StrCat(dir, "/", limit_file), absl::StrCat(limit_bytes));
+  if (!limited.ok()) {
+    rmdir(dir.c_str());
+    return limited;
+  }
+  return dir;
+}
+
 // cgroup v2 under `own`, the worker's own cgroup.
 absl::StatusOr<std::string> MakeV2(const std::string& own, uint64_t limit_bytes) {
   // A worker that moved into its leaf before (an earlier sandbox of this
@@ -129,32 +144,17 @@ absl::StatusOr<std::string> MakeV2(const std::string& own, uint64_t limit_bytes)
                              "its own, as systemd's Delegate= does)"));
     }
   }
-  RemoveStale(base);
-  const std::string dir = absl::StrCat(base, "/", NextName());
-  RETURN_IF_ERROR(MakeDir(dir));
-  absl::Status limited = WriteControl(dir + "/memory.max", absl::StrCat(limit_bytes));
-  if (!limited.ok()) {
-    rmdir(dir.c_str());
-    return limited;
-  }
+  ASSIGN_OR_RETURN(const std::string dir, MakeLimited(base, "memory.max", limit_bytes));
   WriteControl(dir + "/memory.swap.max", "0").IgnoreError();  // absent without swap accounting
   return dir;
 }
 
 // cgroup v1: the memory hierarchy's `base`.
 absl::StatusOr<std::string> MakeV1(const std::string& base, uint64_t limit_bytes) {
-  RemoveStale(base);
-  const std::string dir = absl::StrCat(base, "/", NextName());
-  RETURN_IF_ERROR(MakeDir(dir));
-  absl::Status limited = WriteControl(dir + "/memory.limit_in_bytes", absl::StrCat(limit_bytes));
-  if (!limited.ok()) {
-    rmdir(dir.c_str());
-    return limited;
-  }
-  // Memory plus swap, where swap is accounted (swapaccount=1).
-  if (access((dir + "/memory.memsw.limit_in_bytes").c_str(), F_OK) == 0) {
-    WriteControl(dir + "/memory.memsw.limit_in_bytes", absl::StrCat(limit_bytes)).IgnoreError();
-  }
+  ASSIGN_OR_RETURN(const std::string dir,
+                   MakeLimited(base, "memory.limit_in_bytes", limit_bytes));
+  // Memory plus swap, where swap is accounted (swapaccount=1; absent else).
+  WriteControl(dir + "/memory.memsw.limit_in_bytes", absl::StrCat(limit_bytes)).IgnoreError();
   return dir;
 }
 
@@ -162,18 +162,15 @@ absl::StatusOr<std::string> MakeV1(const std::string& base, uint64_t limit_bytes
 
 absl::StatusOr<std::unique_ptr<MemoryCgroup>> MemoryCgroup::Create(uint64_t limit_bytes) {
   // A hybrid host mounts v2 too, without the memory controller: v1 first.
-  absl::StatusOr<std::string> dir = absl::NotFoundError("");
-  int version = 1;
   if (std::optional<CgroupHierarchy> v1 = FindCgroupHierarchy("memory")) {
-    dir = MakeV1(v1->leaf, limit_bytes);
-  } else if (std::optional<CgroupHierarchy> v2 = FindCgroupHierarchy("")) {
-    dir = MakeV2(v2->leaf, limit_bytes);
-    version = 2;
-  } else {
-    return absl::NotFoundError("no cgroup file system with a memory controller");
+    ASSIGN_OR_RETURN(std::string dir, MakeV1(v1->leaf, limit_bytes));
+    return std::unique_ptr<MemoryCgroup>(new MemoryCgroup(std::move(dir), limit_bytes, 1));
   }
-  if (!dir.ok()) return dir.status();
-  return std::unique_ptr<MemoryCgroup>(new MemoryCgroup(*dir, limit_bytes, version));
+  if (std::optional<CgroupHierarchy> v2 = FindCgroupHierarchy("")) {
+    ASSIGN_OR_RETURN(std::string dir, MakeV2(v2->leaf, limit_bytes));
+    return std::unique_ptr<MemoryCgroup>(new MemoryCgroup(std::move(dir), limit_bytes, 2));
+  }
+  return absl::NotFoundError("no cgroup file system with a memory controller");
 }
 
 MemoryCgroup::~MemoryCgroup() {
@@ -198,11 +195,13 @@ int64_t MemoryCgroup::oom_kills() const {
   return 0;
 }
 
-uint64_t DefaultSandboxMemoryBytes() {
+uint64_t PhysicalMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_size = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page_size <= 0) return 0;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size) / 4 * 3;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
 }
+
+uint64_t DefaultSandboxMemoryBytes() { return PhysicalMemoryBytes() / 4 * 3; }
 
 }  // namespace tunefleet::worker

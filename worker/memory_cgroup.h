@@ -73,8 +73,11 @@ class MemoryCgroup {
   const int version_;
 };
 
+// This host's physical memory; 0 where the system does not say.
+uint64_t PhysicalMemoryBytes();
+
 // Three quarters of this host's memory: what job code together may use by
-// default.
+// default (0 where unknown).
 uint64_t DefaultSandboxMemoryBytes();
 
 }  // namespace tunefleet::worker

@@ -64,12 +64,7 @@ uint64_t Capped(int resource, uint64_t wanted) {
 }  // namespace
 
 uint64_t DefaultAddressSpaceBytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGESIZE);
-  const uint64_t half = pages > 0 && page_size > 0
-                            ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size) / 2
-                            : 0;
-  return std::max<uint64_t>(half, uint64_t{4} << 30);
+  return std::max<uint64_t>(PhysicalMemoryBytes() / 2, uint64_t{4} << 30);
 }
 
 void MergePolicy(const SandboxPolicy& more, SandboxPolicy* policy) {
@@ -166,12 +161,12 @@ absl::StatusOr<Sandbox> Sandbox::Create(SandboxOptions options) {
       .file_size_bytes = Capped(RLIMIT_FSIZE, wanted.file_size_bytes)};
   ASSIGN_OR_RETURN(CommandResult probe,
                    RunCommand(sandbox.Wrap({}, {"/usr/bin/true"}), absl::Seconds(30)));
-  if (probe.exit.success() && options.memory_bytes >= 0) sandbox.JoinMemoryCgroup(options);
   if (!probe.exit.success()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "sandbox: ", sandbox.bwrap_, " cannot create its namespaces here (", probe.exit.ToString(),
         ": ", probe.output, "); ", fix));
   }
+  if (options.memory_bytes >= 0) sandbox.JoinMemoryCgroup(options);
   return sandbox;
 }
 
@@ -180,7 +175,9 @@ void Sandbox::JoinMemoryCgroup(const SandboxOptions& options) {
                                                   : DefaultSandboxMemoryBytes();
   absl::StatusOr<std::string> shell = FindProgram("sh");
   absl::StatusOr<std::unique_ptr<MemoryCgroup>> cgroup =
-      shell.ok() ? MemoryCgroup::Create(limit) : shell.status();
+      !shell.ok()  ? shell.status()
+      : limit == 0 ? absl::FailedPreconditionError("this host's memory is unknown")
+                   : MemoryCgroup::Create(limit);
   if (!cgroup.ok()) {
     spdlog::warn("sandbox: no memory cgroup ({}); job code is bounded by its rlimits only",
                  std::string(cgroup.status().message()));
