@@ -165,9 +165,10 @@ TEST_P(AdaptiveStrategyTest, RestoredResultsCountAgainstTheBudgetAndAreNotPropos
   }
 }
 
-// Results it learned from that turn out lies (their principal quarantined)
-// are forgotten or replaced; the budget counts them still, and none is
-// proposed again.
+// Amending results that turn out lies (their principal quarantined) leaves
+// the budget and the configs used alone: the budget counts them still, and
+// none is proposed again. (That the lies themselves are forgotten or
+// replaced is checked from inside, AdaptiveStrategyAmendTest below.)
 TEST_P(AdaptiveStrategyTest, AmendedResultsAreNeitherProposedAgainNorRecounted) {
   std::unique_ptr<SearchStrategy> strategy = Make(60, 5);
   std::vector<uint64_t> first = strategy->Propose(16);
