@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/local_fleet.h"
 #include "bench/watch_streams.h"
-#include "common/file_util.h"
+#include "common/grpc_security.h"
 #include "gtest/gtest.h"
 #include "tests/support/fleet_client.h"
 #include "tests/support/test_support.h"
@@ -58,15 +58,13 @@ class WatchStreamsTest : public ::testing::Test {
     admin_ = *std::move(admin);
     absl::StatusOr<IssuedToken> reader = admin_->CreateToken("rita", "read");
     ASSERT_OK(reader);
-    absl::StatusOr<std::string> ca = ReadFile(fleet_->ca_file());
-    ASSERT_OK(ca);
-    watchers_ = std::make_unique<WatchStreams>(
-        fleet_->address(),
-        grpc::CompositeChannelCredentials(grpc::SslCredentials({.pem_root_certs = *ca,
-                                                                .pem_private_key = "",
-                                                                .pem_cert_chain = ""}),
-                                          grpc::AccessTokenCredentials(reader->token)),
-        kChannels);
+    ChannelSecurity security;
+    security.ca_file = fleet_->ca_file();
+    security.token = reader->token;
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+        MakeChannelCredentials(security);
+    ASSERT_OK(credentials);
+    watchers_ = std::make_unique<WatchStreams>(fleet_->address(), *credentials, kChannels);
     // A job no worker runs: it waits, and its watchers with it.
     SubmitRequest request;
     request.kernel_dir = SourceDir() + "/kernels/cpu/matmul";
@@ -130,6 +128,22 @@ TEST_F(WatchStreamsTest, TenThousandOpenWatchesHoldNoThreadsAndEachSeesTheJobEnd
   ASSERT_TRUE(watchers_->Await(kWatchers, kWatchers, absl::Minutes(1)));
   EXPECT_EQ(watchers_->codes()[grpc::StatusCode::OK], kWatchers);
   EXPECT_EQ(watchers_->last_states()[v1::JOB_STATE_CANCELLED], kWatchers);
+}
+
+// A watch of a job that has left memory (finished) gets its stored final
+// view and ends; a watch of a job nobody submitted is NOT_FOUND.
+TEST_F(WatchStreamsTest, AFinishedJobsWatchGetsItsFinalViewAndAnUnknownJobsIsNotFound) {
+  StartFleet({});
+  ASSERT_OK(admin_->CancelJob(job_id_));
+  std::vector<JobState> seen;
+  absl::StatusOr<Job> ended =
+      admin_->Watch(job_id_, [&](const Job& job) { seen.push_back(job.state); });
+  ASSERT_OK(ended);
+  EXPECT_EQ(ended->state, JobState::kCancelled);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back(), JobState::kCancelled);
+  EXPECT_EQ(admin_->Watch("jnosuchjob", [](const Job&) {}).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 }  // namespace
