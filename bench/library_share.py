@@ -6,8 +6,9 @@ bench/tune_bench (a coordinator and a CUDA worker on loopback), then
   gemm_f16         its best config and cuBLAS (the spec's reference, fp32
                    accumulation) are timed in one tunefleet-cuda-trial
                    process, on the same inputs, under the same protocol;
-  flash_attn_fwd   torch's SDPA with the flash backend, timed here with CUDA
-                   events (L2 not flushed: the library's favour);
+  flash_attn_fwd   torch's SDPA with the flash backend, and with cuDNN's
+                   attention where torch and the device have it, timed here
+                   with CUDA events (L2 not flushed: the library's favour);
   softmax          a device copy of the same bytes (the bandwidth bound) and
                    torch.softmax, timed likewise.
 
@@ -112,15 +113,21 @@ def flash_rows(args):
     import torch.nn.functional as F
     q, k, v = (torch.randn(4, 16, 4096, 128, dtype=torch.float16, device="cuda")
                for _ in range(3))
-    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):
-        torch_us = torch_median(lambda: F.scaled_dot_product_attention(q, k, v), 30)
+    libraries = []
+    for name, backend in (("flash", torch.nn.attention.SDPBackend.FLASH_ATTENTION),
+                          ("cuDNN", torch.nn.attention.SDPBackend.CUDNN_ATTENTION)):
+        try:
+            with torch.nn.attention.sdpa_kernel(backend):
+                us = torch_median(lambda: F.scaled_dot_product_attention(q, k, v), 30)
+            libraries.append(("torch SDPA %s %.1f us" % (name, us), us))
+        except RuntimeError as e:  # a backend this torch or device lacks
+            libraries.append(("torch SDPA %s: %s" % (name, str(e).splitlines()[0][:80]), None))
     if best is None:
-        return [("flash_attn_fwd", FLASH_SHAPE, "-", "-", "torch SDPA flash %.1f us" % torch_us,
-                 "tuning failed", "-")]
+        return [("flash_attn_fwd", FLASH_SHAPE, "-", "-", library, "tuning failed", "-")
+                for library, _ in libraries]
     config, best_ms, trials = best
-    return [("flash_attn_fwd", FLASH_SHAPE, config, trials,
-             "torch SDPA flash %.1f us" % torch_us, "%.1f us" % (best_ms * 1e3),
-             "%.3f" % (torch_us / (best_ms * 1e3)))]
+    return [("flash_attn_fwd", FLASH_SHAPE, config, trials, library, "%.1f us" % (best_ms * 1e3),
+             "%.3f" % (us / (best_ms * 1e3)) if us else "-") for library, us in libraries]
 
 
 def softmax_rows(args):

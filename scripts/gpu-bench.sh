@@ -50,6 +50,7 @@ t = bench(lambda: y.copy_(x)); print(f"copy 1 GiB fp32: {2 * x.numel() * 4 / t /
 q, k, v = (torch.randn(4, 16, 4096, 128, dtype=torch.float16, device="cuda") for _ in range(3))
 flops = 4 * 4 * 16 * 4096 * 4096 * 128
 for name, backend in [("flash", torch.nn.attention.SDPBackend.FLASH_ATTENTION),
+                      ("cudnn", torch.nn.attention.SDPBackend.CUDNN_ATTENTION),
                       ("efficient", torch.nn.attention.SDPBackend.EFFICIENT_ATTENTION),
                       ("math", torch.nn.attention.SDPBackend.MATH)]:
     try:

@@ -705,6 +705,39 @@ TEST(CudaRunner, GemmTmaConfigsAreRightAtEdgesSplitsAndPersistentBlocks) {
             v1::TRIAL_STATUS_INVALID_CONFIG);
 }
 
+// flash_attn_fwd's Hopper path (MMA=1) against the reference kernel: every
+// tile and ring shape, with and without the overlap and the turns, where the
+// last query and key/value tiles are partial (SEQ=333: rows past SEQ arrive
+// from the tensor maps as zeros, their scores are masked) and where they
+// are whole.
+TEST(CudaRunner, FlashAttnHopperConfigsAreRightAtEdges) {
+  REQUIRE_GPU();
+  const std::string fixed =
+      ",ASYNC_COPY=1,EAGER_LOAD=1,SWIZZLE=1,Q_TILES=0,K_TILES=0,V_TILES=0,MMA_DB=0,"
+      "OPT_SOFTMAX=1";
+  const char* tiles[] = {
+      "B_R=128,B_C=128,N_WARPS=8,STAGES=2,OVERLAP=1,PINGPONG=0",
+      "B_R=128,B_C=128,N_WARPS=8,STAGES=2,OVERLAP=0,PINGPONG=0",
+      "B_R=128,B_C=128,N_WARPS=8,STAGES=2,OVERLAP=0,PINGPONG=1",
+      "B_R=128,B_C=128,N_WARPS=8,STAGES=3,OVERLAP=1,PINGPONG=1",
+      "B_R=128,B_C=64,N_WARPS=8,STAGES=3,OVERLAP=1,PINGPONG=0",
+      "B_R=64,B_C=128,N_WARPS=4,STAGES=3,OVERLAP=1,PINGPONG=0",
+      "B_R=64,B_C=64,N_WARPS=4,STAGES=2,OVERLAP=0,PINGPONG=0",
+  };
+  for (const char* shape : {"BATCH=1,HEADS=3,SEQ=333", "BATCH=2,HEADS=4,SEQ=1024"}) {
+    GpuJob job(SharedRunner(), "kernels/cuda/flash_attn_fwd", shape);
+    ASSERT_OK(job.prepared());
+    for (const char* tile : tiles) {
+      const std::string config = std::string("MMA=1,") + tile + fixed;
+      v1::TrialResult result = job.Run(config);
+      EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << shape << " " << config << " "
+                                                      << Describe(result);
+      std::printf("flash_attn_fwd %s %s: %.2f us\n", shape, config.c_str(),
+                  result.measurement().median_seconds() * 1e6);
+    }
+  }
+}
+
 // The low-clock rule (docs/measurement.md) on real per-sample clocks: a
 // fraction over 1 makes every sample "low" (none is above its own maximum),
 // so samples are taken again and the still-low retakes are kept and counted;
