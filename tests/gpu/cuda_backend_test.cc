@@ -678,6 +678,21 @@ TEST(CudaRunner, GemmTmaConfigsAreRightAtEdgesSplitsAndPersistentBlocks) {
       {"M=100,N=1032,K=1000",
        "MMA=4,BLOCK_M=64,BLOCK_N=64,BLOCK_K=64,WARPS_M=4,STAGES=8,GROUP_M=8,SPLIT_K=2,"
        "PERSISTENT=0,WARPS_N=1,EPILOGUE=0,LOAD=0"},
+      // The swapped path with 64-byte swizzled stages (BLOCK_K 32).
+      {"M=40,N=4096,K=4096",
+       "MMA=4,BLOCK_M=32,BLOCK_N=64,BLOCK_K=32,WARPS_M=4,STAGES=8,GROUP_M=1,SPLIT_K=2,"
+       "PERSISTENT=0,WARPS_N=1,EPILOGUE=0,LOAD=1"},
+      {"M=40,N=4096,K=4096",
+       "MMA=4,BLOCK_M=32,BLOCK_N=64,BLOCK_K=32,WARPS_M=4,STAGES=8,GROUP_M=1,SPLIT_K=1,"
+       "PERSISTENT=0,WARPS_N=1,EPILOGUE=0,LOAD=0"},
+      // The TMA store from four consumer warpgroups, and after a split-K
+      // reduction by two.
+      {"M=1000,N=1032,K=1000",
+       "MMA=3,BLOCK_M=256,BLOCK_N=64,BLOCK_K=64,WARPS_M=16,STAGES=4,GROUP_M=8,SPLIT_K=1,"
+       "PERSISTENT=0,WARPS_N=1,EPILOGUE=2,LOAD=1"},
+      {"M=200,N=4104,K=1000",
+       "MMA=3,BLOCK_M=128,BLOCK_N=64,BLOCK_K=64,WARPS_M=8,STAGES=8,GROUP_M=8,SPLIT_K=2,"
+       "PERSISTENT=0,WARPS_N=1,EPILOGUE=2,LOAD=1"},
       // Two consumer warpgroups reading the whole activation tile while the
       // first to finish would write its split's partial over it (wrong in 10
       // of 12 runs before the math barrier).
