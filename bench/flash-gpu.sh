@@ -1,5 +1,6 @@
 #!/bin/bash
-# flash_attn_fwd's Hopper path (MMA=1: TMA, a producer warpgroup, wgmma)
+# flash_attn_fwd's Hopper path (MMA=1: TMA, a producer warpgroup, wgmma;
+# every STAGES, OVERLAP, PINGPONG and PERSISTENT)
 # beside the best mma.sync config and torch's SDPA flash backend, on one GPU,
 # in one call: the gpu tier's flash test (each config checked against the
 # reference kernel), then every MMA=1 config and the mma.sync best timed in
@@ -30,14 +31,16 @@ for br in 128 64; do
       for overlap in 1 0; do
         for pingpong in 1 0; do
           [ $br -eq 64 ] && [ $pingpong -eq 1 ] && continue
-          args+=(--config "MMA=1,B_R=$br,B_C=$bc,N_WARPS=$((br / 16)),STAGES=$stages,OVERLAP=$overlap,PINGPONG=$pingpong,$fixed")
+          for persistent in 1 0; do
+            args+=(--config "MMA=1,B_R=$br,B_C=$bc,N_WARPS=$((br / 16)),STAGES=$stages,OVERLAP=$overlap,PINGPONG=$pingpong,PERSISTENT=$persistent,$fixed")
+          done
         done
       done
     done
   done
 done
 # The best mma.sync config of the earlier runs (docs/benchmarks.md).
-args+=(--config "MMA=0,B_R=128,B_C=64,N_WARPS=8,ASYNC_COPY=1,EAGER_LOAD=1,SWIZZLE=1,Q_TILES=0,K_TILES=2,V_TILES=0,MMA_DB=0,OPT_SOFTMAX=1,STAGES=2,OVERLAP=0,PINGPONG=0")
+args+=(--config "MMA=0,B_R=128,B_C=64,N_WARPS=8,ASYNC_COPY=1,EAGER_LOAD=1,SWIZZLE=1,Q_TILES=0,K_TILES=2,V_TILES=0,MMA_DB=0,OPT_SOFTMAX=1,STAGES=2,OVERLAP=0,PINGPONG=0,PERSISTENT=0")
 reversed=()
 for ((i = ${#args[@]} - 1; i >= 1; i -= 2)); do reversed+=(--config "${args[i]}"); done
 

@@ -724,7 +724,8 @@ TEST(CudaRunner, GemmTmaConfigsAreRightAtEdgesSplitsAndPersistentBlocks) {
 // tile and ring shape, with and without the overlap and the turns, where the
 // last query and key/value tiles are partial (SEQ=333: rows past SEQ arrive
 // from the tensor maps as zeros, their scores are masked) and where they
-// are whole.
+// are whole; persistent blocks where a block walks one tile or two (240 and
+// 256 query tiles on the device's SMs), the ring's phases running on.
 TEST(CudaRunner, FlashAttnHopperConfigsAreRightAtEdges) {
   REQUIRE_GPU();
   const std::string fixed =
@@ -739,17 +740,37 @@ TEST(CudaRunner, FlashAttnHopperConfigsAreRightAtEdges) {
       "B_R=64,B_C=128,N_WARPS=4,STAGES=3,OVERLAP=1,PINGPONG=0",
       "B_R=64,B_C=64,N_WARPS=4,STAGES=2,OVERLAP=0,PINGPONG=0",
   };
+  std::vector<std::pair<std::string, std::string>> cases;
   for (const char* shape : {"BATCH=1,HEADS=3,SEQ=333", "BATCH=2,HEADS=4,SEQ=1024"}) {
-    GpuJob job(SharedRunner(), "kernels/cuda/flash_attn_fwd", shape);
-    ASSERT_OK(job.prepared());
     for (const char* tile : tiles) {
-      const std::string config = std::string("MMA=1,") + tile + fixed;
-      v1::TrialResult result = job.Run(config);
-      EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << shape << " " << config << " "
-                                                      << Describe(result);
-      std::printf("flash_attn_fwd %s %s: %.2f us\n", shape, config.c_str(),
-                  result.measurement().median_seconds() * 1e6);
+      cases.emplace_back(shape, std::string(tile) + ",PERSISTENT=0");
     }
+  }
+  const char* persistent[] = {
+      "B_R=128,B_C=128,N_WARPS=8,STAGES=3,OVERLAP=0,PINGPONG=1",
+      "B_R=128,B_C=128,N_WARPS=8,STAGES=2,OVERLAP=1,PINGPONG=1",
+      "B_R=128,B_C=64,N_WARPS=8,STAGES=3,OVERLAP=1,PINGPONG=0",
+      "B_R=64,B_C=128,N_WARPS=4,STAGES=2,OVERLAP=0,PINGPONG=0",
+  };
+  for (const char* shape : {"BATCH=2,HEADS=40,SEQ=333", "BATCH=4,HEADS=8,SEQ=1024"}) {
+    for (const char* tile : persistent) {
+      cases.emplace_back(shape, std::string(tile) + ",PERSISTENT=1");
+    }
+  }
+  std::string prepared;
+  std::unique_ptr<GpuJob> job;
+  for (const auto& [shape, tile] : cases) {
+    if (shape != prepared) {
+      job = std::make_unique<GpuJob>(SharedRunner(), "kernels/cuda/flash_attn_fwd", shape);
+      ASSERT_OK(job->prepared());
+      prepared = shape;
+    }
+    const std::string config = "MMA=1," + tile + fixed;
+    v1::TrialResult result = job->Run(config);
+    EXPECT_EQ(result.status(), v1::TRIAL_STATUS_OK) << shape << " " << config << " "
+                                                    << Describe(result);
+    std::printf("flash_attn_fwd %s %s: %.2f us\n", shape.c_str(), config.c_str(),
+                result.measurement().median_seconds() * 1e6);
   }
 }
 

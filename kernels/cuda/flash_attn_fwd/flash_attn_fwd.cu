@@ -40,6 +40,10 @@
 //   PINGPONG                the two consumer warpgroups (B_R=128) take turns
 //                           issuing their wgmmas, so that one's softmax runs
 //                           while the other's wgmmas have the tensor cores
+//   PERSISTENT              a grid of one wave whose blocks walk the query
+//                           tiles: the producer loads the next tile's Q (once
+//                           every consumer issued its last S of this one) and
+//                           K/V while the consumers finish P V and store O
 #include <cuda_fp16.h>
 
 #ifndef B_R
@@ -56,6 +60,9 @@
 #endif
 #ifndef PINGPONG
 #define PINGPONG 0
+#endif
+#ifndef PERSISTENT
+#define PERSISTENT 0
 #endif
 
 // A CUtensorMap (cuda.h is not at hand under NVRTC): 128 opaque bytes,
@@ -442,7 +449,8 @@ constexpr int kPSteps = B_C / 16;    // k16 steps of P V
 constexpr int kBox = 64;             // halves per box row: 128 bytes, the swizzle span
 // Shared memory, in 128-byte-swizzled boxes of 64 columns (1 KiB-aligned):
 // Q's two boxes of B_R rows, then STAGES stages of K's two boxes and V's
-// two boxes of B_C rows, then the mbarriers.
+// two boxes of B_C rows, then the mbarriers (Q's full and empty, each
+// stage's full and empty).
 constexpr int kQBoxBytes = B_R * 128;
 constexpr int kKVBoxBytes = B_C * 128;
 constexpr int kStageBytes = 4 * kKVBoxBytes;
@@ -701,17 +709,24 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) flash_attn_fwd(FLASH_P
   const u32 raw = SharedAddress(smem_raw);
   const u32 q_tile = (raw + 1023) & ~1023u;  // Q's two boxes
   const u32 ring = q_tile + 2 * kQBoxBytes;  // STAGES x (K's two boxes, V's two boxes)
-  const u32 q_full = ring + STAGES * kStageBytes;
-  const u32 full = q_full + 8;  // full[s]: stage s holds its K and V tiles
+  const u32 q_full = ring + STAGES * kStageBytes;  // Q holds this tile's rows
+  const u32 q_empty = q_full + 8;  // every consumer issued its last S of Q
+  const u32 full = q_empty + 8;  // full[s]: stage s holds its K and V tiles
   const u32 empty = full + 8 * STAGES;  // empty[s]: every consumer is done with stage s
 
+  // The block's query tiles: its own, or with PERSISTENT every gridDim.x-th
+  // (the grid is one wave), query blocks of one head next to one another;
+  // the ring's stages and phases run on from tile to tile.
   const int tid = threadIdx.x;
-  const int q0 = blockIdx.x * B_R;
-  const int head = blockIdx.y;
-  const int batch = blockIdx.z;
+  const int q_blocks = (SEQ + B_R - 1) / B_R;
+  const int tiles = q_blocks * HEADS * BATCH;
+  const int first =
+      PERSISTENT ? blockIdx.x : (blockIdx.z * HEADS + blockIdx.y) * q_blocks + blockIdx.x;
+  const int step = PERSISTENT ? gridDim.x : tiles;
   const int kv_tiles = (SEQ + B_C - 1) / B_C;
   if (tid == 0) {
     BarrierInit(q_full, 1);
+    BarrierInit(q_empty, 128 * kConsumers);
     for (int s = 0; s < STAGES; ++s) {
       BarrierInit(full + 8 * s, 1);
       BarrierInit(empty + 8 * s, 128 * kConsumers);
@@ -723,42 +738,48 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) flash_attn_fwd(FLASH_P
   if (tid >= 128 * kConsumers) {  // the producer warpgroup: one thread's bulk copies
     if (kConsumers > 1) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     if (tid == 128 * kConsumers) {
-      BarrierArriveExpect(q_full, 2 * kQBoxBytes);
-      TmaLoad(q_tile, Q_map, 0, q0, head, batch, q_full);
-      TmaLoad(q_tile + kQBoxBytes, Q_map, kBox, q0, head, batch, q_full);
-      for (int j = 0; j < kv_tiles; ++j) {
-        const int stage = j % STAGES;
-        const int use = j / STAGES;
-        if (use > 0) BarrierWait(empty + 8 * stage, (use - 1) & 1);
-        const u32 bar = full + 8 * stage;
-        const u32 k = ring + stage * kStageBytes;
-        const u32 v = k + 2 * kKVBoxBytes;
-        BarrierArriveExpect(bar, kStageBytes);
-        TmaLoad(k, K_map, 0, j * B_C, head, batch, bar);
-        TmaLoad(k + kKVBoxBytes, K_map, kBox, j * B_C, head, batch, bar);
-        TmaLoad(v, V_map, 0, j * B_C, head, batch, bar);
-        TmaLoad(v + kKVBoxBytes, V_map, kBox, j * B_C, head, batch, bar);
+      int it = 0;  // stage uses so far, over every tile
+      int n = 0;   // tiles so far
+      for (int tile = first; tile < tiles; tile += step, ++n) {
+        const int q0 = (tile % q_blocks) * B_R;
+        const int head = tile / q_blocks % HEADS;
+        const int batch = tile / q_blocks / HEADS;
+        if (n > 0) BarrierWait(q_empty, (n - 1) & 1);
+        BarrierArriveExpect(q_full, 2 * kQBoxBytes);
+        TmaLoad(q_tile, Q_map, 0, q0, head, batch, q_full);
+        TmaLoad(q_tile + kQBoxBytes, Q_map, kBox, q0, head, batch, q_full);
+        for (int j = 0; j < kv_tiles; ++j, ++it) {
+          const int stage = it % STAGES;
+          const int use = it / STAGES;
+          if (use > 0) BarrierWait(empty + 8 * stage, (use - 1) & 1);
+          const u32 bar = full + 8 * stage;
+          const u32 k = ring + stage * kStageBytes;
+          const u32 v = k + 2 * kKVBoxBytes;
+          BarrierArriveExpect(bar, kStageBytes);
+          TmaLoad(k, K_map, 0, j * B_C, head, batch, bar);
+          TmaLoad(k + kKVBoxBytes, K_map, kBox, j * B_C, head, batch, bar);
+          TmaLoad(v, V_map, 0, j * B_C, head, batch, bar);
+          TmaLoad(v + kKVBoxBytes, V_map, kBox, j * B_C, head, batch, bar);
+        }
       }
     }
     return;
   }
   if (kConsumers > 1) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
 
-  // A consumer warpgroup: 64 query rows, O (64 x 128) in registers.
+  // A consumer warpgroup: 64 query rows of each tile, O (64 x 128) in
+  // registers.
   const int lane = tid & 31;
   const int warp = tid >> 5;
   const int group = warp / 4;
   const u32 q = q_tile + group * 64 * 128;
   const float scale_log2 = scale * 1.4426950408889634f;
   float o[kOAcc];
-#pragma unroll
-  for (int i = 0; i < kOAcc; ++i) o[i] = 0.0f;
-  float row_max[2] = {NegInf(), NegInf()};
-  float row_sum[2] = {0.0f, 0.0f};
+  float row_max[2];
+  float row_sum[2];
   float alpha[2];
   float s[kSAcc];
   u32 p[kPSteps][4];
-  BarrierWait(q_full, 0);
 
   // A turn issues one tile's wgmmas: the first tile's scores, then each
   // tile's P V with the next tile's scores. With PINGPONG the two consumer
@@ -787,78 +808,96 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) flash_attn_fwd(FLASH_P
     }
   };
   if (PINGPONG && group == 1) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
-  BarrierWait(full, 0);
-  turn_wait();
-  WgmmaFence();
-  IssueScores(s, q, ring);
-  WgmmaCommit();
-  turn_pass();
-  WgmmaWait<0>();
-  Softmax(s, SEQ, lane, scale_log2, row_max, row_sum, alpha);
-  PackP(s, p);
-  for (int j = 1; j <= kv_tiles; ++j) {
-    const int last = j - 1;  // the tile whose P is packed
-    const u32 last_v = ring + (last % STAGES) * kStageBytes + 2 * kKVBoxBytes;
-    const bool next = j < kv_tiles;
-    const u32 k = ring + (j % STAGES) * kStageBytes;
-    const u32 k_full = full + 8 * (j % STAGES);
-    if (OVERLAP && next) BarrierWait(k_full, (j / STAGES) & 1);
+  int it = 0;  // stage uses so far, over every tile
+  int n = 0;   // tiles so far
+  for (int tile = first; tile < tiles; tile += step, ++n, it += kv_tiles) {
+    const int q0 = (tile % q_blocks) * B_R;
+    const int head = tile / q_blocks % HEADS;
+    const int batch = tile / q_blocks / HEADS;
+#pragma unroll
+    for (int i = 0; i < kOAcc; ++i) o[i] = 0.0f;
+    row_max[0] = row_max[1] = NegInf();
+    row_sum[0] = row_sum[1] = 0.0f;
+    BarrierWait(q_full, n & 1);
+    BarrierWait(full + 8 * (it % STAGES), (it / STAGES) & 1);
     turn_wait();
     WgmmaFence();
-    if (OVERLAP && next) {
-      IssueScores(s, q, k);
-      WgmmaCommit();
-      IssueValues(o, p, last_v);
-      WgmmaCommit();
-      turn_pass();
-      WgmmaWait<1>();  // the scores are done
-      Softmax(s, SEQ - j * B_C, lane, scale_log2, row_max, row_sum, alpha);
-      WgmmaWait<0>();  // P V of the last tile is done: its stage is free
-      BarrierArrive(empty + 8 * (last % STAGES));
-    } else {
-      IssueValues(o, p, last_v);
-      WgmmaCommit();
-      if (next) {  // P V runs while the next tile lands
-        BarrierWait(k_full, (j / STAGES) & 1);
+    IssueScores(s, q, ring + (it % STAGES) * kStageBytes);
+    WgmmaCommit();
+    turn_pass();
+    WgmmaWait<0>();
+    // Q's last S is done: the producer may load the next tile's Q.
+    if (kv_tiles == 1) BarrierArrive(q_empty);
+    Softmax(s, SEQ, lane, scale_log2, row_max, row_sum, alpha);
+    PackP(s, p);
+    for (int j = 1; j <= kv_tiles; ++j) {
+      const int last = (it + j - 1) % STAGES;  // the stage whose P is packed
+      const u32 last_v = ring + last * kStageBytes + 2 * kKVBoxBytes;
+      const bool next = j < kv_tiles;
+      const int use = it + j;  // the next tile's stage use
+      const u32 k = ring + (use % STAGES) * kStageBytes;
+      const u32 k_full = full + 8 * (use % STAGES);
+      if (OVERLAP && next) BarrierWait(k_full, (use / STAGES) & 1);
+      turn_wait();
+      WgmmaFence();
+      if (OVERLAP && next) {
         IssueScores(s, q, k);
         WgmmaCommit();
-      }
-      turn_pass();
-      if (next) {
-        WgmmaWait<1>();  // P V is done: its stage is free to load again
-        BarrierArrive(empty + 8 * (last % STAGES));
-        WgmmaWait<0>();
+        IssueValues(o, p, last_v);
+        WgmmaCommit();
+        turn_pass();
+        WgmmaWait<1>();  // the scores are done
+        if (j == kv_tiles - 1) BarrierArrive(q_empty);
         Softmax(s, SEQ - j * B_C, lane, scale_log2, row_max, row_sum, alpha);
+        WgmmaWait<0>();  // P V of the last tile is done: its stage is free
+        BarrierArrive(empty + 8 * last);
       } else {
-        WgmmaWait<0>();
-        BarrierArrive(empty + 8 * (last % STAGES));
+        IssueValues(o, p, last_v);
+        WgmmaCommit();
+        if (next) {  // P V runs while the next tile lands
+          BarrierWait(k_full, (use / STAGES) & 1);
+          IssueScores(s, q, k);
+          WgmmaCommit();
+        }
+        turn_pass();
+        if (next) {
+          WgmmaWait<1>();  // P V is done: its stage is free to load again
+          BarrierArrive(empty + 8 * last);
+          WgmmaWait<0>();
+          if (j == kv_tiles - 1) BarrierArrive(q_empty);
+          Softmax(s, SEQ - j * B_C, lane, scale_log2, row_max, row_sum, alpha);
+        } else {
+          WgmmaWait<0>();
+          BarrierArrive(empty + 8 * last);
+        }
+      }
+      if (next) {
+        Rescale(o, alpha);
+        PackP(s, p);
       }
     }
-    if (next) {
-      Rescale(o, alpha);
-      PackP(s, p);
+
+    // O /= the row sums, stored as fp16 (rows past SEQ are not), while the
+    // producer loads the next tile.
+    const int g = lane >> 2;
+    const int t = lane & 3;
+    half* const out = O + (static_cast<size_t>(batch) * HEADS + head) * SEQ * D;
+#pragma unroll
+    for (int half_row = 0; half_row < 2; ++half_row) {
+      float sum = row_sum[half_row];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float inv = 1.0f / sum;
+      const int row = q0 + group * 64 + (warp % 4) * 16 + g + 8 * half_row;
+      if (row >= SEQ) continue;
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j) {
+        *reinterpret_cast<__half2*>(out + static_cast<size_t>(row) * D + 8 * j + 2 * t) =
+            __floats2half2_rn(o[4 * j + 2 * half_row] * inv, o[4 * j + 2 * half_row + 1] * inv);
+      }
     }
   }
   if (PINGPONG && group == 0) asm volatile("bar.sync 2, 256;\n" ::: "memory");
-
-  // O /= the row sums, stored as fp16 (rows past SEQ are not).
-  const int g = lane >> 2;
-  const int t = lane & 3;
-  half* const out = O + (static_cast<size_t>(batch) * HEADS + head) * SEQ * D;
-#pragma unroll
-  for (int half_row = 0; half_row < 2; ++half_row) {
-    float sum = row_sum[half_row];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float inv = 1.0f / sum;
-    const int row = q0 + group * 64 + (warp % 4) * 16 + g + 8 * half_row;
-    if (row >= SEQ) continue;
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
-      *reinterpret_cast<__half2*>(out + static_cast<size_t>(row) * D + 8 * j + 2 * t) =
-          __floats2half2_rn(o[4 * j + 2 * half_row] * inv, o[4 * j + 2 * half_row + 1] * inv);
-    }
-  }
 }
 
 #endif  // MMA
