@@ -31,31 +31,11 @@ PY
 ncu --clock-control none --target-processes all --csv --page details "${sections[@]}" \
   --launch-count 20 python3 "$out/sdpa.py" "$shape" > "$out/sdpa.csv" 2> "$out/sdpa.err"
 python3 - "$out/ours.csv" "$out/sdpa.csv" "$shape" "$config" <<'PY'
-import csv, sys
-wanted = ["Duration", "Compute (SM) Throughput", "Memory Throughput", "DRAM Throughput",
-          "Grid Size", "Block Size", "Registers Per Thread", "Dynamic Shared Memory Per Block",
-          "Executed Ipc Active", "Issue Slots Busy", "Achieved Occupancy"]
-launches = {}
-for path in sys.argv[1:3]:
-    for r in csv.DictReader(l for l in open(path) if l.startswith('"')):
-        launch = launches.setdefault((path, r["ID"]), {"name": r["Kernel Name"], "values": {}})
-        if r["Metric Name"] in wanted and r["Metric Name"] not in launch["values"]:
-            launch["values"][r["Metric Name"]] = (r["Metric Value"], r.get("Metric Unit", ""))
-def duration(launch):
-    value, unit = launch["values"].get("Duration", ("0", "ns"))
-    scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}.get(unit, 1.0)
-    return float(value.replace(",", "")) * scale
-ours = next((l for (p, _), l in launches.items() if p == sys.argv[1]), None)
-sdpa = sorted((l for (p, _), l in launches.items() if p == sys.argv[2]), key=duration)[-2:]
-columns = [("ours", ours)] + [(l["name"][:48], l) for l in sdpa]
-def cell(launch, metric):
-    if launch is None or metric not in launch["values"]:
-        return "-"
-    value, unit = launch["values"][metric]
-    return f"{value} {unit}".strip()
+import sys
+sys.path.insert(0, "bench")
+from ncu_table import duration_us, print_table, read_launches
+ours = next(iter(read_launches(sys.argv[1])), None)
+sdpa = sorted(read_launches(sys.argv[2]), key=duration_us)[-2:]
 print(f"shape {sys.argv[3]}, ours: {sys.argv[4]}")
-print("| | " + " | ".join(f"`{name}`" for name, _ in columns) + " |")
-print("|---" * (len(columns) + 1) + "|")
-for metric in wanted:
-    print(f"| {metric} | " + " | ".join(cell(l, metric) for _, l in columns) + " |")
+print_table([("ours", ours)] + [(l["name"][:48], l) for l in sdpa])
 PY

@@ -20,36 +20,17 @@ sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section Occ
 ncu --clock-control none --target-processes all --csv --page details "${sections[@]}" \
   --launch-count 40 "${trial[@]}" > "$out/ncu.csv" 2> "$out/ncu.err"
 python3 - "$out/ncu.csv" "$shape" "$config" <<'PY'
-import csv, sys
-wanted = ["Duration", "Compute (SM) Throughput", "Memory Throughput", "DRAM Throughput",
-          "Grid Size", "Block Size", "Registers Per Thread", "Executed Ipc Active",
-          "Issue Slots Busy", "Achieved Occupancy"]
-launches = {}
-for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('"')):
-    launch = launches.setdefault(r["ID"], {"name": r["Kernel Name"], "values": {}})
-    if r["Metric Name"] in wanted and r["Metric Name"] not in launch["values"]:
-        launch["values"][r["Metric Name"]] = (r["Metric Value"], r.get("Metric Unit", ""))
-def duration(launch):
-    value, unit = launch["values"].get("Duration", ("0", "ns"))
-    scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}.get(unit, 1.0)
-    return float(value.replace(",", "")) * scale
-ours = next((l for l in launches.values() if l["name"].startswith("gemm_f16")), None)
-others = [l for l in launches.values()
-          if not l["name"].startswith(("gemm_f16", "tf_", "compare_"))]
-lib = max(others, key=duration) if others else None
-def cell(launch, metric):
-    if launch is None or metric not in launch["values"]:
-        return "-"
-    value, unit = launch["values"][metric]
-    return f"{value} {unit}".strip()
-lib_name = lib["name"] if lib else "-"
+import sys
+sys.path.insert(0, "bench")
+from ncu_table import cell, duration_us, print_table, read_launches
+launches = read_launches(sys.argv[1])
+ours = next((l for l in launches if l["name"].startswith("gemm_f16")), None)
+others = [l for l in launches if not l["name"].startswith(("gemm_f16", "tf_", "compare_"))]
+lib = max(others, key=duration_us) if others else None
 print(f"shape {sys.argv[2]}, ours: {sys.argv[3]}")
-print(f"| | cuBLAS `{lib_name[:60]}` | gemm_f16 |")
-print("|---|---|---|")
-for metric in wanted:
-    print(f"| {metric} | {cell(lib, metric)} | {cell(ours, metric)} |")
+print_table([("cuBLAS " + (lib["name"][:60] if lib else "-"), lib), ("gemm_f16", ours)])
 first = {}
-for launch in launches.values():
+for launch in launches:
     first.setdefault(launch["name"], launch)
 print("first launch of each kernel: " + "; ".join(
     f"{name[:50]} {cell(launch, 'Duration')}" for name, launch in first.items()))
