@@ -724,8 +724,11 @@ TEST(CudaRunner, GemmTmaConfigsAreRightAtEdgesSplitsAndPersistentBlocks) {
 // tile and ring shape, with and without the overlap and the turns, where the
 // last query and key/value tiles are partial (SEQ=333: rows past SEQ arrive
 // from the tensor maps as zeros, their scores are masked) and where they
-// are whole; persistent blocks where a block walks one tile or two (240 and
-// 256 query tiles on the device's SMs), the ring's phases running on.
+// are whole; one K/V tile and fewer keys than a query tile (SEQ=40), a
+// whole consumer warpgroup past SEQ (SEQ=300: 44 rows in the last tile);
+// persistent blocks that walk several query tiles each (160 to 512 tiles on
+// the device's SMs), the ring's phases running on, a single K/V tile each
+// (SEQ=64).
 TEST(CudaRunner, FlashAttnHopperConfigsAreRightAtEdges) {
   REQUIRE_GPU();
   const std::string fixed =
@@ -741,10 +744,20 @@ TEST(CudaRunner, FlashAttnHopperConfigsAreRightAtEdges) {
       "B_R=64,B_C=64,N_WARPS=4,STAGES=2,OVERLAP=0,PINGPONG=0",
   };
   std::vector<std::pair<std::string, std::string>> cases;
-  for (const char* shape : {"BATCH=1,HEADS=3,SEQ=333", "BATCH=2,HEADS=4,SEQ=1024"}) {
+  for (const char* shape :
+       {"BATCH=1,HEADS=3,SEQ=333", "BATCH=1,HEADS=3,SEQ=300", "BATCH=2,HEADS=4,SEQ=1024"}) {
     for (const char* tile : tiles) {
       cases.emplace_back(shape, std::string(tile) + ",PERSISTENT=0");
     }
+  }
+  for (const char* tile : {"B_R=128,B_C=128,N_WARPS=8,STAGES=2,OVERLAP=0,PINGPONG=1",
+                           "B_R=128,B_C=64,N_WARPS=8,STAGES=2,OVERLAP=0,PINGPONG=0",
+                           "B_R=64,B_C=64,N_WARPS=4,STAGES=2,OVERLAP=0,PINGPONG=0"}) {
+    cases.emplace_back("BATCH=1,HEADS=3,SEQ=40", std::string(tile) + ",PERSISTENT=0");
+  }
+  for (const char* tile : {"B_R=128,B_C=128,N_WARPS=8,STAGES=3,OVERLAP=0,PINGPONG=1",
+                           "B_R=64,B_C=64,N_WARPS=4,STAGES=2,OVERLAP=0,PINGPONG=0"}) {
+    cases.emplace_back("BATCH=4,HEADS=40,SEQ=64", std::string(tile) + ",PERSISTENT=1");
   }
   const char* persistent[] = {
       "B_R=128,B_C=128,N_WARPS=8,STAGES=3,OVERLAP=0,PINGPONG=1",

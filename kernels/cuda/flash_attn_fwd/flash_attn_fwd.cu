@@ -8,15 +8,15 @@
 //          warps split the rows (16 or 32 each) and load their fragments
 //          with ldmatrix from tiles cp.async filled;
 //   MMA=1: Hopper (sm_90a), warp-specialised: a producer warpgroup's one
-//          thread copies Q once and each K/V tile into a STAGES-deep ring by
-//          TMA (Q_map, K_map, V_map: boxes of 64 columns in the 128-byte
-//          swizzle; rows past SEQ arrive as zeros), completing each stage's
-//          mbarrier by its bytes; B_R / 64 consumer warpgroups (N_WARPS =
-//          B_R / 16 warps) each compute S = Q K^T for their 64 rows with
-//          wgmma from shared memory, and O += P V with P from registers (the
-//          accumulator layout of S is wgmma's A fragment layout) and V read
-//          MN-major (transposed by the descriptor), releasing the stage on
-//          its "empty" mbarrier once P V is done.
+//          thread copies each query tile's Q, and its K/V tiles into a
+//          STAGES-deep ring, by TMA (Q_map, K_map, V_map: boxes of 64
+//          columns in the 128-byte swizzle; rows past SEQ arrive as zeros),
+//          completing each stage's mbarrier by its bytes; B_R / 64 consumer
+//          warpgroups (N_WARPS = B_R / 16 warps) each compute S = Q K^T for
+//          their 64 rows with wgmma from shared memory, and O += P V with P
+//          from registers (the accumulator layout of S is wgmma's A fragment
+//          layout) and V read MN-major (transposed by the descriptor),
+//          releasing the stage on its "empty" mbarrier once P V is done.
 //
 // Knobs (from -D), after the flash-attention autotuning seed (MMA=0):
 //   B_R, B_C, N_WARPS       tile shape and warps
@@ -42,7 +42,7 @@
 //                           while the other's wgmmas have the tensor cores
 //   PERSISTENT              a grid of one wave whose blocks walk the query
 //                           tiles: the producer loads the next tile's Q (once
-//                           every consumer issued its last S of this one) and
+//                           every consumer's last S of this one is done) and
 //                           K/V while the consumers finish P V and store O
 #include <cuda_fp16.h>
 
@@ -455,17 +455,23 @@ constexpr int kQBoxBytes = B_R * 128;
 constexpr int kKVBoxBytes = B_C * 128;
 constexpr int kStageBytes = 4 * kKVBoxBytes;
 // Registers per thread with two consumer warpgroups (setmaxnreg): the
-// producer gives up what the consumers take, of the SM's 65,536 (one block).
-// One consumer warpgroup has 255 a thread from the start.
+// producer gives up what the consumers take, out of what the block was
+// launched with (kThreads x the per-thread count __launch_bounds__ allows,
+// 168 at 384 threads): asking for more than the block holds waits for good.
+// With one consumer warpgroup (256 threads) there is no need: each thread
+// may have 255 from the start.
 constexpr int kProducerRegs = 24;
 constexpr int kConsumerRegs = 240;
+constexpr int kBlockRegs = kThreads * (65536 / kThreads / 8 * 8);
 
 static_assert(B_R == 64 || B_R == 128, "one or two consumer warpgroups");
 static_assert(B_C == 64 || B_C == 128, "wgmma's N for S is 64 or 128");
 static_assert(STAGES >= 2, "a K/V ring of two stages or more");
 static_assert(!PINGPONG || kConsumers == 2, "two consumer warpgroups take turns");
-static_assert(kConsumers * 128 * kConsumerRegs + 128 * kProducerRegs <= 65536,
-              "the warpgroups' registers fit in one SM's file");
+static_assert(kConsumers == 1 || kConsumers * 128 * kConsumerRegs + 128 * kProducerRegs <=
+                                     kBlockRegs,
+              "setmaxnreg moves registers within the block's allocation");
+static_assert(8 * (2 + 2 * STAGES) <= 128, "the mbarriers fit in the spec's 128 bytes");
 
 #if B_C == 128
 // S (+)= Q K^T for one k16 step: both operands K-major in shared memory.
@@ -640,9 +646,11 @@ __device__ __forceinline__ void IssueValues(float (&o)[kOAcc], const u32 (&p)[kP
 
 // The online softmax of one tile of scores, in place: masks columns at or
 // past `valid` (the keys left in the sequence), takes each row's new maximum
-// (in log2 units of the scaled scores; a row's values are spread over the
-// four threads of a quad), turns S into exp2(S - max), rescales the row's
-// running sum and returns the factor `alpha` its outputs are rescaled by.
+// m (in log2 units of the scaled scores; a row's values are spread over the
+// four threads of a quad), turns S into exp2(S * scale * log2(e) - m),
+// rescales this thread's part of the row's running sum (the quad's parts
+// are added at the store) and returns the factor `alpha` the row's outputs
+// are rescaled by.
 __device__ __forceinline__ void Softmax(float (&s)[kSAcc], int valid, int lane,
                                         float scale_log2, float (&row_max)[2],
                                         float (&row_sum)[2], float (&alpha)[2]) {
@@ -785,12 +793,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) flash_attn_fwd(FLASH_P
   // tile's P V with the next tile's scores. With PINGPONG the two consumer
   // warpgroups take turns (named barrier 2 is group 0's turn, 3 group 1's;
   // 256 threads: one group waits, the other arrives), so that one's softmax
-  // runs while the other's wgmmas have the tensor cores: group 1 lets group
-  // 0 go first, and group 0 takes one more turn after its last, which group
-  // 1's last pass ends. With OVERLAP the next tile's scores are issued first
-  // and their softmax runs while the tensor cores multiply P V; the outputs
-  // are rescaled, and P packed, once P V is done (a register a wgmma in
-  // flight reads is written by nothing else, or ptxas serializes them).
+  // runs while the other's wgmmas have the tensor cores. Group 1 lets group 0
+  // go first by arriving on barrier 2 once before its first turn, so its
+  // last pass arrives there once more than group 0 takes turns: group 0's
+  // bar.sync 2 after the last tile takes that arrival. With OVERLAP the next
+  // tile's scores are issued first and their softmax runs while the tensor
+  // cores multiply P V; the outputs are rescaled, and P packed, once P V is
+  // done (a register a wgmma in flight reads is written by nothing else, or
+  // ptxas serializes them).
   auto turn_wait = [&]() {
     if (!PINGPONG) return;
     if (group == 0) {
@@ -826,7 +836,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) flash_attn_fwd(FLASH_P
     WgmmaCommit();
     turn_pass();
     WgmmaWait<0>();
-    // Q's last S is done: the producer may load the next tile's Q.
+    // Q's last S is done: the producer may load the next tile's Q (and below,
+    // where the tile's last S is issued in the loop).
     if (kv_tiles == 1) BarrierArrive(q_empty);
     Softmax(s, SEQ, lane, scale_log2, row_max, row_sum, alpha);
     PackP(s, p);
