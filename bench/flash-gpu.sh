@@ -5,8 +5,9 @@
 # in one call: the gpu tier's flash test (each config checked against the
 # reference kernel), then every MMA=1 config and the mma.sync best timed in
 # one tunefleet-cuda-trial process per pass (each checked again), twice, the
-# second pass in the reverse order; torch SDPA (flash backend) timed with
-# CUDA events on the same shape between the passes. Logs under $OUT (or
+# second pass in the reverse order; torch SDPA (the flash backend, and
+# cuDNN's where torch and the device have it) timed with CUDA events on the
+# same shape after each pass. Logs under $OUT (or
 # /tmp/flash-gpu); prints a markdown table of median microseconds last.
 # Run from the repository root after scripts/gpu-bundle.sh BUILD_DIR bundle.
 #   bench/flash-gpu.sh [SHAPE]      (default BATCH=4,HEADS=16,SEQ=4096)
@@ -60,8 +61,11 @@ def median(fn, n=50):
         start.record(); fn(); end.record(); end.synchronize()
         times.append(start.elapsed_time(end) * 1e3)
     return sorted(times)[n // 2]
-for name, backend in (("flash", torch.nn.attention.SDPBackend.FLASH_ATTENTION),
-                      ("cudnn", torch.nn.attention.SDPBackend.CUDNN_ATTENTION)):
+for name, attr in (("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION")):
+    backend = getattr(torch.nn.attention.SDPBackend, attr, None)
+    if backend is None:  # a backend this torch lacks
+        print("TORCH %s error=not in this torch" % name)
+        continue
     try:
         with torch.nn.attention.sdpa_kernel(backend):
             us = median(lambda: F.scaled_dot_product_attention(q, k, v))
@@ -72,6 +76,7 @@ print("torch", torch.__version__)
 PY
 }
 
+: > "$out/torch.txt"
 for pass in 1 2; do
   if [ $pass -eq 1 ]; then list=("${args[@]}"); else list=("${reversed[@]}"); fi
   timeout 240 "$R" "$BIN/tunefleet-cuda-trial" --kernel kernels/cuda/flash_attn_fwd \

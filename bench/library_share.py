@@ -114,8 +114,11 @@ def flash_rows(args):
     q, k, v = (torch.randn(4, 16, 4096, 128, dtype=torch.float16, device="cuda")
                for _ in range(3))
     libraries = []
-    for name, backend in (("flash", torch.nn.attention.SDPBackend.FLASH_ATTENTION),
-                          ("cuDNN", torch.nn.attention.SDPBackend.CUDNN_ATTENTION)):
+    for name, attr in (("flash", "FLASH_ATTENTION"), ("cuDNN", "CUDNN_ATTENTION")):
+        backend = getattr(torch.nn.attention.SDPBackend, attr, None)
+        if backend is None:  # a backend this torch lacks
+            libraries.append(("torch SDPA %s: not in torch %s" % (name, torch.__version__), None))
+            continue
         try:
             with torch.nn.attention.sdpa_kernel(backend):
                 us = torch_median(lambda: F.scaled_dot_product_attention(q, k, v), 30)

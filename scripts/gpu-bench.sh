@@ -49,10 +49,9 @@ x = torch.empty(256 * 2**20, dtype=torch.float32, device="cuda").uniform_(-1, 1)
 t = bench(lambda: y.copy_(x)); print(f"copy 1 GiB fp32: {2 * x.numel() * 4 / t / 1e9:.0f} GB/s (read + write), median {t*1e6:.1f} us")
 q, k, v = (torch.randn(4, 16, 4096, 128, dtype=torch.float16, device="cuda") for _ in range(3))
 flops = 4 * 4 * 16 * 4096 * 4096 * 128
-for name, backend in [("flash", torch.nn.attention.SDPBackend.FLASH_ATTENTION),
-                      ("cudnn", torch.nn.attention.SDPBackend.CUDNN_ATTENTION),
-                      ("efficient", torch.nn.attention.SDPBackend.EFFICIENT_ATTENTION),
-                      ("math", torch.nn.attention.SDPBackend.MATH)]:
+for name, attr in [("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION"),
+                   ("efficient", "EFFICIENT_ATTENTION"), ("math", "MATH")]:
+    backend = getattr(torch.nn.attention.SDPBackend, attr, None)
     try:
         with torch.nn.attention.sdpa_kernel(backend):
             t = bench(lambda: F.scaled_dot_product_attention(q, k, v), n=20)
