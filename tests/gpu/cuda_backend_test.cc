@@ -413,6 +413,21 @@ bool HaveGpu() {
     if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU here";        \
   } while (0)
 
+// Whether the first GPU is a Hopper (compute capability 9.x), where the
+// configs built for sm_90a (TMA, wgmma) exist.
+bool HaveHopper() {
+  absl::StatusOr<std::vector<v1::Device>> devices = ListCudaDevices();
+  if (!devices.ok() || devices->empty()) return false;
+  const DeviceLimits limits = LimitsFromDevice(devices->front());
+  const auto major = limits.find("cc_major");
+  return major != limits.end() && major->second == 9;
+}
+
+#define REQUIRE_HOPPER()                                                       \
+  do {                                                                         \
+    if (!HaveHopper()) GTEST_SKIP() << "no Hopper GPU here (sm_90a configs)";  \
+  } while (0)
+
 // Compiles what a job needs and prepares `runner` for it.
 class GpuJob {
  public:
@@ -615,7 +630,7 @@ TEST(CudaRunner, GemmSplitKConfigsAreRightAtShortMShapes) {
 // shared memory of its own, either producer); a K whose rows are not
 // 16-byte aligned is no place for a tensor map.
 TEST(CudaRunner, GemmTmaConfigsAreRightAtEdgesSplitsAndPersistentBlocks) {
-  REQUIRE_GPU();
+  REQUIRE_HOPPER();
   const std::string tail = ",WARPS_N=1,EPILOGUE=0,LOAD=1";
   const std::pair<const char*, std::string> cases[] = {
       {"M=1000,N=1032,K=1000",
@@ -730,7 +745,7 @@ TEST(CudaRunner, GemmTmaConfigsAreRightAtEdgesSplitsAndPersistentBlocks) {
 // the device's SMs), the ring's phases running on, a single K/V tile each
 // (SEQ=64).
 TEST(CudaRunner, FlashAttnHopperConfigsAreRightAtEdges) {
-  REQUIRE_GPU();
+  REQUIRE_HOPPER();
   const std::string fixed =
       ",ASYNC_COPY=1,EAGER_LOAD=1,SWIZZLE=1,Q_TILES=0,K_TILES=0,V_TILES=0,MMA_DB=0,"
       "OPT_SOFTMAX=1";
