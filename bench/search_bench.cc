@@ -12,7 +12,7 @@
 // time to propose a batch of 64 from a 10^6-config space.
 //
 //   search_bench [--seeds 20] [--strategies random,evolutionary,model]
-//                [--held-out-only] [DATASET...]
+//                [--held-out-only] [--hold-out NAME] [DATASET...]
 //   (no DATASET: every bench/data/**/*.csv.gz)
 #include <algorithm>
 #include <chrono>
@@ -49,6 +49,7 @@ struct Flags {
   int batch = 8;
   std::string strategies = "random,evolutionary,model";
   bool held_out_only = false;
+  std::string hold_out;  // hold out only the datasets whose file name contains it
   std::vector<std::string> datasets;
 };
 
@@ -284,6 +285,7 @@ void PrintWarmStart(const std::vector<std::pair<std::string, Loaded>>& all, cons
       {Neighbours::kOtherDevices, "other devices only"}};
   for (const auto& [path, held] : all) {
     const std::string label = std::filesystem::path(path).filename().string();
+    if (!absl::StrContains(label, flags.hold_out)) continue;
     for (const auto& [kind, kind_name] : kinds) {
       const FromFleet fleet = FleetOf(held, all, kind, flags.batch);
       if (fleet.warm.empty()) continue;
@@ -430,6 +432,9 @@ int main(int argc, char** argv) {
   app.add_option("--strategies", flags.strategies, "comma-separated")->capture_default_str();
   app.add_flag("--held-out-only", flags.held_out_only,
                "print the held-out table alone (no per-dataset tables, no Propose timing)");
+  app.add_option("--hold-out", flags.hold_out,
+                 "hold out only the datasets whose file name contains this (the others are "
+                 "still their neighbours)");
   app.add_option("DATASET", flags.datasets, "datasets (default: bench/data/**/*.csv.gz)");
   CLI11_PARSE(app, argc, argv);
   return tunefleet::bench::Main(flags);
