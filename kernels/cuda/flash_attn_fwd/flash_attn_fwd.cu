@@ -718,7 +718,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) flash_attn_fwd(FLASH_P
   const u32 q_tile = (raw + 1023) & ~1023u;  // Q's two boxes
   const u32 ring = q_tile + 2 * kQBoxBytes;  // STAGES x (K's two boxes, V's two boxes)
   const u32 q_full = ring + STAGES * kStageBytes;  // Q holds this tile's rows
-  const u32 q_empty = q_full + 8;  // every consumer issued its last S of Q
+  const u32 q_empty = q_full + 8;  // every consumer's last S of Q is done
   const u32 full = q_empty + 8;  // full[s]: stage s holds its K and V tiles
   const u32 empty = full + 8 * STAGES;  // empty[s]: every consumer is done with stage s
 
