@@ -144,11 +144,7 @@ absl::Status ConfigSpace::Compile(const DeviceLimits& limits) {
     } else if (arg.has_tensor_map()) {
       const v1::TensorMapArg& map = arg.tensor_map();
       TensorMapExprs& exprs = tensor_maps_[i];
-      for (int t = 0; t < spec_.args_size(); ++t) {
-        if (spec_.args(t).name() == map.tensor() && spec_.args(t).has_tensor()) {
-          exprs.tensor_arg = t;
-        }
-      }
+      exprs.tensor_arg = TensorArgIndex(spec_, map.tensor());
       if (exprs.tensor_arg < 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             "argument ", arg.name(), ": \"", map.tensor(), "\" is no tensor argument"));

@@ -84,13 +84,11 @@ absl::Status CheckTensorMap(const v1::KernelSpec& spec, const v1::Argument& arg)
   if (spec.backend() != v1::BACKEND_CUDA) {
     return bad("is a CUDA tensor map; only BACKEND_CUDA kernels take one");
   }
-  const v1::Argument* tensor = nullptr;
-  for (const v1::Argument& other : spec.args()) {
-    if (other.name() == map.tensor() && other.has_tensor()) tensor = &other;
-  }
-  if (tensor == nullptr) {
+  const int index = TensorArgIndex(spec, map.tensor());
+  if (index < 0) {
     return bad(absl::StrCat("names \"", map.tensor(), "\", which is no tensor argument"));
   }
+  const v1::Argument* tensor = &spec.args(index);
   if (tensor->tensor().shape_size() > 5) {
     return bad(absl::StrCat("maps tensor ", map.tensor(), " of ",
                             tensor->tensor().shape_size(), " dims; a map has at most 5"));
@@ -208,6 +206,13 @@ absl::Status CheckPythonSpec(const v1::KernelSpec& spec) {
 }
 
 }  // namespace
+
+int TensorArgIndex(const v1::KernelSpec& spec, absl::string_view name) {
+  for (int i = 0; i < spec.args_size(); ++i) {
+    if (spec.args(i).name() == name && spec.args(i).has_tensor()) return i;
+  }
+  return -1;
+}
 
 absl::StatusOr<v1::KernelSpec> ParseKernelSpec(absl::string_view text,
                                                absl::string_view filename) {

@@ -52,6 +52,10 @@ absl::StatusOr<v1::Config> NormalizeConfig(const v1::KernelSpec& spec,
 // ParseConfig and NormalizeConfig.
 absl::StatusOr<v1::Config> DefaultConfig(const v1::KernelSpec& spec);
 
+// The index of the tensor argument named `name` (argument names are unique
+// in a valid spec), or -1 when no tensor argument has that name.
+int TensorArgIndex(const v1::KernelSpec& spec, absl::string_view name);
+
 // Every file path a spec names: `sources`, then `reference.sources`.
 std::vector<std::string> SpecFilePaths(const v1::KernelSpec& spec);
 
