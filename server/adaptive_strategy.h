@@ -119,7 +119,7 @@ std::unique_ptr<SearchStrategy> MakeEvolutionaryStrategy(ConfigSpace* space, Val
 // sample of 2048 plus every single-param neighbour of the 8 fastest of the
 // job and the 8 fastest of the history) by predicted time; of each batch's
 // picks one in five is a spread-out draw (SpreadUnused) for exploration, and
-// of the rest, once there are 24 results, every other is the best-predicted
+// of the rest, once there are 16 results, every other is the best-predicted
 // single-param neighbour of the 2 fastest results (a local search), the
 // others the best-predicted of the pool. It fits once it has 8 OK results, the history's counting unless the
 // spec has a priority; until then it makes spread-out draws, or, when the
