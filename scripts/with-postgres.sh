@@ -11,9 +11,15 @@
 # happens. Exits with the command's exit status (or 1 when PostgreSQL could
 # not be started).
 #
-# Works as a normal user and as root (the server then runs as `postgres`,
-# since initdb refuses root). Needs the postgresql-15 package (or set PG_BIN
-# to another server's bin directory). Reads nothing from stdin.
+# Works as a normal user and as root: initdb refuses root, so the server then
+# runs as PG_SERVER_USER, by default `postgres`, or `nobody` where there is
+# no `postgres` user (PG_BIN must then be readable by that user: unpack a
+# bundle under a world-readable directory). Needs the postgresql-15 package,
+# or PG_BIN set to another server's bin directory, e.g. one unpacked from
+# scripts/postgres-bundle.sh's tarball: its libraries (PG_LIB, by default
+# PG_BIN/../deps where that exists) go on the LD_LIBRARY_PATH of
+# PostgreSQL's own programs only, not on the command's. Reads nothing from
+# stdin.
 set -euo pipefail
 
 if [[ $# -eq 0 ]]; then
@@ -30,12 +36,29 @@ die() { echo "with-postgres: $*" >&2; exit 1; }
 
 [[ -x "${PG_BIN}/initdb" ]] || die "no initdb in ${PG_BIN} (install postgresql-15 or set PG_BIN)"
 
-# as_server_user CMD...: runs CMD as the user that owns the cluster.
+# A bundled server's shared libraries: PG_LIB, or deps/ beside its bin/.
+PG_LIB="${PG_LIB:-}"
+if [[ -z "${PG_LIB}" && -d "${PG_BIN}/../deps" ]]; then
+  PG_LIB="$(cd "${PG_BIN}/../deps" && pwd)"
+fi
+# pg_env: the prefix that runs one of PostgreSQL's programs (with PG_LIB).
+pg_env=()
+[[ -n "${PG_LIB}" ]] && pg_env=(env "LD_LIBRARY_PATH=${PG_LIB}")
+
+# as_server_user CMD...: runs CMD as the user that owns the cluster (root
+# cannot: `postgres`, else `nobody`, or PG_SERVER_USER).
 if [[ $(id -u) -eq 0 ]]; then
-  id postgres >/dev/null 2>&1 || die "running as root needs a 'postgres' user"
-  as_server_user() { runuser -u postgres -- "$@" </dev/null; }
+  server_user="${PG_SERVER_USER:-}"
+  if [[ -z "${server_user}" ]]; then
+    server_user=nobody
+    id postgres >/dev/null 2>&1 && server_user=postgres
+  fi
+  id "${server_user}" >/dev/null 2>&1 || die "no user '${server_user}' to run the server as"
+  as_server_user() { runuser -u "${server_user}" -- ${pg_env[@]+"${pg_env[@]}"} "$@" </dev/null; }
+  as_server_user test -x "${PG_BIN}/postgres" \
+    || die "user ${server_user} cannot run ${PG_BIN}/postgres (make the directories above it world-readable)"
 else
-  as_server_user() { "$@" </dev/null; }
+  as_server_user() { ${pg_env[@]+"${pg_env[@]}"} "$@" </dev/null; }
 fi
 
 workdir="$(mktemp -d "${TMPDIR:-/tmp}/tunefleet-pg.XXXXXX")"
@@ -43,6 +66,7 @@ datadir="${workdir}/data"
 logfile="${workdir}/server.log"
 started=0
 
+# shellcheck disable=SC2317  # run by the EXIT trap
 cleanup() {
   if [[ ${started} -eq 1 ]]; then
     as_server_user "${PG_BIN}/pg_ctl" stop -D "${datadir}" -m immediate -s >/dev/null 2>&1 || true
@@ -53,13 +77,13 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-[[ $(id -u) -eq 0 ]] && chown postgres: "${workdir}"
+[[ $(id -u) -eq 0 ]] && chown "${server_user}:" "${workdir}"
 chmod 700 "${workdir}"
 
 init_cluster() {
   local pwfile="${workdir}/pwfile"
   printf '%s\n' "${PG_PASSWORD}" >"${pwfile}"
-  [[ $(id -u) -eq 0 ]] && chown postgres: "${pwfile}"
+  [[ $(id -u) -eq 0 ]] && chown "${server_user}:" "${pwfile}"
   as_server_user "${PG_BIN}/initdb" -D "${datadir}" -U "${PG_USER}" \
     --pwfile="${pwfile}" --auth=scram-sha-256 -E UTF8 --no-locale --no-sync \
     >"${workdir}/initdb.log" 2>&1 || { cat "${workdir}/initdb.log" >&2; return 1; }
@@ -98,7 +122,7 @@ if [[ -z "${port}" ]]; then
   die "could not start PostgreSQL"
 fi
 
-PGPASSWORD="${PG_PASSWORD}" "${PG_BIN}/psql" -X -q -h 127.0.0.1 -p "${port}" \
+PGPASSWORD="${PG_PASSWORD}" ${pg_env[@]+"${pg_env[@]}"} "${PG_BIN}/psql" -X -q -h 127.0.0.1 -p "${port}" \
   -U "${PG_USER}" -d postgres -c "CREATE DATABASE ${PG_DATABASE}" </dev/null \
   || die "could not create database ${PG_DATABASE}"
 
