@@ -147,7 +147,7 @@ void JobManager::SampleSpotChecks(const std::vector<RecordedResult>& recorded,
   if (options_.verify.mode == VerifyMode::kOff || options_.spot.rate <= 0) return;
   std::uniform_real_distribution<double> uniform(0, 1);
   for (const RecordedResult& claim : recorded) {
-    if (target->spot_checks.Claim(claim.ordinal, lease.principal, claim.result, claim.new_best,
+    if (target->spot_checks.Claim(claim.ordinal, lease.principal, *claim.result, claim.new_best,
                                   options_.spot.rate, uniform(sampler_))) {
       QueueCheck(target, claim.ordinal, /*referee=*/false, {lease.principal}, pending);
     }
@@ -170,7 +170,7 @@ void JobManager::ApplySpotChecks(const Job& job, const std::vector<RecordedResul
                                  const Lease& lease, Target* target, Pending* pending) {
   for (const RecordedResult& check : checked) {
     const SpotChecks::Verdict verdict = target->spot_checks.Checked(
-        check.ordinal, lease.principal, check.result, options_.spot.tolerance);
+        check.ordinal, lease.principal, *check.result, options_.spot.tolerance);
     if (verdict.vouches) {
       target->measured_by[check.ordinal].push_back(
           Measurer{lease.principal, lease.worker_id, lease.device_id});

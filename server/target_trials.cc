@@ -266,7 +266,7 @@ void TargetTrials::Rerank(uint64_t ordinal, const v1::TrialResult& result,
                           const std::string& principal) {
   std::erase_if(fastest_, [&](const TrialOutcome& o) { return o.ordinal == ordinal; });
   if (result.status() == v1::TRIAL_STATUS_OK && !result.cut_early()) {
-    Rank(TrialOutcome{ordinal, result, principal});
+    Rank(ordinal, result, principal);
   }
   strategy_->Amend(ordinal, result);
 }
@@ -533,23 +533,26 @@ void TargetTrials::Record(uint64_t ordinal, const v1::TrialResult& result,
     default_seconds_ = result.measurement().median_seconds();
   }
   if (result.cut_early()) return;  // a partial measurement: never ranked
-  Rank(TrialOutcome{ordinal, result, principal});
+  Rank(ordinal, result, principal);
 }
 
-void TargetTrials::Rank(TrialOutcome outcome) {
-  const auto faster = [](const TrialOutcome& a, const TrialOutcome& b) {
-    return CalibratedTime(a.result.measurement()) < CalibratedTime(b.result.measurement());
-  };
+void TargetTrials::Rank(uint64_t ordinal, const v1::TrialResult& result,
+                        const std::string& principal) {
+  // Most results rank below the kept few: nothing is copied for them.
+  const double time = CalibratedTime(result.measurement());
   auto ranked = std::find_if(fastest_.begin(), fastest_.end(), [&](const TrialOutcome& o) {
-    return o.ordinal == outcome.ordinal;
+    return o.ordinal == ordinal;
   });
   if (ranked != fastest_.end()) {
-    if (!faster(outcome, *ranked)) return;
+    if (!(time < CalibratedTime(ranked->result.measurement()))) return;
     fastest_.erase(ranked);
   }
-  auto pos = std::upper_bound(fastest_.begin(), fastest_.end(), outcome, faster);
+  auto pos = std::upper_bound(fastest_.begin(), fastest_.end(), time,
+                              [](double t, const TrialOutcome& o) {
+                                return t < CalibratedTime(o.result.measurement());
+                              });
   if (pos == fastest_.end() && fastest_.size() >= kFastestKept) return;
-  fastest_.insert(pos, std::move(outcome));
+  fastest_.insert(pos, TrialOutcome{ordinal, result, principal});
   if (fastest_.size() > kFastestKept) fastest_.pop_back();
 }
 

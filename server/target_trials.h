@@ -253,8 +253,9 @@ class TargetTrials {
   };
   bool MayTake(const QueuedRecheck& queued, const std::string& principal) const;
   void Record(uint64_t ordinal, const v1::TrialResult& result, const std::string& principal);
-  // Ranks `outcome` among the fastest (one entry per config: its fastest).
-  void Rank(TrialOutcome outcome);
+  // Ranks the result among the fastest (one entry per config: its
+  // fastest); copies it only when it is kept.
+  void Rank(uint64_t ordinal, const v1::TrialResult& result, const std::string& principal);
   // Appends the strategy's next proposals to `into` until it holds `max`
   // configs or the strategy has none; skips configs measured already (a
   // restored target) and any `into` holds.

@@ -152,7 +152,7 @@ std::vector<v1::TrialStatus> JobTarget::Record(
       // Judged, ranked and vouched for by the spot checks (JobManager).
       if (trials->HoldsRecheck(ordinal, lease->id, lease->epoch)) {
         trials->EndRecheck(ordinal);
-        if (recorded_results != nullptr) recorded_results->push_back({ordinal, result, false});
+        if (recorded_results != nullptr) recorded_results->push_back({ordinal, &result, false});
       }
       lease->ordinals.erase(pos);
       continue;
@@ -163,7 +163,7 @@ std::vector<v1::TrialStatus> JobTarget::Record(
     const bool recorded = !lease->verify && trials->Complete(ordinal, lease->id, lease->epoch,
                                                              result, lease->principal);
     if (recorded && !lease->finalists && recorded_results != nullptr) {
-      recorded_results->push_back({ordinal, result, new_best});
+      recorded_results->push_back({ordinal, &result, new_best});
     }
     if (recorded && !lease->finalists) measured.push_back(result.status());
     if (recorded && result.status() == v1::TRIAL_STATUS_OK) {

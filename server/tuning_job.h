@@ -32,10 +32,11 @@
 namespace tunefleet::server {
 
 // A result JobTarget::Record took from a search lease (with whether it was
-// the target's fastest when it came) or a spot-check lease.
+// the target's fastest when it came) or a spot-check lease. `result` points
+// into the results given to Record: valid while they are.
 struct RecordedResult {
   uint64_t ordinal = 0;
-  v1::TrialResult result;
+  const v1::TrialResult* result = nullptr;
   bool new_best = false;
 };
 
