@@ -16,7 +16,10 @@
 # TARGETS="tunefleet-coordinator load_bench"). Environment: SECONDS_PER (20),
 # WORKERS (1000), LOOPS (32: the fake workers' completion-queue threads; 8
 # saturate them beside a 16-core coordinator),
-# CORES ("0 0-3 0-15"). Tables go to stdout and $OUT/ingest-host.txt.
+# CORES ("0 0-3 0-15"), IN_FLIGHT (2: the jobs of 32,768 configs kept
+# unfinished; each ends in a finalists round that few workers can take),
+# BEST (1; 0 leaves out the GetBestConfig part).
+# Tables go to stdout and $OUT/ingest-host.txt.
 #
 # STORE=postgres: the same runs on PostgreSQL 15 instead of SQLite. Each
 # coordinator run (and each GetBestConfig run) gets a fresh server from
@@ -48,6 +51,7 @@ OUT="${OUT:-/tmp/ingest-host}"
 SECONDS_PER="${SECONDS_PER:-20}"
 WORKERS="${WORKERS:-1000}"
 LOOPS="${LOOPS:-32}"
+IN_FLIGHT="${IN_FLIGHT:-2}"
 CORES="${CORES:-0 0-3 0-15}"
 STORE="${STORE:-sqlite}"
 RUN=bundle/run.sh
@@ -218,11 +222,12 @@ for spec in "$@"; do
     start "${cpus}" "${binary}" "${flags}"
     taskset -c "${load_cpus}" "${LOAD[@]}" workers --server "${address}" --coordinator-pid "${coordinator_pid}" \
       --workers "${WORKERS}" --loops "${LOOPS}" --seconds "${SECONDS_PER}" \
-      ${store_flags[@]+"${store_flags[@]}"} | grep '^|'
+      --in-flight "${IN_FLIGHT}" ${store_flags[@]+"${store_flags[@]}"} | grep '^|'
     stop
   done
 done
 
+[[ "${BEST:-1}" == 1 ]] || exit 0
 # GetBestConfig beside the workers: load_bench starts each coordinator itself
 # (on CPU 0; the workers and the callers share CPU ${ncpu/2}), as
 # bench/run_load_bench.sh best-with-workers does on a 2-core machine.

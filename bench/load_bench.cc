@@ -152,8 +152,9 @@ v1::Shape MakeShape(std::initializer_list<std::pair<const char*, int64_t>> dims)
 }
 
 // Exhaustive jobs over the load kernel's 32,768 configs, one shape each (so
-// none is answered from the store).
-JobDriverOptions FeedOptions(const std::string& address, const KernelBundle& load_kernel) {
+// none is answered from the store), `--in-flight` of them unfinished (2).
+JobDriverOptions FeedOptions(const Flags& flags, const std::string& address,
+                             const KernelBundle& load_kernel) {
   JobDriverOptions options;
   options.address = address;
   options.make_job = [&load_kernel](int64_t index) {
@@ -162,7 +163,7 @@ JobDriverOptions FeedOptions(const std::string& address, const KernelBundle& loa
     spec.set_seed(static_cast<uint64_t>(index));
     return spec;
   };
-  options.in_flight = 2;
+  options.in_flight = flags.in_flight > 0 ? flags.in_flight : 2;
   options.poll_every = absl::Milliseconds(100);
   return options;
 }
@@ -258,7 +259,7 @@ int RunWorkersScenario(const Flags& flags) {
   if (!load_kernel.ok()) return Fail(load_kernel.status());
   std::unique_ptr<Target> target = MakeTarget(flags, flags.finalists >= 0 ? flags.finalists : 5);
   if (absl::Status started = StartTarget(target.get()); !started.ok()) return Fail(started);
-  JobDriverOptions feed = FeedOptions(target->address, *load_kernel);
+  JobDriverOptions feed = FeedOptions(flags, target->address, *load_kernel);
   feed.deadline = absl::Now() + absl::Seconds(seconds + 120);
   JobDriver driver(feed);
   absl::StatusOr<std::unique_ptr<FakeWorkers>> fleet =
@@ -509,7 +510,7 @@ int RunBestScenario(const Flags& flags) {
   std::unique_ptr<JobDriver> driver;
   std::unique_ptr<FakeWorkers> workers;
   if (flags.with_workers > 0) {
-    JobDriverOptions feed = FeedOptions(target->address, *load_kernel);
+    JobDriverOptions feed = FeedOptions(flags, target->address, *load_kernel);
     feed.deadline = absl::Now() + absl::Seconds(3 * seconds * callers->size() + 120);
     driver = std::make_unique<JobDriver>(feed);
     FakeWorkerOptions options = WorkerOptions(flags, target->address, flags.with_workers);
@@ -796,7 +797,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "(repeat for more)");
   app.add_option("--finalists", flags.finalists,
                  "the coordinator's --finalists (default: soak 0, else 5)");
-  app.add_option("--in-flight", flags.in_flight, "soak: unfinished jobs kept (default 32)");
+  app.add_option("--in-flight", flags.in_flight,
+                 "unfinished jobs kept: soak (default 32), workers and best --with-workers "
+                 "(default 2)");
   app.add_option("--soak-shapes", flags.soak_shapes,
                  "soak: jobs cycle through this many shapes, each re-measured (force_retune); "
                  "default 0: every job a new shape, so every job adds a tuned key");
