@@ -232,6 +232,9 @@ class RogueWorkerTest : public ::testing::Test {
     ASSERT_OK(rogue_tls);
     rogue_ = std::make_unique<RogueWorker>(fleet_->address(), fleet_->ca_file(), (*rogue_tls)[3],
                                            (*rogue_tls)[5], *token);
+    // A worker process is up before it has registered: a test that stops it
+    // at once would find no honest worker to copy or to wait for.
+    ASSERT_NO_FATAL_FAILURE(WaitUntilAlive(static_cast<size_t>(honest_workers)));
   }
 
   SubmitRequest Matmul(bool force) {
