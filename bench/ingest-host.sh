@@ -17,8 +17,9 @@
 # WORKERS (1000), LOOPS (32: the fake workers' completion-queue threads; 8
 # saturate them beside a 16-core coordinator),
 # CORES ("0 0-3 0-15"), IN_FLIGHT (2: the jobs of 32,768 configs kept
-# unfinished; each ends in a finalists round that few workers can take),
-# BEST (1; 0 leaves out the GetBestConfig part).
+# unfinished in the ingest runs; each ends in a finalists round that few
+# workers can take; the GetBestConfig part keeps 2), BEST (1; any other
+# value leaves out the GetBestConfig part).
 # Tables go to stdout and $OUT/ingest-host.txt.
 #
 # STORE=postgres: the same runs on PostgreSQL 15 instead of SQLite. Each

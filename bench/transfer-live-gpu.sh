@@ -1,5 +1,6 @@
 #!/bin/bash
-# A decode shape that no dataset holds, tuned live: `model` at 2% of its
+# A decode shape (M=32,N=8192,K=2048; in no dataset until this script's
+# exhaustive run of 2026-11-28 became one) tuned live: `model` at 2% of its
 # space beside an exhaustive run of the same shape, on a fresh fleet and
 # after two other shapes were tuned the same way on the same fleet (their
 # bests the warm start, their trials the history). docs/benchmarks.md,
@@ -16,6 +17,8 @@
 #   OLD_KERNEL=dir: also the fresh and chained runs with that copy of gemm_f16
 #   (a previous spec, as the baseline of the same call)
 #   RUNS="exhaustive fresh after_n4096 after_decode": which runs (default all)
+#   RUN_LIMIT=S: each run's time limit (default 280 s); EXHAUSTIVE_LIMIT=S:
+#   the exhaustive run's (default 280 s)
 set -u
 out=${1:?DIR}
 mkdir -p "$out"

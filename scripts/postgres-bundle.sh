@@ -37,7 +37,9 @@
 # ICU_FULL=1 (or their absence) ships the full data instead.
 #
 # Then, on the other machine:
-#   tar -xJf postgres.tar.xz -C /tmp/pg && chmod 755 /tmp/pg
+#   mkdir -p /tmp/pg && tar -xJf postgres.tar.xz -C /tmp/pg && chmod 755 /tmp/pg
+#   (made with LIB_DIR: first copy the files deps/FROM-LIB-DIR lists from
+#   LIB_DIR into postgresql-15/usr/lib/postgresql/15/deps)
 #   PG_BIN=/tmp/pg/postgresql-15/usr/lib/postgresql/15/bin scripts/with-postgres.sh CMD
 # (with-postgres.sh finds deps/ next to bin/ and puts it on the PostgreSQL
 # binaries' LD_LIBRARY_PATH.) Prints the tarball's size.

@@ -14,7 +14,8 @@
 # Works as a normal user and as root: initdb refuses root, so the server then
 # runs as PG_SERVER_USER, by default `postgres`, or `nobody` where there is
 # no `postgres` user (PG_BIN must then be readable by that user: unpack a
-# bundle under a world-readable directory). Needs the postgresql-15 package,
+# bundle under a world-readable directory; so must TMPDIR, where the cluster
+# lives). Needs the postgresql-15 package,
 # or PG_BIN set to another server's bin directory, e.g. one unpacked from
 # scripts/postgres-bundle.sh's tarball: its libraries (PG_LIB, by default
 # PG_BIN/../deps where that exists) go on the LD_LIBRARY_PATH of

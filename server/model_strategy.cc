@@ -18,9 +18,9 @@ constexpr size_t kNeighboursOf = 8;     // ... plus the neighbours of the fastes
 constexpr int kExploreEvery = 5;        // one pick in five is a spread-out draw,
 constexpr int kLocalEvery = 2;          // else every other the best-predicted unused
 constexpr size_t kLocalOf = 2;          // neighbour of the two fastest results,
-constexpr size_t kLocalAfter = 16;      // once there are this many results (two
-                                        // batches past the first 8: inside 2% of
-                                        // a space of a thousand)
+constexpr size_t kLocalAfter = 16;      // once there are this many results (the
+                                        // first two batches of 8: inside 2% of a
+                                        // space of a thousand)
 constexpr int kClimbSweeps = 4;         // priority: sweeps over the params
 constexpr double kFailurePenalty = std::log(2.0);  // a failure: twice the slowest
 constexpr double kLeastHistoryWeight = 0.25;  // a shape that saw little of its space
