@@ -36,7 +36,7 @@ ncu --clock-control none --target-processes all --csv --page details "${sections
 python3 - "$out/ours.csv" "$out/sdpa.csv" "$shape" "$config" <<'PY'
 import sys
 sys.path.insert(0, "bench")
-from ncu_table import duration_us, print_table, read_launches
+from ncu_table import print_table, read_launches
 ours = next(iter(read_launches(sys.argv[1])), None)
 # SDPA's attention kernels, by name (the inputs' randn kernels are not).
 sdpa = [l for l in read_launches(sys.argv[2]) if "flash" in l["name"] or "sdpa" in l["name"]]
