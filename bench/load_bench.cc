@@ -222,8 +222,8 @@ void PrintWorkersRun(WorkersRun& run, const std::string& database, int workers) 
   WorkerCounters& c = run.counters;
   Table table({"database", "workers", "results/s", "leases", "empty polls", "lease p50 ms",
                "lease p99 ms", "report p50 ms", "report p99 ms", "heartbeat p50 ms",
-               "heartbeat p99 ms", "coord CPU %", "RSS MiB", "threads (max)", "load CPU %",
-               "errors"});
+               "heartbeat p99 ms", "coord CPU %", "blocks/result", "RSS MiB", "threads (max)",
+               "load CPU %", "errors"});
   const bool proc = run.before.ok() && run.after.ok();
   table.AddRow({database, absl::StrCat(workers),
                 absl::StrFormat("%.0f", c.results / std::max(run.seconds, 1e-9)),
@@ -235,6 +235,8 @@ void PrintWorkersRun(WorkersRun& run, const std::string& database, int workers) 
                 FormatMs(c.heartbeat.QuantileMs(0.5), c.heartbeat.count()),
                 FormatMs(c.heartbeat.QuantileMs(0.99), c.heartbeat.count()),
                 proc ? absl::StrFormat("%.0f", CpuPercent(*run.before, *run.after)) : "-",
+                proc ? absl::StrFormat("%.2f", BlockedPer(*run.before, *run.after, c.results))
+                     : "-",
                 proc ? FormatMib(run.after->rss_kib) : "-",
                 proc ? absl::StrCat(run.after->threads, " (",
                                     std::max(run.peak_threads, run.after->threads), ")")

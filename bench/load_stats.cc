@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -64,7 +67,24 @@ absl::StatusOr<ProcessSample> SampleProcess(pid_t pid) {
     if (key == "VmRSS:") in >> sample.rss_kib;
     if (key == "Threads:") in >> sample.threads;
   }
+  std::error_code error;
+  for (const auto& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), error)) {
+    std::ifstream task_status(task.path() / "status");
+    for (std::string line; std::getline(task_status, line);) {
+      if (!absl::StartsWith(line, "voluntary_ctxt_switches:")) continue;
+      int64_t switches = 0;
+      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(line.find(':') + 1)),
+                           &switches)) {
+        sample.blocked += switches;
+      }
+    }
+  }
   return sample;
+}
+
+double BlockedPer(const ProcessSample& from, const ProcessSample& to, int64_t events) {
+  return events > 0 ? static_cast<double>(to.blocked - from.blocked) / events : 0;
 }
 
 double CpuPercent(const ProcessSample& from, const ProcessSample& to) {

@@ -39,10 +39,16 @@ struct ProcessSample {
   double cpu_seconds = 0;  // utime + stime of every thread
   int64_t rss_kib = 0;     // VmRSS
   int threads = 0;
+  // Voluntary context switches of the threads alive now, summed: each is a
+  // thread that blocked (a contended lock, a condition, a socket).
+  int64_t blocked = 0;
 };
 
 // NotFound when the process is gone.
 absl::StatusOr<ProcessSample> SampleProcess(pid_t pid);
+
+// Voluntary context switches between two samples, per `events` (results).
+double BlockedPer(const ProcessSample& from, const ProcessSample& to, int64_t events);
 
 // CPU use between two samples, in percent of one core.
 double CpuPercent(const ProcessSample& from, const ProcessSample& to);
