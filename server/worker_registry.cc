@@ -35,7 +35,7 @@ int WorkerRegistry::Prune() {
   const absl::Time now = clock_();
   return static_cast<int>(absl::erase_if(workers_, [&](const auto& id_and_entry) {
     const Entry& entry = id_and_entry.second;
-    if (now - entry.last_seen <= forget_after_) return false;
+    if (now - entry.last_seen.Get() <= forget_after_) return false;
     for (const std::string& model : ModelsOf(entry.info)) {
       auto by_model = by_model_.find({model, entry.info.toolkit()});
       auto of_principal = by_model->second.find(entry.principal);
@@ -102,7 +102,7 @@ absl::StatusOr<std::string> WorkerRegistry::Register(
   entry.info.set_principal(request.principal);
   entry.info.set_compile_target(request.compile_target);
   entry.principal = request.principal;
-  entry.last_seen = clock_();
+  entry.last_seen.Set(clock_());
   for (const std::string& model : ModelsOf(entry.info)) {
     by_model_[{model, request.toolkit}][request.principal].push_back(&entry);
   }
@@ -110,17 +110,17 @@ absl::StatusOr<std::string> WorkerRegistry::Register(
 }
 
 bool WorkerRegistry::Touch(const std::string& worker_id) {
-  absl::MutexLock lock(&mu_);
+  absl::ReaderMutexLock lock(&mu_);
   auto it = workers_.find(worker_id);
   if (it == workers_.end()) return false;
-  it->second.last_seen = clock_();
+  it->second.last_seen.Set(clock_());
   return true;
 }
 
 bool WorkerRegistry::IsAlive(const Entry& entry) const { return IsAlive(entry, clock_()); }
 
 bool WorkerRegistry::IsAlive(const Entry& entry, absl::Time now) const {
-  return now - entry.last_seen <= timeout_;
+  return now - entry.last_seen.Get() <= timeout_;
 }
 
 bool WorkerRegistry::Alive(const std::string& worker_id) {
@@ -131,12 +131,12 @@ bool WorkerRegistry::Alive(const std::string& worker_id) {
 
 absl::StatusOr<WorkerRegistry::ModelOf> WorkerRegistry::TouchDevice(
     const std::string& worker_id, const std::string& device_id) {
-  absl::MutexLock lock(&mu_);
+  absl::ReaderMutexLock lock(&mu_);
   auto it = workers_.find(worker_id);
   if (it == workers_.end()) {
     return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register again"));
   }
-  it->second.last_seen = clock_();
+  it->second.last_seen.Set(clock_());
   for (const v1::Device& device : it->second.info.devices()) {
     if (device_id.empty() || device.id() == device_id) {
       return ModelOf{device.model(), it->second.info.toolkit(), it->second.principal,
@@ -253,7 +253,7 @@ std::vector<v1::WorkerInfo> WorkerRegistry::List() {
   std::vector<v1::WorkerInfo> out;
   for (const auto& [id, entry] : workers_) {
     v1::WorkerInfo info = entry.info;
-    info.set_last_seen_unix_ms(absl::ToUnixMillis(entry.last_seen));
+    info.set_last_seen_unix_ms(absl::ToUnixMillis(entry.last_seen.Get()));
     info.set_alive(IsAlive(entry));
     out.push_back(std::move(info));
   }

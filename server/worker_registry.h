@@ -3,6 +3,8 @@
 #ifndef TUNEFLEET_SERVER_WORKER_REGISTRY_H_
 #define TUNEFLEET_SERVER_WORKER_REGISTRY_H_
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -120,10 +122,21 @@ class WorkerRegistry {
   std::vector<std::string> SeenModels() const;
 
  private:
+  // When a worker was last heard. Touch sets it under the reader lock, so
+  // that the leases, reports and heartbeats of a thousand workers never queue
+  // on the registry's lock; two Touches that race store either time.
+  class LastSeen {
+   public:
+    absl::Time Get() const { return absl::FromUnixNanos(ns_.load(std::memory_order_relaxed)); }
+    void Set(absl::Time when) { ns_.store(absl::ToUnixNanos(when), std::memory_order_relaxed); }
+
+   private:
+    std::atomic<int64_t> ns_{0};
+  };
   struct Entry {
     v1::WorkerInfo info;
     std::string principal;
-    absl::Time last_seen;
+    LastSeen last_seen;
   };
   bool IsAlive(const Entry& entry) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   bool IsAlive(const Entry& entry, absl::Time now) const;
