@@ -38,6 +38,7 @@
 #include "server/job_repository.h"
 #include "server/lease_book.h"
 #include "server/lease_receipts.h"
+#include "server/lock_combiner.h"
 #include "server/metrics.h"
 #include "server/quarantine.h"
 #include "server/source_blobs.h"
@@ -142,7 +143,9 @@ struct JobManagerOptions {
 
 // Thread-safety: safe for concurrent use. One lock guards the live jobs and
 // leases; it is never held across a store call, so LeaseWork, Heartbeat and
-// GetBestConfig never wait on the database. Trial rows go through a
+// GetBestConfig never wait on the database. The hot paths (a lease, the two
+// steps of a report) run their sections through a LockCombiner: under load
+// the lock changes hands once per batch of sections, not once per call. Trial rows go through a
 // TrialWriter (group commit). Writes happen before the state
 // they record changes in memory: a write the store refused changes nothing.
 class JobManager final : public LeaseSource {
@@ -258,6 +261,9 @@ class JobManager final : public LeaseSource {
     bool work = false;  // trials became available
     // The lease granted, to seal into its receipt without the lock.
     std::optional<v1::LeaseReceiptBody> receipt;
+    // The config space of the lease granted: its configs are built (ConfigAt)
+    // without the lock.
+    std::shared_ptr<const ConfigSpace> configs;
   };
 
   static AdmissionLimits LimitsOf(const JobManagerOptions& options);
@@ -320,7 +326,8 @@ class JobManager final : public LeaseSource {
   // How long a lease may go without a report before it is taken back.
   absl::Duration IdleLimitOf(const Lease& lease) const;
   // Whether `principal` is quarantined, or overruled and about to be.
-  bool Refused(const std::string& principal) ABSL_LOCKS_EXCLUDED(mu_);
+  bool Refused(const std::string& principal) ABSL_LOCKS_EXCLUDED(overruled_mu_);
+  bool Overruled(const std::string& principal) const ABSL_LOCKS_EXCLUDED(overruled_mu_);
   // PermissionDenied (returning its lease) when the reporting worker is
   // quarantined.
   absl::Status RefuseQuarantined(const ResultReport& report) ABSL_LOCKS_EXCLUDED(mu_);
@@ -419,6 +426,8 @@ class JobManager final : public LeaseSource {
   std::function<void()> work_listener_;
 
   absl::Mutex mu_;
+  // Runs the hot paths' sections under mu_ in batches.
+  LockCombiner combiner_{&mu_};
   std::atomic<int64_t> changes_{0};  // see changes()
   // Live jobs by submission sequence (leases go to the oldest first).
   std::map<int64_t, std::unique_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
@@ -434,8 +443,10 @@ class JobManager final : public LeaseSource {
   // When each principal last asked for work (TryLease).
   absl::flat_hash_map<std::string, absl::Time> asked_ ABSL_GUARDED_BY(mu_);
   // Principals overruled and not yet stored as quarantined (Quarantine):
-  // refused as the quarantined are, meanwhile.
-  absl::flat_hash_set<std::string> overruled_ ABSL_GUARDED_BY(mu_);
+  // refused as the quarantined are, meanwhile. A leaf lock, after mu_: a
+  // lease or a report asks without taking mu_.
+  mutable absl::Mutex overruled_mu_;
+  absl::flat_hash_set<std::string> overruled_ ABSL_GUARDED_BY(overruled_mu_);
   // Leases adopted from receipts, by the granting process's (incarnation,
   // epoch): a report retried after its adoption goes to the same lease.
   // Dropped once past lease_max_age (Tick).

@@ -41,10 +41,10 @@ double Sane(double value) { return std::isfinite(value) && value >= 0 ? value : 
 // calibrates). Without them it is recorded CRASHED: a row with raw seconds
 // would rank against the others' calibrated times, and a zero, negative or
 // NaN median ahead of every real one.
-v1::TrialResult Normalized(TargetTrials& trials, uint64_t ordinal,
+v1::TrialResult Normalized(const ConfigSpace& space, uint64_t ordinal,
                            const v1::TrialResult& reported) {
   v1::TrialResult result = reported;
-  *result.mutable_config() = trials.space()->ConfigAt(ordinal);
+  *result.mutable_config() = space.ConfigAt(ordinal);
   if (result.status() == v1::TRIAL_STATUS_UNSPECIFIED) {
     result.set_status(v1::TRIAL_STATUS_CRASHED);
     result.set_error("the worker reported no status");
@@ -96,14 +96,14 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
   lease.principal = device.principal;
   Pending pending;
   std::optional<LeaseGrant> grant;
-  {
-    absl::MutexLock lock(&mu_);
+  bool full = false;
+  combiner_.Run([&] {
+    mu_.AssertHeld();
     asked_[device.principal] = clock_();  // it asks for work: it takes part
     if (leases_.CountOnDevice(query.worker_id, device.device_id) >=
         std::max(1, options_.max_leases_per_device)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "device ", device.device_id, " of worker ", query.worker_id, " holds ",
-          options_.max_leases_per_device, " leases already; report or release one first"));
+      full = true;
+      return;
     }
     const auto runs_here = [&](const Target& target) {
       return target.trials != nullptr && target.info.device_model() == device.model &&
@@ -138,9 +138,15 @@ absl::StatusOr<std::optional<LeaseGrant>> JobManager::TryLease(const LeaseQuery&
         }
       }
     }
+  });
+  if (full) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "device ", device.device_id, " of worker ", query.worker_id, " holds ",
+        options_.max_leases_per_device, " leases already; report or release one first"));
   }
-  if (grant.has_value() && pending.receipt.has_value()) {
-    grant->receipt = options_.receipts->Seal(*pending.receipt);
+  if (grant.has_value()) {
+    for (auto& [ordinal, config] : grant->trials) config = pending.configs->ConfigAt(ordinal);
+    if (pending.receipt.has_value()) grant->receipt = options_.receipts->Seal(*pending.receipt);
   }
   Flush(std::move(pending));
   return grant;
@@ -240,9 +246,8 @@ LeaseGrant JobManager::GrantOf(Job* job, const Lease& lease, Pending* pending) {
   grant.kind = lease.finalists ? v1::LEASE_KIND_FINALISTS : v1::LEASE_KIND_SEARCH;
   grant.best_seconds = target.BestFor(lease);
   grant.own_build = lease.own_build;
-  for (uint64_t ordinal : lease.ordinals) {
-    grant.trials.emplace_back(ordinal, target.trials->space()->ConfigAt(ordinal));
-  }
+  for (uint64_t ordinal : lease.ordinals) grant.trials.emplace_back(ordinal, v1::Config());
+  pending->configs = target.trials->shared_space();  // built once the lock is released
   pending->receipt = ReceiptOf(*job, lease);  // sealed once the lock is released
   metrics_->LeaseGranted(static_cast<int>(lease.ordinals.size()));
   if (job->view.state() == v1::JOB_STATE_QUEUED) {
@@ -290,8 +295,11 @@ absl::Duration JobManager::IdleLimitOf(const Lease& lease) const {
 }
 
 bool JobManager::Refused(const std::string& principal) {
-  if (quarantine_->Contains(principal)) return true;
-  absl::ReaderMutexLock lock(&mu_);
+  return quarantine_->Contains(principal) || Overruled(principal);
+}
+
+bool JobManager::Overruled(const std::string& principal) const {
+  absl::ReaderMutexLock lock(&overruled_mu_);
   return overruled_.contains(principal);
 }
 
@@ -436,35 +444,47 @@ absl::StatusOr<ReportAck> JobManager::ReportHeld(const ResultReport& report, boo
   workers_->Touch(report.worker_id);
   std::vector<std::pair<uint64_t, v1::TrialResult>> results;  // held by the lease
   std::vector<TrialRecord> rows;
-  {
-    absl::MutexLock lock(&mu_);
+  // The lease as it stands, its target's key and config space: the results
+  // and their rows are built from them without the lock.
+  std::optional<Lease> held;
+  std::string tuning_key;
+  std::shared_ptr<const ConfigSpace> space;
+  combiner_.Run([&] {
+    mu_.AssertHeld();
     Lease* lease = leases_.Find(report.lease_id, report.epoch, report.worker_id);
-    if (lease == nullptr) {
-      *unknown = true;
-      return ReportAck::Cancelled();
-    }
-    const Job& job = *FindJob(lease->job_id);
-    const Target& target = job.targets[lease->target];
-    for (const auto& [ordinal, result] : report.trials) {
-      const bool held = std::find(lease->ordinals.begin(), lease->ordinals.end(),
-                                  ordinal) != lease->ordinals.end();
-      if (!held) continue;
-      results.emplace_back(ordinal, Normalized(*target.trials, ordinal, result));
-      // A verification's rows are stored once its round is judged
-      // (ApplyVerification): a round released half-measured leaves none.
-      if (!lease->verify) rows.push_back(job.TrialRow(target, *lease, results.back().second, clock_()));
-    }
+    if (lease == nullptr) return;
+    const Target& target = FindJob(lease->job_id)->targets[lease->target];
+    held = *lease;
+    tuning_key = target.info.tuning_key();
+    space = target.trials->shared_space();
     // The worker is alive: the lease must not expire while the rows are written.
     leases_.Renew(lease->id, clock_() + options_.lease_ttl);
+  });
+  if (!held.has_value()) {
+    *unknown = true;
+    return ReportAck::Cancelled();
+  }
+  for (const auto& [ordinal, result] : report.trials) {
+    if (std::find(held->ordinals.begin(), held->ordinals.end(), ordinal) ==
+        held->ordinals.end()) {
+      continue;
+    }
+    results.emplace_back(ordinal, Normalized(*space, ordinal, result));
+    // A verification's rows are stored once its round is judged
+    // (ApplyVerification): a round released half-measured leaves none.
+    if (!held->verify) {
+      rows.push_back(
+          TuningJob::TrialRow(held->job_id, tuning_key, *held, results.back().second, clock_()));
+    }
   }
   const absl::Status written = writer_.Write(rows);
   Pending pending;
   ReportAck ack;
   bool refused = false;
-  {
-    absl::MutexLock lock(&mu_);
+  combiner_.Run([&] {
+    mu_.AssertHeld();
     Lease* lease = leases_.Find(report.lease_id, report.epoch, report.worker_id);
-    if (lease != nullptr && overruled_.contains(lease->principal)) {
+    if (lease != nullptr && Overruled(lease->principal)) {
       // Overruled while its rows were written: its results count for nothing.
       ReturnLease(leases_.Remove(report.lease_id), /*expired=*/false, &pending);
       refused = true;
@@ -479,7 +499,7 @@ absl::StatusOr<ReportAck> JobManager::ReportHeld(const ResultReport& report, boo
       ack.best_seconds = FindJob(lease->job_id)->targets[lease->target].BestFor(*lease);
       ApplyReport(results, report.release, lease, &pending);
     }
-  }
+  });
   Flush(std::move(pending));
   if (refused) {
     return absl::PermissionDeniedError(
@@ -549,7 +569,7 @@ int JobManager::ShareAllows(const Job& job, int t, const std::string& principal,
   const bool shared = std::any_of(
       target.wanted_by.begin(), target.wanted_by.end(), [&](const auto& entry) {
         return entry.first != principal && entry.second >= since &&
-               !quarantine_->Contains(entry.first) && !overruled_.contains(entry.first);
+               !quarantine_->Contains(entry.first) && !Overruled(entry.first);
       });
   if (!shared) return max;
   return static_cast<int>(std::clamp<int64_t>(share - held, 0, max));

@@ -237,7 +237,10 @@ void JobManager::Remeasure(Target* target, const std::string& principal, Pending
 }
 
 void JobManager::ForgetPrincipal(const std::string& principal, Pending* pending) {
-  if (!overruled_.insert(principal).second) return;  // forgotten already
+  {
+    absl::MutexLock lock(&overruled_mu_);
+    if (!overruled_.insert(principal).second) return;  // forgotten already
+  }
   // Its leases go back: the checks it holds go to others.
   for (const std::string& id : leases_.IdsOfPrincipal(principal)) {
     ReturnLease(leases_.Remove(id), /*expired=*/false, pending);
@@ -399,7 +402,7 @@ void JobManager::Quarantine(const Quarantined& quarantined) {
   spdlog::warn("quarantined {} ({}); {} of its trials excluded, {} best configs derived again",
                quarantined.principal, quarantined.reason, invalidated->trials,
                invalidated->keys);
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&overruled_mu_);
   overruled_.erase(quarantined.principal);  // the quarantine list refuses it now
 }
 

@@ -228,6 +228,9 @@ class TargetTrials {
   // (a wrong result: its status alone, as the reason reaches every reader).
   const std::string& first_error() const { return first_error_; }
   ConfigSpace* space() { return space_.get(); }
+  // The same space, for building configs (ConfigAt: const, pure) without the
+  // job's lock; it lives as long as its last holder, past the job's end.
+  std::shared_ptr<const ConfigSpace> shared_space() const { return space_; }
 
  private:
   enum class SlotState { kWaiting, kLeased, kDone };
@@ -271,7 +274,7 @@ class TargetTrials {
   bool CompleteFinalist(uint64_t ordinal, const v1::TrialResult& result);
   void EndFinals();
 
-  std::unique_ptr<ConfigSpace> space_;
+  std::shared_ptr<ConfigSpace> space_;
   std::unique_ptr<SearchStrategy> strategy_;
   int max_attempts_;
   std::optional<uint64_t> default_ordinal_;

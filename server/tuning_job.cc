@@ -529,9 +529,15 @@ JobSnapshot TuningJob::Snapshot() const {
 
 TrialRecord TuningJob::TrialRow(const JobTarget& target, const Lease& lease,
                                 const v1::TrialResult& result, absl::Time now) const {
+  return TrialRow(view.id(), target.info.tuning_key(), lease, result, now);
+}
+
+TrialRecord TuningJob::TrialRow(const std::string& job_id, const std::string& tuning_key,
+                                const Lease& lease, const v1::TrialResult& result,
+                                absl::Time now) {
   TrialRecord record;
-  record.job_id = view.id();
-  record.tuning_key = target.info.tuning_key();
+  record.job_id = job_id;
+  record.tuning_key = tuning_key;
   record.config = ConfigToString(result.config());
   record.status = result.status();
   record.median_seconds = result.measurement().median_seconds();

@@ -187,6 +187,10 @@ struct TuningJob {
   // The row of `result`, reported at `now` on `lease` of `target`.
   TrialRecord TrialRow(const JobTarget& target, const Lease& lease,
                        const v1::TrialResult& result, absl::Time now) const;
+  // The same for the target of `tuning_key` of job `job_id`: needs neither
+  // the job nor its lock.
+  static TrialRecord TrialRow(const std::string& job_id, const std::string& tuning_key,
+                              const Lease& lease, const v1::TrialResult& result, absl::Time now);
   // The best-config row of `target` for `best`, derived at `now`.
   BestRecord BestRow(const JobTarget& target, const TrialOutcome& best, absl::Time now) const;
   // Sets what the job did to the served best of `tuning_key` on its target
