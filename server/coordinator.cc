@@ -93,6 +93,11 @@ void SetLeaderServices(grpc::Server* server, bool serving) {
 
 int Coordinator::metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }
 
+int LeaseThreadsFor(int asked) {
+  if (asked >= 0) return asked;
+  return UsableCpus() > 1 ? 16 : 0;
+}
+
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
     const CoordinatorOptions& options) {
   std::unique_ptr<Coordinator> coordinator(new Coordinator());
@@ -112,7 +117,8 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   if (!options.metrics_listen.empty()) {
     ASSIGN_OR_RETURN(metrics_, PrometheusMetrics::Start(
                                    options.metrics_listen, kVersion,
-                                   CoordinatorPools{UsableCpus(), options.report_threads}));
+                                   CoordinatorPools{UsableCpus(), options.report_threads,
+                                                    LeaseThreadsFor(options.lease_threads)}));
   }
   fence_ = std::make_shared<LeaderFence>();
   ASSIGN_OR_RETURN(store_, OpenStore(url, fence_));
@@ -282,8 +288,12 @@ absl::Status Coordinator::Lead(const std::string& listen) {
       profiles_.get(), names_.get(), watches_.get(), callers_.get());
   report_pool_ = std::make_unique<CallPool>(
       CallPool::Options{options.report_threads, options.report_nice, "reports"});
+  if (const int lease_threads = LeaseThreadsFor(options.lease_threads); lease_threads > 0) {
+    lease_pool_ = std::make_unique<CallPool>(CallPool::Options{lease_threads, 0, "leases"});
+  }
   worker_service_ = std::make_unique<WorkerServiceImpl>(
       jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(), report_pool_.get(),
+      lease_pool_.get(),
       options.heartbeat_interval, options.jobs.lease_ttl, lease_sources, artifacts_.get(),
       callers_.get());
 

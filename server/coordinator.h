@@ -61,6 +61,13 @@ class QuarantineList;
 class BestKeeper;
 class WorkerServiceImpl;
 
+// The lease threads for CoordinatorOptions::lease_threads `asked`: as asked
+// when it is 0 or more; else 16 with two or more usable CPUs (so that gRPC's
+// threads, which also answer heartbeats and reads, never wait for the job
+// lock) and none on one CPU, where no lease could run beside the lock's
+// holder and the hand-over to a pool thread only costs a context switch.
+int LeaseThreadsFor(int asked);
+
 struct CoordinatorOptions {
   // host:port to listen on; port 0 picks a free port. Default 127.0.0.1:7070.
   std::string listen = "127.0.0.1:7070";
@@ -86,6 +93,11 @@ struct CoordinatorOptions {
   // those threads run: added to their nice value, 0 to 19. Default 10: on
   // a saturated core a GetBestConfig waits for no report.
   int report_nice = 10;
+  // Threads that try a LeaseWork call at once (they wait for the
+  // JobManager's lock; a call that finds no work then waits as a callback,
+  // holding none), at the process's priority. 0: gRPC's threads try it
+  // (and wait for the lock). Default -1: LeaseThreadsFor.
+  int lease_threads = -1;
   // Seal search leases with receipts (server/lease_receipts.h), so that a
   // restart or a takeover keeps what workers measured across it; false:
   // their configs are measured again. Default true.
@@ -197,6 +209,7 @@ class Coordinator {
   std::unique_ptr<TuningServiceImpl> tuning_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<CallPool> report_pool_;  // outlives the server
+  std::unique_ptr<CallPool> lease_pool_;   // outlives the server
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<grpc::Server> server_;
   std::thread ticker_;

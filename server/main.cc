@@ -57,6 +57,7 @@ struct Flags {
   double history_max_factor = 16;
   int report_threads = 64;
   int report_nice = 10;
+  int lease_threads = -1;
   bool lease_receipts = true;
   std::string tls_cert;
   std::string tls_key;
@@ -279,6 +280,12 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "one store transaction)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
+  app.add_option("--lease-threads", flags.lease_threads,
+                 "threads that try LeaseWork calls at once (a call that finds no work waits "
+                 "without one); 0: gRPC's threads try them; -1: 16 with two or more usable "
+                 "CPUs, else 0")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1024));
   app.add_option("--report-nice", flags.report_nice,
                  "how far below the threads that answer applications' reads those threads run "
                  "(added to their nice value; 0 runs them alike)")
@@ -366,6 +373,7 @@ tunefleet::server::CoordinatorOptions OptionsFromFlags(const Flags& flags,
   options.jobs.spot.wait = absl::Milliseconds(flags.spot_check_wait_ms);
   options.report_threads = flags.report_threads;
   options.report_nice = flags.report_nice;
+  options.lease_threads = flags.lease_threads;
   options.lease_receipts = flags.lease_receipts;
   options.tls = tunefleet::ServerTls{flags.tls_cert, flags.tls_key, flags.tls_client_ca};
   options.admin_token_file = flags.admin_token_file;
@@ -469,8 +477,9 @@ int main(int argc, char** argv) {
                (*coordinator)->metrics_port() == 0
                    ? ""
                    : absl::StrCat(", metrics on port ", (*coordinator)->metrics_port()));
-  spdlog::info("{} usable CPUs (affinity and cgroup quota); {} report threads",
-               tunefleet::UsableCpus(), flags.report_threads);
+  spdlog::info("{} usable CPUs (affinity and cgroup quota); {} report threads, {} lease threads",
+               tunefleet::UsableCpus(), flags.report_threads,
+               tunefleet::server::LeaseThreadsFor(flags.lease_threads));
   WriteAddressFile(flags.address_file, address);
   // Until a stop signal, or until the coordinator lost its database's lead
   // (another took over): then it must not serve on, and a supervisor starts

@@ -116,6 +116,12 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
       .Register(registry)
       .Add({})
       .Set(pools.report_threads);
+  prometheus::BuildGauge()
+      .Name("tunefleet_coordinator_lease_threads")
+      .Help("Threads that try LeaseWork calls (--lease-threads); they wait for the job lock")
+      .Register(registry)
+      .Add({})
+      .Set(pools.lease_threads);
   auto& submitted = prometheus::BuildCounter()
                         .Name("tunefleet_coordinator_jobs_submitted_total")
                         .Help("Jobs submitted, by result")

@@ -18,10 +18,12 @@ class Registry;
 namespace tunefleet::server {
 
 // How the coordinator sized itself, exported once at start-up as gauges:
-// tunefleet_coordinator_usable_cpus and tunefleet_coordinator_report_threads.
+// tunefleet_coordinator_usable_cpus, tunefleet_coordinator_report_threads and
+// tunefleet_coordinator_lease_threads.
 struct CoordinatorPools {
   int usable_cpus = 0;     // UsableCpus(): affinity and cgroup quota
   int report_threads = 0;  // the CallPool that records reports (--report-threads)
+  int lease_threads = 0;   // the CallPool that tries leases (--lease-threads)
 };
 
 // Thread-safety: safe for concurrent use.

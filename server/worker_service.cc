@@ -55,7 +55,8 @@ ResultReport FromProto(const v1::ReportResultsRequest& request) {
 
 WorkerServiceImpl::WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers,
                                      LongPolls* long_polls, SourceBlobs* blobs,
-                                     CallPool* reports, absl::Duration heartbeat_interval,
+                                     CallPool* reports, CallPool* leases,
+                                     absl::Duration heartbeat_interval,
                                      absl::Duration lease_ttl, std::vector<LeaseSource*> sources,
                                      SharedArtifacts* artifacts, const Callers* callers)
     : jobs_(jobs),
@@ -65,6 +66,7 @@ WorkerServiceImpl::WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers,
       blobs_(blobs),
       artifacts_(artifacts),
       reports_(reports),
+      leases_(leases),
       heartbeat_interval_(heartbeat_interval),
       lease_ttl_(lease_ttl),
       callers_(callers) {}
@@ -127,17 +129,24 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::LeaseWork(grpc::CallbackServerConte
   }
   LeaseQuery query{request->worker_id(), request->device_id(), request->max_trials()};
   const absl::Duration wait = absl::Milliseconds(std::max<int64_t>(0, request->wait_ms()));
-  long_polls_->Wait(
-      query, wait,
-      [reactor, response](LongPolls::Result result) {
-        if (!result.ok()) {
-          reactor->Finish(ToGrpcStatus(result.status()));
-          return;
-        }
-        if (result->has_value()) *response->mutable_lease() = LeaseToProto(**result);
-        reactor->Finish(grpc::Status::OK);
-      },
-      [context] { return context->IsCancelled(); });
+  auto first_try = [this, context, reactor, response, query = std::move(query), wait] {
+    long_polls_->Wait(
+        query, wait,
+        [reactor, response](LongPolls::Result result) {
+          if (!result.ok()) {
+            reactor->Finish(ToGrpcStatus(result.status()));
+            return;
+          }
+          if (result->has_value()) *response->mutable_lease() = LeaseToProto(**result);
+          reactor->Finish(grpc::Status::OK);
+        },
+        [context] { return context->IsCancelled(); });
+  };
+  if (leases_ != nullptr) {
+    leases_->Run(std::move(first_try));
+  } else {
+    first_try();
+  }
   return reactor;
 }
 

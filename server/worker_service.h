@@ -26,8 +26,10 @@ namespace tunefleet::server {
 // long-poll holds no thread while it waits (LongPolls finishes it), a report
 // (which waits on the store, and is most of a worker's cost) runs on a
 // CallPool whose threads run below gRPC's, so that on a saturated core an
-// application's read is scheduled before queued reports, and a heartbeat
-// never blocks.
+// application's read is scheduled before queued reports; a lease's first try
+// (which waits for the JobManager's lock) runs on a CallPool of its own, so
+// that gRPC's threads never wait for the lock: a heartbeat waits for
+// nothing.
 // Registration and blobs are rare and run on the sync server's pool.
 using WorkerServiceBase = v1::WorkerService::WithCallbackMethod_LeaseWork<
     v1::WorkerService::WithCallbackMethod_ReportResults<
@@ -42,7 +44,8 @@ class WorkerServiceImpl final : public WorkerServiceBase {
   // every source, and a blob is served when a lease of any source needs it.
   // `jobs` also binds jobs to new workers and proposes compiles ahead.
   WorkerServiceImpl(JobManager* jobs, WorkerRegistry* workers, LongPolls* long_polls,
-                    SourceBlobs* blobs, CallPool* reports, absl::Duration heartbeat_interval,
+                    SourceBlobs* blobs, CallPool* reports, CallPool* leases /* null: inline */,
+                    absl::Duration heartbeat_interval,
                     absl::Duration lease_ttl, std::vector<LeaseSource*> sources,
                     SharedArtifacts* artifacts, const Callers* callers);
 
@@ -90,6 +93,7 @@ class WorkerServiceImpl final : public WorkerServiceBase {
   SourceBlobs* const blobs_;
   SharedArtifacts* const artifacts_;
   CallPool* const reports_;
+  CallPool* const leases_;
   const absl::Duration heartbeat_interval_;
   const absl::Duration lease_ttl_;
   const Callers* const callers_;
