@@ -40,7 +40,9 @@ struct ProcessSample {
   int64_t rss_kib = 0;     // VmRSS
   int threads = 0;
   // Voluntary context switches of the threads alive now, summed: each is a
-  // thread that blocked (a contended lock, a condition, a socket).
+  // thread that blocked (a contended lock, a condition, a socket). A thread
+  // that exits between two samples takes its count along, so a process whose
+  // threads come and go reads low.
   int64_t blocked = 0;
 };
 

@@ -29,7 +29,10 @@ DeviceLimits LimitsFromDevice(const v1::Device& device);
 class CompiledExpr;
 
 // Thread-safety: not thread-safe (evaluation writes the symbol table); use
-// one ConfigSpace per thread. Configs are identified by their ordinal in the
+// one ConfigSpace per thread. The exceptions: ConfigAt, OrdinalOf and spec()
+// read only the spec, fixed at Create, and may be called from any thread
+// while one thread evaluates (the coordinator builds a lease's configs
+// outside its job lock so). Configs are identified by their ordinal in the
 // full cartesian space, params varying fastest from the last one.
 //
 // Every constraint and derived value is a pure function of the params it

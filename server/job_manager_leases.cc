@@ -294,8 +294,10 @@ absl::Duration JobManager::IdleLimitOf(const Lease& lease) const {
                     : options_.lease_idle_limit;
 }
 
+// Overruled first: Quarantine adds the principal to the quarantine list
+// before it leaves the overruled, so one of the two answers yes throughout.
 bool JobManager::Refused(const std::string& principal) {
-  return quarantine_->Contains(principal) || Overruled(principal);
+  return Overruled(principal) || quarantine_->Contains(principal);
 }
 
 bool JobManager::Overruled(const std::string& principal) const {
@@ -569,7 +571,7 @@ int JobManager::ShareAllows(const Job& job, int t, const std::string& principal,
   const bool shared = std::any_of(
       target.wanted_by.begin(), target.wanted_by.end(), [&](const auto& entry) {
         return entry.first != principal && entry.second >= since &&
-               !quarantine_->Contains(entry.first) && !Overruled(entry.first);
+               !Overruled(entry.first) && !quarantine_->Contains(entry.first);
       });
   if (!shared) return max;
   return static_cast<int>(std::clamp<int64_t>(share - held, 0, max));

@@ -22,15 +22,18 @@ void LockCombiner::Run(absl::FunctionRef<void()> section) {
   std::vector<Pending*> batch;
   batch.swap(queue_);
   queue_mu_.Unlock();
-  mu_->Lock();
-  for (Pending* pending : batch) pending->section();
-  mu_->Unlock();
+  RunBatch(batch);
   batches_.fetch_add(1, std::memory_order_relaxed);
   sections_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
   queue_mu_.Lock();
   for (Pending* pending : batch) pending->done = true;
   combining_ = false;
   queue_mu_.Unlock();  // wakes the callers whose sections ran, and the next combiner
+}
+
+void LockCombiner::RunBatch(const std::vector<Pending*>& batch) noexcept {
+  absl::MutexLock lock(mu_);
+  for (Pending* pending : batch) pending->section();
 }
 
 size_t LockCombiner::queued() {

@@ -52,6 +52,9 @@ class LockCombiner {
     absl::FunctionRef<void()> section;
     bool done = false;
   };
+  // Runs `batch` with the mutex held. A section that throws ends the process
+  // here: a batch left half-run would hold the mutex and its callers for good.
+  void RunBatch(const std::vector<Pending*>& batch) noexcept;
 
   absl::Mutex* const mu_;
   absl::Mutex queue_mu_;
