@@ -7,6 +7,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 #include "common/tuning_key.h"
 #include "server/auth_processor.h"
 
@@ -119,12 +120,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::LeaseWork(grpc::CallbackServerConte
                                                        const v1::LeaseWorkRequest* request,
                                                        v1::LeaseWorkResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (request->worker_id().empty()) {
-    reactor->Finish(MissingField("worker_id"));
-    return reactor;
-  }
-  if (absl::Status own = CheckActsFor(*context, request->worker_id()); !own.ok()) {
-    reactor->Finish(ToGrpcStatus(own));
+  if (absl::Status worker = CheckWorker(*context, request->worker_id()); !worker.ok()) {
+    reactor->Finish(ToGrpcStatus(worker));
     return reactor;
   }
   LeaseQuery query{request->worker_id(), request->device_id(), request->max_trials()};
@@ -154,12 +151,12 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ReportResults(
     grpc::CallbackServerContext* context, const v1::ReportResultsRequest* request,
     v1::ReportResultsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (request->worker_id().empty() || request->lease_id().empty()) {
-    reactor->Finish(MissingField(request->worker_id().empty() ? "worker_id" : "lease_id"));
-    return reactor;
-  }
-  if (absl::Status own = CheckActsFor(*context, request->worker_id()); !own.ok()) {
-    reactor->Finish(ToGrpcStatus(own));
+  // A missing id is named before the caller's certificate is checked.
+  const absl::Status worker = !request->worker_id().empty() && request->lease_id().empty()
+                                  ? MissingFieldError("lease_id")
+                                  : CheckWorker(*context, request->worker_id());
+  if (!worker.ok()) {
+    reactor->Finish(ToGrpcStatus(worker));
     return reactor;
   }
   if (!request->receipt().empty() && !workers_->PrincipalOf(request->worker_id()).ok()) {
@@ -199,12 +196,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
                                                        const v1::HeartbeatRequest* request,
                                                        v1::HeartbeatResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (request->worker_id().empty()) {
-    reactor->Finish(MissingField("worker_id"));
-    return reactor;
-  }
-  if (absl::Status own = CheckActsFor(*context, request->worker_id()); !own.ok()) {
-    reactor->Finish(ToGrpcStatus(own));
+  if (absl::Status worker = CheckWorker(*context, request->worker_id()); !worker.ok()) {
+    reactor->Finish(ToGrpcStatus(worker));
     return reactor;
   }
   if (workers_->Touch(request->worker_id())) {
@@ -228,9 +221,8 @@ grpc::Status WorkerServiceImpl::GetBlob(grpc::ServerContext* context,
                                         const v1::GetBlobRequest* request,
                                         v1::GetBlobResponse* response) {
   if (request->digest().empty()) return MissingField("digest");
-  if (request->worker_id().empty()) return MissingField("worker_id");
-  if (absl::Status own = CheckActsFor(*context, request->worker_id()); !own.ok()) {
-    return ToGrpcStatus(own);
+  if (absl::Status worker = CheckWorker(*context, request->worker_id()); !worker.ok()) {
+    return ToGrpcStatus(worker);
   }
   // OK from any source serves it; else the last source's refusal is answered.
   absl::Status leased = absl::PermissionDeniedError("sources are served only for leased work");
@@ -245,10 +237,15 @@ grpc::Status WorkerServiceImpl::GetBlob(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+absl::Status WorkerServiceImpl::CheckWorker(const grpc::ServerContextBase& context,
+                                            const std::string& worker_id) {
+  if (worker_id.empty()) return MissingFieldError("worker_id");
+  return CheckActsFor(context, worker_id);
+}
+
 absl::StatusOr<v1::WorkerInfo> WorkerServiceImpl::RegisteredWorker(
     const grpc::ServerContextBase& context, const std::string& worker_id) {
-  if (worker_id.empty()) return MissingFieldError("worker_id");
-  if (absl::Status own = CheckActsFor(context, worker_id); !own.ok()) return own;
+  RETURN_IF_ERROR(CheckWorker(context, worker_id));
   return workers_->Info(worker_id);  // NotFound: register again
 }
 

@@ -27,9 +27,9 @@ namespace tunefleet::server {
 // (which waits on the store, and is most of a worker's cost) runs on a
 // CallPool whose threads run below gRPC's, so that on a saturated core an
 // application's read is scheduled before queued reports; a lease's first try
-// (which waits for the JobManager's lock) runs on a CallPool of its own, so
-// that gRPC's threads never wait for the lock: a heartbeat waits for
-// nothing.
+// (which waits for the JobManager's lock) runs on a CallPool of its own
+// (none: on gRPC's thread), so that gRPC's threads do not wait for that lock
+// and a heartbeat waits for no lease.
 // Registration and blobs are rare and run on the sync server's pool.
 using WorkerServiceBase = v1::WorkerService::WithCallbackMethod_LeaseWork<
     v1::WorkerService::WithCallbackMethod_ReportResults<
@@ -80,6 +80,8 @@ class WorkerServiceImpl final : public WorkerServiceBase {
   // for itself.
   absl::Status CheckActsFor(const grpc::ServerContextBase& context,
                             const std::string& worker_id);
+  // InvalidArgument without an id, else CheckActsFor.
+  absl::Status CheckWorker(const grpc::ServerContextBase& context, const std::string& worker_id);
   // Registered worker `worker_id`, which the caller acts for:
   // InvalidArgument without an id, PermissionDenied as CheckActsFor,
   // NotFound for an unknown worker (as LeaseWork).
