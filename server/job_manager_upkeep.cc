@@ -15,6 +15,7 @@ void JobManager::Tick() {
     job_log::WorkersForgotten(forgotten);
   }
   metrics_->WorkersAlive(workers_->CountAlive());
+  metrics_->JobLockBatches(combiner_.batches(), combiner_.sections());
   Pending pending;
   std::vector<std::pair<std::string, int64_t>> queued;
   // Expiry is judged as of before the heartbeats are taken: one that comes

@@ -85,6 +85,9 @@ class CoordinatorMetrics {
   virtual void ArtifactRequested(bool found) = 0;
   // Two publishes of one artifact key differed (SharedArtifacts::Put).
   virtual void ArtifactConflicted() = 0;
+  // The batches the job lock's hot sections ran in (LockCombiner), and the
+  // sections, since the start: totals, which only grow.
+  virtual void JobLockBatches(int64_t batches, int64_t sections) = 0;
 };
 
 // Not final: a test records what it needs by overriding a method or two.
@@ -117,6 +120,7 @@ class NullMetrics : public CoordinatorMetrics {
   void ArtifactsShelved(int64_t, int64_t) override {}
   void ArtifactRequested(bool) override {}
   void ArtifactConflicted() override {}
+  void JobLockBatches(int64_t, int64_t) override {}
 };
 
 }  // namespace tunefleet::server

@@ -60,6 +60,12 @@ struct PrometheusMetrics::Families {
   prometheus::Gauge* artifact_bytes = nullptr;
   std::array<prometheus::Counter*, 2> artifact_requests{};  // miss, hit
   prometheus::Counter* artifact_conflicts = nullptr;
+  prometheus::Counter* lock_batches = nullptr;
+  prometheus::Counter* lock_sections = nullptr;
+  // The totals last counted, so that each call adds what grew since.
+  absl::Mutex lock_mu;
+  int64_t lock_batches_seen ABSL_GUARDED_BY(lock_mu) = 0;
+  int64_t lock_sections_seen ABSL_GUARDED_BY(lock_mu) = 0;
   prometheus::Family<prometheus::Histogram>* store_operations = nullptr;
   prometheus::Family<prometheus::Counter>* store_errors = nullptr;
   prometheus::Family<prometheus::Histogram>* rpc_seconds = nullptr;
@@ -306,6 +312,18 @@ absl::StatusOr<std::unique_ptr<PrometheusMetrics>> PrometheusMetrics::Start(
                                     "the copy shared under it: the key is shared no more")
                               .Register(registry)
                               .Add({});
+  f.lock_batches = &prometheus::BuildCounter()
+                        .Name("tunefleet_coordinator_job_lock_batches_total")
+                        .Help("Batches the job lock ran its hot sections (leases, reports) in; "
+                              "sections over batches is the mean batch, above 1 when callers "
+                              "queued for the lock")
+                        .Register(registry)
+                        .Add({});
+  f.lock_sections = &prometheus::BuildCounter()
+                         .Name("tunefleet_coordinator_job_lock_sections_total")
+                         .Help("Hot sections (leases, reports) the job lock ran, in batches")
+                         .Register(registry)
+                         .Add({});
   ASSIGN_OR_RETURN(metrics->endpoint_, MetricsEndpoint::Start(listen, metrics->registry_));
   return metrics;
 }
@@ -410,6 +428,19 @@ void PrometheusMetrics::ArtifactRequested(bool found) {
 }
 
 void PrometheusMetrics::ArtifactConflicted() { families_->artifact_conflicts->Increment(); }
+
+void PrometheusMetrics::JobLockBatches(int64_t batches, int64_t sections) {
+  Families& f = *families_;
+  absl::MutexLock lock(&f.lock_mu);
+  if (batches > f.lock_batches_seen) {
+    f.lock_batches->Increment(static_cast<double>(batches - f.lock_batches_seen));
+    f.lock_batches_seen = batches;
+  }
+  if (sections > f.lock_sections_seen) {
+    f.lock_sections->Increment(static_cast<double>(sections - f.lock_sections_seen));
+    f.lock_sections_seen = sections;
+  }
+}
 
 void PrometheusMetrics::QueuedTrials(
     const std::vector<std::pair<std::string, int64_t>>& by_model) {

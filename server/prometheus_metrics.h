@@ -67,6 +67,7 @@ class PrometheusMetrics final : public CoordinatorMetrics {
   void ArtifactsShelved(int64_t count, int64_t bytes) override;
   void ArtifactRequested(bool found) override;
   void ArtifactConflicted() override;
+  void JobLockBatches(int64_t batches, int64_t sections) override;
 
  private:
   struct Families;

@@ -131,15 +131,24 @@ TEST_F(OperationsTest, JobsGaugeStaysExactThroughCachedSubmits) {
   EXPECT_EQ(samples["tunefleet_coordinator_jobs{state=\"succeeded\"}"], 3);
   EXPECT_EQ(samples["tunefleet_coordinator_jobs_submitted_total{result=\"cached\"}"], 2);
   EXPECT_EQ(samples["tunefleet_coordinator_jobs_submitted_total{result=\"accepted\"}"], 1);
+  // The job's leases and reports ran through the job lock's batches, which
+  // the upkeep counts every 200 ms.
+  EXPECT_TRUE(Eventually([&] {
+    std::map<std::string, double> now = Scrape();
+    const double batches = now["tunefleet_coordinator_job_lock_batches_total"];
+    const double sections = now["tunefleet_coordinator_job_lock_sections_total"];
+    return batches >= 1 && sections >= batches;
+  })) << "the job lock's batches are not counted";
 }
 
 // The coordinator sizes itself by the CPUs it may use (this test's own:
 // the same affinity and cgroup), and says so.
 TEST_F(OperationsTest, ExportsHowTheCoordinatorSizedItself) {
-  StartFleet({"--report-threads", "7"});
+  StartFleet({"--report-threads", "7", "--lease-threads", "5"});
   std::map<std::string, double> samples = Scrape();
   EXPECT_EQ(samples["tunefleet_coordinator_usable_cpus"], UsableCpus());
   EXPECT_EQ(samples["tunefleet_coordinator_report_threads"], 7);
+  EXPECT_EQ(samples["tunefleet_coordinator_lease_threads"], 5);
 }
 
 TEST_F(OperationsTest, DeadWorkerLeavesTheWorkerListAfterItsExpiry) {
