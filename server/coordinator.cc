@@ -107,6 +107,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
 
 absl::Status Coordinator::Init(const CoordinatorOptions& options) {
   options_ = options;
+  options_.lease_threads = LeaseThreadsFor(options.lease_threads);  // resolved once
   std::string url = options.database_url;
   if (url.empty()) {
     std::error_code error;
@@ -118,7 +119,7 @@ absl::Status Coordinator::Init(const CoordinatorOptions& options) {
     ASSIGN_OR_RETURN(metrics_, PrometheusMetrics::Start(
                                    options.metrics_listen, kVersion,
                                    CoordinatorPools{UsableCpus(), options.report_threads,
-                                                    LeaseThreadsFor(options.lease_threads)}));
+                                                    options_.lease_threads}));
   }
   fence_ = std::make_shared<LeaderFence>();
   ASSIGN_OR_RETURN(store_, OpenStore(url, fence_));
@@ -288,8 +289,9 @@ absl::Status Coordinator::Lead(const std::string& listen) {
       profiles_.get(), names_.get(), watches_.get(), callers_.get());
   report_pool_ = std::make_unique<CallPool>(
       CallPool::Options{options.report_threads, options.report_nice, "reports"});
-  if (const int lease_threads = LeaseThreadsFor(options.lease_threads); lease_threads > 0) {
-    lease_pool_ = std::make_unique<CallPool>(CallPool::Options{lease_threads, 0, "leases"});
+  if (options.lease_threads > 0) {
+    lease_pool_ =
+        std::make_unique<CallPool>(CallPool::Options{options.lease_threads, 0, "leases"});
   }
   worker_service_ = std::make_unique<WorkerServiceImpl>(
       jobs_.get(), workers_.get(), long_polls_.get(), blobs_.get(), report_pool_.get(),

@@ -1,6 +1,6 @@
 #include "server/lock_combiner.h"
 
-#include <utility>
+#include <vector>
 
 namespace tunefleet::server {
 

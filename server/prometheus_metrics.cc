@@ -432,14 +432,13 @@ void PrometheusMetrics::ArtifactConflicted() { families_->artifact_conflicts->In
 void PrometheusMetrics::JobLockBatches(int64_t batches, int64_t sections) {
   Families& f = *families_;
   absl::MutexLock lock(&f.lock_mu);
-  if (batches > f.lock_batches_seen) {
-    f.lock_batches->Increment(static_cast<double>(batches - f.lock_batches_seen));
-    f.lock_batches_seen = batches;
-  }
-  if (sections > f.lock_sections_seen) {
-    f.lock_sections->Increment(static_cast<double>(sections - f.lock_sections_seen));
-    f.lock_sections_seen = sections;
-  }
+  const auto add_growth = [](prometheus::Counter* counter, int64_t total, int64_t* seen) {
+    if (total <= *seen) return;
+    counter->Increment(static_cast<double>(total - *seen));
+    *seen = total;
+  };
+  add_growth(f.lock_batches, batches, &f.lock_batches_seen);
+  add_growth(f.lock_sections, sections, &f.lock_sections_seen);
 }
 
 void PrometheusMetrics::QueuedTrials(

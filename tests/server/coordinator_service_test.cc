@@ -55,6 +55,7 @@ class CoordinatorServiceTest : public ::testing::Test {
     options.metrics_listen = "127.0.0.1:0";
     options.max_watches_per_principal = max_watches_per_principal_;
     options.forget_workers_after = forget_workers_after_;
+    options.lease_threads = lease_threads_;
     absl::StatusOr<std::unique_ptr<Coordinator>> coordinator = Coordinator::Start(options);
     ASSERT_OK(coordinator);
     coordinator_ = *std::move(coordinator);
@@ -119,6 +120,7 @@ class CoordinatorServiceTest : public ::testing::Test {
 
   int max_watches_per_principal_ = 64;
   absl::Duration forget_workers_after_ = absl::InfiniteDuration();
+  int lease_threads_ = -1;  // CoordinatorOptions::lease_threads
 
   // Stores `rows` while the coordinator is down, then starts it again: it
   // serves them from its index after the restart.
@@ -752,6 +754,10 @@ namespace {
 // A worker speaking WorkerService directly, as any program can.
 class LeaseLimitsTest : public CoordinatorServiceTest {
  protected:
+  // One device holds at most two leases of at most max_batch_size trials
+  // each; a third is ResourceExhausted, and the server serves on.
+  void ExpectCapped();
+
   grpc::Status Lease(const std::string& worker, int max_trials, v1::LeaseWorkResponse* response) {
     v1::LeaseWorkRequest request;
     request.set_worker_id(worker);
@@ -906,7 +912,7 @@ TEST_F(LeaseLimitsTest, InvalidatingAForgottenWorkerDropsWhatItsPrincipalShared)
   ExpectServing();
 }
 
-TEST_F(LeaseLimitsTest, LeaseWorkCapsTrialsAndOutstandingLeasesPerDevice) {
+void LeaseLimitsTest::ExpectCapped() {
   const std::string rogue = Register("rogue.example");
   v1::SubmitJobResponse submitted;
   ASSERT_TRUE(Submit(request_, &submitted).ok());
@@ -921,6 +927,16 @@ TEST_F(LeaseLimitsTest, LeaseWorkCapsTrialsAndOutstandingLeasesPerDevice) {
   EXPECT_NE(refused.error_message().find("leases already"), std::string::npos)
       << refused.error_message();
   ExpectServing();
+}
+
+TEST_F(LeaseLimitsTest, LeaseWorkCapsTrialsAndOutstandingLeasesPerDevice) { ExpectCapped(); }
+
+TEST_F(LeaseLimitsTest, LeaseWorkTriedOnGrpcsThreadsCapsTheSame) {
+  coordinator_->Shutdown(absl::Seconds(1));
+  coordinator_.reset();
+  lease_threads_ = 0;  // no lease pool, as on one CPU
+  StartCoordinator();
+  ExpectCapped();
 }
 
 TEST_F(LeaseLimitsTest, GetBlobServesOnlySourcesOfTheCallersLeases) {
